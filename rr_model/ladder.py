@@ -1,0 +1,91 @@
+"""The size ladder and training recipe of the published sweep: the one source of truth.
+
+Everything that needs a size's shape, step count or the optimiser settings (model, trainer, analysis,
+CLI) reads them from here. This module imports nothing heavy so that `rr --help` and the analysis
+stay torch-free.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+__all__ = ["Recipe", "Size", "RECIPE", "LADDER", "PUBLISHED_SIZES", "get_size", "size_sort_key", "SIZE_LABEL"]
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """Optimisation and evaluation settings shared by every size (Kramer 2026, Section 4)."""
+
+    block_size: int = 256
+    batch_size: int = 64
+    lr: float = 2e-4
+    warmup_steps: int = 500
+    min_lr_frac: float = 0.1  # cosine decays to 10% of the peak
+    weight_decay: float = 0.1
+    beta1: float = 0.9
+    beta2: float = 0.95
+    grad_clip: float = 1.0
+    eval_batches: int = 80
+    ece_bins: int = 15
+    n_text: int = 400_000  # first TinyStories training stories used
+    val_frac: float = 0.03  # 97/3 train/validation split of the token stream
+    vocab_size: int = 50257  # GPT-2 tokenizer
+
+
+RECIPE = Recipe()
+
+
+@dataclass(frozen=True)
+class Size:
+    """One rung of the ladder: the Review model's shape and its step budget."""
+
+    name: str
+    d_model: int
+    n_layer: int
+    n_head: int
+    steps: int
+    published_seeds: int  # seeds per variant in the published sweep (0: not part of it)
+
+    @property
+    def published(self) -> bool:
+        return self.published_seeds > 0
+
+
+# Published ladder (paper Table 1). Baselines are widened from d_model in steps of n_head
+# until they reach Review's parameter count ("parameter-matched up"); see rr_model.params.
+LADDER: dict[str, Size] = {
+    s.name: s
+    for s in (
+        Size("60M", 512, 8, 8, 8000, 3),
+        Size("150M", 768, 12, 12, 8000, 3),
+        Size("320M", 1024, 16, 16, 8000, 2),
+        Size("590M", 1280, 20, 20, 7000, 3),
+        Size("1B", 1536, 24, 16, 6000, 3),
+        # Not published: an offline demo/test size that trains on 2 CPU cores in under a minute.
+        Size("tiny", 128, 4, 4, 300, 0),
+    )
+}
+
+PUBLISHED_SIZES: tuple[str, ...] = tuple(name for name, s in LADDER.items() if s.published)
+
+# A size label in a dataset: a ladder name or any "<number><K|M|B>" parameter count.
+SIZE_LABEL = re.compile(r"^(\d+(?:\.\d+)?)([KMB])$")
+_SCALE = {"K": 1e3, "M": 1e6, "B": 1e9}
+
+
+def get_size(name: str) -> Size:
+    """Look up a ladder size by name, with an error that lists the valid names."""
+    try:
+        return LADDER[name]
+    except KeyError:
+        raise KeyError(f"unknown size {name!r}; the ladder has {', '.join(LADDER)}") from None
+
+
+def size_sort_key(label: str) -> float:
+    """Nominal parameter count of a size label ("590M" -> 5.9e8), for ordering sizes.
+
+    Ladder names that are not counts (e.g. "tiny") sort first.
+    """
+    m = SIZE_LABEL.match(label)
+    return float(m.group(1)) * _SCALE[m.group(2)] if m else 0.0
