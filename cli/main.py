@@ -1,0 +1,45 @@
+"""Entry point of the `rr` command. Each command lives in its own module and registers itself here.
+
+Command modules import only typer and the standard library at top level, so `rr --help` stays fast;
+library imports happen inside the command functions.
+"""
+
+from __future__ import annotations
+
+import typer
+
+from cli import validate
+
+app = typer.Typer(
+    name="rr",
+    help="Review Residuals toolkit: the published sweep, its statistics, the reference model and trainer.",
+    no_args_is_help=True,
+    invoke_without_command=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(False, "--version", help="Print the rr version and exit.", is_eager=True),
+) -> None:
+    if version:
+        from importlib.metadata import version as dist_version
+
+        typer.echo(f"rr {dist_version('rr-toolkit')}")
+        raise typer.Exit()
+
+
+for module in (validate,):
+    module.register(app)
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

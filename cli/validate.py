@@ -1,0 +1,44 @@
+"""`rr validate`: check sweep files against the schema and the published rows."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from cli.errors import fail
+
+
+def validate(
+    paths: list[Path] = typer.Argument(
+        None, help="Sweep CSV files to check. Default: the published dataset bundled with rr.", show_default=False
+    ),
+) -> None:
+    """Validate sweep CSVs: schema, types, duplicates, and whether the published rows are intact.
+
+    Exit 0 when every file is valid, 2 when any is not (all problems are listed).
+    """
+    from rr_analysis.dataset import DataError, bundled_path, load_sweep
+    from rr_analysis.integrity import check_integrity
+    from rr_analysis.summary import describe
+
+    failed = False
+    for path in paths or [bundled_path()]:
+        try:
+            df = load_sweep(path)
+        except DataError as e:
+            typer.echo(f"rr: error: {e}", err=True)
+            failed = True
+            continue
+        integrity = check_integrity(df)
+        typer.echo(f"{path}: OK: {describe(df)}; {integrity.summary()}")
+        for line in integrity.changed:
+            typer.echo(f"  changed: {line}")
+        if integrity.missing:
+            typer.echo("  missing: " + "; ".join(", ".join(map(str, k)) for k in integrity.missing))
+    if failed:
+        raise fail("validation failed", 2) if len(paths or []) > 1 else typer.Exit(2)
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(validate)

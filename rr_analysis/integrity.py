@@ -1,0 +1,72 @@
+"""Are the 42 published runs still in a file, unchanged? Answered against the copy shipped in the package.
+
+A file that extends the sweep must keep the published rows as they were; new seeds are appended after them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+from rr_analysis.dataset import FIELDS, format_row, load_sweep
+from rr_analysis.schema import KEY
+
+__all__ = ["Integrity", "check_integrity", "digest", "PUBLISHED_DIGEST"]
+
+# SHA-256 of the published rows in canonical form (sorted by size, variant, seed; published number format).
+# Pins the reference copy itself: a test fails if rr_analysis/published/scaling_v8.csv is ever edited.
+PUBLISHED_DIGEST = "1ed84da3d00388b37f4f43ea27a5e4999e5b1725dd0b05d8e90c43ac2d01d5c3"
+
+
+def digest(df: pd.DataFrame) -> str:
+    """SHA-256 of rows in canonical form, independent of row order, column order and line ends."""
+    rows = sorted(format_row(r) for r in df[FIELDS].to_dict("records"))
+    return hashlib.sha256("\n".join(rows).encode()).hexdigest()
+
+
+@dataclass
+class Integrity:
+    """How a file relates to the published sweep."""
+
+    published: int  # rows in the published sweep
+    present: int  # published (size, variant, seed) keys found in the file
+    missing: list[tuple] = field(default_factory=list)
+    changed: list[str] = field(default_factory=list)  # one readable line per changed value
+    added: int = 0  # rows whose key is not a published one
+
+    @property
+    def intact(self) -> bool:
+        return not self.missing and not self.changed
+
+    def summary(self) -> str:
+        if self.intact:
+            state = f"published rows {self.present}/{self.published} present and unchanged"
+        else:
+            state = (
+                f"published rows: {self.present}/{self.published} present, {len(self.changed)} value(s) changed, "
+                f"{len(self.missing)} missing"
+            )
+        return f"{state}; {self.added} row(s) added"
+
+
+def check_integrity(df: pd.DataFrame, reference: pd.DataFrame | None = None) -> Integrity:
+    """Compare a loaded sweep with the published one, value by value in the published number format."""
+    ref = load_sweep() if reference is None else reference
+    lines = df.attrs.get("lines") or [None] * len(df)
+    mine = df.assign(_line=lines).set_index(KEY)
+    ref = ref.set_index(KEY)
+    common = ref.index.intersection(mine.index)
+    out = Integrity(published=len(ref), present=len(common), added=int((~mine.index.isin(ref.index)).sum()))
+    out.missing = [tuple(k) for k in ref.index.difference(mine.index)]
+    for key in common:
+        a, b = ref.loc[key], mine.loc[key]
+        fa, fb = format_row({**dict(zip(KEY, key)), **a}), format_row({**dict(zip(KEY, key)), **b})
+        if fa == fb:
+            continue
+        for col, va, vb in zip(FIELDS, fa.split(","), fb.split(",")):
+            if va != vb:
+                where = f"line {int(b['_line'])}" if pd.notna(b["_line"]) else "row"
+                out.changed.append(f"{where} ({', '.join(map(str, key))}), {col}: published {va}, found {vb}")
+    return out

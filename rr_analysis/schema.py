@@ -1,0 +1,100 @@
+"""The sweep CSV's schema: columns, types and rules, in one place.
+
+`SCHEMA` (pandera) checks values once a file has been parsed and typed; `COLUMNS` drives parsing.
+The rules are written as short human phrases because they end up verbatim in error messages.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import pandera.pandas as pa
+
+from rr_model.ladder import LADDER, SIZE_LABEL
+from rr_model.variants import NAMES
+
+__all__ = ["Column", "COLUMNS", "KEY", "SCHEMA", "Problem", "GROUP_RULES"]
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    kind: str  # "str", "int" or "float"
+    optional: bool  # may be empty ("where measured")
+    rule: str  # the constraint, as a reader would say it
+    description: str
+
+
+COLUMNS: tuple[Column, ...] = (
+    Column("size", "str", False, "a ladder size or a <number><K|M|B> label", "model size label, e.g. 590M"),
+    Column("variant", "str", False, f"one of {', '.join(NAMES)}", "residual variant"),
+    Column("seed", "int", False, "an integer >= 0", "training seed; fixes the data order for every variant"),
+    Column("params_M", "float", False, "a number > 0", "parameter count in millions"),
+    Column("steps", "int", False, "an integer > 0", "optimiser steps (token budget = steps x 64 x 256)"),
+    Column("val_loss", "float", False, "a finite number in (0, 20)", "mean validation loss, 80 batches"),
+    Column("ece", "float", True, "in [0, 1] or empty", "expected calibration error, 15 bins"),
+    Column("minutes", "float", True, "a number >= 0 or empty", "wall-clock training minutes"),
+)
+NAMES_IN_ORDER: tuple[str, ...] = tuple(c.name for c in COLUMNS)
+KEY: list[str] = ["size", "variant", "seed"]
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with one cell (or row) of a file."""
+
+    line: int | None  # 1-based line in the file; None for whole-file problems
+    column: str | None
+    value: object
+    rule: str
+
+    def __str__(self) -> str:
+        where = [f"line {self.line}"] if self.line is not None else []
+        if self.column is not None:
+            where.append(f"column {self.column}")
+        value = "" if self.value is None else f": {self.value!r}"
+        return f"{', '.join(where) or 'file'}{value} - {self.rule}"
+
+
+def _size_ok(s: pd.Series) -> pd.Series:
+    return s.isin(list(LADDER)) | s.str.fullmatch(SIZE_LABEL.pattern)
+
+
+def _constant_within(col: str) -> pa.Check:
+    return pa.Check(
+        lambda df: df.groupby(["size", "variant"])[col].transform("nunique") <= 1,
+        error=f"{col} must be the same in every row of a (size, variant)",
+    )
+
+
+# Row-level rules that span columns: the column each one is reported against.
+GROUP_RULES: dict[str, str] = {
+    "params_M must be the same in every row of a (size, variant)": "params_M",
+    "steps must be the same in every row of a (size, variant)": "steps",
+}
+
+_RULE = {c.name: c.rule for c in COLUMNS}
+
+SCHEMA = pa.DataFrameSchema(
+    {
+        "size": pa.Column(str, pa.Check(_size_ok, error=_RULE["size"])),
+        "variant": pa.Column(str, pa.Check.isin(list(NAMES), error=_RULE["variant"])),
+        "seed": pa.Column("int64", pa.Check.ge(0, error=_RULE["seed"])),
+        "params_M": pa.Column("float64", pa.Check(lambda s: np.isfinite(s) & (s > 0), error=_RULE["params_M"])),
+        "steps": pa.Column("int64", pa.Check.gt(0, error=_RULE["steps"])),
+        "val_loss": pa.Column(
+            "float64", pa.Check(lambda s: np.isfinite(s) & (s > 0) & (s < 20), error=_RULE["val_loss"])
+        ),
+        "ece": pa.Column("float64", pa.Check.in_range(0, 1, error=_RULE["ece"]), nullable=True),
+        "minutes": pa.Column(
+            "float64", pa.Check(lambda s: np.isfinite(s) & (s >= 0), error=_RULE["minutes"]), nullable=True
+        ),
+    },
+    checks=[_constant_within("params_M"), _constant_within("steps")],
+    unique=KEY,
+    report_duplicates="all",
+    strict=True,
+    ordered=False,
+)
