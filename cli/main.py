@@ -21,7 +21,6 @@ app = typer.Typer(
 )
 
 
-
 @app.callback()
 def _root(
     version: bool = typer.Option(False, "--version", help="Print the rr version and exit.", is_eager=True),

@@ -11,7 +11,9 @@ from cli.errors import fail
 
 def validate(
     paths: list[Path] = typer.Argument(
-        None, help="Sweep CSV files to check. Default: the published dataset bundled with rr.", show_default=False
+        None,
+        help="Sweep CSV files to check. Default: the published dataset bundled with rr.",
+        show_default=False,
     ),
 ) -> None:
     """Validate sweep CSVs: schema, types, duplicates, and whether the published rows are intact.

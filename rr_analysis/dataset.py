@@ -91,7 +91,9 @@ def _parse_rows(text: str, path) -> tuple[list[str], list[list[str]], list[int]]
                 continue
             if len(cells) != len(header):
                 problems.append(
-                    Problem(reader.line_num, None, None, f"has {len(cells)} fields, the header has {len(header)}")
+                    Problem(
+                        reader.line_num, None, None, f"has {len(cells)} fields, the header has {len(header)}"
+                    )
                 )
                 continue
             rows.append(cells)
@@ -115,12 +117,15 @@ def _check_header(header: list[str], path) -> None:
     if not seen & set(FIELDS):
         shown = ",".join(header)[:80]
         raise _file_problem(
-            path, f"does not look like a sweep CSV: the first line {shown!r} has none of the columns {','.join(FIELDS)}"
+            path,
+            f"does not look like a sweep CSV: the first line {shown!r} has none of the columns {','.join(FIELDS)}",
         )
     problems = [Problem(1, d, None, "column name appears more than once in the header") for d in dupes]
     problems += [Problem(1, m, None, "required column is missing") for m in FIELDS if m not in seen]
     problems += [
-        Problem(1, x, None, f"unknown column (expected {','.join(FIELDS)})") for x in header if x not in FIELDS
+        Problem(1, x, None, f"unknown column (expected {','.join(FIELDS)})")
+        for x in header
+        if x not in FIELDS
     ]
     if problems:
         raise DataError(path, problems)
@@ -243,8 +248,10 @@ def write_sweep(df: pd.DataFrame, path: str | os.PathLike, *, exact: bool = Fals
     ``exact=True`` writes floats at full precision (round-trips bit for bit) instead of the published
     number format.
     """
-    SCHEMA.validate(df[FIELDS])
     path = Path(path)
+    problems = _schema_problems(df[FIELDS].reset_index(drop=True), list(range(2, len(df) + 2)), set())
+    if problems:
+        raise DataError(path, problems)
     if exact:
         body = df[FIELDS].to_csv(index=False, float_format=None, lineterminator="\n")
     else:

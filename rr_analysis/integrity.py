@@ -62,10 +62,13 @@ def check_integrity(df: pd.DataFrame, reference: pd.DataFrame | None = None) -> 
     out.missing = [tuple(k) for k in ref.index.difference(mine.index)]
     for key in common:
         a, b = ref.loc[key], mine.loc[key]
-        fa, fb = format_row({**dict(zip(KEY, key)), **a}), format_row({**dict(zip(KEY, key)), **b})
+        fa, fb = (
+            format_row({**dict(zip(KEY, key, strict=True)), **a}),
+            format_row({**dict(zip(KEY, key, strict=True)), **b}),
+        )
         if fa == fb:
             continue
-        for col, va, vb in zip(FIELDS, fa.split(","), fb.split(",")):
+        for col, va, vb in zip(FIELDS, fa.split(","), fb.split(","), strict=True):
             if va != vb:
                 where = f"line {int(b['_line'])}" if pd.notna(b["_line"]) else "row"
                 out.changed.append(f"{where} ({', '.join(map(str, key))}), {col}: published {va}, found {vb}")

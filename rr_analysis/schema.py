@@ -82,7 +82,9 @@ SCHEMA = pa.DataFrameSchema(
         "size": pa.Column(str, pa.Check(_size_ok, error=_RULE["size"])),
         "variant": pa.Column(str, pa.Check.isin(list(NAMES), error=_RULE["variant"])),
         "seed": pa.Column("int64", pa.Check.ge(0, error=_RULE["seed"])),
-        "params_M": pa.Column("float64", pa.Check(lambda s: np.isfinite(s) & (s > 0), error=_RULE["params_M"])),
+        "params_M": pa.Column(
+            "float64", pa.Check(lambda s: np.isfinite(s) & (s > 0), error=_RULE["params_M"])
+        ),
         "steps": pa.Column("int64", pa.Check.gt(0, error=_RULE["steps"])),
         "val_loss": pa.Column(
             "float64", pa.Check(lambda s: np.isfinite(s) & (s > 0) & (s < 20), error=_RULE["val_loss"])

@@ -23,7 +23,9 @@ class Variant:
 VARIANTS: dict[str, Variant] = {
     v.name: v
     for v in (
-        Variant("review_neutral", "Review", "#0072B2", False, "h + sigmoid(W [rms(h), rms(u)]) * u, W = 0 at init"),
+        Variant(
+            "review_neutral", "Review", "#0072B2", False, "h + sigmoid(W [rms(h), rms(u)]) * u, W = 0 at init"
+        ),
         Variant("highway", "Highway", "#E69F00", True, "h + sigmoid(W h) * u"),
         Variant("standard", "Standard", "#009E73", True, "h + u"),
         Variant("review_convex", "Review (convex)", "#D55E00", False, "(1 - r) h + r u: vanishes with depth"),
