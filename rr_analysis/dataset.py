@@ -22,8 +22,9 @@ from rr_analysis.schema import COLUMNS, GROUP_RULES, KEY, SCHEMA, Problem
 __all__ = ["DataError", "load_sweep", "read_sweep_text", "write_sweep", "append_rows", "bundled_path"]
 
 FIELDS: list[str] = [c.name for c in COLUMNS]
-# Published precision of each float column: new rows are written the same way so files stay diffable.
-_FORMAT = {"params_M": "{:.2f}", "val_loss": "{:.4f}", "ece": "{:.4f}", "minutes": "{:.1f}"}
+# Published precision of each float column (decimals; shortest repr after rounding, as in the release):
+# new rows are written the same way so files stay diffable.
+_DECIMALS = {"params_M": 2, "val_loss": 4, "ece": 4, "minutes": 1}
 
 
 class DataError(ValueError):
@@ -230,11 +231,11 @@ def format_row(row: Mapping) -> str:
     """One CSV line (no newline) in the published number format."""
     cells = []
     for name in FIELDS:
-        v = row[name]
+        v = row.get(name)
         if v is None or (isinstance(v, float) and np.isnan(v)):
             cells.append("")
-        elif name in _FORMAT:
-            cells.append(_FORMAT[name].format(float(v)))
+        elif name in _DECIMALS:
+            cells.append(repr(round(float(v), _DECIMALS[name])))
         else:
             cells.append(str(v))
     buf = io.StringIO()

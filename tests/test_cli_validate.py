@@ -1,0 +1,75 @@
+"""`rr validate` and the entry point: exit codes, one-paragraph errors, and a light `rr --help`."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+
+from typer.testing import CliRunner
+
+from cli.main import app
+from rr_analysis.dataset import bundled_path
+
+runner = CliRunner()
+
+
+def test_validate_bundled_data():
+    result = runner.invoke(app, ["validate"])
+    assert result.exit_code == 0
+    assert "42 rows, 5 sizes (60M, 150M, 320M, 590M, 1B), 3 variants" in result.output
+    assert "seeds per cell 2-3 over 15 cells" in result.output
+    assert "published rows 42/42 present and unchanged; 0 row(s) added" in result.output
+
+
+def test_validate_bad_file_exits_2_with_problems_and_no_traceback(tmp_path):
+    path = tmp_path / "bad.csv"
+    path.write_text("size,variant,seed,params_M,steps,val_loss,ece,minutes\n60M,bogus,0,59.47,8000,1.7,,\n")
+    result = runner.invoke(app, ["validate", str(path)])
+    assert result.exit_code == 2
+    assert f"{path}: 1 problem found:" in result.output
+    assert "line 2, column variant: 'bogus' - must be one of review_neutral" in result.output
+    assert "Traceback" not in result.output
+
+
+def test_validate_reports_a_changed_published_value(tmp_path):
+    path = tmp_path / "s.csv"
+    path.write_text(
+        bundled_path().read_text().replace("60M,highway,0,60.68,8000,1.698,", "60M,highway,0,60.68,8000,1.7,")
+    )
+    result = runner.invoke(app, ["validate", str(path)])
+    assert result.exit_code == 0
+    assert "changed: line 5 (60M, highway, 0), val_loss: published 1.698, found 1.7" in result.output
+
+
+def test_validate_several_files_fails_if_any_fails(tmp_path):
+    good = tmp_path / "good.csv"
+    shutil.copy(bundled_path(), good)
+    result = runner.invoke(app, ["validate", str(good), str(tmp_path / "missing.csv")])
+    assert result.exit_code == 2
+    assert "good.csv: OK" in result.output and "missing.csv: no such file" in result.output
+
+
+def run_rr(*args: str) -> subprocess.CompletedProcess:
+    exe = shutil.which("rr")
+    cmd = [exe, *args] if exe else [sys.executable, "-m", "cli.main", *args]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+
+
+def test_entry_point_validate_and_error_stream(tmp_path):
+    ok = run_rr("validate")
+    assert ok.returncode == 0 and "42 rows" in ok.stdout
+    bad = run_rr("validate", str(tmp_path))
+    assert bad.returncode == 2
+    assert bad.stderr.strip() == f"rr: error: {tmp_path}: is a directory, not a CSV file"
+
+
+def test_help_imports_nothing_heavy():
+    code = (
+        "import sys; from cli.main import app; from typer.testing import CliRunner; "
+        "r = CliRunner().invoke(app, ['--help']); assert r.exit_code == 0, r.output; "
+        "print(sorted(m for m in ('torch', 'statsmodels', 'seaborn', 'matplotlib', 'scipy') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"

@@ -1,0 +1,290 @@
+"""The loader: the published file, tolerated quirks, every refusal, and the write/load round trip."""
+
+from __future__ import annotations
+
+import math
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from rr_analysis.dataset import FIELDS, DataError, append_rows, bundled_path, load_sweep, write_sweep
+from rr_model.variants import NAMES
+
+REPO = Path(__file__).resolve().parents[1]
+HEADER = ",".join(FIELDS)
+GOOD = "60M,review_neutral,0,59.47,8000,1.7016,0.0087,6.9"
+
+
+def test_published_file_loads_typed():
+    df = load_sweep()
+    assert len(df) == 42
+    assert list(df.columns) == FIELDS
+    assert df["seed"].dtype == np.int64 and df["steps"].dtype == np.int64
+    assert all(df[c].dtype == np.float64 for c in ("params_M", "val_loss", "ece", "minutes"))
+    assert df.loc[0, "val_loss"] == 1.7016
+    assert sorted(df["size"].unique()) == sorted(["60M", "150M", "320M", "590M", "1B"])
+    assert df.groupby(["size", "variant"]).size().to_dict()[("320M", "highway")] == 2
+
+
+def test_repository_copy_equals_bundled_copy():
+    assert (REPO / "data" / "scaling_v8.csv").read_bytes()[: bundled_path().stat().st_size] == (
+        bundled_path().read_bytes()
+    )
+
+
+def write(tmp_path: Path, text: str | bytes, name: str = "sweep.csv") -> Path:
+    p = tmp_path / name
+    p.write_bytes(text.encode() if isinstance(text, str) else text)
+    return p
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "\ufeff" + HEADER + "\n" + GOOD + "\n",  # BOM
+        HEADER + "\r\n" + GOOD + "\r\n",  # CRLF
+        " size , variant,seed,params_M,steps,val_loss,ece,minutes\n 60M , review_neutral ,0, 59.47,8000,1.7016,0.0087,6.9\n",
+        "variant,size,seed,params_M,steps,val_loss,ece,minutes\nreview_neutral,60M,0,59.47,8000,1.7016,0.0087,6.9\n",
+        HEADER + "\n\n" + GOOD + "\n\n",  # blank lines
+        HEADER + "\n" + GOOD,  # no final newline
+    ],
+    ids=["bom", "crlf", "whitespace", "column-order", "blank-lines", "no-final-newline"],
+)
+def test_tolerated_quirks(tmp_path, text):
+    df = load_sweep(write(tmp_path, text))
+    assert df.to_dict("records") == [
+        {
+            "size": "60M",
+            "variant": "review_neutral",
+            "seed": 0,
+            "params_M": 59.47,
+            "steps": 8000,
+            "val_loss": 1.7016,
+            "ece": 0.0087,
+            "minutes": 6.9,
+        }
+    ]
+
+
+def test_empty_ece_and_minutes_are_nan(tmp_path):
+    df = load_sweep(write(tmp_path, HEADER + "\n60M,review_neutral,0,59.47,8000,1.7,,\n"))
+    assert math.isnan(df.loc[0, "ece"]) and math.isnan(df.loc[0, "minutes"])
+
+
+def test_rows_in_any_order_and_new_size_labels(tmp_path):
+    rows = ["2B,standard,4,2001.5,5000,1.41,,", "750K,highway,0,0.75,100,3.2,0.1,0.5", GOOD]
+    df = load_sweep(write(tmp_path, HEADER + "\n" + "\n".join(rows) + "\n"))
+    assert list(df["size"]) == ["2B", "750K", "60M"]
+
+
+# (file text, expected exact fragments of the message). Each is a distinct way for a file to be wrong.
+BAD = {
+    "empty": ("", ["is empty"]),
+    "whitespace-only": ("  \n\n", ["is empty"]),
+    "header-only": (HEADER + "\n", ["has a header but no data rows"]),
+    "missing-column": (
+        "size,variant,seed,params_M,steps,val_loss,ece\n60M,review_neutral,0,59.47,8000,1.7,0.1\n",
+        ["line 1, column minutes - required column is missing"],
+    ),
+    "duplicate-header": (
+        HEADER + ",seed\n" + GOOD + ",0\n",
+        ["column seed - column name appears more than once"],
+    ),
+    "unknown-column": (HEADER + ",notes\n" + GOOD + ",x\n", ["column notes - unknown column"]),
+    "not-csv": ('{"runs": [1, 2, 3]}\n', ["does not look like a sweep CSV"]),
+    "binary": (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", ["not UTF-8"]),
+    "latin1": (
+        (HEADER + "\n60M,review_neutral,0,59.47,8000,1.7,0.1,6.9 caf\xe9\n").encode("latin-1"),
+        ["line 2"],
+    ),
+    "ragged-row": (HEADER + "\n" + GOOD + ",extra\n", ["line 2 - has 9 fields, the header has 8"]),
+    "unknown-variant": (
+        HEADER + "\n60M,review,0,59.47,8000,1.7,0.1,6.9\n",
+        ["line 2, column variant: 'review'"],
+    ),
+    "bad-size": (HEADER + "\n60m,review_neutral,0,59.47,8000,1.7,0.1,6.9\n", ["column size: '60m'"]),
+    "negative-seed": (HEADER + "\n60M,review_neutral,-1,59.47,8000,1.7,0.1,6.9\n", ["column seed: -1"]),
+    "float-seed": (
+        HEADER + "\n60M,review_neutral,1.5,59.47,8000,1.7,0.1,6.9\n",
+        ["column seed: '1.5' - is not an integer"],
+    ),
+    "zero-params": (
+        HEADER + "\n60M,review_neutral,0,0,8000,1.7,0.1,6.9\n",
+        ["column params_M: 0.0 - must be a number > 0"],
+    ),
+    "zero-steps": (HEADER + "\n60M,review_neutral,0,59.47,0,1.7,0.1,6.9\n", ["column steps: 0"]),
+    "loss-text": (
+        HEADER + "\n60M,review_neutral,0,59.47,8000,abc,0.1,6.9\n",
+        ["column val_loss: 'abc' - is not a number"],
+    ),
+    "loss-empty": (
+        HEADER + "\n60M,review_neutral,0,59.47,8000,,0.1,6.9\n",
+        ["column val_loss: '' - must not be empty"],
+    ),
+    "loss-inf": (HEADER + "\n60M,review_neutral,0,59.47,8000,inf,0.1,6.9\n", ["column val_loss: inf"]),
+    "loss-nan": (HEADER + "\n60M,review_neutral,0,59.47,8000,nan,0.1,6.9\n", ["column val_loss"]),
+    "loss-too-big": (
+        HEADER + "\n60M,review_neutral,0,59.47,8000,25,0.1,6.9\n",
+        ["a finite number in (0, 20)"],
+    ),
+    "ece-above-one": (HEADER + "\n60M,review_neutral,0,59.47,8000,1.7,1.5,6.9\n", ["column ece: 1.5"]),
+    "negative-minutes": (HEADER + "\n60M,review_neutral,0,59.47,8000,1.7,0.1,-2\n", ["column minutes: -2.0"]),
+    "duplicate-run": (
+        HEADER + "\n" + GOOD + "\n" + GOOD.replace("1.7016", "1.7") + "\n",
+        ["line 2, column size,variant,seed", "line 3, column size,variant,seed", "duplicate run"],
+    ),
+    "params-not-constant": (
+        HEADER + "\n" + GOOD + "\n60M,review_neutral,1,59.48,8000,1.7,0.1,6.9\n",
+        ["line 3, column params_M: 59.48 - params_M must be the same in every row of a (size, variant)"],
+    ),
+    "steps-not-constant": (
+        HEADER + "\n" + GOOD + "\n60M,review_neutral,1,59.47,7000,1.7,0.1,6.9\n",
+        ["column steps", "steps must be the same"],
+    ),
+    "unclosed-quote": (HEADER + '\n60M,"review_neutral,0,59.47,8000,1.7,0.1,6.9\n', ["line 2"]),
+}
+
+
+@pytest.mark.parametrize("name", list(BAD))
+def test_malformed_file_is_refused_with_a_precise_message(tmp_path, name):
+    text, fragments = BAD[name]
+    path = write(tmp_path, text)
+    before = path.read_bytes()
+    with pytest.raises(DataError) as err:
+        load_sweep(path)
+    message = str(err.value)
+    assert message.startswith(str(path))
+    for fragment in fragments:
+        assert fragment in message, message
+    assert "Traceback" not in message and "SchemaError" not in message
+    assert path.read_bytes() == before  # nothing is ever rewritten
+
+
+def test_all_problems_reported_in_one_pass(tmp_path):
+    text = HEADER + "\n60M,bogus,0,59.47,8000,1.7,0.1,6.9\n60M,review_neutral,-3,59.47,8000,99,2,6.9\n"
+    with pytest.raises(DataError) as err:
+        load_sweep(write(tmp_path, text))
+    got = [(p.line, p.column) for p in err.value.problems]
+    assert got == [(2, "variant"), (3, "ece"), (3, "seed"), (3, "val_loss")]
+
+
+def test_missing_path_and_directory(tmp_path):
+    with pytest.raises(DataError, match="no such file"):
+        load_sweep(tmp_path / "nope.csv")
+    with pytest.raises(DataError, match="is a directory"):
+        load_sweep(tmp_path)
+
+
+# --- write / load round trip -------------------------------------------------------------------------
+
+finite = dict(allow_nan=False, allow_infinity=False)
+row = st.fixed_dictionaries(
+    {
+        "size": st.one_of(st.sampled_from(["60M", "1B", "tiny"]), st.from_regex(r"\A[1-9]\d{0,3}[KMB]\Z")),
+        "variant": st.sampled_from(NAMES),
+        "seed": st.integers(0, 10**6),
+        "val_loss": st.floats(1e-6, 19.999, **finite),
+        "ece": st.one_of(st.just(math.nan), st.floats(0, 1, **finite)),
+        "minutes": st.one_of(st.just(math.nan), st.floats(0, 1e5, **finite)),
+    }
+)
+shape = st.tuples(st.floats(1e-3, 1e4, **finite), st.integers(1, 10**6))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    rows=st.lists(row, min_size=1, max_size=12, unique_by=lambda r: (r["size"], r["variant"], r["seed"])),
+    data=st.data(),
+)
+def test_any_valid_frame_round_trips_exactly(tmp_path_factory, rows, data):
+    shapes = {}
+    for r in rows:  # params_M and steps are constant within a (size, variant)
+        r["params_M"], r["steps"] = shapes.setdefault((r["size"], r["variant"]), data.draw(shape))
+    df = pd.DataFrame(rows)[FIELDS].astype({"seed": "int64", "steps": "int64"})
+    path = tmp_path_factory.mktemp("rt") / "sweep.csv"
+    write_sweep(df, path, exact=True)
+    back = load_sweep(path)
+    pd.testing.assert_frame_equal(back, df, check_dtype=False, check_exact=True)
+    assert (back.dtypes == df.astype({"size": str, "variant": str}).dtypes).all()
+
+
+def test_write_refuses_to_overwrite(tmp_path):
+    df = load_sweep()
+    path = write(tmp_path, "keep me")
+    with pytest.raises(FileExistsError):
+        write_sweep(df, path)
+    assert path.read_text() == "keep me"
+
+
+def test_published_format_reproduces_the_published_bytes(tmp_path):
+    write_sweep(load_sweep(), tmp_path / "copy.csv")
+    assert (tmp_path / "copy.csv").read_bytes() == bundled_path().read_bytes()
+
+
+# --- append ------------------------------------------------------------------------------------------
+
+NEW = {
+    "size": "60M",
+    "variant": "review_neutral",
+    "seed": 3,
+    "params_M": 59.47,
+    "steps": 8000,
+    "val_loss": 1.69012,
+    "ece": 0.0085,
+    "minutes": float("nan"),
+}
+
+
+def test_append_keeps_existing_bytes_and_adds_one_line(tmp_path):
+    path = tmp_path / "sweep.csv"
+    shutil.copy(bundled_path(), path)
+    before = path.read_bytes()
+    added = append_rows(path, [NEW])
+    after = path.read_bytes()
+    assert after.startswith(before)
+    assert after[len(before) :] == b"60M,review_neutral,3,59.47,8000,1.6901,0.0085,\n"
+    assert added.loc[0, "seed"] == 3 and len(load_sweep(path)) == 43
+
+
+def test_append_after_a_file_without_final_newline(tmp_path):
+    path = write(tmp_path, HEADER + "\n" + GOOD)
+    append_rows(path, [NEW])
+    assert path.read_text().splitlines()[-2:] == [GOOD, "60M,review_neutral,3,59.47,8000,1.6901,0.0085,"]
+
+
+def test_append_creates_a_missing_file_with_header(tmp_path):
+    path = tmp_path / "new.csv"
+    append_rows(path, [NEW])
+    assert path.read_text().splitlines()[0] == HEADER
+    assert len(load_sweep(path)) == 1
+
+
+@pytest.mark.parametrize(
+    "change, fragment",
+    [
+        ({"seed": 0}, "duplicate run"),
+        ({"val_loss": float("inf")}, "column val_loss"),
+        ({"params_M": 60.0}, "params_M must be the same"),
+        ({"variant": "nope"}, "column variant"),
+    ],
+)
+def test_invalid_append_writes_nothing(tmp_path, change, fragment):
+    path = tmp_path / "sweep.csv"
+    shutil.copy(bundled_path(), path)
+    before = path.read_bytes()
+    with pytest.raises(DataError, match=fragment.replace("(", r"\(")):
+        append_rows(path, [{**NEW, **change}])
+    assert path.read_bytes() == before
+
+
+def test_append_to_an_invalid_file_refuses(tmp_path):
+    path = write(tmp_path, HEADER + "\n60M,bogus,0,59.47,8000,1.7,0.1,6.9\n")
+    before = path.read_bytes()
+    with pytest.raises(DataError, match="column variant"):
+        append_rows(path, [NEW])
+    assert path.read_bytes() == before
