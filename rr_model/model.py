@@ -1,0 +1,295 @@
+"""The reference GPT of Review Residuals (Kramer 2026), in reading order.
+
+A GPT-2-style decoder (learned token and position embeddings, pre-norm blocks, tied LM head) in which the
+residual rule is the one thing that varies: every sublayer, attention and MLP alike, is added back through
+`RESIDUALS[config.variant]`. Read after nanoGPT's model.py; names follow it (`wte`, `wpe`, `c_attn`,
+`c_proj`, `ln_f`) and the paper (`gate`, `r`, `u`).
+
+The config and its exact parameter count live torch-free in `rr_model.config`.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from rr_model.config import GPTConfig
+from rr_model.ladder import RECIPE
+from rr_model.variants import NAMES
+
+__all__ = ["GPTConfig", "GPT", "RESIDUALS", "rms"]
+
+INIT_STD = 0.02  # GPT-2 init for every Linear and Embedding weight; modules may set `init_std` to override
+EPS = 1e-5
+
+
+def rms(x: torch.Tensor) -> torch.Tensor:
+    """RMS normalisation over the last dimension, without a gain."""
+    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + EPS)
+
+
+class RMSNorm(nn.Module):
+    """RMS normalisation with a learned per-channel gain (init 1)."""
+
+    def __init__(self, d_model: int):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(d_model))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return rms(x) * self.weight
+
+
+class CausalSelfAttention(nn.Module):
+    def __init__(self, config: GPTConfig):
+        super().__init__()
+        self.n_head = config.n_head
+        self.c_attn = nn.Linear(config.d_model, 3 * config.d_model)  # q, k, v in one matmul
+        self.c_proj = nn.Linear(config.d_model, config.d_model)
+        self.c_proj.init_std = INIT_STD / math.sqrt(2 * config.n_layer)  # GPT-2 residual scaling
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        B, T, C = x.shape
+        q, k, v = self.c_attn(x).split(C, dim=2)
+        q, k, v = (t.view(B, T, self.n_head, C // self.n_head).transpose(1, 2) for t in (q, k, v))
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        return self.c_proj(y.transpose(1, 2).contiguous().view(B, T, C))
+
+
+class MLP(nn.Module):
+    def __init__(self, config: GPTConfig):
+        super().__init__()
+        self.c_fc = nn.Linear(config.d_model, 4 * config.d_model)
+        self.gelu = nn.GELU()
+        self.c_proj = nn.Linear(4 * config.d_model, config.d_model)
+        self.c_proj.init_std = INIT_STD / math.sqrt(2 * config.n_layer)  # GPT-2 residual scaling
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.c_proj(self.gelu(self.c_fc(x)))
+
+
+# Residual rules: forward(h, u) adds a sublayer's update u to the residual stream h. Gated rules also
+# expose their gate as r(h, u), which `GPT.gate_stats` reads.
+
+
+class Standard(nn.Module):
+    """h + u."""
+
+    def __init__(self, d_model: int):
+        super().__init__()
+
+    def forward(self, h: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
+        return h + u
+
+
+class Highway(nn.Module):
+    """h + sigmoid(W h) * u: the gate sees only the stream (Srivastava et al. 2015, additive form)."""
+
+    def __init__(self, d_model: int):
+        super().__init__()
+        self.gate = nn.Linear(d_model, d_model)
+
+    def r(self, h: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
+        return torch.sigmoid(self.gate(h))
+
+    def forward(self, h: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
+        return h + self.r(h, u) * u
+
+
+class ReviewNeutral(nn.Module):
+    """Review: h + r * u, r = sigmoid(W [rms(h), rms(u)]); the gate reviews the update against the stream.
+
+    rms() puts h and u on one scale whatever their norms. W = 0 at init, so r = 0.5 exactly: training
+    starts from a plain (halved) residual and learns where to deviate.
+    """
+
+    def __init__(self, d_model: int):
+        super().__init__()
+        self.gate = nn.Linear(2 * d_model, d_model)
+        self.gate.init_std = 0.0  # W = 0 (and bias 0): r = sigmoid(0) = 0.5
+
+    def r(self, h: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
+        return torch.sigmoid(self.gate(torch.cat([rms(h), rms(u)], dim=-1)))
+
+    def forward(self, h: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
+        return h + self.r(h, u) * u
+
+
+class ReviewConvex(ReviewNeutral):
+    """(1 - r) h + r u, the same gate: the documented failure.
+
+    The skip path is scaled by 1 - r = 0.5 at init in every sublayer, so the gradient reaching the first
+    block shrinks geometrically with depth (see `rr_model.depth`).
+    """
+
+    def forward(self, h: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
+        r = self.r(h, u)
+        return (1 - r) * h + r * u
+
+
+class LayerScale(nn.Module):
+    """h + diag(lambda) u, lambda = 0.1 at init (Touvron et al. 2021)."""
+
+    def __init__(self, d_model: int):
+        super().__init__()
+        self.scale = nn.Parameter(torch.full((d_model,), 0.1))
+
+    def forward(self, h: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
+        return h + self.scale * u
+
+
+class ReZero(nn.Module):
+    """h + alpha u, one scalar alpha = 0 at init (Bachlechner et al. 2020)."""
+
+    def __init__(self, d_model: int):
+        super().__init__()
+        self.alpha = nn.Parameter(torch.zeros(()))
+
+    def forward(self, h: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
+        return h + self.alpha * u
+
+
+RESIDUALS: dict[str, type[nn.Module]] = {
+    "review_neutral": ReviewNeutral,
+    "highway": Highway,
+    "standard": Standard,
+    "review_convex": ReviewConvex,
+    "layerscale": LayerScale,
+    "rezero": ReZero,
+}
+assert set(RESIDUALS) == set(NAMES), "the residual rules must cover exactly the registered variants"
+
+
+class Block(nn.Module):
+    """Pre-norm transformer block; each sublayer's output u goes through the residual rule."""
+
+    def __init__(self, config: GPTConfig):
+        super().__init__()
+        rule = RESIDUALS[config.variant]
+        self.ln_1 = RMSNorm(config.d_model)
+        self.attn = CausalSelfAttention(config)
+        self.res_attn = rule(config.d_model)
+        self.ln_2 = RMSNorm(config.d_model)
+        self.mlp = MLP(config)
+        self.res_mlp = rule(config.d_model)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.res_attn(x, self.attn(self.ln_1(x)))
+        return self.res_mlp(x, self.mlp(self.ln_2(x)))
+
+
+class GPT(nn.Module):
+    def __init__(self, config: GPTConfig):
+        super().__init__()
+        self.config = config
+        self.transformer = nn.ModuleDict(
+            dict(
+                wte=nn.Embedding(config.vocab_size, config.d_model),
+                wpe=nn.Embedding(config.block_size, config.d_model),
+                h=nn.ModuleList([Block(config) for _ in range(config.n_layer)]),
+                ln_f=RMSNorm(config.d_model),
+            )
+        )
+        self.lm_head = nn.Linear(config.d_model, config.vocab_size, bias=False)
+        self.transformer.wte.weight = self.lm_head.weight  # weight tying (Press & Wolf 2017)
+        self.apply(self._init_weights)
+
+    @staticmethod
+    def _init_weights(module: nn.Module) -> None:
+        # normal(0, 0.02) weights and zero biases (GPT-2); scaled c_proj and zero Review gates via init_std.
+        if isinstance(module, (nn.Linear, nn.Embedding)):
+            nn.init.normal_(module.weight, mean=0.0, std=getattr(module, "init_std", INIT_STD))
+        if isinstance(module, nn.Linear) and module.bias is not None:
+            nn.init.zeros_(module.bias)
+
+    def forward(
+        self, idx: torch.Tensor, targets: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Logits for every position, and the mean cross-entropy when `targets` is given.
+
+        Parameters
+        ----------
+        idx, targets
+            Token ids of shape (B, T), T <= block_size; targets are idx shifted left by one.
+
+        Returns
+        -------
+        logits of shape (B, T, vocab_size) (all positions: evaluation calibrates on them) and the loss
+        (a scalar tensor) or None.
+        """
+        B, T = idx.shape
+        assert T <= self.config.block_size, (
+            f"sequence of {T} tokens exceeds block_size {self.config.block_size}"
+        )
+        pos = torch.arange(T, device=idx.device)
+        x = self.transformer.wte(idx) + self.transformer.wpe(pos)
+        for block in self.transformer.h:
+            x = block(x)
+        logits = self.lm_head(self.transformer.ln_f(x))
+        loss = None
+        if targets is not None:
+            loss = F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1))
+        return logits, loss
+
+    def configure_optimizers(
+        self,
+        weight_decay: float = RECIPE.weight_decay,
+        lr: float = RECIPE.lr,
+        betas: tuple[float, float] = (RECIPE.beta1, RECIPE.beta2),
+    ) -> torch.optim.AdamW:
+        """AdamW as published; defaults are the recipe's.
+
+        Following nanoGPT, every tensor with 2 or more dimensions is decayed (matmul weights, the tied
+        embedding, wpe and the gate weights) and none of the rest is (biases, RMSNorm gains, the LayerScale
+        and ReZero scales), so that decay never pulls a gain or a residual scale towards zero. The fused
+        kernel is used when the parameters are on CUDA.
+        """
+        params = [p for p in self.parameters() if p.requires_grad]
+        groups = [
+            {"params": [p for p in params if p.dim() >= 2], "weight_decay": weight_decay},
+            {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0},
+        ]
+        fused = all(p.is_cuda for p in params)
+        return torch.optim.AdamW(groups, lr=lr, betas=betas, fused=fused)
+
+    @torch.no_grad()
+    def gate_stats(self, idx: torch.Tensor) -> list[dict]:
+        """What the residual gates do on a batch: one record per gated sublayer, in depth order.
+
+        Runs one extra forward pass with hooks, so training's forward stays untouched; call it on the
+        uncompiled module. Statistics pool every position and channel of the batch, and reach the host
+        with one device sync.
+
+        Returns
+        -------
+        Records with keys layer (block index), sublayer ("attn" or "mlp"), mean and std of r,
+        frac_open (share of r > 0.9) and frac_closed (share of r < 0.1). Empty for variants without a
+        gate (standard, layerscale, rezero).
+        """
+        gated = [
+            (i, name, rule)
+            for i, block in enumerate(self.transformer.h)
+            for name, rule in (("attn", block.res_attn), ("mlp", block.res_mlp))
+            if hasattr(rule, "r")
+        ]
+        if not gated:
+            return []
+        stats = []
+
+        def record(rule: nn.Module, args: tuple[torch.Tensor, torch.Tensor], output: torch.Tensor) -> None:
+            r = rule.r(*args).float()
+            stats.append(torch.stack([r.mean(), r.std(), (r > 0.9).float().mean(), (r < 0.1).float().mean()]))
+
+        hooks = [rule.register_forward_hook(record) for _, _, rule in gated]
+        try:
+            self(idx)
+        finally:
+            for hook in hooks:
+                hook.remove()
+        keys = ("mean", "std", "frac_open", "frac_closed")
+        return [
+            {"layer": i, "sublayer": name, **dict(zip(keys, values, strict=True))}
+            for (i, name, _), values in zip(gated, torch.stack(stats).tolist(), strict=True)
+        ]
