@@ -230,7 +230,7 @@ class GPT(nn.Module):
         logits = self.lm_head(self.transformer.ln_f(x))
         loss = None
         if targets is not None:
-            loss = F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1))
+            loss = F.cross_entropy(logits.flatten(0, 1), targets.flatten())
         return logits, loss
 
     def configure_optimizers(

@@ -1,0 +1,102 @@
+"""The depth-stability finding as a reproducible check: the convex Review form loses its gradient with depth.
+
+In (1 - r) h + r u the skip path is multiplied by 1 - r = 0.5 at init in every sublayer, so after 2 L
+sublayers the signal reaching the first block is ~0.5^(2L) of what the last block sees; the additive
+form h + r u keeps an identity path and preserves it.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import torch
+
+from rr_model.model import GPT, GPTConfig
+
+__all__ = ["depth_check"]
+
+
+def depth_check(
+    variants: tuple[str, ...] = ("review_convex", "review_neutral"),
+    n_layer: int = 24,
+    d_model: int = 64,
+    n_head: int = 4,
+    vocab_size: int = 256,
+    batch_size: int = 4,
+    seq_len: int = 64,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """Gradient reaching the first block relative to the last, at initialisation, per variant.
+
+    Builds a deep narrow model for each variant (same seed, so the same random tokens), runs one backward
+    pass of the next-token loss on random tokens, and compares the gradient of the loss with respect to
+    the residual stream entering block 0 and entering block n_layer - 1.
+
+    Parameters
+    ----------
+    variants
+        Registered variant names.
+    n_layer, d_model, n_head, vocab_size
+        Shape of the model (n_layer blocks = 2 n_layer residual sublayers).
+    batch_size, seq_len, seed
+        The random batch; `seed` also fixes the initialisation.
+
+    Returns
+    -------
+    DataFrame, one row per variant, with columns variant, n_layer, d_model, grad_first and grad_last
+    (Frobenius norms of dL/dx at the input of the first and the last block) and ratio = grad_first /
+    grad_last: about 1 or above when the gradient is preserved, orders of magnitude below 1 when it
+    vanishes.
+
+    Notes
+    -----
+    The finding is one of depth at small width. With 24 layers, d_model 64 and seeds 0-2 the convex ratio
+    is ~1e-6 and the additive ~1.05. Because the init std (0.02) does not shrink with width, each update u
+    grows relative to the embedding-scale stream as d_model grows; the convex stream then settles at u's
+    scale and the pre-norm path carries the gradient instead of the halved skip path. At 24 layers the
+    convex ratio is ~0.1 at d_model 128 and ~0.5-1 at 256 (48 layers: ~2e-3 at 128, ~0.3 at 256).
+
+    Example
+    -------
+    >>> depth_check(n_layer=24)[["variant", "ratio"]]  # doctest: +SKIP
+    """
+    rows = []
+    for variant in variants:
+        torch.manual_seed(seed)
+        config = GPTConfig(
+            vocab_size=vocab_size,
+            block_size=seq_len,
+            n_layer=n_layer,
+            n_head=n_head,
+            d_model=d_model,
+            variant=variant,
+        )
+        model = GPT(config)
+        tokens = torch.randint(0, vocab_size, (batch_size, seq_len + 1))
+        g_first, g_last = _stream_gradient_norms(model, tokens[:, :-1], tokens[:, 1:])
+        rows.append(
+            {
+                "variant": variant,
+                "n_layer": n_layer,
+                "d_model": d_model,
+                "grad_first": g_first,
+                "grad_last": g_last,
+                "ratio": g_first / g_last,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def _stream_gradient_norms(model: GPT, idx: torch.Tensor, targets: torch.Tensor) -> tuple[float, float]:
+    """Norms of dL/dx for the residual stream x entering the first and the last block."""
+    inputs = []
+    blocks = model.transformer.h
+    hooks = [
+        b.register_forward_pre_hook(lambda _, args: inputs.append(args[0])) for b in (blocks[0], blocks[-1])
+    ]
+    try:
+        _, loss = model(idx, targets)
+    finally:
+        for hook in hooks:
+            hook.remove()
+    first, last = torch.autograd.grad(loss, inputs)
+    return first.norm().item(), last.norm().item()
