@@ -90,7 +90,12 @@ def model_config(size: str, variant: str, vocab_size: int = RECIPE.vocab_size) -
     """
     s = get_size(size)
     cfg = GPTConfig(
-        vocab_size=vocab_size, n_layer=s.n_layer, n_head=s.n_head, d_model=s.d_model, variant=variant
+        vocab_size=vocab_size,
+        block_size=s.recipe.block_size,
+        n_layer=s.n_layer,
+        n_head=s.n_head,
+        d_model=s.d_model,
+        variant=variant,
     )
     if VARIANTS[variant].matched:
         target = replace(cfg, variant=REFERENCE).n_params
