@@ -1,0 +1,115 @@
+"""`rr plot ...`: the paper's Figure 2 and the views it lacks, written to PNG, PDF or SVG."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from enum import Enum
+from pathlib import Path
+
+import typer
+
+from cli.errors import known_errors
+
+plot_app = typer.Typer(
+    help="Draw a figure of a sweep to a file; the format follows the suffix (.png, .pdf, .svg).",
+    no_args_is_help=True,
+)
+
+
+class Stat(str, Enum):
+    welch = "welch"
+    paired = "paired"
+    mixed = "mixed"
+
+
+DATA = typer.Option(
+    None,
+    "--data",
+    help="Sweep CSV to plot. Default: the published dataset bundled with rr.",
+    show_default=False,
+)
+DPI = typer.Option(150, "--dpi", min=1, help="Resolution of PNG output (and of raster parts of PDF/SVG).")
+TITLE = typer.Option(None, "--title", help="Figure title. Default: a title naming what is drawn.")
+
+
+def _out(default: str) -> typer.Option:
+    return typer.Option(
+        Path(default), "--out", "-o", help="File to write; .png, .pdf or .svg picks the format."
+    )
+
+
+def _write(data: Path | None, out: Path, dpi: int, draw: Callable) -> None:
+    """Check `out`, load the data, draw and write the figure, print the path. Exit 2 on known errors."""
+    import matplotlib
+
+    matplotlib.use("Agg")  # headless, whatever the environment says; rr draws files only
+
+    from rr_analysis.dataset import load_sweep
+    from rr_analysis.plots import check_writable, save_figure
+
+    with known_errors():
+        check_writable(out)  # before loading or drawing: a bad --out fails at once
+        path = save_figure(draw(load_sweep(data)), out, dpi=dpi)
+    typer.echo(str(path))
+
+
+@plot_app.command()
+def emergence(
+    data: Path | None = DATA,
+    out: Path = _out("emergence.png"),
+    stat: Stat = typer.Option(
+        Stat.welch,
+        "--stat",
+        help="Whose estimate, error bars and stars: welch (the paper's), paired (seed-matched) or mixed.",
+    ),
+    ci: bool = typer.Option(False, "--ci", help="Draw 95% confidence intervals instead of +-1 SE."),
+    dpi: int = DPI,
+    title: str | None = TITLE,
+) -> None:
+    """The paper's Figure 2: Review's advantage (baseline loss - Review loss) against parameters.
+
+    One line per baseline with +-1 SE bars (or 95% CIs with --ci), a dashed zero line and a star where the
+    chosen test gives p < 0.05. The default reproduces the paper's figure (Welch).
+    """
+
+    def draw(df):
+        from rr_analysis.plots import emergence_figure
+        from rr_analysis.stats import gap_table
+
+        return emergence_figure(gap_table(df), stat=stat.value, ci=ci, title=title)
+
+    _write(data, out, dpi, draw)
+
+
+@plot_app.command()
+def scaling(
+    data: Path | None = DATA, out: Path = _out("scaling.png"), dpi: int = DPI, title: str | None = TITLE
+) -> None:
+    """Validation loss against parameters per variant: every seed a point, the mean a line, log x."""
+    from rr_analysis.plots import scaling_figure
+
+    _write(data, out, dpi, lambda df: scaling_figure(df, title=title))
+
+
+@plot_app.command()
+def seeds(
+    data: Path | None = DATA, out: Path = _out("seeds.png"), dpi: int = DPI, title: str | None = TITLE
+) -> None:
+    """Per size a panel, one line per seed joining its variants: the pairing behind the paired test."""
+    from rr_analysis.plots import seeds_figure
+
+    _write(data, out, dpi, lambda df: seeds_figure(df, title=title))
+
+
+@plot_app.command()
+def calibration(
+    data: Path | None = DATA, out: Path = _out("calibration.png"), dpi: int = DPI, title: str | None = TITLE
+) -> None:
+    """Expected calibration error by size and variant, where ECE was measured."""
+    from rr_analysis.plots import calibration_figure
+
+    _write(data, out, dpi, lambda df: calibration_figure(df, title=title))
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(plot_app, name="plot")

@@ -1,0 +1,111 @@
+"""The numbers the figures draw, gathered from the statistics tables into one tidy shape.
+
+`gap_estimates` puts one test's view of the gap (estimate, SE, 95% CI, df, p) in the same columns whatever
+the test, so a figure can switch between Welch, paired and mixed views without knowing their column names.
+`cell_means` is the per-(size, variant) summary the raw-data figures draw as lines. Nothing here runs a
+test: the tests are `rr_analysis.stats` and `rr_analysis.mixed`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["STATS", "ALPHA", "gap_estimates", "test_name", "cell_means"]
+
+ALPHA = 0.05  # a point is "significant" when the chosen test's two-sided p is below this (the paper's star)
+
+# Each view's columns in `rr_analysis.stats.gap_table`: estimate, SE (None: derived), df, p, note.
+_COLUMNS = {
+    "welch": ("gap", "welch_se", "welch_df", "welch_p", "welch_note"),
+    "paired": ("paired_diff", None, "paired_df", "paired_p", "paired_note"),
+    "mixed": ("mixed_coef", "mixed_se", "mixed_df", "mixed_p", "mixed_note"),
+}
+STATS: tuple[str, ...] = tuple(_COLUMNS)
+_TEST_NAME = {
+    "welch": "Welch t-test",
+    "paired": "paired t-test (seed-matched)",
+    "mixed": "mixed model, seed as random intercept",
+}
+
+
+def test_name(stat: str) -> str:
+    """How a figure or report names the test behind a view, e.g. 'Welch t-test'."""
+    return _TEST_NAME[stat]
+
+
+def gap_estimates(table: pd.DataFrame, stat: str = "welch") -> pd.DataFrame:
+    """One test's estimate of each (size, baseline) gap, with its SE, 95% CI, df and p.
+
+    Parameters
+    ----------
+    table
+        `rr_analysis.stats.gap_table` (or, for ``stat="welch"``, `welch_table`).
+    stat
+        ``"welch"`` (the paper's test), ``"paired"`` (seed-matched) or ``"mixed"`` (per-size mixed model).
+
+    Returns
+    -------
+    DataFrame, one row per row of `table`, with columns ``size, baseline, params_M`` (Review's parameter
+    count), ``estimate`` (baseline - Review, positive favours Review), ``se, ci_low, ci_high, df, p``,
+    ``significant`` (p < `ALPHA`) and ``note`` (why the test is n/a, "" when it ran). Missing values are NaN.
+
+    Notes
+    -----
+    Welch: the gap of the means, its Welch SE and the table's CI. Paired: the mean seed-matched difference
+    with SE = sd(d) / sqrt(n_pairs). Mixed: the baseline's coefficient and SE. The paired and mixed CIs are
+    estimate -/+ t_{0.975, df} SE with the test's own df (n_pairs - 1; Satterthwaite), matching the p drawn.
+
+    Example
+    -------
+    >>> from rr_analysis.stats import gap_table
+    >>> e = gap_estimates(gap_table(load_sweep()), "welch")
+    >>> e.loc[e["significant"], "size"].unique().tolist()
+    ['590M']
+    """
+    if stat not in _COLUMNS:
+        raise ValueError(f"unknown statistic {stat!r}; choose one of {', '.join(STATS)}")
+    est, se_col, df_col, p_col, note_col = _COLUMNS[stat]
+    out = table[["size", "baseline", "params_M"]].copy()
+    out["estimate"] = table[est].to_numpy(dtype=float)
+    if se_col is None:
+        n = table["n_pairs"].to_numpy(dtype=float)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            se = table["paired_sd"].to_numpy(dtype=float) / np.sqrt(n)
+    else:
+        se = table[se_col].to_numpy(dtype=float)
+    dof, p = table[df_col].to_numpy(dtype=float), table[p_col].to_numpy(dtype=float)
+    ran = np.isfinite(p)
+    out["se"] = np.where(ran, se, np.nan)
+    if stat == "welch":
+        out["ci_low"], out["ci_high"] = table["ci_low"].to_numpy(float), table["ci_high"].to_numpy(float)
+    else:
+        from scipy.special import stdtrit
+
+        half = stdtrit(np.where(ran, dof, 1.0), 0.975) * out["se"].to_numpy()
+        out["ci_low"], out["ci_high"] = out["estimate"] - half, out["estimate"] + half
+    out["df"], out["p"] = np.where(ran, dof, np.nan), p
+    out["significant"] = ran & (p < ALPHA)
+    out["note"] = table[note_col].to_numpy(dtype=object)
+    return out.reset_index(drop=True)
+
+
+def cell_means(df: pd.DataFrame, column: str = "val_loss") -> pd.DataFrame:
+    """Per (size, variant): the parameter count, the number of runs with a value and their mean.
+
+    Parameters
+    ----------
+    df
+        A loaded sweep (`load_sweep`).
+    column
+        The measured column to average (``val_loss`` or ``ece``); missing values are left out.
+
+    Returns
+    -------
+    DataFrame with columns ``size, variant, params_M, n, mean``, one row per cell with at least one value.
+    """
+    rows = df[df[column].notna()]
+    out = rows.groupby(["size", "variant"], sort=False).agg(
+        params_M=("params_M", "first"), n=(column, "count"), mean=(column, "mean")
+    )
+    return out.reset_index()
