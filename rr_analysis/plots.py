@@ -219,7 +219,7 @@ def emergence_figure(
                 (i - (len(baselines) - 1) / 2) * 5 / 72, 0, fig.dpi_scale_trans
             )
             bars = ax.errorbar(
-                e["params_M"],
+                e["params_M"].to_numpy(float),
                 y,
                 yerr=[y - lo.to_numpy(), hi.to_numpy() - y],
                 fmt="-o",

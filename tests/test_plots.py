@@ -1,0 +1,267 @@
+"""Figures: what is drawn (read back from the Axes) against the statistics library, files, and `rr plot`."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+from matplotlib.colors import same_color
+from matplotlib.figure import Figure
+from typer.testing import CliRunner
+
+from cli.main import app
+from rr_analysis import plots
+from rr_analysis.dataset import load_sweep
+from rr_analysis.stats import gap_table
+from rr_model.variants import BASELINES, colour
+
+runner = CliRunner()
+SIZES = ["60M", "150M", "320M", "590M", "1B"]
+SIGNATURES = {"png": b"\x89PNG\r\n\x1a\n", "pdf": b"%PDF-"}
+
+
+@pytest.fixture(scope="module")
+def df() -> pd.DataFrame:
+    return load_sweep()
+
+
+@pytest.fixture(scope="module")
+def table(df) -> pd.DataFrame:
+    return gap_table(df)
+
+
+def drawn(fig: Figure) -> dict[str, dict]:
+    """Per baseline: x and y of its line, its error-bar ends and the x of its stars, as drawn."""
+    ax = fig.axes[0]
+    out = {}
+    for c in ax.containers:
+        line, _, (bars,) = c.lines
+        name = line.get_gid()
+        ends = np.array([seg[:, 1] if len(seg) else [np.nan, np.nan] for seg in bars.get_segments()])
+        stars = [t.xy[0] for t in ax.texts if t.get_gid() == f"star:{name}"]
+        out[name] = {
+            "x": np.asarray(line.get_xdata(), float),
+            "y": np.asarray(line.get_ydata(), float),
+            "lo": ends[:, 0],
+            "hi": ends[:, 1],
+        }
+        out[name] |= {"stars": stars, "colour": line.get_color(), "label": c.get_label()}
+    return out
+
+
+def rows(table: pd.DataFrame, baseline: str) -> pd.DataFrame:
+    return table[table["baseline"] == baseline]
+
+
+@pytest.mark.parametrize("ci", [False, True])
+def test_emergence_draws_the_welch_gaps_bars_and_stars(table, ci):
+    fig = plots.emergence_figure(table, ci=ci)
+    got = drawn(fig)
+    assert list(got) == list(BASELINES)
+    for b in BASELINES:
+        want = rows(table, b)
+        np.testing.assert_allclose(got[b]["x"], want["params_M"])
+        np.testing.assert_allclose(got[b]["y"], want["gap"])
+        lo, hi = (
+            (want["ci_low"], want["ci_high"])
+            if ci
+            else (want["gap"] - want["welch_se"], want["gap"] + want["welch_se"])
+        )
+        np.testing.assert_allclose(got[b]["lo"], lo, rtol=1e-12)
+        np.testing.assert_allclose(got[b]["hi"], hi, rtol=1e-12)
+        assert got[b]["stars"] == list(want.loc[want["welch_p"] < 0.05, "params_M"])
+        assert same_color(got[b]["colour"], colour(b))
+        assert got[b]["label"] == f"{b.capitalize()} (parameter-matched)"
+    assert (
+        "95% CI" in fig.axes[0].get_title(loc="left")
+        if ci
+        else "\u00b11 SE" in fig.axes[0].get_title(loc="left")
+    )
+
+
+def test_emergence_is_the_papers_figure_on_the_published_data(table):
+    """Review behind Standard at 60M, ahead at 590M and 1B; under Welch only 590M reaches p < 0.05."""
+    got = drawn(plots.emergence_figure(table))
+    at = dict(zip(SIZES, rows(table, "standard")["params_M"], strict=True))
+    assert got["standard"]["y"][0] < 0 < got["standard"]["y"][3] < got["standard"]["y"][4]
+    assert got["highway"]["y"][3] > 0 and got["highway"]["y"][4] > 0
+    assert got["standard"]["stars"] == got["highway"]["stars"] == [at["590M"]]
+
+
+def test_emergence_axes_log_x_size_ticks_zero_line_and_legend(table):
+    ax = plots.emergence_figure(table).axes[0]
+    assert ax.get_xscale() == "log"
+    assert [t.get_text() for t in ax.get_xticklabels()] == SIZES
+    np.testing.assert_allclose(ax.get_xticks(), rows(table, "highway")["params_M"])
+    (zero,) = [ln for ln in ax.get_lines() if ln.get_gid() == "zero"]
+    assert list(zero.get_ydata()) == [0, 0] and zero.get_linestyle() == "--"
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == [
+        "Highway (parameter-matched)",
+        "Standard (parameter-matched)",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("stat", "estimate", "p"), [("paired", "paired_diff", "paired_p"), ("mixed", "mixed_coef", "mixed_p")]
+)
+def test_emergence_other_views_draw_their_own_estimate_se_and_stars(table, stat, estimate, p):
+    got = drawn(plots.emergence_figure(table, stat=stat))
+    for b in BASELINES:
+        want = rows(table, b)
+        se = want["paired_sd"] / np.sqrt(want["n_pairs"]) if stat == "paired" else want["mixed_se"]
+        np.testing.assert_allclose(got[b]["y"], want[estimate])
+        np.testing.assert_allclose(got[b]["hi"] - got[b]["y"], se, rtol=1e-9)
+        assert got[b]["stars"] == list(want.loc[want[p] < 0.05, "params_M"])
+    # The seed-matched views find what Welch cannot: the 1B gaps are significant.
+    assert rows(table, "highway")["params_M"].iloc[-1] in got["highway"]["stars"]
+
+
+def test_emergence_with_a_missing_cell_and_a_one_pair_cell(df):
+    """No Standard at 320M: its line skips that size. One seed per arm at 150M: a point without a bar."""
+    cut = df[~((df["size"] == "320M") & (df["variant"] == "standard"))]
+    cut = cut[~((cut["size"] == "150M") & (cut["seed"] > 0))]
+    got = drawn(plots.emergence_figure(gap_table(cut), stat="paired"))
+    assert len(got["standard"]["x"]) == 4 and len(got["highway"]["x"]) == 5
+    assert np.isnan(got["highway"]["hi"][1]) and np.isfinite(got["highway"]["y"][1])
+
+
+def test_scaling_draws_every_run_and_the_seed_means(df):
+    ax = plots.scaling_figure(df).axes[0]
+    lines = {ln.get_gid(): ln for ln in ax.get_lines()}
+    assert ax.get_xscale() == "log"
+    assert [t.get_text() for t in ax.get_xticklabels()] == SIZES
+    assert sum(len(lines[f"runs:{v}"].get_xdata()) for v in ("review_neutral", *BASELINES)) == len(df)
+    for v in ("review_neutral", *BASELINES):
+        cells = df[df["variant"] == v].groupby("size")[["params_M", "val_loss"]].mean().loc[SIZES]
+        np.testing.assert_allclose(lines[v].get_xdata(), cells["params_M"])
+        np.testing.assert_allclose(lines[v].get_ydata(), cells["val_loss"])
+        assert same_color(lines[v].get_color(), colour(v))
+
+
+def test_seeds_draws_one_line_per_seed_through_its_variants(df):
+    fig = plots.seeds_figure(df)
+    panels = [ax for ax in fig.axes if ax.get_visible()]
+    assert [ax.get_title() for ax in panels] == SIZES
+    for ax, size in zip(panels, SIZES, strict=True):
+        assert [t.get_text() for t in ax.get_xticklabels()] == ["Review", "Highway", "Standard"]
+        seeds = {ln.get_gid(): ln for ln in ax.get_lines() if ln.get_gid().startswith("seed:")}
+        runs = df[df["size"] == size]
+        assert sorted(seeds) == [f"seed:{s}" for s in sorted(runs["seed"].unique())]
+        for s, g in runs.groupby("seed"):
+            want = g.set_index("variant")["val_loss"].reindex(["review_neutral", *BASELINES]).dropna()
+            np.testing.assert_allclose(seeds[f"seed:{s}"].get_ydata(), want)
+
+
+def test_calibration_draws_ece_means_where_measured(df):
+    partial = df.assign(ece=df["ece"].where(df["size"] != "1B"))
+    ax = plots.calibration_figure(partial).axes[0]
+    assert [t.get_text() for t in ax.get_xticklabels()] == SIZES[:-1]
+    assert "calibration error" in ax.get_ylabel()
+    means = {ln.get_gid(): ln.get_ydata() for ln in ax.get_lines()}
+    want = partial[partial["variant"] == "standard"].groupby("size")["ece"].mean().loc[SIZES[:-1]]
+    np.testing.assert_allclose(means["standard"], want)
+
+
+@pytest.mark.parametrize("fmt", plots.FORMATS)
+def test_each_format_has_its_signature(df, tmp_path, fmt):
+    path = plots.save_figure(plots.scaling_figure(df), tmp_path / f"s.{fmt}", dpi=40)
+    head = path.read_bytes()[:400]
+    assert head.startswith(SIGNATURES[fmt]) if fmt in SIGNATURES else b"<svg" in head
+    assert [p.name for p in tmp_path.iterdir()] == [f"s.{fmt}"]
+
+
+def test_a_failed_write_leaves_no_file_and_keeps_the_old_one(df, tmp_path, monkeypatch):
+    path = tmp_path / "s.png"
+    path.write_bytes(b"old")
+
+    def broken(self, fname, **kwargs):
+        fname.write(b"partial")
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(Figure, "savefig", broken)
+    with pytest.raises(plots.PlotError, match="No space left on device"):
+        plots.save_figure(plots.scaling_figure(df), path)
+    assert [p.name for p in tmp_path.iterdir()] == ["s.png"] and path.read_bytes() == b"old"
+
+
+# ------------------------------------------------------------------ the command line
+
+
+@pytest.mark.parametrize(
+    ("kind", "fmt"), [("emergence", "svg"), ("scaling", "pdf"), ("seeds", "png"), ("calibration", "png")]
+)
+def test_plot_commands_write_the_file_and_print_its_path(tmp_path, kind, fmt):
+    out = tmp_path / f"{kind}.{fmt}"
+    result = runner.invoke(app, ["plot", kind, "--out", str(out), "--dpi", "40", "--title", "T"])
+    assert result.exit_code == 0, result.output
+    assert result.output.strip() == str(out)
+    head = out.read_bytes()[:400]
+    assert head.startswith(SIGNATURES[fmt]) if fmt in SIGNATURES else b"<svg" in head
+
+
+def test_default_file_name_is_in_the_working_directory(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    result = runner.invoke(app, ["plot", "emergence", "--stat", "mixed", "--ci", "--dpi", "30"])
+    assert result.exit_code == 0, result.output
+    assert result.output.strip() == "emergence.png"
+    assert (tmp_path / "emergence.png").read_bytes().startswith(SIGNATURES["png"])
+
+
+def one_size(tmp_path, df):
+    path = tmp_path / "one.csv"
+    df[df["size"] == "590M"].to_csv(path, index=False)
+    return path
+
+
+def no_ece(tmp_path, df):
+    path = tmp_path / "no_ece.csv"
+    df.assign(ece=np.nan).to_csv(path, index=False)
+    return path
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            ["emergence", "--out", "{tmp}/fig.jpg"],
+            "the file name has '.jpg'; end it in one of .png, .pdf, .svg",
+        ),
+        (["scaling", "--out", "{tmp}/fig"], "the file name has no suffix"),
+        (["seeds", "--out", "{tmp}/missing/fig.png"], "the folder {tmp}/missing does not exist"),
+        (["scaling", "--out", "{tmp}/dir.png"], "it is a directory"),
+        (["emergence", "--data", "{one}", "--out", "{tmp}/fig.png"], "needs the gap at two sizes or more"),
+        (
+            ["scaling", "--data", "{one}", "--out", "{tmp}/fig.png"],
+            "needs at least 2 sizes to draw a trend; the data have 1 (590M)",
+        ),
+        (["calibration", "--data", "{no_ece}", "--out", "{tmp}/fig.png"], "needs ECE values"),
+        (["seeds", "--data", "{tmp}/absent.csv", "--out", "{tmp}/fig.png"], "absent.csv: no such file"),
+    ],
+)
+def test_plot_errors_exit_2_with_a_message_and_leave_no_file(tmp_path, df, args, message):
+    (tmp_path / "dir.png").mkdir()
+    names = {"tmp": tmp_path, "one": one_size(tmp_path, df), "no_ece": no_ece(tmp_path, df)}
+    before = sorted(p.name for p in tmp_path.iterdir())
+    result = runner.invoke(app, ["plot", *(a.format(**names) for a in args)])
+    assert result.exit_code == 2, result.output
+    assert "rr: error: " in result.output and message.format(**names) in result.output
+    assert "Traceback" not in result.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
+def test_unknown_stat_is_a_usage_error():
+    result = runner.invoke(app, ["plot", "emergence", "--stat", "bayes"])
+    assert result.exit_code == 2 and "bayes" in result.output
+
+
+def test_help_does_not_import_matplotlib():
+    code = "import sys; from cli.main import app; print('matplotlib' in sys.modules)"
+    assert (
+        subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, check=True
+        ).stdout.strip()
+        == "False"
+    )
