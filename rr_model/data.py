@@ -1,0 +1,394 @@
+"""Token streams for training: TinyStories, the synthetic corpus or a local corpus, cached on disk.
+
+`load_tokens` turns a corpus into one uint16 token stream (each document followed by EOS; the first 97%
+is train, the rest validation, RECIPE.val_frac) and caches it as a memory-mapped file, so only the first
+run tokenizes and later runs start at once, offline too. `sample_batch` draws the random training windows.
+
+A cache is a directory `<cache_dir>/tokens/<key>/` holding `tokens.bin` (raw little-endian uint16) and
+`meta.json` (provenance and lengths). It is written to a temporary directory, fsynced and renamed into
+place, and it is only trusted when its meta is current and matches the file's length, so a killed run
+never leaves a cache that loads. Such a directory is also a valid `data` path: copy it to an offline
+machine and point `--data` at it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import functools
+import hashlib
+import itertools
+import json
+import logging
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from rr_model import synthetic
+from rr_model.ladder import RECIPE
+
+__all__ = [
+    "Tokens",
+    "DataUnavailable",
+    "load_tokens",
+    "sample_batch",
+    "encode_bytes",
+    "decode_bytes",
+    "default_cache_dir",
+    "BYTE_EOS",
+    "TINYSTORIES",
+]
+
+FORMAT = 1  # bump when the cache layout or the tokenization changes: older caches are then rebuilt
+TINYSTORIES = "roneneldan/TinyStories"
+EOT = "<|endoftext|>"  # GPT-2's end-of-text token; also the story separator in TinyStories' .txt files
+BYTE_EOS = 256  # the byte tokenizer: ids 0-255 are UTF-8 bytes, 256 ends a document
+_DTYPE = np.dtype("<u2")  # fixed byte order, so a cache copied between machines reads the same
+_CHUNK = 4096  # documents per tokenizer call: bounds memory and keeps the tokenizer's threads busy
+_SUFFIXES = (".txt", ".jsonl", ".parquet")
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Tokens:
+    """A tokenized corpus: memory-mapped train and validation streams, and where they came from."""
+
+    train: np.ndarray
+    val: np.ndarray
+    vocab_size: int
+    eos_id: int
+    source: str  # "roneneldan/TinyStories", "synthetic" or the local path given
+    tokenizer: str  # "gpt2" or "bytes"
+    n_text: int  # documents used
+    key: str  # names the cache: hash of (source, tokenizer, n_text, FORMAT)
+
+    def describe(self) -> dict:
+        """JSON-able provenance for the run record."""
+        return {
+            "source": self.source,
+            "tokenizer": self.tokenizer,
+            "n_text": self.n_text,
+            "key": self.key,
+            "vocab_size": self.vocab_size,
+            "eos_id": self.eos_id,
+            "train_tokens": len(self.train),
+            "val_tokens": len(self.val),
+        }
+
+
+class DataUnavailable(RuntimeError):
+    """The hub, or a dataset or tokenizer on it, cannot be reached and nothing usable is cached."""
+
+
+def _unavailable(what: str, err: BaseException) -> DataUnavailable:
+    return DataUnavailable(
+        f"cannot load {what} from the Hugging Face hub ({type(err).__name__}: {err}). "
+        "If this machine is offline, point --data at a local copy: a .txt corpus (documents separated by "
+        f"blank lines, or by {EOT} lines as in TinyStories' own .txt files), a .jsonl or .parquet corpus "
+        "with a 'text' field, or a token cache directory written by an earlier run (under $RR_CACHE, "
+        "default ~/.cache/rr, in tokens/). The byte-level tokenizer ('bytes') needs no download, and "
+        "--data synthetic needs nothing at all. HF_HUB_OFFLINE=1 and the Hugging Face cache (HF_HOME) "
+        "are honoured: a dataset or tokenizer downloaded once loads offline."
+    )
+
+
+# ---------------------------------------------------------------------------------------------- tokenizers
+
+
+def encode_bytes(text: str) -> np.ndarray:
+    """Byte-level token ids of `text`: its UTF-8 bytes, no EOS."""
+    return np.frombuffer(text.encode("utf-8"), dtype=np.uint8).astype(_DTYPE)
+
+
+def decode_bytes(ids: Iterable[int] | np.ndarray) -> str:
+    """Text of byte-level token ids; each EOS is written as `<|endoftext|>`."""
+    ids = np.asarray(ids)
+    docs = np.split(ids, np.flatnonzero(ids == BYTE_EOS))
+    docs = [docs[0]] + [d[1:] for d in docs[1:]]  # every piece after the first starts with its EOS
+    return EOT.join(bytes(d.astype(np.uint8)).decode("utf-8", errors="replace") for d in docs)
+
+
+@dataclass(frozen=True)
+class _Tokenizer:
+    name: str
+    vocab_size: int
+    eos_id: int
+    encode_batch: Callable[[list[str]], list[np.ndarray]]
+
+
+def _tokenizer(name: str) -> _Tokenizer:
+    if name == "bytes":
+        return _Tokenizer("bytes", 257, BYTE_EOS, lambda texts: [encode_bytes(t) for t in texts])
+    from tokenizers import Tokenizer
+
+    try:
+        tok = Tokenizer.from_pretrained("gpt2")
+    except OSError as e:  # huggingface_hub's offline, not-found and HTTP errors are all OSErrors
+        raise _unavailable("the GPT-2 tokenizer", e) from e
+
+    def encode_batch(texts: list[str]) -> list[np.ndarray]:
+        return [np.asarray(e.ids, dtype=_DTYPE) for e in tok.encode_batch(texts, add_special_tokens=False)]
+
+    return _Tokenizer("gpt2", tok.get_vocab_size(), tok.token_to_id(EOT), encode_batch)
+
+
+# ------------------------------------------------------------------------------------------------ corpora
+
+
+def _tinystories(n_text: int) -> Iterator[str]:
+    import datasets
+
+    try:
+        ds = datasets.load_dataset(TINYSTORIES, split=f"train[:{n_text}]")
+    except OSError as e:  # ConnectionError (offline), DatasetNotFoundError, HTTP errors
+        raise _unavailable(f"the {TINYSTORIES} dataset", e) from e
+    return (text for batch in ds.iter(batch_size=_CHUNK) for text in batch["text"])
+
+
+def _txt(path: Path) -> Iterator[str]:
+    """Documents of a .txt file: split at `<|endoftext|>` lines if its first MB has one, else at blank lines."""
+    with open(path, encoding="utf-8") as f:
+        eot = EOT in f.read(1 << 20)
+        f.seek(0)
+        is_sep = (lambda s: s == EOT) if eot else (lambda s: not s)
+        for sep, lines in itertools.groupby(f, key=lambda line: is_sep(line.strip())):
+            if not sep and (text := "".join(lines).strip()):
+                yield text
+
+
+def _jsonl(path: Path) -> Iterator[str]:
+    with open(path, encoding="utf-8") as f:
+        for i, line in enumerate(f, 1):
+            if line.strip():
+                row = json.loads(line)
+                if "text" not in row:
+                    raise ValueError(f"{path}:{i}: no 'text' field")
+                yield row["text"]
+
+
+def _parquet(path: Path) -> Iterator[str]:
+    import pyarrow.parquet as pq
+
+    file = pq.ParquetFile(path)
+    if "text" not in file.schema_arrow.names:
+        raise ValueError(f"{path}: no 'text' column (columns: {', '.join(file.schema_arrow.names)})")
+    for batch in file.iter_batches(batch_size=_CHUNK, columns=["text"]):
+        yield from batch.column(0).to_pylist()
+
+
+_READERS = {".txt": _txt, ".jsonl": _jsonl, ".parquet": _parquet}
+
+
+# -------------------------------------------------------------------------------------------------- cache
+
+
+def default_cache_dir() -> Path:
+    """$RR_CACHE, else ~/.cache/rr."""
+    return Path(os.environ.get("RR_CACHE") or Path.home() / ".cache" / "rr")
+
+
+def _key(*parts: object) -> str:
+    return hashlib.sha256(json.dumps([FORMAT, *parts]).encode()).hexdigest()[:16]
+
+
+def _open(directory: Path, key: str | None = None) -> Tokens | None:
+    """The cache in `directory`, or None when it is missing, partial, stale or not for `key`."""
+    try:
+        meta = json.loads((directory / "meta.json").read_text())
+        n, n_train = meta["n_tokens"], meta["n_train"]
+        path = directory / "tokens.bin"
+        if meta["format"] != FORMAT or key not in (None, meta["key"]) or not 0 < n_train < n:
+            return None
+        if path.stat().st_size != n * _DTYPE.itemsize:
+            return None
+        stream = np.memmap(path, dtype=_DTYPE, mode="r", shape=(n,))
+        return Tokens(
+            train=stream[:n_train],
+            val=stream[n_train:],
+            vocab_size=meta["vocab_size"],
+            eos_id=meta["eos_id"],
+            source=meta["source"],
+            tokenizer=meta["tokenizer"],
+            n_text=meta["n_text"],
+            key=meta["key"],
+        )
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _fsync(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _build(directory: Path, key: str, source: str, tok: _Tokenizer, docs: Iterable[str], n_text: int) -> None:
+    """Tokenize `docs` (at most n_text) and publish the cache at `directory` atomically."""
+    tmp = Path(tempfile.mkdtemp(prefix=f".{key}.", dir=directory.parent))
+    try:
+        tmp.chmod(0o755)  # mkdtemp makes it private; a shared cache should be readable like the files in it
+        n_docs = n_tokens = 0
+        eos = np.array([tok.eos_id], dtype=_DTYPE)
+        docs = iter(docs)
+        with open(tmp / "tokens.bin", "wb") as f:
+            while chunk := list(itertools.islice(docs, min(_CHUNK, n_text - n_docs))):
+                ids = np.concatenate([part for d in tok.encode_batch(chunk) for part in (d, eos)])
+                f.write(ids.tobytes())
+                n_docs += len(chunk)
+                n_tokens += len(ids)
+        n_train = int(n_tokens * (1 - RECIPE.val_frac))
+        if not 0 < n_train < n_tokens:
+            raise ValueError(f"{source}: {n_docs} documents, {n_tokens} tokens: too few to split train/val")
+        meta = {
+            "format": FORMAT,
+            "key": key,
+            "source": source,
+            "tokenizer": tok.name,
+            "n_text": n_docs,
+            "vocab_size": tok.vocab_size,
+            "eos_id": tok.eos_id,
+            "n_tokens": n_tokens,
+            "n_train": n_train,
+        }
+        (tmp / "meta.json").write_text(json.dumps(meta, indent=1))
+        for path in (tmp / "tokens.bin", tmp / "meta.json", tmp):
+            _fsync(path)
+        if directory.exists():  # an invalid cache (we hold the lock and found none valid): replace it
+            shutil.rmtree(directory)
+        os.rename(tmp, directory)
+        _fsync(directory.parent)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)  # gone already after a successful rename
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    """Hold an exclusive lock on `path`, so concurrent runs (DDP ranks) tokenize a corpus only once."""
+    with open(path, "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        yield
+
+
+# ---------------------------------------------------------------------------------------------------- API
+
+
+def load_tokens(
+    data: str = "tinystories",
+    *,
+    n_text: int = RECIPE.n_text,
+    cache_dir: str | Path | None = None,
+    tokenizer: str | None = None,
+) -> Tokens:
+    """Load a tokenized corpus, tokenizing and caching it on first use.
+
+    Parameters
+    ----------
+    data
+        "tinystories": the first `n_text` training stories of roneneldan/TinyStories via Hugging Face
+        `datasets` (the published recipe). "synthetic": the project's own story corpus
+        (`rr_model.synthetic`, at most 10,000 stories). Otherwise a path: a .txt corpus (documents
+        separated by blank lines, or by `<|endoftext|>` lines if the file has them), a .jsonl or .parquet
+        corpus with a "text" field (first `n_text` documents), or a token cache directory written by this
+        function (or its meta.json / tokens.bin), which is loaded as it is, whatever `n_text`.
+    n_text
+        Documents to use, from the start of the corpus.
+    cache_dir
+        Root of rr's caches; tokens live in its `tokens/` folder. Default $RR_CACHE, else ~/.cache/rr.
+    tokenizer
+        "gpt2" (default for TinyStories and local corpora) or "bytes" (default for synthetic; needs no
+        download, so it serves offline runs).
+
+    Returns
+    -------
+    Tokens
+        Memory-mapped train and validation streams with their provenance.
+
+    Raises
+    ------
+    DataUnavailable
+        The hub cannot be reached for the dataset or the GPT-2 tokenizer and neither is cached.
+
+    Notes
+    -----
+    The cache key hashes (source, tokenizer, n_text, format); for a local corpus the source is its
+    resolved path, size and modification time, so an edited file is tokenized again.
+    """
+    if tokenizer not in (None, "gpt2", "bytes"):
+        raise ValueError(f"unknown tokenizer {tokenizer!r}; use 'gpt2' or 'bytes'")
+    if n_text < 1:
+        raise ValueError(f"n_text must be positive, got {n_text}")
+    path = Path(data)
+    is_cache = path.is_dir() or path.name in ("meta.json", "tokens.bin")
+    if data not in ("tinystories", "synthetic") and is_cache:
+        return _given_cache(path.parent if path.is_file() else path, tokenizer)
+
+    if data == "tinystories":
+        source, ident, docs = TINYSTORIES, TINYSTORIES, functools.partial(_tinystories, n_text)
+        tokenizer = tokenizer or "gpt2"
+    elif data == "synthetic":
+        n_text = min(n_text, synthetic.N_STORIES)
+        source, ident, docs = "synthetic", "synthetic", functools.partial(synthetic.stories, n_text)
+        tokenizer = tokenizer or "bytes"
+    elif path.suffix in _READERS and path.is_file():
+        st = path.stat()
+        source, ident = data, [str(path.resolve()), st.st_size, st.st_mtime_ns]
+        docs = functools.partial(_READERS[path.suffix], path)
+        tokenizer = tokenizer or "gpt2"
+    else:
+        raise FileNotFoundError(
+            f"--data {data!r}: expected 'tinystories', 'synthetic', an existing {'/'.join(_SUFFIXES)} "
+            "corpus, or a token cache directory"
+        )
+
+    key = _key(ident, tokenizer, n_text)
+    directory = Path(cache_dir or default_cache_dir()) / "tokens" / key
+    if (tokens := _open(directory, key)) is not None:
+        return tokens
+    directory.parent.mkdir(parents=True, exist_ok=True)
+    with _locked(directory.with_suffix(".lock")):
+        if (tokens := _open(directory, key)) is None:  # nobody built it while we waited for the lock
+            tok = _tokenizer(tokenizer)
+            log.info("tokenizing %s with %s into %s (first use only)", source, tokenizer, directory)
+            start = time.perf_counter()
+            _build(directory, key, source, tok, docs(), n_text)
+            tokens = _open(directory, key)
+            n = len(tokens.train) + len(tokens.val)
+            log.info("%d tokens cached in %.1fs", n, time.perf_counter() - start)
+    return tokens
+
+
+def _given_cache(directory: Path, tokenizer: str | None) -> Tokens:
+    tokens = _open(directory)
+    if tokens is None:
+        raise ValueError(
+            f"{directory}: not a complete token cache written by rr (partial, corrupt, outdated)"
+        )
+    if tokenizer not in (None, tokens.tokenizer):
+        raise ValueError(f"{directory}: the cache was tokenized with {tokens.tokenizer!r}, not {tokenizer!r}")
+    return tokens
+
+
+def sample_batch(
+    data: np.ndarray, rng: np.random.Generator, batch: int, block: int
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Random windows of a token stream: inputs `x` and next-token targets `y`, each (batch, block) int64.
+
+    Offsets are drawn as `rng.integers(0, len(data) - block - 1, size=batch)`, so a given rng state
+    always gives the same batch; only the selected windows are read from the memory map. CPU tensors.
+    """
+    if len(data) < block + 2:
+        raise ValueError(f"a stream of {len(data)} tokens is too short for blocks of {block}")
+    offsets = rng.integers(0, len(data) - block - 1, size=batch)
+    windows = np.lib.stride_tricks.sliding_window_view(data, block + 1)[offsets]
+    x, y = (torch.from_numpy(w.astype(np.int64)) for w in (windows[:, :-1], windows[:, 1:]))  # contiguous
+    return x, y
