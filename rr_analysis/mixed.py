@@ -1,0 +1,387 @@
+"""Linear mixed models with a random intercept per seed block: per-size comparisons and the emergence test.
+
+Both models have one random intercept, y = X beta + u_block + e with u ~ N(0, tau^2), e ~ N(0, sigma^2).
+`_Model` fits them by REML or ML from sufficient statistics (per-block sums), so a fit costs
+O(blocks x p^2) per likelihood evaluation whatever the number of rows, and reports Satterthwaite degrees
+of freedom the way lmerTest does. For complete seed blocks per size the REML answer has a closed form
+(`mixed_table` uses it: exact, and fast for thousands of seeds). Tests cross-check both against
+statsmodels' MixedLM with a tightened optimiser.
+
+statsmodels is not used here: its default optimiser stops early on variances of ~1e-5, its boundary
+warning uses an absolute 0.01 threshold, and it has no Satterthwaite df. Singularity is judged on a
+relative scale instead: lme4's rule, sd(seed) / sd(residual) < 1e-4.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from rr_analysis.stats import _frame, _t_sf2, baselines_in_order, welch_table
+from rr_analysis.summary import sizes_in_order
+from rr_model.variants import REFERENCE
+
+__all__ = ["mixed_table", "emergence", "EMERGENCE_COLUMNS", "SINGULAR_RATIO"]
+
+SINGULAR_RATIO = 1e-4  # lme4's isSingular tolerance on theta = sd(seed) / sd(residual)
+
+# The columns of `emergence` that `rr analyze --emergence --format json/csv` emits, in order.
+EMERGENCE_COLUMNS: tuple[str, ...] = (
+    "baseline", "slope_per_decade", "se", "df", "p", "lrt_chi2", "lrt_p", "gap_regression_slope",
+    "gap_regression_p",
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class _Fit:
+    beta: np.ndarray
+    cov: np.ndarray
+    df: np.ndarray  # Satterthwaite df per coefficient (REML fits only; NaN for ML)
+    sigma2: float  # residual variance
+    tau2: float  # random-intercept variance
+    deviance: float  # -2 log-likelihood at the optimum (REML or ML, constants included)
+
+    @property
+    def ratio(self) -> float:
+        return float(np.sqrt(self.tau2 / self.sigma2)) if self.sigma2 > 0 else np.nan
+
+
+class _Model:
+    """y = X beta + u_block + e, held as the sufficient statistics of the random-intercept likelihood.
+
+    With H = I + theta^2 Z Z' (V = sigma^2 H) and delta_g = 1 / (m_g (1 + m_g theta^2)), Woodbury splits
+    every quadratic form into a within-block part (centred on block means, computed once) and a between-block
+    part: X'H^-1 X = W_xx + S' diag(delta) S, r'H^-1 r = W_rr + sum delta_g (t_g - S_g beta)^2 and
+    log|H| = sum log(1 + m_g theta^2), where m_g, S = Z'X and t = Z'y are per-block counts and sums.
+    The split avoids the cancellation of the textbook form when seed variance dominates (theta ~ 20 here).
+    """
+
+    def __init__(self, y: np.ndarray, X: np.ndarray, blocks: np.ndarray):
+        codes = np.unique(blocks, return_inverse=True)[1].ravel()
+        self.n, self.p = X.shape
+        self.m = np.bincount(codes).astype(float)
+        self.S = np.column_stack([np.bincount(codes, weights=X[:, j]) for j in range(self.p)])
+        self.t = np.bincount(codes, weights=y)
+        Xw, yw = X - (self.S / self.m[:, None])[codes], y - (self.t / self.m)[codes]
+        self.Wxx, self.Wxy, self.Wyy = Xw.T @ Xw, Xw.T @ yw, float(yw @ yw)
+
+    def _gls(self, theta2: float):
+        delta = 1.0 / (self.m * (1.0 + self.m * theta2))
+        A = self.Wxx + self.S.T @ (delta[:, None] * self.S)
+        beta = np.linalg.solve(A, self.Wxy + self.S.T @ (delta * self.t))
+        between = self.t - self.S @ beta
+        rss = self.Wyy - beta @ (2 * self.Wxy - self.Wxx @ beta) + float(delta @ between**2)
+        return A, beta, max(rss, 0.0), float(np.log1p(self.m * theta2).sum())
+
+    def _profiled(self, theta2: float, reml: bool) -> float:
+        """-2 log-likelihood with beta and sigma^2 profiled out."""
+        A, _, rss, logdet_h = self._gls(theta2)
+        dof = self.n - self.p if reml else self.n
+        dev = dof * (1.0 + np.log(2 * np.pi * rss / dof)) + logdet_h
+        return dev + np.linalg.slogdet(A)[1] if reml else dev
+
+    def _deviance(self, theta: float, sigma: float) -> float:
+        """REML -2 log-likelihood at (theta, sigma), lme4's parameters, constants dropped."""
+        A, _, rss, logdet_h = self._gls(theta * theta)
+        return (self.n - self.p) * np.log(sigma**2) + logdet_h + np.linalg.slogdet(A)[1] + rss / sigma**2
+
+    def _var_beta(self, theta: float, sigma: float) -> np.ndarray:
+        A = self._gls(theta * theta)[0]
+        return sigma**2 * np.diag(np.linalg.inv(A))
+
+    def fit(self, reml: bool = True) -> _Fit:
+        from scipy.optimize import minimize_scalar
+
+        # log(theta^2) on a coarse grid, then Brent on the best bracket; theta = 0 is tried on its own.
+        grid = np.linspace(-25.0, 12.0, 38)
+        devs = [self._profiled(np.exp(e), reml) for e in grid]
+        i = int(np.argmin(devs))
+        lo, hi = grid[max(i - 1, 0)], grid[min(i + 1, len(grid) - 1)]
+        res = minimize_scalar(
+            lambda e: self._profiled(np.exp(e), reml),
+            bounds=(lo, hi),
+            method="bounded",
+            options={"xatol": 1e-10},
+        )
+        theta2 = float(np.exp(res.x)) if res.fun < self._profiled(0.0, reml) else 0.0
+        A, beta, rss, _ = self._gls(theta2)
+        sigma2 = rss / (self.n - self.p if reml else self.n)
+        cov = sigma2 * np.linalg.inv(A)
+        dof = self._satterthwaite(np.sqrt(theta2), np.sqrt(sigma2)) if reml else np.full(self.p, np.nan)
+        return _Fit(beta, cov, dof, sigma2, theta2 * sigma2, self._profiled(theta2, reml))
+
+    def _satterthwaite(self, theta: float, sigma: float) -> np.ndarray:
+        """lmerTest's df: 2 Var(b_j)^2 / (g' C g), g the gradient of Var(b_j) in (theta, sigma) and C = 2 H^-1
+        the asymptotic covariance of (theta, sigma) from the Hessian H of the REML deviance.
+
+        Derivatives are central differences with one Richardson step. At theta = 0 the deviance and Var(b_j)
+        are even in theta, so the theta gradient and cross term vanish and only sigma remains.
+        """
+        x0 = np.array([theta, sigma])
+        steps = np.array([1e-3 * max(theta, 1.0), 1e-3 * sigma])
+        dims = [1] if theta == 0.0 else [0, 1]
+
+        def derivs(h: np.ndarray):
+            def f(dx, fun):
+                return fun(*(x0 + dx))
+
+            e = [np.eye(2)[k] * h[k] for k in range(2)]
+            grad = np.array([(f(e[k], self._var_beta) - f(-e[k], self._var_beta)) / (2 * h[k]) for k in dims])
+            d0 = self._deviance(*x0)
+            hess = np.empty((len(dims), len(dims)))
+            for a, k in enumerate(dims):
+                for b, j in enumerate(dims):
+                    if k == j:
+                        hess[a, b] = (f(e[k], self._deviance) - 2 * d0 + f(-e[k], self._deviance)) / h[k] ** 2
+                    elif a < b:
+                        pp, pm = f(e[k] + e[j], self._deviance), f(e[k] - e[j], self._deviance)
+                        mp, mm = f(-e[k] + e[j], self._deviance), f(-e[k] - e[j], self._deviance)
+                        hess[a, b] = hess[b, a] = (pp - pm - mp + mm) / (4 * h[k] * h[j])
+            return grad, hess
+
+        (g1, h1), (g2, h2) = derivs(steps), derivs(steps / 2)
+        grad, hess = (4 * g2 - g1) / 3, (4 * h2 - h1) / 3
+        var = self._var_beta(*x0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            quad = np.einsum("ki,kl,li->i", grad, 2 * np.linalg.inv(hess), grad)
+            return np.where(quad > 0, 2 * var**2 / quad, np.nan)
+
+
+def _closed_form(wide: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, float, float, float]:
+    """REML for complete seed blocks (rows: seeds, columns: variants, Review first, no gaps).
+
+    The randomised-complete-block ANOVA: SSE with (n-1)(k-1) df and the seed sum of squares with n-1 df.
+    When MS_seed >= MSE, sigma^2 = MSE and tau^2 = (MS_seed - MSE)/k; otherwise tau^2 = 0 (the boundary)
+    and sigma^2 pools both. Variant contrasts are within-block, so coef = difference of means,
+    SE = sqrt(2 sigma^2 / n) and the Satterthwaite df is the df of sigma^2.
+    """
+    y = wide.to_numpy(dtype=float)
+    n, k = y.shape
+    col, row, grand = y.mean(axis=0), y.mean(axis=1), y.mean()
+    sse = float(((y - col[None, :] - row[:, None] + grand) ** 2).sum())
+    ss_seed = float(k * ((row - grand) ** 2).sum())
+    df_e, df_s = (n - 1) * (k - 1), n - 1
+    mse, ms_seed = sse / df_e, ss_seed / df_s
+    if ms_seed >= mse:
+        sigma2, tau2, dof = mse, (ms_seed - mse) / k, df_e
+    else:
+        sigma2, tau2, dof = (sse + ss_seed) / (df_e + df_s), 0.0, df_e + df_s
+    return col[1:] - col[0], np.full(k - 1, np.sqrt(2 * sigma2 / n)), float(dof), sigma2, tau2
+
+
+def _size_fit(g: pd.DataFrame) -> dict[str, dict]:
+    """Per-baseline mixed-model results for one size's rows (Review present)."""
+    wide = g.pivot(index="seed", columns="variant", values="val_loss")
+    others = [v for v in wide.columns if v != REFERENCE]
+    wide = wide[[REFERENCE, *others]]
+    n_seeds = len(wide)
+    if not wide.isna().any().any():
+        if n_seeds < 2:
+            return {v: {"mixed_note": "one seed: no residual degrees of freedom"} for v in others}
+        coef, se, dof, sigma2, tau2 = _closed_form(wide)
+        dof, method = np.full(len(others), dof), "closed form, complete seed blocks"
+    else:
+        long = wide.stack().dropna().rename("y").reset_index()
+        if len(long) - len(wide.columns) < 1:
+            return {
+                v: {"mixed_note": "as many variants as runs: no residual degrees of freedom"} for v in others
+            }
+        if long.groupby("seed").size().max() < 2:
+            return {v: {"mixed_note": "no seed is shared by two variants: seed and residual variance are "
+                        "not separable"} for v in others}  # fmt: skip
+        X = np.column_stack([np.ones(len(long))] + [(long["variant"] == v).to_numpy(float) for v in others])
+        fit = _Model(long["y"].to_numpy(float), X, long["seed"].to_numpy()).fit(reml=True)
+        coef, se, dof = fit.beta[1:], np.sqrt(np.diag(fit.cov))[1:], fit.df[1:]
+        sigma2, tau2, method = fit.sigma2, fit.tau2, "REML, incomplete seed blocks"
+    ratio = np.sqrt(tau2 / sigma2) if sigma2 > 0 else np.nan
+    singular = bool(ratio < SINGULAR_RATIO)
+    out = {}
+    for v, c, s, d in zip(others, coef, se, dof, strict=True):
+        row = {"mixed_method": method, "seed_var": tau2, "resid_var": sigma2, "seed_sd_ratio": ratio}
+        row["singular"] = singular
+        if not (s > 0 and np.isfinite(d)):
+            row["mixed_note"] = "zero residual variance"
+        else:
+            row.update(mixed_coef=c, mixed_se=s, mixed_df=d)
+            if singular:
+                row["mixed_note"] = (
+                    f"singular: sd(seed)/sd(residual) = {ratio:.1e} < {SINGULAR_RATIO:g} (relative scale, "
+                    "lme4's rule); the fit equals a fixed-effects ANOVA"
+                )
+        out[v] = row
+    return out
+
+
+def mixed_table(df: pd.DataFrame) -> pd.DataFrame:
+    """Mixed model per size, ``val_loss ~ variant + (1 | seed)`` by REML, Review as the reference level.
+
+    Parameters
+    ----------
+    df
+        A validated sweep (`load_sweep`).
+
+    Returns
+    -------
+    DataFrame, one row per (size, baseline), with columns ``size, baseline, mixed_coef`` (baseline - Review,
+    positive favours Review), ``mixed_se, mixed_df`` (Satterthwaite), ``mixed_p`` (two-sided, t distribution),
+    ``seed_var, resid_var`` (REML variance components), ``seed_sd_ratio`` (sd(seed)/sd(residual)),
+    ``singular`` (ratio < `SINGULAR_RATIO`), ``mixed_method`` and ``mixed_note`` (why n/a, or the singular
+    fit; "" otherwise).
+
+    Notes
+    -----
+    y_vs = mu + beta_v + u_s + e_vs, u_s ~ N(0, tau^2), e_vs ~ N(0, sigma^2), fitted to every variant present
+    at the size, so all variants inform sigma^2. t = beta_v / SE, p = 2 P(T_df > |t|) with Satterthwaite df,
+    as lmerTest reports (not the Wald z of statsmodels). Complete seed blocks (every seed of the size ran
+    every variant there) use the closed-form REML solution of the block ANOVA: coef = difference of means,
+    SE = sqrt(2 sigma^2 / n), df = (n-1)(k-1), or (n-1)k when tau^2 sits on the boundary at 0. Incomplete
+    blocks are fitted numerically (`_Model`).
+
+    Example
+    -------
+    >>> m = mixed_table(load_sweep())
+    >>> m.loc[(m["size"] == "1B") & (m["baseline"] == "highway"), "mixed_df"].item()
+    4.0
+    """
+    out = _frame(df)[["size", "baseline"]]
+    rows: dict[tuple[str, str], dict] = {}
+    for size, g in df.groupby("size", sort=False):
+        if REFERENCE in set(g["variant"]):
+            rows.update({(size, v): r for v, r in _size_fit(g).items()})
+    cols = ["mixed_coef", "mixed_se", "mixed_df", "seed_var", "resid_var", "seed_sd_ratio"]
+    recs = [rows.get(k, {}) for k in zip(out["size"], out["baseline"], strict=True)]
+    for c in cols:
+        out[c] = np.array([r.get(c, np.nan) for r in recs], dtype=float)
+    t = out["mixed_coef"].to_numpy() / out["mixed_se"].to_numpy()
+    ok = np.isfinite(t)
+    out["mixed_p"] = np.where(ok, _t_sf2(np.where(ok, t, 0.0), np.where(ok, out["mixed_df"], 1.0)), np.nan)
+    out["singular"] = [bool(r.get("singular", False)) for r in recs]
+    out["mixed_method"] = [r.get("mixed_method", "") for r in recs]
+    present = set(zip(df["size"], df["variant"], strict=True))
+    out["mixed_note"] = [
+        r.get("mixed_note", "")
+        or ("" if (s, REFERENCE) in present else f"no {REFERENCE} runs at this size")
+        or ("" if (s, b) in present else "no runs of this baseline at this size")
+        for r, s, b in zip(recs, out["size"], out["baseline"], strict=True)
+    ]
+    return out
+
+
+def _gap_regression(w: pd.DataFrame, lx: pd.Series) -> dict:
+    """WLS of the per-size Welch gaps on log10(params), weights 1/SE^2, scale estimated (statsmodels WLS)."""
+    x = w["size"].map(lx).to_numpy(float)
+    y, se = w["gap"].to_numpy(float), w["welch_se"].to_numpy(float)
+    ok = np.isfinite(x) & np.isfinite(y) & (se > 0)
+    x, y, wt = x[ok], y[ok], 1.0 / se[ok] ** 2
+    n = len(x)
+    if n < 3:
+        return {"gap_regression_df": np.nan}
+    xm, ym = np.average(x, weights=wt), np.average(y, weights=wt)
+    sxx = float(wt @ (x - xm) ** 2)
+    slope = float(wt @ ((x - xm) * (y - ym))) / sxx
+    resid = y - ym - slope * (x - xm)
+    s2 = float(wt @ resid**2) / (n - 2)
+    se_slope = np.sqrt(s2 / sxx)
+    p = float(_t_sf2(np.array(slope / se_slope), np.array(n - 2.0))) if se_slope > 0 else np.nan
+    return {"gap_regression_slope": slope, "gap_regression_se": se_slope, "gap_regression_df": n - 2.0,
+            "gap_regression_p": p}  # fmt: skip
+
+
+def emergence(df: pd.DataFrame) -> pd.DataFrame:
+    """Does Review's advantage grow with scale? The gap's slope per decade of parameters, per baseline.
+
+    Parameters
+    ----------
+    df
+        A validated sweep (`load_sweep`).
+
+    Returns
+    -------
+    DataFrame, one row per baseline, with columns ``baseline, slope_per_decade`` (change of the gap per
+    decade of parameters, positive: Review's advantage grows), ``se, df`` (Satterthwaite), ``p`` (two-sided),
+    ``gap_at_centre`` (the gap at the mean log10 size), ``lrt_chi2, lrt_df, lrt_p`` (joint likelihood-ratio
+    test of all slopes, the same in every row), ``gap_regression_slope, gap_regression_se,
+    gap_regression_df, gap_regression_p`` (the simple view), ``n_sizes`` and ``note`` (why n/a, or a
+    singular fit). `EMERGENCE_COLUMNS` lists the stable subset the CLI emits as JSON/CSV.
+
+    Notes
+    -----
+    ``val_loss ~ 0 + C(size) + sum_v (x_v + x_v:lxc) + (1 | size:seed)`` by REML, x_v the 0/1 indicator of
+    baseline v (for the paper: hw, std) and lxc = log10(Review's parameter count at the size), centred on its
+    mean over the sizes used. Sizes without Review runs are left out; a baseline seen at one size gets no
+    slope. p from the t distribution with Satterthwaite df (lmerTest's method). The LRT compares ML refits
+    with and without the x_v:lxc terms: chi2 = -2 (logL_without - logL_with) on as many df as slopes.
+    The simple view regresses the per-size Welch gaps on log10(params) by weighted least squares,
+    weights 1/SE_welch^2, residual scale estimated, t with (sizes - 2) df.
+
+    Example
+    -------
+    >>> e = emergence(load_sweep())
+    >>> e["baseline"].tolist()
+    ['highway', 'standard']
+    """
+    baselines = baselines_in_order(df)
+    out = pd.DataFrame({"baseline": baselines}, dtype=object)
+    sizes = [s for s in sizes_in_order(df) if ((df["size"] == s) & (df["variant"] == REFERENCE)).any()]
+    lx = np.log10(1e6 * df[df["variant"] == REFERENCE].groupby("size")["params_M"].mean())
+    data = df[df["size"].isin(sizes)]
+    lxc = data["size"].map(lx - lx[sizes].mean()).to_numpy(float)
+    at = {v: data.loc[data["variant"] == v, "size"].nunique() for v in baselines}
+    sloped = [v for v in baselines if at[v] >= 2]
+    notes = {
+        v: ("" if at[v] >= 2 else f"present at {at[v]} size(s) with {REFERENCE}: no slope") for v in baselines
+    }
+    ind = {v: (data["variant"] == v).to_numpy(float) for v in baselines if at[v] >= 1}
+    X0 = np.column_stack([(data["size"] == s).to_numpy(float) for s in sizes] + list(ind.values()))
+    X = np.column_stack([X0] + [ind[v] * lxc for v in sloped]) if sloped else X0
+    blocks = (data["size"] + ":" + data["seed"].astype(str)).to_numpy()
+    y = data["val_loss"].to_numpy(float)
+    why = ""
+    if len(sizes) < 2:
+        why = f"needs at least 2 sizes with {REFERENCE} runs"
+    elif len(y) - X.shape[1] < 1:
+        why = "no residual degrees of freedom"
+    elif pd.Series(blocks).value_counts().max() < 2:
+        why = "no size:seed block holds two runs: seed and residual variance are not separable"
+    elif np.linalg.matrix_rank(X) < X.shape[1]:
+        why = "the fixed effects are not identifiable from these cells"
+    cols = {c: np.full(len(out), np.nan) for c in ("slope_per_decade", "se", "df", "p", "gap_at_centre")}
+    lrt = {"lrt_chi2": np.nan, "lrt_df": np.nan, "lrt_p": np.nan}
+    if not why:
+        fit = _Model(y, X, blocks).fit(reml=True)
+        se = np.sqrt(np.diag(fit.cov))
+        names = [*sizes, *ind, *sloped]
+        for i, v in enumerate(out["baseline"]):
+            if v in ind:
+                cols["gap_at_centre"][i] = fit.beta[names.index(v)]
+            if v in sloped:
+                j = len(sizes) + len(ind) + sloped.index(v)
+                cols["slope_per_decade"][i], cols["se"][i], cols["df"][i] = fit.beta[j], se[j], fit.df[j]
+        t = cols["slope_per_decade"] / cols["se"]
+        ok = np.isfinite(t)
+        cols["p"] = np.where(ok, _t_sf2(np.where(ok, t, 0.0), np.where(ok, cols["df"], 1.0)), np.nan)
+        if sloped:
+            from scipy.special import chdtrc
+
+            chi2 = max(
+                _Model(y, X0, blocks).fit(reml=False).deviance
+                - _Model(y, X, blocks).fit(reml=False).deviance,
+                0.0,
+            )
+            lrt = {"lrt_chi2": chi2, "lrt_df": float(len(sloped)), "lrt_p": float(chdtrc(len(sloped), chi2))}
+        if fit.ratio < SINGULAR_RATIO:
+            notes = {v: (n + "; " if n else "") + f"singular fit: sd(seed)/sd(residual) = {fit.ratio:.1e}"
+                     for v, n in notes.items()}  # fmt: skip
+    for c, vals in cols.items():
+        out[c] = vals
+    for c, val in lrt.items():
+        out[c] = val
+    w = welch_table(df)
+    reg = pd.DataFrame([_gap_regression(w[w["baseline"] == v], lx) for v in baselines])
+    for c in ("gap_regression_slope", "gap_regression_se", "gap_regression_df", "gap_regression_p"):
+        out[c] = reg[c].to_numpy(float) if c in reg else np.nan
+    out["n_sizes"] = [int(at[v]) for v in baselines]
+    out["note"] = [why or notes[v] for v in baselines]
+    return out

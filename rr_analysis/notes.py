@@ -1,0 +1,101 @@
+"""Recipe notes: facts about a sweep's design that change how its comparisons should be read."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from rr_analysis.summary import sizes_in_order
+
+__all__ = ["recipe_notes", "PARAMS_TOLERANCE"]
+
+PARAMS_TOLERANCE = 0.02  # parameter counts within a size may differ by this fraction before it is noted
+
+
+def _steps(df: pd.DataFrame, sizes: list[str]) -> list[dict]:
+    steps = df.groupby(["size", "variant"])["steps"].first()
+    out = []
+    for size in sizes:
+        s = steps[size]
+        if s.nunique() > 1:
+            shown = ", ".join(f"{v} {n}" for v, n in s.items())
+            out.append({"kind": "steps_within_size", "size": size, "message": f"{size}: variants trained for "
+                        f"different numbers of steps ({shown}); the gap is confounded with training length"})  # fmt: skip
+    per_size = steps.groupby(level="size").max().reindex(sizes)
+    if per_size.nunique() > 1:
+        groups = per_size.groupby(per_size, sort=False).groups
+        shown = "; ".join(f"{', '.join(idx)}: {n}" for n, idx in groups.items())
+        out.append({"kind": "token_budget", "size": "", "message": f"steps differ across sizes ({shown}): "
+                    "any trend with size is confounded with the token budget (tokens = steps x batch x block)"})  # fmt: skip
+    return out
+
+
+def _non_monotone(df: pd.DataFrame, sizes: list[str]) -> list[dict]:
+    means = df.groupby(["size", "variant"])["val_loss"].mean().unstack("variant").reindex(sizes)
+    out = []
+    for i, larger in enumerate(sizes):
+        for smaller in sizes[:i]:
+            worse = [v for v in means.columns if means.at[larger, v] > means.at[smaller, v]]
+            if worse:
+                shown = ", ".join(
+                    f"{v} {means.at[larger, v]:.4f} vs {means.at[smaller, v]:.4f}" for v in worse
+                )
+                out.append({"kind": "larger_size_higher_loss", "size": larger,
+                            "message": f"{larger} has a higher mean val_loss than the smaller {smaller} ({shown})"})  # fmt: skip
+    return out
+
+
+def _fewer_seeds(df: pd.DataFrame, sizes: list[str]) -> list[dict]:
+    n = df.groupby(["size", "variant"]).size()
+    most = int(n.max())
+    out = []
+    for size in sizes:
+        short = n[size][n[size] < most]
+        if len(short):
+            shown = ", ".join(f"{v} {k}" for v, k in short.items())
+            out.append({"kind": "fewer_seeds", "size": size, "message": f"{size}: fewer seeds than the other "
+                        f"cells ({shown}; most cells have {most})"})  # fmt: skip
+    return out
+
+
+def _params(df: pd.DataFrame, sizes: list[str]) -> list[dict]:
+    p = df.groupby(["size", "variant"])["params_M"].mean()
+    out = []
+    for size in sizes:
+        s = p[size]
+        spread = s.max() / s.min() - 1
+        if spread > PARAMS_TOLERANCE:
+            out.append({"kind": "params_mismatch", "size": size, "message": f"{size}: parameter counts differ by "
+                        f"{spread:.1%} ({s.idxmin()} {s.min():.2f}M, {s.idxmax()} {s.max():.2f}M), more than "
+                        f"{PARAMS_TOLERANCE:.0%}: part of a gap may be capacity"})  # fmt: skip
+    return out
+
+
+def recipe_notes(df: pd.DataFrame) -> pd.DataFrame:
+    """What a careful reader must know about the design of a sweep, computed from the data.
+
+    Parameters
+    ----------
+    df
+        A validated sweep (`load_sweep`).
+
+    Returns
+    -------
+    DataFrame with columns ``kind, size, message`` (``size`` is "" for a note about the whole sweep), one row
+    per finding, in this order of kinds: ``token_budget`` and ``steps_within_size`` (steps differ across
+    sizes, or across variants of one size), ``larger_size_higher_loss`` (a variant's mean loss at a larger
+    size above its mean at a smaller one), ``fewer_seeds`` (a (size, variant) cell with fewer runs than the
+    fullest cell), ``params_mismatch`` (parameter counts within a size differ by more than
+    `PARAMS_TOLERANCE` relative to the smallest). Empty when none applies.
+
+    Notes
+    -----
+    Sizes are ordered by mean parameter count (`sizes_in_order`). Means are over seeds.
+
+    Example
+    -------
+    >>> recipe_notes(load_sweep())["kind"].unique().tolist()
+    ['token_budget', 'larger_size_higher_loss', 'fewer_seeds', 'params_mismatch']
+    """
+    sizes = sizes_in_order(df)
+    rows = [*_steps(df, sizes), *_non_monotone(df, sizes), *_fewer_seeds(df, sizes), *_params(df, sizes)]
+    return pd.DataFrame(rows, columns=["kind", "size", "message"])

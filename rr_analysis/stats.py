@@ -1,0 +1,264 @@
+"""Review against each baseline at each size: Welch, paired and mixed-model tests, side by side.
+
+Every function takes the validated sweep (`rr_analysis.dataset.load_sweep`) and returns a tidy DataFrame
+with one row per (size, baseline), sizes ordered by parameter count and baselines in registry order.
+Sign convention everywhere: gap = mean(baseline) - mean(review_neutral); positive favours Review (lower
+loss is better). A statistic that does not exist for a cell is NaN with the reason in the `*_note` column;
+never inf.
+
+Imports only numpy, pandas and scipy.special, so `rr analyze --table` stays fast.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from rr_analysis.summary import sizes_in_order
+from rr_model.variants import BASELINES, NAMES, REFERENCE
+
+__all__ = ["baselines_in_order", "holm", "welch_table", "paired_table", "gap_table", "TABLE_COLUMNS"]
+
+# The columns of `gap_table` that `rr analyze --table --format json/csv` emits, in order.
+TABLE_COLUMNS: tuple[str, ...] = (
+    "size", "baseline", "params_M", "n_review", "n_baseline", "review_mean", "baseline_mean", "gap",
+    "welch_t", "welch_df", "welch_p", "ci_low", "ci_high", "hedges_g",
+    "paired_t", "paired_df", "paired_p", "mixed_coef", "mixed_se", "mixed_df", "mixed_p",
+    "p_holm_welch", "p_holm_paired", "p_holm_mixed",
+)  # fmt: skip
+
+
+def baselines_in_order(df: pd.DataFrame) -> list[str]:
+    """Every non-reference variant present: the registry's BASELINES first, then the rest in registry order."""
+    present = set(df["variant"])
+    order = [*BASELINES, *(n for n in NAMES if n not in BASELINES)]
+    return [v for v in order if v in present and v != REFERENCE]
+
+
+def _frame(df: pd.DataFrame) -> pd.DataFrame:
+    """The (size, baseline) skeleton every table is built on, with Review's parameter count."""
+    sizes, baselines = sizes_in_order(df), baselines_in_order(df)
+    if REFERENCE not in set(df["variant"]):
+        raise ValueError(f"no {REFERENCE} runs in the data: every comparison is against {REFERENCE}")
+    if not baselines:
+        raise ValueError(f"only {REFERENCE} runs in the data: there is no baseline to compare with")
+    out = pd.DataFrame(
+        {"size": np.repeat(sizes, len(baselines)), "baseline": np.tile(baselines, len(sizes))}, dtype=object
+    )
+    ref = df[df["variant"] == REFERENCE].groupby("size")["params_M"].mean()
+    out["params_M"] = out["size"].map(ref).astype(float)
+    return out
+
+
+def _t_sf2(t: np.ndarray, dof: np.ndarray) -> np.ndarray:
+    """Two-sided p of a t statistic."""
+    from scipy.special import stdtr
+
+    return 2.0 * stdtr(dof, -np.abs(t))
+
+
+def _t_quantile(q: float, dof: np.ndarray) -> np.ndarray:
+    from scipy.special import stdtrit
+
+    return stdtrit(dof, q)
+
+
+def _reasons(rules: list[tuple[np.ndarray, str]], n: int) -> np.ndarray:
+    """The first rule that applies to each row, or "" where none does."""
+    out = np.full(n, "", dtype=object)
+    for mask, reason in reversed(rules):
+        out[np.asarray(mask, dtype=bool)] = reason
+    return out
+
+
+def holm(p) -> np.ndarray:
+    """Holm's step-down adjustment over the non-missing p-values of a family; NaN stays NaN.
+
+    Notes
+    -----
+    With the m available p-values sorted, p_(1) <= ... <= p_(m):
+    p_holm_(i) = min(1, max_{j <= i} (m - j + 1) p_(j)). Controls the family-wise error rate under any
+    dependence between the tests.
+
+    Example
+    -------
+    >>> holm([0.01, 0.04, float("nan"), 0.03]).round(2).tolist()
+    [0.03, 0.06, nan, 0.06]
+    """
+    p = np.asarray(p, dtype=float)
+    out = np.full(p.shape, np.nan)
+    ok = np.flatnonzero(~np.isnan(p))
+    order = ok[np.argsort(p[ok], kind="stable")]
+    m = len(order)
+    out[order] = np.minimum(1.0, np.maximum.accumulate((m - np.arange(m)) * p[order]))
+    return out
+
+
+def _cells(df: pd.DataFrame) -> pd.DataFrame:
+    return df.groupby(["size", "variant"])["val_loss"].agg(n="count", mean="mean", var="var")
+
+
+def welch_table(df: pd.DataFrame) -> pd.DataFrame:
+    """Welch's unequal-variance t-test of each baseline against Review at each size.
+
+    Parameters
+    ----------
+    df
+        A validated sweep (`load_sweep`).
+
+    Returns
+    -------
+    DataFrame, one row per (size, baseline), with columns
+    ``size, baseline, params_M`` (Review's parameter count at that size), ``n_review, n_baseline``,
+    ``review_mean, baseline_mean, gap`` (baseline - Review), ``welch_se, welch_t, welch_df, welch_p``
+    (two-sided), ``ci_low, ci_high`` (95% CI of the gap), ``pooled_sd``, ``hedges_g`` and ``welch_note`` (why the test
+    is n/a, "" when it ran). Statistics that do not exist are NaN.
+
+    Notes
+    -----
+    Two-sample t-test without assuming equal variances (Welch 1947); runs of one seed are independent draws.
+    With sample means m, variances s^2 and sizes n of baseline (b) and Review (r):
+    SE = sqrt(s_b^2/n_b + s_r^2/n_r), t = (m_b - m_r) / SE, Welch-Satterthwaite
+    df = SE^4 / ((s_b^2/n_b)^2/(n_b-1) + (s_r^2/n_r)^2/(n_r-1)), p = 2 P(T_df > |t|),
+    CI = gap -/+ t_{0.975, df} SE. Hedges' g = J (m_b - m_r)/s_pooled with
+    s_pooled^2 = ((n_b-1) s_b^2 + (n_r-1) s_r^2)/(n_b+n_r-2) and J = 1 - 3/(4(n_b+n_r)-9) (pingouin's
+    approximation); positive favours Review. Needs at least 2 runs per arm.
+
+    Example
+    -------
+    >>> w = welch_table(load_sweep())
+    >>> w.loc[(w["size"] == "590M") & (w["baseline"] == "standard"), "welch_t"].round(2).item()
+    3.67
+    """
+    out = _frame(df)
+    cells = _cells(df)
+    ref = cells.xs(REFERENCE, level="variant").reindex(out["size"])
+    base = cells.reindex(pd.MultiIndex.from_arrays([out["size"], out["baseline"]]))
+    n_r, m_r, v_r = (ref[c].to_numpy(dtype=float) for c in ("n", "mean", "var"))
+    n_b, m_b, v_b = (base[c].to_numpy(dtype=float) for c in ("n", "mean", "var"))
+    n_r, n_b = np.nan_to_num(n_r), np.nan_to_num(n_b)
+    gap = m_b - m_r
+    with np.errstate(divide="ignore", invalid="ignore"):
+        a, b = v_b / n_b, v_r / n_r
+        se = np.sqrt(a + b)
+        dof = (a + b) ** 2 / (a**2 / (n_b - 1) + b**2 / (n_r - 1))
+        s_pool = np.sqrt(((n_b - 1) * v_b + (n_r - 1) * v_r) / (n_b + n_r - 2))
+    note = _reasons(
+        [
+            (n_r == 0, f"no {REFERENCE} runs at this size"),
+            (n_b == 0, "no runs of this baseline at this size"),
+            ((n_r < 2) | (n_b < 2), "fewer than 2 runs in an arm: no variance"),
+            (~(se > 0), "zero variance in both arms"),
+        ],
+        len(out),
+    )
+    ok = note == ""
+    t = np.where(ok, gap / np.where(ok, se, 1.0), np.nan)
+    dof = np.where(ok, dof, np.nan)
+    half = _t_quantile(0.975, np.where(ok, dof, 1.0)) * se
+    j = 1 - 3 / (4 * (n_b + n_r) - 9)
+    out["n_review"], out["n_baseline"] = n_r.astype("int64"), n_b.astype("int64")
+    out["review_mean"], out["baseline_mean"], out["gap"] = m_r, m_b, gap
+    out["welch_se"] = np.where(ok, se, np.nan)
+    out["welch_t"], out["welch_df"] = t, dof
+    out["welch_p"] = np.where(ok, _t_sf2(np.nan_to_num(t), np.where(ok, dof, 1.0)), np.nan)
+    out["ci_low"], out["ci_high"] = np.where(ok, gap - half, np.nan), np.where(ok, gap + half, np.nan)
+    out["pooled_sd"] = np.where(ok, s_pool, np.nan)
+    out["hedges_g"] = np.where(ok & (s_pool > 0), j * gap / np.where(ok & (s_pool > 0), s_pool, 1.0), np.nan)
+    out["welch_note"] = note
+    return out
+
+
+def paired_table(df: pd.DataFrame) -> pd.DataFrame:
+    """Seed-matched paired t-test of each baseline against Review at each size.
+
+    Parameters
+    ----------
+    df
+        A validated sweep (`load_sweep`).
+
+    Returns
+    -------
+    DataFrame, one row per (size, baseline), with columns ``size, baseline, n_pairs, paired_diff`` (mean of
+    baseline - Review over the seeds present in both arms), ``paired_sd`` (SD of those differences),
+    ``paired_t, paired_df, paired_p`` (two-sided) and ``paired_note`` (why the test is n/a, "" when it ran).
+
+    Notes
+    -----
+    Within a size, seed s fixes the data order for every variant, so d_s = y_baseline,s - y_review,s removes
+    the seed's effect. t = mean(d) / (sd(d)/sqrt(n)), df = n - 1, p = 2 P(T_df > |t|), the one-sample t-test
+    of the differences (scipy.stats.ttest_rel). Seeds present in only one arm are left out. Needs n >= 2
+    pairs and differences that are not all equal.
+
+    Example
+    -------
+    >>> p = paired_table(load_sweep())
+    >>> p.loc[(p["size"] == "1B") & (p["baseline"] == "highway"), "paired_df"].item()
+    2.0
+    """
+    out = _frame(df)[["size", "baseline"]]
+    y = df.pivot_table(index=["size", "seed"], columns="variant", values="val_loss", aggfunc="first")
+    if REFERENCE in y.columns:
+        d = y.drop(columns=REFERENCE).sub(y[REFERENCE], axis=0)
+    else:
+        d = pd.DataFrame(index=y.index, columns=baselines_in_order(df), dtype=float)
+    d = d.rename_axis(columns="baseline").stack().rename("d").reset_index()
+    stats = d.groupby(["size", "baseline"])["d"].agg(n="count", mean="mean", sd="std")
+    stats = stats.reindex(pd.MultiIndex.from_arrays([out["size"], out["baseline"]]))
+    n = np.nan_to_num(stats["n"].to_numpy(dtype=float))
+    mean, sd = stats["mean"].to_numpy(dtype=float), stats["sd"].to_numpy(dtype=float)
+    # "All differences equal" relative to their size: rounding in the CSV makes an exact 0 test too strict.
+    flat = ~(sd > 1e-12 * np.maximum(np.abs(mean), 1e-12))
+    note = _reasons(
+        [
+            (n == 0, "no seed present in both arms"),
+            (n < 2, "fewer than 2 seed-matched pairs"),
+            (flat, "the seed-matched differences have zero variance"),
+        ],
+        len(out),
+    )
+    ok = note == ""
+    t = np.where(ok, mean / np.where(ok, sd / np.sqrt(np.maximum(n, 1)), 1.0), np.nan)
+    out["n_pairs"] = n.astype("int64")
+    out["paired_diff"] = np.where(n > 0, mean, np.nan)
+    out["paired_sd"] = np.where(n > 1, sd, np.nan)
+    out["paired_t"], out["paired_df"] = t, np.where(ok, n - 1, np.nan)
+    out["paired_p"] = np.where(ok, _t_sf2(np.nan_to_num(t), np.maximum(n - 1, 1)), np.nan)
+    out["paired_note"] = note
+    return out
+
+
+def gap_table(df: pd.DataFrame) -> pd.DataFrame:
+    """The full comparison: Welch, paired and per-size mixed model, each with Holm-adjusted p beside the raw p.
+
+    Parameters
+    ----------
+    df
+        A validated sweep (`load_sweep`).
+
+    Returns
+    -------
+    DataFrame, one row per (size, baseline): the columns of `welch_table`, `paired_table` and
+    `rr_analysis.mixed.mixed_table` (see those), then ``p_holm_welch, p_holm_paired, p_holm_mixed``.
+    `TABLE_COLUMNS` lists the stable subset the CLI emits as JSON/CSV.
+
+    Notes
+    -----
+    Holm's step-down adjustment (`holm`) runs separately for each view over its family of size x baseline
+    tests that exist (n/a cells are not counted in m).
+
+    Example
+    -------
+    >>> t = gap_table(load_sweep())
+    >>> t["welch_t"].round(2).tolist()
+    [0.42, -1.01, 0.81, -0.53, 0.5, 0.39, 3.28, 3.67, 2.31, 2.36]
+    """
+    from rr_analysis.mixed import mixed_table
+
+    key = ["size", "baseline"]
+    out = (
+        welch_table(df).merge(paired_table(df), on=key, how="left").merge(mixed_table(df), on=key, how="left")
+    )
+    for view in ("welch", "paired", "mixed"):
+        out[f"p_holm_{view}"] = holm(out[f"{view}_p"])
+    return out

@@ -1,0 +1,323 @@
+"""Render the analysis frames as text (rich), Markdown, LaTeX (booktabs), CSV or JSON, and keep the dataset
+card's generated table in step with the data. Nothing here computes a statistic.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import pandas as pd
+
+from rr_model.variants import REFERENCE, VARIANTS
+
+__all__ = [
+    "FORMATS",
+    "VIEWS",
+    "render",
+    "card_block",
+    "update_card",
+    "card_mismatch",
+    "CARD_BEGIN",
+    "CARD_END",
+]
+
+FORMATS: tuple[str, ...] = ("text", "markdown", "latex", "csv", "json")
+CARD_BEGIN = "<!-- BEGIN GENERATED: rr analyze --card; do not edit by hand -->"
+CARD_END = "<!-- END GENERATED -->"
+
+
+def _missing(v) -> bool:
+    return v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v))
+
+
+def _num(spec: str) -> Callable:
+    return lambda v: "n/a" if _missing(v) else format(v, spec)
+
+
+def _p(v) -> str:
+    return "n/a" if _missing(v) else ("<0.0001" if v < 1e-4 else f"{v:.4f}")
+
+
+def _label(name: str) -> str:
+    return VARIANTS[name].label if name in VARIANTS else name
+
+
+@dataclass(frozen=True)
+class Col:
+    header: str  # "\n" splits a two-line header in text output
+    cell: Callable[[pd.Series], str]
+
+
+def _get(key: str, fmt: Callable) -> Callable[[pd.Series], str]:
+    return lambda r: fmt(r[key])
+
+
+@dataclass(frozen=True)
+class View:
+    title: str
+    columns: tuple[Col, ...]
+    legend: tuple[str, ...]  # which test each column is
+    notes: Callable[[pd.DataFrame], list[str]]
+
+
+def _ci(r) -> str:
+    return "n/a" if _missing(r["ci_low"]) else f"[{r['ci_low']:.4f}, {r['ci_high']:.4f}]"
+
+
+def _table_notes(t: pd.DataFrame) -> list[str]:
+    out = []
+    for _, r in t.iterrows():
+        for view in ("welch", "paired", "mixed"):
+            if r[f"{view}_note"]:
+                out.append(f"{r['size']} {_label(r['baseline'])}, {view}: {r[f'{view}_note']}")
+    methods = sorted(set(t["mixed_method"]) - {""})
+    out.append("mixed model fitted by: " + "; ".join(methods) if methods else "mixed model: not fitted")
+    return out
+
+
+def _row_notes(key: str) -> Callable[[pd.DataFrame], list[str]]:
+    def notes(t: pd.DataFrame) -> list[str]:
+        where = (
+            (lambda r: f"{r['size']} {_label(r['baseline'])}")
+            if "size" in t
+            else (lambda r: _label(r["baseline"]))
+        )
+        return [f"{where(r)}: {r[key]}" for _, r in t.iterrows() if r[key]]
+
+    return notes
+
+
+_GAP = f"gap = mean(baseline) - mean({_label(REFERENCE)}); positive favours {_label(REFERENCE)} (lower loss)."
+
+VIEWS: dict[str, View] = {
+    "table": View(
+        title=f"{_label(REFERENCE)} vs each baseline, val_loss",
+        columns=(
+            Col("size", _get("size", str)),
+            Col("baseline", _get("baseline", _label)),
+            Col("params\n(M)", _get("params_M", _num(".2f"))),
+            Col("n\nR/B", lambda r: f"{r['n_review']}/{r['n_baseline']}"),
+            Col(f"{_label(REFERENCE)}\nmean", _get("review_mean", _num(".4f"))),
+            Col("baseline\nmean", _get("baseline_mean", _num(".4f"))),
+            Col("gap", _get("gap", _num(".4f"))),
+            Col("Welch\nt", _get("welch_t", _num(".2f"))),
+            Col("Welch\ndf", _get("welch_df", _num(".2f"))),
+            Col("Welch\np", _get("welch_p", _p)),
+            Col("Welch\np Holm", _get("p_holm_welch", _p)),
+            Col("95% CI\nof gap", _ci),
+            Col("Hedges\ng", _get("hedges_g", _num(".2f"))),
+            Col("paired\nt", _get("paired_t", _num(".2f"))),
+            Col("paired\ndf", _get("paired_df", _num(".0f"))),
+            Col("paired\np", _get("paired_p", _p)),
+            Col("paired\np Holm", _get("p_holm_paired", _p)),
+            Col("mixed\ncoef", _get("mixed_coef", _num(".4f"))),
+            Col("mixed\nSE", _get("mixed_se", _num(".5f"))),
+            Col("mixed\ndf", _get("mixed_df", _num(".2f"))),
+            Col("mixed\np", _get("mixed_p", _p)),
+            Col("mixed\np Holm", _get("p_holm_mixed", _p)),
+        ),
+        legend=(
+            _GAP,
+            "Welch: two-sample t-test, unequal variances, Welch-Satterthwaite df, two-sided; 95% CI of the gap "
+            "from it. Hedges' g: gap / pooled SD, small-sample corrected.",
+            "paired: t-test of the seed-matched differences (same seed = same data order), df = pairs - 1, "
+            "two-sided.",
+            "mixed: val_loss ~ variant + (1 | seed) per size, REML, Review as reference; coef = baseline - "
+            "Review, t-test with Satterthwaite df, two-sided.",
+            "p Holm: Holm step-down over the size x baseline family, separately for each test.",
+        ),
+        notes=_table_notes,
+    ),
+    "emergence": View(
+        title=f"Does {_label(REFERENCE)}'s advantage grow with size? (gap per decade of parameters)",
+        columns=(
+            Col("baseline", _get("baseline", _label)),
+            Col("sizes", _get("n_sizes", str)),
+            Col("slope per\ndecade", _get("slope_per_decade", _num(".4f"))),
+            Col("SE", _get("se", _num(".4f"))),
+            Col("df", _get("df", _num(".2f"))),
+            Col("p", _get("p", _p)),
+            Col("gap at\ncentre", _get("gap_at_centre", _num(".4f"))),
+            Col("LRT\nchi2", _get("lrt_chi2", _num(".2f"))),
+            Col("LRT\ndf", _get("lrt_df", _num(".0f"))),
+            Col("LRT\np", _get("lrt_p", _p)),
+            Col("WLS gap\nslope", _get("gap_regression_slope", _num(".4f"))),
+            Col("WLS\nSE", _get("gap_regression_se", _num(".4f"))),
+            Col("WLS\ndf", _get("gap_regression_df", _num(".0f"))),
+            Col("WLS\np", _get("gap_regression_p", _p)),
+        ),
+        legend=(
+            _GAP,
+            "slope: the baseline x lxc coefficient of val_loss ~ 0 + C(size) + baseline indicators + "
+            "indicator:lxc + (1 | size:seed), REML, lxc = centred log10(Review params); t-test with "
+            "Satterthwaite df, two-sided. Positive: the gap grows with size.",
+            "LRT: joint likelihood-ratio test of all slopes (ML refits), chi-square.",
+            "WLS: weighted regression of the per-size Welch gaps on log10(params), weights 1/SE^2, t-test on "
+            "sizes - 2 df.",
+        ),
+        notes=_row_notes("note"),
+    ),
+    "power": View(
+        title="Seeds needed for 80% power at alpha 0.05 (two-sided), and the smallest gap detectable now",
+        columns=(
+            Col("size", _get("size", str)),
+            Col("baseline", _get("baseline", _label)),
+            Col("n\nR/B", lambda r: f"{r['n_review']}/{r['n_baseline']}"),
+            Col("pairs", _get("n_pairs", str)),
+            Col("gap", _get("gap", _num(".4f"))),
+            Col("Cohen\nd", _get("cohens_d", _num(".2f"))),
+            Col("seeds/arm\nunpaired", _get("seeds_unpaired", _num("d"))),
+            Col("detectable\ngap now", _get("mde_unpaired", _num(".4f"))),
+            Col("paired\ndz", _get("dz", _num(".2f"))),
+            Col("seeds\npaired", _get("seeds_paired", _num("d"))),
+            Col("detectable\ngap paired", _get("mde_paired", _num(".4f"))),
+        ),
+        legend=(
+            _GAP,
+            "unpaired: two-sample t-test, pooled SD, equal arms (statsmodels TTestIndPower's noncentral t); "
+            "paired: t-test of seed-matched differences (TTestPower). Effects are the observed ones, from 2-3 "
+            "seeds: rough planning figures.",
+        ),
+        notes=_row_notes("note"),
+    ),
+    "notes": View(
+        title="Recipe notes",
+        columns=(
+            Col("kind", _get("kind", str)),
+            Col("size", _get("size", str)),
+            Col("note", _get("message", str)),
+        ),
+        legend=(),
+        notes=lambda t: [],
+    ),
+}
+
+
+def _machine_columns(view: str, frame: pd.DataFrame) -> list[str]:
+    from rr_analysis.mixed import EMERGENCE_COLUMNS
+    from rr_analysis.stats import TABLE_COLUMNS
+
+    keys = {"table": TABLE_COLUMNS, "emergence": EMERGENCE_COLUMNS}.get(view)
+    return list(keys) if keys else list(frame.columns)
+
+
+def _plain(v):
+    if _missing(v):
+        return None
+    return v.item() if hasattr(v, "item") else v
+
+
+def _text(view: View, frame: pd.DataFrame) -> str:
+    from rich import box
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=view.title, box=box.SIMPLE_HEAD, title_justify="left")
+    for i, c in enumerate(view.columns):
+        table.add_column(c.header, justify="left" if i < 2 or view is VIEWS["notes"] else "right")
+    for _, r in frame.iterrows():
+        table.add_row(*(c.cell(r) for c in view.columns))
+    buf = io.StringIO()
+    Console(file=buf, width=400, no_color=True, highlight=False).print(table)
+    lines = [line.rstrip() for line in buf.getvalue().splitlines()]
+    lines += [*view.legend, *(f"note: {n}" for n in view.notes(frame))]
+    return "\n".join(lines) + "\n"
+
+
+def _markdown(view: View, frame: pd.DataFrame) -> str:
+    def cell(s: str) -> str:
+        return s.replace("\n", " ").replace("|", "\\|")
+
+    lines = ["| " + " | ".join(cell(c.header) for c in view.columns) + " |"]
+    lines.append("|" + "|".join("---" if i < 2 else "---:" for i in range(len(view.columns))) + "|")
+    lines += ["| " + " | ".join(cell(c.cell(r)) for c in view.columns) + " |" for _, r in frame.iterrows()]
+    extra = [*view.legend, *view.notes(frame)]
+    return "\n".join(lines + ([""] + [f"- {e}" for e in extra] if extra else [])) + "\n"
+
+
+def _latex_escape(s: str) -> str:
+    for a, b in (("\\", r"\textbackslash{}"), ("&", r"\&"), ("%", r"\%"), ("_", r"\_"), ("#", r"\#"),
+                 ("<", r"$<$"), ("^", r"\^{}")):  # fmt: skip
+        s = s.replace(a, b)
+    return s
+
+
+def _latex(view: View, frame: pd.DataFrame) -> str:
+    spec = "ll" + "r" * (len(view.columns) - 2)
+    head = " & ".join(_latex_escape(c.header.replace("\n", " ")) for c in view.columns)
+    rows = [" & ".join(_latex_escape(c.cell(r)) for c in view.columns) + r" \\" for _, r in frame.iterrows()]
+    legend = [f"% {line}" for line in [*view.legend, *view.notes(frame)]]
+    body = [f"\\begin{{tabular}}{{{spec}}}", r"\toprule", head + r" \\", r"\midrule", *rows, r"\bottomrule"]
+    return "\n".join([*legend, *body, r"\end{tabular}"]) + "\n"
+
+
+def render(frame: pd.DataFrame, view: str, fmt: str) -> str:
+    """One analysis frame (`gap_table`, `emergence`, `power_table`, `recipe_notes`) as text.
+
+    Parameters
+    ----------
+    frame
+        The frame returned by the library function behind `view`.
+    view
+        "table", "emergence", "power" or "notes".
+    fmt
+        One of `FORMATS`. csv and json hold the view's stable machine columns (`stats.TABLE_COLUMNS`,
+        `mixed.EMERGENCE_COLUMNS`, or every column for power and notes), missing values empty/null; the
+        others hold the display columns, a legend of which test each column is, and the n/a reasons.
+    """
+    v = VIEWS[view]
+    if fmt == "json":
+        keys = _machine_columns(view, frame)
+        records = [{k: _plain(r[k]) for k in keys} for _, r in frame.iterrows()]
+        return json.dumps(records, indent=2, allow_nan=False) + "\n"
+    if fmt == "csv":
+        return frame[_machine_columns(view, frame)].to_csv(index=False, lineterminator="\n")
+    renderers = {"text": _text, "markdown": _markdown, "latex": _latex}
+    if fmt not in renderers:
+        raise ValueError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
+    return renderers[fmt](v, frame)
+
+
+def card_block(table: pd.DataFrame) -> str:
+    """The dataset card's generated block (markers included) for a `gap_table` frame."""
+    view = VIEWS["table"]
+    keep = ("size", "baseline", "n\nR/B", f"{_label(REFERENCE)}\nmean", "baseline\nmean", "gap", "Welch\nt",
+            "Welch\np", "paired\np", "mixed\np", "mixed\np Holm")  # fmt: skip
+    short = View(view.title, tuple(c for c in view.columns if c.header in keep), view.legend[:4], view.notes)
+    return f"{CARD_BEGIN}\n{_markdown(short, table)}{CARD_END}"
+
+
+def _split(text: str) -> tuple[str, str, str]:
+    start, end = text.find(CARD_BEGIN), text.find(CARD_END)
+    if start < 0 or end < start:
+        raise ValueError(
+            f"the card has no generated block: expected the lines {CARD_BEGIN!r} ... {CARD_END!r}"
+        )
+    return text[:start], text[start : end + len(CARD_END)], text[end + len(CARD_END) :]
+
+
+def update_card(text: str, table: pd.DataFrame) -> str:
+    """The card text with its generated block replaced by `card_block(table)`."""
+    head, _, tail = _split(text)
+    return head + card_block(table) + tail
+
+
+def card_mismatch(text: str, table: pd.DataFrame) -> str | None:
+    """None when the card's generated block matches the data; otherwise what differs, as a short message."""
+    current, expected = _split(text)[1].splitlines(), card_block(table).splitlines()
+    if current == expected:
+        return None
+    diff = [
+        f"line {i + 1}: card {a!r} != data {b!r}"
+        for i, (a, b) in enumerate(zip(current, expected, strict=False))
+        if a != b
+    ]
+    if len(current) != len(expected):
+        diff.append(f"the card's block has {len(current)} lines, the data gives {len(expected)}")
+    return "the card's headline table does not match the data (run `rr analyze --card`): " + "; ".join(
+        diff[:3]
+    )
