@@ -2,7 +2,7 @@
 
 A GPT-2-style decoder (learned token and position embeddings, pre-norm blocks, tied LM head) in which the
 residual rule is the one thing that varies: every sublayer, attention and MLP alike, is added back through
-`RESIDUALS[config.variant]`. Read after nanoGPT's model.py; names follow it (`wte`, `wpe`, `c_attn`,
+`RESIDUALS[config.variant]`. Modelled on nanoGPT's model.py; names follow it (`wte`, `wpe`, `c_attn`,
 `c_proj`, `ln_f`) and the paper (`gate`, `r`, `u`).
 
 The config and its exact parameter count live torch-free in `rr_model.config`.
@@ -20,7 +20,7 @@ from rr_model.config import GPTConfig
 from rr_model.ladder import RECIPE
 from rr_model.variants import NAMES
 
-__all__ = ["GPTConfig", "GPT", "RESIDUALS", "rms"]
+__all__ = ["GPTConfig", "GPT", "RESIDUALS"]
 
 INIT_STD = 0.02  # GPT-2 init for every Linear and Embedding weight; modules may set `init_std` to override
 EPS = 1e-5
