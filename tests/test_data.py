@@ -198,7 +198,7 @@ def test_cache_key_follows_n_text_tokenizer_and_file_contents(cache, txt, monkey
 
 @pytest.mark.parametrize(
     "damage",
-    ["truncate tokens", "drop meta", "garbage meta", "older format", "drop tokens"],
+    ["truncate tokens", "extra tokens", "drop meta", "garbage meta", "older format", "drop tokens"],
 )
 def test_a_corrupt_or_partial_cache_is_rebuilt_not_trusted(cache, txt, damage):
     good = load_tokens(str(txt), tokenizer="bytes", cache_dir=cache)
@@ -207,6 +207,8 @@ def test_a_corrupt_or_partial_cache_is_rebuilt_not_trusted(cache, txt, damage):
     tokens_bin, meta = directory / "tokens.bin", directory / "meta.json"
     if damage == "truncate tokens":
         tokens_bin.write_bytes(tokens_bin.read_bytes()[:-100])
+    elif damage == "extra tokens":
+        tokens_bin.write_bytes(tokens_bin.read_bytes() * 2)
     elif damage == "drop meta":
         meta.unlink()
     elif damage == "garbage meta":
