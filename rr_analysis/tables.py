@@ -287,7 +287,7 @@ def card_block(table: pd.DataFrame) -> str:
     view = VIEWS["table"]
     keep = ("size", "baseline", "n\nR/B", f"{_label(REFERENCE)}\nmean", "baseline\nmean", "gap", "Welch\nt",
             "Welch\np", "paired\np", "mixed\np", "mixed\np Holm")  # fmt: skip
-    short = View(view.title, tuple(c for c in view.columns if c.header in keep), view.legend[:4], view.notes)
+    short = View(view.title, tuple(c for c in view.columns if c.header in keep), view.legend, view.notes)
     return f"{CARD_BEGIN}\n{_markdown(short, table)}{CARD_END}"
 
 

@@ -1,0 +1,188 @@
+"""`rr analyze`: every view in every format through typer's CliRunner, exact JSON keys, exit 2 for bad input,
+a light import path, power and recipe notes on the published data, and the dataset card kept in step."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from cli.main import app
+from rr_analysis.dataset import load_sweep, write_sweep
+from rr_analysis.mixed import EMERGENCE_COLUMNS
+from rr_analysis.notes import recipe_notes
+from rr_analysis.power import power_table, t_test_power
+from rr_analysis.stats import TABLE_COLUMNS, gap_table
+from rr_analysis.tables import FORMATS, card_mismatch, update_card
+
+runner = CliRunner()
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def analyze(*args: str):
+    return runner.invoke(app, ["analyze", *args])
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("view", ["--table", "--emergence", "--power", "--notes"])
+def test_every_view_in_every_format(view, fmt):
+    result = analyze(view, "--format", fmt)
+    assert result.exit_code == 0, result.output
+    assert "nan" not in result.output.lower().replace("n/a", "") and "inf" not in result.output.split()
+
+
+def test_table_json_has_exactly_the_documented_keys_in_published_order():
+    result = analyze("--format", "json")
+    records = json.loads(result.output)
+    assert [list(r) for r in records] == [list(TABLE_COLUMNS)] * 10
+    assert [round(r["welch_t"], 2) for r in records] == [
+        0.42,
+        -1.01,
+        0.81,
+        -0.53,
+        0.5,
+        0.39,
+        3.28,
+        3.67,
+        2.31,
+        2.36,
+    ]
+    assert records[0]["size"] == "60M" and records[0]["baseline"] == "highway" and records[0]["n_review"] == 3
+
+
+def test_emergence_json_keys():
+    records = json.loads(analyze("--emergence", "--format", "json").output)
+    assert [list(r) for r in records] == [list(EMERGENCE_COLUMNS)] * 2
+    assert records[0]["baseline"] == "highway" and records[0]["lrt_chi2"] > 0
+
+
+def test_text_says_which_test_each_column_is():
+    out = analyze().output
+    assert "Welch-Satterthwaite df" in out and "seed-matched" in out and "Satterthwaite df" in out
+    assert "Holm" in out and "closed form, complete seed blocks" in out
+
+
+def test_latex_is_booktabs_and_escaped():
+    out = analyze("--format", "latex").output
+    assert "\\toprule" in out and "\\midrule" in out and "\\bottomrule" in out
+    assert "$<$0.0001" in out and "review_neutral" not in out.replace("% ", "")
+
+
+def test_missing_cell_is_null_in_json_and_na_in_text(tmp_path):
+    df = load_sweep()
+    path = tmp_path / "missing.csv"
+    write_sweep(df[~((df["size"] == "1B") & (df["variant"] == "standard"))], path)
+    rec = json.loads(analyze("--data", str(path), "--format", "json").output)[-1]
+    assert rec["n_baseline"] == 0 and rec["welch_t"] is None and rec["mixed_p"] is None
+    text = analyze("--data", str(path)).output
+    assert "1B Standard, welch: no runs of this baseline at this size" in text
+
+
+def test_csv_round_trips(tmp_path):
+    import io
+
+    back = pd.read_csv(io.StringIO(analyze("--format", "csv").output))
+    assert list(back.columns) == list(TABLE_COLUMNS)
+    assert np.allclose(back["gap"], gap_table(load_sweep())["gap"])
+
+
+def test_bad_data_file_exits_2_with_a_clear_message(tmp_path):
+    bad = tmp_path / "bad.csv"
+    bad.write_text("size,variant,seed,params_M,steps,val_loss,ece,minutes\n60M,bogus,0,59.47,8000,1.7,,\n")
+    result = analyze("--data", str(bad))
+    assert result.exit_code == 2
+    assert "rr: error:" in result.output and "must be one of review_neutral" in result.output
+    assert "Traceback" not in result.output
+    assert analyze("--data", str(tmp_path / "nope.csv")).exit_code == 2
+
+
+def test_bad_options_exit_2():
+    assert analyze("--format", "xml").exit_code == 2
+    result = analyze("--table", "--power")
+    assert result.exit_code == 2 and "choose one view" in result.output
+
+
+def test_table_view_does_not_import_statsmodels():
+    code = (
+        "import sys; from typer.testing import CliRunner; from cli.main import app; "
+        "r = CliRunner().invoke(app, ['analyze', '--format', 'json']); "
+        "print(r.exit_code, 'statsmodels' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["0", "False"]
+
+
+def test_entry_point_subprocess():
+    out = subprocess.run(
+        [sys.executable, "-m", "cli.main", "analyze", "--notes", "--format", "json"],
+        cwd=ROOT, capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    assert {r["kind"] for r in json.loads(out.stdout)} >= {"token_budget", "fewer_seeds"}
+    assert out.stderr == ""
+
+
+# --- power and notes ---------------------------------------------------------------------------------------
+
+
+def test_power_formula_matches_statsmodels():
+    from statsmodels.stats.power import TTestIndPower, TTestPower
+
+    for d, n in [(0.5, 10), (1.9, 3), (2.7, 4)]:
+        assert t_test_power(d, n, n) == pytest.approx(TTestIndPower().power(d, n, 0.05), rel=1e-10)
+        assert t_test_power(d, n) == pytest.approx(TTestPower().power(d, n, 0.05), rel=1e-10)
+
+
+def test_power_table_on_published_data():
+    p = power_table(load_sweep()).set_index(["size", "baseline"])
+    row = p.loc[("1B", "highway")]
+    assert (row["seeds_unpaired"], row["seeds_paired"]) == (6, 2)
+    assert t_test_power(abs(row["cohens_d"]), 6, 6) >= 0.8 > t_test_power(abs(row["cohens_d"]), 5, 5)
+    assert (p["seeds_unpaired"] >= 2).all() and (p["note"] == "").all()
+    # the smallest detectable gap with the seeds at hand reaches 80% power exactly
+    sd = p.loc[("590M", "standard"), "gap"] / p.loc[("590M", "standard"), "cohens_d"]
+    assert t_test_power(p.loc[("590M", "standard"), "mde_unpaired"] / sd, 3, 3) == pytest.approx(
+        0.8, abs=1e-9
+    )
+
+
+def test_recipe_notes_on_published_data():
+    n = recipe_notes(load_sweep())
+    assert n["kind"].tolist() == ["token_budget", "larger_size_higher_loss", "larger_size_higher_loss",
+                                  "fewer_seeds", "params_mismatch", "params_mismatch", "params_mismatch"]  # fmt: skip
+    assert "590M: 7000; 1B: 6000" in n["message"].iloc[0]
+    assert n[n["kind"] == "fewer_seeds"]["size"].tolist() == ["320M"]
+    assert n[n["kind"] == "params_mismatch"]["size"].tolist() == ["60M", "320M", "590M"]
+
+
+# --- the dataset card --------------------------------------------------------------------------------------
+
+
+def test_dataset_card_matches_the_data():
+    card = (ROOT / "data" / "README.md").read_text(encoding="utf-8")
+    assert card_mismatch(card, gap_table(load_sweep())) is None
+
+
+def test_card_mismatch_notices_a_changed_value():
+    df = load_sweep()
+    text = update_card("# card\n<!-- BEGIN GENERATED: rr analyze --card; do not edit by hand -->\n"
+                       "<!-- END GENERATED -->\n", gap_table(df))  # fmt: skip
+    df.loc[0, "val_loss"] += 0.01
+    assert "does not match the data" in card_mismatch(text, gap_table(df))
+
+
+def test_card_command_rewrites_only_the_block(tmp_path):
+    card = tmp_path / "README.md"
+    card.write_text("intro\n<!-- BEGIN GENERATED: rr analyze --card; do not edit by hand -->\nold\n"
+                    "<!-- END GENERATED -->\ntail\n")  # fmt: skip
+    result = analyze("--card", "--card-file", str(card))
+    assert result.exit_code == 0 and "updated" in result.output
+    text = card.read_text()
+    assert text.startswith("intro\n") and text.endswith("tail\n") and "old" not in text
+    assert card_mismatch(text, gap_table(load_sweep())) is None
+    assert analyze("--card", "--card-file", str(tmp_path / "none.md")).exit_code == 2
