@@ -13,7 +13,9 @@ Colours and labels come from the variant registry (`rr_model.variants`), the ord
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
+from typing import BinaryIO
 
 import matplotlib as mpl
 import numpy as np
@@ -32,6 +34,7 @@ __all__ = [
     "PlotError",
     "output_format",
     "save_figure",
+    "write_atomic",
     "emergence_figure",
     "scaling_figure",
     "seeds_figure",
@@ -112,7 +115,8 @@ def save_figure(fig: Figure, path: str | os.PathLike, *, dpi: int = DEFAULT_DPI)
     """Write `fig` to `path` in the format its suffix names; never leaves a partial file.
 
     The figure is written to a hidden temporary file beside `path` and renamed over it only when
-    complete, so a failure (full disk, unwritable folder, interrupted run) leaves `path` as it was.
+    complete (`write_atomic`), so a failure (full disk, unwritable folder, interrupted run) leaves `path`
+    as it was.
 
     Returns
     -------
@@ -121,18 +125,29 @@ def save_figure(fig: Figure, path: str | os.PathLike, *, dpi: int = DEFAULT_DPI)
     path = check_writable(path)
     fmt = output_format(path)
     if dpi <= 0:
-        raise PlotError(f"--dpi must be a positive number, not {dpi}")
+        raise PlotError(f"dpi must be a positive number, not {dpi}")
+    write_atomic(
+        path, lambda f: fig.savefig(f, format=fmt, dpi=dpi, bbox_inches="tight", metadata=_metadata(fmt))
+    )
+    return path
+
+
+def write_atomic(path: Path, write: Callable[[BinaryIO], object]) -> None:
+    """Call `write` on a hidden temporary file beside `path`, then rename it over `path`.
+
+    A failure at any point removes the temporary file and leaves `path` as it was. Raises PlotError with
+    the operating system's reason when the folder cannot be written.
+    """
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # 0o666 & ~umask, like open()
         with os.fdopen(fd, "wb") as f:
-            fig.savefig(f, format=fmt, dpi=dpi, bbox_inches="tight", metadata=_metadata(fmt))
+            write(f)
         os.replace(tmp, path)
     except OSError as e:
         raise PlotError(f"cannot write {path}: {e.strerror or e}") from None
     finally:
         tmp.unlink(missing_ok=True)
-    return path
 
 
 def _metadata(fmt: str) -> dict:

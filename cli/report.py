@@ -1,0 +1,45 @@
+"""`rr report`: the whole analysis of a sweep as one Markdown file with its figures beside it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from cli.errors import known_errors
+
+
+def report(
+    data: Path | None = typer.Option(
+        None,
+        "--data",
+        help="Sweep CSV to report on. Default: the published dataset bundled with rr.",
+        show_default=False,
+    ),
+    out: Path = typer.Option(
+        Path("rr-report"),
+        "--out",
+        "-o",
+        help="Folder to write report.md and its PNG figures into (created if missing).",
+    ),
+    dpi: int = typer.Option(120, "--dpi", min=1, help="Resolution of the PNG figures."),
+) -> None:
+    """Write the table, the emergence result, the recipe notes, the power table and every figure.
+
+    The report is OUT/report.md; its figures are PNG files in the same folder, linked relatively. Prints
+    the report's path. Exit 2 for a bad --data file or a folder that cannot be written.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")  # headless, whatever the environment says; rr draws files only
+
+    from rr_analysis.dataset import bundled_path, load_sweep
+    from rr_analysis.report import write_report
+
+    with known_errors():
+        path = write_report(load_sweep(data), out, source=str(data or bundled_path()), dpi=dpi)
+    typer.echo(str(path))
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(report)

@@ -1,0 +1,139 @@
+"""The whole analysis of a sweep in one Markdown file, its figures as PNG files beside it.
+
+Format: `report.md` plus one PNG per figure in the same folder, linked by relative paths, so the folder
+reads on GitHub, in any Markdown viewer, and converts with pandoc (``pandoc report.md -o report.html
+--embed-resources --standalone`` gives a single HTML file). Keep the folder together. Tables are the
+statistics library's own Markdown renderings (`rr_analysis.tables.render`); nothing here computes a
+statistic.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+from matplotlib.figure import Figure
+
+from rr_analysis import plots
+from rr_analysis.estimates import test_name
+
+__all__ = ["REPORT_NAME", "Report", "build_report", "write_report"]
+
+REPORT_NAME = "report.md"
+
+# (file, heading, caption): the report's figures in reading order.
+_EMERGENCE = (
+    ("emergence.png", "welch", "The paper's Figure 2, rebuilt from the data: Welch t-test, ±1 SE."),
+    ("emergence_paired.png", "paired", "The same gaps as seen by the seed-matched paired t-test, ±1 SE."),
+    ("emergence_mixed.png", "mixed", "The same gaps as seen by the per-size mixed model, ±1 SE."),
+)
+_RAW = (
+    ("scaling.png", "Scaling", "Validation loss against parameters: every run a point, the seed mean a line."),
+    ("seeds.png", "Seeds", "One line per seed joining its variants within a size: the pairing behind the paired test."),
+    ("calibration.png", "Calibration", "Expected calibration error by size and variant, where measured."),
+)  # fmt: skip
+
+
+@dataclass
+class Report:
+    """A report held in memory: the Markdown text and the figures it links, by file name."""
+
+    markdown: str
+    figures: dict[str, Figure] = field(default_factory=dict)
+    omitted: dict[str, str] = field(default_factory=dict)  # file name -> why the figure is not drawn
+
+
+def _figure(report: Report, name: str, caption: str, draw) -> list[str]:
+    """Draw one figure into `report`; the Markdown that shows it, or says why it could not be drawn."""
+    try:
+        report.figures[name] = draw()
+    except plots.PlotError as e:
+        report.omitted[name] = str(e)
+        return [f"*Not drawn: {e}.*", ""]
+    return [f"![{caption}]({name})", "", f"*{caption}*", ""]
+
+
+def build_report(df: pd.DataFrame, source: str = "the published sweep") -> Report:
+    """Compute every table and figure of the analysis of `df` and assemble the report in memory.
+
+    Parameters
+    ----------
+    df
+        A loaded sweep (`load_sweep`).
+    source
+        How the report names the data (a path).
+
+    Returns
+    -------
+    Report: ``markdown`` (links the figures by file name), ``figures`` (file name -> Figure) and
+    ``omitted`` (file name -> reason, for figures the data cannot support, e.g. one size or no ECE).
+    Sections: data, the per-size table (Welch, paired, mixed, Holm), the emergence figures and model,
+    the recipe notes, the power table, the raw-data figures.
+    """
+    from importlib.metadata import version
+
+    from rr_analysis.integrity import check_integrity
+    from rr_analysis.mixed import emergence
+    from rr_analysis.notes import recipe_notes
+    from rr_analysis.power import power_table
+    from rr_analysis.stats import gap_table
+    from rr_analysis.summary import describe
+    from rr_analysis.tables import render
+
+    table = gap_table(df)
+    report = Report("")
+    md = [
+        "# Review Residuals sweep: analysis report",
+        "",
+        f"Data: `{source}`: {describe(df)}; {check_integrity(df).summary()}.",
+        "",
+        f"Written by `rr report` (rr-toolkit {version('rr-toolkit')}). The figures are the PNG files beside this "
+        "file, linked by relative paths: keep the folder together.",
+        "",
+        "## 1. Review against each baseline, per size",
+        "",
+        render(table, "table", "markdown"),
+        "## 2. Does Review's advantage grow with size?",
+        "",
+    ]
+    for name, stat, caption in _EMERGENCE:
+        md += [f"### {test_name(stat)[:1].upper()}{test_name(stat)[1:]}", ""]
+        md += _figure(report, name, caption, lambda stat=stat: plots.emergence_figure(table, stat=stat))
+    md += ["### Emergence model", "", render(emergence(df), "emergence", "markdown")]
+    md += ["## 3. Recipe notes", "", render(recipe_notes(df), "notes", "markdown")]
+    md += ["## 4. Power: how many seeds?", "", render(power_table(df), "power", "markdown")]
+    md += ["## 5. The raw data", ""]
+    for name, heading, caption in _RAW:
+        draw = getattr(plots, f"{name.removesuffix('.png')}_figure")
+        md += [f"### {heading}", "", *_figure(report, name, caption, lambda draw=draw: draw(df))]
+    report.markdown = "\n".join(md).rstrip() + "\n"
+    return report
+
+
+def write_report(
+    df: pd.DataFrame, out_dir: str | os.PathLike, *, source: str = "the published sweep", dpi: int = 120
+) -> Path:
+    """Write `report.md` and its PNG figures into `out_dir` (created if missing); return the report's path.
+
+    Everything is computed before anything is written, so bad data leave the folder untouched. Each file is
+    written atomically, the figures first and `report.md` last; a figure the data cannot support is removed
+    if an earlier run left one, so the folder always matches its report. Raises PlotError (a ValueError)
+    when the folder cannot be created or written.
+    """
+    out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise plots.PlotError(f"cannot write the report into {out}: it is a file, not a folder")
+    report = build_report(df, source)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise plots.PlotError(f"cannot create the folder {out}: {e.strerror or e}") from None
+    for name, fig in report.figures.items():
+        plots.save_figure(fig, out / name, dpi=dpi)
+    for name in report.omitted:
+        (out / name).unlink(missing_ok=True)
+    path = out / REPORT_NAME
+    plots.write_atomic(path, lambda f: f.write(report.markdown.encode("utf-8")))
+    return path

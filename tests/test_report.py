@@ -1,0 +1,93 @@
+"""`rr report`: one Markdown file with the library's tables and links to figure files that exist."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from cli.main import app
+from rr_analysis.dataset import load_sweep
+from rr_analysis.mixed import emergence
+from rr_analysis.notes import recipe_notes
+from rr_analysis.power import power_table
+from rr_analysis.stats import gap_table
+from rr_analysis.tables import render
+
+runner = CliRunner()
+LINK = re.compile(r"!\[[^\]]*\]\(([^)]+)\)")
+FIGURES = [
+    "emergence.png",
+    "emergence_paired.png",
+    "emergence_mixed.png",
+    "scaling.png",
+    "seeds.png",
+    "calibration.png",
+]
+
+
+@pytest.fixture(scope="module")
+def published(tmp_path_factory):
+    out = tmp_path_factory.mktemp("report") / "rr-report"
+    result = runner.invoke(app, ["report", "--out", str(out), "--dpi", "30"])
+    assert result.exit_code == 0, result.output
+    return out, result.output
+
+
+def test_report_holds_the_librarys_tables(published):
+    out, printed = published
+    assert printed.strip() == str(out / "report.md")
+    text = (out / "report.md").read_text(encoding="utf-8")
+    df = load_sweep()
+    for frame, view in (
+        (gap_table(df), "table"),
+        (emergence(df), "emergence"),
+        (recipe_notes(df), "notes"),
+        (power_table(df), "power"),
+    ):
+        assert render(frame, view, "markdown") in text
+    assert "42 rows, 5 sizes" in text and "published rows 42/42 present and unchanged" in text
+
+
+def test_report_links_every_figure_and_each_file_exists(published):
+    out, _ = published
+    links = LINK.findall((out / "report.md").read_text(encoding="utf-8"))
+    assert links == FIGURES
+    for name in links:
+        assert (out / name).read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
+    assert sorted(p.name for p in out.iterdir()) == sorted([*FIGURES, "report.md"])
+
+
+def test_report_on_one_size_without_ece_says_which_figures_it_cannot_draw(tmp_path):
+    df = load_sweep()
+    data = tmp_path / "one.csv"
+    df[df["size"] == "590M"].assign(ece=np.nan).to_csv(data, index=False)
+    out = tmp_path / "r"
+    out.mkdir()
+    (out / "emergence.png").write_bytes(b"stale, from an earlier run")
+    result = runner.invoke(app, ["report", "--data", str(data), "--out", str(out), "--dpi", "30"])
+    assert result.exit_code == 0, result.output
+    text = (out / "report.md").read_text(encoding="utf-8")
+    assert LINK.findall(text) == ["seeds.png"]
+    assert text.count("*Not drawn: the emergence plot needs the gap at two sizes or more") == 3
+    assert "*Not drawn: the calibration plot needs ECE values" in text
+    assert sorted(p.name for p in out.iterdir()) == ["report.md", "seeds.png"]
+
+
+def test_report_into_a_file_exits_2_and_writes_nothing(tmp_path):
+    target = tmp_path / "taken"
+    target.write_text("x")
+    result = runner.invoke(app, ["report", "--out", str(target)])
+    assert result.exit_code == 2
+    assert f"rr: error: cannot write the report into {target}: it is a file, not a folder" in result.output
+    assert [p.name for p in tmp_path.iterdir()] == ["taken"]
+
+
+def test_report_on_bad_data_exits_2_before_creating_the_folder(tmp_path):
+    result = runner.invoke(
+        app, ["report", "--data", str(tmp_path / "absent.csv"), "--out", str(tmp_path / "r")]
+    )
+    assert result.exit_code == 2 and "absent.csv: no such file" in result.output
+    assert not (tmp_path / "r").exists()
