@@ -24,8 +24,8 @@ _COLUMNS = {
 STATS: tuple[str, ...] = tuple(_COLUMNS)
 _TEST_NAME = {
     "welch": "Welch t-test",
-    "paired": "paired t-test (seed-matched)",
-    "mixed": "mixed model, seed as random intercept",
+    "paired": "Paired t-test (seed-matched)",
+    "mixed": "Mixed model, seed as random intercept",
 }
 
 

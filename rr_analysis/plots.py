@@ -33,6 +33,7 @@ __all__ = [
     "DEFAULT_DPI",
     "PlotError",
     "output_format",
+    "check_writable",
     "save_figure",
     "write_atomic",
     "emergence_figure",
@@ -68,21 +69,13 @@ class PlotError(ValueError):
     """A figure cannot be drawn or written: the data lack what it needs, or the path is unusable."""
 
 
-def label(variant: str) -> str:
-    """The registry's display label of a variant (its name when not registered)."""
-    v = VARIANTS.get(variant)
-    return v.label if v else variant
+def _label(variant: str) -> str:
+    return VARIANTS[variant].label
 
 
-def variants_in_order(df: pd.DataFrame) -> list[str]:
-    """The variants present: the reference first, then registry order, then any others by name."""
-    present = set(df["variant"])
-    known = [v for v in NAMES if v in present]
-    return (
-        [REFERENCE] * (REFERENCE in present)
-        + [v for v in known if v != REFERENCE]
-        + sorted(present - set(NAMES))
-    )
+def _variants_in_order(df: pd.DataFrame) -> list[str]:
+    """The variants present, the reference first, then in registry order."""
+    return sorted(set(df["variant"]), key=lambda v: (v != REFERENCE, NAMES.index(v)))
 
 
 def output_format(path: str | os.PathLike) -> str:
@@ -162,12 +155,16 @@ def _figure(width: float, height: float, title: str | None) -> Figure:
     return fig
 
 
-def _size_ticks(ax, df: pd.DataFrame, sizes: list[str]) -> None:
-    """Log x axis with one tick per size, at its mean parameter count, labelled with its name."""
-    at = df.groupby("size")["params_M"].mean()
+def _size_ticks(ax, at: pd.Series) -> None:
+    """Log x axis with one tick per size at `at[size]` (its parameter count), labelled with its name."""
     ax.set_xscale("log")
-    ax.set_xticks([at[s] for s in sizes], labels=sizes)
+    ax.set_xticks(at.to_numpy(float), labels=list(at.index))
     ax.xaxis.set_minor_locator(NullLocator())
+
+
+def _runs(ax, x, y, variant: str, *, ms: float, alpha: float = 0.6) -> None:
+    """Every run as a small point in its variant's colour."""
+    ax.plot(x, y, "o", color=colour(variant), ms=ms, alpha=alpha, mew=0, zorder=3, gid=f"runs:{variant}")
 
 
 def _require_sizes(df: pd.DataFrame, what: str, n: int = 2) -> list[str]:
@@ -223,7 +220,7 @@ def emergence_figure(
     at = table.drop_duplicates("size").set_index("size")["params_M"]
     bar = "95% CI" if ci else "\u00b11 SE"
     with mpl.rc_context(_STYLE):
-        fig = _figure(6.4, 4.4, title or "Review's advantage over parameter-matched baselines")
+        fig = _figure(6.4, 4.4, title or "Review's advantage over each baseline, by model size")
         ax = fig.add_subplot()
         ax.axhline(0.0, color="0.35", ls="--", lw=0.9, zorder=1, gid="zero")
         for i, b in enumerate(baselines):
@@ -243,9 +240,7 @@ def emergence_figure(
                 lw=1.6,
                 elinewidth=1.1,
                 capsize=3,
-                label=f"{label(b)} (parameter-matched)"
-                if b in VARIANTS and VARIANTS[b].matched
-                else label(b),
+                label=_label(b) + " (parameter-matched)" * VARIANTS[b].matched,
                 gid=b,
             )
             for artist in (bars.lines[0], *bars.lines[1], *bars.lines[2]):
@@ -265,9 +260,7 @@ def emergence_figure(
                     color=colour(b),
                     gid=f"star:{b}",
                 )
-        ax.set_xscale("log")
-        ax.set_xticks([at[s] for s in sizes], labels=sizes)
-        ax.xaxis.set_minor_locator(NullLocator())
+        _size_ticks(ax, at[sizes])
         ax.margins(x=0.08, y=0.12)
         ax.set_xlabel("Parameters (Review, log scale)")
         ax.set_ylabel("Baseline loss \u2212 Review loss\n(positive: Review better)")
@@ -296,20 +289,11 @@ def scaling_figure(df: pd.DataFrame, *, title: str | None = None) -> Figure:
         fig = _figure(6.4, 4.2, title or "Validation loss against model size")
         ax = fig.add_subplot()
         means = cell_means(df, "val_loss")
-        for v in variants_in_order(df):
+        for v in _variants_in_order(df):
             runs, line = df[df["variant"] == v], means[means["variant"] == v].sort_values("params_M")
-            ax.plot(line["params_M"], line["mean"], "-", color=colour(v), lw=1.5, label=label(v), gid=v)
-            ax.plot(
-                runs["params_M"],
-                runs["val_loss"],
-                "o",
-                color=colour(v),
-                ms=4,
-                alpha=0.6,
-                mew=0,
-                gid=f"runs:{v}",
-            )
-        _size_ticks(ax, df, sizes)
+            ax.plot(line["params_M"], line["mean"], "-", color=colour(v), lw=1.5, label=_label(v), gid=v)
+            _runs(ax, runs["params_M"], runs["val_loss"], v, ms=4)
+        _size_ticks(ax, df.groupby("size")["params_M"].mean()[sizes])
         ax.set_xlabel("Parameters (log scale)")
         ax.set_ylabel("Validation loss")
         ax.legend(title="Variant (points: seeds, line: mean)", loc="upper right")
@@ -350,7 +334,7 @@ def seeds_figure(df: pd.DataFrame, *, title: str | None = None) -> Figure:
         axes = fig.subplots(nrows, ncols, squeeze=False).ravel()
         for ax, size in zip(axes[: len(sizes)], sizes, strict=True):
             runs = df[df["size"] == size]
-            order = variants_in_order(runs)
+            order = _variants_in_order(runs)
             pos = {v: i for i, v in enumerate(order)}
             many = len(seeds) > len(_SEED_MARKERS)
             for seed, g in runs.groupby("seed"):
@@ -370,10 +354,8 @@ def seeds_figure(df: pd.DataFrame, *, title: str | None = None) -> Figure:
                 )
             for v in order:
                 y = runs.loc[runs["variant"] == v, "val_loss"]
-                ax.plot(
-                    [pos[v]] * len(y), y, "o", color=colour(v), ms=5, alpha=0.85, zorder=3, gid=f"runs:{v}"
-                )
-            ax.set_xticks(range(len(order)), labels=[label(v) for v in order], rotation=30, ha="right")
+                _runs(ax, [pos[v]] * len(y), y, v, ms=5, alpha=0.85)
+            ax.set_xticks(range(len(order)), labels=[_label(v) for v in order], rotation=30, ha="right")
             ax.set_xlim(-0.4, len(order) - 0.6)
             ax.set_title(size)
             ax.grid(axis="x", visible=False)
@@ -408,7 +390,7 @@ def calibration_figure(df: pd.DataFrame, *, title: str | None = None) -> Figure:
     measured = df[df["ece"].notna()]
     if measured.empty:
         raise PlotError("the calibration plot needs ECE values; the column ece is empty in every row")
-    sizes, order = sizes_in_order(measured), variants_in_order(measured)
+    sizes, order = sizes_in_order(measured), _variants_in_order(measured)
     means = cell_means(measured, "ece")
     width = 0.7 / len(order)
     with mpl.rc_context(_STYLE):
@@ -420,18 +402,9 @@ def calibration_figure(df: pd.DataFrame, *, title: str | None = None) -> Figure:
             line = means[means["variant"] == v].set_index("size")["mean"]
             line = line.reindex([s for s in sizes if s in line.index])
             ax.plot(
-                [x[s] for s in line.index], line, "-D", color=colour(v), ms=5, lw=1.2, label=label(v), gid=v
+                [x[s] for s in line.index], line, "-D", color=colour(v), ms=5, lw=1.2, label=_label(v), gid=v
             )
-            ax.plot(
-                runs["size"].map(x),
-                runs["ece"],
-                "o",
-                color=colour(v),
-                ms=3,
-                alpha=0.5,
-                mew=0,
-                gid=f"runs:{v}",
-            )
+            _runs(ax, runs["size"].map(x), runs["ece"], v, ms=3, alpha=0.5)
         ax.set_xticks(range(len(sizes)), labels=sizes)
         ax.set_xlim(-0.6, len(sizes) - 0.4)
         ax.grid(axis="x", visible=False)

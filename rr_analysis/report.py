@@ -99,7 +99,7 @@ def build_report(df: pd.DataFrame, source: str = "the published sweep") -> Repor
         "",
     ]
     for name, stat, caption in _EMERGENCE:
-        md += [f"### {test_name(stat)[:1].upper()}{test_name(stat)[1:]}", ""]
+        md += [f"### {test_name(stat)}", ""]
         md += _figure(report, name, caption, lambda stat=stat: plots.emergence_figure(table, stat=stat))
     md += ["### Emergence model", "", render(emergence(df), "emergence", "markdown")]
     md += ["## 3. Recipe notes", "", render(recipe_notes(df), "notes", "markdown")]
