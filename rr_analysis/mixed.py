@@ -66,13 +66,22 @@ class _Model:
         self.t = np.bincount(codes, weights=y)
         Xw, yw = X - (self.S / self.m[:, None])[codes], y - (self.t / self.m)[codes]
         self.Wxx, self.Wxy, self.Wyy = Xw.T @ Xw, Xw.T @ yw, float(yw @ yw)
+        # delta depends on the block only through m_g: sum the between-block products per distinct size once.
+        self.sizes, size_of = np.unique(self.m, return_inverse=True)
+        self.size_of = size_of.ravel()
+        self.SS = np.stack(
+            [self.S[self.size_of == k].T @ self.S[self.size_of == k] for k in range(len(self.sizes))]
+        )
+        self.St = np.stack(
+            [self.S[self.size_of == k].T @ self.t[self.size_of == k] for k in range(len(self.sizes))]
+        )
 
     def _gls(self, theta2: float):
-        delta = 1.0 / (self.m * (1.0 + self.m * theta2))
-        A = self.Wxx + self.S.T @ (delta[:, None] * self.S)
-        beta = np.linalg.solve(A, self.Wxy + self.S.T @ (delta * self.t))
+        delta = 1.0 / (self.sizes * (1.0 + self.sizes * theta2))
+        A = self.Wxx + np.tensordot(delta, self.SS, axes=1)
+        beta = np.linalg.solve(A, self.Wxy + delta @ self.St)
         between = self.t - self.S @ beta
-        rss = self.Wyy - beta @ (2 * self.Wxy - self.Wxx @ beta) + float(delta @ between**2)
+        rss = self.Wyy - beta @ (2 * self.Wxy - self.Wxx @ beta) + float(delta[self.size_of] @ between**2)
         return A, beta, max(rss, 0.0), float(np.log1p(self.m * theta2).sum())
 
     def _profiled(self, theta2: float, reml: bool) -> float:
@@ -336,16 +345,16 @@ def emergence(df: pd.DataFrame) -> pd.DataFrame:
     ind = {v: (data["variant"] == v).to_numpy(float) for v in baselines if at[v] >= 1}
     X0 = np.column_stack([(data["size"] == s).to_numpy(float) for s in sizes] + list(ind.values()))
     X = np.column_stack([X0] + [ind[v] * lxc for v in sloped]) if sloped else X0
-    blocks = (data["size"] + ":" + data["seed"].astype(str)).to_numpy()
+    blocks = data.groupby(["size", "seed"], sort=False).ngroup().to_numpy()
     y = data["val_loss"].to_numpy(float)
     why = ""
     if len(sizes) < 2:
         why = f"needs at least 2 sizes with {REFERENCE} runs"
     elif len(y) - X.shape[1] < 1:
         why = "no residual degrees of freedom"
-    elif pd.Series(blocks).value_counts().max() < 2:
+    elif np.bincount(blocks).max() < 2:
         why = "no size:seed block holds two runs: seed and residual variance are not separable"
-    elif np.linalg.matrix_rank(X) < X.shape[1]:
+    elif np.linalg.matrix_rank(X.T @ X) < X.shape[1]:
         why = "the fixed effects are not identifiable from these cells"
     cols = {c: np.full(len(out), np.nan) for c in ("slope_per_decade", "se", "df", "p", "gap_at_centre")}
     lrt = {"lrt_chi2": np.nan, "lrt_df": np.nan, "lrt_p": np.nan}
