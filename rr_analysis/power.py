@@ -26,7 +26,7 @@ def t_test_power(effect: float, n1: float, n2: float | None = None, alpha: float
     Example
     -------
     >>> round(t_test_power(1.0, 10, 10), 4)
-    0.5620
+    0.562
     """
     from scipy.special import nctdtr, stdtrit
 
