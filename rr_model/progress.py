@@ -1,0 +1,134 @@
+"""How fast a run goes: FLOPs per token, model FLOPs utilisation (MFU), and the progress display.
+
+On a terminal the trainer shows a rich progress bar (step, loss, tokens/s, MFU, ETA); otherwise it prints
+one plain line per log interval, which reads well in a log file or a CI job.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import torch
+
+from rr_model.config import GPTConfig
+
+__all__ = ["flops_per_token", "peak_flops", "matmul_flops", "Progress"]
+
+# Dense (no sparsity) peak FLOP/s per GPU by precision, from NVIDIA's data sheets (SXM parts).
+PEAK_FLOPS: dict[str, dict[str, float]] = {
+    "A100": {"fp32": 19.5e12, "tf32": 156e12, "bf16": 312e12},
+    "H100": {"fp32": 67e12, "tf32": 494.7e12, "bf16": 989.4e12},
+    "H200": {"fp32": 67e12, "tf32": 494.7e12, "bf16": 989.4e12},
+}
+
+
+def flops_per_token(cfg: GPTConfig) -> float:
+    """Training FLOPs per token: 6 N + 12 L d T (PaLM appendix B, as in nanoGPT's estimate_mfu).
+
+    N counts the parameters that do matmuls or lookups per token (all but the position embedding);
+    12 L d T is the attention score and value arithmetic, forward and backward.
+    """
+    n = cfg.n_params - cfg.block_size * cfg.d_model
+    return 6 * n + 12 * cfg.n_layer * cfg.d_model * cfg.block_size
+
+
+def peak_flops(device_name: str, precision: str) -> float | None:
+    """Peak FLOP/s of a known GPU at a precision, or None (CPU, MPS, unlisted GPUs: no MFU shown)."""
+    for gpu, peaks in PEAK_FLOPS.items():
+        if gpu in device_name:
+            return peaks[precision]
+    return None
+
+
+def matmul_flops(device: torch.device, precision: str) -> float:
+    """Measured FLOP/s of square matmuls on `device` at `precision` (well under a second of work)."""
+    n = 4096 if device.type == "cuda" else 1024
+    dtype = torch.bfloat16 if precision == "bf16" else torch.float32
+    if device.type == "cuda":
+        torch.set_float32_matmul_precision("highest" if precision == "fp32" else "high")
+    a = torch.randn(n, n, device=device, dtype=dtype)
+    a @ a  # warm-up: kernel selection, allocation
+    reps, start = 0, time.perf_counter()
+    while reps < 3 or time.perf_counter() - start < 0.2:
+        a @ a
+        reps += 1
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+    return 2 * n**3 * reps / (time.perf_counter() - start)
+
+
+def _clock(seconds: float) -> str:
+    m, s = divmod(int(seconds), 60)
+    h, m = divmod(m, 60)
+    return f"{h}:{m:02d}:{s:02d}"
+
+
+class Progress:
+    """Step counter and log lines of one run, for rank 0; every method is a no-op when `enabled` is False.
+
+    `tokens_per_step` is the global batch in tokens; `flops` the training FLOPs per token; `peak` the
+    summed peak FLOP/s of all processes (None: MFU is not shown).
+    """
+
+    def __init__(
+        self,
+        title: str,
+        steps: int,
+        start: int,
+        tokens_per_step: int,
+        flops: float,
+        peak: float | None,
+        enabled: bool,
+    ):
+        self.steps, self.done, self.tokens_per_step = steps, start, tokens_per_step
+        self.flops, self.peak, self.enabled = flops, peak, enabled
+        self.t0, self.step0 = time.perf_counter(), start
+        self.bar = None
+        if enabled and sys.stderr.isatty():
+            from rich.console import Console
+            from rich.progress import BarColumn, MofNCompleteColumn, TextColumn
+            from rich.progress import Progress as Bar
+
+            self.bar = Bar(
+                TextColumn(title),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TextColumn("{task.fields[stats]}"),
+                console=Console(stderr=True),
+                transient=False,
+            )
+            self.task = self.bar.add_task(title, total=steps, completed=start, stats="")
+            self.bar.start()
+
+    def log(self, message: str) -> None:
+        if not self.enabled:
+            return
+        if self.bar is not None:
+            self.bar.console.print(message, markup=False, highlight=False)
+        else:
+            print(message, file=sys.stderr, flush=True)
+
+    def advance(self, step: int) -> None:
+        """`step` optimiser steps are done (cheap: no device sync)."""
+        self.done = step
+        if self.bar is not None:
+            self.bar.update(self.task, completed=step)
+
+    def report(self, step: int, loss: float) -> None:
+        """A log interval ended at `step` with mean training loss `loss`."""
+        if not self.enabled:
+            return
+        elapsed = time.perf_counter() - self.t0
+        rate = (step - self.step0) * self.tokens_per_step / max(elapsed, 1e-9)
+        mfu = f"{rate * self.flops / self.peak:.1%}" if self.peak else "-"
+        eta = (self.steps - step) * self.tokens_per_step / max(rate, 1e-9)
+        stats = f"loss {loss:.4f} | {rate:,.0f} tok/s | MFU {mfu} | ETA {_clock(eta)}"
+        if self.bar is not None:
+            self.bar.update(self.task, completed=step, stats=stats)
+        else:
+            print(f"step {step}/{self.steps} | {stats}", file=sys.stderr, flush=True)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.stop()

@@ -1,0 +1,144 @@
+"""Provenance of trained runs: a JSON-lines sidecar beside the dataset, one record per finished attempt.
+
+The dataset row says what a run measured; its sidecar record says how it was produced: the full config and
+recipe, the data, the toolkit version and git commit, torch/CUDA versions, the device, start and end times,
+the loss curve, and whether it finished ("ok") or failed (diverged, crashed). Failed runs have a record but
+no row. Records are appended under the same discipline as rows: an exclusive lock, one write, fsync.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import subprocess
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+__all__ = ["sidecar_path", "environment", "append_record", "read_records", "join", "JOIN_COLUMNS"]
+
+# Columns `join` adds to a sweep DataFrame (NaN/None where a row has no "ok" record).
+JOIN_COLUMNS = ("run_id", "toolkit", "git_commit", "device", "precision", "started", "ended", "record_agrees")
+
+
+def sidecar_path(out: str | os.PathLike) -> Path:
+    """The sidecar of a dataset: `data/scaling_v8.csv` -> `data/scaling_v8.runs.jsonl`."""
+    out = Path(out)
+    return out.with_name(f"{out.stem}.runs.jsonl")
+
+
+def _git_commit() -> str | None:
+    """The commit of the source tree rr runs from, with "-dirty" if it has uncommitted changes."""
+    here = Path(__file__).resolve().parent
+    try:
+        commit = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=here, capture_output=True, text=True, timeout=10, check=True
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=here,
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None  # an installed wheel, or no git
+    return commit + ("-dirty" if dirty else "")
+
+
+def environment(device: str) -> dict[str, Any]:
+    """Software and hardware a run used: toolkit version and commit, Python, torch, CUDA, device name."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    import torch
+
+    try:
+        toolkit = version("rr-toolkit")
+    except PackageNotFoundError:
+        toolkit = None
+    if device.startswith("cuda"):
+        device_name = torch.cuda.get_device_name(torch.device(device))
+    else:
+        device_name = platform.processor() or platform.machine()
+    return {
+        "toolkit": toolkit,
+        "git_commit": _git_commit(),
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+        "device": device,
+        "device_name": device_name,
+        "host": platform.node(),
+    }
+
+
+def append_record(path: str | os.PathLike, record: Mapping[str, Any]) -> None:
+    """Append one JSON record as one line, under an exclusive lock, and fsync it."""
+    import fcntl
+
+    line = (json.dumps(record, sort_keys=True, allow_nan=False) + "\n").encode("utf-8")
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    try:
+        fcntl.lockf(fd, fcntl.LOCK_EX)
+        os.write(fd, line)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def read_records(path: str | os.PathLike) -> list[dict[str, Any]]:
+    """Every record of a sidecar, in file order ([] if there is none)."""
+    path = Path(path)
+    if not path.exists():
+        return []
+    with path.open(encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def join(df: pd.DataFrame, sidecar: str | os.PathLike | None = None) -> pd.DataFrame:
+    """The rows of a sweep with the provenance of each, from the last "ok" record of its (size, variant, seed).
+
+    Parameters
+    ----------
+    df
+        A sweep loaded with `rr_analysis.dataset.load_sweep`.
+    sidecar
+        Its sidecar; default `sidecar_path(df.attrs["path"])`.
+
+    Returns
+    -------
+    A copy of `df` with the columns of `JOIN_COLUMNS`: run_id, toolkit (version), git_commit, device (its
+    name), precision, started and ended (ISO times), and record_agrees: whether the row's val_loss and ece
+    equal the record's, to the dataset's 4 decimals (None where the row has no record, as for the published
+    rows, which were trained before rr).
+    """
+    path = Path(sidecar) if sidecar is not None else sidecar_path(df.attrs["path"])
+    ok = {}
+    for r in read_records(path):
+        if r.get("status") == "ok":
+            ok[(r["size"], r["variant"], r["seed"])] = r
+    out = df.copy()
+    for col in JOIN_COLUMNS:
+        out[col] = None
+    for i, row in enumerate(df.itertuples(index=False)):
+        r = ok.get((row.size, row.variant, int(row.seed)))
+        if r is None:
+            continue
+        env, result = r["environment"], r["result"]
+        agrees = round(result["val_loss"], 4) == round(row.val_loss, 4) and (
+            pd.isna(row.ece) or round(result["ece"], 4) == round(row.ece, 4)
+        )
+        values = (
+            r["run_id"],
+            env["toolkit"],
+            env["git_commit"],
+            env["device_name"],
+            r["config"]["precision"],
+        )
+        for col, value in zip(JOIN_COLUMNS, (*values, r["started"], r["ended"], agrees), strict=True):
+            out.iat[i, out.columns.get_loc(col)] = value
+    return out

@@ -1,0 +1,533 @@
+"""The trainer: runs of (size, variant, seed) under the published recipe, each appended to a dataset as a row.
+
+Read top to bottom: the config (its defaults are the published run), the plan of runs behind `rr train`,
+the recipe guard, the learning-rate schedule, then `train`, the loop itself, in the manner of nanoGPT's
+train.py. Runs single-process or under `torchrun` (DDP): every rank draws the same global batch of 64
+sequences from the seed's data-order RNG and trains on its slice, so the recipe does not depend on the
+number of processes; only rank 0 writes rows, provenance records and checkpoints.
+
+    rr train --size 150M                     # next unused seed, all three compared variants
+    torchrun --nproc_per_node 8 -m cli.main train --size 1B
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import math
+import os
+import time
+import uuid
+from dataclasses import asdict, dataclass, field, fields, replace
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+from rr_model import checkpoint
+from rr_model.config import GPTConfig, model_config
+from rr_model.data import BYTE_EOS, TINYSTORIES, Tokens, load_tokens, sample_batch
+from rr_model.evaluate import evaluate
+from rr_model.ladder import Recipe, get_size
+from rr_model.model import GPT
+from rr_model.progress import Progress, flops_per_token, matmul_flops, peak_flops
+from rr_model.provenance import append_record, environment, sidecar_path
+from rr_model.variants import COMPARED, NAMES, REFERENCE
+
+__all__ = [
+    "TrainConfig",
+    "RecipeError",
+    "DEFAULT_OUT",
+    "plan_runs",
+    "describe_runs",
+    "recipe_differences",
+    "lr_at",
+    "train",
+    "train_runs",
+    "summarize",
+]
+
+PRECISIONS = ("tf32", "bf16", "fp32")  # tf32 is the published setting (fp32 arithmetic off CUDA)
+DEVICES = ("auto", "cuda", "mps", "cpu")
+DEFAULT_OUT = (
+    Path("data") / "scaling_v8.csv"
+)  # relative: the working directory's dataset, never the package's
+PUBLISHED_DATA = {"data": TINYSTORIES, "tokenizer": "gpt2"}  # with the recipe's n_text stories
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """One training run. Left at their defaults, the fields reproduce the published run of `size`.
+
+    `steps` and `recipe` default (None) to the size's values from the ladder and are filled in at
+    construction, so a config always states its whole recipe. Any value that differs from the size's
+    published one makes the run off-recipe (see `recipe_differences`).
+    """
+
+    size: str
+    variant: str = REFERENCE
+    seed: int = 0
+    data: str = "tinystories"  # "tinystories", "synthetic", or a local corpus / token cache path
+    steps: int | None = None
+    recipe: Recipe | None = None
+    precision: str = "tf32"
+    compile: bool = False
+    device: str = "auto"  # cuda, then mps, then cpu
+    checkpoint_every: int = 1000  # optimiser steps between checkpoints; 0: none
+    log_every: int | None = (
+        None  # steps between loss readings (the loop's only host syncs); None: steps/10, <= 50
+    )
+    cache_dir: str | None = None  # token caches; default $RR_CACHE or ~/.cache/rr
+
+    def __post_init__(self) -> None:
+        size = get_size(self.size)
+        object.__setattr__(self, "steps", size.steps if self.steps is None else self.steps)
+        object.__setattr__(self, "recipe", size.recipe if self.recipe is None else self.recipe)
+        if self.log_every is None:
+            object.__setattr__(self, "log_every", min(50, max(1, self.steps // 10)))
+        if self.variant not in NAMES:
+            raise ValueError(f"unknown variant {self.variant!r}; registered: {', '.join(NAMES)}")
+        checks = {
+            "seed": (self.seed >= 0, "must be >= 0"),
+            "steps": (self.steps > 0, "must be > 0"),
+            "precision": (self.precision in PRECISIONS, f"must be one of {', '.join(PRECISIONS)}"),
+            "device": (self.device in DEVICES, f"must be one of {', '.join(DEVICES)}"),
+            "checkpoint_every": (self.checkpoint_every >= 0, "must be >= 0 (0: no checkpoints)"),
+            "log_every": (self.log_every > 0, "must be > 0"),
+        }
+        for name, (ok, rule) in checks.items():
+            if not ok:
+                raise ValueError(f"{name} {getattr(self, name)!r} {rule}")
+
+    @property
+    def key(self) -> tuple[str, str, int]:
+        """The run's (size, variant, seed): its key in the dataset."""
+        return (self.size, self.variant, self.seed)
+
+
+# Fields that decide a run's numbers: a checkpoint resumes only under a config that agrees on them.
+_RESULT_FIELDS = ("size", "variant", "seed", "data", "steps", "recipe", "precision")
+
+
+def _result_config(cfg: TrainConfig) -> dict[str, Any]:
+    return {k: v for k, v in asdict(cfg).items() if k in _RESULT_FIELDS}
+
+
+class RecipeError(ValueError):
+    """An off-recipe run aimed at a file that holds the published rows."""
+
+
+# ---------------------------------------------------------------------------------------------- planning
+
+
+def _done(out: Path) -> set[tuple[str, str, int]]:
+    from rr_analysis.dataset import load_sweep
+
+    if not out.exists():
+        return set()
+    df = load_sweep(out)
+    return set(zip(df["size"], df["variant"], df["seed"].astype(int), strict=True))
+
+
+def plan_runs(
+    out: str | os.PathLike,
+    size: str,
+    variants: tuple[str, ...] = COMPARED,
+    seed: int | None = None,
+    **options: Any,
+) -> tuple[list[TrainConfig], list[TrainConfig]]:
+    """The runs `rr train` makes: (to train, already in `out` and skipped).
+
+    Without `seed`, the lowest seed for which some of `variants` has no row yet: the next complete,
+    pairable block (or the rest of one a crash left incomplete). `options` are further TrainConfig fields.
+    """
+    done = _done(Path(out))
+    if seed is None:
+        seed = next(s for s in itertools.count() if any((size, v, s) not in done for v in variants))
+    runs = [TrainConfig(size=size, variant=v, seed=seed, **options) for v in variants]
+    return [r for r in runs if r.key not in done], [r for r in runs if r.key in done]
+
+
+def describe_runs(runs: list[TrainConfig]) -> list[dict[str, Any]]:
+    """What `runs` would be, without loading data or training: one record per run.
+
+    Returns
+    -------
+    Records with size, variant, seed, d_model, n_layer, n_head, params (exact), steps, tokens (trained
+    on) and est_minutes: training FLOPs (`flops_per_token` x tokens) at half the matmul rate measured on
+    the device the run would use. A rough figure: evaluation and start-up are not counted.
+    """
+    rates: dict[tuple[str, str], float] = {}
+    records = []
+    for cfg in runs:
+        vocab = BYTE_EOS + 1 if cfg.data == "synthetic" else cfg.recipe.vocab_size  # synthetic: bytes
+        mcfg = replace(model_config(cfg.size, cfg.variant, vocab), block_size=cfg.recipe.block_size)
+        tokens = cfg.steps * cfg.recipe.batch_size * cfg.recipe.block_size
+        if (cfg.device, cfg.precision) not in rates:
+            device = _device(cfg.device, int(os.environ.get("LOCAL_RANK", "0")))
+            rates[cfg.device, cfg.precision] = matmul_flops(device, cfg.precision)
+        seconds = flops_per_token(mcfg) * tokens / (0.5 * rates[cfg.device, cfg.precision])
+        shape = {k: getattr(mcfg, k) for k in ("d_model", "n_layer", "n_head")}
+        records.append(
+            {
+                **dict(zip(("size", "variant", "seed"), cfg.key, strict=True)),
+                **shape,
+                "params": mcfg.n_params,
+                "steps": cfg.steps,
+                "tokens": tokens,
+                "est_minutes": seconds / 60,
+            }
+        )
+    return records
+
+
+# ---------------------------------------------------------------------------------------- recipe guard
+
+
+def recipe_differences(cfg: TrainConfig, tokens: Tokens) -> list[str]:
+    """How a run departs from its size's published recipe, one readable phrase per difference ([]: none)."""
+    size = get_size(cfg.size)
+    found = {
+        "steps": cfg.steps,
+        "precision": cfg.precision,
+        "data": tokens.source,
+        "tokenizer": tokens.tokenizer,
+    }
+    published = {"steps": size.steps, "precision": "tf32", **PUBLISHED_DATA}
+    for f in fields(Recipe):
+        found[f.name], published[f.name] = getattr(cfg.recipe, f.name), getattr(size.recipe, f.name)
+    found["n_text"] = tokens.n_text  # the stories actually used (a small corpus may have fewer)
+    published.pop("vocab_size")  # follows from the tokenizer
+    return [f"{k} {found[k]} (published: {v})" for k, v in published.items() if found[k] != v]
+
+
+def _guard(cfg: TrainConfig, tokens: Tokens, out: Path) -> None:
+    """Refuse an off-recipe run for a file that holds published rows, naming every difference."""
+    from rr_analysis.dataset import load_sweep
+    from rr_analysis.integrity import check_integrity
+
+    if not out.exists() or check_integrity(load_sweep(out)).present == 0:
+        return
+    if diffs := recipe_differences(cfg, tokens):
+        raise RecipeError(
+            f"{out} holds published rows, and this run is off the published recipe of {cfg.size}: "
+            f"{'; '.join(diffs)}. Rows trained another way would be analysed as if they were comparable; "
+            "write them to a separate file with --out other.csv."
+        )
+
+
+# ------------------------------------------------------------------------------------------- schedule
+
+
+def lr_at(step: int, steps: int, recipe: Recipe) -> float:
+    """Learning rate of optimiser step `step` (0-based): linear warmup to the peak over `warmup_steps`,
+    then a cosine to `min_lr_frac` of the peak, reached at the last step."""
+    if step < recipe.warmup_steps:
+        return recipe.lr * (step + 1) / recipe.warmup_steps
+    progress = (step - recipe.warmup_steps) / max(1, steps - 1 - recipe.warmup_steps)
+    low = recipe.lr * recipe.min_lr_frac
+    return low + 0.5 * (1 + math.cos(math.pi * progress)) * (recipe.lr - low)
+
+
+# ------------------------------------------------------------------------------------------ machinery
+
+
+def _device(choice: str, local_rank: int) -> torch.device:
+    if choice == "cuda" or (choice == "auto" and torch.cuda.is_available()):
+        torch.cuda.set_device(local_rank)
+        return torch.device("cuda", local_rank)
+    if choice == "mps" or (choice == "auto" and torch.backends.mps.is_available()):
+        return torch.device("mps")
+    return torch.device("cpu")
+
+
+def _distributed(device: torch.device) -> tuple[int, int]:
+    """(rank, world size), joining the process group torchrun describes in the environment."""
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    if world > 1 and not dist.is_initialized():
+        dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
+    return int(os.environ.get("RANK", "0")), world
+
+
+def _to(t: torch.Tensor, device: torch.device) -> torch.Tensor:
+    if device.type == "cuda":  # pinned host memory lets the copy overlap with compute
+        return t.pin_memory().to(device, non_blocking=True)
+    return t.to(device)
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+@dataclass
+class _State:
+    """What a checkpoint restores besides the model and optimizer."""
+
+    step: int = 0  # optimiser steps done
+    seconds: float = 0.0  # training wall-clock so far
+    curve: list[list[float]] = field(default_factory=list)  # [step, mean training loss of the interval]
+    started: str = field(default_factory=_now)
+    resumed: list[int] = field(default_factory=list)  # steps at which the run was resumed
+
+
+def _train_step(model, optimizer, x, y, accum: int, clip: float, autocast, ddp: bool) -> torch.Tensor:
+    """One optimiser step on the batch (x, y), split in `accum` micro-batches; its mean loss, unsynced."""
+    total = torch.zeros((), device=x.device)
+    for i, (xm, ym) in enumerate(zip(x.chunk(accum), y.chunk(accum), strict=True)):
+        # under DDP, gradients are all-reduced once, on the last micro-batch
+        with model.no_sync() if ddp and i < accum - 1 else contextlib.nullcontext():
+            with autocast:
+                _, loss = model(xm, ym)
+            (loss / accum).backward()
+        total += loss.detach() / accum
+    torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
+    optimizer.step()
+    optimizer.zero_grad(set_to_none=True)
+    return total
+
+
+# ------------------------------------------------------------------------------------------------ train
+
+
+def train(cfg: TrainConfig, out: str | os.PathLike = DEFAULT_OUT, *, resume: bool = False) -> dict[str, Any]:
+    """Train one run, evaluate it, and append its row to `out` (and its provenance to the sidecar).
+
+    Returns the provenance record: ``record["status"]`` is "ok" (row appended; ``record["result"]`` has
+    params, val_loss, ece and minutes at full precision) or "failed" (non-finite loss; no row).
+
+    Raises
+    ------
+    RecipeError
+        Off-recipe run for a file holding the published rows.
+    ValueError
+        A checkpoint of this run exists but `resume` is False, or it was written under another config.
+    rr_model.data.DataUnavailable
+        The corpus cannot be fetched (see its message for --data).
+    """
+    from rr_analysis.dataset import bundled_path
+
+    out = Path(out)
+    if out.resolve() == bundled_path().resolve():
+        raise ValueError(
+            f"{out} is the reference copy of the published sweep inside rr; train into data/ instead"
+        )
+    device = _device(cfg.device, int(os.environ.get("LOCAL_RANK", "0")))
+    rank, world = _distributed(device)
+    master = rank == 0
+    r = cfg.recipe
+    if r.batch_size % world:
+        raise ValueError(f"the batch of {r.batch_size} sequences does not split over {world} processes")
+
+    tokens = load_tokens(cfg.data, n_text=r.n_text, cache_dir=cfg.cache_dir)
+    _guard(cfg, tokens, out)
+    mcfg: GPTConfig = replace(model_config(cfg.size, cfg.variant, tokens.vocab_size), block_size=r.block_size)
+
+    # TF32 matmuls on CUDA: the published setting. Off CUDA the float32 matmul precision is left alone.
+    if device.type == "cuda":
+        torch.set_float32_matmul_precision("highest" if cfg.precision == "fp32" else "high")
+    if device.type == "cpu":
+        torch.set_flush_denormal(
+            True
+        )  # denormal arithmetic made tiny's CPU steps 4x slower; GPUs flush anyway
+    torch.manual_seed(cfg.seed)
+    model = GPT(mcfg).to(device)
+    optimizer = model.configure_optimizers(r.weight_decay, r.lr, (r.beta1, r.beta2))  # fused on CUDA
+    data_rng = np.random.default_rng(cfg.seed)  # the data order: the seed's alone, same for every variant
+    state = _State()
+
+    ckpt = checkpoint.checkpoint_path(out, *cfg.key)
+    if ckpt.exists():
+        saved = checkpoint.load(ckpt)
+        if not resume:
+            raise ValueError(f"{ckpt} holds this run at step {saved['step']}: pass --resume to continue it")
+        if saved["config"] != _result_config(cfg):
+            raise ValueError(
+                f"{ckpt} was written under another config ({saved['config']}); delete it to start over"
+            )
+        model.load_state_dict(saved["model"])
+        optimizer.load_state_dict(saved["optimizer"])
+        torch.set_rng_state(saved["torch_rng"])
+        if device.type == "cuda":
+            torch.cuda.set_rng_state(saved["cuda_rng"], device)
+        data_rng.bit_generator.state = saved["data_rng"]
+        state = _State(**saved["state"])
+        state.resumed.append(state.step)
+
+    fast = torch.compile(model) if cfg.compile else model
+    ddp = world > 1
+    net = DDP(fast, device_ids=[device.index] if device.type == "cuda" else None) if ddp else fast
+    autocast = (
+        torch.autocast(device.type, dtype=torch.bfloat16)
+        if cfg.precision == "bf16"
+        else contextlib.nullcontext()
+    )
+    per_rank = r.batch_size // world
+    accum = 1  # doubled on CUDA out-of-memory: same batch, same result, smaller micro-batches
+    tokens_per_step = r.batch_size * r.block_size
+    env = environment(str(device))
+    peak = peak_flops(env["device_name"], cfg.precision)
+    title = f"{cfg.size} {cfg.variant} seed {cfg.seed}"
+    progress = Progress(
+        title, cfg.steps, state.step, tokens_per_step, flops_per_token(mcfg), peak and peak * world, master
+    )
+    arithmetic = "" if device.type == "cuda" or cfg.precision != "tf32" else " (fp32 arithmetic off CUDA)"
+    progress.log(
+        f"{title}: d_model {mcfg.d_model}, {mcfg.n_layer} layers, {mcfg.n_head} heads, "
+        f"{mcfg.n_params / 1e6:.2f}M params | {cfg.steps} steps x {r.batch_size} x {r.block_size} = "
+        f"{cfg.steps * tokens_per_step / 1e6:.1f}M tokens | lr {r.lr:g}, warmup {r.warmup_steps}, cosine to "
+        f"{r.lr * r.min_lr_frac:g} | {device}, {cfg.precision}{arithmetic}, {world} process(es) x {per_rank} "
+        f"sequences | data {tokens.source} ({tokens.tokenizer}, {len(tokens.train) / 1e6:.1f}M train tokens)"
+        + (f" | resumed at step {state.step}" if state.resumed else "")
+    )
+
+    failure = None
+    loss_sum, n_sum = torch.zeros((), device=device), 0
+    start = time.perf_counter()
+    for step in range(state.step, cfg.steps):
+        for group in optimizer.param_groups:
+            group["lr"] = lr_at(step, cfg.steps, r)
+        x, y = sample_batch(tokens.train, data_rng, r.batch_size, r.block_size)  # the global batch
+        mine = slice(rank * per_rank, (rank + 1) * per_rank)
+        x, y = _to(x[mine], device), _to(y[mine], device)
+        while True:
+            try:
+                loss = _train_step(net, optimizer, x, y, accum, r.grad_clip, autocast, ddp)
+                break
+            except torch.OutOfMemoryError:
+                if per_rank // accum == 1:
+                    raise
+                optimizer.zero_grad(set_to_none=True)
+                torch.cuda.empty_cache()
+                accum *= 2
+                progress.log(
+                    f"WARNING: CUDA out of memory at step {step}: continuing with gradient accumulation over "
+                    f"{accum} micro-batches of {per_rank // accum} sequences; the batch stays {r.batch_size}."
+                )
+        loss_sum += loss
+        n_sum += 1
+        done = step + 1
+        progress.advance(done)
+        at_checkpoint = cfg.checkpoint_every and done % cfg.checkpoint_every == 0 and done < cfg.steps
+        if done % cfg.log_every == 0 or done == cfg.steps or at_checkpoint:
+            if ddp:
+                dist.all_reduce(loss_sum)  # every rank sees the same mean, so all stop together
+            mean = loss_sum.item() / n_sum / world
+            loss_sum.zero_()
+            n_sum = 0
+            if not math.isfinite(mean):
+                failure = f"non-finite training loss ({mean}) in the steps up to {done}"
+                progress.log(f"{title}: diverged: {failure}; no row is written")
+                break
+            state.curve.append([done, mean])
+            progress.report(done, mean)
+        if at_checkpoint and master:
+            seconds = state.seconds + time.perf_counter() - start
+            checkpoint.save(
+                ckpt,
+                {
+                    "step": done,
+                    "config": _result_config(cfg),
+                    "model": model.state_dict(),
+                    "optimizer": optimizer.state_dict(),
+                    "torch_rng": torch.get_rng_state(),
+                    "cuda_rng": torch.cuda.get_rng_state(device) if device.type == "cuda" else None,
+                    "data_rng": data_rng.bit_generator.state,
+                    "state": asdict(replace(state, step=done, seconds=seconds)),
+                },
+            )
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    state.seconds += time.perf_counter() - start
+    progress.close()
+
+    result = None
+    if failure is None:
+        val_loss, ece = evaluate(
+            fast,
+            tokens.val,
+            seed=cfg.seed,
+            n_batches=r.eval_batches,
+            batch_size=r.batch_size,
+            block_size=r.block_size,
+            n_bins=r.ece_bins,
+            device=device,
+            autocast=autocast,
+        )
+        result = {"params": mcfg.n_params, "val_loss": val_loss, "ece": ece, "minutes": state.seconds / 60}
+        progress.log(f"{title}: val_loss {val_loss:.4f}, ece {ece:.4f}, {state.seconds / 60:.2f} min")
+    record = {
+        "run_id": uuid.uuid4().hex[:12],
+        "size": cfg.size,
+        "variant": cfg.variant,
+        "seed": cfg.seed,
+        "status": "failed" if failure else "ok",
+        "error": failure,
+        "config": asdict(cfg),
+        "model": asdict(mcfg),
+        "data": tokens.describe(),
+        "environment": env,
+        "world_size": world,
+        "grad_accum": accum,
+        "started": state.started,
+        "ended": _now(),
+        "resumed_at": state.resumed,
+        "loss_curve": state.curve,
+        "result": result,
+    }
+    if master:
+        _write(out, cfg, record)
+        ckpt.unlink(missing_ok=True)  # the row (or the failure record) supersedes it
+    return record
+
+
+def _write(out: Path, cfg: TrainConfig, record: dict[str, Any]) -> None:
+    """Append the run's row (if it finished) and its provenance record; a refused row is recorded as failed."""
+    from rr_analysis.dataset import DataError, append_rows
+
+    try:
+        if (res := record["result"]) is not None:
+            row = {
+                "size": cfg.size,
+                "variant": cfg.variant,
+                "seed": cfg.seed,
+                "params_M": res["params"] / 1e6,
+            }
+            append_rows(
+                out, [{**row, "steps": cfg.steps, **{k: res[k] for k in ("val_loss", "ece", "minutes")}}]
+            )
+    except DataError as e:  # e.g. another trainer appended the same run meanwhile
+        record.update(status="failed", error=f"row refused: {e}")
+        raise
+    finally:
+        append_record(sidecar_path(out), record)
+
+
+def summarize(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One flat record per run record: size, variant, seed, status, params_M, val_loss, ece, minutes
+    (the last four None for a failed run)."""
+    rows = []
+    for r in records:
+        res = r["result"] or {}
+        rows.append(
+            {
+                **{k: r[k] for k in ("size", "variant", "seed", "status")},
+                "params_M": res["params"] / 1e6 if res else None,
+                **{k: res.get(k) for k in ("val_loss", "ece", "minutes")},
+            }
+        )
+    return rows
+
+
+def train_runs(
+    runs: list[TrainConfig], out: str | os.PathLike = DEFAULT_OUT, *, resume: bool = False
+) -> list[dict]:
+    """Train `runs` one after another (see `train`); the provenance record of each, in order."""
+    try:
+        return [train(cfg, out, resume=resume) for cfg in runs]
+    finally:
+        if dist.is_initialized():
+            dist.destroy_process_group()
