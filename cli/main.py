@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import typer
 
-from cli import analyze, depth, plot, report, sizes, validate
+from cli import analyze, depth, plot, report, sizes, train, validate
 
 app = typer.Typer(
     name="rr",
@@ -32,7 +32,7 @@ def _root(
         raise typer.Exit()
 
 
-for module in (validate, sizes, depth, plot, analyze, report):
+for module in (validate, sizes, depth, plot, analyze, train, report):
     module.register(app)
 
 

@@ -1,0 +1,96 @@
+"""`rr train`: new seeds for the dataset, trained under the published recipe."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from cli.errors import fail, known_errors
+from cli.records import Format, echo_records
+
+PLAN_FORMATS = {"params": "{:,}".format, "tokens": "{:,}".format, "est_minutes": "{:.1f}".format}
+
+
+def _num(spec: str):
+    return lambda v: "-" if v is None else spec.format(v)
+
+
+RESULT_FORMATS = {
+    "params_M": _num("{:.2f}"),
+    "val_loss": _num("{:.4f}"),
+    "ece": _num("{:.4f}"),
+    "minutes": _num("{:.1f}"),
+}
+
+
+def train(
+    size: str = typer.Option(..., "--size", help="Ladder size to train: 60M, 150M, 320M, 590M, 1B or tiny."),
+    variant: list[str] = typer.Option(
+        None,
+        "--variant",
+        help="Train only this variant (repeatable). Default: the three compared variants, a pairable block.",
+        show_default=False,
+    ),
+    seed: int | None = typer.Option(
+        None,
+        "--seed",
+        min=0,
+        help="Seed to train. Default: the lowest seed the file lacks for these variants.",
+    ),
+    out: Path = typer.Option(
+        Path("data/scaling_v8.csv"), "--out", help="Dataset to append the rows to (created if missing)."
+    ),
+    data: str = typer.Option(
+        "tinystories",
+        "--data",
+        help="tinystories (published), synthetic (offline demo), or a local corpus path.",
+    ),
+    precision: str = typer.Option("tf32", "--precision", help="tf32 (published), bf16 autocast or fp32."),
+    compile_: bool = typer.Option(False, "--compile", help="torch.compile the model."),
+    resume: bool = typer.Option(False, "--resume", help="Continue runs from their checkpoints."),
+    checkpoint_every: int = typer.Option(
+        1000, "--checkpoint-every", min=0, help="Optimiser steps between checkpoints (0: none)."
+    ),
+    steps: int | None = typer.Option(
+        None, "--steps", min=1, help="Override the size's step count (off-recipe).", show_default=False
+    ),
+    device: str = typer.Option("auto", "--device", help="auto (cuda, then mps, then cpu), cuda, mps or cpu."),
+    dry_run: bool = typer.Option(
+        False, "--dry-run", help="Print the plan and an estimate of time; train nothing."
+    ),
+) -> None:
+    """Train the next seed of a size for every compared variant and append one row per run.
+
+    Runs already in the file are skipped. Each row is validated and appended under a file lock, with a
+    provenance record in the sidecar <out>.runs.jsonl. Exit 0 when every run finished, 1 when one diverged.
+    """
+    from rr_model.data import DataUnavailable
+    from rr_model.train import describe_runs, plan_runs, summarize, train_runs
+    from rr_model.variants import COMPARED
+
+    options = dict(data=data, steps=steps, precision=precision, compile=compile_, device=device)
+    with known_errors():
+        todo, skipped = plan_runs(
+            out, size, tuple(variant or COMPARED), seed, checkpoint_every=checkpoint_every, **options
+        )
+        for cfg in skipped:
+            typer.echo(f"skip: {' '.join(map(str, cfg.key))} is already in {out}")
+        if not todo:
+            return
+        if dry_run:
+            echo_records(
+                describe_runs(todo), Format.text, title=f"rr train: plan for {out}", formats=PLAN_FORMATS
+            )
+            return
+        try:
+            records = train_runs(todo, out, resume=resume)
+        except DataUnavailable as e:
+            raise fail(str(e)) from None
+    echo_records(summarize(records), Format.text, title=f"rr train: {out}", formats=RESULT_FORMATS)
+    if any(r["status"] != "ok" for r in records):
+        raise typer.Exit(1)
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(train)
