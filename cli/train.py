@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import typer
@@ -46,6 +47,9 @@ def train(
         "--data",
         help="tinystories (published), synthetic (offline demo), or a local corpus path.",
     ),
+    tokenizer: str | None = typer.Option(
+        None, "--tokenizer", help="gpt2 (published) or bytes. Default: the data's own (bytes for synthetic)."
+    ),
     precision: str = typer.Option("tf32", "--precision", help="tf32 (published), bf16 autocast or fp32."),
     compile_: bool = typer.Option(False, "--compile", help="torch.compile the model."),
     resume: bool = typer.Option(False, "--resume", help="Continue runs from their checkpoints."),
@@ -69,13 +73,17 @@ def train(
     from rr_model.train import describe_runs, plan_runs, summarize, train_runs
     from rr_model.variants import COMPARED
 
-    options = dict(data=data, steps=steps, precision=precision, compile=compile_, device=device)
+    lead = os.environ.get("RANK", "0") == "0"  # under torchrun, one process reports
+    options = dict(
+        data=data, tokenizer=tokenizer, steps=steps, precision=precision, compile=compile_, device=device
+    )
     with known_errors():
         todo, skipped = plan_runs(
             out, size, tuple(variant or COMPARED), seed, checkpoint_every=checkpoint_every, **options
         )
         for cfg in skipped:
-            typer.echo(f"skip: {' '.join(map(str, cfg.key))} is already in {out}")
+            if lead:
+                typer.echo(f"skip: {' '.join(map(str, cfg.key))} is already in {out}")
         if not todo:
             return
         if dry_run:
@@ -87,7 +95,8 @@ def train(
             records = train_runs(todo, out, resume=resume)
         except DataUnavailable as e:
             raise fail(str(e)) from None
-    echo_records(summarize(records), Format.text, title=f"rr train: {out}", formats=RESULT_FORMATS)
+    if lead:
+        echo_records(summarize(records), Format.text, title=f"rr train: {out}", formats=RESULT_FORMATS)
     if any(r["status"] != "ok" for r in records):
         raise typer.Exit(1)
 

@@ -72,6 +72,7 @@ class TrainConfig:
     variant: str = REFERENCE
     seed: int = 0
     data: str = "tinystories"  # "tinystories", "synthetic", or a local corpus / token cache path
+    tokenizer: str | None = None  # "gpt2" or "bytes"; None: the data's own (gpt2, bytes for synthetic)
     steps: int | None = None
     recipe: Recipe | None = None
     precision: str = "tf32"
@@ -110,7 +111,7 @@ class TrainConfig:
 
 
 # Fields that decide a run's numbers: a checkpoint resumes only under a config that agrees on them.
-_RESULT_FIELDS = ("size", "variant", "seed", "data", "steps", "recipe", "precision")
+_RESULT_FIELDS = ("size", "variant", "seed", "data", "tokenizer", "steps", "recipe", "precision")
 
 
 def _result_config(cfg: TrainConfig) -> dict[str, Any]:
@@ -164,7 +165,8 @@ def describe_runs(runs: list[TrainConfig]) -> list[dict[str, Any]]:
     rates: dict[tuple[str, str], float] = {}
     records = []
     for cfg in runs:
-        vocab = BYTE_EOS + 1 if cfg.data == "synthetic" else cfg.recipe.vocab_size  # synthetic: bytes
+        bytes_ = cfg.tokenizer == "bytes" or (cfg.tokenizer is None and cfg.data == "synthetic")
+        vocab = BYTE_EOS + 1 if bytes_ else cfg.recipe.vocab_size  # the byte tokenizer: 256 bytes and EOS
         mcfg = replace(model_config(cfg.size, cfg.variant, vocab), block_size=cfg.recipe.block_size)
         tokens = cfg.steps * cfg.recipe.batch_size * cfg.recipe.block_size
         if (cfg.device, cfg.precision) not in rates:
@@ -322,7 +324,7 @@ def train(cfg: TrainConfig, out: str | os.PathLike = DEFAULT_OUT, *, resume: boo
     if r.batch_size % world:
         raise ValueError(f"the batch of {r.batch_size} sequences does not split over {world} processes")
 
-    tokens = load_tokens(cfg.data, n_text=r.n_text, cache_dir=cfg.cache_dir)
+    tokens = load_tokens(cfg.data, n_text=r.n_text, cache_dir=cfg.cache_dir, tokenizer=cfg.tokenizer)
     _guard(cfg, tokens, out)
     mcfg: GPTConfig = replace(model_config(cfg.size, cfg.variant, tokens.vocab_size), block_size=r.block_size)
 

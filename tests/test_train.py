@@ -1,0 +1,332 @@
+"""The trainer: recipe and schedule, planning, the guard, end-to-end `rr train`, concurrency, failures.
+
+Every run is the `tiny` size on the synthetic corpus (or a small local corpus) for a few dozen steps, on
+CPU, offline; token caches live in a per-module temporary folder ($RR_CACHE).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+import torch
+from typer.testing import CliRunner
+
+from cli.main import app
+from rr_analysis.dataset import append_rows, bundled_path, load_sweep
+from rr_model import provenance, synthetic
+from rr_model.config import model_config
+from rr_model.data import TINYSTORIES, Tokens
+from rr_model.evaluate import ece_from_bins, evaluate
+from rr_model.ladder import RECIPE
+from rr_model.model import GPT
+from rr_model.train import TrainConfig, lr_at, plan_runs, recipe_differences, train
+
+RR = shutil.which("rr") or pytest.fail("the rr entry point is not installed")
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory):
+    return tmp_path_factory.mktemp("cache")
+
+
+@pytest.fixture(autouse=True)
+def offline_cache(cache, monkeypatch):
+    monkeypatch.setenv("RR_CACHE", str(cache))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+
+
+def tiny(**overrides) -> TrainConfig:
+    return TrainConfig(
+        **{"size": "tiny", "data": "synthetic", "steps": 12, "checkpoint_every": 0, **overrides}
+    )
+
+
+def tiny_args(out, variant="standard", steps=8, *extra) -> list:
+    """`rr train` arguments for a short tiny run on the synthetic corpus."""
+    return [
+        "train",
+        "--size",
+        "tiny",
+        "--variant",
+        variant,
+        "--data",
+        "synthetic",
+        "--steps",
+        steps,
+        "--out",
+        out,
+        *extra,
+    ]
+
+
+def rr(*args):
+    return CliRunner().invoke(app, [str(a) for a in args])
+
+
+def rr_subprocess(*args, **popen):
+    return subprocess.Popen(
+        [RR, *map(str, args)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **popen
+    )
+
+
+def records(out):
+    return provenance.read_records(provenance.sidecar_path(out))
+
+
+# ------------------------------------------------------------------------------------------ recipe
+
+
+def test_defaults_are_the_published_recipe():
+    cfg = TrainConfig("150M")
+    assert (cfg.steps, cfg.recipe, cfg.data, cfg.tokenizer, cfg.precision) == (
+        8000,
+        RECIPE,
+        "tinystories",
+        None,
+        "tf32",
+    )
+    assert (cfg.recipe.batch_size, cfg.recipe.block_size, cfg.recipe.lr, cfg.recipe.warmup_steps) == (
+        64,
+        256,
+        2e-4,
+        500,
+    )
+    assert cfg.log_every == 50 and TrainConfig("tiny").log_every == 15
+    with pytest.raises(ValueError, match="precision 'fp16' must be one of tf32, bf16, fp32"):
+        TrainConfig("150M", precision="fp16")
+    with pytest.raises(ValueError, match="steps 0 must be > 0"):
+        TrainConfig("150M", steps=0)
+    with pytest.raises(KeyError, match="unknown size '2B'"):
+        TrainConfig("2B")
+
+
+def test_lr_schedule_warms_up_linearly_then_cosine_to_ten_percent():
+    lr = [lr_at(s, 8000, RECIPE) for s in range(8000)]
+    assert (
+        lr[0] == pytest.approx(2e-4 / 500)
+        and lr[249] == pytest.approx(1e-4)
+        and lr[499] == pytest.approx(2e-4)
+    )
+    assert lr[-1] == pytest.approx(2e-5)  # 10% of the peak at the last step
+    assert lr[500 + 7499 // 2] == pytest.approx(1.1e-4, rel=1e-3)  # halfway down the cosine
+    assert all(np.diff(lr[499:]) <= 0)
+
+
+def _tokens(**kw) -> Tokens:
+    base = dict(source=TINYSTORIES, tokenizer="gpt2", n_text=RECIPE.n_text, vocab_size=50257, eos_id=50256)
+    return Tokens(train=np.zeros(0), val=np.zeros(0), key="k", **{**base, **kw})
+
+
+def test_recipe_differences_name_each_departure():
+    assert recipe_differences(TrainConfig("60M"), _tokens()) == []
+    cfg = TrainConfig("60M", steps=100, precision="bf16")
+    synthetic_data = _tokens(source="synthetic", tokenizer="bytes", n_text=10000)
+    assert recipe_differences(cfg, synthetic_data) == [
+        "steps 100 (published: 8000)",
+        "precision bf16 (published: tf32)",
+        "data synthetic (published: roneneldan/TinyStories)",
+        "tokenizer bytes (published: gpt2)",
+        "n_text 10000 (published: 400000)",
+    ]
+
+
+# ------------------------------------------------------------------------------------------- planning
+
+
+def test_plan_takes_the_next_unused_seed_and_skips_present_runs(tmp_path):
+    out = tmp_path / "sweep.csv"
+    shutil.copy(bundled_path(), out)
+    todo, skipped = plan_runs(out, "60M")
+    assert [c.key for c in todo] == [("60M", v, 3) for v in ("review_neutral", "highway", "standard")]
+    assert not skipped
+    assert {c.seed for c in plan_runs(out, "320M")[0]} == {2}  # published with two seeds
+    row = dict(size="tiny", variant="review_neutral", seed=0, params_M=1.12, steps=12, val_loss=3.0, ece=0.01)
+    append_rows(out, [{**row, "minutes": 0.1}])
+    todo, skipped = plan_runs(out, "tiny", data="synthetic")  # a crash left seed 0 incomplete: finish it
+    assert [c.key for c in todo] == [("tiny", "highway", 0), ("tiny", "standard", 0)]
+    assert [c.key for c in skipped] == [("tiny", "review_neutral", 0)]
+    assert [c.key for c in plan_runs(out, "tiny", ("review_neutral",))[0]] == [("tiny", "review_neutral", 1)]
+
+
+def test_dry_run_prints_widths_params_tokens_and_estimate(tmp_path):
+    result = rr("train", "--size", "1B", "--dry-run", "--out", tmp_path / "x.csv")
+    assert result.exit_code == 0, result.output
+    for text in ("1536", "1648", "1776", "984,038,400", "98,304,000", "est_minutes"):
+        assert text in result.stdout
+    assert not (tmp_path / "x.csv").exists()
+
+
+# ------------------------------------------------------------------------------------------- end to end
+
+
+def test_rr_train_appends_a_valid_row_and_the_loss_falls(tmp_path):
+    out = tmp_path / "tmp.csv"
+    result = rr(*tiny_args(out, "review_neutral", 40))
+    assert result.exit_code == 0, result.output
+    df = load_sweep(out)
+    assert df[["size", "variant", "seed", "params_M", "steps"]].values.tolist() == [
+        ["tiny", "review_neutral", 0, 1.12, 40]
+    ]
+    (rec,) = records(out)
+    curve = [loss for _, loss in rec["loss_curve"]]
+    assert rec["status"] == "ok" and curve[0] > 4.5 and curve[-1] < curve[0] - 1.5, curve
+    assert rec["result"]["val_loss"] == pytest.approx(df["val_loss"][0], abs=5e-5)
+    assert rec["environment"]["torch"] == torch.__version__ and rec["config"]["steps"] == 40
+    assert provenance.join(load_sweep(out))["record_agrees"].tolist() == [True]
+
+    before = out.read_bytes()
+    again = rr(*tiny_args(out, "review_neutral", 40, "--seed", 0))
+    assert again.exit_code == 0 and "skip: tiny review_neutral 0 is already in" in again.stdout
+    assert out.read_bytes() == before and len(records(out)) == 1
+
+
+def test_entry_point_subprocess(tmp_path):
+    out = tmp_path / "tmp.csv"
+    stdout, stderr = (proc := rr_subprocess(*tiny_args(out, "standard", 10))).communicate(timeout=120)
+    assert proc.returncode == 0, stderr
+    assert "step 10/10 | loss" in stderr and "standard" in stdout
+    assert load_sweep(out)["variant"].tolist() == ["standard"]
+
+
+def test_two_concurrent_trainers_append_intact_rows(tmp_path):
+    out = tmp_path / "shared.csv"
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}  # a core each: oversubscribed OpenMP threads crawl
+    procs = [rr_subprocess(*tiny_args(out, "standard", 8, "--seed", seed), env=env) for seed in (0, 1)]
+    for p in procs:
+        _, stderr = p.communicate(timeout=180)
+        assert p.returncode == 0, stderr
+    assert sorted(load_sweep(out)["seed"]) == [0, 1]
+    lines = out.read_text().splitlines()
+    assert len(lines) == 3 and all(line.count(",") == 7 for line in lines)
+    assert sorted(r["seed"] for r in records(out)) == [0, 1]
+
+
+def test_local_corpus(tmp_path):
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n\n".join(synthetic.stories(300)) + "\n", encoding="utf-8")
+    out = tmp_path / "local.csv"
+    args = tiny_args(out, "highway", 8, "--tokenizer", "bytes")
+    args[args.index("synthetic")] = corpus
+    result = rr(*args)
+    assert result.exit_code == 0, result.output
+    (rec,) = records(out)
+    assert [rec["data"][k] for k in ("source", "tokenizer", "n_text")] == [str(corpus), "bytes", 300]
+    assert len(load_sweep(out)) == 1
+
+
+# ------------------------------------------------------------------------------------------ refusals
+
+
+def test_recipe_guard_refuses_off_recipe_runs_for_the_published_file(tmp_path):
+    out = tmp_path / "scaling_v8.csv"
+    shutil.copy(bundled_path(), out)
+    before = out.read_bytes()
+    result = rr("train", "--size", "tiny", "--data", "synthetic", "--steps", 20, "--out", out)
+    assert result.exit_code == 2, result.output
+    message = " ".join(result.stderr.split())
+    for text in (
+        "holds published rows",
+        "steps 20 (published: 150)",
+        "data synthetic (published: roneneldan/TinyStories)",
+        "tokenizer bytes (published: gpt2)",
+        "--out other.csv",
+    ):
+        assert text in message, message
+    assert out.read_bytes() == before and not provenance.sidecar_path(out).exists()
+
+
+def test_the_packaged_copy_is_never_a_target():
+    with pytest.raises(ValueError, match="reference copy"):
+        train(tiny(), bundled_path())
+
+
+def test_hub_unreachable_says_how_to_use_data(tmp_path):
+    env = {**os.environ, "HF_HOME": str(tmp_path / "hf"), "RR_CACHE": str(tmp_path / "rr")}
+    proc = rr_subprocess(
+        "train", "--size", "tiny", "--out", tmp_path / "x.csv", env=env
+    )  # tinystories: default
+    _, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 2
+    assert stderr.startswith("rr: error: cannot load") and "--data" in stderr and "Traceback" not in stderr
+    assert not (tmp_path / "x.csv").exists()
+
+
+def test_diverged_run_records_a_failure_and_no_row(tmp_path, monkeypatch):
+    forward = GPT.forward
+
+    def nan_loss(self, idx, targets=None):
+        logits, loss = forward(self, idx, targets)
+        return logits, loss * float("nan") if torch.is_grad_enabled() else loss
+
+    monkeypatch.setattr(GPT, "forward", nan_loss)
+    out = tmp_path / "x.csv"
+    result = rr(*tiny_args(out))
+    assert result.exit_code == 1
+    assert "diverged" in result.stderr and "failed" in result.stdout
+    (rec,) = records(out)
+    assert rec["status"] == "failed" and "non-finite" in rec["error"] and rec["result"] is None
+    assert not out.exists()
+
+
+def test_cuda_oom_switches_to_gradient_accumulation_with_the_same_batch(tmp_path, monkeypatch):
+    reference = train(tiny(steps=6), tmp_path / "a.csv")
+    forward = GPT.forward
+
+    def small_memory(self, idx, targets=None):
+        if torch.is_grad_enabled() and idx.shape[0] > 2:
+            raise torch.OutOfMemoryError("CUDA out of memory (simulated)")
+        return forward(self, idx, targets)
+
+    monkeypatch.setattr(GPT, "forward", small_memory)
+    rec = train(tiny(steps=6), tmp_path / "b.csv")
+    assert rec["grad_accum"] == 4  # 8 sequences as 4 micro-batches of 2
+    assert rec["result"]["val_loss"] == pytest.approx(reference["result"]["val_loss"], abs=1e-5)
+
+
+# ------------------------------------------------------------------------------------------ evaluation
+
+
+def test_ece_from_bins():
+    bins = torch.tensor([[2, 1, 3], [1.8, 0.5, 2.4], [1, 1, 3]])  # rows: count, sum conf, sum correct
+    assert ece_from_bins(bins) == pytest.approx((0.8 + 0.5 + 0.6) / 6)
+
+
+def test_evaluate_equals_a_direct_computation():
+    torch.manual_seed(0)
+    model = GPT(model_config("tiny", "standard", 257)).eval()
+    val = np.random.default_rng(1).integers(0, 257, 5000).astype(np.uint16)
+    loss, ece = evaluate(model, val, seed=3, n_batches=3, batch_size=4, block_size=256, n_bins=15,
+                         device=torch.device("cpu"))  # fmt: skip
+    from rr_model.data import sample_batch
+
+    rng, losses, conf, correct = np.random.default_rng(3), [], [], []
+    with torch.no_grad():
+        for _ in range(3):
+            x, y = sample_batch(val, rng, 4, 256)
+            logits, batch_loss = model(x, y)
+            p = torch.softmax(logits.double(), -1)
+            losses.append(batch_loss.item())
+            conf.append(p.max(-1).values.flatten().numpy())
+            correct.append((p.argmax(-1) == y).flatten().numpy())
+    conf, correct = np.concatenate(conf), np.concatenate(correct)
+    bin_of = np.ceil(conf * 15).astype(int) - 1  # bins (lo, hi]
+    direct = sum(abs(conf[bin_of == b].sum() - correct[bin_of == b].sum()) for b in range(15)) / len(conf)
+    assert loss == pytest.approx(np.mean(losses), abs=1e-6)
+    assert ece == pytest.approx(direct, abs=1e-6)
+
+
+@pytest.mark.slow
+def test_tiny_demo_under_a_minute(tmp_path):
+    """The documented demo: three variants, 150 steps each, on 2 CPU cores."""
+    import time
+
+    start = time.perf_counter()
+    result = rr("train", "--size", "tiny", "--data", "synthetic", "--out", tmp_path / "demo.csv")
+    assert result.exit_code == 0, result.output
+    assert time.perf_counter() - start < 60
+    assert all(r["loss_curve"][-1][1] < r["loss_curve"][0][1] - 2 for r in records(tmp_path / "demo.csv"))
