@@ -13,6 +13,17 @@ from cli.records import Format, echo_records
 PLAN_FORMATS = {"params": "{:,}".format, "tokens": "{:,}".format, "est_minutes": "{:.1f}".format}
 
 
+def echo_plan(plan: list[dict], title: str) -> None:
+    """The plan table of `describe_runs` and its total."""
+    echo_records(plan, Format.text, title=title, formats=PLAN_FORMATS)
+    minutes = sum(r["est_minutes"] for r in plan)
+    took = f"{minutes:.1f} minutes" if minutes < 90 else f"{minutes / 60:,.1f} hours"
+    typer.echo(
+        f"{len(plan)} run(s), {sum(r['tokens'] for r in plan):,} tokens, about {took} here "
+        "(training FLOPs at half this device's measured matmul rate; a rough figure)"
+    )
+
+
 def _num(spec: str):
     return lambda v: "-" if v is None else spec.format(v)
 
@@ -87,9 +98,7 @@ def train(
         if not todo:
             return
         if dry_run:
-            echo_records(
-                describe_runs(todo), Format.text, title=f"rr train: plan for {out}", formats=PLAN_FORMATS
-            )
+            echo_plan(describe_runs(todo), f"rr train: plan for {out}")
             return
         try:
             records = train_runs(todo, out, resume=resume)

@@ -42,6 +42,7 @@ __all__ = [
     "TrainConfig",
     "RecipeError",
     "DEFAULT_OUT",
+    "dataset_keys",
     "plan_runs",
     "describe_runs",
     "recipe_differences",
@@ -125,9 +126,11 @@ class RecipeError(ValueError):
 # ---------------------------------------------------------------------------------------------- planning
 
 
-def _done(out: Path) -> set[tuple[str, str, int]]:
+def dataset_keys(out: str | os.PathLike) -> set[tuple[str, str, int]]:
+    """The (size, variant, seed) of every row in a sweep file (empty if there is no file yet)."""
     from rr_analysis.dataset import load_sweep
 
+    out = Path(out)
     if not out.exists():
         return set()
     df = load_sweep(out)
@@ -146,7 +149,7 @@ def plan_runs(
     Without `seed`, the lowest seed for which some of `variants` has no row yet: the next complete,
     pairable block (or the rest of one a crash left incomplete). `options` are further TrainConfig fields.
     """
-    done = _done(Path(out))
+    done = dataset_keys(out)
     if seed is None:
         seed = next(s for s in itertools.count() if any((size, v, s) not in done for v in variants))
     runs = [TrainConfig(size=size, variant=v, seed=seed, **options) for v in variants]
@@ -239,6 +242,9 @@ def lr_at(step: int, steps: int, recipe: Recipe) -> float:
 
 
 def _device(choice: str, local_rank: int) -> torch.device:
+    available = {"cuda": torch.cuda.is_available(), "mps": torch.backends.mps.is_available(), "cpu": True}
+    if not available.get(choice, True):
+        raise ValueError(f"--device {choice}: not available on this machine (torch {torch.__version__})")
     if choice == "cuda" or (choice == "auto" and torch.cuda.is_available()):
         torch.cuda.set_device(local_rank)
         return torch.device("cuda", local_rank)

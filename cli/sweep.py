@@ -1,0 +1,98 @@
+"""`rr sweep`: a whole plan of training runs, biggest first, each in its own process, resumable."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import typer
+
+from cli.errors import known_errors
+from cli.records import Format, echo_records
+from cli.train import RESULT_FORMATS, echo_plan
+
+
+def _items(text: str | None) -> list[str] | None:
+    return [item.strip() for item in text.split(",") if item.strip()] if text else None
+
+
+def _seeds(text: str | None) -> list[int] | None:
+    if not text:
+        return None
+    if not all(s.isdigit() for s in _items(text)):
+        raise ValueError(f"--seeds {text!r}: expected comma-separated integers >= 0, e.g. 3,4")
+    return [int(s) for s in _items(text)]
+
+
+def sweep(
+    sizes: str | None = typer.Option(
+        None,
+        "--sizes",
+        help="Comma-separated sizes, e.g. 590M,1B. Default: the published sizes.",
+        show_default=False,
+    ),
+    seeds: str | None = typer.Option(
+        None,
+        "--seeds",
+        help="Comma-separated seeds, e.g. 3,4. Default: each size's published seeds.",
+        show_default=False,
+    ),
+    variant: list[str] = typer.Option(
+        None,
+        "--variant",
+        help="Variants to train (repeatable). Default: the three compared.",
+        show_default=False,
+    ),
+    out: Path = typer.Option(Path("data/scaling_v8.csv"), "--out", help="Dataset to append the rows to."),
+    data: str = typer.Option(
+        "tinystories", "--data", help="tinystories (published), synthetic, or a corpus path."
+    ),
+    tokenizer: str | None = typer.Option(None, "--tokenizer", help="gpt2 or bytes. Default: the data's own."),
+    precision: str = typer.Option("tf32", "--precision", help="tf32 (published), bf16 autocast or fp32."),
+    compile_: bool = typer.Option(False, "--compile", help="torch.compile the models."),
+    steps: int | None = typer.Option(
+        None, "--steps", min=1, help="Override every size's step count (off-recipe).", show_default=False
+    ),
+    device: str = typer.Option("auto", "--device", help="auto (cuda, then mps, then cpu), cuda, mps or cpu."),
+    checkpoint_every: int = typer.Option(
+        1000, "--checkpoint-every", min=0, help="Steps between checkpoints."
+    ),
+    nproc: int = typer.Option(1, "--nproc", min=1, help="Processes (GPUs) per run, launched with torchrun."),
+    dry_run: bool = typer.Option(
+        False, "--dry-run", help="Print the plan and an estimate of time; train nothing."
+    ),
+) -> None:
+    """Train a plan of runs (default: the published sweep) and append a row per run.
+
+    Runs already in the file are skipped and interrupted ones resume from their checkpoints, so a sweep
+    is restarted by running it again. Each run is `rr train` in its own process: a crash loses that run
+    only. Ends with a summary and the analysis table (`rr analyze --table`) of the file. Exit 1 if any
+    run failed or crashed.
+    """
+    from rr_model.sweep import plan_sweep, run_sweep
+    from rr_model.train import describe_runs
+    from rr_model.variants import COMPARED
+
+    options = dict(data=data, tokenizer=tokenizer, steps=steps, precision=precision, compile=compile_)
+    with known_errors():
+        todo, skipped = plan_sweep(
+            out, _items(sizes), _seeds(seeds), tuple(variant or COMPARED), device=device,
+            checkpoint_every=checkpoint_every, **options,
+        )  # fmt: skip
+        typer.echo(f"rr sweep: {len(todo)} run(s) to train, {len(skipped)} already in {out}")
+        if dry_run:
+            if todo:
+                echo_plan(describe_runs(todo), f"rr sweep: plan for {out}")
+            return
+        summary = run_sweep(todo, out, nproc)
+    if summary:
+        echo_records(summary, Format.text, title=f"rr sweep: {out}", formats=RESULT_FORMATS)
+    if out.exists():
+        subprocess.run([sys.executable, "-m", "cli.main", "analyze", "--table", "--data", str(out)])
+    if any(r["status"] != "ok" for r in summary):
+        raise typer.Exit(1)
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(sweep)

@@ -1,0 +1,90 @@
+"""Sweeps: a whole plan of runs, biggest size first, each in its own process, resumable.
+
+A run is `rr train` for one (size, variant, seed) in a child process (under torchrun when `nproc` > 1), so
+a hard crash (a segfault, an out-of-memory kill) loses that run only; the sweep records it and goes on.
+Running the same sweep again skips the rows already written and resumes interrupted runs from their
+checkpoints. Replaces the published orchestrator script and notebook.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterable
+from typing import Any
+
+from rr_model.ladder import PUBLISHED_SIZES, get_size, size_sort_key
+from rr_model.provenance import read_records, sidecar_path
+from rr_model.train import TrainConfig, dataset_keys
+from rr_model.variants import COMPARED
+
+__all__ = ["plan_sweep", "train_command", "run_sweep"]
+
+
+def plan_sweep(
+    out: str | os.PathLike,
+    sizes: Iterable[str] | None = None,
+    seeds: Iterable[int] | None = None,
+    variants: tuple[str, ...] = COMPARED,
+    **options: Any,
+) -> tuple[list[TrainConfig], list[TrainConfig]]:
+    """The runs of a sweep: (to train, already in `out`), biggest size first, then by seed and variant.
+
+    Parameters
+    ----------
+    sizes
+        Ladder sizes; default the published ones.
+    seeds
+        Seeds for every size; default each size's published seeds (0 .. published_seeds - 1), so the
+        default plan is the published sweep.
+    options
+        Further TrainConfig fields (data, precision, steps, ...), the same for every run.
+    """
+    sizes = sorted(sizes or PUBLISHED_SIZES, key=size_sort_key, reverse=True)
+    runs = []
+    for size in sizes:
+        size_seeds = list(seeds) if seeds is not None else list(range(get_size(size).published_seeds))
+        if not size_seeds:
+            raise ValueError(f"{size} has no published seeds; give the seeds to train")
+        runs += [TrainConfig(size, v, s, **options) for s in size_seeds for v in variants]
+    done = dataset_keys(out)
+    return [r for r in runs if r.key not in done], [r for r in runs if r.key in done]
+
+
+def train_command(cfg: TrainConfig, out: str | os.PathLike, nproc: int = 1) -> list[str]:
+    """The command line that trains `cfg` into `out` in a child process, resuming from a checkpoint."""
+    launcher = [sys.executable]
+    if nproc > 1:
+        launcher += ["-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={nproc}"]
+    args = ["--size", cfg.size, "--variant", cfg.variant, "--seed", cfg.seed, "--out", out, "--resume"]
+    args += ["--data", cfg.data, "--steps", cfg.steps, "--precision", cfg.precision, "--device", cfg.device]
+    args += ["--checkpoint-every", cfg.checkpoint_every]
+    args += ["--tokenizer", cfg.tokenizer] * (cfg.tokenizer is not None) + ["--compile"] * cfg.compile
+    return [*launcher, "-m", "cli.main", "train", *map(str, args)]
+
+
+def run_sweep(runs: list[TrainConfig], out: str | os.PathLike, nproc: int = 1) -> list[dict[str, Any]]:
+    """Train `runs` in order, one child process each; one summary record per run.
+
+    Returns
+    -------
+    Records with size, variant, seed, status ("ok", "failed": diverged or refused, "crashed": the process
+    died without a record), val_loss, ece and minutes (None unless ok) and exit (the child's exit code).
+    """
+    sidecar = sidecar_path(out)
+    summary = []
+    for cfg in runs:
+        before = len(read_records(sidecar))
+        exit_code = subprocess.run(train_command(cfg, out, nproc)).returncode
+        new = [r for r in read_records(sidecar)[before:] if (r["size"], r["variant"], r["seed"]) == cfg.key]
+        result = new[-1]["result"] if new and new[-1]["result"] else {}
+        summary.append(
+            {
+                **dict(zip(("size", "variant", "seed"), cfg.key, strict=True)),
+                "status": new[-1]["status"] if new else "crashed",
+                **{k: result.get(k) for k in ("val_loss", "ece", "minutes")},
+                "exit": exit_code,
+            }
+        )
+    return summary

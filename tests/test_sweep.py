@@ -1,0 +1,78 @@
+"""`rr sweep`: the plan (published by default, biggest first, skipping present rows), one process per run,
+resumability, and a crashed run that does not stop the sweep."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+
+import pytest
+from typer.testing import CliRunner
+
+from cli.main import app
+from rr_analysis.dataset import bundled_path, load_sweep
+from rr_model.sweep import plan_sweep, train_command
+from rr_model.train import TrainConfig
+
+
+@pytest.fixture(autouse=True)
+def offline_cache(tmp_path_factory, monkeypatch):
+    monkeypatch.setenv("RR_CACHE", str(tmp_path_factory.getbasetemp() / "cache"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+
+
+def rr(*args):
+    return CliRunner().invoke(app, [str(a) for a in args])
+
+
+def test_default_plan_is_the_published_sweep_biggest_first(tmp_path):
+    todo, skipped = plan_sweep(tmp_path / "new.csv")
+    assert len(todo) == 42 and not skipped
+    assert [c.size for c in todo[::3]] == ["1B"] * 3 + ["590M"] * 3 + ["320M"] * 2 + ["150M"] * 3 + [
+        "60M"
+    ] * 3
+    assert [c.key for c in todo[:3]] == [("1B", v, 0) for v in ("review_neutral", "highway", "standard")]
+
+    published = tmp_path / "published.csv"
+    shutil.copy(bundled_path(), published)
+    todo, skipped = plan_sweep(published)
+    assert not todo and len(skipped) == 42
+    todo, _ = plan_sweep(published, ["60M", "1B"], [3, 4])
+    assert [(c.size, c.seed) for c in todo[::3]] == [("1B", 3), ("1B", 4), ("60M", 3), ("60M", 4)]
+    with pytest.raises(ValueError, match="tiny has no published seeds"):
+        plan_sweep(published, ["tiny"])
+
+
+def test_train_command_resumes_and_launches_torchrun_for_several_processes(tmp_path):
+    cfg = TrainConfig("tiny", "highway", 2, data="synthetic", steps=5, compile=True)
+    cmd = train_command(cfg, tmp_path / "x.csv")
+    assert cmd[:4] == [sys.executable, "-m", "cli.main", "train"] and "--resume" in cmd and "--compile" in cmd
+    assert cmd[cmd.index("--seed") + 1] == "2" and cmd[cmd.index("--steps") + 1] == "5"
+    assert train_command(cfg, tmp_path / "x.csv", nproc=4)[1:5] == [
+        "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=4"
+    ]  # fmt: skip
+
+
+def test_sweep_trains_each_run_in_its_own_process_and_resumes(tmp_path):
+    out = tmp_path / "sweep.csv"
+    args = ["sweep", "--sizes", "tiny", "--seeds", "0,1", "--variant", "standard", "--data", "synthetic"]
+    args += ["--steps", 6, "--out", out]
+    result = rr(*args)
+    assert result.exit_code == 0, result.output
+    assert "2 run(s) to train, 0 already in" in result.stdout
+    assert sorted(load_sweep(out)["seed"]) == [0, 1]
+    again = rr(*args)
+    assert again.exit_code == 0 and "0 run(s) to train, 2 already in" in again.stdout
+
+
+def test_a_crashed_run_is_reported_and_the_sweep_goes_on(tmp_path):
+    out = tmp_path / "sweep.csv"
+    result = rr("sweep", "--sizes", "tiny", "--seeds", "0", "--variant", "standard", "--variant", "highway",
+                "--data", "synthetic", "--steps", 4, "--device", "cuda", "--out", out)  # fmt: skip
+    assert result.exit_code == 1
+    assert result.stdout.count("│ crashed") == 2 and not out.exists()
+
+
+def test_bad_seeds_are_one_clear_error(tmp_path):
+    result = rr("sweep", "--seeds", "3,x", "--out", tmp_path / "x.csv")
+    assert result.exit_code == 2 and "expected comma-separated integers" in result.stderr
