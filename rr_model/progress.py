@@ -42,11 +42,12 @@ def peak_flops(device_name: str, precision: str) -> float | None:
 
 
 def matmul_flops(device: torch.device, precision: str) -> float:
-    """Measured FLOP/s of square matmuls on `device` at `precision` (well under a second of work)."""
+    """Measured FLOP/s of square matmuls on `device` at `precision` (well under a second of work).
+
+    fp32 and tf32 differ only through the float32 matmul precision the caller set (`setup_device`).
+    """
     n = 4096 if device.type == "cuda" else 1024
     dtype = torch.bfloat16 if precision == "bf16" else torch.float32
-    if device.type == "cuda":
-        torch.set_float32_matmul_precision("highest" if precision == "fp32" else "high")
     a = torch.randn(n, n, device=device, dtype=dtype)
     a @ a  # warm-up: kernel selection, allocation
     reps, start = 0, time.perf_counter()

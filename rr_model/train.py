@@ -50,6 +50,8 @@ __all__ = [
     "train",
     "train_runs",
     "summarize",
+    "train_step",
+    "setup_device",
 ]
 
 PRECISIONS = ("tf32", "bf16", "fp32")  # tf32 is the published setting (fp32 arithmetic off CUDA)
@@ -173,7 +175,7 @@ def describe_runs(runs: list[TrainConfig]) -> list[dict[str, Any]]:
         mcfg = replace(model_config(cfg.size, cfg.variant, vocab), block_size=cfg.recipe.block_size)
         tokens = cfg.steps * cfg.recipe.batch_size * cfg.recipe.block_size
         if (cfg.device, cfg.precision) not in rates:
-            device = _device(cfg.device, int(os.environ.get("LOCAL_RANK", "0")))
+            device = setup_device(cfg.device, cfg.precision, int(os.environ.get("LOCAL_RANK", "0")))
             rates[cfg.device, cfg.precision] = matmul_flops(device, cfg.precision)
         seconds = flops_per_token(mcfg) * tokens / (0.5 * rates[cfg.device, cfg.precision])
         shape = {k: getattr(mcfg, k) for k in ("d_model", "n_layer", "n_head")}
@@ -241,15 +243,19 @@ def lr_at(step: int, steps: int, recipe: Recipe) -> float:
 # ------------------------------------------------------------------------------------------ machinery
 
 
-def _device(choice: str, local_rank: int) -> torch.device:
+def setup_device(choice: str, precision: str, local_rank: int = 0) -> torch.device:
+    """The device a run uses (auto: cuda, then mps, then cpu), with the process-wide numerics set for it."""
     available = {"cuda": torch.cuda.is_available(), "mps": torch.backends.mps.is_available(), "cpu": True}
     if not available.get(choice, True):
         raise ValueError(f"--device {choice}: not available on this machine (torch {torch.__version__})")
-    if choice == "cuda" or (choice == "auto" and torch.cuda.is_available()):
+    if choice == "cuda" or (choice == "auto" and available["cuda"]):
         torch.cuda.set_device(local_rank)
+        # TF32 matmuls: the published setting; "highest" keeps full fp32
+        torch.set_float32_matmul_precision("highest" if precision == "fp32" else "high")
         return torch.device("cuda", local_rank)
-    if choice == "mps" or (choice == "auto" and torch.backends.mps.is_available()):
+    if choice == "mps" or (choice == "auto" and available["mps"]):
         return torch.device("mps")
+    torch.set_flush_denormal(True)  # denormal arithmetic made tiny's CPU steps 4x slower; results unchanged
     return torch.device("cpu")
 
 
@@ -282,7 +288,7 @@ class _State:
     resumed: list[int] = field(default_factory=list)  # steps at which the run was resumed
 
 
-def _train_step(model, optimizer, x, y, accum: int, clip: float, autocast, ddp: bool) -> torch.Tensor:
+def train_step(model, optimizer, x, y, accum: int, clip: float, autocast, ddp: bool) -> torch.Tensor:
     """One optimiser step on the batch (x, y), split in `accum` micro-batches; its mean loss, unsynced."""
     total = torch.zeros((), device=x.device)
     for i, (xm, ym) in enumerate(zip(x.chunk(accum), y.chunk(accum), strict=True)):
@@ -323,7 +329,7 @@ def train(cfg: TrainConfig, out: str | os.PathLike = DEFAULT_OUT, *, resume: boo
         raise ValueError(
             f"{out} is the reference copy of the published sweep inside rr; train into data/ instead"
         )
-    device = _device(cfg.device, int(os.environ.get("LOCAL_RANK", "0")))
+    device = setup_device(cfg.device, cfg.precision, int(os.environ.get("LOCAL_RANK", "0")))
     rank, world = _distributed(device)
     master = rank == 0
     r = cfg.recipe
@@ -334,13 +340,6 @@ def train(cfg: TrainConfig, out: str | os.PathLike = DEFAULT_OUT, *, resume: boo
     _guard(cfg, tokens, out)
     mcfg: GPTConfig = replace(model_config(cfg.size, cfg.variant, tokens.vocab_size), block_size=r.block_size)
 
-    # TF32 matmuls on CUDA: the published setting. Off CUDA the float32 matmul precision is left alone.
-    if device.type == "cuda":
-        torch.set_float32_matmul_precision("highest" if cfg.precision == "fp32" else "high")
-    if device.type == "cpu":
-        torch.set_flush_denormal(
-            True
-        )  # denormal arithmetic made tiny's CPU steps 4x slower; GPUs flush anyway
     torch.manual_seed(cfg.seed)
     model = GPT(mcfg).to(device)
     optimizer = model.configure_optimizers(r.weight_decay, r.lr, (r.beta1, r.beta2))  # fused on CUDA
@@ -403,7 +402,7 @@ def train(cfg: TrainConfig, out: str | os.PathLike = DEFAULT_OUT, *, resume: boo
         x, y = _to(x[mine], device), _to(y[mine], device)
         while True:
             try:
-                loss = _train_step(net, optimizer, x, y, accum, r.grad_clip, autocast, ddp)
+                loss = train_step(net, optimizer, x, y, accum, r.grad_clip, autocast, ddp)
                 break
             except torch.OutOfMemoryError:
                 if per_rank // accum == 1:
