@@ -56,9 +56,8 @@ __all__ = [
 
 PRECISIONS = ("tf32", "bf16", "fp32")  # tf32 is the published setting (fp32 arithmetic off CUDA)
 DEVICES = ("auto", "cuda", "mps", "cpu")
-DEFAULT_OUT = (
-    Path("data") / "scaling_v8.csv"
-)  # relative: the working directory's dataset, never the package's
+# Relative: the working directory's dataset, never the copy inside the installed package.
+DEFAULT_OUT = Path("data") / "scaling_v8.csv"
 PUBLISHED_DATA = {"data": TINYSTORIES, "tokenizer": "gpt2"}  # with the recipe's n_text stories
 
 
@@ -82,9 +81,8 @@ class TrainConfig:
     compile: bool = False
     device: str = "auto"  # cuda, then mps, then cpu
     checkpoint_every: int = 1000  # optimiser steps between checkpoints; 0: none
-    log_every: int | None = (
-        None  # steps between loss readings (the loop's only host syncs); None: steps/10, <= 50
-    )
+    # steps between loss readings, the loop's only host syncs; None: a tenth of the steps, at most 50
+    log_every: int | None = None
     cache_dir: str | None = None  # token caches; default $RR_CACHE or ~/.cache/rr
 
     def __post_init__(self) -> None:
@@ -98,6 +96,7 @@ class TrainConfig:
         checks = {
             "seed": (self.seed >= 0, "must be >= 0"),
             "steps": (self.steps > 0, "must be > 0"),
+            "tokenizer": (self.tokenizer in (None, "gpt2", "bytes"), "must be gpt2 or bytes"),
             "precision": (self.precision in PRECISIONS, f"must be one of {', '.join(PRECISIONS)}"),
             "device": (self.device in DEVICES, f"must be one of {', '.join(DEVICES)}"),
             "checkpoint_every": (self.checkpoint_every >= 0, "must be >= 0 (0: no checkpoints)"),
