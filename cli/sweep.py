@@ -10,7 +10,20 @@ import typer
 
 from cli.errors import known_errors
 from cli.records import Format, echo_records
-from cli.train import RESULT_FORMATS, echo_plan
+from cli.train import (
+    CHECKPOINT_EVERY,
+    COMPILE,
+    DATA,
+    DEVICE,
+    DRY_RUN,
+    OUT,
+    PRECISION,
+    RESULT_FORMATS,
+    STEPS,
+    TOKENIZER,
+    VARIANT,
+    echo_plan,
+)
 
 
 def _items(text: str | None) -> list[str] | None:
@@ -38,30 +51,17 @@ def sweep(
         help="Comma-separated seeds, e.g. 3,4. Default: each size's published seeds.",
         show_default=False,
     ),
-    variant: list[str] = typer.Option(
-        None,
-        "--variant",
-        help="Variants to train (repeatable). Default: the three compared.",
-        show_default=False,
-    ),
-    out: Path = typer.Option(Path("data/scaling_v8.csv"), "--out", help="Dataset to append the rows to."),
-    data: str = typer.Option(
-        "tinystories", "--data", help="tinystories (published), synthetic, or a corpus path."
-    ),
-    tokenizer: str | None = typer.Option(None, "--tokenizer", help="gpt2 or bytes. Default: the data's own."),
-    precision: str = typer.Option("tf32", "--precision", help="tf32 (published), bf16 autocast or fp32."),
-    compile_: bool = typer.Option(False, "--compile", help="torch.compile the models."),
-    steps: int | None = typer.Option(
-        None, "--steps", min=1, help="Override every size's step count (off-recipe).", show_default=False
-    ),
-    device: str = typer.Option("auto", "--device", help="auto (cuda, then mps, then cpu), cuda, mps or cpu."),
-    checkpoint_every: int = typer.Option(
-        1000, "--checkpoint-every", min=0, help="Steps between checkpoints."
-    ),
+    variant: list[str] = VARIANT,
+    out: Path = OUT,
+    data: str = DATA,
+    tokenizer: str | None = TOKENIZER,
+    precision: str = PRECISION,
+    compile_: bool = COMPILE,
+    steps: int | None = STEPS,
+    device: str = DEVICE,
+    checkpoint_every: int = CHECKPOINT_EVERY,
     nproc: int = typer.Option(1, "--nproc", min=1, help="Processes (GPUs) per run, launched with torchrun."),
-    dry_run: bool = typer.Option(
-        False, "--dry-run", help="Print the plan and an estimate of time; train nothing."
-    ),
+    dry_run: bool = DRY_RUN,
 ) -> None:
     """Train a plan of runs (default: the published sweep) and append a row per run.
 

@@ -10,7 +10,42 @@ import typer
 from cli.errors import fail, known_errors
 from cli.records import Format, echo_records
 
+# Options `rr sweep` shares with `rr train`.
+VARIANT = typer.Option(
+    None,
+    "--variant",
+    help="Train only this variant (repeatable). Default: the three compared variants, a pairable block.",
+    show_default=False,
+)
+OUT = typer.Option(
+    Path("data/scaling_v8.csv"), "--out", help="Dataset to append the rows to (created if missing)."
+)
+DATA = typer.Option(
+    "tinystories", "--data", help="tinystories (published), synthetic (offline demo), or a local corpus path."
+)
+TOKENIZER = typer.Option(
+    None, "--tokenizer", help="gpt2 (published) or bytes. Default: the data's own (bytes for synthetic)."
+)
+PRECISION = typer.Option("tf32", "--precision", help="tf32 (published), bf16 autocast or fp32.")
+COMPILE = typer.Option(False, "--compile", help="torch.compile the model.")
+STEPS = typer.Option(
+    None, "--steps", min=1, help="Override the size's step count (off-recipe).", show_default=False
+)
+DEVICE = typer.Option("auto", "--device", help="auto (cuda, then mps, then cpu), cuda, mps or cpu.")
+CHECKPOINT_EVERY = typer.Option(
+    1000, "--checkpoint-every", min=0, help="Optimiser steps between checkpoints (0: none)."
+)
+DRY_RUN = typer.Option(False, "--dry-run", help="Print the plan and an estimate of time; train nothing.")
+
 PLAN_FORMATS = {"params": "{:,}".format, "tokens": "{:,}".format, "est_minutes": "{:.1f}".format}
+
+
+def _num(spec: str):
+    return lambda v: "-" if v is None else spec.format(v)
+
+
+RESULT_FORMATS = {"params_M": _num("{:.2f}"), "val_loss": _num("{:.4f}"), "ece": _num("{:.4f}")}
+RESULT_FORMATS["minutes"] = _num("{:.1f}")
 
 
 def echo_plan(plan: list[dict], title: str) -> None:
@@ -24,56 +59,25 @@ def echo_plan(plan: list[dict], title: str) -> None:
     )
 
 
-def _num(spec: str):
-    return lambda v: "-" if v is None else spec.format(v)
-
-
-RESULT_FORMATS = {
-    "params_M": _num("{:.2f}"),
-    "val_loss": _num("{:.4f}"),
-    "ece": _num("{:.4f}"),
-    "minutes": _num("{:.1f}"),
-}
-
-
 def train(
     size: str = typer.Option(..., "--size", help="Ladder size to train: 60M, 150M, 320M, 590M, 1B or tiny."),
-    variant: list[str] = typer.Option(
-        None,
-        "--variant",
-        help="Train only this variant (repeatable). Default: the three compared variants, a pairable block.",
-        show_default=False,
-    ),
+    variant: list[str] = VARIANT,
     seed: int | None = typer.Option(
         None,
         "--seed",
         min=0,
         help="Seed to train. Default: the lowest seed the file lacks for these variants.",
     ),
-    out: Path = typer.Option(
-        Path("data/scaling_v8.csv"), "--out", help="Dataset to append the rows to (created if missing)."
-    ),
-    data: str = typer.Option(
-        "tinystories",
-        "--data",
-        help="tinystories (published), synthetic (offline demo), or a local corpus path.",
-    ),
-    tokenizer: str | None = typer.Option(
-        None, "--tokenizer", help="gpt2 (published) or bytes. Default: the data's own (bytes for synthetic)."
-    ),
-    precision: str = typer.Option("tf32", "--precision", help="tf32 (published), bf16 autocast or fp32."),
-    compile_: bool = typer.Option(False, "--compile", help="torch.compile the model."),
+    out: Path = OUT,
+    data: str = DATA,
+    tokenizer: str | None = TOKENIZER,
+    precision: str = PRECISION,
+    compile_: bool = COMPILE,
     resume: bool = typer.Option(False, "--resume", help="Continue runs from their checkpoints."),
-    checkpoint_every: int = typer.Option(
-        1000, "--checkpoint-every", min=0, help="Optimiser steps between checkpoints (0: none)."
-    ),
-    steps: int | None = typer.Option(
-        None, "--steps", min=1, help="Override the size's step count (off-recipe).", show_default=False
-    ),
-    device: str = typer.Option("auto", "--device", help="auto (cuda, then mps, then cpu), cuda, mps or cpu."),
-    dry_run: bool = typer.Option(
-        False, "--dry-run", help="Print the plan and an estimate of time; train nothing."
-    ),
+    checkpoint_every: int = CHECKPOINT_EVERY,
+    steps: int | None = STEPS,
+    device: str = DEVICE,
+    dry_run: bool = DRY_RUN,
 ) -> None:
     """Train the next seed of a size for every compared variant and append one row per run.
 
@@ -85,12 +89,16 @@ def train(
     from rr_model.variants import COMPARED
 
     lead = os.environ.get("RANK", "0") == "0"  # under torchrun, one process reports
-    options = dict(
-        data=data, tokenizer=tokenizer, steps=steps, precision=precision, compile=compile_, device=device
-    )
+    options = dict(data=data, tokenizer=tokenizer, steps=steps, precision=precision, compile=compile_)
     with known_errors():
         todo, skipped = plan_runs(
-            out, size, tuple(variant or COMPARED), seed, checkpoint_every=checkpoint_every, **options
+            out,
+            size,
+            tuple(variant or COMPARED),
+            seed,
+            device=device,
+            checkpoint_every=checkpoint_every,
+            **options,
         )
         for cfg in skipped:
             if lead:
