@@ -96,7 +96,7 @@ def test_defaults_are_the_published_recipe():
         2e-4,
         500,
     )
-    assert cfg.log_every == 50 and TrainConfig("tiny").log_every == 15
+    assert cfg.log_every == 50 and TrainConfig("tiny").log_every == 10
     with pytest.raises(ValueError, match="precision 'fp16' must be one of tf32, bf16, fp32"):
         TrainConfig("150M", precision="fp16")
     with pytest.raises(ValueError, match="steps 0 must be > 0"):
@@ -231,7 +231,7 @@ def test_recipe_guard_refuses_off_recipe_runs_for_the_published_file(tmp_path):
     message = " ".join(result.stderr.split())
     for text in (
         "holds published rows",
-        "steps 20 (published: 150)",
+        "steps 20 (published: 100)",
         "data synthetic (published: roneneldan/TinyStories)",
         "tokenizer bytes (published: gpt2)",
         "--out other.csv",
@@ -322,7 +322,7 @@ def test_evaluate_equals_a_direct_computation():
 
 @pytest.mark.slow
 def test_tiny_demo_under_a_minute(tmp_path):
-    """The documented demo: three variants, 150 steps each, on 2 CPU cores."""
+    """The documented demo: three variants, 100 steps each, on 2 CPU cores."""
     import time
 
     start = time.perf_counter()
