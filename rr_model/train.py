@@ -338,6 +338,7 @@ def train(cfg: TrainConfig, out: str | os.PathLike = DEFAULT_OUT, *, resume: boo
     tokens = load_tokens(cfg.data, n_text=r.n_text, cache_dir=cfg.cache_dir, tokenizer=cfg.tokenizer)
     _guard(cfg, tokens, out)
     mcfg: GPTConfig = replace(model_config(cfg.size, cfg.variant, tokens.vocab_size), block_size=r.block_size)
+    _check_row_fits(out, _row(cfg, {"params": mcfg.n_params, "val_loss": 1.0, "ece": None, "minutes": 0.0}))
 
     torch.manual_seed(cfg.seed)
     model = GPT(mcfg).to(device)
@@ -490,21 +491,36 @@ def train(cfg: TrainConfig, out: str | os.PathLike = DEFAULT_OUT, *, resume: boo
     return record
 
 
+def _row(cfg: TrainConfig, result: dict[str, Any]) -> dict[str, Any]:
+    """The dataset row of a run with these results."""
+    row = {"size": cfg.size, "variant": cfg.variant, "seed": cfg.seed, "params_M": result["params"] / 1e6}
+    return {**row, "steps": cfg.steps, **{k: result[k] for k in ("val_loss", "ece", "minutes")}}
+
+
+def _check_row_fits(out: Path, row: dict[str, Any]) -> None:
+    """Refuse before training, not after, a run whose row the file's schema would reject: a run already in
+    the file, or steps or params_M unlike the file's other rows of the same (size, variant)."""
+    from rr_analysis.dataset import DataError, format_row, read_sweep_text
+
+    out.parent.mkdir(parents=True, exist_ok=True)
+    if not out.exists():
+        return
+    try:
+        read_sweep_text(out.read_text(encoding="utf-8-sig").rstrip("\n") + "\n" + format_row(row) + "\n", out)
+    except DataError as e:
+        key = " ".join(str(row[k]) for k in ("size", "variant", "seed"))
+        raise ValueError(
+            f"not training {key}: its row would be refused (it is the last line below).\n{e}"
+        ) from None
+
+
 def _write(out: Path, cfg: TrainConfig, record: dict[str, Any]) -> None:
     """Append the run's row (if it finished) and its provenance record; a refused row is recorded as failed."""
     from rr_analysis.dataset import DataError, append_rows
 
     try:
-        if (res := record["result"]) is not None:
-            row = {
-                "size": cfg.size,
-                "variant": cfg.variant,
-                "seed": cfg.seed,
-                "params_M": res["params"] / 1e6,
-            }
-            append_rows(
-                out, [{**row, "steps": cfg.steps, **{k: res[k] for k in ("val_loss", "ece", "minutes")}}]
-            )
+        if record["result"] is not None:
+            append_rows(out, [_row(cfg, record["result"])])
     except DataError as e:  # e.g. another trainer appended the same run meanwhile
         record.update(status="failed", error=f"row refused: {e}")
         raise

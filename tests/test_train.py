@@ -240,6 +240,16 @@ def test_recipe_guard_refuses_off_recipe_runs_for_the_published_file(tmp_path):
     assert out.read_bytes() == before and not provenance.sidecar_path(out).exists()
 
 
+def test_a_row_the_file_would_refuse_is_refused_before_training(tmp_path):
+    out = tmp_path / "x.csv"
+    row = dict(size="tiny", variant="standard", seed=0, params_M=1.13, steps=8, val_loss=3.0, ece=0.1)
+    append_rows(out, [{**row, "minutes": 0.1}])
+    result = rr(*tiny_args(out, "standard", 9, "--seed", 1))
+    assert result.exit_code == 2 and "not training tiny standard 1: its row would be refused" in result.stderr
+    assert "steps must be the same in every row of a (size, variant)" in result.stderr
+    assert not provenance.sidecar_path(out).exists()
+
+
 def test_the_packaged_copy_is_never_a_target():
     with pytest.raises(ValueError, match="reference copy"):
         train(tiny(), bundled_path())
