@@ -549,7 +549,10 @@ def train_runs(
 ) -> list[dict]:
     """Train `runs` one after another (see `train`); the provenance record of each, in order."""
     try:
-        return [train(cfg, out, resume=resume) for cfg in runs]
+        records = [train(cfg, out, resume=resume) for cfg in runs]
+        if dist.is_initialized():
+            dist.barrier()  # leave together: gloo aborts a process whose peer tears down mid-way
+        return records
     finally:
         if dist.is_initialized():
             dist.destroy_process_group()
