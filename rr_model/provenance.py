@@ -50,6 +50,18 @@ def _git_commit() -> str | None:
     return commit + ("-dirty" if dirty else "")
 
 
+def _cpu_name() -> str:
+    """The CPU model from /proc/cpuinfo (Linux), else what `platform` knows (often just the architecture)."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
 def environment(device: str) -> dict[str, Any]:
     """Software and hardware a run used: toolkit version and commit, Python, torch, CUDA, device name."""
     from importlib.metadata import PackageNotFoundError, version
@@ -63,7 +75,7 @@ def environment(device: str) -> dict[str, Any]:
     if device.startswith("cuda"):
         device_name = torch.cuda.get_device_name(torch.device(device))
     else:
-        device_name = platform.processor() or platform.machine()
+        device_name = _cpu_name()
     return {
         "toolkit": toolkit,
         "git_commit": _git_commit(),
