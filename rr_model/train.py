@@ -188,6 +188,7 @@ def describe_runs(runs: list[TrainConfig]) -> list[dict[str, Any]]:
                 "est_minutes": seconds / 60,
             }
         )
+    torch.set_flush_denormal(False)  # as in train(): leave the process as found
     return records
 
 
@@ -321,9 +322,17 @@ def train(cfg: TrainConfig, out: str | os.PathLike = DEFAULT_OUT, *, resume: boo
     rr_model.data.DataUnavailable
         The corpus cannot be fetched (see its message for --data).
     """
+    try:
+        return _train(cfg, Path(out), resume)
+    finally:
+        torch.set_flush_denormal(
+            False
+        )  # setup_device flushes denormals on CPU: hand the process back as found
+
+
+def _train(cfg: TrainConfig, out: Path, resume: bool) -> dict[str, Any]:
     from rr_analysis.dataset import bundled_path
 
-    out = Path(out)
     if out.resolve() == bundled_path().resolve():
         raise ValueError(
             f"{out} is the reference copy of the published sweep inside rr; train into data/ instead"
