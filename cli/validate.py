@@ -18,11 +18,15 @@ def validate(
 ) -> None:
     """Validate sweep CSVs: schema, types, duplicates, and whether the published rows are intact.
 
+    Where a run sidecar (`NAME.runs.jsonl`, written by `rr train`) sits beside a file, its rows are joined to
+    their run records and any row that disagrees with its record, or was added without one, is listed.
+
     Exit 0 when every file is valid, 2 when any is not (all problems are listed).
     """
     from rr_analysis.dataset import DataError, bundled_path, load_sweep
     from rr_analysis.integrity import check_integrity
     from rr_analysis.summary import describe
+    from rr_model.provenance import join, sidecar_path, summarize_join
 
     failed = False
     for path in paths or [bundled_path()]:
@@ -36,8 +40,11 @@ def validate(
         typer.echo(f"{path}: OK: {describe(df)}; {integrity.summary()}")
         for line in integrity.changed:
             typer.echo(f"  changed: {line}")
-        if integrity.missing:
+        if integrity.missing and integrity.present:
             typer.echo("  missing: " + "; ".join(", ".join(map(str, k)) for k in integrity.missing))
+        if sidecar_path(path).exists():
+            for line in summarize_join(join(df, sidecar_path(path)), integrity.present):
+                typer.echo(f"  {line}")
     if failed:
         raise fail("validation failed", 2) if len(paths or []) > 1 else typer.Exit(2)
 

@@ -41,6 +41,8 @@ class Integrity:
         return not self.missing and not self.changed
 
     def summary(self) -> str:
+        if self.present == 0:
+            return "no published rows (a sweep of its own)"
         if self.intact:
             state = f"published rows {self.present}/{self.published} present and unchanged"
         else:
@@ -54,7 +56,8 @@ class Integrity:
 def check_integrity(df: pd.DataFrame, reference: pd.DataFrame | None = None) -> Integrity:
     """Compare a loaded sweep with the published one, value by value in the published number format."""
     ref = load_sweep() if reference is None else reference
-    lines = df.attrs.get("lines") or [None] * len(df)
+    lines = df.attrs.get("lines")
+    lines = [None] * len(df) if lines is None else lines
     mine = df.assign(_line=lines).set_index(KEY)
     ref = ref.set_index(KEY)
     common = ref.index.intersection(mine.index)

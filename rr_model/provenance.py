@@ -18,7 +18,15 @@ from typing import Any
 
 import pandas as pd
 
-__all__ = ["sidecar_path", "environment", "append_record", "read_records", "join", "JOIN_COLUMNS"]
+__all__ = [
+    "sidecar_path",
+    "environment",
+    "append_record",
+    "read_records",
+    "join",
+    "summarize_join",
+    "JOIN_COLUMNS",
+]
 
 # Columns `join` adds to a sweep DataFrame (NaN/None where a row has no "ok" record).
 JOIN_COLUMNS = ("run_id", "toolkit", "git_commit", "device", "precision", "started", "ended", "record_agrees")
@@ -154,3 +162,22 @@ def join(df: pd.DataFrame, sidecar: str | os.PathLike | None = None) -> pd.DataF
         for col, value in zip(JOIN_COLUMNS, (*values, r["started"], r["ended"], agrees), strict=True):
             out.iat[i, out.columns.get_loc(col)] = value
     return out
+
+
+def summarize_join(joined: pd.DataFrame, n_published: int) -> list[str]:
+    """What `rr validate` says of a sweep's provenance: counts, then one line per row that needs a look.
+
+    Rows beyond the `n_published` published ones are expected to carry a record; a row whose values differ
+    from its record's, or an added row without one, is listed by its key.
+    """
+    has = joined["run_id"].notna()
+    key = pd.Series(
+        [f"{s}, {v}, {k}" for s, v, k in zip(joined["size"], joined["variant"], joined["seed"], strict=True)],
+        index=joined.index,
+    )
+    disagree = key[joined["record_agrees"].eq(False)]
+    orphans = key[~has].iloc[n_published:] if len(joined) > n_published else key.iloc[:0]
+    lines = [f"provenance: {int(has.sum())} row(s) with a run record, {len(disagree)} disagree with it"]
+    lines += [f"  differs from its run record: ({k})" for k in disagree]
+    lines += [f"  no run record: ({k})" for k in orphans]
+    return lines

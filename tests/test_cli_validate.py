@@ -73,3 +73,38 @@ def test_help_imports_nothing_heavy():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
+
+
+def test_validate_joins_the_run_sidecar(tmp_path):
+    from rr_model.provenance import append_record, sidecar_path
+
+    path = tmp_path / "own.csv"
+    path.write_text(
+        "size,variant,seed,params_M,steps,val_loss,ece,minutes\n"
+        "tiny,standard,0,1.13,100,2.2261,0.0296,0.3\n"
+        "tiny,standard,1,1.13,100,2.25,0.03,0.3\n"
+        "tiny,standard,2,1.13,100,2.24,,0.3\n"
+    )
+    for seed, val_loss in ((0, 2.22614), (1, 2.2611)):  # seed 1's row no longer matches its record
+        append_record(
+            sidecar_path(path),
+            {
+                "size": "tiny",
+                "variant": "standard",
+                "seed": seed,
+                "status": "ok",
+                "run_id": f"run-{seed}",
+                "environment": {"toolkit": "0.1.0", "git_commit": "abc", "device_name": "cpu"},
+                "config": {"precision": "tf32"},
+                "started": "2026-12-02T10:00:00",
+                "ended": "2026-12-02T10:01:00",
+                "result": {"val_loss": val_loss, "ece": 0.0296 if seed == 0 else 0.03},
+            },
+        )
+    result = runner.invoke(app, ["validate", str(path)])
+    assert result.exit_code == 0, result.output
+    assert "no published rows (a sweep of its own)" in result.output
+    assert "provenance: 2 row(s) with a run record, 1 disagree with it" in result.output
+    assert "differs from its run record: (tiny, standard, 1)" in result.output
+    assert "no run record: (tiny, standard, 2)" in result.output
+    assert "missing:" not in result.output
