@@ -48,7 +48,9 @@ def plan_sweep(
         if not size_seeds:
             raise ValueError(f"{size} has no published seeds; give the seeds to train")
         runs += [TrainConfig(size, v, s, **options) for s in size_seeds for v in variants]
-    done = dataset_keys(out)
+    done = set().union(
+        *(dataset_keys(out, size) for size in sizes)
+    )  # a new default file extends the published
     return [r for r in runs if r.key not in done], [r for r in runs if r.key in done]
 
 

@@ -127,11 +127,41 @@ class RecipeError(ValueError):
 # ---------------------------------------------------------------------------------------------- planning
 
 
-def dataset_keys(out: str | os.PathLike) -> set[tuple[str, str, int]]:
-    """The (size, variant, seed) of every row in a sweep file (empty if there is no file yet)."""
-    from rr_analysis.dataset import load_sweep
+def _extends_published(out: Path, size: str) -> bool:
+    """A missing default dataset, trained at a published size, starts as the published sweep.
+
+    So `rr train --size 150M` in a fresh directory adds seed 3, not a second seed 0. Any other new file
+    (an explicit --out, or the tiny demo size) starts empty.
+    """
+    return out == DEFAULT_OUT and not out.exists() and get_size(size).published
+
+
+def start_from_published(out: Path, size: str) -> None:
+    """Create the default dataset as a copy of the published rows when `_extends_published` says so."""
+    from rr_analysis.dataset import bundled_path
+
+    if not _extends_published(out, size):
+        return
+    out.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        with open(out, "xb") as f:  # exclusive: of several trainers starting at once, one writes it
+            f.write(bundled_path().read_bytes())
+            f.flush()
+            os.fsync(f.fileno())
+    except FileExistsError:
+        pass
+
+
+def dataset_keys(out: str | os.PathLike, size: str | None = None) -> set[tuple[str, str, int]]:
+    """The (size, variant, seed) of every row in a sweep file.
+
+    Empty if there is no file yet, or the published keys where training `size` would start it from them.
+    """
+    from rr_analysis.dataset import bundled_path, load_sweep
 
     out = Path(out)
+    if size is not None and _extends_published(out, size):
+        out = bundled_path()
     if not out.exists():
         return set()
     df = load_sweep(out)
@@ -150,7 +180,7 @@ def plan_runs(
     Without `seed`, the lowest seed for which some of `variants` has no row yet: the next complete,
     pairable block (or the rest of one a crash left incomplete). `options` are further TrainConfig fields.
     """
-    done = dataset_keys(out)
+    done = dataset_keys(out, size)
     if seed is None:
         seed = next(s for s in itertools.count() if any((size, v, s) not in done for v in variants))
     runs = [TrainConfig(size=size, variant=v, seed=seed, **options) for v in variants]
@@ -345,6 +375,8 @@ def _train(cfg: TrainConfig, out: Path, resume: bool) -> dict[str, Any]:
         raise ValueError(f"the batch of {r.batch_size} sequences does not split over {world} processes")
 
     tokens = load_tokens(cfg.data, n_text=r.n_text, cache_dir=cfg.cache_dir, tokenizer=cfg.tokenizer)
+    if master:
+        start_from_published(out, cfg.size)
     _guard(cfg, tokens, out)
     mcfg: GPTConfig = replace(model_config(cfg.size, cfg.variant, tokens.vocab_size), block_size=r.block_size)
     _check_row_fits(out, _row(cfg, {"params": mcfg.n_params, "val_loss": 1.0, "ece": None, "minutes": 0.0}))

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -340,3 +341,22 @@ def test_tiny_demo_under_a_minute(tmp_path):
     assert result.exit_code == 0, result.output
     assert time.perf_counter() - start < 60
     assert all(r["loss_curve"][-1][1] < r["loss_curve"][0][1] - 2 for r in records(tmp_path / "demo.csv"))
+
+
+def test_a_new_default_dataset_extends_the_published_sweep(tmp_path, monkeypatch):
+    from rr_model.train import DEFAULT_OUT, start_from_published
+
+    monkeypatch.chdir(tmp_path)
+    todo, skipped = plan_runs(DEFAULT_OUT, "150M")
+    assert [r.seed for r in todo] == [3, 3, 3] and not skipped  # seeds 0-2 are published
+    assert not DEFAULT_OUT.exists()  # planning writes nothing
+    assert [r.seed for r in plan_runs(DEFAULT_OUT, "320M")[0]] == [2, 2, 2]
+    assert [r.seed for r in plan_runs(Path("elsewhere.csv"), "150M")[0]] == [0, 0, 0]
+    assert [r.seed for r in plan_runs(DEFAULT_OUT, "tiny")[0]] == [0, 0, 0]
+    start_from_published(DEFAULT_OUT, "tiny")
+    assert not DEFAULT_OUT.exists()
+    start_from_published(DEFAULT_OUT, "150M")
+    assert DEFAULT_OUT.read_bytes() == bundled_path().read_bytes()
+    DEFAULT_OUT.write_text("kept")  # an existing file is never replaced
+    start_from_published(DEFAULT_OUT, "150M")
+    assert DEFAULT_OUT.read_text() == "kept"
