@@ -82,7 +82,7 @@ def train(
     """Train the next seed of a size for every compared variant and append one row per run.
 
     Runs already in the file are skipped. Each row is validated and appended under a file lock, with a
-    provenance record in the sidecar <out>.runs.jsonl. Exit 0 when every run finished, 1 when one diverged.
+    provenance record in the sidecar `OUT.runs.jsonl`. Exit 0 when every run finished, 1 when one diverged.
     """
     from rr_model.data import DataUnavailable
     from rr_model.train import describe_runs, plan_runs, summarize, train_runs
