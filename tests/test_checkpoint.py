@@ -98,7 +98,7 @@ def test_resume_after_a_checkpoint_is_bitwise_identical(tmp_path, monkeypatch):
 
 
 def test_sigkill_then_resume_is_bitwise_identical(tmp_path):
-    steps, every = 40, 10
+    steps, every = 24, 8
     whole = train(tiny(steps, every), tmp_path / "whole.csv")
 
     out = tmp_path / "killed.csv"
