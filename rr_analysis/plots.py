@@ -75,7 +75,7 @@ def _label(variant: str) -> str:
 
 def _variants_in_order(df: pd.DataFrame) -> list[str]:
     """The variants present, the reference first, then in registry order."""
-    return sorted(set(df["variant"]), key=lambda v: (v != REFERENCE, NAMES.index(v)))
+    return sorted(df["variant"].unique(), key=lambda v: (v != REFERENCE, NAMES.index(v)))
 
 
 def output_format(path: str | os.PathLike) -> str:
