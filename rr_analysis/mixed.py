@@ -1,8 +1,8 @@
 """Linear mixed models with a random intercept per seed block: per-size comparisons and the emergence test.
 
 Both models have one random intercept, y = X beta + u_block + e with u ~ N(0, tau^2), e ~ N(0, sigma^2).
-`_Model` fits them by REML or ML from sufficient statistics (per-block sums), so a fit costs
-O(blocks x p^2) per likelihood evaluation whatever the number of rows, and reports Satterthwaite degrees
+`_Model` fits them by REML or ML from sufficient statistics (per-block sums, summed again per distinct
+block size), so a likelihood evaluation costs O(block sizes x p^2) whatever the number of rows, and reports Satterthwaite degrees
 of freedom the way lmerTest does. For complete seed blocks per size the REML answer has a closed form
 (`mixed_table` uses it: exact, and fast for thousands of seeds). Tests cross-check both against
 statsmodels' MixedLM with a tightened optimiser.
@@ -61,28 +61,34 @@ class _Model:
     def __init__(self, y: np.ndarray, X: np.ndarray, blocks: np.ndarray):
         codes = np.unique(blocks, return_inverse=True)[1].ravel()
         self.n, self.p = X.shape
-        self.m = np.bincount(codes).astype(float)
-        self.S = np.column_stack([np.bincount(codes, weights=X[:, j]) for j in range(self.p)])
-        self.t = np.bincount(codes, weights=y)
-        Xw, yw = X - (self.S / self.m[:, None])[codes], y - (self.t / self.m)[codes]
-        self.Wxx, self.Wxy, self.Wyy = Xw.T @ Xw, Xw.T @ yw, float(yw @ yw)
-        # delta depends on the block only through m_g: sum the between-block products per distinct size once.
-        self.sizes, size_of = np.unique(self.m, return_inverse=True)
-        self.size_of = size_of.ravel()
-        self.SS = np.stack(
-            [self.S[self.size_of == k].T @ self.S[self.size_of == k] for k in range(len(self.sizes))]
-        )
-        self.St = np.stack(
-            [self.S[self.size_of == k].T @ self.t[self.size_of == k] for k in range(len(self.sizes))]
-        )
+        m = np.bincount(codes).astype(float)
+        S = np.column_stack([np.bincount(codes, weights=X[:, j]) for j in range(self.p)])
+        ybar = np.bincount(codes, weights=y) / m
+        Xw, yw = X - (S / m[:, None])[codes], y - ybar[codes]
+        Wxx = Xw.T @ Xw
+        # Work on the residuals r = y - X beta0 of ordinary least squares (the GLS at theta = 0, from the
+        # block sums) and add beta0 back: beta = beta0 + d is exact for a linear model, and the expanded
+        # quadratic forms below then cancel at the residuals' scale, not at the loss's summed over a block.
+        self.beta0 = np.linalg.solve(Wxx + (S / m[:, None]).T @ S, Xw.T @ yw + S.T @ ybar)
+        t = np.bincount(codes, weights=y - X @ self.beta0)
+        rw = yw - Xw @ self.beta0
+        self.Wxx, self.Wxy, self.Wyy = Wxx, Xw.T @ rw, float(rw @ rw)
+        # delta depends on a block only through m_g: sum the between-block products per distinct block size
+        # once, so a likelihood evaluation costs O(sizes x p^2), whatever the number of rows or blocks.
+        self.sizes, size_of, self.counts = np.unique(m, return_inverse=True, return_counts=True)
+        groups = [size_of.ravel() == k for k in range(len(self.sizes))]
+        self.SS = np.stack([S[g].T @ S[g] for g in groups])
+        self.St = np.stack([S[g].T @ t[g] for g in groups])
+        self.tt = np.array([t[g] @ t[g] for g in groups])
 
     def _gls(self, theta2: float):
         delta = 1.0 / (self.sizes * (1.0 + self.sizes * theta2))
         A = self.Wxx + np.tensordot(delta, self.SS, axes=1)
-        beta = np.linalg.solve(A, self.Wxy + delta @ self.St)
-        between = self.t - self.S @ beta
-        rss = self.Wyy - beta @ (2 * self.Wxy - self.Wxx @ beta) + float(delta[self.size_of] @ between**2)
-        return A, beta, max(rss, 0.0), float(np.log1p(self.m * theta2).sum())
+        d = np.linalg.solve(A, self.Wxy + delta @ self.St)
+        # sum_g delta_g (t_g - S_g d)^2, summed per block size from the products held
+        between = self.tt - 2 * self.St @ d + np.einsum("j,kjl,l->k", d, self.SS, d)
+        rss = self.Wyy - d @ (2 * self.Wxy - self.Wxx @ d) + float(delta @ between)
+        return A, self.beta0 + d, max(rss, 0.0), float(self.counts @ np.log1p(self.sizes * theta2))
 
     def _profiled(self, theta2: float, reml: bool) -> float:
         """-2 log-likelihood with beta and sigma^2 profiled out."""
@@ -257,7 +263,7 @@ def mixed_table(df: pd.DataFrame) -> pd.DataFrame:
     out = _frame(df)[["size", "baseline"]]
     rows: dict[tuple[str, str], dict] = {}
     for size, g in df.groupby("size", sort=False):
-        if REFERENCE in set(g["variant"]):
+        if (g["variant"] == REFERENCE).any():
             rows.update({(size, v): r for v, r in _size_fit(g).items()})
     cols = ["mixed_coef", "mixed_se", "mixed_df", "seed_var", "resid_var", "seed_sd_ratio"]
     recs = [rows.get(k, {}) for k in zip(out["size"], out["baseline"], strict=True)]
@@ -268,7 +274,7 @@ def mixed_table(df: pd.DataFrame) -> pd.DataFrame:
     out["mixed_p"] = np.where(ok, _t_sf2(np.where(ok, t, 0.0), np.where(ok, out["mixed_df"], 1.0)), np.nan)
     out["singular"] = [bool(r.get("singular", False)) for r in recs]
     out["mixed_method"] = [r.get("mixed_method", "") for r in recs]
-    present = set(zip(df["size"], df["variant"], strict=True))
+    present = set(df[["size", "variant"]].drop_duplicates().itertuples(index=False, name=None))
     out["mixed_note"] = [
         r.get("mixed_note", "")
         or ("" if (s, REFERENCE) in present else f"no {REFERENCE} runs at this size")
