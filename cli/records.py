@@ -34,8 +34,6 @@ def echo_records(
         table.add_column(column, justify="right" if numeric else "left")
     for record in records:
         table.add_row(*(formats.get(k, str)(v) for k, v in record.items()))
-    console = Console()
-    # Never truncate a cell: widen past the terminal (80 columns when piped) if the table needs it.
-    needed = console.measure(table, options=console.options.update(max_width=10_000)).maximum
-    console.width = max(console.width, needed)
-    console.print(table)
+    # Never truncate a cell: a table takes only the width it needs, so a console wider than any terminal
+    # prints it whole (80 columns when piped would wrap it) without measuring it twice.
+    Console(width=10_000).print(table)
