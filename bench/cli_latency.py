@@ -30,7 +30,7 @@ from pathlib import Path
 # command -> (arguments, the imports it cannot avoid: its floor)
 COMMANDS: dict[str, tuple[list[str], str]] = {
     "--help": (["--help"], "import typer, typer.rich_utils"),
-    "sizes": (["sizes"], "import typer, typer._adapters, rich.console, rich.table"),
+    "sizes": (["sizes"], "import typer, typer._adapters"),
     "validate": (
         ["validate"],
         "import typer, typer._adapters, pandas, pandera.pandas, pandera.backends.pandas.builtin_checks",
