@@ -15,10 +15,10 @@ __all__ = ["STATS", "ALPHA", "gap_estimates", "test_name", "cell_means"]
 
 ALPHA = 0.05  # a point is "significant" when the chosen test's two-sided p is below this (the paper's star)
 
-# Each view's columns in `rr_analysis.stats.gap_table`: estimate, SE (None: derived), df, p, note.
+# Each view's columns in `rr_analysis.stats.gap_table`: estimate, SE, df, p, note.
 _COLUMNS = {
     "welch": ("gap", "welch_se", "welch_df", "welch_p", "welch_note"),
-    "paired": ("paired_diff", None, "paired_df", "paired_p", "paired_note"),
+    "paired": ("paired_diff", "paired_se", "paired_df", "paired_p", "paired_note"),
     "mixed": ("mixed_coef", "mixed_se", "mixed_df", "mixed_p", "mixed_note"),
 }
 STATS: tuple[str, ...] = tuple(_COLUMNS)
@@ -53,7 +53,7 @@ def gap_estimates(table: pd.DataFrame, stat: str = "welch") -> pd.DataFrame:
     Notes
     -----
     Welch: the gap of the means, its Welch SE and the table's CI. Paired: the mean seed-matched difference
-    with SE = sd(d) / sqrt(n_pairs). Mixed: the baseline's coefficient and SE. The paired and mixed CIs are
+    and its SE, sd(d) / sqrt(n_pairs). Mixed: the baseline's coefficient and SE. The paired and mixed CIs are
     estimate -/+ t_{0.975, df} SE with the test's own df (n_pairs - 1; Satterthwaite), matching the p drawn.
 
     Example
@@ -68,12 +68,7 @@ def gap_estimates(table: pd.DataFrame, stat: str = "welch") -> pd.DataFrame:
     est, se_col, df_col, p_col, note_col = _COLUMNS[stat]
     out = table[["size", "baseline", "params_M"]].copy()
     out["estimate"] = table[est].to_numpy(dtype=float)
-    if se_col is None:
-        n = table["n_pairs"].to_numpy(dtype=float)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            se = table["paired_sd"].to_numpy(dtype=float) / np.sqrt(n)
-    else:
-        se = table[se_col].to_numpy(dtype=float)
+    se = table[se_col].to_numpy(dtype=float)
     dof, p = table[df_col].to_numpy(dtype=float), table[p_col].to_numpy(dtype=float)
     ran = np.isfinite(p)
     out["se"] = np.where(ran, se, np.nan)

@@ -181,7 +181,7 @@ def paired_table(df: pd.DataFrame) -> pd.DataFrame:
     -------
     DataFrame, one row per (size, baseline), with columns ``size, baseline, n_pairs, paired_diff`` (mean of
     baseline - Review over the seeds present in both arms), ``paired_sd`` (SD of those differences),
-    ``paired_t, paired_df, paired_p`` (two-sided) and ``paired_note`` (why the test is n/a, "" when it ran).
+    ``paired_se`` (sd / sqrt(n_pairs), the SE of paired_diff), ``paired_t, paired_df, paired_p`` (two-sided) and ``paired_note`` (why the test is n/a, "" when it ran).
 
     Notes
     -----
@@ -222,6 +222,7 @@ def paired_table(df: pd.DataFrame) -> pd.DataFrame:
     out["n_pairs"] = n.astype("int64")
     out["paired_diff"] = np.where(n > 0, mean, np.nan)
     out["paired_sd"] = np.where(n > 1, sd, np.nan)
+    out["paired_se"] = np.where(n > 1, sd / np.sqrt(np.maximum(n, 1)), np.nan)
     out["paired_t"], out["paired_df"] = t, np.where(ok, n - 1, np.nan)
     out["paired_p"] = np.where(ok, _t_sf2(np.nan_to_num(t), np.maximum(n - 1, 1)), np.nan)
     out["paired_note"] = note

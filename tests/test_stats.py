@@ -104,6 +104,7 @@ def test_paired_matches_scipy(sweep, table):
         assert r.paired_t == pytest.approx(ref.statistic, rel=1e-9)
         assert r.paired_p == pytest.approx(ref.pvalue, rel=1e-9)
         assert r.paired_df == ref.df
+        assert r.paired_se == pytest.approx(r.paired_diff / ref.statistic, rel=1e-9)  # t = diff / SE
 
 
 def test_hedges_g_by_hand(sweep, table):
