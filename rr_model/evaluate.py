@@ -54,9 +54,8 @@ def evaluate(
     """
     rank, world = (dist.get_rank(), dist.get_world_size()) if dist.is_initialized() else (0, 1)
     rng = np.random.default_rng(seed)
-    edges = torch.linspace(0, 1, n_bins + 1, device=device)[
-        1:
-    ]  # upper edges: bin i is (edges[i-1], edges[i]]
+    # upper bin edges: bin i is (edges[i-1], edges[i]]
+    edges = torch.linspace(0, 1, n_bins + 1, device=device)[1:]
     loss_sum = torch.zeros((), dtype=torch.float64, device=device)
     bins = torch.zeros(3, n_bins, dtype=torch.float64, device=device)
     was_training = model.training
