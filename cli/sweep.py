@@ -52,7 +52,7 @@ def sweep(
         show_default=False,
     ),
     variant: list[str] = VARIANT,
-    out: Path = OUT,
+    out: Path | None = OUT,
     data: str = DATA,
     tokenizer: str | None = TOKENIZER,
     precision: str = PRECISION,
@@ -71,8 +71,10 @@ def sweep(
     run failed or crashed.
     """
     from rr_model.sweep import plan_sweep, run_sweep
-    from rr_model.train import describe_runs
+    from rr_model.train import DEFAULT_OUT, describe_runs
     from rr_model.variants import COMPARED
+
+    out = out or DEFAULT_OUT
 
     options = dict(data=data, tokenizer=tokenizer, steps=steps, precision=precision, compile=compile_)
     with known_errors():

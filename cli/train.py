@@ -18,7 +18,11 @@ VARIANT = typer.Option(
     show_default=False,
 )
 OUT = typer.Option(
-    Path("data/scaling_v8.csv"), "--out", help="Dataset to append the rows to (created if missing)."
+    None,
+    "--out",
+    help="Dataset to append the rows to. Default: data/scaling_v8.csv here, started from the published rows "
+    "if missing (rr_model.train.DEFAULT_OUT).",
+    show_default=False,
 )
 DATA = typer.Option(
     "tinystories", "--data", help="tinystories (published), synthetic (offline demo), or a local corpus path."
@@ -68,7 +72,7 @@ def train(
         min=0,
         help="Seed to train. Default: the lowest seed the file lacks for these variants.",
     ),
-    out: Path = OUT,
+    out: Path | None = OUT,
     data: str = DATA,
     tokenizer: str | None = TOKENIZER,
     precision: str = PRECISION,
@@ -85,9 +89,10 @@ def train(
     provenance record in the sidecar `OUT.runs.jsonl`. Exit 0 when every run finished, 1 when one diverged.
     """
     from rr_model.data import DataUnavailable
-    from rr_model.train import describe_runs, plan_runs, summarize, train_runs
+    from rr_model.train import DEFAULT_OUT, describe_runs, plan_runs, summarize, train_runs
     from rr_model.variants import COMPARED
 
+    out = out or DEFAULT_OUT
     lead = os.environ.get("RANK", "0") == "0"  # under torchrun, one process reports
     options = dict(data=data, tokenizer=tokenizer, steps=steps, precision=precision, compile=compile_)
     with known_errors():
