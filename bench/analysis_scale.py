@@ -8,7 +8,7 @@ timed once:
 
     validate   rr_analysis.load_sweep(csv): parse, type, pandera schema
     table      rr_analysis.stats.gap_table: Welch, paired, mixed model per size, Holm
-    emergence  rr_analysis.mixed.emergence: REML slope per baseline, ML likelihood-ratio test
+    emergence  rr_analysis.emergence.emergence: REML slope per baseline, ML likelihood-ratio test
     plot       rr_analysis.plots.emergence_figure + save_figure (PNG)
 
 Growth between row counts is the exponent k of time ~ rows^k; n log n allows k = 1 + log(log n2 / log n1)
@@ -76,10 +76,10 @@ def maxrss_mib() -> float:
 
 def child(rows: int) -> dict:
     """Time each step on `rows` rows in this process; peak RSS after each step."""
-    from rr_analysis.dataset import load_sweep
-    from rr_analysis.mixed import emergence
+    from rr_analysis.emergence import emergence
     from rr_analysis.plots import emergence_figure, save_figure
     from rr_analysis.stats import gap_table
+    from rr_model.dataset import load_sweep
 
     def run(csv: Path, png: Path, out: dict | None = None) -> None:
         stamp = time.perf_counter()

@@ -7,6 +7,7 @@ from pathlib import Path
 import typer
 
 from cli.errors import fail, known_errors
+from rr_model.errors import InputError
 
 
 def analyze(
@@ -44,11 +45,11 @@ def analyze(
         raise fail(f"choose one view, not {' and '.join('--' + c for c in chosen)}")
     view = chosen[0] if chosen else "table"
     with known_errors():
-        from rr_analysis.dataset import load_sweep
         from rr_analysis.tables import FORMATS
+        from rr_model.dataset import load_sweep
 
         if fmt not in FORMATS:
-            raise ValueError(f"unknown --format {fmt!r}; choose one of {', '.join(FORMATS)}")
+            raise InputError(f"unknown --format {fmt!r}; choose one of {', '.join(FORMATS)}")
 
         df = load_sweep(data)
         if view == "card":
@@ -63,7 +64,7 @@ def _compute(view: str, df, fmt: str) -> str:
     if view == "table":
         from rr_analysis.stats import gap_table as fn
     elif view == "emergence":
-        from rr_analysis.mixed import emergence as fn
+        from rr_analysis.emergence import emergence as fn
     elif view == "power":
         from rr_analysis.power import power_table as fn
     else:
@@ -76,7 +77,7 @@ def _write_card(path: Path, df) -> None:
     from rr_analysis.tables import update_card
 
     if not path.is_file():
-        raise ValueError(f"{path}: no such dataset card (set --card-file)")
+        raise InputError(f"{path}: no such dataset card (set --card-file)")
     text = path.read_text(encoding="utf-8")
     new = update_card(text, gap_table(df))
     if new != text:

@@ -1,4 +1,8 @@
-"""How the CLI turns known library errors into one clear paragraph and an exit code."""
+"""How the CLI turns rr's own errors into one clear paragraph and an exit code.
+
+Only `rr_model.errors.RRError` (bad input, by rr's own judgement) and OSErrors about paths become
+`rr: error:` and exit 2. Anything else is a bug in rr and keeps its traceback, so it gets reported.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +10,8 @@ import contextlib
 import sys
 
 import typer
+
+from rr_model.errors import RRError
 
 USAGE_OR_DATA = 2  # bad input: a file, an option value
 
@@ -16,18 +22,20 @@ def fail(message: str, code: int = USAGE_OR_DATA) -> typer.Exit:
     return typer.Exit(code)
 
 
+def _os_message(e: OSError) -> str:
+    where = f"{e.filename}: " if e.filename else ""
+    return f"{where}{e.strerror or e}"
+
+
 @contextlib.contextmanager
 def known_errors():
-    """Map the library's input errors to exit 2 with their message, never a traceback."""
-    from rr_analysis.dataset import DataError
-
+    """Map rr's own errors and path OSErrors to exit 2 with their message; let bugs show a traceback."""
     try:
         yield
-    except DataError as e:
+    except RRError as e:
         raise fail(str(e)) from None
-    except (KeyError, ValueError, FileNotFoundError, IsADirectoryError, PermissionError) as e:
-        msg = e.args[0] if isinstance(e, KeyError) and e.args else str(e)
-        raise fail(str(msg)) from None
+    except OSError as e:
+        raise fail(_os_message(e)) from None
     except KeyboardInterrupt:
         typer.echo("rr: interrupted", err=True)
         sys.exit(130)

@@ -44,8 +44,8 @@ def _write(data: Path | None, out: Path, dpi: int, draw: Callable) -> None:
 
     matplotlib.use("Agg")  # headless, whatever the environment says; rr draws files only
 
-    from rr_analysis.dataset import load_sweep
     from rr_analysis.plots import check_writable, save_figure
+    from rr_model.dataset import load_sweep
 
     with known_errors():
         check_writable(out)  # before loading or drawing: a bad --out fails at once

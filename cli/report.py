@@ -33,8 +33,8 @@ def report(
 
     matplotlib.use("Agg")  # headless, whatever the environment says; rr draws files only
 
-    from rr_analysis.dataset import bundled_path, load_sweep
     from rr_analysis.report import write_report
+    from rr_model.dataset import bundled_path, load_sweep
 
     with known_errors():
         path = write_report(load_sweep(data), out, source=str(data or bundled_path()), dpi=dpi)

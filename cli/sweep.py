@@ -24,6 +24,7 @@ from cli.train import (
     VARIANT,
     echo_plan,
 )
+from rr_model.errors import InputError
 
 
 def _items(text: str | None) -> list[str] | None:
@@ -34,7 +35,7 @@ def _seeds(text: str | None) -> list[int] | None:
     if not text:
         return None
     if not all(s.isdigit() for s in _items(text)):
-        raise ValueError(f"--seeds {text!r}: expected comma-separated integers >= 0, e.g. 3,4")
+        raise InputError(f"--seeds {text!r}: expected comma-separated integers >= 0, e.g. 3,4")
     return [int(s) for s in _items(text)]
 
 

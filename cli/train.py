@@ -88,7 +88,7 @@ def train(
     Runs already in the file are skipped. Each row is validated and appended under a file lock, with a
     provenance record in the sidecar `OUT.runs.jsonl`. Exit 0 when every run finished, 1 when one diverged.
     """
-    from rr_model.data import DataUnavailable
+    from rr_model.tokens import DataUnavailable
     from rr_model.train import DEFAULT_OUT, describe_runs, plan_runs, summarize, train_runs
     from rr_model.variants import COMPARED
 

@@ -23,9 +23,9 @@ def validate(
 
     Exit 0 when every file is valid, 2 when any is not (all problems are listed).
     """
-    from rr_analysis.dataset import DataError, bundled_path, load_sweep
-    from rr_analysis.integrity import check_integrity
     from rr_analysis.summary import describe
+    from rr_model.dataset import DataError, bundled_path, load_sweep
+    from rr_model.integrity import check_integrity
     from rr_model.provenance import join, sidecar_path, summarize_join
 
     failed = False

@@ -1,8 +1,11 @@
-"""Analysis of the Review Residuals sweep: validated loading, statistics, tables and figures.
+"""Analysis of the Review Residuals sweep: statistics, tables and figures.
 
-Cheap to import: statsmodels and seaborn load only inside the functions that use them.
+The sweep file's format (schema, load, write, append, integrity) lives at rr_model's ground
+(`rr_model.dataset`), where the trainer writes rows too; it is re-exported here for notebooks.
+Imports point one way: cli -> rr_analysis -> rr_model. Cheap to import: statsmodels and seaborn load only
+inside the functions that use them.
 """
 
-from rr_analysis.dataset import DataError, append_rows, bundled_path, load_sweep, write_sweep
+from rr_model.dataset import DataError, append_rows, bundled_path, load_sweep, write_sweep
 
 __all__ = ["DataError", "append_rows", "bundled_path", "load_sweep", "write_sweep"]

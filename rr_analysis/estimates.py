@@ -11,6 +11,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from rr_model.errors import InputError
+
 __all__ = ["STATS", "ALPHA", "gap_estimates", "test_name", "cell_means"]
 
 ALPHA = 0.05  # a point is "significant" when the chosen test's two-sided p is below this (the paper's star)
@@ -64,7 +66,7 @@ def gap_estimates(table: pd.DataFrame, stat: str = "welch") -> pd.DataFrame:
     ['590M']
     """
     if stat not in _COLUMNS:
-        raise ValueError(f"unknown statistic {stat!r}; choose one of {', '.join(STATS)}")
+        raise InputError(f"unknown statistic {stat!r}; choose one of {', '.join(STATS)}")
     est, se_col, df_col, p_col, note_col = _COLUMNS[stat]
     out = table[["size", "baseline", "params_M"]].copy()
     out["estimate"] = table[est].to_numpy(dtype=float)

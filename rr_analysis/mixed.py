@@ -1,7 +1,7 @@
-"""Linear mixed models with a random intercept per seed block: per-size comparisons and the emergence test.
+"""Linear mixed models with a random intercept per seed block, and the per-size comparison built on them.
 
 Both models have one random intercept, y = X beta + u_block + e with u ~ N(0, tau^2), e ~ N(0, sigma^2).
-`_Model` fits them by REML or ML from sufficient statistics (per-block sums, summed again per distinct
+`BlockModel` fits them by REML or ML from sufficient statistics (per-block sums, summed again per distinct
 block size), so a likelihood evaluation costs O(block sizes x p^2) whatever the number of rows, and reports Satterthwaite degrees
 of freedom the way lmerTest does. For complete seed blocks per size the REML answer has a closed form
 (`mixed_table` uses it: exact, and fast for thousands of seeds). Tests cross-check both against
@@ -19,23 +19,18 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from rr_analysis.stats import _frame, _t_sf2, baselines_in_order, welch_table
-from rr_analysis.summary import sizes_in_order
+from rr_analysis.cells import cell_frame, t_sf2
 from rr_model.variants import REFERENCE
 
-__all__ = ["mixed_table", "emergence", "EMERGENCE_COLUMNS", "SINGULAR_RATIO"]
+__all__ = ["BlockModel", "Fit", "mixed_table", "SINGULAR_RATIO"]
 
 SINGULAR_RATIO = 1e-4  # lme4's isSingular tolerance on theta = sd(seed) / sd(residual)
 
-# The columns of `emergence` that `rr analyze --emergence --format json/csv` emits, in order.
-EMERGENCE_COLUMNS: tuple[str, ...] = (
-    "baseline", "slope_per_decade", "se", "df", "p", "lrt_chi2", "lrt_p", "gap_regression_slope",
-    "gap_regression_p",
-)  # fmt: skip
-
 
 @dataclass(frozen=True)
-class _Fit:
+class Fit:
+    """A fitted BlockModel: fixed effects, their covariance and Satterthwaite df, variance ratio, deviance."""
+
     beta: np.ndarray
     cov: np.ndarray
     df: np.ndarray  # Satterthwaite df per coefficient (REML fits only; NaN for ML)
@@ -48,7 +43,7 @@ class _Fit:
         return float(np.sqrt(self.tau2 / self.sigma2)) if self.sigma2 > 0 else np.nan
 
 
-class _Model:
+class BlockModel:
     """y = X beta + u_block + e, held as the sufficient statistics of the random-intercept likelihood.
 
     With H = I + theta^2 Z Z' (V = sigma^2 H) and delta_g = 1 / (m_g (1 + m_g theta^2)), Woodbury splits
@@ -106,7 +101,7 @@ class _Model:
         A = self._gls(theta * theta)[0]
         return sigma**2 * np.diag(np.linalg.inv(A))
 
-    def fit(self, reml: bool = True) -> _Fit:
+    def fit(self, reml: bool = True) -> Fit:
         from scipy.optimize import minimize_scalar
 
         # log(theta^2) on a coarse grid, then Brent on the best bracket; theta = 0 is tried on its own.
@@ -125,7 +120,7 @@ class _Model:
         sigma2 = rss / (self.n - self.p if reml else self.n)
         cov = sigma2 * np.linalg.inv(A)
         dof = self._satterthwaite(np.sqrt(theta2), np.sqrt(sigma2)) if reml else np.full(self.p, np.nan)
-        return _Fit(beta, cov, dof, sigma2, theta2 * sigma2, self._profiled(theta2, reml))
+        return Fit(beta, cov, dof, sigma2, theta2 * sigma2, self._profiled(theta2, reml))
 
     def _satterthwaite(self, theta: float, sigma: float) -> np.ndarray:
         """lmerTest's df: 2 Var(b_j)^2 / (g' C g), g the gradient of Var(b_j) in (theta, sigma) and C = 2 H^-1
@@ -207,7 +202,7 @@ def _size_fit(g: pd.DataFrame) -> dict[str, dict]:
             return {v: {"mixed_note": "no seed is shared by two variants: seed and residual variance are "
                         "not separable"} for v in others}  # fmt: skip
         X = np.column_stack([np.ones(len(long))] + [(long["variant"] == v).to_numpy(float) for v in others])
-        fit = _Model(long["y"].to_numpy(float), X, long["seed"].to_numpy()).fit(reml=True)
+        fit = BlockModel(long["y"].to_numpy(float), X, long["seed"].to_numpy()).fit(reml=True)
         coef, se, dof = fit.beta[1:], np.sqrt(np.diag(fit.cov))[1:], fit.df[1:]
         sigma2, tau2, method = fit.sigma2, fit.tau2, "REML, incomplete seed blocks"
     ratio = np.sqrt(tau2 / sigma2) if sigma2 > 0 else np.nan
@@ -252,7 +247,7 @@ def mixed_table(df: pd.DataFrame) -> pd.DataFrame:
     as lmerTest reports (not the Wald z of statsmodels). Complete seed blocks (every seed of the size ran
     every variant there) use the closed-form REML solution of the block ANOVA: coef = difference of means,
     SE = sqrt(2 sigma^2 / n), df = (n-1)(k-1), or (n-1)k when tau^2 sits on the boundary at 0. Incomplete
-    blocks are fitted numerically (`_Model`).
+    blocks are fitted numerically (`BlockModel`).
 
     Example
     -------
@@ -260,7 +255,7 @@ def mixed_table(df: pd.DataFrame) -> pd.DataFrame:
     >>> m.loc[(m["size"] == "1B") & (m["baseline"] == "highway"), "mixed_df"].item()
     4.0
     """
-    out = _frame(df)[["size", "baseline"]]
+    out = cell_frame(df)[["size", "baseline"]]
     rows: dict[tuple[str, str], dict] = {}
     for size, g in df.groupby("size", sort=False):
         if (g["variant"] == REFERENCE).any():
@@ -271,7 +266,7 @@ def mixed_table(df: pd.DataFrame) -> pd.DataFrame:
         out[c] = np.array([r.get(c, np.nan) for r in recs], dtype=float)
     t = out["mixed_coef"].to_numpy() / out["mixed_se"].to_numpy()
     ok = np.isfinite(t)
-    out["mixed_p"] = np.where(ok, _t_sf2(np.where(ok, t, 0.0), np.where(ok, out["mixed_df"], 1.0)), np.nan)
+    out["mixed_p"] = np.where(ok, t_sf2(np.where(ok, t, 0.0), np.where(ok, out["mixed_df"], 1.0)), np.nan)
     out["singular"] = [bool(r.get("singular", False)) for r in recs]
     out["mixed_method"] = [r.get("mixed_method", "") for r in recs]
     present = set(df[["size", "variant"]].drop_duplicates().itertuples(index=False, name=None))
@@ -281,122 +276,4 @@ def mixed_table(df: pd.DataFrame) -> pd.DataFrame:
         or ("" if (s, b) in present else "no runs of this baseline at this size")
         for r, s, b in zip(recs, out["size"], out["baseline"], strict=True)
     ]
-    return out
-
-
-def _gap_regression(w: pd.DataFrame, lx: pd.Series) -> dict:
-    """WLS of the per-size Welch gaps on log10(params), weights 1/SE^2, scale estimated (statsmodels WLS)."""
-    x = w["size"].map(lx).to_numpy(float)
-    y, se = w["gap"].to_numpy(float), w["welch_se"].to_numpy(float)
-    ok = np.isfinite(x) & np.isfinite(y) & (se > 0)
-    x, y, wt = x[ok], y[ok], 1.0 / se[ok] ** 2
-    n = len(x)
-    if n < 3:
-        return {"gap_regression_df": np.nan}
-    xm, ym = np.average(x, weights=wt), np.average(y, weights=wt)
-    sxx = float(wt @ (x - xm) ** 2)
-    slope = float(wt @ ((x - xm) * (y - ym))) / sxx
-    resid = y - ym - slope * (x - xm)
-    s2 = float(wt @ resid**2) / (n - 2)
-    se_slope = np.sqrt(s2 / sxx)
-    p = float(_t_sf2(np.array(slope / se_slope), np.array(n - 2.0))) if se_slope > 0 else np.nan
-    return {"gap_regression_slope": slope, "gap_regression_se": se_slope, "gap_regression_df": n - 2.0,
-            "gap_regression_p": p}  # fmt: skip
-
-
-def emergence(df: pd.DataFrame) -> pd.DataFrame:
-    """Does Review's advantage grow with scale? The gap's slope per decade of parameters, per baseline.
-
-    Parameters
-    ----------
-    df
-        A validated sweep (`load_sweep`).
-
-    Returns
-    -------
-    DataFrame, one row per baseline, with columns ``baseline, slope_per_decade`` (change of the gap per
-    decade of parameters, positive: Review's advantage grows), ``se, df`` (Satterthwaite), ``p`` (two-sided),
-    ``gap_at_centre`` (the gap at the mean log10 size), ``lrt_chi2, lrt_df, lrt_p`` (joint likelihood-ratio
-    test of all slopes, the same in every row), ``gap_regression_slope, gap_regression_se,
-    gap_regression_df, gap_regression_p`` (the simple view), ``n_sizes`` and ``note`` (why n/a, or a
-    singular fit). `EMERGENCE_COLUMNS` lists the stable subset the CLI emits as JSON/CSV.
-
-    Notes
-    -----
-    ``val_loss ~ 0 + C(size) + sum_v (x_v + x_v:lxc) + (1 | size:seed)`` by REML, x_v the 0/1 indicator of
-    baseline v (for the paper: hw, std) and lxc = log10(Review's parameter count at the size), centred on its
-    mean over the sizes used. Sizes without Review runs are left out; a baseline seen at one size gets no
-    slope. p from the t distribution with Satterthwaite df (lmerTest's method). The LRT compares ML refits
-    with and without the x_v:lxc terms: chi2 = -2 (logL_without - logL_with) on as many df as slopes.
-    The simple view regresses the per-size Welch gaps on log10(params) by weighted least squares,
-    weights 1/SE_welch^2, residual scale estimated, t with (sizes - 2) df.
-
-    Example
-    -------
-    >>> e = emergence(load_sweep())
-    >>> e["baseline"].tolist()
-    ['highway', 'standard']
-    """
-    baselines = baselines_in_order(df)
-    out = pd.DataFrame({"baseline": baselines}, dtype=object)
-    sizes = [s for s in sizes_in_order(df) if ((df["size"] == s) & (df["variant"] == REFERENCE)).any()]
-    lx = np.log10(1e6 * df[df["variant"] == REFERENCE].groupby("size")["params_M"].mean())
-    data = df[df["size"].isin(sizes)]
-    lxc = data["size"].map(lx - lx[sizes].mean()).to_numpy(float)
-    at = {v: data.loc[data["variant"] == v, "size"].nunique() for v in baselines}
-    sloped = [v for v in baselines if at[v] >= 2]
-    notes = {
-        v: ("" if at[v] >= 2 else f"present at {at[v]} size(s) with {REFERENCE}: no slope") for v in baselines
-    }
-    ind = {v: (data["variant"] == v).to_numpy(float) for v in baselines if at[v] >= 1}
-    X0 = np.column_stack([(data["size"] == s).to_numpy(float) for s in sizes] + list(ind.values()))
-    X = np.column_stack([X0] + [ind[v] * lxc for v in sloped]) if sloped else X0
-    blocks = data.groupby(["size", "seed"], sort=False).ngroup().to_numpy()
-    y = data["val_loss"].to_numpy(float)
-    why = ""
-    if len(sizes) < 2:
-        why = f"needs at least 2 sizes with {REFERENCE} runs"
-    elif len(y) - X.shape[1] < 1:
-        why = "no residual degrees of freedom"
-    elif np.bincount(blocks).max() < 2:
-        why = "no size:seed block holds two runs: seed and residual variance are not separable"
-    elif np.linalg.matrix_rank(X.T @ X) < X.shape[1]:
-        why = "the fixed effects are not identifiable from these cells"
-    cols = {c: np.full(len(out), np.nan) for c in ("slope_per_decade", "se", "df", "p", "gap_at_centre")}
-    lrt = {"lrt_chi2": np.nan, "lrt_df": np.nan, "lrt_p": np.nan}
-    if not why:
-        fit = _Model(y, X, blocks).fit(reml=True)
-        se = np.sqrt(np.diag(fit.cov))
-        names = [*sizes, *ind, *sloped]
-        for i, v in enumerate(out["baseline"]):
-            if v in ind:
-                cols["gap_at_centre"][i] = fit.beta[names.index(v)]
-            if v in sloped:
-                j = len(sizes) + len(ind) + sloped.index(v)
-                cols["slope_per_decade"][i], cols["se"][i], cols["df"][i] = fit.beta[j], se[j], fit.df[j]
-        t = cols["slope_per_decade"] / cols["se"]
-        ok = np.isfinite(t)
-        cols["p"] = np.where(ok, _t_sf2(np.where(ok, t, 0.0), np.where(ok, cols["df"], 1.0)), np.nan)
-        if sloped:
-            from scipy.special import chdtrc
-
-            chi2 = max(
-                _Model(y, X0, blocks).fit(reml=False).deviance
-                - _Model(y, X, blocks).fit(reml=False).deviance,
-                0.0,
-            )
-            lrt = {"lrt_chi2": chi2, "lrt_df": float(len(sloped)), "lrt_p": float(chdtrc(len(sloped), chi2))}
-        if fit.ratio < SINGULAR_RATIO:
-            notes = {v: (n + "; " if n else "") + f"singular fit: sd(seed)/sd(residual) = {fit.ratio:.1e}"
-                     for v, n in notes.items()}  # fmt: skip
-    for c, vals in cols.items():
-        out[c] = vals
-    for c, val in lrt.items():
-        out[c] = val
-    w = welch_table(df)
-    reg = pd.DataFrame([_gap_regression(w[w["baseline"] == v], lx) for v in baselines])
-    for c in ("gap_regression_slope", "gap_regression_se", "gap_regression_df", "gap_regression_p"):
-        out[c] = reg[c].to_numpy(float) if c in reg else np.nan
-    out["n_sizes"] = [int(at[v]) for v in baselines]
-    out["note"] = [why or notes[v] for v in baselines]
     return out

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from rr_analysis.summary import sizes_in_order
+from rr_analysis.cells import sizes_in_order
 
 __all__ = ["recipe_notes", "PARAMS_TOLERANCE"]
 

@@ -23,8 +23,10 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.ticker import NullLocator
 
+from rr_analysis.cells import sizes_in_order
 from rr_analysis.estimates import ALPHA, cell_means, gap_estimates, test_name
-from rr_analysis.summary import sizes_in_order
+from rr_model.errors import PlotError
+from rr_model.files import atomic_write
 from rr_model.ladder import RECIPE
 from rr_model.variants import NAMES, REFERENCE, VARIANTS, colour
 
@@ -63,10 +65,6 @@ _STYLE = {
     "svg.fonttype": "none",  # SVG text stays text (searchable, editable)
     "pdf.fonttype": 42,  # TrueType in PDF, as journals ask
 }
-
-
-class PlotError(ValueError):
-    """A figure cannot be drawn or written: the data lack what it needs, or the path is unusable."""
 
 
 def _label(variant: str) -> str:
@@ -126,21 +124,11 @@ def save_figure(fig: Figure, path: str | os.PathLike, *, dpi: int = DEFAULT_DPI)
 
 
 def write_atomic(path: Path, write: Callable[[BinaryIO], object]) -> None:
-    """Call `write` on a hidden temporary file beside `path`, then rename it over `path`.
-
-    A failure at any point removes the temporary file and leaves `path` as it was. Raises PlotError with
-    the operating system's reason when the folder cannot be written.
-    """
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    """`rr_model.files.atomic_write`, with an unwritable folder reported as a PlotError."""
     try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # 0o666 & ~umask, like open()
-        with os.fdopen(fd, "wb") as f:
-            write(f)
-        os.replace(tmp, path)
+        atomic_write(path, write)
     except OSError as e:
         raise PlotError(f"cannot write {path}: {e.strerror or e}") from None
-    finally:
-        tmp.unlink(missing_ok=True)
 
 
 def _metadata(fmt: str) -> dict:

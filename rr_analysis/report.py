@@ -17,7 +17,14 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from rr_analysis import plots
+from rr_analysis.emergence import emergence
 from rr_analysis.estimates import test_name
+from rr_analysis.notes import recipe_notes
+from rr_analysis.power import power_table
+from rr_analysis.stats import gap_table
+from rr_analysis.summary import describe
+from rr_analysis.tables import render
+from rr_model.integrity import check_integrity
 
 __all__ = ["REPORT_NAME", "Report", "build_report", "write_report"]
 
@@ -73,14 +80,6 @@ def build_report(df: pd.DataFrame, source: str = "the published sweep") -> Repor
     the recipe notes, the power table, the raw-data figures.
     """
     from importlib.metadata import version
-
-    from rr_analysis.integrity import check_integrity
-    from rr_analysis.mixed import emergence
-    from rr_analysis.notes import recipe_notes
-    from rr_analysis.power import power_table
-    from rr_analysis.stats import gap_table
-    from rr_analysis.summary import describe
-    from rr_analysis.tables import render
 
     table = gap_table(df)
     report = Report("")

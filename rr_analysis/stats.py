@@ -1,6 +1,6 @@
 """Review against each baseline at each size: Welch, paired and mixed-model tests, side by side.
 
-Every function takes the validated sweep (`rr_analysis.dataset.load_sweep`) and returns a tidy DataFrame
+Every function takes the validated sweep (`rr_model.dataset.load_sweep`) and returns a tidy DataFrame
 with one row per (size, baseline), sizes ordered by parameter count and baselines in registry order.
 Sign convention everywhere: gap = mean(baseline) - mean(review_neutral); positive favours Review (lower
 loss is better). A statistic that does not exist for a cell is NaN with the reason in the `*_note` column;
@@ -14,10 +14,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from rr_analysis.summary import sizes_in_order
-from rr_model.variants import BASELINES, NAMES, REFERENCE
+from rr_analysis.cells import baselines_in_order, cell_frame, t_quantile, t_sf2
+from rr_analysis.mixed import mixed_table
+from rr_model.variants import REFERENCE
 
-__all__ = ["baselines_in_order", "holm", "welch_table", "paired_table", "gap_table", "TABLE_COLUMNS"]
+__all__ = ["holm", "welch_table", "paired_table", "gap_table", "TABLE_COLUMNS"]
 
 # The columns of `gap_table` that `rr analyze --table --format json/csv` emits, in order.
 TABLE_COLUMNS: tuple[str, ...] = (
@@ -26,41 +27,6 @@ TABLE_COLUMNS: tuple[str, ...] = (
     "paired_t", "paired_df", "paired_p", "mixed_coef", "mixed_se", "mixed_df", "mixed_p",
     "p_holm_welch", "p_holm_paired", "p_holm_mixed",
 )  # fmt: skip
-
-
-def baselines_in_order(df: pd.DataFrame) -> list[str]:
-    """Every non-reference variant present: the registry's BASELINES first, then the rest in registry order."""
-    present = set(df["variant"].unique())  # unique first: iterating 10^5 arrow strings is slow
-    order = [*BASELINES, *(n for n in NAMES if n not in BASELINES)]
-    return [v for v in order if v in present and v != REFERENCE]
-
-
-def _frame(df: pd.DataFrame) -> pd.DataFrame:
-    """The (size, baseline) skeleton every table is built on, with Review's parameter count."""
-    sizes, baselines = sizes_in_order(df), baselines_in_order(df)
-    if not (df["variant"] == REFERENCE).any():
-        raise ValueError(f"no {REFERENCE} runs in the data: every comparison is against {REFERENCE}")
-    if not baselines:
-        raise ValueError(f"only {REFERENCE} runs in the data: there is no baseline to compare with")
-    out = pd.DataFrame(
-        {"size": np.repeat(sizes, len(baselines)), "baseline": np.tile(baselines, len(sizes))}, dtype=object
-    )
-    ref = df[df["variant"] == REFERENCE].groupby("size")["params_M"].mean()
-    out["params_M"] = out["size"].map(ref).astype(float)
-    return out
-
-
-def _t_sf2(t: np.ndarray, dof: np.ndarray) -> np.ndarray:
-    """Two-sided p of a t statistic."""
-    from scipy.special import stdtr
-
-    return 2.0 * stdtr(dof, -np.abs(t))
-
-
-def _t_quantile(q: float, dof: np.ndarray) -> np.ndarray:
-    from scipy.special import stdtrit
-
-    return stdtrit(dof, q)
 
 
 def _reasons(rules: list[tuple[np.ndarray, str]], n: int) -> np.ndarray:
@@ -130,7 +96,7 @@ def welch_table(df: pd.DataFrame) -> pd.DataFrame:
     >>> w.loc[(w["size"] == "590M") & (w["baseline"] == "standard"), "welch_t"].round(2).item()
     3.67
     """
-    out = _frame(df)
+    out = cell_frame(df)
     cells = _cells(df)
     ref = cells.xs(REFERENCE, level="variant").reindex(out["size"])
     base = cells.reindex(pd.MultiIndex.from_arrays([out["size"], out["baseline"]]))
@@ -155,13 +121,13 @@ def welch_table(df: pd.DataFrame) -> pd.DataFrame:
     ok = note == ""
     t = np.where(ok, gap / np.where(ok, se, 1.0), np.nan)
     dof = np.where(ok, dof, np.nan)
-    half = _t_quantile(0.975, np.where(ok, dof, 1.0)) * se
+    half = t_quantile(0.975, np.where(ok, dof, 1.0)) * se
     j = 1 - 3 / (4 * (n_b + n_r) - 9)
     out["n_review"], out["n_baseline"] = n_r.astype("int64"), n_b.astype("int64")
     out["review_mean"], out["baseline_mean"], out["gap"] = m_r, m_b, gap
     out["welch_se"] = np.where(ok, se, np.nan)
     out["welch_t"], out["welch_df"] = t, dof
-    out["welch_p"] = np.where(ok, _t_sf2(np.nan_to_num(t), np.where(ok, dof, 1.0)), np.nan)
+    out["welch_p"] = np.where(ok, t_sf2(np.nan_to_num(t), np.where(ok, dof, 1.0)), np.nan)
     out["ci_low"], out["ci_high"] = np.where(ok, gap - half, np.nan), np.where(ok, gap + half, np.nan)
     out["pooled_sd"] = np.where(ok, s_pool, np.nan)
     out["hedges_g"] = np.where(ok & (s_pool > 0), j * gap / np.where(ok & (s_pool > 0), s_pool, 1.0), np.nan)
@@ -196,7 +162,7 @@ def paired_table(df: pd.DataFrame) -> pd.DataFrame:
     >>> p.loc[(p["size"] == "1B") & (p["baseline"] == "highway"), "paired_df"].item()
     2.0
     """
-    out = _frame(df)[["size", "baseline"]]
+    out = cell_frame(df)[["size", "baseline"]]
     y = df.pivot_table(index=["size", "seed"], columns="variant", values="val_loss", aggfunc="first")
     if REFERENCE in y.columns:
         d = y.drop(columns=REFERENCE).sub(y[REFERENCE], axis=0)
@@ -224,7 +190,7 @@ def paired_table(df: pd.DataFrame) -> pd.DataFrame:
     out["paired_sd"] = np.where(n > 1, sd, np.nan)
     out["paired_se"] = np.where(n > 1, sd / np.sqrt(np.maximum(n, 1)), np.nan)
     out["paired_t"], out["paired_df"] = t, np.where(ok, n - 1, np.nan)
-    out["paired_p"] = np.where(ok, _t_sf2(np.nan_to_num(t), np.maximum(n - 1, 1)), np.nan)
+    out["paired_p"] = np.where(ok, t_sf2(np.nan_to_num(t), np.maximum(n - 1, 1)), np.nan)
     out["paired_note"] = note
     return out
 
@@ -254,7 +220,6 @@ def gap_table(df: pd.DataFrame) -> pd.DataFrame:
     >>> t["welch_t"].round(2).tolist()
     [0.42, -1.01, 0.81, -0.53, 0.5, 0.39, 3.28, 3.67, 2.31, 2.36]
     """
-    from rr_analysis.mixed import mixed_table
 
     key = ["size", "baseline"]
     out = (

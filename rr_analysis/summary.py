@@ -4,13 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from rr_model.ladder import size_sort_key
-
-
-def sizes_in_order(df: pd.DataFrame) -> list[str]:
-    """The sizes present, ordered by mean parameter count (then by label)."""
-    m = df.groupby("size")["params_M"].mean()
-    return sorted(m.index, key=lambda s: (m[s], size_sort_key(s), s))
+from rr_analysis.cells import sizes_in_order
 
 
 def describe(df: pd.DataFrame) -> str:

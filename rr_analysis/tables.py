@@ -12,6 +12,9 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from rr_analysis.emergence import EMERGENCE_COLUMNS
+from rr_analysis.stats import TABLE_COLUMNS
+from rr_model.errors import InputError
 from rr_model.variants import REFERENCE, VARIANTS
 
 __all__ = [
@@ -198,8 +201,6 @@ VIEWS: dict[str, View] = {
 
 
 def _machine_columns(view: str, frame: pd.DataFrame) -> list[str]:
-    from rr_analysis.mixed import EMERGENCE_COLUMNS
-    from rr_analysis.stats import TABLE_COLUMNS
 
     keys = {"table": TABLE_COLUMNS, "emergence": EMERGENCE_COLUMNS}.get(view)
     return list(keys) if keys else list(frame.columns)
@@ -278,7 +279,7 @@ def render(frame: pd.DataFrame, view: str, fmt: str) -> str:
         return frame[_machine_columns(view, frame)].to_csv(index=False, lineterminator="\n")
     renderers = {"text": _text, "markdown": _markdown, "latex": _latex}
     if fmt not in renderers:
-        raise ValueError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
+        raise InputError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
     return renderers[fmt](v, frame)
 
 
@@ -294,7 +295,7 @@ def card_block(table: pd.DataFrame) -> str:
 def _split(text: str) -> tuple[str, str, str]:
     start, end = text.find(CARD_BEGIN), text.find(CARD_END)
     if start < 0 or end < start:
-        raise ValueError(
+        raise InputError(
             f"the card has no generated block: expected the lines {CARD_BEGIN!r} ... {CARD_END!r}"
         )
     return text[:start], text[start : end + len(CARD_END)], text[end + len(CARD_END) :]

@@ -9,11 +9,12 @@ checkpoint or the new one, never a torn file.
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import torch
+
+from rr_model.files import atomic_write
 
 __all__ = ["checkpoint_path", "save", "load"]
 
@@ -25,24 +26,10 @@ def checkpoint_path(out: str | os.PathLike, size: str, variant: str, seed: int) 
 
 
 def save(path: str | os.PathLike, state: dict[str, Any]) -> None:
-    """Write `state` to `path` atomically (temporary file, fsync, rename, fsync of the folder)."""
+    """Write `state` to `path` atomically (`rr_model.files.atomic_write`)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            torch.save(state, f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    dir_fd = os.open(path.parent, os.O_RDONLY)  # make the rename itself durable
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
+    atomic_write(path, lambda f: torch.save(state, f))
 
 
 def load(path: str | os.PathLike) -> dict[str, Any]:

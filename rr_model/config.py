@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from rr_model.errors import InputError
 from rr_model.ladder import LADDER, RECIPE, get_size
 from rr_model.variants import NAMES, REFERENCE, VARIANTS
 
@@ -50,11 +51,11 @@ class GPTConfig:
     def __post_init__(self) -> None:
         for name in ("vocab_size", "block_size", "n_layer", "n_head", "d_model"):
             if not (isinstance(getattr(self, name), int) and getattr(self, name) > 0):
-                raise ValueError(f"{name} must be a positive integer, got {getattr(self, name)!r}")
+                raise InputError(f"{name} must be a positive integer, got {getattr(self, name)!r}")
         if self.d_model % self.n_head:
-            raise ValueError(f"d_model ({self.d_model}) must be a multiple of n_head ({self.n_head})")
+            raise InputError(f"d_model ({self.d_model}) must be a multiple of n_head ({self.n_head})")
         if self.variant not in VARIANTS:
-            raise ValueError(f"unknown variant {self.variant!r}; registered: {', '.join(NAMES)}")
+            raise InputError(f"unknown variant {self.variant!r}; registered: {', '.join(NAMES)}")
 
     @property
     def head_dim(self) -> int:

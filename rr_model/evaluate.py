@@ -14,7 +14,7 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
-from rr_model.data import sample_batch
+from rr_model.tokens import sample_batch
 
 __all__ = ["evaluate", "ece_from_bins"]
 

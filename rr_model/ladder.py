@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
+from rr_model.errors import InputError
+
 __all__ = ["Recipe", "Size", "RECIPE", "LADDER", "PUBLISHED_SIZES", "get_size", "size_sort_key", "SIZE_LABEL"]
 
 
@@ -83,7 +85,7 @@ def get_size(name: str) -> Size:
     try:
         return LADDER[name]
     except KeyError:
-        raise KeyError(f"unknown size {name!r}; the ladder has {', '.join(LADDER)}") from None
+        raise InputError(f"unknown size {name!r}; the ladder has {', '.join(LADDER)}") from None
 
 
 def size_sort_key(label: str) -> float:

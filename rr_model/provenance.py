@@ -18,6 +18,8 @@ from typing import Any
 
 import pandas as pd
 
+from rr_model.files import locked
+
 __all__ = [
     "sidecar_path",
     "environment",
@@ -98,16 +100,10 @@ def environment(device: str) -> dict[str, Any]:
 
 def append_record(path: str | os.PathLike, record: Mapping[str, Any]) -> None:
     """Append one JSON record as one line, under an exclusive lock, and fsync it."""
-    import fcntl
-
     line = (json.dumps(record, sort_keys=True, allow_nan=False) + "\n").encode("utf-8")
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-    try:
-        fcntl.lockf(fd, fcntl.LOCK_EX)
+    with locked(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND) as fd:
         os.write(fd, line)
         os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def read_records(path: str | os.PathLike) -> list[dict[str, Any]]:
@@ -125,7 +121,7 @@ def join(df: pd.DataFrame, sidecar: str | os.PathLike | None = None) -> pd.DataF
     Parameters
     ----------
     df
-        A sweep loaded with `rr_analysis.dataset.load_sweep`.
+        A sweep loaded with `rr_model.dataset.load_sweep`.
     sidecar
         Its sidecar; default `sidecar_path(df.attrs["path"])`.
 

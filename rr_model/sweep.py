@@ -14,6 +14,7 @@ import sys
 from collections.abc import Iterable
 from typing import Any
 
+from rr_model.errors import InputError
 from rr_model.ladder import PUBLISHED_SIZES, get_size, size_sort_key
 from rr_model.provenance import read_records, sidecar_path
 from rr_model.train import TrainConfig, dataset_keys
@@ -46,7 +47,7 @@ def plan_sweep(
     for size in sizes:
         size_seeds = list(seeds) if seeds is not None else list(range(get_size(size).published_seeds))
         if not size_seeds:
-            raise ValueError(f"{size} has no published seeds; give the seeds to train")
+            raise InputError(f"{size} has no published seeds; give the seeds to train")
         runs += [TrainConfig(size, v, s, **options) for s in size_seeds for v in variants]
     done = set().union(
         *(dataset_keys(out, size) for size in sizes)

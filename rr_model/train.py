@@ -30,12 +30,15 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 
 from rr_model import checkpoint
 from rr_model.config import GPTConfig, model_config
-from rr_model.data import BYTE_EOS, TINYSTORIES, Tokens, load_tokens, sample_batch
+from rr_model.dataset import DataError, append_rows, bundled_path, format_row, load_sweep, read_sweep_text
+from rr_model.errors import InputError, RecipeError
 from rr_model.evaluate import evaluate
+from rr_model.integrity import check_integrity
 from rr_model.ladder import Recipe, get_size
 from rr_model.model import GPT
 from rr_model.progress import Progress, flops_per_token, matmul_flops, peak_flops
 from rr_model.provenance import append_record, environment, sidecar_path
+from rr_model.tokens import BYTE_EOS, TINYSTORIES, Tokens, load_tokens, sample_batch
 from rr_model.variants import COMPARED, NAMES, REFERENCE
 
 __all__ = [
@@ -92,7 +95,7 @@ class TrainConfig:
         if self.log_every is None:
             object.__setattr__(self, "log_every", min(50, max(1, self.steps // 10)))
         if self.variant not in NAMES:
-            raise ValueError(f"unknown variant {self.variant!r}; registered: {', '.join(NAMES)}")
+            raise InputError(f"unknown variant {self.variant!r}; registered: {', '.join(NAMES)}")
         checks = {
             "seed": (self.seed >= 0, "must be >= 0"),
             "steps": (self.steps > 0, "must be > 0"),
@@ -104,7 +107,7 @@ class TrainConfig:
         }
         for name, (ok, rule) in checks.items():
             if not ok:
-                raise ValueError(f"{name} {getattr(self, name)!r} {rule}")
+                raise InputError(f"{name} {getattr(self, name)!r} {rule}")
 
     @property
     def key(self) -> tuple[str, str, int]:
@@ -118,10 +121,6 @@ _RESULT_FIELDS = ("size", "variant", "seed", "data", "tokenizer", "steps", "reci
 
 def _result_config(cfg: TrainConfig) -> dict[str, Any]:
     return {k: v for k, v in asdict(cfg).items() if k in _RESULT_FIELDS}
-
-
-class RecipeError(ValueError):
-    """An off-recipe run aimed at a file that holds the published rows."""
 
 
 # ---------------------------------------------------------------------------------------------- planning
@@ -138,7 +137,6 @@ def _extends_published(out: Path, size: str) -> bool:
 
 def start_from_published(out: Path, size: str) -> None:
     """Create the default dataset as a copy of the published rows when `_extends_published` says so."""
-    from rr_analysis.dataset import bundled_path
 
     if not _extends_published(out, size):
         return
@@ -157,7 +155,6 @@ def dataset_keys(out: str | os.PathLike, size: str | None = None) -> set[tuple[s
 
     Empty if there is no file yet, or the published keys where training `size` would start it from them.
     """
-    from rr_analysis.dataset import bundled_path, load_sweep
 
     out = Path(out)
     if size is not None and _extends_published(out, size):
@@ -244,8 +241,6 @@ def recipe_differences(cfg: TrainConfig, tokens: Tokens) -> list[str]:
 
 def _guard(cfg: TrainConfig, tokens: Tokens, out: Path) -> None:
     """Refuse an off-recipe run for a file that holds published rows, naming every difference."""
-    from rr_analysis.dataset import load_sweep
-    from rr_analysis.integrity import check_integrity
 
     if not out.exists() or check_integrity(load_sweep(out)).present == 0:
         return
@@ -277,7 +272,7 @@ def setup_device(choice: str, precision: str, local_rank: int = 0) -> torch.devi
     """The device a run uses (auto: cuda, then mps, then cpu), with the process-wide numerics set for it."""
     available = {"cuda": torch.cuda.is_available(), "mps": torch.backends.mps.is_available(), "cpu": True}
     if not available.get(choice, True):
-        raise ValueError(f"--device {choice}: not available on this machine (torch {torch.__version__})")
+        raise InputError(f"--device {choice}: not available on this machine (torch {torch.__version__})")
     if choice == "cuda" or (choice == "auto" and available["cuda"]):
         torch.cuda.set_device(local_rank)
         # TF32 matmuls: the published setting; "highest" keeps full fp32
@@ -349,7 +344,7 @@ def train(cfg: TrainConfig, out: str | os.PathLike = DEFAULT_OUT, *, resume: boo
         Off-recipe run for a file holding the published rows.
     ValueError
         A checkpoint of this run exists but `resume` is False, or it was written under another config.
-    rr_model.data.DataUnavailable
+    rr_model.tokens.DataUnavailable
         The corpus cannot be fetched (see its message for --data).
     """
     try:
@@ -361,10 +356,9 @@ def train(cfg: TrainConfig, out: str | os.PathLike = DEFAULT_OUT, *, resume: boo
 
 
 def _train(cfg: TrainConfig, out: Path, resume: bool) -> dict[str, Any]:
-    from rr_analysis.dataset import bundled_path
 
     if out.resolve() == bundled_path().resolve():
-        raise ValueError(
+        raise InputError(
             f"{out} is the reference copy of the published sweep inside rr; train into data/ instead"
         )
     device = setup_device(cfg.device, cfg.precision, int(os.environ.get("LOCAL_RANK", "0")))
@@ -372,7 +366,7 @@ def _train(cfg: TrainConfig, out: Path, resume: bool) -> dict[str, Any]:
     master = rank == 0
     r = cfg.recipe
     if r.batch_size % world:
-        raise ValueError(f"the batch of {r.batch_size} sequences does not split over {world} processes")
+        raise InputError(f"the batch of {r.batch_size} sequences does not split over {world} processes")
 
     tokens = load_tokens(cfg.data, n_text=r.n_text, cache_dir=cfg.cache_dir, tokenizer=cfg.tokenizer)
     if master:
@@ -391,9 +385,9 @@ def _train(cfg: TrainConfig, out: Path, resume: bool) -> dict[str, Any]:
     if ckpt.exists():
         saved = checkpoint.load(ckpt)
         if not resume:
-            raise ValueError(f"{ckpt} holds this run at step {saved['step']}: pass --resume to continue it")
+            raise InputError(f"{ckpt} holds this run at step {saved['step']}: pass --resume to continue it")
         if saved["config"] != _result_config(cfg):
-            raise ValueError(
+            raise InputError(
                 f"{ckpt} was written under another config ({saved['config']}); delete it to start over"
             )
         model.load_state_dict(saved["model"])
@@ -541,7 +535,6 @@ def _row(cfg: TrainConfig, result: dict[str, Any]) -> dict[str, Any]:
 def _check_row_fits(out: Path, row: dict[str, Any]) -> None:
     """Refuse before training, not after, a run whose row the file's schema would reject: a run already in
     the file, or steps or params_M unlike the file's other rows of the same (size, variant)."""
-    from rr_analysis.dataset import DataError, format_row, read_sweep_text
 
     out.parent.mkdir(parents=True, exist_ok=True)
     if not out.exists():
@@ -550,14 +543,13 @@ def _check_row_fits(out: Path, row: dict[str, Any]) -> None:
         read_sweep_text(out.read_text(encoding="utf-8-sig").rstrip("\n") + "\n" + format_row(row) + "\n", out)
     except DataError as e:
         key = " ".join(str(row[k]) for k in ("size", "variant", "seed"))
-        raise ValueError(
+        raise InputError(
             f"not training {key}: its row would be refused (it is the last line below).\n{e}"
         ) from None
 
 
 def _write(out: Path, cfg: TrainConfig, record: dict[str, Any]) -> None:
     """Append the run's row (if it finished) and its provenance record; a refused row is recorded as failed."""
-    from rr_analysis.dataset import DataError, append_rows
 
     try:
         if record["result"] is not None:

@@ -14,8 +14,8 @@ import torch
 from typer.testing import CliRunner
 
 from cli.main import app
-from rr_analysis.dataset import load_sweep
 from rr_model import checkpoint, provenance
+from rr_model.dataset import load_sweep
 from rr_model.train import TrainConfig, train
 
 

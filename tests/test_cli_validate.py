@@ -9,7 +9,7 @@ import sys
 from typer.testing import CliRunner
 
 from cli.main import app
-from rr_analysis.dataset import bundled_path
+from rr_model.dataset import bundled_path
 
 runner = CliRunner()
 

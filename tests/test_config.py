@@ -10,6 +10,7 @@ import pytest
 
 from rr_analysis import load_sweep
 from rr_model.config import GPTConfig, model_config, size_table
+from rr_model.errors import InputError
 from rr_model.ladder import LADDER, PUBLISHED_SIZES
 from rr_model.variants import NAMES, REFERENCE, VARIANTS
 
@@ -87,7 +88,7 @@ def test_config_rejects_bad_shapes(kwargs, message):
 
 
 def test_unknown_size_lists_the_ladder():
-    with pytest.raises(KeyError, match="the ladder has 60M"):
+    with pytest.raises(InputError, match="the ladder has 60M"):
         model_config("7B", "standard")
 
 

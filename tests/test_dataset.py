@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rr_analysis.dataset import FIELDS, DataError, append_rows, bundled_path, load_sweep, write_sweep
+from rr_model.dataset import FIELDS, DataError, append_rows, bundled_path, load_sweep, write_sweep
 from rr_model.variants import NAMES
 
 REPO = Path(__file__).resolve().parents[1]

@@ -12,8 +12,8 @@ import sys
 
 import pytest
 
-from rr_analysis.dataset import load_sweep
 from rr_model import provenance
+from rr_model.dataset import load_sweep
 from rr_model.train import TrainConfig, train
 
 

@@ -9,9 +9,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from rr_analysis.dataset import load_sweep
-from rr_analysis.mixed import EMERGENCE_COLUMNS, _Model, emergence, mixed_table
+from rr_analysis.emergence import EMERGENCE_COLUMNS, emergence
+from rr_analysis.mixed import BlockModel, mixed_table
 from rr_analysis.stats import welch_table
+from rr_model.dataset import load_sweep
 
 
 @pytest.fixture(scope="module")
@@ -38,7 +39,7 @@ def design(g: pd.DataFrame) -> np.ndarray:
 def test_numerical_reml_equals_closed_form_on_complete_blocks(sweep):
     closed = mixed_table(sweep)
     for size, g in sweep.groupby("size"):
-        fit = _Model(g["val_loss"].to_numpy(float), design(g), g["seed"].to_numpy()).fit()
+        fit = BlockModel(g["val_loss"].to_numpy(float), design(g), g["seed"].to_numpy()).fit()
         want = closed[closed["size"] == size]
         assert fit.beta[1:] == pytest.approx(want["mixed_coef"].to_numpy(), rel=1e-7)
         assert np.sqrt(np.diag(fit.cov))[1:] == pytest.approx(want["mixed_se"].to_numpy(), rel=1e-6)
@@ -52,7 +53,7 @@ def test_incomplete_blocks_agree_with_tightened_statsmodels(sweep, size):
     g = g.drop(index=g[(g["variant"] == "standard") & (g["seed"] == 2)].index).copy()
     g["variant"] = pd.Categorical(g["variant"], ["review_neutral", "highway", "standard"])
     ref = statsmodels_fit(g, "val_loss ~ variant", g["seed"])
-    fit = _Model(g["val_loss"].to_numpy(float), design(g), g["seed"].to_numpy()).fit()
+    fit = BlockModel(g["val_loss"].to_numpy(float), design(g), g["seed"].to_numpy()).fit()
     assert fit.beta == pytest.approx(ref.fe_params.to_numpy(), rel=1e-6)
     assert fit.sigma2 == pytest.approx(ref.scale, rel=1e-6)
     assert fit.tau2 == pytest.approx(ref.cov_re.iloc[0, 0], rel=1e-6)
@@ -75,7 +76,7 @@ def test_singular_fit_on_the_boundary_uses_the_pooled_df():
     seeds = np.tile(np.arange(6), 2)
     seeds_r = np.r_[seeds[:6], seeds[6:][::-1]]
     for blocks in (seeds, seeds_r):
-        fit = _Model(y, X, blocks).fit()
+        fit = BlockModel(y, X, blocks).fit()
         if fit.tau2 == 0:
             assert fit.df[1] == pytest.approx(10.0, rel=1e-6)  # N - p once the seed variance is 0
 

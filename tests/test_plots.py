@@ -14,8 +14,8 @@ from typer.testing import CliRunner
 
 from cli.main import app
 from rr_analysis import plots
-from rr_analysis.dataset import load_sweep
 from rr_analysis.stats import gap_table
+from rr_model.dataset import load_sweep
 from rr_model.variants import BASELINES, colour
 
 runner = CliRunner()

@@ -9,12 +9,12 @@ import pytest
 from typer.testing import CliRunner
 
 from cli.main import app
-from rr_analysis.dataset import load_sweep
-from rr_analysis.mixed import emergence
+from rr_analysis.emergence import emergence
 from rr_analysis.notes import recipe_notes
 from rr_analysis.power import power_table
 from rr_analysis.stats import gap_table
 from rr_analysis.tables import render
+from rr_model.dataset import load_sweep
 
 runner = CliRunner()
 LINK = re.compile(r"!\[[^\]]*\]\(([^)]+)\)")

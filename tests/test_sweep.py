@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from cli.main import app
-from rr_analysis.dataset import bundled_path, load_sweep
+from rr_model.dataset import bundled_path, load_sweep
 from rr_model.sweep import plan_sweep, train_command
 from rr_model.train import TrainConfig
 

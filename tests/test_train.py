@@ -17,13 +17,14 @@ import torch
 from typer.testing import CliRunner
 
 from cli.main import app
-from rr_analysis.dataset import append_rows, bundled_path, load_sweep
 from rr_model import provenance, synthetic
 from rr_model.config import model_config
-from rr_model.data import TINYSTORIES, Tokens
+from rr_model.dataset import append_rows, bundled_path, load_sweep
+from rr_model.errors import InputError
 from rr_model.evaluate import ece_from_bins, evaluate
 from rr_model.ladder import RECIPE
 from rr_model.model import GPT
+from rr_model.tokens import TINYSTORIES, Tokens
 from rr_model.train import TrainConfig, lr_at, plan_runs, recipe_differences, train
 
 RR = shutil.which("rr") or pytest.fail("the rr entry point is not installed")
@@ -102,7 +103,7 @@ def test_defaults_are_the_published_recipe():
         TrainConfig("150M", precision="fp16")
     with pytest.raises(ValueError, match="steps 0 must be > 0"):
         TrainConfig("150M", steps=0)
-    with pytest.raises(KeyError, match="unknown size '2B'"):
+    with pytest.raises(InputError, match="unknown size '2B'"):
         TrainConfig("2B")
 
 
@@ -313,7 +314,7 @@ def test_evaluate_equals_a_direct_computation():
     val = np.random.default_rng(1).integers(0, 257, 5000).astype(np.uint16)
     loss, ece = evaluate(model, val, seed=3, n_batches=3, batch_size=4, block_size=256, n_bins=15,
                          device=torch.device("cpu"))  # fmt: skip
-    from rr_model.data import sample_batch
+    from rr_model.tokens import sample_batch
 
     rng, losses, conf, correct = np.random.default_rng(3), [], [], []
     with torch.no_grad():

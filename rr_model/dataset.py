@@ -17,7 +17,9 @@ import numpy as np
 import pandas as pd
 import pandera.pandas as pa
 
-from rr_analysis.schema import COLUMNS, GROUP_RULES, KEY, SCHEMA, Problem
+from rr_model.errors import RRError
+from rr_model.files import locked
+from rr_model.schema import COLUMNS, GROUP_RULES, KEY, SCHEMA, Problem
 
 __all__ = ["DataError", "load_sweep", "read_sweep_text", "write_sweep", "append_rows", "bundled_path"]
 
@@ -27,7 +29,7 @@ FIELDS: list[str] = [c.name for c in COLUMNS]
 _DECIMALS = {"params_M": 2, "val_loss": 4, "ece": 4, "minutes": 1}
 
 
-class DataError(ValueError):
+class DataError(RRError, ValueError):
     """A sweep file that cannot be used, with every problem found in it."""
 
     def __init__(self, path: str | os.PathLike | None, problems: list[Problem]):
@@ -48,7 +50,7 @@ class DataError(ValueError):
 
 def bundled_path() -> Path:
     """The published dataset (42 runs) as shipped inside the installed package."""
-    return Path(str(resources.files("rr_analysis") / "published" / "scaling_v8.csv"))
+    return Path(str(resources.files("rr_model") / "published" / "scaling_v8.csv"))
 
 
 def _file_problem(path, rule: str) -> DataError:
@@ -277,18 +279,14 @@ def write_sweep(df: pd.DataFrame, path: str | os.PathLike, *, exact: bool = Fals
 def append_rows(path: str | os.PathLike, rows: Iterable[Mapping]) -> pd.DataFrame:
     """Append validated rows to a sweep CSV under an exclusive lock; the existing bytes are never rewritten.
 
-    The file is locked (POSIX `lockf`, which also holds across NFS), re-read and validated together with the
+    The file is locked (`rr_model.files.locked`), re-read and validated together with the
     new rows, and only then are the new lines appended and fsynced. A missing file is created with a header.
     Returns the new rows as parsed back from the file. Raises DataError if the combined file would be invalid
     (for instance a duplicate (size, variant, seed)), in which case nothing is written.
     """
-    import fcntl
-
     path = Path(path)
     new = [format_row(r) for r in rows]
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
-    try:
-        fcntl.lockf(fd, fcntl.LOCK_EX)
+    with locked(path) as fd:
         with open(fd, "rb", closefd=False) as f:
             f.seek(0)
             existing = f.read()
@@ -304,6 +302,4 @@ def append_rows(path: str | os.PathLike, rows: Iterable[Mapping]) -> pd.DataFram
         payload = (prefix + "\n".join(new) + "\n").encode("utf-8")
         os.write(fd, payload)  # one write of whole lines: O_APPEND keeps it at the end
         os.fsync(fd)
-    finally:
-        os.close(fd)  # closing releases the lock
     return df.iloc[len(df) - len(new) :].reset_index(drop=True)

@@ -21,8 +21,10 @@ import tokenizers
 import torch
 from tokenizers import models, pre_tokenizers, trainers
 
-from rr_model import data, synthetic
-from rr_model.data import (
+import rr_model.tokens as tokmod
+from rr_model import synthetic
+from rr_model.ladder import RECIPE
+from rr_model.tokens import (
     BYTE_EOS,
     TINYSTORIES,
     DataUnavailable,
@@ -31,7 +33,6 @@ from rr_model.data import (
     load_tokens,
     sample_batch,
 )
-from rr_model.ladder import RECIPE
 
 EOT = "<|endoftext|>"
 DOCS = synthetic.stories(60)  # a few KB: enough for a train/val split, fast to tokenize
@@ -246,8 +247,8 @@ def test_a_token_cache_directory_or_file_loads_as_data(cache, txt):
 
 def test_concurrent_loads_tokenize_once(cache, txt, monkeypatch):
     builds = []
-    build = data._build
-    monkeypatch.setattr(data, "_build", lambda *a: (builds.append(1), time.sleep(0.2), build(*a)))
+    build = tokmod._build
+    monkeypatch.setattr(tokmod, "_build", lambda *a: (builds.append(1), time.sleep(0.2), build(*a)))
     results = []
 
     def load():

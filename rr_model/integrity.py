@@ -10,13 +10,13 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from rr_analysis.dataset import FIELDS, format_row, load_sweep
-from rr_analysis.schema import KEY
+from rr_model.dataset import FIELDS, format_row, load_sweep
+from rr_model.schema import KEY
 
 __all__ = ["Integrity", "check_integrity", "digest", "PUBLISHED_DIGEST"]
 
 # SHA-256 of the published rows in canonical form (sorted by size, variant, seed; published number format).
-# Pins the reference copy itself: a test fails if rr_analysis/published/scaling_v8.csv is ever edited.
+# Pins the reference copy itself: a test fails if rr_model/published/scaling_v8.csv is ever edited.
 PUBLISHED_DIGEST = "075ec1eca0234b40efdcb075d394735114b1700770dbf70dca2f5800d93e9f90"
 
 

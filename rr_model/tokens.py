@@ -13,8 +13,6 @@ machine and point `--data` at it.
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import functools
 import hashlib
 import itertools
@@ -32,6 +30,8 @@ import numpy as np
 import torch
 
 from rr_model import synthetic
+from rr_model.errors import InputError, RRError
+from rr_model.files import fsync_path, locked
 from rr_model.ladder import RECIPE
 
 __all__ = [
@@ -84,7 +84,7 @@ class Tokens:
         }
 
 
-class DataUnavailable(RuntimeError):
+class DataUnavailable(RRError):
     """The hub, or a dataset or tokenizer on it, cannot be reached and nothing usable is cached."""
 
 
@@ -170,7 +170,7 @@ def _jsonl(path: Path) -> Iterator[str]:
             if line.strip():
                 row = json.loads(line)
                 if "text" not in row:
-                    raise ValueError(f"{path}:{i}: no 'text' field")
+                    raise InputError(f"{path}:{i}: no 'text' field")
                 yield row["text"]
 
 
@@ -179,7 +179,7 @@ def _parquet(path: Path) -> Iterator[str]:
 
     file = pq.ParquetFile(path)
     if "text" not in file.schema_arrow.names:
-        raise ValueError(f"{path}: no 'text' column (columns: {', '.join(file.schema_arrow.names)})")
+        raise InputError(f"{path}: no 'text' column (columns: {', '.join(file.schema_arrow.names)})")
     for batch in file.iter_batches(batch_size=_CHUNK, columns=["text"]):
         yield from batch.column(0).to_pylist()
 
@@ -224,14 +224,6 @@ def _open(directory: Path, key: str | None = None) -> Tokens | None:
         return None
 
 
-def _fsync(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def _build(directory: Path, key: str, source: str, tok: _Tokenizer, docs: Iterable[str], n_text: int) -> None:
     """Tokenize `docs` (at most n_text) and publish the cache at `directory` atomically."""
     tmp = Path(tempfile.mkdtemp(prefix=f".{key}.", dir=directory.parent))
@@ -248,7 +240,7 @@ def _build(directory: Path, key: str, source: str, tok: _Tokenizer, docs: Iterab
                 n_tokens += len(ids)
         n_train = int(n_tokens * (1 - RECIPE.val_frac))
         if not 0 < n_train < n_tokens:
-            raise ValueError(f"{source}: {n_docs} documents, {n_tokens} tokens: too few to split train/val")
+            raise InputError(f"{source}: {n_docs} documents, {n_tokens} tokens: too few to split train/val")
         meta = {
             "format": FORMAT,
             "key": key,
@@ -262,21 +254,13 @@ def _build(directory: Path, key: str, source: str, tok: _Tokenizer, docs: Iterab
         }
         (tmp / "meta.json").write_text(json.dumps(meta, indent=1))
         for path in (tmp / "tokens.bin", tmp / "meta.json", tmp):
-            _fsync(path)
+            fsync_path(path)
         if directory.exists():  # an invalid cache (we hold the lock and found none valid): replace it
             shutil.rmtree(directory)
         os.rename(tmp, directory)
-        _fsync(directory.parent)
+        fsync_path(directory.parent)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)  # gone already after a successful rename
-
-
-@contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    """Hold an exclusive lock on `path`, so concurrent runs (DDP ranks) tokenize a corpus only once."""
-    with open(path, "a") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        yield
 
 
 # ---------------------------------------------------------------------------------------------------- API
@@ -324,9 +308,9 @@ def load_tokens(
     resolved path, size and modification time, so an edited file is tokenized again.
     """
     if tokenizer not in (None, "gpt2", "bytes"):
-        raise ValueError(f"unknown tokenizer {tokenizer!r}; use 'gpt2' or 'bytes'")
+        raise InputError(f"unknown tokenizer {tokenizer!r}; use 'gpt2' or 'bytes'")
     if n_text < 1:
-        raise ValueError(f"n_text must be positive, got {n_text}")
+        raise InputError(f"n_text must be positive, got {n_text}")
     path = Path(data)
     is_cache = path.is_dir() or path.name in ("meta.json", "tokens.bin")
     if data not in ("tinystories", "synthetic") and is_cache:
@@ -355,7 +339,7 @@ def load_tokens(
     if (tokens := _open(directory, key)) is not None:
         return tokens
     directory.parent.mkdir(parents=True, exist_ok=True)
-    with _locked(directory.with_suffix(".lock")):
+    with locked(directory.with_suffix(".lock")):
         if (tokens := _open(directory, key)) is None:  # nobody built it while we waited for the lock
             tok = _tokenizer(tokenizer)
             log.info("tokenizing %s with %s into %s (first use only)", source, tokenizer, directory)
@@ -370,11 +354,11 @@ def load_tokens(
 def _given_cache(directory: Path, tokenizer: str | None) -> Tokens:
     tokens = _open(directory)
     if tokens is None:
-        raise ValueError(
+        raise InputError(
             f"{directory}: not a complete token cache written by rr (partial, corrupt, outdated)"
         )
     if tokenizer not in (None, tokens.tokenizer):
-        raise ValueError(f"{directory}: the cache was tokenized with {tokens.tokenizer!r}, not {tokenizer!r}")
+        raise InputError(f"{directory}: the cache was tokenized with {tokens.tokenizer!r}, not {tokenizer!r}")
     return tokens
 
 
@@ -387,7 +371,7 @@ def sample_batch(
     always gives the same batch; only the selected windows are read from the memory map. CPU tensors.
     """
     if len(data) < block + 2:
-        raise ValueError(f"a stream of {len(data)} tokens is too short for blocks of {block}")
+        raise InputError(f"a stream of {len(data)} tokens is too short for blocks of {block}")
     offsets = rng.integers(0, len(data) - block - 1, size=batch)
     windows = np.lib.stride_tricks.sliding_window_view(data, block + 1)[offsets]
     x, y = (torch.from_numpy(w.astype(np.int64)) for w in (windows[:, :-1], windows[:, 1:]))  # contiguous
