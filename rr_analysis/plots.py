@@ -28,7 +28,7 @@ from rr_analysis.estimates import ALPHA, cell_means, gap_estimates, test_name
 from rr_model.errors import PlotError
 from rr_model.files import atomic_write
 from rr_model.ladder import RECIPE
-from rr_model.variants import NAMES, REFERENCE, VARIANTS, colour
+from rr_model.variants import NAMES, REFERENCE, VARIANTS, colour, label
 
 __all__ = [
     "FORMATS",
@@ -65,10 +65,6 @@ _STYLE = {
     "svg.fonttype": "none",  # SVG text stays text (searchable, editable)
     "pdf.fonttype": 42,  # TrueType in PDF, as journals ask
 }
-
-
-def _label(variant: str) -> str:
-    return VARIANTS[variant].label
 
 
 def _variants_in_order(df: pd.DataFrame) -> list[str]:
@@ -228,7 +224,7 @@ def emergence_figure(
                 lw=1.6,
                 elinewidth=1.1,
                 capsize=3,
-                label=_label(b) + " (parameter-matched)" * VARIANTS[b].matched,
+                label=label(b) + " (parameter-matched)" * VARIANTS[b].matched,
                 gid=b,
             )
             for artist in (bars.lines[0], *bars.lines[1], *bars.lines[2]):
@@ -279,7 +275,7 @@ def scaling_figure(df: pd.DataFrame, *, title: str | None = None) -> Figure:
         means = cell_means(df, "val_loss")
         for v in _variants_in_order(df):
             runs, line = df[df["variant"] == v], means[means["variant"] == v].sort_values("params_M")
-            ax.plot(line["params_M"], line["mean"], "-", color=colour(v), lw=1.5, label=_label(v), gid=v)
+            ax.plot(line["params_M"], line["mean"], "-", color=colour(v), lw=1.5, label=label(v), gid=v)
             _runs(ax, runs["params_M"], runs["val_loss"], v, ms=4)
         _size_ticks(ax, df.groupby("size")["params_M"].mean()[sizes])
         ax.set_xlabel("Parameters (log scale)")
@@ -343,7 +339,7 @@ def seeds_figure(df: pd.DataFrame, *, title: str | None = None) -> Figure:
             for v in order:
                 y = runs.loc[runs["variant"] == v, "val_loss"]
                 _runs(ax, [pos[v]] * len(y), y, v, ms=5, alpha=0.85)
-            ax.set_xticks(range(len(order)), labels=[_label(v) for v in order], rotation=30, ha="right")
+            ax.set_xticks(range(len(order)), labels=[label(v) for v in order], rotation=30, ha="right")
             ax.set_xlim(-0.4, len(order) - 0.6)
             ax.set_title(size)
             ax.grid(axis="x", visible=False)
@@ -390,7 +386,7 @@ def calibration_figure(df: pd.DataFrame, *, title: str | None = None) -> Figure:
             line = means[means["variant"] == v].set_index("size")["mean"]
             line = line.reindex([s for s in sizes if s in line.index])
             ax.plot(
-                [x[s] for s in line.index], line, "-D", color=colour(v), ms=5, lw=1.2, label=_label(v), gid=v
+                [x[s] for s in line.index], line, "-D", color=colour(v), ms=5, lw=1.2, label=label(v), gid=v
             )
             _runs(ax, runs["size"].map(x), runs["ece"], v, ms=3, alpha=0.5)
         ax.set_xticks(range(len(sizes)), labels=sizes)

@@ -15,7 +15,7 @@ import pandas as pd
 from rr_analysis.emergence import EMERGENCE_COLUMNS
 from rr_analysis.stats import TABLE_COLUMNS
 from rr_model.errors import InputError
-from rr_model.variants import REFERENCE, VARIANTS
+from rr_model.variants import REFERENCE, label
 
 __all__ = [
     "FORMATS",
@@ -45,10 +45,6 @@ def _p(v) -> str:
     return "n/a" if _missing(v) else ("<0.0001" if v < 1e-4 else f"{v:.4f}")
 
 
-def _label(name: str) -> str:
-    return VARIANTS[name].label if name in VARIANTS else name
-
-
 @dataclass(frozen=True)
 class Col:
     header: str  # "\n" splits a two-line header in text output
@@ -76,7 +72,7 @@ def _table_notes(t: pd.DataFrame) -> list[str]:
     for _, r in t.iterrows():
         for view in ("welch", "paired", "mixed"):
             if r[f"{view}_note"]:
-                out.append(f"{r['size']} {_label(r['baseline'])}, {view}: {r[f'{view}_note']}")
+                out.append(f"{r['size']} {label(r['baseline'])}, {view}: {r[f'{view}_note']}")
     methods = sorted(set(t["mixed_method"]) - {""})
     out.append("mixed model fitted by: " + "; ".join(methods) if methods else "mixed model: not fitted")
     return out
@@ -85,26 +81,26 @@ def _table_notes(t: pd.DataFrame) -> list[str]:
 def _row_notes(key: str) -> Callable[[pd.DataFrame], list[str]]:
     def notes(t: pd.DataFrame) -> list[str]:
         where = (
-            (lambda r: f"{r['size']} {_label(r['baseline'])}")
+            (lambda r: f"{r['size']} {label(r['baseline'])}")
             if "size" in t
-            else (lambda r: _label(r["baseline"]))
+            else (lambda r: label(r["baseline"]))
         )
         return [f"{where(r)}: {r[key]}" for _, r in t.iterrows() if r[key]]
 
     return notes
 
 
-_GAP = f"gap = mean(baseline) - mean({_label(REFERENCE)}); positive favours {_label(REFERENCE)} (lower loss)."
+_GAP = f"gap = mean(baseline) - mean({label(REFERENCE)}); positive favours {label(REFERENCE)} (lower loss)."
 
 VIEWS: dict[str, View] = {
     "table": View(
-        title=f"{_label(REFERENCE)} vs each baseline, val_loss",
+        title=f"{label(REFERENCE)} vs each baseline, val_loss",
         columns=(
             Col("size", _get("size", str)),
-            Col("baseline", _get("baseline", _label)),
+            Col("baseline", _get("baseline", label)),
             Col("params\n(M)", _get("params_M", _num(".2f"))),
             Col("n\nR/B", lambda r: f"{r['n_review']}/{r['n_baseline']}"),
-            Col(f"{_label(REFERENCE)}\nmean", _get("review_mean", _num(".4f"))),
+            Col(f"{label(REFERENCE)}\nmean", _get("review_mean", _num(".4f"))),
             Col("baseline\nmean", _get("baseline_mean", _num(".4f"))),
             Col("gap", _get("gap", _num(".4f"))),
             Col("Welch\nt", _get("welch_t", _num(".2f"))),
@@ -136,9 +132,9 @@ VIEWS: dict[str, View] = {
         notes=_table_notes,
     ),
     "emergence": View(
-        title=f"Does {_label(REFERENCE)}'s advantage grow with size? (gap per decade of parameters)",
+        title=f"Does {label(REFERENCE)}'s advantage grow with size? (gap per decade of parameters)",
         columns=(
-            Col("baseline", _get("baseline", _label)),
+            Col("baseline", _get("baseline", label)),
             Col("sizes", _get("n_sizes", str)),
             Col("slope per\ndecade", _get("slope_per_decade", _num(".4f"))),
             Col("SE", _get("se", _num(".4f"))),
@@ -168,7 +164,7 @@ VIEWS: dict[str, View] = {
         title="Seeds needed for 80% power at alpha 0.05 (two-sided), and the smallest gap detectable now",
         columns=(
             Col("size", _get("size", str)),
-            Col("baseline", _get("baseline", _label)),
+            Col("baseline", _get("baseline", label)),
             Col("n\nR/B", lambda r: f"{r['n_review']}/{r['n_baseline']}"),
             Col("pairs", _get("n_pairs", str)),
             Col("gap", _get("gap", _num(".4f"))),
@@ -286,7 +282,7 @@ def render(frame: pd.DataFrame, view: str, fmt: str) -> str:
 def card_block(table: pd.DataFrame) -> str:
     """The dataset card's generated block (markers included) for a `gap_table` frame."""
     view = VIEWS["table"]
-    keep = ("size", "baseline", "n\nR/B", f"{_label(REFERENCE)}\nmean", "baseline\nmean", "gap", "Welch\nt",
+    keep = ("size", "baseline", "n\nR/B", f"{label(REFERENCE)}\nmean", "baseline\nmean", "gap", "Welch\nt",
             "Welch\np", "paired\np", "mixed\np", "mixed\np Holm")  # fmt: skip
     short = View(view.title, tuple(c for c in view.columns if c.header in keep), view.legend, view.notes)
     return f"{CARD_BEGIN}\n{_markdown(short, table)}{CARD_END}"

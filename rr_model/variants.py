@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["Variant", "VARIANTS", "REFERENCE", "BASELINES", "COMPARED", "NAMES", "colour"]
+__all__ = ["Variant", "VARIANTS", "REFERENCE", "BASELINES", "COMPARED", "NAMES", "colour", "label"]
 
 
 @dataclass(frozen=True)
@@ -17,20 +17,17 @@ class Variant:
     label: str  # for legends and tables
     colour: str  # Okabe-Ito palette: colour-blind safe, fixed per variant across every figure
     matched: bool  # widened in steps of n_head to Review's parameter count (paper's baselines)
-    description: str
 
 
 VARIANTS: dict[str, Variant] = {
     v.name: v
     for v in (
-        Variant(
-            "review_neutral", "Review", "#0072B2", False, "h + sigmoid(W [rms(h), rms(u)]) * u, W = 0 at init"
-        ),
-        Variant("highway", "Highway", "#E69F00", True, "h + sigmoid(W h) * u"),
-        Variant("standard", "Standard", "#009E73", True, "h + u"),
-        Variant("review_convex", "Review (convex)", "#D55E00", False, "(1 - r) h + r u: vanishes with depth"),
-        Variant("layerscale", "LayerScale", "#CC79A7", False, "h + diag(lambda) u, lambda = 0.1 at init"),
-        Variant("rezero", "ReZero", "#56B4E9", False, "h + alpha u, alpha = 0 at init"),
+        Variant("review_neutral", "Review", "#0072B2", False),
+        Variant("highway", "Highway", "#E69F00", True),
+        Variant("standard", "Standard", "#009E73", True),
+        Variant("review_convex", "Review (convex)", "#D55E00", False),
+        Variant("layerscale", "LayerScale", "#CC79A7", False),
+        Variant("rezero", "ReZero", "#56B4E9", False),
     )
 }
 
@@ -44,3 +41,9 @@ def colour(name: str) -> str:
     """Colour for a variant; unknown names get a neutral grey so new variants still plot."""
     v = VARIANTS.get(name)
     return v.colour if v else "#7F7F7F"
+
+
+def label(name: str) -> str:
+    """A variant's name for legends and tables; an unknown name stands as it is, so new variants still show."""
+    v = VARIANTS.get(name)
+    return v.label if v else name
