@@ -14,6 +14,7 @@ import pandas as pd
 
 from rr_analysis.emergence import EMERGENCE_COLUMNS
 from rr_analysis.stats import TABLE_COLUMNS
+from rr_model.dataset import plain
 from rr_model.errors import InputError
 from rr_model.variants import REFERENCE, label
 
@@ -202,12 +203,6 @@ def _machine_columns(view: str, frame: pd.DataFrame) -> list[str]:
     return list(keys) if keys else list(frame.columns)
 
 
-def _plain(v):
-    if _missing(v):
-        return None
-    return v.item() if hasattr(v, "item") else v
-
-
 def _text(view: View, frame: pd.DataFrame) -> str:
     from rich import box
     from rich.console import Console
@@ -269,7 +264,7 @@ def render(frame: pd.DataFrame, view: str, fmt: str) -> str:
     v = VIEWS[view]
     if fmt == "json":
         keys = _machine_columns(view, frame)
-        records = [{k: _plain(r[k]) for k in keys} for _, r in frame.iterrows()]
+        records = [{k: None if _missing(r[k]) else plain(r[k]) for k in keys} for _, r in frame.iterrows()]
         return json.dumps(records, indent=2, allow_nan=False) + "\n"
     if fmt == "csv":
         return frame[_machine_columns(view, frame)].to_csv(index=False, lineterminator="\n")

@@ -21,7 +21,15 @@ from rr_model.errors import RRError
 from rr_model.files import locked
 from rr_model.schema import COLUMNS, GROUP_RULES, KEY, SCHEMA, Problem
 
-__all__ = ["DataError", "load_sweep", "read_sweep_text", "write_sweep", "append_rows", "bundled_path"]
+__all__ = [
+    "DataError",
+    "load_sweep",
+    "read_sweep_text",
+    "write_sweep",
+    "append_rows",
+    "bundled_path",
+    "plain",
+]
 
 FIELDS: list[str] = [c.name for c in COLUMNS]
 # Published precision of each float column (decimals; shortest repr after rounding, as in the release):
@@ -178,11 +186,12 @@ def _schema_problems(df: pd.DataFrame, lines: list[int], skip: set[tuple[int, st
             continue
         seen.add((lines[i], column))
         value = df.at[i, column] if column in df.columns else tuple(df.loc[i, KEY])
-        problems.append(Problem(lines[i], column, _plain(value), rule))
+        problems.append(Problem(lines[i], column, plain(value), rule))
     return sorted(problems, key=lambda p: (p.line, p.column or ""))
 
 
-def _plain(value):
+def plain(value):
+    """A numpy scalar as the Python value it holds (np.int64(3) -> 3), so messages and JSON show plain numbers."""
     return value.item() if isinstance(value, np.generic) else value
 
 
