@@ -56,7 +56,7 @@ class Size:
 
 
 # Published ladder (paper Table 1). Baselines are widened from d_model in steps of n_head
-# until they reach Review's parameter count ("parameter-matched up"); see rr_model.params.
+# until they reach Review's parameter count ("parameter-matched up"); see rr_model.config.model_config.
 LADDER: dict[str, Size] = {
     s.name: s
     for s in (

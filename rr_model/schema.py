@@ -1,7 +1,8 @@
 """The sweep CSV's schema: columns, types and rules, in one place.
 
 `SCHEMA` (pandera) checks values once a file has been parsed and typed; `COLUMNS` drives parsing.
-The rules are written as short human phrases because they end up verbatim in error messages.
+The rules are written as short human phrases because they end up verbatim in error messages. What each
+column means is told once, in the dataset card (data/README.md).
 """
 
 from __future__ import annotations
@@ -24,20 +25,18 @@ class Column:
     kind: str  # "str", "int" or "float"
     optional: bool  # may be empty ("where measured")
     rule: str  # the constraint, as a reader would say it
-    description: str
 
 
 COLUMNS: tuple[Column, ...] = (
-    Column("size", "str", False, "a ladder size or a <number><K|M|B> label", "model size label, e.g. 590M"),
-    Column("variant", "str", False, f"one of {', '.join(NAMES)}", "residual variant"),
-    Column("seed", "int", False, "an integer >= 0", "training seed; fixes the data order for every variant"),
-    Column("params_M", "float", False, "a number > 0", "parameter count in millions"),
-    Column("steps", "int", False, "an integer > 0", "optimiser steps (token budget = steps x 64 x 256)"),
-    Column("val_loss", "float", False, "a finite number in (0, 20)", "mean validation loss, 80 batches"),
-    Column("ece", "float", True, "in [0, 1] or empty", "expected calibration error, 15 bins"),
-    Column("minutes", "float", True, "a number >= 0 or empty", "wall-clock training minutes"),
+    Column("size", "str", False, "a ladder size or a <number><K|M|B> label"),
+    Column("variant", "str", False, f"one of {', '.join(NAMES)}"),
+    Column("seed", "int", False, "an integer >= 0"),
+    Column("params_M", "float", False, "a number > 0"),
+    Column("steps", "int", False, "an integer > 0"),
+    Column("val_loss", "float", False, "a finite number in (0, 20)"),
+    Column("ece", "float", True, "in [0, 1] or empty"),
+    Column("minutes", "float", True, "a number >= 0 or empty"),
 )
-NAMES_IN_ORDER: tuple[str, ...] = tuple(c.name for c in COLUMNS)
 KEY: list[str] = ["size", "variant", "seed"]
 
 
