@@ -1,0 +1,94 @@
+"""`rr merge`: per-job files joined into one new dataset, identical copies kept once, conflicting ones
+refused with both places named, provenance sidecars merged, nothing ever overwritten."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+from typer.testing import CliRunner
+
+from cli.main import app
+from rr_model.dataset import append_rows, bundled_path, load_sweep
+from rr_model.merge import merge_sweeps
+from rr_model.provenance import append_record, read_records, sidecar_path
+
+
+def rr(*args):
+    return CliRunner().invoke(app, [str(a) for a in args])
+
+
+def row(seed: int, val_loss: float, variant: str = "highway", steps: int = 8000) -> dict:
+    return {"size": "60M", "variant": variant, "seed": seed, "params_M": 60.68, "steps": steps,
+            "val_loss": val_loss, "ece": 0.0081, "minutes": 7.25}  # fmt: skip
+
+
+def sweep(path, *rows, published: bool = True, records: tuple = ()):
+    """A per-job file: the published rows (as a default dataset starts) and its own new rows."""
+    if published:
+        shutil.copy(bundled_path(), path)
+    append_rows(path, rows)
+    for r in records:
+        append_record(sidecar_path(path), r)
+    return path
+
+
+def test_per_job_files_merge_into_one_with_their_provenance(tmp_path):
+    a = sweep(tmp_path / "a.csv", row(3, 1.6951), records=[{"run_id": "a1", "seed": 3}])
+    b = sweep(tmp_path / "b.csv", row(4, 1.6977123456), records=[{"run_id": "b1", "seed": 4}])
+    out = tmp_path / "merged.csv"
+    result = rr("merge", a, b, "--out", out)
+    assert result.exit_code == 0, result.output
+    assert "44 row(s) from 2 file(s)" in result.stdout and "42 identical copies kept once" in result.stdout
+    merged, published = load_sweep(out), load_sweep()
+    assert len(merged) == 44
+    assert merged.iloc[:42].equals(published)  # the published rows, unchanged and in order
+    assert merged.iloc[42:][["seed", "val_loss"]].values.tolist() == [[3, 1.6951], [4, 1.6977]]
+    assert [r["run_id"] for r in read_records(sidecar_path(out))] == ["a1", "b1"]
+
+
+def test_full_precision_and_files_without_published_rows(tmp_path):
+    a = sweep(tmp_path / "a.csv", row(3, 1.7), published=False)
+    b = tmp_path / "b.csv"
+    b.write_text(
+        "size,variant,seed,params_M,steps,val_loss,ece,minutes\n60M,highway,4,60.68,8000,1.69771234,,\n"
+    )
+    done = merge_sweeps([a, b], tmp_path / "m.csv")
+    assert done == {"out": str(tmp_path / "m.csv"), "rows": 2, "copies": 0, "records": 0}
+    merged = load_sweep(tmp_path / "m.csv")
+    assert merged["val_loss"].tolist() == [1.7, 1.69771234] and merged["ece"].isna().tolist() == [False, True]
+    assert not sidecar_path(tmp_path / "m.csv").exists()
+
+
+def test_conflicting_copies_are_refused_naming_both_places(tmp_path):
+    a = sweep(tmp_path / "a.csv", row(3, 1.6951))
+    b = sweep(tmp_path / "b.csv", row(3, 1.7001))
+    result = rr("merge", a, b, "--out", tmp_path / "m.csv")
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert f"{b} line 44: 60M highway 3 has val_loss 1.7001, {a} line 44 has 1.6951" in result.stderr
+    assert not (tmp_path / "m.csv").exists()
+
+
+def test_rules_across_files_name_each_row_by_its_origin(tmp_path):
+    a = sweep(tmp_path / "a.csv", row(3, 1.6951, "standard", steps=9000), published=False)
+    b = sweep(tmp_path / "b.csv", row(4, 1.6951, "standard", steps=8000), published=False)
+    with pytest.raises(ValueError, match=f"{a} line 2, column steps") as e:
+        merge_sweeps([a, b], tmp_path / "m.csv")
+    assert f"{b} line 2, column steps" in str(e.value) and not (tmp_path / "m.csv").exists()
+
+
+def test_never_overwrites_and_bad_inputs_are_one_clear_error(tmp_path):
+    a = sweep(tmp_path / "a.csv", row(3, 1.6951))
+    out = tmp_path / "m.csv"
+    out.write_text("precious\n")
+    result = rr("merge", a, a, "--out", out)
+    assert result.exit_code == 2 and "exists; rr merge writes a new file" in result.stderr
+    assert out.read_text() == "precious\n"
+    sidecar_path(tmp_path / "n.csv").write_text("{}\n")
+    assert "n.runs.jsonl exists" in rr("merge", a, "--out", tmp_path / "n.csv").stderr
+
+    bad = tmp_path / "bad.csv"
+    bad.write_text("size,variant,seed,params_M,steps,val_loss,ece,minutes\n60M,highway,x,60.68,8000,1.7,,\n")
+    result = rr("merge", a, bad, "--out", tmp_path / "o.csv")
+    assert result.exit_code == 2 and "line 2, column seed: 'x' - is not an integer" in result.stderr
+    assert not (tmp_path / "o.csv").exists()
