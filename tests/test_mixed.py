@@ -1,5 +1,5 @@
 """Mixed models: the sufficient-statistics REML against the closed form and statsmodels' MixedLM (tightened),
-Satterthwaite df, and the emergence model with its likelihood-ratio test and gap regression."""
+and Satterthwaite df. The emergence models are in test_emergence.py."""
 
 from __future__ import annotations
 
@@ -9,9 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from rr_analysis.emergence import EMERGENCE_COLUMNS, emergence
 from rr_analysis.mixed import BlockModel, mixed_table
-from rr_analysis.stats import welch_table
 from rr_model.dataset import load_sweep
 
 
@@ -79,60 +77,3 @@ def test_singular_fit_on_the_boundary_uses_the_pooled_df():
         fit = BlockModel(y, X, blocks).fit()
         if fit.tau2 == 0:
             assert fit.df[1] == pytest.approx(10.0, rel=1e-6)  # N - p once the seed variance is 0
-
-
-def test_emergence_on_published_data(sweep):
-    e = emergence(sweep).set_index("baseline")
-    assert e.loc["highway", "slope_per_decade"] == pytest.approx(0.009072, abs=1e-6)
-    assert e.loc["standard", "slope_per_decade"] == pytest.approx(0.020714, abs=1e-6)
-    assert e["df"].tolist() == pytest.approx([24.0, 24.0], rel=1e-6)  # 42 runs - 14 blocks - 4 variant terms
-    assert (e["p"] < 1e-4).all()
-    assert e["lrt_df"].tolist() == [2.0, 2.0]
-    assert e["note"].tolist() == ["", ""]
-
-
-def test_emergence_matches_statsmodels_and_lrt(sweep):
-    d = sweep.copy()
-    lx = np.log10(1e6 * d[d["variant"] == "review_neutral"].groupby("size")["params_M"].mean())
-    d["lxc"] = d["size"].map(lx - lx.mean())
-    d["hw"], d["std"] = (d["variant"] == "highway") * 1.0, (d["variant"] == "standard") * 1.0
-    d["block"] = d["size"] + ":" + d["seed"].astype(str)
-    full = "val_loss ~ 0 + C(size) + hw + std + hw:lxc + std:lxc"
-    ref = statsmodels_fit(d, full, d["block"])
-    e = emergence(sweep).set_index("baseline")
-    assert e.loc["highway", "slope_per_decade"] == pytest.approx(ref.fe_params["hw:lxc"], rel=1e-6)
-    assert e.loc["standard", "se"] == pytest.approx(ref.bse_fe["std:lxc"], rel=1e-6)
-    ml_full = statsmodels_fit(d, full, d["block"], reml=False)
-    ml_null = statsmodels_fit(d, "val_loss ~ 0 + C(size) + hw + std", d["block"], reml=False)
-    assert e["lrt_chi2"].iloc[0] == pytest.approx(2 * (ml_full.llf - ml_null.llf), rel=1e-5)
-
-
-def test_gap_regression_matches_statsmodels_wls(sweep):
-    import statsmodels.api as sm
-
-    w = welch_table(sweep)
-    e = emergence(sweep).set_index("baseline")
-    for b in ("highway", "standard"):
-        rows = w[w["baseline"] == b]
-        x = sm.add_constant(np.log10(rows["params_M"].to_numpy() * 1e6))
-        ref = sm.WLS(rows["gap"].to_numpy(), x, weights=1 / rows["welch_se"].to_numpy() ** 2).fit()
-        assert e.loc[b, "gap_regression_slope"] == pytest.approx(ref.params[1], rel=1e-9)
-        assert e.loc[b, "gap_regression_p"] == pytest.approx(ref.pvalues[1], rel=1e-8)
-
-
-def test_emergence_general_sweeps(sweep):
-    extra = sweep[sweep["size"] == "1B"].assign(size="2B", params_M=lambda d: d["params_M"] * 2)
-    layer = sweep[sweep["variant"] == "highway"].assign(variant="layerscale")
-    lone = sweep[(sweep["size"] == "60M") & (sweep["variant"] == "highway")].assign(variant="rezero")
-    e = emergence(pd.concat([sweep, extra, layer, lone], ignore_index=True)).set_index("baseline")
-    assert list(e.index) == ["highway", "standard", "layerscale", "rezero"]
-    assert e.loc["layerscale", "n_sizes"] == 5 and np.isfinite(e.loc["layerscale", "slope_per_decade"])
-    assert np.isnan(e.loc["rezero", "slope_per_decade"]) and "no slope" in e.loc["rezero", "note"]
-    assert e["lrt_df"].iloc[0] == 3.0
-    assert set(EMERGENCE_COLUMNS) <= set(e.reset_index().columns)
-
-
-def test_emergence_with_one_size_explains_itself(sweep):
-    e = emergence(sweep[sweep["size"] == "1B"])
-    assert e["slope_per_decade"].isna().all()
-    assert (e["note"] == "needs at least 2 sizes with review_neutral runs").all()

@@ -1,0 +1,175 @@
+"""Emergence at three levels: (a) per-run mixed model, (b) size-deviation model (Satterthwaite and
+Kenward-Roger), (c) the primary meta-regression; reference numbers from R (lme4 1.1 / lmerTest, pbkrtest
+0.5.2, metafor) on the published data, statsmodels cross-checks, and the sentences bad input gets."""
+
+from __future__ import annotations
+
+import json
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from rr_analysis.emergence import EMERGENCE_COLUMNS, emergence
+from rr_analysis.meta import meta_regression
+from rr_analysis.tables import render
+from rr_model.dataset import load_sweep
+
+# R on rr_model/published/scaling_v8.csv: lmerTest summary(), summary(ddf = "Kenward-Roger"),
+# metafor::rma(yi, sei = sei, mods = ~ lx, method = "REML", test = "knha"); tightened optimisers.
+R_DEV = {
+    "highway": dict(dev_slope=0.009024643148, dev_se=0.0025803798334, dev_df=3.148432401, dev_p=0.03665446335,
+                    dev_kr_se=0.0025804933056, dev_kr_df=3.337402248, dev_kr_p=0.03341563162),
+    "standard": dict(dev_slope=0.020714338951, dev_se=0.0015374908692, dev_df=20.789318180,
+                     dev_p=9.716444864e-12, dev_kr_se=0.0015378609838, dev_kr_df=3.026442993,
+                     dev_kr_p=8.458697305e-04),
+}  # fmt: skip
+R_META = {
+    "highway": dict(meta_slope=0.0103139048458, meta_se=0.00355832356369, meta_p=0.0625770402304,
+                    meta_tau2=7.22104273412e-06, meta_qe=45.0188737138, meta_qe_p=9.1676381185e-10),
+    "standard": dict(meta_slope=0.0212475649468, meta_se=0.00173364460215, meta_p=0.00116980023491,
+                     meta_tau2=1.98885183653e-06, meta_qe=27.9993659048, meta_qe_p=3.63314979521e-06),
+}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def sweep() -> pd.DataFrame:
+    return load_sweep()
+
+
+@pytest.fixture(scope="module")
+def published(sweep) -> pd.DataFrame:
+    return emergence(sweep).set_index("baseline")
+
+
+@pytest.mark.parametrize("b", ["highway", "standard"])
+def test_size_deviation_and_meta_match_r(published, b):
+    for col, want in {**R_DEV[b], **R_META[b]}.items():
+        # The REML surface is flat: R's and rr's optima agree to 1e-12 in deviance and ~1e-6 in theta, and
+        # the df come from numerical second derivatives there, so df and p agree to a few 1e-6.
+        rel = 5e-6 if col.endswith(("_df", "_p")) and col.startswith("dev") else 1e-6
+        assert published.loc[b, col] == pytest.approx(want, rel=rel), col
+    assert published.loc[b, "meta_df"] == 3.0 and published.loc[b, "meta_sizes"] == 5
+
+
+def test_published_verdicts_name_the_primary_test_and_the_confound(published):
+    assert (published["primary"] == "meta").all()
+    assert published.loc["highway", "verdict"].startswith("suggestive, not robust")
+    assert published.loc["standard", "verdict"].startswith("grows with size: robust")
+    assert published["dev_singular"].all()  # standard's size deviation is 0 (R: theta 2.4e-7)
+    assert "size deviation of standard" in published.loc["highway", "note"]
+    assert "590M 7000, 1B 6000" in published.loc["highway", "confound"]
+
+
+def test_per_run_model_unchanged(published):
+    assert published.loc["highway", "run_slope"] == pytest.approx(0.009072, abs=1e-6)
+    assert published.loc["standard", "run_slope"] == pytest.approx(0.020714, abs=1e-6)
+    assert published["run_df"].tolist() == pytest.approx([24.0, 24.0], rel=1e-6)  # 42 - 14 blocks - 4
+    assert (published["run_p"] < 1e-4).all() and published["lrt_df"].tolist() == [2.0, 2.0]
+
+
+def mixedlm(d: pd.DataFrame, formula: str, reml: bool = True, **kw):
+    """statsmodels' MixedLM pushed to convergence (its default stops early at variances of ~1e-5)."""
+    import statsmodels.formula.api as smf
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return smf.mixedlm(formula, d, **kw).fit(reml=reml, method=["bfgs"], gtol=1e-14, maxiter=50_000)
+
+
+@pytest.fixture(scope="module")
+def coded(sweep) -> pd.DataFrame:
+    d = sweep.copy()
+    lx = np.log10(d[d["variant"] == "review_neutral"].groupby("size")["params_M"].mean())
+    d["lxc"] = d["size"].map(lx - lx.mean())
+    d["hw"], d["std"] = (d["variant"] == "highway") * 1.0, (d["variant"] == "standard") * 1.0
+    d["block"], d["seedc"] = d["size"] + ":" + d["seed"].astype(str), d["seed"].astype(str)
+    return d
+
+
+def test_per_run_model_matches_statsmodels_and_lrt(coded, published):
+    full = "val_loss ~ 0 + C(size) + hw + std + hw:lxc + std:lxc"
+    ref = mixedlm(coded, full, groups=coded["block"])
+    assert published.loc["highway", "run_slope"] == pytest.approx(ref.fe_params["hw:lxc"], rel=1e-6)
+    assert published.loc["standard", "run_se"] == pytest.approx(ref.bse_fe["std:lxc"], rel=1e-6)
+    ml_full = mixedlm(coded, full, reml=False, groups=coded["block"])
+    ml_null = mixedlm(coded, "val_loss ~ 0 + C(size) + hw + std", reml=False, groups=coded["block"])
+    assert published["lrt_chi2"].iloc[0] == pytest.approx(2 * (ml_full.llf - ml_null.llf), rel=1e-5)
+
+
+def test_size_deviation_model_matches_statsmodels_variance_components(coded, published):
+    """The same REML optimum as statsmodels' MixedLM with three variance components (groups = size)."""
+    vc = {"seed": "0 + C(seedc)", "hw": "0 + hw", "std": "0 + std"}
+    ref = mixedlm(coded, "val_loss ~ 0 + C(size) + hw + std + hw:lxc + std:lxc", groups=coded["size"],
+                  re_formula="0", vc_formula=vc)  # fmt: skip
+    assert published.loc["highway", "dev_slope"] == pytest.approx(ref.fe_params["hw:lxc"], rel=1e-6)
+    assert published.loc["standard", "dev_slope"] == pytest.approx(ref.fe_params["std:lxc"], rel=1e-6)
+    names = list(ref.model.exog_vc.names)
+    assert published.loc["highway", "dev_var_size"] == pytest.approx(ref.vcomp[names.index("hw")], rel=1e-4)
+    assert published.loc["highway", "dev_var_seed"] == pytest.approx(ref.vcomp[names.index("seed")], rel=1e-4)
+    assert published.loc["highway", "dev_var_resid"] == pytest.approx(ref.scale, rel=1e-4)
+
+
+def test_meta_regression_with_known_se_and_no_heterogeneity_is_plain_wls():
+    """Points exactly on a line: tau^2 = 0 and Q_E = 0; Knapp-Hartung's scale is then 0 too."""
+    x = np.array([1.0, 2.0, 3.0, 4.0])
+    r = meta_regression(0.5 + 0.25 * x, np.array([0.1, 0.2, 0.1, 0.3]), x)
+    assert r["tau2"] == 0.0 and r["slope"] == pytest.approx(0.25, rel=1e-12)
+    assert r["qe"] == pytest.approx(0.0, abs=1e-20) and r["df"] == 2.0
+
+
+def test_fewer_than_three_sizes_give_no_size_level_p(sweep):
+    e = emergence(sweep[sweep["size"].isin(["60M", "1B"])])
+    assert e[["meta_p", "dev_p", "dev_kr_p"]].isna().all().all() and e["run_p"].notna().all()
+    assert (e["verdict"] == "not testable at the size level (see the notes)").all()
+    assert e["note"].str.contains("a line needs 3 or more").all()
+
+
+def test_three_sizes_say_the_size_level_df_are_few(sweep):
+    e = emergence(sweep[sweep["size"].isin(["60M", "320M", "1B"])])
+    assert e["meta_df"].tolist() == [1.0, 1.0]
+    assert e["note"].str.contains(r"only 3 sizes: the size-level df \(1\) are few").all()
+
+
+@pytest.mark.parametrize(
+    ("cut", "says"),
+    [
+        (lambda d: d[d["seed"] == 0], "(c) no size-level test: 0 size(s)"),
+        (lambda d: d.assign(params_M=np.where(d["size"] == "1B", 1e308, d["params_M"])), "not a size ladder"),
+        (lambda d: d[d["size"] == "1B"], "needs at least 2 sizes with review_neutral runs"),
+    ],
+)
+def test_bad_input_gets_a_sentence(sweep, cut, says):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no numpy or linear-algebra warning leaks out
+        e = emergence(cut(sweep))
+        for fmt in ("text", "markdown", "latex", "csv", "json"):
+            render(e, "emergence", fmt)
+    assert e["note"].str.contains(says, regex=False).all()
+    assert e["meta_p"].isna().all()
+
+
+def test_general_sweeps(sweep):
+    extra = sweep[sweep["size"] == "1B"].assign(size="2B", params_M=lambda d: d["params_M"] * 2)
+    layer = sweep[sweep["variant"] == "highway"].assign(variant="layerscale")
+    lone = sweep[(sweep["size"] == "60M") & (sweep["variant"] == "highway")].assign(variant="rezero")
+    e = emergence(pd.concat([sweep, extra, layer, lone], ignore_index=True)).set_index("baseline")
+    assert list(e.index) == ["highway", "standard", "layerscale", "rezero"]
+    assert e.loc["layerscale", "n_sizes"] == 5 and np.isfinite(e.loc["layerscale", "meta_p"])
+    assert np.isnan(e.loc["rezero", "run_slope"]) and "no size-level slope test" in e.loc["rezero", "note"]
+    assert e["lrt_df"].iloc[0] == 3.0
+
+
+def test_every_number_in_the_text_is_in_the_json(published):
+    frame = published.reset_index()
+    records = json.loads(render(frame, "emergence", "json"))
+    assert [list(r) for r in records] == [list(EMERGENCE_COLUMNS)] * 2
+    text = render(frame, "emergence", "text")
+    for r in records:
+        assert r["verdict"] in text and r["confound"] in text
+        assert (
+            f"{r['meta_p']:.4f}" in text
+            and f"{r['dev_kr_df']:.2f}" in text
+            and f"{r['meta_tau2']:.2e}" in text
+        )
