@@ -137,29 +137,43 @@ VIEWS: dict[str, View] = {
         columns=(
             Col("baseline", _get("baseline", label)),
             Col("sizes", _get("n_sizes", str)),
-            Col("slope per\ndecade", _get("slope_per_decade", _num(".4f"))),
-            Col("SE", _get("se", _num(".4f"))),
-            Col("df", _get("df", _num(".2f"))),
-            Col("p", _get("p", _p)),
-            Col("gap at\ncentre", _get("gap_at_centre", _num(".4f"))),
-            Col("LRT\nchi2", _get("lrt_chi2", _num(".2f"))),
-            Col("LRT\ndf", _get("lrt_df", _num(".0f"))),
-            Col("LRT\np", _get("lrt_p", _p)),
-            Col("WLS gap\nslope", _get("gap_regression_slope", _num(".4f"))),
-            Col("WLS\nSE", _get("gap_regression_se", _num(".4f"))),
-            Col("WLS\ndf", _get("gap_regression_df", _num(".0f"))),
-            Col("WLS\np", _get("gap_regression_p", _p)),
+            Col("(c) meta\nslope", _get("meta_slope", _num(".4f"))),
+            Col("(c)\nSE", _get("meta_se", _num(".4f"))),
+            Col("(c)\ndf", _get("meta_df", _num(".0f"))),
+            Col("(c)\np", _get("meta_p", _p)),
+            Col("(c)\ntau2", _get("meta_tau2", _num(".2e"))),
+            Col("(c)\nQE", _get("meta_qe", _num(".2f"))),
+            Col("(c) QE\np", _get("meta_qe_p", _p)),
+            Col("(b) dev\nslope", _get("dev_slope", _num(".4f"))),
+            Col("(b)\nSE", _get("dev_se", _num(".4f"))),
+            Col("(b)\ndf", _get("dev_df", _num(".2f"))),
+            Col("(b)\np", _get("dev_p", _p)),
+            Col("(b) KR\ndf", _get("dev_kr_df", _num(".2f"))),
+            Col("(b) KR\np", _get("dev_kr_p", _p)),
+            Col("(b) var\nseed", _get("dev_var_seed", _num(".2e"))),
+            Col("(b) var\nsize", _get("dev_var_size", _num(".2e"))),
+            Col("(b) var\nresid", _get("dev_var_resid", _num(".2e"))),
+            Col("(a) run\nslope", _get("run_slope", _num(".4f"))),
+            Col("(a)\nSE", _get("run_se", _num(".4f"))),
+            Col("(a)\ndf", _get("run_df", _num(".2f"))),
+            Col("(a)\np", _get("run_p", _p)),
+            Col("(a) LRT\nchi2", _get("lrt_chi2", _num(".2f"))),
+            Col("(a) LRT\np", _get("lrt_p", _p)),
         ),
         legend=(
             _GAP,
-            "slope: the baseline x lxc coefficient of val_loss ~ 0 + C(size) + baseline indicators + "
-            "indicator:lxc + (1 | size:seed), REML, lxc = centred log10(Review params); t-test with "
-            "Satterthwaite df, two-sided. Positive: the gap grows with size.",
-            "LRT: joint likelihood-ratio test of all slopes (ML refits), chi-square.",
-            "WLS: weighted regression of the per-size Welch gaps on log10(params), weights 1/SE^2, t-test on "
-            "sizes - 2 df.",
+            "Slopes: change of the gap per decade of Review's parameters; positive: the gap grows with size.",
+            "(c) PRIMARY, the size-level question: per-size seed-paired gaps and SEs regressed on "
+            "log10(params), REML tau2, Knapp-Hartung t on sizes - 2 df (metafor rma knha); QE: residual "
+            "heterogeneity, chi-square on sizes - 2 df.",
+            "(b) each size's gap may leave the line: (a) + (0 + baseline | size), REML; Satterthwaite and "
+            "Kenward-Roger (KR) df; variance components seed, size deviation (this baseline), residual.",
+            "(a) per-run evidence, assumes the gap is exactly linear in log size: val_loss ~ 0 + size + "
+            "baseline + baseline:lxc + (1 | size:seed), REML, Satterthwaite df; LRT of all slopes (ML).",
         ),
-        notes=_row_notes("note"),
+        notes=lambda t: [f"{label(r['baseline'])}: {r['verdict']}" for _, r in t.iterrows()]
+        + _row_notes("note")(t)
+        + sorted(set(t["confound"].dropna()) - {""}),
     ),
     "power": View(
         title="Seeds needed for 80% power at alpha 0.05 (two-sided), and the smallest gap detectable now",
