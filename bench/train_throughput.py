@@ -85,9 +85,9 @@ def measure(s: Setting, profile: bool = False) -> dict:
     from rr_model.config import model_config
     from rr_model.ladder import get_size
     from rr_model.model import GPT
-    from rr_model.progress import flops_per_token, matmul_flops, peak_flops
+    from rr_model.progress import flops_per_token, peak_flops
     from rr_model.provenance import environment
-    from rr_model.train import setup_device, train_step
+    from rr_model.train import matmul_flops, setup_device, train_step
 
     recipe = get_size(s.size).recipe
     batch = s.batch or recipe.batch_size
@@ -251,7 +251,7 @@ def gpu_check(a: argparse.Namespace) -> None:
 
 def main() -> None:
     from rr_model.ladder import LADDER
-    from rr_model.train import DEVICES, PRECISIONS
+    from rr_model.runs import DEVICES, PRECISIONS
     from rr_model.variants import COMPARED
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])

@@ -21,7 +21,7 @@ OUT = typer.Option(
     None,
     "--out",
     help="Dataset to append the rows to. Default: data/scaling_v8.csv here, started from the published rows "
-    "if missing (rr_model.train.DEFAULT_OUT).",
+    "if missing (rr_model.runs.DEFAULT_OUT).",
     show_default=False,
 )
 DATA = typer.Option(
@@ -37,7 +37,11 @@ STEPS = typer.Option(
 )
 DEVICE = typer.Option("auto", "--device", help="auto (cuda, then mps, then cpu), cuda, mps or cpu.")
 CHECKPOINT_EVERY = typer.Option(
-    1000, "--checkpoint-every", min=0, help="Optimiser steps between checkpoints (0: none)."
+    None,
+    "--checkpoint-every",
+    min=0,
+    help="Optimiser steps between checkpoints (0: none). Default: a fifth of the run, at most 1000 (tiny: 20).",
+    show_default=False,
 )
 DRY_RUN = typer.Option(False, "--dry-run", help="Print the plan and an estimate of time; train nothing.")
 
@@ -54,12 +58,13 @@ RESULT_FORMATS["minutes"] = _num("{:.1f}")
 
 def echo_plan(plan: list[dict], title: str) -> None:
     """The plan table of `describe_runs` and its total."""
-    echo_records(plan, Format.text, title=title, formats=PLAN_FORMATS)
+    table = [{k: v for k, v in r.items() if k != "assumed"} for r in plan]
+    echo_records(table, Format.text, title=title, formats=PLAN_FORMATS)
     minutes = sum(r["est_minutes"] for r in plan)
     took = f"{minutes:.1f} minutes" if minutes < 90 else f"{minutes / 60:,.1f} hours"
     typer.echo(
-        f"{len(plan)} run(s), {sum(r['tokens'] for r in plan):,} tokens, about {took} here "
-        "(training FLOPs at half this device's measured matmul rate; a rough figure)"
+        f"{len(plan)} run(s), {sum(r['tokens'] for r in plan):,} tokens, about {took} "
+        f"(training FLOPs at the rate assumed for {plan[0]['assumed']}; a rough figure)"
     )
 
 
@@ -78,7 +83,7 @@ def train(
     precision: str = PRECISION,
     compile_: bool = COMPILE,
     resume: bool = typer.Option(False, "--resume", help="Continue runs from their checkpoints."),
-    checkpoint_every: int = CHECKPOINT_EVERY,
+    checkpoint_every: int | None = CHECKPOINT_EVERY,
     steps: int | None = STEPS,
     device: str = DEVICE,
     dry_run: bool = DRY_RUN,
@@ -88,8 +93,8 @@ def train(
     Runs already in the file are skipped. Each row is validated and appended under a file lock, with a
     provenance record in the sidecar `OUT.runs.jsonl`. Exit 0 when every run finished, 1 when one diverged.
     """
+    from rr_model.runs import DEFAULT_OUT, describe_runs, plan_runs
     from rr_model.tokens import DataUnavailable
-    from rr_model.train import DEFAULT_OUT, describe_runs, plan_runs, summarize, train_runs
     from rr_model.variants import COMPARED
 
     out = out or DEFAULT_OUT
@@ -113,6 +118,8 @@ def train(
         if dry_run:
             echo_plan(describe_runs(todo), f"rr train: plan for {out}")
             return
+        from rr_model.train import summarize, train_runs  # torch: only when training
+
         try:
             records = train_runs(todo, out, resume=resume)
         except DataUnavailable as e:

@@ -1,7 +1,8 @@
 """Evaluation as published: mean validation loss and expected calibration error (ECE).
 
-Both come from the same `n_batches` random validation batches, drawn from an RNG seeded by the run's seed
-alone, so every variant of a seed is scored on the same tokens. ECE uses the top-1 confidence with the
+Both come from the same `n_batches` random validation batches, drawn from the run's data-order stream
+where training left it (the published script's order: the seed's RandomState, after the last training
+draw), so every variant of a seed is scored on the same tokens. ECE uses the top-1 confidence with the
 softmax taken in fp32, in `n_bins` equal-width bins (lo, hi]; it is accumulated as per-bin sums (count,
 summed confidence, summed correctness), so no probability tensor is kept beyond one batch's maxima.
 """
@@ -35,7 +36,7 @@ def evaluate(
     model: torch.nn.Module,
     val: np.ndarray,
     *,
-    seed: int,
+    rng: np.random.RandomState,
     n_batches: int,
     batch_size: int,
     block_size: int,
@@ -43,7 +44,7 @@ def evaluate(
     device: torch.device,
     autocast: contextlib.AbstractContextManager | None = None,
 ) -> tuple[float, float]:
-    """Mean loss over `n_batches` random batches of `val`, and ECE over `n_bins` bins.
+    """Mean loss over `n_batches` random batches of `val` drawn from `rng`, and ECE over `n_bins` bins.
 
     Under torch.distributed every rank draws the same batches and scores every world_size-th one; the sums
     are all-reduced, so the result does not depend on the number of processes.
@@ -53,7 +54,6 @@ def evaluate(
     (val_loss, ece) as Python floats.
     """
     rank, world = (dist.get_rank(), dist.get_world_size()) if dist.is_initialized() else (0, 1)
-    rng = np.random.default_rng(seed)
     # upper bin edges: bin i is (edges[i-1], edges[i]]
     edges = torch.linspace(0, 1, n_bins + 1, device=device)[1:]
     loss_sum = torch.zeros((), dtype=torch.float64, device=device)
@@ -64,7 +64,7 @@ def evaluate(
         x, y = sample_batch(val, rng, batch_size, block_size)  # drawn on every rank: same stream
         if i % world != rank:
             continue
-        x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
+        x, y = (torch.from_numpy(t).to(device, non_blocking=True) for t in (x, y))
         with autocast or contextlib.nullcontext():
             logits, loss = model(x, y)
         logits = logits.float()  # the softmax in fp32 whatever the compute precision

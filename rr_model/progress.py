@@ -1,4 +1,5 @@
-"""How fast a run goes: FLOPs per token, model FLOPs utilisation (MFU), and the progress display.
+"""How fast a run goes: FLOPs per token, model FLOPs utilisation (MFU), the progress display, and the
+rate a dry run's time estimate assumes. Torch-free, so `rr train --dry-run` loads no torch.
 
 On a terminal the trainer shows a rich progress bar (step, loss, tokens/s, MFU, ETA); otherwise it prints
 one plain line per log interval, which reads well in a log file or a CI job.
@@ -6,14 +7,17 @@ one plain line per log interval, which reads well in a log file or a CI job.
 
 from __future__ import annotations
 
+import functools
+import shutil
+import subprocess
 import sys
 import time
 
-import torch
+import numpy as np
 
 from rr_model.config import GPTConfig
 
-__all__ = ["flops_per_token", "peak_flops", "matmul_flops", "Progress"]
+__all__ = ["flops_per_token", "peak_flops", "gpu_name", "cpu_matmul_flops", "assumed_rate", "Progress"]
 
 # Dense (no sparsity) peak FLOP/s per GPU by precision, from NVIDIA's data sheets (SXM parts).
 PEAK_FLOPS: dict[str, dict[str, float]] = {
@@ -41,22 +45,49 @@ def peak_flops(device_name: str, precision: str) -> float | None:
     return None
 
 
-def matmul_flops(device: torch.device, precision: str) -> float:
-    """Measured FLOP/s of square matmuls on `device` at `precision` (well under a second of work).
+def gpu_name() -> str | None:
+    """Name of the first NVIDIA GPU as `nvidia-smi` reports it, or None (no driver, no GPU)."""
+    exe = shutil.which("nvidia-smi")
+    if exe is None:
+        return None
+    try:
+        found = subprocess.run(
+            [exe, "--query-gpu=name", "--format=csv,noheader"], capture_output=True, text=True
+        )
+    except OSError:
+        return None
+    names = found.stdout.strip().splitlines()
+    return names[0].strip() if found.returncode == 0 and names else None
 
-    fp32 and tf32 differ only through the float32 matmul precision the caller set (`setup_device`).
-    """
-    n = 4096 if device.type == "cuda" else 1024
-    dtype = torch.bfloat16 if precision == "bf16" else torch.float32
-    a = torch.randn(n, n, device=device, dtype=dtype)
-    a @ a  # warm-up: kernel selection, allocation
+
+def cpu_matmul_flops() -> float:
+    """Measured FLOP/s of float32 1024 x 1024 matmuls on this CPU (numpy's BLAS; well under a second)."""
+    n = 1024
+    a = np.random.default_rng(0).standard_normal((n, n), dtype=np.float32)
+    a @ a  # warm-up: thread pool start, allocation
     reps, start = 0, time.perf_counter()
     while reps < 3 or time.perf_counter() - start < 0.2:
         a @ a
         reps += 1
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)
     return 2 * n**3 * reps / (time.perf_counter() - start)
+
+
+ASSUMED_MFU = 0.4  # a dense GPT on one GPU in tf32/bf16 typically reaches 30-50% of the data-sheet peak
+
+
+@functools.cache  # measured once per process and setting
+def assumed_rate(device: str, precision: str) -> tuple[float, str]:
+    """The training FLOP/s a time estimate assumes for a run on `device` ("auto", "cuda", "mps", "cpu").
+
+    A listed NVIDIA GPU (`PEAK_FLOPS`, found by `nvidia-smi`) at `ASSUMED_MFU` of its data-sheet peak;
+    anything else at half the float32 matmul rate measured on this CPU. Returns (rate, what was assumed).
+    """
+    name = gpu_name() if device in ("auto", "cuda") else None
+    if name and (peak := peak_flops(name, precision)):
+        return ASSUMED_MFU * peak, f"{name}, {ASSUMED_MFU:.0%} of its {precision} peak"
+    rate = 0.5 * cpu_matmul_flops()
+    assumed = f"cpu, half its measured matmul rate ({rate / 1e9:.0f} GFLOP/s)"
+    return rate, assumed if device in ("auto", "cpu") else f"{device} unknown here: {assumed}"
 
 
 def _clock(seconds: float) -> str:

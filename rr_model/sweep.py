@@ -8,25 +8,26 @@ checkpoints. Replaces the published orchestrator script and notebook.
 
 from __future__ import annotations
 
+import itertools
 import os
 import subprocess
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from rr_model.errors import InputError
 from rr_model.ladder import PUBLISHED_SIZES, get_size, size_sort_key
 from rr_model.provenance import read_records, sidecar_path
-from rr_model.train import TrainConfig, dataset_keys
+from rr_model.runs import TrainConfig, dataset_keys
 from rr_model.variants import COMPARED
 
-__all__ = ["plan_sweep", "train_command", "run_sweep"]
+__all__ = ["plan_sweep", "next_seeds", "train_command", "run_sweep"]
 
 
 def plan_sweep(
     out: str | os.PathLike,
     sizes: Iterable[str] | None = None,
-    seeds: Iterable[int] | None = None,
+    seeds: Iterable[int] | Mapping[str, Iterable[int]] | None = None,
     variants: tuple[str, ...] = COMPARED,
     **options: Any,
 ) -> tuple[list[TrainConfig], list[TrainConfig]]:
@@ -37,22 +38,36 @@ def plan_sweep(
     sizes
         Ladder sizes; default the published ones.
     seeds
-        Seeds for every size; default each size's published seeds (0 .. published_seeds - 1), so the
-        default plan is the published sweep.
+        Seeds for every size, or per size ({size: seeds}, as `next_seeds` gives); default each size's
+        published seeds (0 .. published_seeds - 1), so the default plan is the published sweep.
     options
         Further TrainConfig fields (data, precision, steps, ...), the same for every run.
     """
     sizes = sorted(sizes or PUBLISHED_SIZES, key=size_sort_key, reverse=True)
     runs = []
     for size in sizes:
-        size_seeds = list(seeds) if seeds is not None else list(range(get_size(size).published_seeds))
-        if not size_seeds:
+        if isinstance(seeds, Mapping):
+            size_seeds = list(seeds.get(size, ()))  # a size may need no new seed
+        elif seeds is not None:
+            size_seeds = list(seeds)
+        elif not (size_seeds := list(range(get_size(size).published_seeds))):
             raise InputError(f"{size} has no published seeds; give the seeds to train")
         runs += [TrainConfig(size, v, s, **options) for s in size_seeds for v in variants]
     done = set().union(
         *(dataset_keys(out, size) for size in sizes)
     )  # a new default file extends the published
     return [r for r in runs if r.key not in done], [r for r in runs if r.key in done]
+
+
+def next_seeds(
+    keys: set[tuple[str, str, int]], size: str, n: int, variants: tuple[str, ...] = COMPARED
+) -> list[int]:
+    """The `n` lowest seeds of `size` on which some of `variants` has no run in `keys`: the seeds to add.
+
+    A seed that a crash left incomplete comes first, so every added seed completes a pairable block.
+    """
+    missing = (s for s in itertools.count() if any((size, v, s) not in keys for v in variants))
+    return list(itertools.islice(missing, n))
 
 
 def train_command(cfg: TrainConfig, out: str | os.PathLike, nproc: int = 1) -> list[str]:

@@ -3,6 +3,7 @@
 `load_tokens` turns a corpus into one uint16 token stream (each document followed by EOS; the first 97%
 is train, the rest validation, RECIPE.val_frac) and caches it as a memory-mapped file, so only the first
 run tokenizes and later runs start at once, offline too. `sample_batch` draws the random training windows.
+Torch-free: the trainer turns the windows into tensors.
 
 A cache is a directory `<cache_dir>/tokens/<key>/` holding `tokens.bin` (raw little-endian uint16) and
 `meta.json` (provenance and lengths). It is written to a temporary directory, fsynced and renamed into
@@ -27,7 +28,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import torch
 
 from rr_model import synthetic
 from rr_model.errors import InputError, RRError
@@ -363,16 +363,16 @@ def _given_cache(directory: Path, tokenizer: str | None) -> Tokens:
 
 
 def sample_batch(
-    data: np.ndarray, rng: np.random.Generator, batch: int, block: int
-) -> tuple[torch.Tensor, torch.Tensor]:
+    data: np.ndarray, rng: np.random.RandomState, batch: int, block: int
+) -> tuple[np.ndarray, np.ndarray]:
     """Random windows of a token stream: inputs `x` and next-token targets `y`, each (batch, block) int64.
 
-    Offsets are drawn as `rng.integers(0, len(data) - block - 1, size=batch)`, so a given rng state
-    always gives the same batch; only the selected windows are read from the memory map. CPU tensors.
+    Window starts are `rng.randint(0, len(data) - block - 1, size=batch)`, the published script's draw
+    from numpy's legacy Mersenne Twister, so a seed's batches are the published ones and a given rng state
+    always gives the same batch; only the selected windows are read from the memory map.
     """
     if len(data) < block + 2:
         raise InputError(f"a stream of {len(data)} tokens is too short for blocks of {block}")
-    offsets = rng.integers(0, len(data) - block - 1, size=batch)
-    windows = np.lib.stride_tricks.sliding_window_view(data, block + 1)[offsets]
-    x, y = (torch.from_numpy(w.astype(np.int64)) for w in (windows[:, :-1], windows[:, 1:]))  # contiguous
-    return x, y
+    offsets = rng.randint(0, len(data) - block - 1, size=batch)
+    windows = np.lib.stride_tricks.sliding_window_view(data, block + 1)[offsets].astype(np.int64)
+    return np.ascontiguousarray(windows[:, :-1]), np.ascontiguousarray(windows[:, 1:])

@@ -13,12 +13,11 @@ number of processes; only rank 0 writes rows, provenance records and checkpoints
 from __future__ import annotations
 
 import contextlib
-import itertools
 import math
 import os
 import time
 import uuid
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -30,16 +29,25 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 
 from rr_model import checkpoint
 from rr_model.config import GPTConfig, model_config
-from rr_model.dataset import DataError, append_rows, bundled_path, format_row, load_sweep, read_sweep_text
+from rr_model.dataset import DataError, append_rows, bundled_path, format_row, read_sweep_text
 from rr_model.errors import InputError, RecipeError
 from rr_model.evaluate import evaluate
-from rr_model.integrity import check_integrity
-from rr_model.ladder import Recipe, get_size
+from rr_model.ladder import Recipe
 from rr_model.model import GPT
-from rr_model.progress import Progress, flops_per_token, matmul_flops, peak_flops
+from rr_model.progress import Progress, flops_per_token, peak_flops
 from rr_model.provenance import append_record, environment, sidecar_path
-from rr_model.tokens import BYTE_EOS, TINYSTORIES, Tokens, load_tokens, sample_batch
-from rr_model.variants import COMPARED, NAMES, REFERENCE
+from rr_model.runs import (
+    DEFAULT_OUT,
+    TrainConfig,
+    dataset_keys,
+    describe_runs,
+    guard,
+    plan_runs,
+    recipe_differences,
+    result_config,
+    start_from_published,
+)
+from rr_model.tokens import load_tokens, sample_batch
 
 __all__ = [
     "TrainConfig",
@@ -56,201 +64,6 @@ __all__ = [
     "train_step",
     "setup_device",
 ]
-
-PRECISIONS = ("tf32", "bf16", "fp32")  # tf32 is the published setting (fp32 arithmetic off CUDA)
-DEVICES = ("auto", "cuda", "mps", "cpu")
-# Relative: the working directory's dataset, never the copy inside the installed package.
-DEFAULT_OUT = Path("data") / "scaling_v8.csv"
-PUBLISHED_DATA = {"data": TINYSTORIES, "tokenizer": "gpt2"}  # with the recipe's n_text stories
-
-
-@dataclass(frozen=True)
-class TrainConfig:
-    """One training run. Left at their defaults, the fields reproduce the published run of `size`.
-
-    `steps` and `recipe` default (None) to the size's values from the ladder and are filled in at
-    construction, so a config always states its whole recipe. Any value that differs from the size's
-    published one makes the run off-recipe (see `recipe_differences`).
-    """
-
-    size: str
-    variant: str = REFERENCE
-    seed: int = 0
-    data: str = "tinystories"  # "tinystories", "synthetic", or a local corpus / token cache path
-    tokenizer: str | None = None  # "gpt2" or "bytes"; None: the data's own (gpt2, bytes for synthetic)
-    steps: int | None = None
-    recipe: Recipe | None = None
-    precision: str = "tf32"
-    compile: bool = False
-    device: str = "auto"  # cuda, then mps, then cpu
-    checkpoint_every: int = 1000  # optimiser steps between checkpoints; 0: none
-    # steps between loss readings, the loop's only host syncs; None: a tenth of the steps, at most 50
-    log_every: int | None = None
-    cache_dir: str | None = None  # token caches; default $RR_CACHE or ~/.cache/rr
-
-    def __post_init__(self) -> None:
-        size = get_size(self.size)
-        object.__setattr__(self, "steps", size.steps if self.steps is None else self.steps)
-        object.__setattr__(self, "recipe", size.recipe if self.recipe is None else self.recipe)
-        if self.log_every is None:
-            object.__setattr__(self, "log_every", min(50, max(1, self.steps // 10)))
-        if self.variant not in NAMES:
-            raise InputError(f"unknown variant {self.variant!r}; registered: {', '.join(NAMES)}")
-        checks = {
-            "seed": (self.seed >= 0, "must be >= 0"),
-            "steps": (self.steps > 0, "must be > 0"),
-            "tokenizer": (self.tokenizer in (None, "gpt2", "bytes"), "must be gpt2 or bytes"),
-            "precision": (self.precision in PRECISIONS, f"must be one of {', '.join(PRECISIONS)}"),
-            "device": (self.device in DEVICES, f"must be one of {', '.join(DEVICES)}"),
-            "checkpoint_every": (self.checkpoint_every >= 0, "must be >= 0 (0: no checkpoints)"),
-            "log_every": (self.log_every > 0, "must be > 0"),
-        }
-        for name, (ok, rule) in checks.items():
-            if not ok:
-                raise InputError(f"{name} {getattr(self, name)!r} {rule}")
-
-    @property
-    def key(self) -> tuple[str, str, int]:
-        """The run's (size, variant, seed): its key in the dataset."""
-        return (self.size, self.variant, self.seed)
-
-
-# Fields that decide a run's numbers: a checkpoint resumes only under a config that agrees on them.
-_RESULT_FIELDS = ("size", "variant", "seed", "data", "tokenizer", "steps", "recipe", "precision")
-
-
-def _result_config(cfg: TrainConfig) -> dict[str, Any]:
-    return {k: v for k, v in asdict(cfg).items() if k in _RESULT_FIELDS}
-
-
-# ---------------------------------------------------------------------------------------------- planning
-
-
-def _extends_published(out: Path, size: str) -> bool:
-    """A missing default dataset, trained at a published size, starts as the published sweep.
-
-    So `rr train --size 150M` in a fresh directory adds seed 3, not a second seed 0. Any other new file
-    (an explicit --out, or the tiny demo size) starts empty.
-    """
-    return out == DEFAULT_OUT and not out.exists() and get_size(size).published
-
-
-def start_from_published(out: Path, size: str) -> None:
-    """Create the default dataset as a copy of the published rows when `_extends_published` says so."""
-
-    if not _extends_published(out, size):
-        return
-    out.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        with open(out, "xb") as f:  # exclusive: of several trainers starting at once, one writes it
-            f.write(bundled_path().read_bytes())
-            f.flush()
-            os.fsync(f.fileno())
-    except FileExistsError:
-        pass
-
-
-def dataset_keys(out: str | os.PathLike, size: str | None = None) -> set[tuple[str, str, int]]:
-    """The (size, variant, seed) of every row in a sweep file.
-
-    Empty if there is no file yet, or the published keys where training `size` would start it from them.
-    """
-
-    out = Path(out)
-    if size is not None and _extends_published(out, size):
-        out = bundled_path()
-    if not out.exists():
-        return set()
-    df = load_sweep(out)
-    return set(zip(df["size"], df["variant"], df["seed"].astype(int), strict=True))
-
-
-def plan_runs(
-    out: str | os.PathLike,
-    size: str,
-    variants: tuple[str, ...] = COMPARED,
-    seed: int | None = None,
-    **options: Any,
-) -> tuple[list[TrainConfig], list[TrainConfig]]:
-    """The runs `rr train` makes: (to train, already in `out` and skipped).
-
-    Without `seed`, the lowest seed for which some of `variants` has no row yet: the next complete,
-    pairable block (or the rest of one a crash left incomplete). `options` are further TrainConfig fields.
-    """
-    done = dataset_keys(out, size)
-    if seed is None:
-        seed = next(s for s in itertools.count() if any((size, v, s) not in done for v in variants))
-    runs = [TrainConfig(size=size, variant=v, seed=seed, **options) for v in variants]
-    return [r for r in runs if r.key not in done], [r for r in runs if r.key in done]
-
-
-def describe_runs(runs: list[TrainConfig]) -> list[dict[str, Any]]:
-    """What `runs` would be, without loading data or training: one record per run.
-
-    Returns
-    -------
-    Records with size, variant, seed, d_model, n_layer, n_head, params (exact), steps, tokens (trained
-    on) and est_minutes: training FLOPs (`flops_per_token` x tokens) at half the matmul rate measured on
-    the device the run would use. A rough figure: evaluation and start-up are not counted.
-    """
-    rates: dict[tuple[str, str], float] = {}
-    records = []
-    for cfg in runs:
-        bytes_ = cfg.tokenizer == "bytes" or (cfg.tokenizer is None and cfg.data == "synthetic")
-        vocab = BYTE_EOS + 1 if bytes_ else cfg.recipe.vocab_size  # the byte tokenizer: 256 bytes and EOS
-        mcfg = replace(model_config(cfg.size, cfg.variant, vocab), block_size=cfg.recipe.block_size)
-        tokens = cfg.steps * cfg.recipe.batch_size * cfg.recipe.block_size
-        if (cfg.device, cfg.precision) not in rates:
-            device = setup_device(cfg.device, cfg.precision, int(os.environ.get("LOCAL_RANK", "0")))
-            rates[cfg.device, cfg.precision] = matmul_flops(device, cfg.precision)
-        seconds = flops_per_token(mcfg) * tokens / (0.5 * rates[cfg.device, cfg.precision])
-        shape = {k: getattr(mcfg, k) for k in ("d_model", "n_layer", "n_head")}
-        records.append(
-            {
-                **dict(zip(("size", "variant", "seed"), cfg.key, strict=True)),
-                **shape,
-                "params": mcfg.n_params,
-                "steps": cfg.steps,
-                "tokens": tokens,
-                "est_minutes": seconds / 60,
-            }
-        )
-    torch.set_flush_denormal(False)  # as in train(): leave the process as found
-    return records
-
-
-# ---------------------------------------------------------------------------------------- recipe guard
-
-
-def recipe_differences(cfg: TrainConfig, tokens: Tokens) -> list[str]:
-    """How a run departs from its size's published recipe, one readable phrase per difference ([]: none)."""
-    size = get_size(cfg.size)
-    found = {
-        "steps": cfg.steps,
-        "precision": cfg.precision,
-        "data": tokens.source,
-        "tokenizer": tokens.tokenizer,
-    }
-    published = {"steps": size.steps, "precision": "tf32", **PUBLISHED_DATA}
-    for f in fields(Recipe):
-        found[f.name], published[f.name] = getattr(cfg.recipe, f.name), getattr(size.recipe, f.name)
-    found["n_text"] = tokens.n_text  # the stories actually used (a small corpus may have fewer)
-    published.pop("vocab_size")  # follows from the tokenizer
-    return [f"{k} {found[k]} (published: {v})" for k, v in published.items() if found[k] != v]
-
-
-def _guard(cfg: TrainConfig, tokens: Tokens, out: Path) -> None:
-    """Refuse an off-recipe run for a file that holds published rows, naming every difference."""
-
-    if not out.exists() or check_integrity(load_sweep(out)).present == 0:
-        return
-    if diffs := recipe_differences(cfg, tokens):
-        raise RecipeError(
-            f"{out} holds published rows, and this run is off the published recipe of {cfg.size}: "
-            f"{'; '.join(diffs)}. Rows trained another way would be analysed as if they were comparable; "
-            "write them to a separate file with --out other.csv."
-        )
-
 
 # ------------------------------------------------------------------------------------------- schedule
 
@@ -282,6 +95,24 @@ def setup_device(choice: str, precision: str, local_rank: int = 0) -> torch.devi
         return torch.device("mps")
     torch.set_flush_denormal(True)  # denormal arithmetic made tiny's CPU steps 4x slower; results unchanged
     return torch.device("cpu")
+
+
+def matmul_flops(device: torch.device, precision: str) -> float:
+    """Measured FLOP/s of square matmuls on `device` at `precision` (well under a second of work).
+
+    fp32 and tf32 differ only through the float32 matmul precision in force (`rr_model.numerics`).
+    """
+    n = 4096 if device.type == "cuda" else 1024
+    dtype = torch.bfloat16 if precision == "bf16" else torch.float32
+    a = torch.randn(n, n, device=device, dtype=dtype)
+    a @ a  # warm-up: kernel selection, allocation
+    reps, start = 0, time.perf_counter()
+    while reps < 3 or time.perf_counter() - start < 0.2:
+        a @ a
+        reps += 1
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+    return 2 * n**3 * reps / (time.perf_counter() - start)
 
 
 def _distributed(device: torch.device) -> tuple[int, int]:
@@ -371,14 +202,14 @@ def _train(cfg: TrainConfig, out: Path, resume: bool) -> dict[str, Any]:
     tokens = load_tokens(cfg.data, n_text=r.n_text, cache_dir=cfg.cache_dir, tokenizer=cfg.tokenizer)
     if master:
         start_from_published(out, cfg.size)
-    _guard(cfg, tokens, out)
+    guard(cfg, tokens, out)
     mcfg: GPTConfig = replace(model_config(cfg.size, cfg.variant, tokens.vocab_size), block_size=r.block_size)
     _check_row_fits(out, _row(cfg, {"params": mcfg.n_params, "val_loss": 1.0, "ece": None, "minutes": 0.0}))
 
     torch.manual_seed(cfg.seed)
     model = GPT(mcfg).to(device)
     optimizer = model.configure_optimizers(r.weight_decay, r.lr, (r.beta1, r.beta2))  # fused on CUDA
-    data_rng = np.random.default_rng(cfg.seed)  # the data order: the seed's alone, same for every variant
+    data_rng = np.random.RandomState(cfg.seed)  # the data order: the seed's alone, same for every variant
     state = _State()
 
     ckpt = checkpoint.checkpoint_path(out, *cfg.key)
@@ -386,7 +217,7 @@ def _train(cfg: TrainConfig, out: Path, resume: bool) -> dict[str, Any]:
         saved = checkpoint.load(ckpt)
         if not resume:
             raise InputError(f"{ckpt} holds this run at step {saved['step']}: pass --resume to continue it")
-        if saved["config"] != _result_config(cfg):
+        if saved["config"] != result_config(cfg):
             raise InputError(
                 f"{ckpt} was written under another config ({saved['config']}); delete it to start over"
             )
@@ -395,7 +226,7 @@ def _train(cfg: TrainConfig, out: Path, resume: bool) -> dict[str, Any]:
         torch.set_rng_state(saved["torch_rng"])
         if device.type == "cuda":
             torch.cuda.set_rng_state(saved["cuda_rng"], device)
-        data_rng.bit_generator.state = saved["data_rng"]
+        data_rng.set_state(saved["data_rng"])
         state = _State(**saved["state"])
         state.resumed.append(state.step)
 
@@ -434,7 +265,7 @@ def _train(cfg: TrainConfig, out: Path, resume: bool) -> dict[str, Any]:
             group["lr"] = lr_at(step, cfg.steps, r)
         x, y = sample_batch(tokens.train, data_rng, r.batch_size, r.block_size)  # the global batch
         mine = slice(rank * per_rank, (rank + 1) * per_rank)
-        x, y = _to(x[mine], device), _to(y[mine], device)
+        x, y = _to(torch.from_numpy(x[mine]), device), _to(torch.from_numpy(y[mine]), device)
         while True:
             try:
                 loss = train_step(net, optimizer, x, y, accum, r.grad_clip, autocast, ddp)
@@ -472,12 +303,12 @@ def _train(cfg: TrainConfig, out: Path, resume: bool) -> dict[str, Any]:
                 ckpt,
                 {
                     "step": done,
-                    "config": _result_config(cfg),
+                    "config": result_config(cfg),
                     "model": model.state_dict(),
                     "optimizer": optimizer.state_dict(),
                     "torch_rng": torch.get_rng_state(),
                     "cuda_rng": torch.cuda.get_rng_state(device) if device.type == "cuda" else None,
-                    "data_rng": data_rng.bit_generator.state,
+                    "data_rng": data_rng.get_state(),
                     "state": asdict(replace(state, step=done, seconds=seconds)),
                 },
             )
@@ -491,7 +322,7 @@ def _train(cfg: TrainConfig, out: Path, resume: bool) -> dict[str, Any]:
         val_loss, ece = evaluate(
             fast,
             tokens.val,
-            seed=cfg.seed,
+            rng=data_rng,
             n_batches=r.eval_batches,
             batch_size=r.batch_size,
             block_size=r.block_size,

@@ -1,0 +1,237 @@
+"""What runs to make, and whether they are the published experiment: the trainer's torch-free half.
+
+`TrainConfig` (one run; its defaults are the published run of a size), the plan behind `rr train`
+(`plan_runs`, `dataset_keys`, `start_from_published`), the time estimate of `rr train --dry-run`
+(`describe_runs`) and the recipe guard (`recipe_differences`, `guard`). Nothing here imports torch, so
+planning a sweep, or a dry run, starts at once; `rr_model.train` holds the loop.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+from dataclasses import asdict, dataclass, fields, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from rr_model.config import model_config
+from rr_model.dataset import bundled_path, load_sweep
+from rr_model.errors import InputError, RecipeError
+from rr_model.integrity import check_integrity
+from rr_model.ladder import Recipe, get_size
+from rr_model.progress import assumed_rate, flops_per_token
+from rr_model.tokens import BYTE_EOS, TINYSTORIES
+from rr_model.variants import COMPARED, NAMES, REFERENCE
+
+if TYPE_CHECKING:
+    from rr_model.tokens import Tokens
+
+__all__ = [
+    "TrainConfig",
+    "DEFAULT_OUT",
+    "PRECISIONS",
+    "DEVICES",
+    "result_config",
+    "dataset_keys",
+    "start_from_published",
+    "plan_runs",
+    "describe_runs",
+    "recipe_differences",
+    "guard",
+]
+
+PRECISIONS = ("tf32", "bf16", "fp32")  # tf32 is the published setting (fp32 arithmetic off CUDA)
+DEVICES = ("auto", "cuda", "mps", "cpu")
+# Relative: the working directory's dataset, never the copy inside the installed package.
+DEFAULT_OUT = Path("data") / "scaling_v8.csv"
+PUBLISHED_DATA = {"data": TINYSTORIES, "tokenizer": "gpt2"}  # with the recipe's n_text stories
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """One training run. Left at their defaults, the fields reproduce the published run of `size`.
+
+    `steps` and `recipe` default (None) to the size's values from the ladder and are filled in at
+    construction, so a config always states its whole recipe. Any value that differs from the size's
+    published one makes the run off-recipe (see `recipe_differences`).
+    """
+
+    size: str
+    variant: str = REFERENCE
+    seed: int = 0
+    data: str = "tinystories"  # "tinystories", "synthetic", or a local corpus / token cache path
+    tokenizer: str | None = None  # "gpt2" or "bytes"; None: the data's own (gpt2, bytes for synthetic)
+    steps: int | None = None
+    recipe: Recipe | None = None
+    precision: str = "tf32"
+    compile: bool = False
+    device: str = "auto"  # cuda, then mps, then cpu
+    # optimiser steps between checkpoints; 0: none; None: a fifth of the steps, at most 1000 (tiny: 20)
+    checkpoint_every: int | None = None
+    # steps between loss readings, the loop's only host syncs; None: a tenth of the steps, at most 50
+    log_every: int | None = None
+    cache_dir: str | None = None  # token caches; default $RR_CACHE or ~/.cache/rr
+
+    def __post_init__(self) -> None:
+        size = get_size(self.size)
+        steps = self.steps or size.steps
+        defaults = {
+            "steps": size.steps,
+            "recipe": size.recipe,
+            "checkpoint_every": min(1000, max(1, steps // 5)),
+            "log_every": min(50, max(1, steps // 10)),
+        }
+        for name, value in defaults.items():
+            if getattr(self, name) is None:
+                object.__setattr__(self, name, value)
+        if self.variant not in NAMES:
+            raise InputError(f"unknown variant {self.variant!r}; registered: {', '.join(NAMES)}")
+        checks = {
+            "seed": (0 <= self.seed < 2**32, "must be in 0 .. 2**32 - 1 (numpy's RandomState seeds)"),
+            "steps": (self.steps > 0, "must be > 0"),
+            "tokenizer": (self.tokenizer in (None, "gpt2", "bytes"), "must be gpt2 or bytes"),
+            "precision": (self.precision in PRECISIONS, f"must be one of {', '.join(PRECISIONS)}"),
+            "device": (self.device in DEVICES, f"must be one of {', '.join(DEVICES)}"),
+            "checkpoint_every": (self.checkpoint_every >= 0, "must be >= 0 (0: no checkpoints)"),
+            "log_every": (self.log_every > 0, "must be > 0"),
+        }
+        for name, (ok, rule) in checks.items():
+            if not ok:
+                raise InputError(f"{name} {getattr(self, name)!r} {rule}")
+
+    @property
+    def key(self) -> tuple[str, str, int]:
+        """The run's (size, variant, seed): its key in the dataset."""
+        return (self.size, self.variant, self.seed)
+
+
+# Fields that decide a run's numbers: a checkpoint resumes only under a config that agrees on them.
+_RESULT_FIELDS = ("size", "variant", "seed", "data", "tokenizer", "steps", "recipe", "precision")
+
+
+def result_config(cfg: TrainConfig) -> dict[str, Any]:
+    """The fields of `cfg` that decide its numbers, as stored in (and compared with) a checkpoint."""
+    return {k: v for k, v in asdict(cfg).items() if k in _RESULT_FIELDS}
+
+
+# ---------------------------------------------------------------------------------------------- planning
+
+
+def _extends_published(out: Path, size: str) -> bool:
+    """A missing default dataset, trained at a published size, starts as the published sweep.
+
+    So `rr train --size 150M` in a fresh directory adds seed 3, not a second seed 0. Any other new file
+    (an explicit --out, or the tiny demo size) starts empty.
+    """
+    return out == DEFAULT_OUT and not out.exists() and get_size(size).published
+
+
+def start_from_published(out: Path, size: str) -> None:
+    """Create the default dataset as a copy of the published rows when `_extends_published` says so."""
+    if not _extends_published(out, size):
+        return
+    out.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        with open(out, "xb") as f:  # exclusive: of several trainers starting at once, one writes it
+            f.write(bundled_path().read_bytes())
+            f.flush()
+            os.fsync(f.fileno())
+    except FileExistsError:
+        pass
+
+
+def dataset_keys(out: str | os.PathLike, size: str | None = None) -> set[tuple[str, str, int]]:
+    """The (size, variant, seed) of every row in a sweep file.
+
+    Empty if there is no file yet, or the published keys where training `size` would start it from them.
+    """
+    out = Path(out)
+    if size is not None and _extends_published(out, size):
+        out = bundled_path()
+    if not out.exists():
+        return set()
+    df = load_sweep(out)
+    return set(zip(df["size"], df["variant"], df["seed"].astype(int), strict=True))
+
+
+def plan_runs(
+    out: str | os.PathLike,
+    size: str,
+    variants: tuple[str, ...] = COMPARED,
+    seed: int | None = None,
+    **options: Any,
+) -> tuple[list[TrainConfig], list[TrainConfig]]:
+    """The runs `rr train` makes: (to train, already in `out` and skipped).
+
+    Without `seed`, the lowest seed for which some of `variants` has no row yet: the next complete,
+    pairable block (or the rest of one a crash left incomplete). `options` are further TrainConfig fields.
+    """
+    done = dataset_keys(out, size)
+    if seed is None:
+        seed = next(s for s in itertools.count() if any((size, v, s) not in done for v in variants))
+    runs = [TrainConfig(size=size, variant=v, seed=seed, **options) for v in variants]
+    return [r for r in runs if r.key not in done], [r for r in runs if r.key in done]
+
+
+def describe_runs(runs: list[TrainConfig]) -> list[dict[str, Any]]:
+    """What `runs` would be, without loading data, torch or training: one record per run.
+
+    Returns
+    -------
+    Records with size, variant, seed, d_model, n_layer, n_head, params (exact), steps, tokens (trained
+    on), est_minutes and assumed (the device and rate behind the estimate, see
+    `rr_model.progress.assumed_rate`): training FLOPs (`flops_per_token` x tokens) at that rate.
+    A rough figure: evaluation and start-up are not counted.
+    """
+    records = []
+    for cfg in runs:
+        bytes_ = cfg.tokenizer == "bytes" or (cfg.tokenizer is None and cfg.data == "synthetic")
+        vocab = BYTE_EOS + 1 if bytes_ else cfg.recipe.vocab_size  # the byte tokenizer: 256 bytes and EOS
+        mcfg = replace(model_config(cfg.size, cfg.variant, vocab), block_size=cfg.recipe.block_size)
+        tokens = cfg.steps * cfg.recipe.batch_size * cfg.recipe.block_size
+        rate, assumed = assumed_rate(cfg.device, cfg.precision)
+        shape = {k: getattr(mcfg, k) for k in ("d_model", "n_layer", "n_head")}
+        records.append(
+            {
+                **dict(zip(("size", "variant", "seed"), cfg.key, strict=True)),
+                **shape,
+                "params": mcfg.n_params,
+                "steps": cfg.steps,
+                "tokens": tokens,
+                "est_minutes": flops_per_token(mcfg) * tokens / rate / 60,
+                "assumed": assumed,
+            }
+        )
+    return records
+
+
+# ---------------------------------------------------------------------------------------- recipe guard
+
+
+def recipe_differences(cfg: TrainConfig, tokens: Tokens) -> list[str]:
+    """How a run departs from its size's published recipe, one readable phrase per difference ([]: none)."""
+    size = get_size(cfg.size)
+    found = {
+        "steps": cfg.steps,
+        "precision": cfg.precision,
+        "data": tokens.source,
+        "tokenizer": tokens.tokenizer,
+    }
+    published = {"steps": size.steps, "precision": "tf32", **PUBLISHED_DATA}
+    for f in fields(Recipe):
+        found[f.name], published[f.name] = getattr(cfg.recipe, f.name), getattr(size.recipe, f.name)
+    found["n_text"] = tokens.n_text  # the stories actually used (a small corpus may have fewer)
+    published.pop("vocab_size")  # follows from the tokenizer
+    return [f"{k} {found[k]} (published: {v})" for k, v in published.items() if found[k] != v]
+
+
+def guard(cfg: TrainConfig, tokens: Tokens, out: Path) -> None:
+    """Refuse an off-recipe run for a file that holds published rows, naming every difference."""
+    if not out.exists() or check_integrity(load_sweep(out)).present == 0:
+        return
+    if diffs := recipe_differences(cfg, tokens):
+        raise RecipeError(
+            f"{out} holds published rows, and this run is off the published recipe of {cfg.size}: "
+            f"{'; '.join(diffs)}. Rows trained another way would be analysed as if they were comparable; "
+            "write them to a separate file with --out other.csv."
+        )
