@@ -1,0 +1,70 @@
+# R as a test oracle for rr's statistics (tests/test_r_oracle.py runs it): for each sweep CSV named on the
+# command line, lmerTest's per-size mixed model, the size-deviation emergence model (Satterthwaite and
+# Kenward-Roger) and metafor's Knapp-Hartung meta-regression, written as JSON to the last argument.
+# Rules that decide which terms exist mirror rr's own: sizes with Review runs; a slope for a baseline at 2+
+# of them, a random size deviation at 3+; a meta-regression over sizes with 2+ seed pairs and unequal
+# differences, when there are 3+ such sizes.
+suppressMessages({library(lmerTest); library(metafor); library(jsonlite)})
+ref <- "review_neutral"
+ctl <- lmerControl(optimizer = "nloptwrap", calc.derivs = FALSE, check.conv.singular = "ignore",
+                   optCtrl = list(xtol_abs = 1e-14, ftol_abs = 1e-16, xtol_rel = 1e-14, maxeval = 1e5))
+coefs <- function(m, terms, ddf) {
+  s <- summary(m, ddf = ddf)$coefficients
+  lapply(setNames(terms, terms), function(t) as.list(s[t, c(1, 2, 3, 5)]))
+}
+per_size <- function(d) {
+  out <- list()
+  for (s in unique(d$size[d$variant == ref])) {
+    g <- d[d$size == s, ]
+    g$variant <- relevel(factor(g$variant), ref)
+    if (nrow(g) - nlevels(g$variant) < 1 || max(table(g$seed)) < 2) next
+    m <- suppressWarnings(lmer(val_loss ~ variant + (1 | seed), data = g, REML = TRUE, control = ctl))
+    terms <- setdiff(rownames(summary(m)$coefficients), "(Intercept)")
+    out[[s]] <- coefs(m, terms, "Satterthwaite")
+  }
+  out
+}
+deviation <- function(d) {
+  sizes <- unique(d$size[d$variant == ref])
+  d <- d[d$size %in% sizes, ]
+  lx <- tapply(log10(d$params_M[d$variant == ref]) + 6, d$size[d$variant == ref], mean)
+  d$lxc <- lx[d$size] - mean(lx)
+  d$block <- paste(d$size, d$seed)
+  base <- setdiff(unique(d$variant), ref)
+  at <- sapply(base, function(v) length(unique(d$size[d$variant == v])))
+  for (v in base) d[[v]] <- as.numeric(d$variant == v)
+  varied <- base[at >= 3]
+  if (length(varied) == 0) return(NULL)
+  rhs <- c("0 + size", base, paste0(base[at >= 2], ":lxc"), "(1 | block)", sprintf("(0 + %s | size)", varied))
+  m <- suppressWarnings(lmer(as.formula(paste("val_loss ~", paste(rhs, collapse = " + "))), data = d,
+                             REML = TRUE, control = ctl))
+  terms <- paste0(varied, ":lxc")
+  list(satterthwaite = coefs(m, terms, "Satterthwaite"), kr = coefs(m, terms, "Kenward-Roger"),
+       theta = setNames(as.list(getME(m, "theta")), c("seed", varied)), sigma2 = sigma(m)^2)
+}
+meta <- function(d) {
+  out <- list()
+  for (v in setdiff(unique(d$variant), ref)) {
+    rows <- NULL
+    for (s in unique(d$size[d$variant == ref])) {
+      r <- d[d$size == s & d$variant == ref, ]
+      m <- merge(d[d$size == s & d$variant == v, ], r, by = "seed")
+      dd <- m$val_loss.x - m$val_loss.y
+      if (length(dd) >= 2 && sd(dd) > 1e-12 * max(abs(mean(dd)), 1e-12))
+        rows <- rbind(rows, c(mean(dd), sd(dd) / sqrt(length(dd)), log10(r$params_M[1]) + 6))
+    }
+    if (is.null(rows) || nrow(rows) < 3) next
+    f <- rma(rows[, 1], sei = rows[, 2], mods = ~ rows[, 3], method = "REML", test = "knha",
+             control = list(threshold = 1e-14, maxiter = 10000, stepadj = 0.5))
+    out[[v]] <- list(slope = f$b[2], se = f$se[2], p = f$pval[2], tau2 = f$tau2, qe = f$QE, qe_p = f$QEp)
+  }
+  out
+}
+args <- commandArgs(trailingOnly = TRUE)
+files <- head(args, -1)
+res <- lapply(files, function(f) {
+  d <- read.csv(f, stringsAsFactors = FALSE)
+  d$size <- as.character(d$size)
+  list(mixed = per_size(d), deviation = deviation(d), meta = meta(d))
+})
+writeLines(toJSON(res, auto_unbox = TRUE, digits = NA, null = "null", na = "null"), tail(args, 1))
