@@ -22,7 +22,7 @@ from rr_model.variants import NAMES
 
 __all__ = ["GPTConfig", "GPT", "RESIDUALS"]
 
-INIT_STD = 0.02  # GPT-2 init for every Linear and Embedding weight; modules may set `init_std` to override
+INIT_STD = 0.02  # GPT-2 init for every Linear and Embedding weight
 EPS = 1e-5
 
 
@@ -48,7 +48,6 @@ class CausalSelfAttention(nn.Module):
         self.n_head = config.n_head
         self.c_attn = nn.Linear(config.d_model, 3 * config.d_model)  # q, k, v in one matmul
         self.c_proj = nn.Linear(config.d_model, config.d_model)
-        self.c_proj.init_std = INIT_STD / math.sqrt(2 * config.n_layer)  # GPT-2 residual scaling
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         B, T, C = x.shape
@@ -64,14 +63,13 @@ class MLP(nn.Module):
         self.c_fc = nn.Linear(config.d_model, 4 * config.d_model)
         self.gelu = nn.GELU()
         self.c_proj = nn.Linear(4 * config.d_model, config.d_model)
-        self.c_proj.init_std = INIT_STD / math.sqrt(2 * config.n_layer)  # GPT-2 residual scaling
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.c_proj(self.gelu(self.c_fc(x)))
 
 
-# Residual rules: forward(h, u) adds a sublayer's update u to the residual stream h. Gated rules also
-# expose their gate as r(h, u), which `GPT.gate_stats` reads.
+# Residual rules: forward(h, u) adds a sublayer's update u to the residual stream h. Gated rules hold
+# their gate Linear as `gate` (initialised by `GPT.init_published`) and expose it as r(h, u).
 
 
 class Standard(nn.Module):
@@ -107,8 +105,7 @@ class ReviewNeutral(nn.Module):
 
     def __init__(self, d_model: int):
         super().__init__()
-        self.gate = nn.Linear(2 * d_model, d_model)
-        self.gate.init_std = 0.0  # W = 0 (and bias 0): r = sigmoid(0) = 0.5
+        self.gate = nn.Linear(2 * d_model, d_model)  # zeroed at init: r = sigmoid(0) = 0.5
 
     def r(self, h: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
         return torch.sigmoid(self.gate(torch.cat([rms(h), rms(u)], dim=-1)))
@@ -184,25 +181,56 @@ class GPT(nn.Module):
     def __init__(self, config: GPTConfig):
         super().__init__()
         self.config = config
-        self.transformer = nn.ModuleDict(
-            dict(
-                wte=nn.Embedding(config.vocab_size, config.d_model),
-                wpe=nn.Embedding(config.block_size, config.d_model),
-                h=nn.ModuleList([Block(config) for _ in range(config.n_layer)]),
-                ln_f=RMSNorm(config.d_model),
+        # The construction's own random draws are discarded (fork_rng restores the stream): the stream is
+        # consumed by init_published alone, in the published script's order, whatever the layout here.
+        with torch.random.fork_rng(devices=[]):
+            self.transformer = nn.ModuleDict(
+                dict(
+                    wte=nn.Embedding(config.vocab_size, config.d_model),
+                    wpe=nn.Embedding(config.block_size, config.d_model),
+                    h=nn.ModuleList([Block(config) for _ in range(config.n_layer)]),
+                    ln_f=RMSNorm(config.d_model),
+                )
             )
-        )
-        self.lm_head = nn.Linear(config.d_model, config.vocab_size, bias=False)
+            self.lm_head = nn.Linear(config.d_model, config.vocab_size, bias=False)
         self.transformer.wte.weight = self.lm_head.weight  # weight tying (Press & Wolf 2017)
-        self.apply(self._init_weights)
+        self.init_published()
 
-    @staticmethod
-    def _init_weights(module: nn.Module) -> None:
-        # normal(0, 0.02) weights and zero biases (GPT-2); scaled c_proj and zero Review gates via init_std.
-        if isinstance(module, (nn.Linear, nn.Embedding)):
-            nn.init.normal_(module.weight, mean=0.0, std=getattr(module, "init_std", INIT_STD))
-        if isinstance(module, nn.Linear) and module.bias is not None:
-            nn.init.zeros_(module.bias)
+    @torch.no_grad()
+    def init_published(self) -> None:
+        """Initialise every weight from torch's CPU random stream in the published script's order.
+
+        After `torch.manual_seed(seed)` this gives the published run's initial weights bitwise. That script
+        builds the embeddings, then the 2 n_layer sublayers (attention, MLP, alternating; RMSNorm then the
+        Linear layers in order), then every sublayer's gate, the final RMSNorm and the head, each module
+        with torch's default init (`reset_parameters`), and then redraws:
+
+        1. GPT-2 init in that order: weights normal(0, 0.02), biases 0; the head comes last and redraws
+           the matrix it shares with wte;
+        2. the residual projections (attention c_proj, MLP c_proj) in parameter order with
+           normal(0, 0.02 / sqrt(2 n_layer)): GPT-2's residual scaling;
+        3. Review's gates zeroed (weight and bias), so r = 0.5 exactly.
+
+        RMSNorm gains (1) and the LayerScale (0.1) and ReZero (0) scales draw nothing.
+        """
+        sublayers = [m for block in self.transformer.h for m in (block.attn, block.mlp)]
+        rules = [rule for block in self.transformer.h for rule in (block.res_attn, block.res_mlp)]
+        projections = [m.c_proj for m in sublayers]
+        linears = [lin for m in sublayers for lin in m.children() if isinstance(lin, nn.Linear)]
+        gates = [rule.gate for rule in rules if hasattr(rule, "gate")]
+        order = [self.transformer.wte, self.transformer.wpe, *linears, *gates, self.lm_head]
+        for module in order:
+            module.reset_parameters()
+        for module in order:
+            nn.init.normal_(module.weight, mean=0.0, std=INIT_STD)
+            if getattr(module, "bias", None) is not None:
+                nn.init.zeros_(module.bias)
+        for proj in projections:
+            nn.init.normal_(proj.weight, mean=0.0, std=INIT_STD / math.sqrt(2 * self.config.n_layer))
+        for rule in rules:
+            if isinstance(rule, ReviewNeutral):
+                nn.init.zeros_(rule.gate.weight)
+                nn.init.zeros_(rule.gate.bias)
 
     def forward(
         self, idx: torch.Tensor, targets: torch.Tensor | None = None
@@ -239,57 +267,12 @@ class GPT(nn.Module):
         lr: float = RECIPE.lr,
         betas: tuple[float, float] = (RECIPE.beta1, RECIPE.beta2),
     ) -> torch.optim.AdamW:
-        """AdamW as published; defaults are the recipe's.
+        """AdamW as published: one group over every parameter, `weight_decay` on every tensor.
 
-        Following nanoGPT, every tensor with 2 or more dimensions is decayed (matmul weights, the tied
-        embedding, wpe and the gate weights) and none of the rest is (biases, RMSNorm gains, the LayerScale
-        and ReZero scales), so that decay never pulls a gain or a residual scale towards zero. The fused
-        kernel is used when the parameters are on CUDA.
+        The published recipe decays biases, RMSNorm gains and gate biases too (unlike nanoGPT, which
+        exempts tensors of fewer than 2 dimensions); the defaults are the recipe's, eps torch's default.
+        The fused kernel is used when the parameters are on CUDA (it differs from the loop in the last bit).
         """
-        params = [p for p in self.parameters() if p.requires_grad]
-        groups = [
-            {"params": [p for p in params if p.dim() >= 2], "weight_decay": weight_decay},
-            {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0},
-        ]
+        params = list(self.parameters())
         fused = all(p.is_cuda for p in params)
-        return torch.optim.AdamW(groups, lr=lr, betas=betas, fused=fused)
-
-    @torch.no_grad()
-    def gate_stats(self, idx: torch.Tensor) -> list[dict]:
-        """What the residual gates do on a batch: one record per gated sublayer, in depth order.
-
-        Runs one extra forward pass with hooks, so training's forward stays untouched; call it on the
-        uncompiled module. Statistics pool every position and channel of the batch, and reach the host
-        with one device sync.
-
-        Returns
-        -------
-        Records with keys layer (block index), sublayer ("attn" or "mlp"), mean and std of r,
-        frac_open (share of r > 0.9) and frac_closed (share of r < 0.1). Empty for variants without a
-        gate (standard, layerscale, rezero).
-        """
-        gated = [
-            (i, name, rule)
-            for i, block in enumerate(self.transformer.h)
-            for name, rule in (("attn", block.res_attn), ("mlp", block.res_mlp))
-            if hasattr(rule, "r")
-        ]
-        if not gated:
-            return []
-        stats = []
-
-        def record(rule: nn.Module, args: tuple[torch.Tensor, torch.Tensor], output: torch.Tensor) -> None:
-            r = rule.r(*args).float()
-            stats.append(torch.stack([r.mean(), r.std(), (r > 0.9).float().mean(), (r < 0.1).float().mean()]))
-
-        hooks = [rule.register_forward_hook(record) for _, _, rule in gated]
-        try:
-            self(idx)
-        finally:
-            for hook in hooks:
-                hook.remove()
-        keys = ("mean", "std", "frac_open", "frac_closed")
-        return [
-            {"layer": i, "sublayer": name, **dict(zip(keys, values, strict=True))}
-            for (i, name, _), values in zip(gated, torch.stack(stats).tolist(), strict=True)
-        ]
+        return torch.optim.AdamW(params, lr=lr, betas=betas, weight_decay=weight_decay, fused=fused)
