@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from cli.errors import known_errors
-from cli.records import Format, echo_records
+from cli.records import FORMAT_HELP, Format, echo_records
 
 
 def depth_check(
@@ -16,9 +16,7 @@ def depth_check(
         "review_convex,review_neutral", "--variants", help="Comma-separated variant names to compare."
     ),
     seed: int = typer.Option(0, "--seed", min=0, help="Seed of the initialisation and the random tokens."),
-    fmt: Format = typer.Option(
-        Format.text, "--format", help="text: an aligned table; json: a list of records."
-    ),
+    fmt: Format = typer.Option(Format.text, "--format", help=FORMAT_HELP),
 ) -> None:
     """Gradient norm reaching the first block relative to the last, at init, on random tokens.
 

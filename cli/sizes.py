@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import typer
 
-from cli.records import Format, echo_records
+from cli.records import FORMAT_HELP, Format, echo_records
 
 
 def sizes(
-    fmt: Format = typer.Option(
-        Format.text, "--format", help="text: an aligned table; json: a list of records."
-    ),
+    fmt: Format = typer.Option(Format.text, "--format", help=FORMAT_HELP),
     vocab: int | None = typer.Option(
         50257, "--vocab", min=1, help="Vocabulary size (GPT-2: 50257; byte-level: 257)."
     ),

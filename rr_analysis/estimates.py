@@ -13,7 +13,7 @@ import pandas as pd
 
 from rr_model.errors import InputError
 
-__all__ = ["STATS", "ALPHA", "gap_estimates", "test_name", "cell_means"]
+__all__ = ["STATS", "ALPHA", "gap_estimates", "test_name", "adjust_name", "cell_means"]
 
 ALPHA = 0.05  # a point is "significant" when the chosen test's two-sided p is below this (the paper's star)
 
@@ -31,9 +31,22 @@ _TEST_NAME = {
 }
 
 
+_ADJUST_NAME = {
+    "holm": "Holm-adjusted",
+    "bonferroni": "Bonferroni-adjusted",
+    "fdr_bh": "Benjamini-Hochberg-adjusted",
+    "none": "unadjusted",
+}
+
+
 def test_name(stat: str) -> str:
     """How a figure or report names the test behind a view, e.g. 'Welch t-test'."""
     return _TEST_NAME[stat]
+
+
+def adjust_name(method: str) -> str:
+    """How a figure names the p-values a multiple-testing method gives, e.g. 'Holm-adjusted'."""
+    return _ADJUST_NAME[method]
 
 
 def gap_estimates(table: pd.DataFrame, stat: str = "welch") -> pd.DataFrame:
@@ -42,7 +55,7 @@ def gap_estimates(table: pd.DataFrame, stat: str = "welch") -> pd.DataFrame:
     Parameters
     ----------
     table
-        `rr_analysis.stats.gap_table` (or, for ``stat="welch"``, `welch_table`).
+        `rr_analysis.stats.gap_table`.
     stat
         ``"welch"`` (the paper's test), ``"paired"`` (seed-matched) or ``"mixed"`` (per-size mixed model).
 
@@ -50,7 +63,8 @@ def gap_estimates(table: pd.DataFrame, stat: str = "welch") -> pd.DataFrame:
     -------
     DataFrame, one row per row of `table`, with columns ``size, baseline, params_M`` (Review's parameter
     count), ``estimate`` (baseline - Review, positive favours Review), ``se, ci_low, ci_high, df, p``,
-    ``significant`` (p < `ALPHA`) and ``note`` (why the test is n/a, "" when it ran). Missing values are NaN.
+    ``p_adj`` (the table's adjusted p; the method is its ``adjust`` column), ``significant`` (p_adj <
+    `ALPHA`) and ``note`` (why the test is n/a, "" when it ran). Missing values are NaN.
 
     Notes
     -----
@@ -61,7 +75,7 @@ def gap_estimates(table: pd.DataFrame, stat: str = "welch") -> pd.DataFrame:
     Example
     -------
     >>> from rr_analysis.stats import gap_table
-    >>> e = gap_estimates(gap_table(load_sweep()), "welch")
+    >>> e = gap_estimates(gap_table(load_sweep(), adjust="none"), "welch")
     >>> e.loc[e["significant"], "size"].unique().tolist()
     ['590M']
     """
@@ -82,7 +96,8 @@ def gap_estimates(table: pd.DataFrame, stat: str = "welch") -> pd.DataFrame:
         half = stdtrit(np.where(ran, dof, 1.0), 0.975) * out["se"].to_numpy()
         out["ci_low"], out["ci_high"] = out["estimate"] - half, out["estimate"] + half
     out["df"], out["p"] = np.where(ran, dof, np.nan), p
-    out["significant"] = ran & (p < ALPHA)
+    out["p_adj"] = table[f"p_adj_{stat}"].to_numpy(dtype=float)
+    out["significant"] = ran & (out["p_adj"] < ALPHA)
     out["note"] = table[note_col].to_numpy(dtype=object)
     return out.reset_index(drop=True)
 

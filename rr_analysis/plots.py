@@ -23,8 +23,9 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.ticker import NullLocator
 
-from rr_analysis.cells import sizes_in_order
-from rr_analysis.estimates import ALPHA, cell_means, gap_estimates, test_name
+from rr_analysis.cells import sizes_in_order, t_quantile
+from rr_analysis.estimates import ALPHA, adjust_name, cell_means, gap_estimates, test_name
+from rr_analysis.stats import PRIMARY
 from rr_model.errors import PlotError
 from rr_model.files import atomic_write
 from rr_model.ladder import RECIPE
@@ -162,17 +163,19 @@ def _require_sizes(df: pd.DataFrame, what: str, n: int = 2) -> list[str]:
 
 
 def emergence_figure(
-    table: pd.DataFrame, *, stat: str = "welch", ci: bool = False, title: str | None = None
+    table: pd.DataFrame, *, stat: str = PRIMARY, ci: bool = False, title: str | None = None
 ) -> Figure:
     """The paper's Figure 2: Review's advantage over each baseline against model size.
 
     Parameters
     ----------
     table
-        `rr_analysis.stats.gap_table` of the sweep. Needs a gap at two sizes or more.
+        `rr_analysis.stats.gap_table` of the sweep; its ``adjust`` method decides the stars. Needs a gap
+        at two sizes or more.
     stat
-        Which test's estimate, error bar and significance are drawn: ``"welch"`` (the paper's), ``"paired"``
-        or ``"mixed"`` (see `rr_analysis.estimates.gap_estimates`).
+        Which test's estimate, error bar and significance are drawn: ``"paired"`` (the declared primary,
+        `rr_analysis.stats.PRIMARY`), ``"mixed"`` or ``"welch"`` (the paper's; see
+        `rr_analysis.estimates.gap_estimates`).
     ci
         Draw the 95% confidence interval instead of +-1 standard error.
     title
@@ -182,14 +185,16 @@ def emergence_figure(
     -----
     x: Review's mean parameter count at each size (log scale, ticks labelled with the size names). y: the
     test's estimate of gap = baseline loss - Review loss, one line per baseline, positive favours Review. A
-    dashed line marks zero; a star above a point marks p < `rr_analysis.estimates.ALPHA`. The baselines are
+    dashed line marks zero; a star marks an adjusted p < `rr_analysis.estimates.ALPHA` (the table's method
+    over its family of cells, named in the subtitle) and sits beyond the bar on the estimate's side of
+    zero. The paper's figure is ``stat="welch"`` on ``gap_table(df, adjust="none")``. The baselines are
     nudged a few points apart horizontally so their bars do not hide each other; the data coordinates stay
     exact. A point whose test is n/a is drawn without a bar (its reason is in the table).
 
     Example
     -------
     >>> from rr_analysis.stats import gap_table
-    >>> fig = emergence_figure(gap_table(load_sweep()), stat="paired", ci=True)
+    >>> fig = emergence_figure(gap_table(load_sweep()), ci=True)
     """
     est = gap_estimates(table, stat)
     est = est[np.isfinite(est["estimate"])]
@@ -201,56 +206,89 @@ def emergence_figure(
             f"the data have it at {len(drawn)} ({', '.join(drawn) or 'none'})"
         )
     baselines = list(dict.fromkeys(est["baseline"]))
-    at = table.drop_duplicates("size").set_index("size")["params_M"]
-    bar = "95% CI" if ci else "\u00b11 SE"
     with mpl.rc_context(_STYLE):
         fig = _figure(6.4, 4.4, title or "Review's advantage over each baseline, by model size")
         ax = fig.add_subplot()
         ax.axhline(0.0, color="0.35", ls="--", lw=0.9, zorder=1, gid="zero")
         for i, b in enumerate(baselines):
-            e = est[est["baseline"] == b]
-            y = e["estimate"].to_numpy()
-            lo, hi = (e["ci_low"], e["ci_high"]) if ci else (y - e["se"], y + e["se"])
-            nudge = mpl.transforms.ScaledTranslation(
-                (i - (len(baselines) - 1) / 2) * 5 / 72, 0, fig.dpi_scale_trans
-            )
-            bars = ax.errorbar(
-                e["params_M"].to_numpy(float),
-                y,
-                yerr=[y - lo.to_numpy(), hi.to_numpy() - y],
-                fmt="-o",
-                color=colour(b),
-                ms=5,
-                lw=1.6,
-                elinewidth=1.1,
-                capsize=3,
-                label=label(b) + " (parameter-matched)" * VARIANTS[b].matched,
-                gid=b,
-            )
-            for artist in (bars.lines[0], *bars.lines[1], *bars.lines[2]):
-                artist.set_transform(ax.transData + nudge)  # after autoscaling, which used exact x
-            star = e["significant"].to_numpy()
-            for x, top in zip(e["params_M"][star], np.fmax(hi, y)[star], strict=True):
-                ax.annotate(
-                    "*",
-                    (x, top),
-                    xytext=(0, 1),
-                    textcoords="offset points",
-                    xycoords=ax.transData + nudge,
-                    ha="center",
-                    va="bottom",
-                    fontsize=13,
-                    fontweight="bold",
-                    color=colour(b),
-                    gid=f"star:{b}",
-                )
-        _size_ticks(ax, at[sizes])
+            points = (i - (len(baselines) - 1) / 2) * 5 / 72
+            nudge = ax.transData + mpl.transforms.ScaledTranslation(points, 0, fig.dpi_scale_trans)
+            _gap_line(ax, est[est["baseline"] == b], b, nudge, ci)
+        _size_ticks(ax, table.drop_duplicates("size").set_index("size")["params_M"][sizes])
         ax.margins(x=0.08, y=0.12)
         ax.set_xlabel("Parameters (Review, log scale)")
         ax.set_ylabel("Baseline loss \u2212 Review loss\n(positive: Review better)")
-        ax.set_title(f"{test_name(stat)}; bars {bar}; * p < {ALPHA:g}", loc="left", fontsize=8, color="0.3")
+        ax.set_title(_stars_say(table, stat, ci), loc="left", fontsize=8, color="0.3")
         ax.legend(title="Review vs.", loc="best")
     return fig
+
+
+def _stars_say(table: pd.DataFrame, stat: str, ci: bool) -> str:
+    """The subtitle: which test, which bars, and which p-values the stars use over which family."""
+    method = table["adjust"].iloc[0]
+    family = f" over {int(table[f'family_m_{stat}'].iloc[0])} cells" if method != "none" else ""
+    bars = "95% CI" if ci else "\u00b11 SE"
+    return f"{test_name(stat)}; bars {bars}; * {adjust_name(method)} p < {ALPHA:g}{family}"
+
+
+def _gap_line(ax, e: pd.DataFrame, baseline: str, nudge, ci: bool) -> None:
+    """One baseline's gaps with their bars, and a star beyond the bar where the adjusted p is small."""
+    y = e["estimate"].to_numpy()
+    lo, hi = (e["ci_low"].to_numpy(), e["ci_high"].to_numpy()) if ci else (y - e["se"], y + e["se"])
+    bars = ax.errorbar(
+        e["params_M"].to_numpy(float),
+        y,
+        yerr=[y - lo, hi - y],
+        fmt="-o",
+        color=colour(baseline),
+        ms=5,
+        lw=1.6,
+        elinewidth=1.1,
+        capsize=3,
+        label=label(baseline) + " (parameter-matched)" * VARIANTS[baseline].matched,
+        gid=baseline,
+    )
+    for artist in (bars.lines[0], *bars.lines[1], *bars.lines[2]):
+        artist.set_transform(nudge)  # after autoscaling, which used exact x
+    star = e["significant"].to_numpy()
+    above = y[star] >= 0
+    ends = np.where(above, np.fmax(hi, y)[star], np.fmin(lo, y)[star])
+    for x, end, up in zip(e["params_M"][star], ends, above, strict=True):
+        ax.annotate(
+            "*",
+            (x, end),
+            xytext=(0, 1 if up else -1),
+            textcoords="offset points",
+            xycoords=nudge,
+            ha="center",
+            va="bottom" if up else "top",
+            fontsize=13,
+            fontweight="bold",
+            color=colour(baseline),
+            gid=f"star:{baseline}",
+        )
+
+
+def _t_interval(values) -> tuple[float, float]:
+    """95% t interval of a mean, mean -/+ t_{0.975, n-1} sd / sqrt(n): seaborn's `errorbar` for seed means.
+
+    Seaborn's own "ci" bootstraps, which with three seeds is both random and too narrow.
+    """
+    x = np.asarray(values, dtype=float)
+    if len(x) < 2:
+        return (np.nan, np.nan)
+    half = float(t_quantile(0.975, len(x) - 1)) * x.std(ddof=1) / np.sqrt(len(x))
+    return (x.mean() - half, x.mean() + half)
+
+
+def _by_label(df: pd.DataFrame) -> tuple[pd.DataFrame, list[str], dict[str, str]]:
+    """`df` with a ``Variant`` column of registry labels, the labels in order and their registry colours.
+
+    Seaborn names hue levels by their values, so legends and tick labels read "Review", not "review_neutral".
+    """
+    order = _variants_in_order(df)
+    labels = [label(v) for v in order]
+    return df.assign(Variant=df["variant"].map(label)), labels, {label(v): colour(v) for v in order}
 
 
 def scaling_figure(df: pd.DataFrame, *, title: str | None = None) -> Figure:
@@ -265,18 +303,21 @@ def scaling_figure(df: pd.DataFrame, *, title: str | None = None) -> Figure:
 
     Notes
     -----
-    x is each variant's own parameter count (log scale; ticks at each size's mean count, labelled with
-    the size name), y the validation loss. Lines join the per-(size, variant) means of the seeds.
+    Drawn by seaborn: a scatter of the runs and, per variant, a line through the mean of its seeds at
+    each size (the seeds figure shows each mean's interval). x is each variant's own parameter count (log
+    scale; ticks at each size's mean count, labelled with the size name), y the validation loss.
     """
+    import seaborn as sns
+
     sizes = _require_sizes(df, "scaling")
+    runs, labels, palette = _by_label(df)
+    hue = dict(x="params_M", y="val_loss", hue="Variant", hue_order=labels, palette=palette)
     with mpl.rc_context(_STYLE):
         fig = _figure(6.4, 4.2, title or "Validation loss against model size")
         ax = fig.add_subplot()
-        means = cell_means(df, "val_loss")
-        for v in _variants_in_order(df):
-            runs, line = df[df["variant"] == v], means[means["variant"] == v].sort_values("params_M")
-            ax.plot(line["params_M"], line["mean"], "-", color=colour(v), lw=1.5, label=label(v), gid=v)
-            _runs(ax, runs["params_M"], runs["val_loss"], v, ms=4)
+        ax.set_xscale("log")
+        sns.lineplot(runs, **hue, errorbar=None, lw=1.5, ax=ax)
+        sns.scatterplot(runs, **hue, s=12, alpha=0.5, lw=0, legend=False, ax=ax)
         _size_ticks(ax, df.groupby("size")["params_M"].mean()[sizes])
         ax.set_xlabel("Parameters (log scale)")
         ax.set_ylabel("Validation loss")
@@ -284,12 +325,8 @@ def scaling_figure(df: pd.DataFrame, *, title: str | None = None) -> Figure:
     return fig
 
 
-_SEED_STYLES = ("-", "--", ":", "-.")
-_SEED_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
-
-
 def seeds_figure(df: pd.DataFrame, *, title: str | None = None) -> Figure:
-    """One panel per size, one line per seed joining its variants: the pairing behind the paired test.
+    """One facet per size: each run, each variant's mean with its interval, and lines joining a seed's runs.
 
     Parameters
     ----------
@@ -300,60 +337,63 @@ def seeds_figure(df: pd.DataFrame, *, title: str | None = None) -> Figure:
 
     Notes
     -----
-    Within a size a seed fixes the data order for every variant, so runs of the same seed are matched.
-    Lines that run parallel mean the seed shifts every variant alike (a large block effect the paired
-    and mixed views remove); crossing lines mean the variants' ranking changes with the seed. Each panel
-    has its own y scale; markers carry the variant's colour.
+    One facet per size, each with its own y scale. Seaborn draws a strip plot of the runs (no jitter, so
+    a run sits exactly on its variant) and a point plot of each variant's seed mean with its 95% t
+    interval (`_t_interval`); a grey line per seed joins its runs. Within a size a seed fixes the data
+    order for every variant, so runs of the same seed are matched: lines that run parallel mean the seed
+    shifts every variant alike (a block effect the paired and mixed tests remove); crossing lines mean
+    the ranking changes with the seed. The facets are axes of one Figure, not a pyplot FacetGrid, so
+    drawing leaves pyplot's list of open figures alone.
     """
     sizes = [s for s in sizes_in_order(df) if df.loc[df["size"] == s, "variant"].nunique() >= 2]
     if not sizes:
         raise PlotError("the seeds plot needs a size with at least two variants; every size here has one")
-    seeds = sorted(df["seed"].unique())
     ncols = min(len(sizes), 5)
     nrows = -(-len(sizes) // ncols)
     with mpl.rc_context(_STYLE):
         fig = _figure(
-            2.3 * ncols + 0.6, 2.7 * nrows + 0.5, title or "Validation loss per seed within each size"
+            2.3 * ncols + 0.6, 2.7 * nrows + 0.6, title or "Validation loss per seed within each size"
         )
         axes = fig.subplots(nrows, ncols, squeeze=False).ravel()
-        for ax, size in zip(axes[: len(sizes)], sizes, strict=True):
-            runs = df[df["size"] == size]
-            order = _variants_in_order(runs)
-            pos = {v: i for i, v in enumerate(order)}
-            many = len(seeds) > len(_SEED_MARKERS)
-            for seed, g in runs.groupby("seed"):
-                k = seeds.index(seed)
-                g = g.assign(x=g["variant"].map(pos)).sort_values("x")
-                ax.plot(
-                    g["x"],
-                    g["val_loss"],
-                    color="0.35",
-                    lw=0.6 if many else 1.0,
-                    ls="-" if many else _SEED_STYLES[k % len(_SEED_STYLES)],
-                    marker=None if many else _SEED_MARKERS[k],
-                    ms=7,
-                    mfc="none",
-                    label=f"seed {seed}",
-                    gid=f"seed:{seed}",
-                )
-            for v in order:
-                y = runs.loc[runs["variant"] == v, "val_loss"]
-                _runs(ax, [pos[v]] * len(y), y, v, ms=5, alpha=0.85)
-            ax.set_xticks(range(len(order)), labels=[label(v) for v in order], rotation=30, ha="right")
-            ax.set_xlim(-0.4, len(order) - 0.6)
+        for ax, size in zip(axes, sizes, strict=True):
+            _seed_facet(ax, df[df["size"] == size])
             ax.set_title(size)
-            ax.grid(axis="x", visible=False)
         for ax in axes[len(sizes) :]:
             ax.set_visible(False)
         axes[0].set_ylabel("Validation loss")
-        if len(seeds) <= len(_SEED_MARKERS):
-            handles = {}
-            for ax in axes[: len(sizes)]:
-                for line in ax.get_lines():
-                    if (line.get_gid() or "").startswith("seed:"):
-                        handles.setdefault(line.get_label(), line)
-            fig.legend(list(handles.values()), list(handles), loc="outside lower center", ncols=len(handles))
+        fig.supxlabel(
+            "points: runs; grey lines: one seed's runs; diamond and bar: the mean and its 95% t interval",
+            fontsize=8,
+        )
     return fig
+
+
+def _seed_facet(ax, runs: pd.DataFrame) -> None:
+    """One size of `seeds_figure`: a line per seed, then each variant's runs and mean on top."""
+    import seaborn as sns
+
+    runs, labels, palette = _by_label(runs)
+    at = runs["Variant"].map({v: i for i, v in enumerate(labels)})
+    for seed, g in runs.assign(x=at).sort_values("x").groupby("seed"):
+        ax.plot(g["x"], g["val_loss"], color="0.6", lw=0.8, zorder=1, gid=f"seed:{seed}")
+    hue = dict(x="Variant", y="val_loss", hue="Variant", order=labels, hue_order=labels, palette=palette)
+    sns.stripplot(runs, **hue, jitter=False, size=5, legend=False, zorder=3, ax=ax)
+    sns.pointplot(
+        runs,
+        **hue,
+        errorbar=_t_interval,
+        linestyle="none",
+        marker="D",
+        markersize=4,
+        capsize=0.12,
+        err_kws={"linewidth": 1.0, "alpha": 0.7},
+        legend=False,
+        ax=ax,
+    )
+    ax.tick_params(axis="x", labelrotation=30)
+    ax.set_xlim(-0.5, len(labels) - 0.5)
+    ax.set(xlabel="", ylabel="")
+    ax.grid(axis="x", visible=False)
 
 
 def calibration_figure(df: pd.DataFrame, *, title: str | None = None) -> Figure:

@@ -30,7 +30,12 @@ def df() -> pd.DataFrame:
 
 @pytest.fixture(scope="module")
 def table(df) -> pd.DataFrame:
-    return gap_table(df)
+    return gap_table(df)  # the primary family: Holm-adjusted
+
+
+@pytest.fixture(scope="module")
+def raw(df) -> pd.DataFrame:
+    return gap_table(df, adjust="none")  # the paper's stars: unadjusted p
 
 
 def drawn(fig: Figure) -> dict[str, dict]:
@@ -57,12 +62,12 @@ def rows(table: pd.DataFrame, baseline: str) -> pd.DataFrame:
 
 
 @pytest.mark.parametrize("ci", [False, True])
-def test_emergence_draws_the_welch_gaps_bars_and_stars(table, ci):
-    fig = plots.emergence_figure(table, ci=ci)
+def test_emergence_draws_the_welch_gaps_bars_and_stars(raw, ci):
+    fig = plots.emergence_figure(raw, stat="welch", ci=ci)
     got = drawn(fig)
     assert list(got) == list(BASELINES)
     for b in BASELINES:
-        want = rows(table, b)
+        want = rows(raw, b)
         np.testing.assert_allclose(got[b]["x"], want["params_M"])
         np.testing.assert_allclose(got[b]["y"], want["gap"])
         lo, hi = (
@@ -75,33 +80,43 @@ def test_emergence_draws_the_welch_gaps_bars_and_stars(table, ci):
         assert got[b]["stars"] == list(want.loc[want["welch_p"] < 0.05, "params_M"])
         assert same_color(got[b]["colour"], colour(b))
         assert got[b]["label"] == f"{b.capitalize()} (parameter-matched)"
-    assert (
-        "95% CI" in fig.axes[0].get_title(loc="left")
-        if ci
-        else "\u00b11 SE" in fig.axes[0].get_title(loc="left")
-    )
+    subtitle = fig.axes[0].get_title(loc="left")
+    assert ("95% CI" if ci else "\u00b11 SE") in subtitle and "* unadjusted p < 0.05" in subtitle
 
 
-def test_emergence_is_the_papers_figure_on_the_published_data(table):
+def test_emergence_is_the_papers_figure_on_the_published_data(raw):
     """Review behind Standard at 60M, ahead at 590M and 1B; under Welch only 590M reaches p < 0.05."""
-    got = drawn(plots.emergence_figure(table))
-    at = dict(zip(SIZES, rows(table, "standard")["params_M"], strict=True))
+    got = drawn(plots.emergence_figure(raw, stat="welch"))
+    at = dict(zip(SIZES, rows(raw, "standard")["params_M"], strict=True))
     assert got["standard"]["y"][0] < 0 < got["standard"]["y"][3] < got["standard"]["y"][4]
     assert got["highway"]["y"][3] > 0 and got["highway"]["y"][4] > 0
     assert got["standard"]["stars"] == got["highway"]["stars"] == [at["590M"]]
 
 
-def test_emergence_axes_log_x_size_ticks_zero_line_and_legend(table):
-    ax = plots.emergence_figure(table).axes[0]
-    assert ax.get_xscale() == "log"
-    assert [t.get_text() for t in ax.get_xticklabels()] == SIZES
-    np.testing.assert_allclose(ax.get_xticks(), rows(table, "highway")["params_M"])
-    (zero,) = [ln for ln in ax.get_lines() if ln.get_gid() == "zero"]
-    assert list(zero.get_ydata()) == [0, 0] and zero.get_linestyle() == "--"
-    assert [t.get_text() for t in ax.get_legend().get_texts()] == [
-        "Highway (parameter-matched)",
-        "Standard (parameter-matched)",
-    ]
+def test_emergence_default_is_the_primary_holm_adjusted_paired_test(table):
+    """Stars from Holm over the 10 paired p-values: 590M Highway and 1B both (adjusted 0.003, 0.009, 0.002)."""
+    fig = plots.emergence_figure(table)
+    got = drawn(fig)
+    at = dict(zip(SIZES, rows(table, "highway")["params_M"], strict=True))
+    assert got["highway"]["stars"] == [at["590M"], at["1B"]] and got["standard"]["stars"] == [at["1B"]]
+    for b in BASELINES:
+        np.testing.assert_allclose(got[b]["y"], rows(table, b)["paired_diff"])
+    subtitle = fig.axes[0].get_title(loc="left")
+    assert subtitle == "Paired t-test (seed-matched); bars \u00b11 SE; * Holm-adjusted p < 0.05 over 10 cells"
+
+
+def test_a_star_sits_on_the_side_of_zero_where_its_estimate_lies(raw):
+    """Mixed model, unadjusted: 60M Standard is significant with a negative gap; its star hangs below."""
+    ax = plots.emergence_figure(raw, stat="mixed").axes[0]
+    got = drawn(ax.figure)
+    stars = [t for t in ax.texts if t.get_gid() == "star:standard"]
+    (below,) = [t for t in stars if t.xy[0] == got["standard"]["x"][0]]
+    assert got["standard"]["y"][0] < 0
+    assert below.xy[1] == pytest.approx(got["standard"]["lo"][0]) and below.get_va() == "top"
+    for t in stars[1:]:
+        i = list(got["standard"]["x"]).index(t.xy[0])
+        assert got["standard"]["y"][i] > 0 and t.xy[1] == pytest.approx(got["standard"]["hi"][i])
+        assert t.get_va() == "bottom"
 
 
 @pytest.mark.parametrize(
@@ -114,8 +129,8 @@ def test_emergence_other_views_draw_their_own_estimate_se_and_stars(table, stat,
         se = want["paired_sd"] / np.sqrt(want["n_pairs"]) if stat == "paired" else want["mixed_se"]
         np.testing.assert_allclose(got[b]["y"], want[estimate])
         np.testing.assert_allclose(got[b]["hi"] - got[b]["y"], se, rtol=1e-9)
-        assert got[b]["stars"] == list(want.loc[want[p] < 0.05, "params_M"])
-    # The seed-matched views find what Welch cannot: the 1B gaps are significant.
+        assert got[b]["stars"] == list(want.loc[want[f"p_adj_{stat}"] < 0.05, "params_M"])
+    # The seed-matched views find what Welch cannot: the 1B gaps stay significant after Holm.
     assert rows(table, "highway")["params_M"].iloc[-1] in got["highway"]["stars"]
 
 
@@ -130,28 +145,60 @@ def test_emergence_with_a_missing_cell_and_a_one_pair_cell(df):
 
 def test_scaling_draws_every_run_and_the_seed_means(df):
     ax = plots.scaling_figure(df).axes[0]
-    lines = {ln.get_gid(): ln for ln in ax.get_lines()}
     assert ax.get_xscale() == "log"
     assert [t.get_text() for t in ax.get_xticklabels()] == SIZES
-    assert sum(len(lines[f"runs:{v}"].get_xdata()) for v in ("review_neutral", *BASELINES)) == len(df)
+    (runs,) = ax.collections  # seaborn's scatter: one point per run, coloured by its variant
+    points = pd.DataFrame(runs.get_offsets(), columns=["params_M", "val_loss"])
+    want = df.sort_values(["params_M", "val_loss"]).reset_index(drop=True)
+    got = points.assign(c=list(runs.get_facecolor())).sort_values(["params_M", "val_loss"]).reset_index()
+    np.testing.assert_allclose(got[["params_M", "val_loss"]], want[["params_M", "val_loss"]])
+    assert all(same_color(c[:3], colour(v)) for c, v in zip(got["c"], want["variant"], strict=True))
     for v in ("review_neutral", *BASELINES):
+        (line,) = [
+            ln for ln in ax.get_lines() if len(ln.get_xdata()) and same_color(ln.get_color(), colour(v))
+        ]
         cells = df[df["variant"] == v].groupby("size")[["params_M", "val_loss"]].mean().loc[SIZES]
-        np.testing.assert_allclose(lines[v].get_xdata(), cells["params_M"])
-        np.testing.assert_allclose(lines[v].get_ydata(), cells["val_loss"])
-        assert same_color(lines[v].get_color(), colour(v))
+        np.testing.assert_allclose(line.get_xdata(), cells["params_M"])
+        np.testing.assert_allclose(line.get_ydata(), cells["val_loss"])
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["Review", "Highway", "Standard"]
 
 
-def test_seeds_draws_one_line_per_seed_through_its_variants(df):
+def t_interval(x: pd.Series) -> tuple[float, float]:
+    """The 95% t interval of a mean, from scipy.stats: independent of the figure's own helper."""
+    from scipy import stats
+
+    return stats.t.interval(0.95, len(x) - 1, loc=x.mean(), scale=stats.sem(x))
+
+
+def test_seeds_has_one_facet_per_size_with_runs_means_intervals_and_seed_lines(df):
     fig = plots.seeds_figure(df)
     panels = [ax for ax in fig.axes if ax.get_visible()]
     assert [ax.get_title() for ax in panels] == SIZES
+    order = ["review_neutral", *BASELINES]
     for ax, size in zip(panels, SIZES, strict=True):
         assert [t.get_text() for t in ax.get_xticklabels()] == ["Review", "Highway", "Standard"]
-        seeds = {ln.get_gid(): ln for ln in ax.get_lines() if ln.get_gid().startswith("seed:")}
         runs = df[df["size"] == size]
+        for x, (v, strip) in enumerate(zip(order, ax.collections, strict=True)):  # strips, in registry order
+            mine = runs[runs["variant"] == v]
+            assert same_color(strip.get_facecolor()[0], colour(v))
+            np.testing.assert_allclose(strip.get_offsets(), np.c_[[x] * len(mine), mine["val_loss"]])
+            (mean,) = [
+                ln
+                for ln in ax.get_lines()
+                if ln.get_marker() == "D" and same_color(ln.get_color(), colour(v))
+            ]
+            assert mean.get_ydata()[x] == pytest.approx(mine["val_loss"].mean())
+            (bar,) = [
+                ln for ln in ax.get_lines()
+                if ln.get_marker() in (None, "None") and same_color(ln.get_color(), colour(v))
+                and ln.get_gid() is None and np.isfinite(ln.get_ydata()).any()
+            ]  # fmt: skip
+            np.testing.assert_allclose(np.nanmin(bar.get_ydata()), t_interval(mine["val_loss"])[0])
+            np.testing.assert_allclose(np.nanmax(bar.get_ydata()), t_interval(mine["val_loss"])[1])
+        seeds = {ln.get_gid(): ln for ln in ax.get_lines() if (ln.get_gid() or "").startswith("seed:")}
         assert sorted(seeds) == [f"seed:{s}" for s in sorted(runs["seed"].unique())]
         for s, g in runs.groupby("seed"):
-            want = g.set_index("variant")["val_loss"].reindex(["review_neutral", *BASELINES]).dropna()
+            want = g.set_index("variant")["val_loss"].reindex(order).dropna()
             np.testing.assert_allclose(seeds[f"seed:{s}"].get_ydata(), want)
 
 

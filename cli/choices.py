@@ -1,0 +1,33 @@
+"""The closed sets of values that options share, spelled once for every command.
+
+Each mirrors a tuple of the library (named beside it; tests/test_cli_model.py checks they agree). They are
+spelled here, not imported, because command modules load only typer and the standard library at import
+time: `rr --help` must not load pandas to list the choices.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+
+__all__ = ["Format", "Adjust", "Stat"]
+
+
+class Format(str, Enum):  # rr_analysis.tables.FORMATS
+    text = "text"
+    markdown = "markdown"
+    latex = "latex"
+    csv = "csv"
+    json = "json"
+
+
+class Adjust(str, Enum):  # rr_analysis.stats.ADJUST_METHODS
+    holm = "holm"
+    bonferroni = "bonferroni"
+    fdr_bh = "fdr_bh"
+    none = "none"
+
+
+class Stat(str, Enum):  # rr_analysis.estimates.STATS; the declared primary is rr_analysis.stats.PRIMARY
+    welch = "welch"
+    paired = "paired"
+    mixed = "mixed"
