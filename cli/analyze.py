@@ -1,75 +1,119 @@
-"""`rr analyze`: the statistics of a sweep, rendered as a table in one of several formats."""
+"""`rr analyze`: the statistics of a sweep, one view at a time, rendered in one of several formats."""
 
 from __future__ import annotations
 
+import shutil
+from enum import Enum
 from pathlib import Path
 
 import typer
 
+from cli.choices import Adjust, Format
 from cli.errors import fail, known_errors
 from rr_model.errors import InputError
 
 
+class View(str, Enum):
+    table = "table"
+    emergence = "emergence"
+    power = "power"
+    notes = "notes"
+    equivalence = "equivalence"
+    claims = "claims"
+    card = "card"
+
+
+_ALIAS = "Same as the view `{}`."
+
+
 def analyze(
-    table: bool = typer.Option(
-        False,
-        "--table",
-        help="Review vs each baseline per size: Welch, paired, mixed model (the default view).",
-    ),  # fmt: skip
-    emergence: bool = typer.Option(False, "--emergence", help="Does Review's advantage grow with size?"),
-    power: bool = typer.Option(
-        False, "--power", help="Seeds needed for 80% power; smallest gap detectable now."
-    ),
-    notes: bool = typer.Option(False, "--notes", help="Recipe notes: confounds and gaps in the design."),
-    card: bool = typer.Option(
-        False, "--card", help="Rewrite the generated headline table of the dataset card."
-    ),
+    view: View = typer.Argument(None, help="What to show (default: table).", show_default=False),
+    table: bool = typer.Option(False, "--table", help=_ALIAS.format("table"), hidden=True),
+    emergence: bool = typer.Option(False, "--emergence", help=_ALIAS.format("emergence"), hidden=True),
+    power: bool = typer.Option(False, "--power", help=_ALIAS.format("power"), hidden=True),
+    notes: bool = typer.Option(False, "--notes", help=_ALIAS.format("notes"), hidden=True),
+    equivalence: bool = typer.Option(False, "--equivalence", help=_ALIAS.format("equivalence"), hidden=True),
+    claims: bool = typer.Option(False, "--claims", help=_ALIAS.format("claims"), hidden=True),
+    card: bool = typer.Option(False, "--card", help=_ALIAS.format("card"), hidden=True),
     data: Path = typer.Option(
         None,
         "--data",
         help="Sweep CSV to analyse. Default: the published dataset bundled with rr.",
         show_default=False,
+    ),  # fmt: skip
+    fmt: Format = typer.Option(Format.text, "--format", help="Output format."),
+    adjust: Adjust = typer.Option(
+        Adjust.holm, "--adjust", help="Multiple-testing adjustment of each family."
     ),
-    fmt: str = typer.Option("text", "--format", help="Output format: text, markdown, latex, csv or json."),
+    margin: float = typer.Option(
+        None,
+        "--margin",
+        help="Equivalence margin in nats for equivalence and claims. Default: 0.005.",
+        show_default=False,
+    ),  # fmt: skip
+    effect: float = typer.Option(
+        None,
+        "--effect",
+        help="power: plan seeds to detect this gap (nats) on the primary test, e.g. 0.003.",
+        show_default=False,
+    ),  # fmt: skip
+    wide: bool = typer.Option(False, "--wide", help="Text: every column, whatever the terminal's width."),
     card_file: Path = typer.Option(
-        Path("data/README.md"), "--card-file", help="The dataset card --card rewrites."
+        Path("data/README.md"), "--card-file", help="The dataset card `card` rewrites."
     ),
 ) -> None:
     """Statistics of a sweep: gap = mean(baseline) - mean(review_neutral), positive favours Review.
 
-    Exit 0 on success, 2 for a bad --data file or option.
+    Views: table (per size: paired* primary, sign-flip, mixed, Welch), emergence, power (with --effect: a seed
+    plan), notes, equivalence (--margin), claims (the paper's, audited), card. The old flags (--table,
+    --emergence, ...) still work. Exit 0 on success, 2 for a bad --data file or option.
     """
-    chosen = [name for name, on in (("table", table), ("emergence", emergence), ("power", power),
-                                    ("notes", notes), ("card", card)) if on]  # fmt: skip
+    flags = {"table": table, "emergence": emergence, "power": power, "notes": notes,
+             "equivalence": equivalence, "claims": claims, "card": card}  # fmt: skip
+    chosen = {View(name) for name, on in flags.items() if on} | ({view} if view else set())
     if len(chosen) > 1:
-        raise fail(f"choose one view, not {' and '.join('--' + c for c in chosen)}")
-    view = chosen[0] if chosen else "table"
+        raise fail(f"choose one view, not {' and '.join(sorted(v.value for v in chosen))}")
+    chosen_view = chosen.pop() if chosen else View.table
+    width = None if wide or fmt is not Format.text else shutil.get_terminal_size().columns
     with known_errors():
-        from rr_analysis.tables import FORMATS
         from rr_model.dataset import load_sweep
 
-        if fmt not in FORMATS:
-            raise InputError(f"unknown --format {fmt!r}; choose one of {', '.join(FORMATS)}")
-
         df = load_sweep(data)
-        if view == "card":
+        if chosen_view is View.card:
             _write_card(card_file, df)
             return
-        typer.echo(_compute(view, df, fmt), nl=False)
+        typer.echo(_compute(chosen_view, df, fmt.value, adjust.value, margin, effect, width), nl=False)
 
 
-def _compute(view: str, df, fmt: str) -> str:
+def _compute(view: View, df, fmt: str, adjust: str, margin, effect, width) -> str:
+    """Run the view's library function with the options it reads, and render it."""
     from rr_analysis.tables import render
 
-    if view == "table":
-        from rr_analysis.stats import gap_table as fn
-    elif view == "emergence":
-        from rr_analysis.emergence import emergence as fn
-    elif view == "power":
-        from rr_analysis.power import power_table as fn
-    else:
-        from rr_analysis.notes import recipe_notes as fn
-    return render(fn(df), view, fmt)
+    if view is View.table:
+        from rr_analysis.stats import gap_table
+
+        return render(gap_table(df, adjust), "table", fmt, width)
+    if view is View.emergence:
+        from rr_analysis.emergence import emergence
+
+        return render(emergence(df), "emergence", fmt, width)
+    if view is View.power:
+        from rr_analysis.power import power_table, seed_plan
+
+        frame = power_table(df) if effect is None else seed_plan(df, effect)
+        return render(frame, "power" if effect is None else "plan", fmt, width)
+    if view is View.notes:
+        from rr_analysis.notes import recipe_notes
+
+        return render(recipe_notes(df), "notes", fmt, width)
+    from rr_analysis.equivalence import DEFAULT_MARGIN, equivalence
+
+    margin = DEFAULT_MARGIN if margin is None else margin
+    if view is View.equivalence:
+        return render(equivalence(df, margin), "equivalence", fmt, width)
+    from rr_analysis.claims import claims
+
+    return render(claims(df, margin, adjust), "claims", fmt, width)
 
 
 def _write_card(path: Path, df) -> None:

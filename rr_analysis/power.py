@@ -1,13 +1,21 @@
-"""Planning: how many seeds a comparison needs, and what the seeds at hand can detect."""
+"""Planning: how many seeds a comparison needs, and what the seeds at hand can detect.
+
+`seed_plan` plans from a target effect (the declared one, not the observed one) with the residual SD of the
+mixed model; `power_table` reads the observed effects, for orientation only.
+"""
 
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 
+from rr_analysis.cells import baselines_in_order, sizes_in_order
+from rr_analysis.mixed import BlockModel
 from rr_analysis.stats import paired_table, welch_table
+from rr_model.errors import InputError
+from rr_model.variants import REFERENCE
 
-__all__ = ["power_table", "t_test_power", "MAX_SEEDS"]
+__all__ = ["power_table", "seed_plan", "pooled_resid_sd", "t_test_power", "MAX_SEEDS"]
 
 MAX_SEEDS = 100_000  # beyond this a requirement is reported as n/a: the effect is practically zero
 
@@ -125,4 +133,86 @@ def power_table(df: pd.DataFrame, power: float = 0.8, alpha: float = 0.05) -> pd
         out[c] = (
             pd.array([None if x != x else int(x) for x in v], dtype="Int64") if c.startswith("seeds") else v
         )
+    return out
+
+
+def pooled_resid_sd(df: pd.DataFrame) -> tuple[float, str]:
+    """The within-seed residual SD pooled across sizes, and "" or a sentence saying why there is none.
+
+    Notes
+    -----
+    One REML fit of ``val_loss ~ 0 + size:variant + (1 | size:seed)`` (`rr_analysis.mixed.BlockModel`):
+    every (size, variant) cell has its own mean, seeds are blocks within a size, and one residual variance
+    sigma^2 is shared by all sizes. sigma is the run-to-run noise left once the seed's data order is fixed.
+    """
+    cells = df.groupby(["size", "variant"], sort=False).ngroup().to_numpy()
+    blocks = df.groupby(["size", "seed"], sort=False).ngroup().to_numpy()
+    X = np.eye(cells.max() + 1)[cells]
+    if len(df) - X.shape[1] < 1 or np.bincount(blocks).max() < 2:
+        return np.nan, "no seed ran two variants at one size: the within-seed residual SD cannot be estimated"
+    y = df["val_loss"].to_numpy(float)
+    fit = BlockModel(y, X, blocks).fit(reml=True)
+    # zero relative to the losses' scale: rounding leaves ~1e-30 where every residual is 0
+    if not np.sqrt(fit.sigma2) > 1e-12 * np.abs(y).mean():
+        return 0.0, "the residual variance is 0: the paired test is undefined and power cannot be planned"
+    return float(np.sqrt(fit.sigma2)), ""
+
+
+def seed_plan(df: pd.DataFrame, effect: float, power: float = 0.8, alpha: float = 0.05) -> pd.DataFrame:
+    """Seeds per size for the primary (seed-paired) test to detect a target gap, and what they cost.
+
+    Parameters
+    ----------
+    df
+        A validated sweep (`load_sweep`).
+    effect
+        The target gap in val_loss (nats), > 0: the smallest difference worth detecting.
+    power, alpha
+        Target power and two-sided level of each per-size paired t-test.
+
+    Returns
+    -------
+    DataFrame, one row per size with Review runs, with columns ``size, effect, resid_sd`` (pooled within-seed
+    residual SD, `pooled_resid_sd`), ``dz`` (effect / (sqrt(2) resid_sd)), ``seeds_present`` (seeds on which
+    Review and every baseline ran), ``power_now`` (power with those seeds), ``seeds_needed, seeds_to_add``
+    (nullable integers), ``gpu_minutes`` (seeds_to_add x the summed mean `minutes` of the size's variants)
+    and ``note`` (a sentence where a value is n/a; "" otherwise).
+
+    Notes
+    -----
+    Under the mixed model a seed-matched difference has SD sqrt(2) sigma (the seed effect cancels), so the
+    standardised effect is d_z = effect / (sqrt(2) sigma), and the requirement is the smallest n >= 2 whose
+    paired t-test power (`t_test_power`, statsmodels' `TTestPower` formula) reaches `power`. Every seed added
+    runs every variant at the size. alpha is per test: Holm over a family of m tests asks for more seeds.
+
+    Example
+    -------
+    >>> seed_plan(load_sweep(), 0.003)["seeds_needed"].tolist()
+    [8, 8, 8, 8, 8]
+    """
+    if not (np.isfinite(effect) and effect > 0):
+        raise InputError(f"the target effect must be a positive gap in nats (e.g. 0.003), got {effect!r}")
+    sd, why = pooled_resid_sd(df)
+    dz = effect / (np.sqrt(2) * sd) if sd > 0 else np.nan
+    needed = _seeds_needed(dz, True, alpha, power) if np.isfinite(dz) else np.nan
+    if np.isfinite(dz) and np.isnan(needed):
+        why = f"the effect is too small for this noise: more than {MAX_SEEDS:,} seeds"
+    variants = [REFERENCE, *baselines_in_order(df)]
+    rows = []
+    for size in sizes_in_order(df):
+        cell = df[df["size"] == size]
+        by_seed = cell.groupby("seed")["variant"].agg(set)
+        present = int(sum(set(variants) <= seeds for seeds in by_seed))
+        minutes = cell.groupby("variant")["minutes"].mean().reindex(variants).sum(min_count=len(variants))
+        add = max(int(needed) - present, 0) if np.isfinite(needed) else None
+        note = why or (
+            "" if np.isfinite(minutes) else "no `minutes` recorded for every variant here: no cost"
+        )
+        now = t_test_power(dz, present) if present >= 2 and np.isfinite(dz) else np.nan
+        rows.append({"size": size, "effect": effect, "resid_sd": sd, "dz": dz, "seeds_present": present,
+                     "power_now": now, "seeds_needed": None if add is None else int(needed),
+                     "seeds_to_add": add, "gpu_minutes": np.nan if add is None else add * minutes, "note": note})  # fmt: skip
+    out = pd.DataFrame(rows)
+    for c in ("seeds_needed", "seeds_to_add"):
+        out[c] = pd.array(out[c].tolist(), dtype="Int64")
     return out

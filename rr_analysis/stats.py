@@ -6,7 +6,9 @@ Sign convention everywhere: gap = mean(baseline) - mean(review_neutral); positiv
 loss is better). A statistic that does not exist for a cell is NaN with the reason in the `*_note` column;
 never inf.
 
-Imports only numpy, pandas and scipy.special, so `rr analyze --table` stays fast.
+The declared primary per-size test is the seed-paired t-test (`PRIMARY`): the design blocks by seed, and the
+paired test is the comparison that uses the blocks with the fewest assumptions; the per-size mixed model is its
+twin (same blocks, residual pooled over the variants of a size). Welch reproduces the paper's Table 2.
 """
 
 from __future__ import annotations
@@ -15,17 +17,36 @@ import numpy as np
 import pandas as pd
 
 from rr_analysis.cells import baselines_in_order, cell_frame, t_quantile, t_sf2
+from rr_analysis.effect import hedges_g
+from rr_analysis.exact import sign_flip
 from rr_analysis.mixed import mixed_table
+from rr_model.errors import InputError
 from rr_model.variants import REFERENCE
 
-__all__ = ["holm", "welch_table", "paired_table", "gap_table", "TABLE_COLUMNS"]
+__all__ = [
+    "adjust_p",
+    "welch_table",
+    "paired_table",
+    "gap_table",
+    "TABLE_COLUMNS",
+    "ADJUST_METHODS",
+    "PRIMARY",
+    "TESTS",
+]
 
-# The columns of `gap_table` that `rr analyze --table --format json/csv` emits, in order.
+PRIMARY = "paired"  # the declared primary per-size test; "mixed" is its twin, "welch" the paper's
+TESTS: tuple[str, ...] = ("welch", "paired", "mixed")
+ADJUST_METHODS: tuple[str, ...] = ("holm", "bonferroni", "fdr_bh", "none")
+
+# The columns of `gap_table` that `rr analyze table --format json/csv` emits, in order.
 TABLE_COLUMNS: tuple[str, ...] = (
-    "size", "baseline", "params_M", "n_review", "n_baseline", "review_mean", "baseline_mean", "gap",
-    "welch_t", "welch_df", "welch_p", "ci_low", "ci_high", "hedges_g",
-    "paired_t", "paired_df", "paired_p", "mixed_coef", "mixed_se", "mixed_df", "mixed_p",
-    "p_holm_welch", "p_holm_paired", "p_holm_mixed",
+    "size", "baseline", "params_M", "n_review", "n_baseline", "n_pairs", "review_mean", "baseline_mean", "gap",
+    "welch_t", "welch_df", "welch_p", "ci_low", "ci_high", "hedges_g", "g_ci_low", "g_ci_high",
+    "paired_diff", "paired_se", "paired_t", "paired_df", "paired_p", "signflip_p", "signflip_floor",
+    "mixed_coef", "mixed_se", "mixed_df", "mixed_p", "seed_var", "resid_var", "singular",
+    "p_adj_welch", "p_adj_paired", "p_adj_mixed", "adjust", "primary",
+    "family_m_welch", "family_m_paired", "family_m_mixed",
+    "welch_note", "paired_note", "mixed_note", "signflip_method", "mixed_method",
 )  # fmt: skip
 
 
@@ -37,26 +58,37 @@ def _reasons(rules: list[tuple[np.ndarray, str]], n: int) -> np.ndarray:
     return out
 
 
-def holm(p) -> np.ndarray:
-    """Holm's step-down adjustment over the non-missing p-values of a family; NaN stays NaN.
+def adjust_p(p, method: str = "holm") -> np.ndarray:
+    """Adjust a family of p-values for multiple testing; NaN (a test that did not run) stays NaN, uncounted.
+
+    Parameters
+    ----------
+    p
+        The family's raw p-values.
+    method
+        One of `ADJUST_METHODS`: ``holm`` (step-down, family-wise error under any dependence), ``bonferroni``,
+        ``fdr_bh`` (Benjamini-Hochberg false discovery rate, independent or positively dependent tests) or
+        ``none``.
 
     Notes
     -----
-    With the m available p-values sorted, p_(1) <= ... <= p_(m):
-    p_holm_(i) = min(1, max_{j <= i} (m - j + 1) p_(j)). Controls the family-wise error rate under any
-    dependence between the tests.
+    statsmodels' `multipletests` on the m non-missing p-values. Holm: with p_(1) <= ... <= p_(m),
+    p_holm_(i) = min(1, max_{j <= i} (m - j + 1) p_(j)).
 
     Example
     -------
-    >>> holm([0.01, 0.04, float("nan"), 0.03]).round(2).tolist()
+    >>> adjust_p([0.01, 0.04, float("nan"), 0.03]).round(2).tolist()
     [0.03, 0.06, nan, 0.06]
     """
+    if method not in ADJUST_METHODS:
+        raise InputError(f"unknown adjustment {method!r}; choose one of {', '.join(ADJUST_METHODS)}")
     p = np.asarray(p, dtype=float)
-    out = np.full(p.shape, np.nan)
-    ok = np.flatnonzero(~np.isnan(p))
-    order = ok[np.argsort(p[ok], kind="stable")]
-    m = len(order)
-    out[order] = np.minimum(1.0, np.maximum.accumulate((m - np.arange(m)) * p[order]))
+    out = p.copy()
+    ok = ~np.isnan(p)
+    if method != "none" and ok.any():
+        from statsmodels.stats.multitest import multipletests
+
+        out[ok] = multipletests(p[ok], method=method)[1]
     return out
 
 
@@ -77,8 +109,9 @@ def welch_table(df: pd.DataFrame) -> pd.DataFrame:
     DataFrame, one row per (size, baseline), with columns
     ``size, baseline, params_M`` (Review's parameter count at that size), ``n_review, n_baseline``,
     ``review_mean, baseline_mean, gap`` (baseline - Review), ``welch_se, welch_t, welch_df, welch_p``
-    (two-sided), ``ci_low, ci_high`` (95% CI of the gap), ``pooled_sd``, ``hedges_g`` and ``welch_note`` (why the test
-    is n/a, "" when it ran). Statistics that do not exist are NaN.
+    (two-sided), ``ci_low, ci_high`` (95% CI of the gap), ``pooled_sd``, ``hedges_g, g_ci_low, g_ci_high``
+    (Hedges' g and the 95% CI of the standardised effect, `rr_analysis.effect.hedges_g`) and ``welch_note``
+    (why the test is n/a, "" when it ran). Statistics that do not exist are NaN.
 
     Notes
     -----
@@ -87,8 +120,8 @@ def welch_table(df: pd.DataFrame) -> pd.DataFrame:
     SE = sqrt(s_b^2/n_b + s_r^2/n_r), t = (m_b - m_r) / SE, Welch-Satterthwaite
     df = SE^4 / ((s_b^2/n_b)^2/(n_b-1) + (s_r^2/n_r)^2/(n_r-1)), p = 2 P(T_df > |t|),
     CI = gap -/+ t_{0.975, df} SE. Hedges' g = J (m_b - m_r)/s_pooled with
-    s_pooled^2 = ((n_b-1) s_b^2 + (n_r-1) s_r^2)/(n_b+n_r-2) and J = 1 - 3/(4(n_b+n_r)-9) (pingouin's
-    approximation); positive favours Review. Needs at least 2 runs per arm.
+    s_pooled^2 = ((n_b-1) s_b^2 + (n_r-1) s_r^2)/(n_b+n_r-2) and the exact J of `rr_analysis.effect.hedges_j`
+    on n_b+n_r-2 df; its CI inverts the noncentral t. Positive favours Review. Needs at least 2 runs per arm.
 
     Example
     -------
@@ -122,7 +155,6 @@ def welch_table(df: pd.DataFrame) -> pd.DataFrame:
     t = np.where(ok, gap / np.where(ok, se, 1.0), np.nan)
     dof = np.where(ok, dof, np.nan)
     half = t_quantile(0.975, np.where(ok, dof, 1.0)) * se
-    j = 1 - 3 / (4 * (n_b + n_r) - 9)
     out["n_review"], out["n_baseline"] = n_r.astype("int64"), n_b.astype("int64")
     out["review_mean"], out["baseline_mean"], out["gap"] = m_r, m_b, gap
     out["welch_se"] = np.where(ok, se, np.nan)
@@ -130,7 +162,8 @@ def welch_table(df: pd.DataFrame) -> pd.DataFrame:
     out["welch_p"] = np.where(ok, t_sf2(np.nan_to_num(t), np.where(ok, dof, 1.0)), np.nan)
     out["ci_low"], out["ci_high"] = np.where(ok, gap - half, np.nan), np.where(ok, gap + half, np.nan)
     out["pooled_sd"] = np.where(ok, s_pool, np.nan)
-    out["hedges_g"] = np.where(ok & (s_pool > 0), j * gap / np.where(ok & (s_pool > 0), s_pool, 1.0), np.nan)
+    g, g_low, g_high = hedges_g(np.where(ok, gap, np.nan), s_pool, n_b, n_r)
+    out["hedges_g"], out["g_ci_low"], out["g_ci_high"] = g, g_low, g_high
     out["welch_note"] = note
     return out
 
@@ -147,7 +180,10 @@ def paired_table(df: pd.DataFrame) -> pd.DataFrame:
     -------
     DataFrame, one row per (size, baseline), with columns ``size, baseline, n_pairs, paired_diff`` (mean of
     baseline - Review over the seeds present in both arms), ``paired_sd`` (SD of those differences),
-    ``paired_se`` (sd / sqrt(n_pairs), the SE of paired_diff), ``paired_t, paired_df, paired_p`` (two-sided) and ``paired_note`` (why the test is n/a, "" when it ran).
+    ``paired_se`` (sd / sqrt(n_pairs), the SE of paired_diff), ``paired_t, paired_df, paired_p`` (two-sided),
+    ``signflip_p, signflip_floor, signflip_method`` (the exact sign-flip test of the same differences and the
+    smallest p it can reach, `rr_analysis.exact.sign_flip`) and ``paired_note`` (why the t-test is n/a, ""
+    when it ran).
 
     Notes
     -----
@@ -192,27 +228,42 @@ def paired_table(df: pd.DataFrame) -> pd.DataFrame:
     out["paired_t"], out["paired_df"] = t, np.where(ok, n - 1, np.nan)
     out["paired_p"] = np.where(ok, t_sf2(np.nan_to_num(t), np.maximum(n - 1, 1)), np.nan)
     out["paired_note"] = note
+    flips = _sign_flips(d, out)
+    out["signflip_p"], out["signflip_floor"], out["signflip_method"] = flips
     return out
 
 
-def gap_table(df: pd.DataFrame) -> pd.DataFrame:
-    """The full comparison: Welch, paired and per-size mixed model, each with Holm-adjusted p beside the raw p.
+def _sign_flips(d: pd.DataFrame, cells: pd.DataFrame) -> tuple[list, list, list]:
+    """`sign_flip` of each cell's seed-matched differences (long frame `d`), in the order of `cells`."""
+    groups = {k: g.dropna().to_numpy(float) for k, g in d.groupby(["size", "baseline"])["d"]}
+    res = [sign_flip(groups.get(k, [])) for k in zip(cells["size"], cells["baseline"], strict=True)]
+    return [r[0] for r in res], [r[1] for r in res], [r[2] for r in res]
+
+
+def gap_table(df: pd.DataFrame, adjust: str = "holm") -> pd.DataFrame:
+    """The full comparison: Welch, paired (primary) and per-size mixed model, each adjusted over its family.
 
     Parameters
     ----------
     df
         A validated sweep (`load_sweep`).
+    adjust
+        Multiple-testing adjustment, one of `ADJUST_METHODS` (default Holm).
 
     Returns
     -------
     DataFrame, one row per (size, baseline): the columns of `welch_table`, `paired_table` and
-    `rr_analysis.mixed.mixed_table` (see those), then ``p_holm_welch, p_holm_paired, p_holm_mixed``.
+    `rr_analysis.mixed.mixed_table` (see those), then ``p_adj_welch, p_adj_paired, p_adj_mixed`` (adjusted
+    p), ``adjust`` (the method), ``primary`` (the name of the declared primary test, `PRIMARY`) and
+    ``family_m_welch, family_m_paired, family_m_mixed`` (how many tests each family holds).
     `TABLE_COLUMNS` lists the stable subset the CLI emits as JSON/CSV.
 
     Notes
     -----
-    Holm's step-down adjustment (`holm`) runs separately for each view over its family of size x baseline
-    tests that exist (n/a cells are not counted in m).
+    Each test forms its own family: the size x baseline cells where it ran. Cells where it is n/a (the
+    reason is in ``*_note``) are not counted in m. The paired family is the primary one; the Welch family
+    reproduces the paper's ten tests; the mixed family is the primary test's twin. The sign-flip p is shown
+    raw, with its floor: it is a check on the t-tests' normality, not a family of its own.
 
     Example
     -------
@@ -220,11 +271,13 @@ def gap_table(df: pd.DataFrame) -> pd.DataFrame:
     >>> t["welch_t"].round(2).tolist()
     [0.42, -1.01, 0.81, -0.53, 0.5, 0.39, 3.28, 3.67, 2.31, 2.36]
     """
-
     key = ["size", "baseline"]
     out = (
         welch_table(df).merge(paired_table(df), on=key, how="left").merge(mixed_table(df), on=key, how="left")
     )
-    for view in ("welch", "paired", "mixed"):
-        out[f"p_holm_{view}"] = holm(out[f"{view}_p"])
+    for test in TESTS:
+        out[f"p_adj_{test}"] = adjust_p(out[f"{test}_p"], adjust)
+    out["adjust"], out["primary"] = adjust, PRIMARY
+    for test in TESTS:
+        out[f"family_m_{test}"] = int(out[f"{test}_p"].notna().sum())
     return out

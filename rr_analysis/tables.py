@@ -1,12 +1,16 @@
-"""Render the analysis frames as text (rich), Markdown, LaTeX (booktabs), CSV or JSON, and keep the dataset
-card's generated table in step with the data. Nothing here computes a statistic.
+"""Render the analysis frames as text, Markdown, LaTeX (booktabs), CSV or JSON, and keep the dataset card's
+generated table in step with the data. Nothing here computes a statistic.
+
+Text output fits the terminal: when a table is wider than `width`, the columns of least consequence go first
+(each column has a rank; the primary test's columns stay), and a line names what was left out. JSON and CSV
+always hold every number any format shows.
 """
 
 from __future__ import annotations
 
-import io
 import json
 import math
+import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -50,6 +54,7 @@ def _p(v) -> str:
 class Col:
     header: str  # "\n" splits a two-line header in text output
     cell: Callable[[pd.Series], str]
+    rank: int = 1  # narrow text drops the highest rank first (rightmost first); 0 is never dropped
 
 
 def _get(key: str, fmt: Callable) -> Callable[[pd.Series], str]:
@@ -62,14 +67,29 @@ class View:
     columns: tuple[Col, ...]
     legend: tuple[str, ...]  # which test each column is
     notes: Callable[[pd.DataFrame], list[str]]
+    stacked: bool = False  # text: one block of labelled lines per row instead of a table (long prose cells)
 
 
-def _ci(r) -> str:
-    return "n/a" if _missing(r["ci_low"]) else f"[{r['ci_low']:.4f}, {r['ci_high']:.4f}]"
+def _ci(low: str, high: str, spec: str) -> Callable[[pd.Series], str]:
+    return lambda r: "n/a" if _missing(r[low]) else f"[{r[low]:{spec}}, {r[high]:{spec}}]"
+
+
+def _flip(r) -> str:
+    return "n/a" if _missing(r["signflip_p"]) else f"{r['signflip_p']:.3g} ({r['signflip_floor']:.3g})"
+
+
+def _families(t: pd.DataFrame) -> str:
+    """The multiple-testing families in words: method, which is primary, and each family's m."""
+    method = t["adjust"].iloc[0] if len(t) else "holm"
+    sizes = ", ".join(f"{test}{' (primary)' if test == t['primary'].iloc[0] else ''} m = {t[f'family_m_{test}'].iloc[0]}"
+                      for test in ("paired", "mixed", "welch"))  # fmt: skip
+    how = "no adjustment" if method == "none" else f"{method} adjustment"
+    return (f"p adj: {how}, separately for each test over its family of size x baseline cells where it "
+            f"ran: {sizes}; n/a cells (below) are not counted")  # fmt: skip
 
 
 def _table_notes(t: pd.DataFrame) -> list[str]:
-    out = []
+    out = [_families(t)] if len(t) else []
     for _, r in t.iterrows():
         for view in ("welch", "paired", "mixed"):
             if r[f"{view}_note"]:
@@ -95,40 +115,45 @@ _GAP = f"gap = mean(baseline) - mean({label(REFERENCE)}); positive favours {labe
 
 VIEWS: dict[str, View] = {
     "table": View(
-        title=f"{label(REFERENCE)} vs each baseline, val_loss",
+        title=f"{label(REFERENCE)} vs each baseline, val_loss (primary test: paired*, seed-matched)",
         columns=(
-            Col("size", _get("size", str)),
-            Col("baseline", _get("baseline", label)),
-            Col("params\n(M)", _get("params_M", _num(".2f"))),
-            Col("n\nR/B", lambda r: f"{r['n_review']}/{r['n_baseline']}"),
-            Col(f"{label(REFERENCE)}\nmean", _get("review_mean", _num(".4f"))),
-            Col("baseline\nmean", _get("baseline_mean", _num(".4f"))),
-            Col("gap", _get("gap", _num(".4f"))),
-            Col("Welch\nt", _get("welch_t", _num(".2f"))),
-            Col("Welch\ndf", _get("welch_df", _num(".2f"))),
-            Col("Welch\np", _get("welch_p", _p)),
-            Col("Welch\np Holm", _get("p_holm_welch", _p)),
-            Col("95% CI\nof gap", _ci),
-            Col("Hedges\ng", _get("hedges_g", _num(".2f"))),
-            Col("paired\nt", _get("paired_t", _num(".2f"))),
-            Col("paired\ndf", _get("paired_df", _num(".0f"))),
-            Col("paired\np", _get("paired_p", _p)),
-            Col("paired\np Holm", _get("p_holm_paired", _p)),
-            Col("mixed\ncoef", _get("mixed_coef", _num(".4f"))),
-            Col("mixed\nSE", _get("mixed_se", _num(".5f"))),
-            Col("mixed\ndf", _get("mixed_df", _num(".2f"))),
-            Col("mixed\np", _get("mixed_p", _p)),
-            Col("mixed\np Holm", _get("p_holm_mixed", _p)),
+            Col("size", _get("size", str), 0),
+            Col("baseline", _get("baseline", label), 0),
+            Col("params\n(M)", _get("params_M", _num(".2f")), 6),
+            Col("n\nR/B", lambda r: f"{r['n_review']}/{r['n_baseline']}", 5),
+            Col(f"{label(REFERENCE)}\nmean", _get("review_mean", _num(".4f")), 6),
+            Col("baseline\nmean", _get("baseline_mean", _num(".4f")), 6),
+            Col("gap", _get("gap", _num(".4f")), 0),
+            Col("95% CI\nof gap", _ci("ci_low", "ci_high", ".4f"), 4),
+            Col("Hedges\ng", _get("hedges_g", _num(".2f")), 3),
+            Col("95% CI\nof g", _ci("g_ci_low", "g_ci_high", ".2f"), 6),
+            Col("Welch\nt", _get("welch_t", _num(".2f")), 4),
+            Col("Welch\ndf", _get("welch_df", _num(".2f")), 5),
+            Col("Welch\np", _get("welch_p", _p), 2),
+            Col("Welch\np adj", _get("p_adj_welch", _p), 2),
+            Col("paired*\nt", _get("paired_t", _num(".2f")), 4),
+            Col("paired*\ndf", _get("paired_df", _num(".0f")), 3),
+            Col("paired*\np", _get("paired_p", _p), 1),
+            Col("paired*\np adj", _get("p_adj_paired", _p), 0),
+            Col("sign-flip\np (floor)", _flip, 1),
+            Col("mixed\ncoef", _get("mixed_coef", _num(".4f")), 6),
+            Col("mixed\nSE", _get("mixed_se", _num(".5f")), 6),
+            Col("mixed\ndf", _get("mixed_df", _num(".2f")), 5),
+            Col("mixed\np", _get("mixed_p", _p), 3),
+            Col("mixed\np adj", _get("p_adj_mixed", _p), 1),
         ),
         legend=(
             _GAP,
-            "Welch: two-sample t-test, unequal variances, Welch-Satterthwaite df, two-sided; 95% CI of the gap "
-            "from it. Hedges' g: gap / pooled SD, small-sample corrected.",
-            "paired: t-test of the seed-matched differences (same seed = same data order), df = pairs - 1, "
-            "two-sided.",
-            "mixed: val_loss ~ variant + (1 | seed) per size, REML, Review as reference; coef = baseline - "
-            "Review, t-test with Satterthwaite df, two-sided.",
-            "p Holm: Holm step-down over the size x baseline family, separately for each test.",
+            "paired* (PRIMARY): t-test of the seed-matched differences (same seed = same data order), "
+            "df = pairs - 1, two-sided. The design blocks by seed; this is the test that uses the blocks with "
+            "the fewest assumptions.",
+            "sign-flip: exact permutation test of the same differences; it cannot go below its floor 2/2^pairs "
+            "(0.25 with 3 seeds), whatever the gap.",
+            "mixed: the primary test's twin, val_loss ~ variant + (1 | seed) per size, REML, Review as "
+            "reference; coef = baseline - Review, t-test with Satterthwaite df, two-sided.",
+            "Welch: the paper's Table 2, two-sample t-test, unequal variances, Welch-Satterthwaite df, "
+            "two-sided; 95% CI of the gap from it. Hedges' g: gap / pooled SD times the exact J; its 95% CI "
+            "inverts the noncentral t.",
         ),
         notes=_table_notes,
     ),
@@ -171,9 +196,11 @@ VIEWS: dict[str, View] = {
             "(a) per-run evidence, assumes the gap is exactly linear in log size: val_loss ~ 0 + size + "
             "baseline + baseline:lxc + (1 | size:seed), REML, Satterthwaite df; LRT of all slopes (ML).",
         ),
-        notes=lambda t: [f"{label(r['baseline'])}: {r['verdict']}" for _, r in t.iterrows()]
-        + _row_notes("note")(t)
-        + sorted(set(t["confound"].dropna()) - {""}),
+        notes=lambda t: (
+            [f"{label(r['baseline'])}: {r['verdict']}" for _, r in t.iterrows()]
+            + _row_notes("note")(t)
+            + sorted(set(t["confound"].dropna()) - {""})
+        ),
     ),
     "power": View(
         title="Seeds needed for 80% power at alpha 0.05 (two-sided), and the smallest gap detectable now",
@@ -183,12 +210,12 @@ VIEWS: dict[str, View] = {
             Col("n\nR/B", lambda r: f"{r['n_review']}/{r['n_baseline']}"),
             Col("pairs", _get("n_pairs", str)),
             Col("gap", _get("gap", _num(".4f"))),
-            Col("Cohen\nd", _get("cohens_d", _num(".2f"))),
-            Col("seeds/arm\nunpaired", _get("seeds_unpaired", _num("d"))),
-            Col("detectable\ngap now", _get("mde_unpaired", _num(".4f"))),
-            Col("paired\ndz", _get("dz", _num(".2f"))),
-            Col("seeds\npaired", _get("seeds_paired", _num("d"))),
-            Col("detectable\ngap paired", _get("mde_paired", _num(".4f"))),
+            Col("Cohen\nd", _get("cohens_d", _num(".2f")), 3),
+            Col("seeds/arm\nunpaired", _get("seeds_unpaired", _num("d")), 2),
+            Col("detectable\ngap now", _get("mde_unpaired", _num(".4f")), 2),
+            Col("paired*\ndz", _get("dz", _num(".2f"))),
+            Col("seeds\npaired*", _get("seeds_paired", _num("d")), 0),
+            Col("detectable\ngap paired*", _get("mde_paired", _num(".4f"))),
         ),
         legend=(
             _GAP,
@@ -208,6 +235,64 @@ VIEWS: dict[str, View] = {
         legend=(),
         notes=lambda t: [],
     ),
+    "plan": View(
+        title="Seeds per size for 80% power on the primary (seed-paired) test, from a target effect",
+        columns=(
+            Col("size", _get("size", str), 0),
+            Col("target\neffect", _get("effect", _num(".4f"))),
+            Col("resid\nSD", _get("resid_sd", _num(".5f"))),
+            Col("dz", _get("dz", _num(".2f"))),
+            Col("seeds\nnow", _get("seeds_present", _num("d")), 0),
+            Col("power\nnow", _get("power_now", _num(".2f"))),
+            Col("seeds\nneeded", _get("seeds_needed", _num("d")), 0),
+            Col("seeds\nto add", _get("seeds_to_add", _num("d")), 0),
+            Col("GPU\nminutes", _get("gpu_minutes", _num(".0f")), 0),
+        ),
+        legend=(
+            "resid SD: within-seed residual SD pooled across sizes, one REML fit of val_loss ~ 0 + size:variant "
+            "+ (1 | size:seed); dz = effect / (sqrt(2) resid SD), the SD of a seed-matched difference.",
+            "power: two-sided paired t-test at alpha 0.05 per test (noncentral t, statsmodels TTestPower's "
+            "formula); each seed runs every variant; GPU minutes = seeds to add x the summed mean minutes of "
+            "the size's variants, as recorded in the data (the published runs: B200).",
+        ),
+        notes=_row_notes("note"),
+    ),
+    "equivalence": View(
+        title="Equivalence: is |gap| below the margin? Two one-sided tests (TOST), alpha 0.05",
+        columns=(
+            Col("size", _get("size", str), 0),
+            Col("baseline", _get("baseline", label), 0),
+            Col("margin", _get("margin", _num("g")), 3),
+            Col("gap", _get("gap", _num(".4f")), 0),
+            Col("paired* 90% CI", _ci("paired_ci90_low", "paired_ci90_high", ".4f"), 2),
+            Col("paired*\nTOST p", _get("paired_tost_p", _p), 0),
+            Col("paired* verdict", _get("paired_verdict", str), 0),
+            Col("Welch 90% CI", _ci("welch_ci90_low", "welch_ci90_high", ".4f"), 3),
+            Col("Welch\nTOST p", _get("welch_tost_p", _p), 2),
+            Col("Welch verdict", _get("welch_verdict", str), 3),
+        ),
+        legend=(
+            _GAP,
+            "TOST: H0 |gap| >= margin, rejected when both one-sided t-tests reject at 5%, i.e. when the 90% CI "
+            "lies inside (-margin, margin); paired* (PRIMARY, statsmodels ttost_paired) and Welch (ttost_ind, "
+            "unequal variances). Verdict: equivalent, different (t-test p < 0.05), or not shown either way.",
+            "A claim of equivalence in several cells at once needs every cell to pass (intersection-union: no "
+            "multiplicity adjustment).",
+        ),
+        notes=lambda t: _row_notes("paired_note")(t) + _row_notes("welch_note")(t),
+    ),
+    "claims": View(
+        title="The paper's quantitative claims against the data, under the primary analysis",
+        columns=(
+            Col("claim", _get("claim", str), 0),
+            Col("test", _get("test", str), 0),
+            Col("what the data say", _get("evidence", str), 0),
+            Col("verdict", _get("verdict", str), 0),
+        ),
+        legend=(_GAP,),
+        notes=lambda t: [],
+        stacked=True,
+    ),
 }
 
 
@@ -217,21 +302,66 @@ def _machine_columns(view: str, frame: pd.DataFrame) -> list[str]:
     return list(keys) if keys else list(frame.columns)
 
 
-def _text(view: View, frame: pd.DataFrame) -> str:
-    from rich import box
-    from rich.console import Console
-    from rich.table import Table
+def _fit(columns: list[Col], cells: list[list[str]], width: int) -> list[int]:
+    """Indices of the columns to show so that the table is at most `width` wide (rank 0 always stays)."""
+    widths = [max(len(line) for text in col for line in text.split("\n")) for col in zip(*cells, strict=True)]
+    keep = list(range(len(columns)))
+    while sum(widths[i] for i in keep) + 2 * (len(keep) - 1) > width:
+        droppable = [i for i in keep if columns[i].rank > 0]
+        if not droppable:
+            break
+        keep.remove(max(droppable, key=lambda i: (columns[i].rank, i)))
+    return keep
 
-    table = Table(title=view.title, box=box.SIMPLE_HEAD, title_justify="left")
-    for i, c in enumerate(view.columns):
-        table.add_column(c.header, justify="left" if i < 2 or view is VIEWS["notes"] else "right")
+
+def _stacked(view: View, frame: pd.DataFrame, width: int | None) -> str:
+    """One block per row, "header: value" lines wrapped to `width`: for views whose cells are sentences."""
+    wrap = (
+        (lambda p: textwrap.wrap(p, width, subsequent_indent="    ", break_on_hyphens=False))
+        if width
+        else (lambda p: [p])
+    )
+    lines = [view.title]
     for _, r in frame.iterrows():
-        table.add_row(*(c.cell(r) for c in view.columns))
-    buf = io.StringIO()
-    Console(file=buf, width=400, no_color=True, highlight=False).print(table)
-    lines = [line.rstrip() for line in buf.getvalue().splitlines()]
-    lines += [*view.legend, *(f"note: {n}" for n in view.notes(frame))]
+        lines += [""] + [
+            w for c in view.columns for w in wrap(f"{c.header.replace(chr(10), ' ')}: {c.cell(r)}")
+        ]
+    lines += [""] + [w for p in [*view.legend, *(f"note: {n}" for n in view.notes(frame))] for w in wrap(p)]
     return "\n".join(lines) + "\n"
+
+
+def _text(view: View, frame: pd.DataFrame, width: int | None = None) -> str:
+    """Plain aligned text; with `width`, columns are dropped by rank and prose wrapped to fit."""
+    if view.stacked:
+        return _stacked(view, frame, width)
+    cols = list(view.columns)
+    cells = [[c.header for c in cols]] + [[c.cell(r) for c in cols] for _, r in frame.iterrows()]
+    keep = _fit(cols, cells, width) if width else list(range(len(cols)))
+    widths = {i: max(len(line) for row in cells for line in row[i].split("\n")) for i in keep}
+    left = {i for i in keep if any(c[i] != "n/a" and any(ch.isalpha() for ch in c[i]) for c in cells[1:])}
+
+    def line(parts: list[str]) -> str:
+        cells = (
+            p.ljust(widths[i]) if i in left else p.rjust(widths[i]) for i, p in zip(keep, parts, strict=True)
+        )
+        return "  ".join(cells).rstrip()
+
+    depth = max(c.header.count("\n") + 1 for c in cols)
+    heads = [([""] * depth + cols[i].header.split("\n"))[-depth:] for i in keep]
+    lines = [view.title, *(line([h[k] for h in heads]) for k in range(depth))]
+    lines += ["  ".join("-" * widths[i] for i in keep)] + [line([row[i] for i in keep]) for row in cells[1:]]
+    hidden = [cols[i].header.replace("\n", " ") for i in range(len(cols)) if i not in keep]
+    prose = [*view.legend, *(f"note: {n}" for n in view.notes(frame))]
+    if hidden:
+        prose.append(
+            f"not shown at width {width}: {', '.join(hidden)} (--wide shows all; --format json has every number)"
+        )
+    wrap = (
+        (lambda p: textwrap.wrap(p, width, subsequent_indent="  ", break_on_hyphens=False))
+        if width
+        else (lambda p: [p])
+    )
+    return "\n".join(wrap(lines[0]) + lines[1:] + [w for p in prose for w in wrap(p)]) + "\n"
 
 
 def _markdown(view: View, frame: pd.DataFrame) -> str:
@@ -261,19 +391,24 @@ def _latex(view: View, frame: pd.DataFrame) -> str:
     return "\n".join([*legend, *body, r"\end{tabular}"]) + "\n"
 
 
-def render(frame: pd.DataFrame, view: str, fmt: str) -> str:
-    """One analysis frame (`gap_table`, `emergence`, `power_table`, `recipe_notes`) as text.
+def render(frame: pd.DataFrame, view: str, fmt: str, width: int | None = None) -> str:
+    """One analysis frame as text.
 
     Parameters
     ----------
     frame
-        The frame returned by the library function behind `view`.
+        The frame returned by the library function behind `view`: `gap_table` ("table"), `emergence`,
+        `power_table` ("power"), `seed_plan` ("plan"), `recipe_notes` ("notes"), `equivalence`, `claims`.
     view
-        "table", "emergence", "power" or "notes".
+        A key of `VIEWS`.
     fmt
         One of `FORMATS`. csv and json hold the view's stable machine columns (`stats.TABLE_COLUMNS`,
-        `mixed.EMERGENCE_COLUMNS`, or every column for power and notes), missing values empty/null; the
-        others hold the display columns, a legend of which test each column is, and the n/a reasons.
+        `emergence.EMERGENCE_COLUMNS`, or every column of the frame for the other views), missing values
+        empty/null; the others hold the display columns, a legend of which test each column is, and the n/a
+        reasons.
+    width
+        For text only: the widest line allowed (a terminal's width); columns are dropped by rank to fit and
+        a line names them. None shows every column.
     """
     v = VIEWS[view]
     if fmt == "json":
@@ -282,7 +417,9 @@ def render(frame: pd.DataFrame, view: str, fmt: str) -> str:
         return json.dumps(records, indent=2, allow_nan=False) + "\n"
     if fmt == "csv":
         return frame[_machine_columns(view, frame)].to_csv(index=False, lineterminator="\n")
-    renderers = {"text": _text, "markdown": _markdown, "latex": _latex}
+    if fmt == "text":
+        return _text(v, frame, width)
+    renderers = {"markdown": _markdown, "latex": _latex}
     if fmt not in renderers:
         raise InputError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
     return renderers[fmt](v, frame)
@@ -292,7 +429,7 @@ def card_block(table: pd.DataFrame) -> str:
     """The dataset card's generated block (markers included) for a `gap_table` frame."""
     view = VIEWS["table"]
     keep = ("size", "baseline", "n\nR/B", f"{label(REFERENCE)}\nmean", "baseline\nmean", "gap", "Welch\nt",
-            "Welch\np", "paired\np", "mixed\np", "mixed\np Holm")  # fmt: skip
+            "Welch\np", "paired*\np", "paired*\np adj", "sign-flip\np (floor)", "mixed\np", "mixed\np adj")  # fmt: skip
     short = View(view.title, tuple(c for c in view.columns if c.header in keep), view.legend, view.notes)
     return f"{CARD_BEGIN}\n{_markdown(short, table)}{CARD_END}"
 

@@ -25,14 +25,16 @@ runner = CliRunner()
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def analyze(*args: str):
-    return runner.invoke(app, ["analyze", *args])
+def analyze(*args: str, env: dict | None = None):
+    return runner.invoke(app, ["analyze", *args], env=env)
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
-@pytest.mark.parametrize("view", ["--table", "--emergence", "--power", "--notes"])
+@pytest.mark.parametrize(
+    "view", ["--table", "--emergence", "--power", "--notes", "equivalence", "claims", "power --effect 0.003"]
+)
 def test_every_view_in_every_format(view, fmt):
-    result = analyze(view, "--format", fmt)
+    result = analyze(*view.split(), "--format", fmt)
     assert result.exit_code == 0, result.output
     assert "nan" not in result.output.lower().replace("n/a", "") and "inf" not in result.output.split()
 
@@ -63,9 +65,52 @@ def test_emergence_json_keys():
 
 
 def test_text_says_which_test_each_column_is():
-    out = analyze().output
+    out = analyze("--wide").output
     assert "Welch-Satterthwaite df" in out and "seed-matched" in out and "Satterthwaite df" in out
-    assert "Holm" in out and "closed form, complete seed blocks" in out
+    assert "closed form, complete seed blocks" in out and "floor 2/2^pairs" in out
+    assert "paired* (PRIMARY)" in out and "paired (primary) m = 10, mixed m = 10, welch m = 10" in out
+
+
+def test_table_fits_80_columns_and_names_what_it_hides():
+    out = analyze("table", env={"COLUMNS": "80"}).output
+    assert max(len(line) for line in out.splitlines()) <= 80
+    assert "paired*" in out and "not shown at width 80:" in out and "--wide" in out
+    wide = analyze("--wide").output
+    assert max(len(line) for line in wide.splitlines()) > 200 and "not shown" not in wide
+
+
+@pytest.mark.parametrize("view", ["emergence", "power", "equivalence", "claims", "notes"])
+def test_every_view_fits_80_columns(view):
+    out = analyze(view, env={"COLUMNS": "80"}).output
+    assert max(len(line) for line in out.splitlines()) <= 80, out
+
+
+def test_view_argument_and_flag_are_one_choice():
+    assert analyze("emergence").output == analyze("--emergence").output
+    assert analyze("power", "--power").exit_code == 0
+    result = analyze("table", "--power")
+    assert result.exit_code == 2 and "choose one view" in result.output
+
+
+def test_adjust_option_reaches_every_format():
+    rec = json.loads(analyze("--adjust", "bonferroni", "--format", "json").output)
+    assert {r["adjust"] for r in rec} == {"bonferroni"}
+    assert rec[-1]["p_adj_paired"] == pytest.approx(min(1.0, 10 * rec[-1]["paired_p"]))
+    assert "bonferroni adjustment" in analyze("--adjust", "bonferroni").output
+    assert analyze("--adjust", "sidak").exit_code == 2
+
+
+def test_json_states_primary_family_and_na_reasons(tmp_path):
+    df = load_sweep()
+    path = tmp_path / "one_seed.csv"
+    write_sweep(df[(df["size"] != "590M") | (df["seed"] == 0)], path)
+    rec = json.loads(analyze("--data", str(path), "--format", "json").output)
+    assert {r["primary"] for r in rec} == {"paired"} and {r["family_m_paired"] for r in rec} == {8}
+    cell = next(r for r in rec if r["size"] == "590M")
+    assert cell["paired_note"] == "fewer than 2 seed-matched pairs" and cell["p_adj_paired"] is None
+    assert cell["signflip_p"] == 1.0 and cell["signflip_floor"] == 1.0
+    text = analyze("--data", str(path)).output
+    assert "590M Highway, paired: fewer than 2 seed-matched pairs" in text and "m = 8" in text
 
 
 def test_latex_is_booktabs_and_escaped():
@@ -106,16 +151,23 @@ def test_bad_options_exit_2():
     assert analyze("--format", "xml").exit_code == 2
     result = analyze("--table", "--power")
     assert result.exit_code == 2 and "choose one view" in result.output
+    for args in (
+        ["equivalence", "--margin", "0"],
+        ["power", "--effect", "-1"],
+        ["claims", "--margin", "nan"],
+    ):
+        result = analyze(*args)
+        assert result.exit_code == 2 and "rr: error:" in result.output and "Traceback" not in result.output
 
 
-def test_table_view_does_not_import_statsmodels():
+def test_table_view_loads_no_plotting_or_torch():
     code = (
         "import sys; from typer.testing import CliRunner; from cli.main import app; "
         "r = CliRunner().invoke(app, ['analyze', '--format', 'json']); "
-        "print(r.exit_code, 'statsmodels' in sys.modules)"
+        "print(r.exit_code, *(m in sys.modules for m in ('matplotlib', 'seaborn', 'torch')))"
     )
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
-    assert out.stdout.split() == ["0", "False"]
+    assert out.stdout.split() == ["0", "False", "False", "False"]
 
 
 def test_entry_point_subprocess():

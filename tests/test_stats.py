@@ -3,6 +3,7 @@ Holm, a constructed sweep whose answer is known in closed form, and edge frames 
 
 from __future__ import annotations
 
+import math
 import warnings
 
 import numpy as np
@@ -11,7 +12,7 @@ import pytest
 from scipy import stats
 
 from rr_analysis.cells import baselines_in_order
-from rr_analysis.stats import TABLE_COLUMNS, gap_table, holm, paired_table, welch_table
+from rr_analysis.stats import TABLE_COLUMNS, adjust_p, gap_table, paired_table, welch_table
 from rr_model.dataset import load_sweep
 
 # Paper Table 2 and its published script: sizes by parameter count, highway then standard within a size.
@@ -113,22 +114,36 @@ def test_hedges_g_by_hand(sweep, table):
     b = sweep[(sweep["size"] == "590M") & (sweep["variant"] == "standard")]["val_loss"]
     a = sweep[(sweep["size"] == "590M") & (sweep["variant"] == "review_neutral")]["val_loss"]
     sp = np.sqrt((2 * b.var() + 2 * a.var()) / 4)
-    assert r["hedges_g"] == pytest.approx((b.mean() - a.mean()) / sp * (1 - 3 / (4 * 6 - 9)), rel=1e-12)
+    j = math.gamma(2) / (math.sqrt(2) * math.gamma(1.5))  # exact J on 4 df
+    assert r["hedges_g"] == pytest.approx((b.mean() - a.mean()) / sp * j, rel=1e-12)
 
 
-def test_holm_matches_statsmodels(table):
-    from statsmodels.stats.multitest import multipletests
+def test_holm_by_hand_and_the_published_welch_family(table):
+    p = table["welch_p"].to_numpy()
+    order = np.argsort(p)
+    by_hand = np.minimum(1, np.maximum.accumulate((10 - np.arange(10)) * p[order]))
+    assert table["p_adj_welch"].to_numpy()[order] == pytest.approx(by_hand, rel=1e-12)
+    # the numbers: 590M after Holm over the paper's ten Welch tests
+    assert table.loc[table["size"] == "590M", "p_adj_welch"].round(2).tolist() == [0.28, 0.21]
+    assert (table[["family_m_welch", "family_m_paired", "family_m_mixed"]] == 10).all().all()
+    assert (table["primary"] == "paired").all() and (table["adjust"] == "holm").all()
 
-    for view in ("welch", "paired", "mixed"):
-        want = multipletests(table[f"{view}_p"], method="holm")[1]
-        assert table[f"p_holm_{view}"].to_numpy() == pytest.approx(want, rel=1e-12)
-    assert (table["p_holm_welch"] >= table["welch_p"]).all()
+
+def test_adjust_methods_skip_missing_p():
+    p = [0.01, np.nan, 0.04, 0.03]
+    assert adjust_p(p)[[0, 2, 3]] == pytest.approx([0.03, 0.06, 0.06])
+    assert adjust_p(p, "bonferroni")[[0, 2, 3]] == pytest.approx([0.03, 0.12, 0.09])
+    assert adjust_p(p, "fdr_bh")[[0, 2, 3]] == pytest.approx([0.03, 0.04, 0.04])
+    assert np.isnan(adjust_p(p, "none")[1]) and adjust_p(p, "none")[0] == 0.01
+    with pytest.raises(ValueError, match="choose one of holm, bonferroni, fdr_bh, none"):
+        adjust_p(p, "sidak")
 
 
-def test_holm_skips_missing_p():
-    got = holm([0.01, np.nan, 0.04, 0.03])
-    assert np.isnan(got[1])
-    assert got[[0, 2, 3]] == pytest.approx([0.03, 0.06, 0.06])
+def test_primary_family_holm_on_published_data(table):
+    # 1B: the seed-paired (primary) test is Holm-significant where Welch reads "a trend"
+    one_b = table[table["size"] == "1B"]
+    assert one_b["p_adj_paired"].round(4).tolist() == [0.009, 0.0018]
+    assert (one_b["welch_p"].round(3).tolist()) == [0.083, 0.077]
 
 
 # --- a sweep whose answer is known exactly ----------------------------------------------------------------
@@ -171,7 +186,7 @@ def test_missing_cell_gets_a_row_with_reasons(sweep):
     assert r["n_baseline"] == 0 and np.isnan(r["welch_t"]) and np.isnan(r["mixed_p"])
     assert r["welch_note"] == "no runs of this baseline at this size"
     assert r["mixed_note"] == "no runs of this baseline at this size"
-    assert t["p_holm_welch"].notna().sum() == 9
+    assert t["p_adj_welch"].notna().sum() == 9 and (t["family_m_welch"] == 9).all()
 
 
 def test_one_seed_cells(sweep):

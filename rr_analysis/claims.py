@@ -1,0 +1,149 @@
+"""The paper's quantitative claims, each next to what the data say under the declared primary analysis."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from rr_analysis.equivalence import ALPHA, DEFAULT_MARGIN, equivalence
+from rr_analysis.notes import recipe_notes
+from rr_analysis.stats import gap_table
+from rr_model.variants import label
+
+__all__ = ["claims", "CLAIM_COLUMNS"]
+
+CLAIM_COLUMNS: tuple[str, ...] = ("id", "claim", "test", "evidence", "verdict")
+
+
+def _cells(t: pd.DataFrame, size: str, col: str, spec: str = ".3f") -> str:
+    rows = t[t["size"] == size]
+    return ", ".join(f"{label(b)} {v:{spec}}" for b, v in zip(rows["baseline"], rows[col], strict=True))
+
+
+def _at(t: pd.DataFrame, size: str) -> pd.DataFrame:
+    return t[t["size"] == size]
+
+
+def _trend_claims(t: pd.DataFrame, top: str) -> list[dict]:
+    """ "p about 0.07" and "a trend" at the largest size."""
+    welch, paired = _at(t, top)["welch_p"], _at(t, top)["p_adj_paired"]
+    near = bool(((welch - 0.07).abs() <= 0.015).all())
+    return [
+        {"id": "p_about_0.07", "claim": f"{top}: p about 0.07", "test": "Welch (the paper's test), raw p",
+         "evidence": f"Welch p: {_cells(t, top, 'welch_p')}",
+         "verdict": "reproduced, to rounding" if near else "not reproduced"},
+        {"id": "a_trend", "claim": f"{top}: the advantage is a trend, not significant",
+         "test": f"paired (primary), {t['adjust'].iloc[0]} over {t['family_m_paired'].iloc[0]} tests",
+         "evidence": f"adjusted p: {_cells(t, top, 'p_adj_paired', '.4f')}; gap {_cells(t, top, 'gap', '.4f')}",
+         "verdict": "understated: significant under the primary test" if (paired < ALPHA).all()
+         else "supported: not significant under the primary test"},
+    ]  # fmt: skip
+
+
+def _grows(t: pd.DataFrame, sizes: list[str]) -> dict:
+    """ "the gap grows across every size": every consecutive pair of sizes, per baseline (paired gaps)."""
+    falls = []
+    for b, g in t.groupby("baseline", sort=False):
+        gaps = g.set_index("size")["paired_diff"].reindex(sizes)
+        falls += [f"{label(b)} {s0} {gaps[s0]:.4f} -> {s1} {gaps[s1]:.4f}"
+                  for s0, s1 in zip(sizes, sizes[1:], strict=False) if gaps[s1] < gaps[s0]]  # fmt: skip
+    return {"id": "grows_every_size", "claim": "the gap grows across every size",
+            "test": "per-size seed-paired gaps, consecutive sizes",
+            "evidence": ("falls: " + "; ".join(falls)) if falls else "rises at every step",
+            "verdict": "not supported: the gap falls between some sizes" if falls else "supported"}  # fmt: skip
+
+
+def _emergence(df: pd.DataFrame) -> list[dict]:
+    """The emergence module's primary size-level verdict per baseline, when it gives one."""
+    from rr_analysis.emergence import emergence
+
+    e = emergence(df)
+    if "verdict" not in e:
+        return []
+    rows = []
+    for _, r in e.iterrows():
+        test = str(r.get("primary", ""))
+        slope, p = r.get(f"{test}_slope"), r.get(f"{test}_p")
+        numbers = (
+            f"slope {slope:.4f} per decade, p {p:.3g}" if pd.notna(slope) and pd.notna(p) else "no slope"
+        )
+        rows.append({"id": f"emerges_{r['baseline']}", "test": f"emergence, primary size-level test ({test})",
+                     "claim": f"the advantage over {label(r['baseline'])} grows with scale",
+                     "evidence": numbers, "verdict": r["verdict"]})  # fmt: skip
+    return rows
+
+
+def _significant(t: pd.DataFrame, size: str) -> dict:
+    """ "p < 0.05" at `size`: raw Welch, Welch after adjustment over the paper's family, and the primary."""
+    raw, adj = _at(t, size)["welch_p"], _at(t, size)["p_adj_welch"]
+    verdict = ("holds only uncorrected" if (raw < ALPHA).all() and not (adj < ALPHA).all()
+               else "holds after adjustment" if (adj < ALPHA).all() else "not reproduced")  # fmt: skip
+    return {"id": f"significant_{size}", "claim": f"{size}: p < 0.05", "test": "Welch, raw and adjusted; paired (primary)",
+            "evidence": f"Welch p {_cells(t, size, 'welch_p')}; {t['adjust'].iloc[0]} over "
+            f"{t['family_m_welch'].iloc[0]} Welch tests {_cells(t, size, 'p_adj_welch', '.2f')}; primary "
+            f"adjusted {_cells(t, size, 'p_adj_paired', '.4f')}", "verdict": verdict}  # fmt: skip
+
+
+def _no_advantage(t: pd.DataFrame, e: pd.DataFrame, small: list[str], margin: float) -> dict:
+    """ "no advantage through <size>": differences the primary test finds, and whether TOST shows equivalence."""
+    cells = t[t["size"].isin(small)]
+    found = [f"{r.size} {label(r.baseline)} {r.gap:+.4f} (p {r.paired_p:.3f}, mixed {r.mixed_p:.3f})"
+             for r in cells.itertuples() if r.paired_p < ALPHA or r.mixed_p < ALPHA]  # fmt: skip
+    eq = e[e["size"].isin(small)]
+    passed = eq["paired_tost_p"] < ALPHA
+    verdict = (f"supported: equivalent within ±{margin:g} in every cell" if passed.all()
+               else f"not shown: equivalence within ±{margin:g} fails in {int((~passed).sum())} of {len(eq)} cells")  # fmt: skip
+    return {"id": "no_advantage_small", "claim": f"no advantage through {small[-1]}",
+            "test": f"paired (primary) and mixed, raw p; TOST paired, margin ±{margin:g}",
+            "evidence": ("differences at 5%: " + "; ".join(found) if found else "no difference at 5%")
+            + f"; TOST p max {eq['paired_tost_p'].max():.3f}", "verdict": verdict}  # fmt: skip
+
+
+def _budget(df: pd.DataFrame) -> dict:
+    n = recipe_notes(df)
+    across, within = n[n["kind"] == "token_budget"], n[n["kind"] == "steps_within_size"]
+    steps = df.groupby("size")["steps"].max()
+    shown = "/".join(str(int(steps[s])) for s in dict.fromkeys(df["size"]) if s in steps)
+    return {"id": "identical_token_budget", "claim": "identical token budget", "test": "recipe: steps per run",
+            "evidence": f"steps by size {shown}; " + ("variants differ within a size" if len(within)
+                                                    else "identical within each size"),
+            "verdict": "true within each size only: steps differ across sizes" if len(across) and not len(within)
+            else "supported" if not len(across) and not len(within) else "not supported"}  # fmt: skip
+
+
+def claims(df: pd.DataFrame, margin: float = DEFAULT_MARGIN, adjust: str = "holm") -> pd.DataFrame:
+    """Each quantitative claim of the paper, the test that checks it, what the data say, and a verdict.
+
+    Parameters
+    ----------
+    df
+        A validated sweep (`load_sweep`); the claims are the published paper's, read on this data.
+    margin
+        Equivalence margin (nats) for "no advantage" (`rr_analysis.equivalence`).
+    adjust
+        Multiple-testing adjustment of each test's family (`rr_analysis.stats.ADJUST_METHODS`).
+
+    Returns
+    -------
+    DataFrame with `CLAIM_COLUMNS`: ``id`` (stable key), ``claim``, ``test``, ``evidence`` (the numbers)
+    and ``verdict``. The paper's sizes are read by role: the largest size for "p about 0.07" and "a trend",
+    the second largest for "p < 0.05", the sizes below it for "no advantage".
+
+    Notes
+    -----
+    The primary analysis is the seed-paired t-test per size, adjusted over its family (`gap_table`); Welch
+    is the paper's test. "The gap grows" is read on the per-size gaps, consecutive sizes; the size-level
+    emergence verdict comes from `rr_analysis.emergence.emergence` where it gives one.
+
+    Example
+    -------
+    >>> claims(load_sweep()).set_index("id").loc["a_trend", "verdict"]
+    'understated: significant under the primary test'
+    """
+    t = gap_table(df, adjust)
+    sizes = list(dict.fromkeys(t["size"]))
+    rows = _trend_claims(t, sizes[-1]) + [_grows(t, sizes)] + _emergence(df)
+    if len(sizes) >= 3:
+        rows.append(_significant(t, sizes[-2]))
+        rows.append(_no_advantage(t, equivalence(df, margin), sizes[:-2], margin))
+    rows.append(_budget(df))
+    return pd.DataFrame(rows, columns=list(CLAIM_COLUMNS))
