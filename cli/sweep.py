@@ -1,9 +1,12 @@
-"""`rr sweep`: a whole plan of training runs, biggest first, each in its own process, resumable."""
+"""`rr sweep`: a whole plan of training runs, biggest first, resumable; here (one process per run) or on a
+Slurm cluster (one submitit job per run)."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
+from enum import Enum
 from pathlib import Path
 
 import typer
@@ -27,6 +30,67 @@ from cli.train import (
 from rr_model.errors import InputError
 
 
+class Launcher(str, Enum):
+    local = "local"
+    slurm = "slurm"
+
+
+SIZES = typer.Option(
+    None,
+    "--sizes",
+    help="Comma-separated sizes, e.g. 590M,1B. Default: the published sizes.",
+    show_default=False,
+)
+SEEDS = typer.Option(
+    None,
+    "--seeds",
+    help="Comma-separated seeds, e.g. 3,4. Default: each size's published seeds.",
+    show_default=False,
+)
+EFFECT = typer.Option(
+    None,
+    "--effect",
+    help="Instead of --seeds: add the seeds each size needs for 80% power on the primary (seed-paired) test "
+    "to detect this gap in val_loss (rr analyze --power --effect), judged on --out (the published rows where "
+    "it does not exist yet).",
+    show_default=False,
+)
+SLURM = "Slurm (--launcher slurm)"
+LAUNCHER = typer.Option(
+    Launcher.local,
+    "--launcher",
+    help="local: one process per run here, in turn. slurm: one submitit job per run (one job array), "
+    "requeued from its checkpoint when preempted or out of time.",
+)
+PARTITION = typer.Option(None, "--partition", help="Slurm partition.", rich_help_panel=SLURM)
+ACCOUNT = typer.Option(None, "--account", help="Slurm account to charge.", rich_help_panel=SLURM)
+TIME = typer.Option(
+    60, "--time", min=1, help="Time limit of one attempt, minutes; requeued past it.", rich_help_panel=SLURM
+)
+GPUS = typer.Option(
+    1, "--gpus", min=0, help="GPUs per run, one DDP task each (0: CPU).", rich_help_panel=SLURM
+)
+CPUS = typer.Option(None, "--cpus", min=1, help="CPU cores per run.", rich_help_panel=SLURM)
+MEM_GB = typer.Option(None, "--mem-gb", min=1, help="Memory per run, GB.", rich_help_panel=SLURM)
+SBATCH = typer.Option(
+    None,
+    "--sbatch",
+    help="A further sbatch option, KEY=VALUE or KEY (repeatable), e.g. --sbatch qos=high.",
+    rich_help_panel=SLURM,
+)
+SETUP = typer.Option(
+    None, "--setup", help="A shell line run before each job (repeatable).", rich_help_panel=SLURM
+)
+MAX_TIMEOUTS = typer.Option(
+    3, "--max-timeouts", min=0, help="Requeues allowed after time limits, per job.", rich_help_panel=SLURM
+)
+STATUS = typer.Option(
+    False, "--status", help="List the sweep's jobs: id, run, state, step reached, log.", rich_help_panel=SLURM
+)
+CANCEL = typer.Option(False, "--cancel", help="Cancel the sweep's unfinished jobs.", rich_help_panel=SLURM)
+_SBATCH_KEY = re.compile(r"[a-z][a-z0-9_-]*")
+
+
 def _items(text: str | None) -> list[str] | None:
     return [item.strip() for item in text.split(",") if item.strip()] if text else None
 
@@ -39,19 +103,107 @@ def _seeds(text: str | None) -> list[int] | None:
     return [int(s) for s in _items(text)]
 
 
+def _sbatch(items: list[str] | None) -> dict[str, str | bool]:
+    """--sbatch KEY=VALUE / KEY items as submitit's additional_parameters ({key: value or True})."""
+    found: dict[str, str | bool] = {}
+    for item in items or []:
+        key, eq, value = item.removeprefix("--").partition("=")
+        if not _SBATCH_KEY.fullmatch(key) or (eq and not value):
+            raise InputError(f"--sbatch {item!r}: expected KEY=VALUE or KEY, e.g. qos=high or exclusive")
+        found[key] = value if eq else True
+    return found
+
+
+def _effect_seeds(out: Path, sizes: list[str] | None, effect: float, variants: tuple) -> dict[str, list[int]]:
+    """The new seeds per size that `rr_analysis.power.seed_plan` asks for, printed with the plan's reasons."""
+    from rr_analysis.power import seed_plan
+    from rr_model.dataset import load_sweep
+    from rr_model.sweep import next_seeds
+
+    df = load_sweep(out if out.exists() else None)
+    plan = seed_plan(df, effect)
+    plan = plan[plan["size"].isin(sizes)] if sizes else plan
+    keys = set(zip(df["size"], df["variant"], df["seed"].astype(int), strict=True))
+    plan["seeds_to_add"] = plan["seeds_to_add"].fillna(0)
+    plan["new_seeds"] = [next_seeds(keys, r.size, int(r.seeds_to_add), variants) for r in plan.itertuples()]
+    columns = ["size", "seeds_present", "seeds_needed", "seeds_to_add", "new_seeds", "gpu_minutes", "note"]
+    title = f"rr sweep: seeds for 80% power on the seed-paired test at a gap of {effect:g} (seed_plan)"
+    echo_records(plan[columns].astype(object).where(plan[columns].notna(), None).to_dict("records"),
+                 Format.text, title=title, formats={"new_seeds": lambda s: ",".join(map(str, s)) or "-",
+                 "gpu_minutes": lambda m: "-" if m is None else f"{m:,.0f}"})  # fmt: skip
+    return dict(zip(plan["size"], plan["new_seeds"], strict=True))
+
+
+def _launch():
+    """rr_model.launch, or one clear error where the optional submitit is not installed."""
+    try:
+        from rr_model import launch
+    except ModuleNotFoundError as e:
+        if e.name != "submitit":
+            raise
+        raise InputError('the Slurm launcher needs submitit: pip install -e ".[cluster]"') from None
+    return launch
+
+
+def _status_or_cancel(out: Path, cancel: bool) -> None:
+    from rr_model.sweepstate import state_path
+
+    launch = _launch()
+    if cancel:
+        ids = launch.cancel_jobs(out)
+        typer.echo(f"rr sweep: asked {len(ids)} job(s) to stop: {' '.join(ids) or '-'}")
+        return
+    rows = launch.job_status(out)
+    if not rows:
+        typer.echo(f"rr sweep: no jobs recorded in {state_path(out)}")
+        return
+    echo_records(rows, Format.text, title=f"rr sweep: jobs of {out} ({state_path(out)})")
+
+
+def _slurm(todo: list, out: Path, resources, dry_run: bool) -> None:
+    """Submit `todo` as a job array (or show it, with the sbatch script, under --dry-run)."""
+    launch = _launch()
+    busy = launch.active_keys(launch.job_status(out))
+    if busy & {cfg.key for cfg in todo}:
+        todo = [cfg for cfg in todo if cfg.key not in busy]
+        typer.echo("rr sweep: runs with a pending or running job are not submitted again (see --status)")
+    if not todo:
+        return
+    if dry_run:
+        jobs = [{"job": i, "size": c.size, "variant": c.variant, "seed": c.seed, "steps": c.steps}
+                for i, c in enumerate(todo)]  # fmt: skip
+        echo_records(jobs, Format.text, title=f"rr sweep: {len(todo)} job(s) would be submitted")
+        typer.echo(f"\nsbatch script (submitit writes it under {launch.job_folder(out)}):\n")
+        typer.echo(launch.sbatch_script(out, resources, len(todo)))
+        return
+    entries = launch.submit_runs(todo, out, launch.slurm_executor(out, resources))
+    keys = ("job_id", "size", "variant", "seed", "log")
+    echo_records([{k: e[k] for k in keys} for e in entries], Format.text, title="rr sweep: submitted")
+    typer.echo(f"rr sweep: follow them with rr sweep --status --out {out}; stop them with --cancel")
+
+
+def _local(todo: list, out: Path, nproc: int, dry_run: bool) -> None:
+    """Train `todo` here, one process each (or show the plan under --dry-run); exit 1 if any run failed."""
+    from rr_model.runs import describe_runs
+    from rr_model.sweep import run_sweep
+
+    if dry_run:
+        if todo:
+            echo_plan(describe_runs(todo), f"rr sweep: plan for {out}")
+        return
+    summary = run_sweep(todo, out, nproc)
+    if summary:
+        echo_records(summary, Format.text, title=f"rr sweep: {out}", formats=RESULT_FORMATS)
+    if out.exists():
+        subprocess.run([sys.executable, "-m", "cli.main", "analyze", "--table", "--data", str(out)])
+    if any(r["status"] != "ok" for r in summary):
+        raise typer.Exit(1)
+
+
 def sweep(
-    sizes: str | None = typer.Option(
-        None,
-        "--sizes",
-        help="Comma-separated sizes, e.g. 590M,1B. Default: the published sizes.",
-        show_default=False,
-    ),
-    seeds: str | None = typer.Option(
-        None,
-        "--seeds",
-        help="Comma-separated seeds, e.g. 3,4. Default: each size's published seeds.",
-        show_default=False,
-    ),
+    sizes: str | None = SIZES,
+    seeds: str | None = SEEDS,
+    effect: float | None = EFFECT,
     variant: list[str] = VARIANT,
     out: Path | None = OUT,
     data: str = DATA,
@@ -63,38 +215,58 @@ def sweep(
     checkpoint_every: int = CHECKPOINT_EVERY,
     nproc: int = typer.Option(1, "--nproc", min=1, help="Processes (GPUs) per run, launched with torchrun."),
     dry_run: bool = DRY_RUN,
+    launcher: Launcher = LAUNCHER,
+    partition: str | None = PARTITION,
+    account: str | None = ACCOUNT,
+    time: int = TIME,
+    gpus: int = GPUS,
+    cpus: int | None = CPUS,
+    mem_gb: int | None = MEM_GB,
+    sbatch: list[str] | None = SBATCH,
+    setup: list[str] | None = SETUP,
+    max_timeouts: int = MAX_TIMEOUTS,
+    status: bool = STATUS,
+    cancel: bool = CANCEL,
 ) -> None:
     """Train a plan of runs (default: the published sweep) and append a row per run.
 
     Runs already in the file are skipped and interrupted ones resume from their checkpoints, so a sweep
-    is restarted by running it again. Each run is `rr train` in its own process: a crash loses that run
-    only. Ends with a summary and the analysis table (`rr analyze --table`) of the file. Exit 1 if any
-    run failed or crashed.
+    is restarted by running it again. With the local launcher each run is `rr train` in its own process (a
+    crash loses that run only); it ends with a summary and the analysis table of the file, exit 1 if any run
+    failed or crashed. With `--launcher slurm` each run is a submitit job that appends its row to the same
+    file when it finishes; `--status` and `--cancel` follow and stop them.
     """
-    from rr_model.sweep import plan_sweep, run_sweep
-    from rr_model.train import DEFAULT_OUT, describe_runs
+    from rr_model.runs import DEFAULT_OUT
+    from rr_model.sweep import plan_sweep
     from rr_model.variants import COMPARED
 
     out = out or DEFAULT_OUT
-
     options = dict(data=data, tokenizer=tokenizer, steps=steps, precision=precision, compile=compile_)
     with known_errors():
+        if status and cancel:
+            raise InputError("--status and --cancel: give one of them")
+        if status or cancel:
+            return _status_or_cancel(out, cancel)
+        variants, plan_seeds = tuple(variant or COMPARED), _seeds(seeds)
+        if effect is not None:
+            if seeds:
+                raise InputError("--effect plans the seeds itself: give --effect or --seeds, not both")
+            plan_seeds = _effect_seeds(out, _items(sizes), effect, variants)
         todo, skipped = plan_sweep(
-            out, _items(sizes), _seeds(seeds), tuple(variant or COMPARED), device=device,
-            checkpoint_every=checkpoint_every, **options,
-        )  # fmt: skip
+            out,
+            _items(sizes),
+            plan_seeds,
+            variants,
+            device=device,
+            checkpoint_every=checkpoint_every,
+            **options,
+        )
         typer.echo(f"rr sweep: {len(todo)} run(s) to train, {len(skipped)} already in {out}")
-        if dry_run:
-            if todo:
-                echo_plan(describe_runs(todo), f"rr sweep: plan for {out}")
-            return
-        summary = run_sweep(todo, out, nproc)
-    if summary:
-        echo_records(summary, Format.text, title=f"rr sweep: {out}", formats=RESULT_FORMATS)
-    if out.exists():
-        subprocess.run([sys.executable, "-m", "cli.main", "analyze", "--table", "--data", str(out)])
-    if any(r["status"] != "ok" for r in summary):
-        raise typer.Exit(1)
+        if launcher is Launcher.local:
+            return _local(todo, out, nproc, dry_run)
+        extra = dict(sbatch=_sbatch(sbatch), setup=tuple(setup or ()), max_timeouts=max_timeouts)
+        resources = _launch().Resources(partition, account, time, gpus, cpus, mem_gb, **extra)
+        _slurm(todo, out, resources, dry_run)
 
 
 def register(app: typer.Typer) -> None:

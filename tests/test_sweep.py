@@ -10,9 +10,10 @@ import pytest
 from typer.testing import CliRunner
 
 from cli.main import app
+from rr_analysis.power import seed_plan
 from rr_model.dataset import bundled_path, load_sweep
-from rr_model.sweep import plan_sweep, train_command
-from rr_model.train import TrainConfig
+from rr_model.runs import TrainConfig
+from rr_model.sweep import next_seeds, plan_sweep, train_command
 
 
 @pytest.fixture(autouse=True)
@@ -78,3 +79,28 @@ def test_a_crashed_run_is_reported_and_the_sweep_goes_on(tmp_path):
 def test_bad_seeds_are_one_clear_error(tmp_path):
     result = rr("sweep", "--seeds", "3,x", "--out", tmp_path / "x.csv")
     assert result.exit_code == 2 and "expected comma-separated integers" in result.stderr
+
+
+def test_next_seeds_completes_a_crashed_block_first():
+    keys = {("1B", v, s) for v in ("review_neutral", "highway", "standard") for s in (0, 1, 2)}
+    keys -= {("1B", "highway", 1)}
+    assert next_seeds(keys, "1B", 3) == [1, 3, 4]
+    assert next_seeds(keys, "60M", 2) == [0, 1] and next_seeds(keys, "1B", 0) == []
+
+
+def test_effect_plans_the_seeds_the_power_analysis_asks_for(tmp_path):
+    published = tmp_path / "published.csv"
+    shutil.copy(bundled_path(), published)
+    need = seed_plan(load_sweep(published), 0.003).set_index("size")["seeds_needed"]
+    result = rr("sweep", "--effect", 0.003, "--sizes", "1B,320M", "--out", published, "--dry-run")
+    assert result.exit_code == 0, result.output
+    assert need["1B"] > 3 and need["320M"] > 2  # 3 and 2 published seeds are too few for 0.003
+    power_table = result.stdout.split("run(s) to train")[0].splitlines()
+    row = {line.split()[0]: line.split() for line in power_table if line.split()[:1] in (["1B"], ["320M"])}
+    assert row["1B"][4] == ",".join(map(str, range(3, need["1B"])))  # the seeds after the published ones
+    assert row["320M"][4] == ",".join(map(str, range(2, need["320M"])))
+    runs = 3 * (need["1B"] - 3 + need["320M"] - 2)
+    assert f"rr sweep: {runs} run(s) to train, 0 already in" in result.stdout
+
+    both = rr("sweep", "--effect", 0.003, "--seeds", "3", "--out", published, "--dry-run")
+    assert both.exit_code == 2 and "give --effect or --seeds" in both.stderr

@@ -1,0 +1,246 @@
+"""Sweeps on a Slurm cluster through submitit: one job per run, one job array per sweep, each job requeued
+from its last checkpoint when it is preempted or reaches its time limit.
+
+A job is a `TrainJob`, a submitit `helpers.Checkpointable`. submitit pickles it into the job folder and runs
+it on a node (`python -m submitit.core._submit`). Slurm signals the job (USR2, `signal_delay_s` before the
+time limit; on preemption too where the cluster sets SlurmctldParameters=preempt_send_user_signal); submitit
+then calls `checkpoint()` on task 0, saves the `DelayedSubmission` it returns as the job's new pickle and
+requeues the job (`scontrol requeue`), at most `max_timeouts` times for time limits. The requeued job calls
+the trainer with resume=True, which continues from the last checkpoint the trainer wrote (every
+`checkpoint_every` steps; the steps since then are redone), bitwise as a run resumed locally. A job whose run
+is already in the dataset (it finished just before the signal) returns at once.
+
+With several GPUs per run the job has one task per GPU; each task sets torch.distributed's environment
+(MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE, LOCAL_RANK) from Slurm's with submitit's
+`helpers.TorchDistributedEnvironment`, and the trainer joins the process group as it does under torchrun.
+Imports torch only inside a job and in `job_status` (to read a checkpoint's step).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import submitit
+from submitit.helpers import Checkpointable, DelayedSubmission, TorchDistributedEnvironment
+
+from rr_model.errors import InputError
+from rr_model.files import _alive  # the one liveness check of a pid
+from rr_model.runs import TrainConfig, dataset_keys, start_from_published
+from rr_model.sweepstate import add_jobs, read_jobs
+
+__all__ = [
+    "Resources",
+    "TrainJob",
+    "job_folder",
+    "slurm_executor",
+    "sbatch_script",
+    "submit_runs",
+    "job_status",
+    "active_keys",
+    "cancel_jobs",
+]
+
+# Slurm states (sacct) of a job that may still train its run; UNKNOWN too, so that a failed sacct call never
+# leads to a second job for the same run.
+ACTIVE = {"PENDING", "CONFIGURING", "RUNNING", "COMPLETING", "SUSPENDED", "REQUEUED", "REQUEUE_HOLD",
+          "REQUEUE_FED", "RESIZING", "PREEMPTED", "UNKNOWN"}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Resources:
+    """What each run of a Slurm sweep asks for. The job array shares them.
+
+    `gpus` per run, one task (DDP process) per GPU (0: one CPU task); `cpus` per run, split over its tasks;
+    `time_min` the time limit of one attempt; `sbatch` any further `#SBATCH --key=value` lines (True: a
+    bare `--key`); `setup` shell lines run before the job (module load, ...); `max_timeouts` how often a job
+    is requeued after reaching its time limit.
+    """
+
+    partition: str | None = None
+    account: str | None = None
+    time_min: int = 60
+    gpus: int = 1
+    cpus: int | None = None
+    mem_gb: int | None = None
+    sbatch: dict[str, str | bool] = field(default_factory=dict)
+    setup: tuple[str, ...] = ()
+    max_timeouts: int = 3
+    signal_delay_s: int = 120  # the USR2 comes this long before the limit: time to leave cleanly
+
+    def slurm_parameters(self) -> dict[str, Any]:
+        """The parameters of submitit's SlurmExecutor (sbatch names) for these resources."""
+        tasks = max(1, self.gpus)
+        params: dict[str, Any] = {"job_name": "rr-sweep", "time": self.time_min, "nodes": 1}
+        params |= {"ntasks_per_node": tasks, "signal_delay_s": self.signal_delay_s}
+        optional = {
+            "gpus_per_node": self.gpus or None,
+            "partition": self.partition,
+            "account": self.account,
+            "cpus_per_task": max(1, self.cpus // tasks) if self.cpus else None,
+            "mem": f"{self.mem_gb}G" if self.mem_gb else None,
+            "additional_parameters": dict(self.sbatch) or None,
+            "setup": list(self.setup) or None,
+        }
+        return params | {k: v for k, v in optional.items() if v is not None}
+
+
+class TrainJob(Checkpointable):
+    """One run as a submitit job: trains `cfg` into `out`, resuming from its checkpoint if there is one.
+
+    Returns the trainer's provenance record, or None when the run was already in `out`. The working
+    directory of the submitter is kept, so a relative `out` means the same file inside the job.
+    """
+
+    def __init__(self, cfg: TrainConfig, out: str | os.PathLike):
+        self.cfg = cfg
+        self.out = str(out)
+        self.cwd = os.getcwd()
+
+    def __call__(self) -> dict[str, Any] | None:
+        os.chdir(self.cwd)
+        if submitit.JobEnvironment().num_tasks > 1:
+            TorchDistributedEnvironment().export(set_cuda_visible_devices=False, overwrite=True)
+        from rr_model.train import train_runs  # torch: only inside the job
+
+        if self.cfg.key in dataset_keys(self.out, self.cfg.size):
+            return None
+        (record,) = train_runs([self.cfg], self.out, resume=True)
+        return record
+
+    def checkpoint(self) -> DelayedSubmission:
+        """Requeue this same job: the trainer's own checkpoint on disk holds the state, not this object."""
+        print(f"rr: {' '.join(map(str, self.cfg.key))} interrupted; requeued to resume", flush=True)
+        return DelayedSubmission(self)
+
+
+def job_folder(out: str | os.PathLike) -> Path:
+    """submitit's folder pattern for the jobs of a dataset: `data/scaling_v8.jobs/%j` (one folder per job)."""
+    out = Path(out)
+    return out.parent.absolute() / f"{out.stem}.jobs" / "%j"
+
+
+def slurm_executor(out: str | os.PathLike, resources: Resources) -> submitit.SlurmExecutor:
+    """submitit's SlurmExecutor for the jobs of `out`, with `resources` set; needs Slurm's `srun` here."""
+    try:
+        executor = submitit.SlurmExecutor(job_folder(out), max_num_timeout=resources.max_timeouts)
+    except RuntimeError as e:
+        raise InputError(
+            f"--launcher slurm needs Slurm here ({e}); run it on the cluster's login node, or use --dry-run "
+            "to see the jobs and their sbatch script anywhere"
+        ) from None
+    executor.update_parameters(**resources.slurm_parameters())
+    return executor
+
+
+class _ScriptOnly(submitit.SlurmExecutor):
+    """A SlurmExecutor that only writes scripts, so the sbatch text can be shown where Slurm is absent."""
+
+    @classmethod
+    def affinity(cls) -> int:
+        return 2
+
+
+def sbatch_script(out: str | os.PathLike, resources: Resources, n_jobs: int) -> str:
+    """The sbatch script submitit submits for `n_jobs` runs of `out` (a job array when n_jobs > 1)."""
+    executor = _ScriptOnly(job_folder(out), max_num_timeout=resources.max_timeouts)
+    executor.update_parameters(**resources.slurm_parameters())
+    if n_jobs > 1:
+        executor.parameters["map_count"] = n_jobs  # as submitit's own array submission sets it
+    return executor._make_submission_file_text(executor._submitit_command_str, "dry-run")
+
+
+def submit_runs(runs: list[TrainConfig], out: str | os.PathLike, executor: submitit.Executor) -> list[dict]:
+    """Submit one `TrainJob` per run (a job array on Slurm) and record them in the state file of `out`.
+
+    Returns the state entries, in the order of `runs` (see `rr_model.sweepstate`). A default dataset that
+    starts as the published rows is created here, before any job runs, so no job reads it half-written.
+    """
+    for size in {cfg.size for cfg in runs}:
+        start_from_published(Path(out), size)
+    jobs = executor.submit_array([TrainJob(cfg, out) for cfg in runs])
+    now = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    entries = [
+        {
+            "job_id": job.job_id,
+            "executor": executor.name(),
+            "folder": str(executor.folder),
+            **dict(zip(("size", "variant", "seed"), cfg.key, strict=True)),
+            "steps": cfg.steps,
+            "log": str(job.paths.stdout),
+            "submitted": now,
+        }
+        for cfg, job in zip(runs, jobs, strict=True)
+    ]
+    add_jobs(out, entries)
+    return entries
+
+
+def _scheduler_state(entry: dict[str, Any], slurm: dict[str, submitit.SlurmJob]) -> str:
+    """Slurm's state of a job (its first word: "CANCELLED by 42" -> CANCELLED), or a local job's."""
+    if entry["executor"] == "slurm":
+        return (slurm[entry["job_id"]].state.split() or ["UNKNOWN"])[0]
+    return "RUNNING" if _alive(int(entry["job_id"])) else "ENDED"  # the id of a local job is its pid
+
+
+def _saved_step(path: Path) -> int | None:
+    """The step a checkpoint holds, read through a memory map (a 1B checkpoint is not loaded whole)."""
+    import torch
+
+    if not path.exists():
+        return None
+    return int(torch.load(path, map_location="cpu", weights_only=True, mmap=True)["step"])
+
+
+def job_status(out: str | os.PathLike) -> list[dict[str, Any]]:
+    """Each recorded job of `out`: job_id, size, variant, seed, state, step and log.
+
+    state is DONE when the run's row is in `out`, else the scheduler's: Slurm's (from one `sacct` call;
+    UNKNOWN where it cannot say) or, for submitit's local executor, RUNNING or ENDED. step is the run's
+    steps when done, else the step of its checkpoint (0 when it has none yet).
+    """
+    from rr_model.checkpoint import checkpoint_path
+
+    entries = read_jobs(out)
+    done = dataset_keys(out)
+    slurm = {
+        e["job_id"]: submitit.SlurmJob(e["folder"], e["job_id"]) for e in entries if e["executor"] == "slurm"
+    }
+    rows = []
+    for e in entries:
+        key = (e["size"], e["variant"], e["seed"])
+        if key in done:
+            state, step = "DONE", e["steps"]
+        else:
+            state = _scheduler_state(e, slurm)
+            step = _saved_step(checkpoint_path(out, *key)) or 0
+        rows.append({"job_id": e["job_id"], **dict(zip(("size", "variant", "seed"), key, strict=True)),
+                     "state": state, "step": step, "log": e["log"]})  # fmt: skip
+    return rows
+
+
+def active_keys(status: list[dict[str, Any]]) -> set[tuple[str, str, int]]:
+    """The runs that have a job still pending or running (or of unknown state) in `job_status`'s rows."""
+    return {(r["size"], r["variant"], r["seed"]) for r in status if r["state"] in ACTIVE}
+
+
+def cancel_jobs(out: str | os.PathLike) -> list[str]:
+    """Cancel every recorded job of `out` that may still run (`scancel`; SIGINT for local ones).
+
+    Returns the ids of the jobs asked to stop.
+    """
+    status = {r["job_id"]: r for r in job_status(out)}
+    cancelled = []
+    for e in read_jobs(out):
+        if status[e["job_id"]]["state"] not in ACTIVE:
+            continue
+        if e["executor"] == "slurm":
+            submitit.SlurmJob(e["folder"], e["job_id"]).cancel(check=False)
+        else:
+            os.kill(int(e["job_id"]), signal.SIGINT)  # submitit's local controller stops its tasks on it
+        cancelled.append(e["job_id"])
+    return cancelled

@@ -1,0 +1,197 @@
+"""`rr sweep --launcher slurm` through submitit, without a cluster.
+
+The Slurm path runs for real against stand-in `srun`, `sbatch`, `sacct` and `scancel` scripts: the script
+sbatch receives must ask for the requested resources (and be the one --dry-run shows), the pickled jobs must
+be the planned runs, and --status/--cancel must read and stop them. submitit's LocalExecutor runs a job as
+separate processes through the same pickling and requeue path: a job signalled as timed out mid-run is
+requeued and finishes bitwise equal to an uninterrupted run.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import time
+from pathlib import Path
+
+import pytest
+import submitit
+from submitit.core.utils import DelayedSubmission
+from typer.testing import CliRunner
+
+from cli.main import app
+from rr_model import checkpoint, provenance
+from rr_model.dataset import append_rows, load_sweep
+from rr_model.launch import Resources, TrainJob, job_folder, job_status, sbatch_script, submit_runs
+from rr_model.runs import TrainConfig
+from rr_model.sweepstate import read_jobs, state_path
+from rr_model.train import train
+
+
+@pytest.fixture(autouse=True)
+def offline_cache(tmp_path_factory, monkeypatch):
+    monkeypatch.setenv("RR_CACHE", str(tmp_path_factory.getbasetemp() / "cache"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    submitit.SlurmJob.watcher.clear()  # the state cache submitit shares across jobs of a process
+
+
+def rr(*args):
+    return CliRunner().invoke(app, [str(a) for a in args])
+
+
+def sbatch_lines(script: str) -> set[str]:
+    return {line for line in script.splitlines() if line.startswith("#SBATCH")}
+
+
+def test_the_sbatch_script_asks_for_the_requested_resources(tmp_path):
+    resources = Resources(partition="gpu", account="lab", time_min=120, gpus=4, cpus=32, mem_gb=200,
+                          sbatch={"qos": "high", "exclusive": True}, setup=("module load cuda",))  # fmt: skip
+    script = sbatch_script(tmp_path / "s.csv", resources, n_jobs=9)
+    folder = tmp_path / "s.jobs"
+    assert sbatch_lines(script) == {
+        "#SBATCH --account=lab",
+        "#SBATCH --array=0-8%9",  # one job array for the whole plan
+        "#SBATCH --cpus-per-task=8",  # 32 cores per run over its 4 tasks
+        f"#SBATCH --error={folder}/%A_%a/%A_%a_0_log.err",
+        "#SBATCH --exclusive",
+        "#SBATCH --gpus-per-node=4",
+        "#SBATCH --job-name=rr-sweep",
+        "#SBATCH --mem=200G",
+        "#SBATCH --nodes=1",
+        "#SBATCH --ntasks-per-node=4",  # one DDP task per GPU
+        "#SBATCH --open-mode=append",
+        f"#SBATCH --output={folder}/%A_%a/%A_%a_0_log.out",
+        "#SBATCH --partition=gpu",
+        "#SBATCH --qos=high",
+        "#SBATCH --signal=USR2@120",  # submitit's checkpoint-and-requeue signal, 2 minutes before the limit
+        "#SBATCH --time=120",
+        "#SBATCH --wckey=submitit",
+    }
+    assert "\nmodule load cuda\n" in script and "srun --unbuffered" in script
+    assert "-m submitit.core._submit" in script
+
+    cpu = sbatch_lines(sbatch_script(tmp_path / "s.csv", Resources(gpus=0), n_jobs=1))
+    assert "#SBATCH --ntasks-per-node=1" in cpu and not any("gpus" in x or "array" in x for x in cpu)
+
+
+@pytest.fixture
+def fake_slurm(tmp_path, monkeypatch):
+    """srun, sbatch (job 4242), sacct (reads sacct.txt) and scancel (logs its arguments) on PATH."""
+    bin_ = tmp_path / "bin"
+    bin_.mkdir()
+    scripts = {
+        "srun": "exit 0",
+        "sbatch": f'cp "$1" {bin_}/submitted.sh; echo sbatch >> {bin_}/calls; echo "Submitted batch job 4242"',
+        "sacct": f"cat {bin_}/sacct.txt",
+        "scancel": f'echo "$@" >> {bin_}/scancel.log',
+    }
+    for name, body in scripts.items():
+        path = bin_ / name
+        path.write_text(f"#!/bin/sh\n{body}\n")
+        path.chmod(path.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setenv("PATH", f"{bin_}{os.pathsep}{os.environ['PATH']}")
+    return bin_
+
+
+def test_slurm_sweep_submits_one_array_and_status_and_cancel_follow_it(tmp_path, fake_slurm, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    out = Path("sweep.csv")
+    args = ["sweep", "--launcher", "slurm", "--sizes", "tiny", "--seeds", "0,1", "--variant", "standard",
+            "--data", "synthetic", "--steps", 6, "--out", out, "--gpus", 2, "--partition", "gpu",
+            "--time", 30, "--sbatch", "qos=low"]  # fmt: skip
+    dry = rr(*args, "--dry-run")
+    assert dry.exit_code == 0, dry.output
+    assert not (fake_slurm / "calls").exists() and not state_path(out).exists()
+
+    result = rr(*args)
+    assert result.exit_code == 0, result.output
+    submitted = (fake_slurm / "submitted.sh").read_text()
+    assert submitted in dry.stdout  # --dry-run shows the very script submitit submits
+    assert {"#SBATCH --array=0-1%2", "#SBATCH --qos=low", "#SBATCH --gpus-per-node=2"} <= sbatch_lines(
+        submitted
+    )
+    jobs = read_jobs(out)
+    assert [(j["job_id"], j["seed"]) for j in jobs] == [("4242_0", 0), ("4242_1", 1)]
+    pickled = DelayedSubmission.load(Path(jobs[1]["folder"].replace("%j", "4242_1")) / "4242_1_submitted.pkl")
+    assert isinstance(pickled.function, TrainJob) and pickled.function.cfg.key == ("tiny", "standard", 1)
+    assert pickled.function.cwd == str(tmp_path) and pickled.function.out == "sweep.csv"
+
+    (fake_slurm / "sacct.txt").write_text("JobID|State|NodeList\n4242_0|RUNNING|n1\n4242_1|PENDING|None\n")
+    checkpoint.save(checkpoint.checkpoint_path(out, "tiny", "standard", 1), {"step": 4})
+    append_rows(out, [{"size": "tiny", "variant": "standard", "seed": 0, "params_M": 1.13, "steps": 6,
+                       "val_loss": 2.9, "ece": 0.1, "minutes": 0.1}])  # fmt: skip
+    status = rr("sweep", "--status", "--out", out)
+    assert status.exit_code == 0, status.output
+    rows = [line.split() for line in status.stdout.splitlines() if line.startswith("4242_")]
+    assert [r[:6] for r in rows] == [["4242_0", "tiny", "standard", "0", "DONE", "6"],
+                                     ["4242_1", "tiny", "standard", "1", "PENDING", "4"]]  # fmt: skip
+    assert rows[1][6] == str(tmp_path / "sweep.jobs" / "4242_1" / "4242_1_0_log.out")
+
+    again = rr(*args)
+    assert "not submitted again" in again.stdout and (fake_slurm / "calls").read_text() == "sbatch\n"
+    cancel = rr("sweep", "--cancel", "--out", out)
+    assert cancel.exit_code == 0 and (fake_slurm / "scancel.log").read_text() == "4242_1\n"
+
+
+def test_slurm_needs_srun_and_bad_sbatch_items_are_clear(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path))  # no Slurm here
+    args = ["sweep", "--launcher", "slurm", "--sizes", "tiny", "--seeds", "0", "--out", tmp_path / "x.csv"]
+    result = rr(*args, "--data", "synthetic")
+    assert result.exit_code == 2 and "needs Slurm here" in result.stderr and "--dry-run" in result.stderr
+    result = rr(*args, "--sbatch", "=high")
+    assert result.exit_code == 2 and "expected KEY=VALUE or KEY" in result.stderr
+
+
+def test_a_job_whose_run_is_already_in_the_file_returns_at_once(tmp_path, monkeypatch):
+    monkeypatch.setenv("SUBMITIT_EXECUTOR", "local")  # inside a (local) submitit job
+    out = tmp_path / "done.csv"
+    append_rows(out, [{"size": "tiny", "variant": "standard", "seed": 0, "params_M": 1.13, "steps": 6,
+                       "val_loss": 2.9, "ece": 0.1, "minutes": 0.1}])  # fmt: skip
+    job = TrainJob(TrainConfig("tiny", "standard", 0, data="synthetic", steps=6), out)
+    assert job() is None and len(load_sweep(out)) == 1
+    requeued = job.checkpoint()
+    assert requeued.function is job and not requeued.args and not requeued.kwargs
+
+
+def _children(pid: int) -> list[int]:
+    """The processes whose parent is `pid` (from /proc)."""
+    found = []
+    for stat_file in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat_file.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            found.append(int(stat_file.parent.name))
+    return found
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="finds the job's task process through /proc")
+def test_a_job_signalled_out_of_time_is_requeued_and_resumes_bitwise(tmp_path):
+    cfg = TrainConfig("tiny", "standard", data="synthetic", steps=12, checkpoint_every=2)
+    whole = train(cfg, tmp_path / "whole.csv")
+
+    out = tmp_path / "job.csv"
+    executor = submitit.LocalExecutor(job_folder(out), max_num_timeout=3)
+    executor.update_parameters(timeout_min=60)
+    (entry,) = submit_runs([cfg], out, executor)
+    controller = int(entry["job_id"])  # a local job's id is its controller's pid, a child of this process
+    ckpt = checkpoint.checkpoint_path(out, *cfg.key)
+    while not ckpt.exists():  # the trainer's first checkpoint (step 2 of 12)
+        assert os.waitpid(controller, os.WNOHANG) == (0, 0), "the job ended before its first checkpoint"
+        time.sleep(0.02)
+    (task,) = _children(controller)
+    os.kill(task, submitit.JobEnvironment._usr_sig())  # what Slurm sends before the time limit
+    os.waitpid(controller, 0)  # the controller restarts the requeued task and ends with it
+
+    (record,) = provenance.read_records(provenance.sidecar_path(out))
+    assert record["status"] == "ok" and len(record["resumed_at"]) == 1 and record["resumed_at"][0] >= 2
+    assert record["result"]["val_loss"] == whole["result"]["val_loss"]  # bitwise, not approximately
+    assert record["result"]["ece"] == whole["result"]["ece"]
+    assert record["loss_curve"] == whole["loss_curve"]
+    log = Path(entry["log"]).read_text()
+    assert "interrupted; requeued to resume" in log and "Requeued job" in log
+    assert job_status(out)[0]["state"] == "DONE" and not ckpt.exists()
+    same = ["size", "variant", "seed", "params_M", "steps", "val_loss", "ece"]  # minutes: wall-clock
+    assert load_sweep(out)[same].equals(load_sweep(tmp_path / "whole.csv")[same])
