@@ -6,19 +6,26 @@ writes it back. Both report every problem of a file at once, by line and column,
 
 from __future__ import annotations
 
+import codecs
 import csv
+import errno
 import io
 import os
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from importlib import resources
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import pandera.pandas as pa
+import pandera.pandas as pandera
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pacsv
 
 from rr_model.errors import RRError
-from rr_model.files import locked
+from rr_model.files import Unreadable, create_new, locked, read_regular, same_file
+from rr_model.ladder import size_problem
 from rr_model.schema import COLUMNS, GROUP_RULES, KEY, SCHEMA, Problem
 
 __all__ = [
@@ -35,6 +42,9 @@ FIELDS: list[str] = [c.name for c in COLUMNS]
 # Published precision of each float column (decimals; shortest repr after rounding, as in the release):
 # new rows are written the same way so files stay diffable.
 _DECIMALS = {"params_M": 2, "val_loss": 4, "ece": 4, "minutes": 1}
+_BLANK = b" \t\r\x0b\x0c,"  # a line of only these is blank (no cell has a value)
+_INT = r"^-?[0-9]+$"
+_FLOAT = r"(?i)^[+-]?(([0-9]+\.?[0-9]*|\.[0-9]+)(e[+-]?[0-9]+)?|inf|infinity|nan)$"
 
 
 class DataError(RRError, ValueError):
@@ -61,62 +71,119 @@ def bundled_path() -> Path:
     return Path(str(resources.files("rr_model") / "published" / "scaling_v8.csv"))
 
 
+def refuse_reference(path: str | os.PathLike) -> None:
+    """Raise DataError if `path` is the packaged reference copy under any name (hard link, symlink)."""
+    if same_file(path, bundled_path()):
+        raise _file_problem(
+            path,
+            f"is the reference copy of the published sweep installed with rr ({bundled_path()}), which rr "
+            "never writes; write to a copy of it instead",
+        )
+
+
 def _file_problem(path, rule: str) -> DataError:
     return DataError(path, [Problem(None, None, None, rule)])
 
 
-def _read_text(path: Path) -> str:
+def _read_bytes(path: Path) -> bytes:
     if not path.exists():
         raise _file_problem(path, "no such file")
     if path.is_dir():
         raise _file_problem(path, "is a directory, not a CSV file")
-    return _decode(path.read_bytes(), path)
-
-
-def _decode(raw: bytes, path) -> str:
     try:
-        return raw.decode("utf-8-sig")  # a UTF-8 byte-order mark is tolerated
+        return read_regular(path)
+    except Unreadable as e:
+        raise _file_problem(path, e.rule) from None
+
+
+def _check_text(raw: bytes, path) -> bytes:
+    """`raw` without a UTF-8 byte-order mark (tolerated), once it is known to be non-empty UTF-8 text."""
+    try:
+        raw.decode("utf-8")
     except UnicodeDecodeError as e:
         line = raw[: e.start].count(b"\n") + 1
         raise DataError(
             path, [Problem(line, None, raw[e.start : e.start + 1].hex(), "not UTF-8 text (byte 0x.. above)")]
         ) from None
-
-
-def _parse_rows(text: str, path) -> tuple[list[str], list[list[str]], list[int]]:
-    """Split CSV text into a stripped header, stripped rows and each row's 1-based line number."""
-    if not text.strip():
+    raw = raw.removeprefix(codecs.BOM_UTF8)
+    if not raw.strip():
         raise _file_problem(path, "is empty; expected a header line: " + ",".join(FIELDS))
-    if "\x00" in text:
+    if b"\x00" in raw:
         raise _file_problem(path, "is not a CSV text file (it contains NUL bytes)")
-    reader = csv.reader(io.StringIO(text, newline=""))
+    return raw
+
+
+def _ragged(line: int, fields: int, header: list[str]) -> Problem:
+    return Problem(line, None, None, f"has {fields} fields, the header has {len(header)}")
+
+
+Cells = tuple[
+    list[str], dict[str, pa.ChunkedArray], np.ndarray
+]  # header, each column's cells, each row's line
+
+
+def _split_plain(raw: bytes, path) -> Cells:
+    """The cells of a file without quotes or bare carriage returns, where each record is one line.
+
+    Lines are found here, so each row keeps its line number; pyarrow then splits the fields in C and holds
+    the cells as Arrow strings, not one Python object each (10^6 rows: ~0.3 GiB, not over 1 GiB).
+    """
+    lines = raw.split(b"\n")
+    kept = [i for i, line in enumerate(lines) if line.strip(_BLANK)]  # blank lines are tolerated
+    header = [c.decode().strip() for c in lines[kept[0]].split(b",")]
+    _check_header(header, path)
+    rows = np.array(kept[1:], dtype=np.int64)
+    fields = np.fromiter((lines[i].count(b",") + 1 for i in kept[1:]), np.int64, len(rows))
+    ragged = fields != len(header)
+    problems = [
+        _ragged(int(i) + 1, int(n), header) for i, n in zip(rows[ragged], fields[ragged], strict=True)
+    ]
+    rows = rows[~ragged]
+    _check_rows(len(rows), problems, path)
+    body = b"\n".join([lines[i] for i in rows])
+    del lines
+    names = [f"c{j}" for j in range(len(header))]  # header names are checked above, not parsed again
+    table = pacsv.read_csv(
+        io.BytesIO(body),
+        read_options=pacsv.ReadOptions(column_names=names),
+        parse_options=pacsv.ParseOptions(quote_char=False, ignore_empty_lines=False),
+        convert_options=pacsv.ConvertOptions(
+            column_types=dict.fromkeys(names, pa.string()), strings_can_be_null=False
+        ),
+    )
+    return header, dict(zip(header, table.columns, strict=True)), rows + 1
+
+
+def _split_quoted(raw: bytes, path) -> Cells:
+    """The cells of any CSV text, quoted fields included, through the csv module (small, hand-edited files)."""
+    reader = csv.reader(io.StringIO(raw.decode("utf-8"), newline=""))
     header: list[str] | None = None
     rows, lines, problems = [], [], []
     try:
         for record in reader:
-            cells = list(map(str.strip, record))  # one pass per row in C: this loop is most of a load
+            cells = list(map(str.strip, record))
             if not any(cells):
                 continue  # blank lines are tolerated
             if header is None:
                 header = cells
-                continue
-            if len(cells) != len(header):
-                problems.append(
-                    Problem(
-                        reader.line_num, None, None, f"has {len(cells)} fields, the header has {len(header)}"
-                    )
-                )
-                continue
-            rows.append(cells)
-            lines.append(reader.line_num)
+                _check_header(header, path)
+            elif len(cells) != len(header):
+                problems.append(_ragged(reader.line_num, len(cells), header))
+            else:
+                rows.append(cells)
+                lines.append(reader.line_num)
     except csv.Error as e:
         raise _file_problem(path, f"is not valid CSV (line {reader.line_num}: {e})") from None
-    _check_header(header, path)
-    if not rows and not problems:
+    _check_rows(len(rows), problems, path)
+    columns = {name: pa.chunked_array([[r[j] for r in rows]], pa.string()) for j, name in enumerate(header)}
+    return header, columns, np.array(lines, dtype=np.int64)
+
+
+def _check_rows(n: int, problems: list[Problem], path) -> None:
+    if not n and not problems:
         raise _file_problem(path, "has a header but no data rows")
     if problems:
         raise DataError(path, problems)
-    return header, rows, lines
 
 
 def _check_header(header: list[str], path) -> None:
@@ -142,51 +209,79 @@ def _check_header(header: list[str], path) -> None:
         raise DataError(path, problems)
 
 
-def _typed(header: list[str], rows: list[list[str]], lines: list[int]) -> tuple[pd.DataFrame, list[Problem]]:
+def _numbers(s: pa.ChunkedArray, kind: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Parse one numeric column: (values, which cells do not parse, which are too large for int64).
+
+    Integers are ASCII digits with an optional minus, nothing else ('1e1', '0x10', '1_000' and '1.0' are
+    not integers); numbers are decimal, with an exponent, or inf/nan. Unparsed cells become 0 or NaN.
+    """
+    ok = pc.match_substring_regex(s, _INT if kind == "int" else _FLOAT).to_numpy(zero_copy_only=False)
+    big = np.zeros(len(s), dtype=bool)
+    if kind == "int":
+        long = np.flatnonzero(ok & (pc.utf8_length(s).to_numpy() >= 19))
+        big[long] = [not -(2**63) <= int(s[i].as_py()) < 2**63 for i in long]
+        ok &= ~big
+    filler = "0" if kind == "int" else "nan"
+    values = pc.cast(pc.if_else(pa.array(ok), s, filler), pa.int64() if kind == "int" else pa.float64())
+    return values.to_numpy(zero_copy_only=False), ~ok & ~big, big
+
+
+def _typed(columns: dict[str, pa.ChunkedArray], lines: np.ndarray) -> tuple[pd.DataFrame, list[Problem]]:
     """Turn string cells into typed columns, collecting every cell that does not parse."""
-    raw = pd.DataFrame(rows, columns=header)[FIELDS]
     out, problems = {}, []
     for col in COLUMNS:
-        s = raw[col.name]
+        s = pc.utf8_trim_whitespace(columns[col.name])
         if col.kind == "str":
-            out[col.name] = s.astype(str)
+            out[col.name] = s.to_pandas()
+            if col.name == "size":
+                problems += _size_problems(s, lines)
             continue
-        num = pd.to_numeric(s.where(s != ""), errors="coerce")
-        bad = num.isna() & (s != "")
-        if not col.optional:
-            bad |= s == ""
-        if col.kind == "int":
-            bad |= num.notna() & (num != np.floor(num))
-        for i in np.flatnonzero(bad.to_numpy()):
-            kind = "an integer" if col.kind == "int" else "a number"
-            rule = "must not be empty" if s.iat[i] == "" else f"is not {kind}"
-            problems.append(Problem(lines[i], col.name, s.iat[i], rule))
-        out[col.name] = num.fillna(0).round().astype("int64") if col.kind == "int" else num.astype("float64")
+        values, bad, big = _numbers(s, col.kind)
+        empty = pc.equal(s, "").to_numpy(zero_copy_only=False)
+        kind = "an integer" if col.kind == "int" else "a number"
+        for rule, mask in (
+            ("must not be empty", empty & ~np.bool_(col.optional)),
+            (f"is not {kind}", bad & ~empty),
+            ("is too large: an integer must be below 2^63", big),
+        ):
+            problems += [Problem(int(lines[i]), col.name, s[i].as_py(), rule) for i in np.flatnonzero(mask)]
+        out[col.name] = values
     return pd.DataFrame(out), problems
+
+
+def _size_problems(s: pa.ChunkedArray, lines: np.ndarray) -> list[Problem]:
+    """A problem for each size label that is not one, naming the spelling to use (looked up once per label)."""
+    problems = []
+    for label in pc.unique(s).to_pylist():
+        if (rule := size_problem(label)) is not None:
+            rows = np.flatnonzero(pc.equal(s, label).to_numpy(zero_copy_only=False))
+            problems += [Problem(int(lines[i]), "size", label, rule) for i in rows]
+    return problems
 
 
 def _schema_problems(df: pd.DataFrame, lines: list[int], skip: set[tuple[int, str]]) -> list[Problem]:
     try:
         SCHEMA.validate(df, lazy=True)
         return []
-    except pa.errors.SchemaErrors as e:
+    except pandera.errors.SchemaErrors as e:
         fc = e.failure_cases
     problems, seen = [], set(skip)
     for row in fc.itertuples(index=False):
         if pd.isna(row.index):
             continue
         i = int(row.index)
+        line = int(lines[i])
         if row.check in GROUP_RULES:
             column, rule = GROUP_RULES[row.check], row.check
         elif row.check == "multiple_fields_uniqueness":
             column, rule = ",".join(KEY), "duplicate run: this (size, variant, seed) appears more than once"
         else:
             column, rule = row.column, f"must be {row.check}"
-        if (lines[i], column) in seen:
+        if (line, column) in seen:
             continue
-        seen.add((lines[i], column))
+        seen.add((line, column))
         value = df.at[i, column] if column in df.columns else tuple(df.loc[i, KEY])
-        problems.append(Problem(lines[i], column, plain(value), rule))
+        problems.append(Problem(line, column, plain(value), rule))
     return sorted(problems, key=lambda p: (p.line, p.column or ""))
 
 
@@ -206,16 +301,38 @@ class _Lines(tuple):
         return self
 
 
-def read_sweep_text(text: str, path: str | os.PathLike | None = None) -> pd.DataFrame:
-    """Parse and validate CSV text (see `load_sweep`)."""
-    header, rows, lines = _parse_rows(text, path)
-    df, problems = _typed(header, rows, lines)
+def _cells(raw: bytes, path) -> Cells:
+    raw = _check_text(raw, path)
+    if b'"' in raw or raw.count(b"\r") != raw.count(b"\r\n"):
+        return _split_quoted(raw, path)
+    return _split_plain(raw, path)
+
+
+def _parse(raw: bytes, path, new_from: int | None = None) -> pd.DataFrame:
+    """Parse and validate the bytes of a sweep file; rows from line `new_from` on are being appended."""
+    header, columns, lines = _cells(raw, path)
+    df, problems = _typed(columns, lines)
+    del columns
     problems += _schema_problems(df, lines, {(p.line, p.column) for p in problems})
     if problems:
+        if new_from is not None:
+            problems = [_as_new(p, new_from) for p in problems]
         raise DataError(path, sorted(problems, key=lambda p: (p.line or 0, p.column or "")))
     df.attrs["path"] = str(path) if path is not None else None
-    df.attrs["lines"] = _Lines(lines)
+    df.attrs["lines"] = _Lines(lines.tolist())
     return df
+
+
+def _as_new(problem: Problem, new_from: int) -> Problem:
+    """A problem on a row not yet in the file, cited by its place among the new rows, not a line number."""
+    if problem.line is None or problem.line < new_from:
+        return problem
+    return replace(problem, line=None, row=f"new row {problem.line - new_from + 1}")
+
+
+def read_sweep_text(text: str, path: str | os.PathLike | None = None) -> pd.DataFrame:
+    """Parse and validate CSV text (see `load_sweep`)."""
+    return _parse(text.encode("utf-8"), path)
 
 
 def load_sweep(path: str | os.PathLike | None = None) -> pd.DataFrame:
@@ -225,7 +342,8 @@ def load_sweep(path: str | os.PathLike | None = None) -> pd.DataFrame:
     ----------
     path
         A CSV with the columns size, variant, seed, params_M, steps, val_loss, ece, minutes (any order).
-        None loads the published dataset bundled with the package.
+        None loads the published dataset bundled with the package, which is checked against its pinned
+        digest (`rr_model.integrity.PUBLISHED_DIGEST`), as is any other name for that file.
 
     Returns
     -------
@@ -237,7 +355,8 @@ def load_sweep(path: str | os.PathLike | None = None) -> pd.DataFrame:
     ------
     DataError
         Listing every problem (file, line, column, value, rule). A BOM, CRLF line ends, blank lines and
-        whitespace around cells are tolerated.
+        whitespace around cells are tolerated. Only a regular file of at most 1 GiB is read
+        (`rr_model.files.read_regular`); a FIFO, device or socket is refused before it is opened.
 
     Example
     -------
@@ -246,7 +365,12 @@ def load_sweep(path: str | os.PathLike | None = None) -> pd.DataFrame:
     (42, 5)
     """
     path = Path(path) if path is not None else bundled_path()
-    return read_sweep_text(_read_text(path), path)
+    df = _parse(_read_bytes(path), path)
+    if same_file(path, bundled_path()):
+        from rr_model.integrity import verify_reference  # integrity reads this module: import on use
+
+        verify_reference(df, path)
+    return df
 
 
 def format_row(row: Mapping) -> str:
@@ -266,12 +390,13 @@ def format_row(row: Mapping) -> str:
 
 
 def write_sweep(df: pd.DataFrame, path: str | os.PathLike, *, exact: bool = False) -> None:
-    """Write a new sweep file, refusing to overwrite an existing one.
+    """Write a new sweep file, whole or not at all, refusing to overwrite an existing one.
 
     ``exact=True`` writes floats at full precision (round-trips bit for bit) instead of the published
     number format.
     """
     path = Path(path)
+    refuse_reference(path)
     problems = _schema_problems(df[FIELDS].reset_index(drop=True), list(range(2, len(df) + 2)), set())
     if problems:
         raise DataError(path, problems)
@@ -279,36 +404,41 @@ def write_sweep(df: pd.DataFrame, path: str | os.PathLike, *, exact: bool = Fals
         body = df[FIELDS].to_csv(index=False, float_format=None, lineterminator="\n")
     else:
         body = "\n".join([",".join(FIELDS), *(format_row(r) for r in df[FIELDS].to_dict("records"))]) + "\n"
-    with open(path, "x", encoding="utf-8") as f:  # "x": never clobber a dataset
-        f.write(body)
-        f.flush()
-        os.fsync(f.fileno())
+    if not create_new(path, lambda f: f.write(body.encode("utf-8"))):  # never clobber a dataset
+        raise FileExistsError(
+            errno.EEXIST, "a sweep file already exists there; rr never overwrites one", str(path)
+        )
 
 
 def append_rows(path: str | os.PathLike, rows: Iterable[Mapping]) -> pd.DataFrame:
     """Append validated rows to a sweep CSV under an exclusive lock; the existing bytes are never rewritten.
 
-    The file is locked (`rr_model.files.locked`), re-read and validated together with the
-    new rows, and only then are the new lines appended and fsynced. A missing file is created with a header.
-    Returns the new rows as parsed back from the file. Raises DataError if the combined file would be invalid
-    (for instance a duplicate (size, variant, seed)), in which case nothing is written.
+    A missing file is created whole, header and rows at once (`rr_model.files.create_new`): a writer
+    killed midway leaves no file or a valid one, never an empty one. An existing file is locked
+    (`rr_model.files.locked`), re-read and validated together with the new rows, and only then are the new
+    lines appended and fsynced. The packaged reference copy is refused under any name.
+
+    Returns the new rows as parsed back. Raises DataError if the combined file would be invalid (for
+    instance a duplicate (size, variant, seed)), in which case nothing is written; problems in the new rows
+    are cited as "new row N", since they have no line in the file.
     """
     path = Path(path)
+    refuse_reference(path)
     new = [format_row(r) for r in rows]
-    with locked(path) as fd:
-        with open(fd, "rb", closefd=False) as f:
-            f.seek(0)
-            existing = f.read()
-        if existing.strip():
-            text = _decode(existing, path)
-            sep = "" if existing.endswith(b"\n") else "\n"
-            combined = text + sep + "\n".join(new) + "\n"
-            prefix = sep
-        else:
-            combined = ",".join(FIELDS) + "\n" + "\n".join(new) + "\n"
-            prefix = ",".join(FIELDS) + "\n"
-        df = read_sweep_text(combined, path)
-        payload = (prefix + "\n".join(new) + "\n").encode("utf-8")
-        os.write(fd, payload)  # one write of whole lines: O_APPEND keeps it at the end
+    body = ("\n".join(new) + "\n").encode("utf-8")
+    if not path.exists():
+        whole = (",".join(FIELDS) + "\n").encode("utf-8") + body
+        df = _parse(whole, path, new_from=2)
+        if create_new(path, lambda f: f.write(whole)):
+            return df
+    with locked(path, os.O_RDWR | os.O_APPEND) as fd:  # another writer may have created it meanwhile
+        existing = read_regular(path)
+        if not existing.strip():  # empty, as a writer killed mid-create once left it: add the header
+            body = (",".join(FIELDS) + "\n").encode("utf-8") + body
+        elif not existing.endswith(b"\n"):
+            body = b"\n" + body
+        combined = existing + body
+        df = _parse(combined, path, new_from=combined.count(b"\n") - len(new) + 1)
+        os.write(fd, body)  # one write of whole lines: O_APPEND keeps it at the end
         os.fsync(fd)
     return df.iloc[len(df) - len(new) :].reset_index(drop=True)

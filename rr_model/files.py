@@ -3,6 +3,9 @@
 `atomic_write` writes beside the target under a name that carries the writer's pid, fsyncs, renames over
 the target and fsyncs the folder: a reader sees the old file or the new one whole. A writer killed midway
 leaves its temporary file behind; the next write to the same target removes leftovers of dead processes.
+`create_new` makes a file whole or not at all (written under a temporary name, then hard-linked into
+place, which fails if the name exists). `read_regular` reads a whole file only if it is a regular file of a
+bounded size, so a FIFO, a device or a socket named as input never hangs or exhausts memory.
 `locked` is `flock` on an open file: it excludes other processes and other threads of this one (a POSIX
 `lockf` record lock is per process, so two threads would both get it). Linux NFS clients since 2.6.12
 emulate flock with byte-range locks served by the lock manager, so it holds across hosts too.
@@ -11,15 +14,41 @@ emulate flock with byte-range locks served by the lock manager, so it holds acro
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import os
+import shutil
+import stat
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
-__all__ = ["atomic_write", "fsync_path", "locked", "temp_name"]
+from rr_model.errors import InputError
+
+__all__ = [
+    "MAX_READ",
+    "Unreadable",
+    "atomic_write",
+    "create_new",
+    "fsync_path",
+    "locked",
+    "read_regular",
+    "same_file",
+    "temp_name",
+]
 
 _TMP = ".rr-tmp"
+MAX_READ = 1 << 30  # 1 GiB: 20x the largest sweep rr has been measured on, far below a host's memory
+# Filesystems without hard links (some FUSE and FAT mounts) answer os.link with one of these.
+_NO_LINKS = {errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.ENOSYS}
+
+
+class Unreadable(InputError):
+    """A path rr refuses to read: not a regular file, or larger than it will hold in memory."""
+
+    def __init__(self, path: str | os.PathLike, rule: str):
+        self.path, self.rule = str(path), rule
+        super().__init__(f"{path}: {rule}")
 
 
 def fsync_path(path: str | os.PathLike) -> None:
@@ -34,6 +63,55 @@ def fsync_path(path: str | os.PathLike) -> None:
 def temp_name(path: Path, pid: int | None = None) -> Path:
     """The temporary name a process writes `path` under: hidden, beside it, tagged with the pid."""
     return path.with_name(f".{path.name}.{os.getpid() if pid is None else pid}{_TMP}")
+
+
+def same_file(a: str | os.PathLike, b: str | os.PathLike) -> bool:
+    """Whether two paths name one file (device and inode), through hard links and symlinks alike."""
+    try:
+        sa, sb = os.stat(a), os.stat(b)
+    except OSError:
+        return False
+    return (sa.st_dev, sa.st_ino) == (sb.st_dev, sb.st_ino)
+
+
+def _kind(mode: int) -> str | None:
+    """Why a file of this mode cannot be read as data (None for a regular file)."""
+    for test, what in (
+        (stat.S_ISFIFO, "a FIFO (named pipe)"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISDIR, "a directory"),
+    ):
+        if test(mode):
+            return what
+    return None if stat.S_ISREG(mode) else "not a regular file"
+
+
+def read_regular(path: str | os.PathLike, limit: int = MAX_READ) -> bytes:
+    """The bytes of a regular file of at most `limit` bytes; `Unreadable` for anything else.
+
+    The type is checked before opening (opening a FIFO for reading waits for a writer) and again on the
+    open descriptor (the name may have been swapped meanwhile); at most `limit` + 1 bytes are ever read,
+    so a file that grows while being read cannot exhaust memory either.
+    """
+    if (what := _kind(os.stat(path).st_mode)) is not None:
+        raise Unreadable(path, f"is {what}, not a regular file")
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
+    try:
+        st = os.fstat(fd)
+        if (what := _kind(st.st_mode)) is not None:
+            raise Unreadable(path, f"is {what}, not a regular file")
+        too_big = Unreadable(path, f"is larger than {limit >> 20} MiB, more than rr reads into memory")
+        if st.st_size > limit:
+            raise too_big
+        with os.fdopen(os.dup(fd), "rb") as f:
+            raw = f.read(limit + 1)
+    finally:
+        os.close(fd)
+    if len(raw) > limit:
+        raise too_big
+    return raw
 
 
 def _alive(pid: int) -> bool:
@@ -53,12 +131,7 @@ def _remove_leftovers(path: Path) -> None:
         pid = p.name[len(prefix) : -len(_TMP)]
         if pid.isdigit() and not _alive(int(pid)):
             with contextlib.suppress(OSError):
-                if p.is_dir():
-                    import shutil
-
-                    shutil.rmtree(p)
-                else:
-                    p.unlink()
+                shutil.rmtree(p) if p.is_dir() else p.unlink()
 
 
 def atomic_write(path: str | os.PathLike, write: Callable[[BinaryIO], object]) -> None:
@@ -70,15 +143,48 @@ def atomic_write(path: str | os.PathLike, write: Callable[[BinaryIO], object]) -
     _remove_leftovers(path)
     tmp = temp_name(path)
     try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)  # 0o666 & ~umask, like open()
-        with os.fdopen(fd, "wb") as f:
-            write(f)
-            f.flush()
-            os.fsync(f.fileno())
+        _write_synced(tmp, write)
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
     fsync_path(path.parent)
+
+
+def create_new(path: str | os.PathLike, write: Callable[[BinaryIO], object]) -> bool:
+    """Create `path` with what `write` writes, whole or not at all; False (nothing written) if it exists.
+
+    The content is written and fsynced under a temporary name, then hard-linked to `path`: the link fails
+    if `path` exists, and a reader (or a writer killed midway) never sees a partial or empty file. Where
+    the filesystem has no hard links, `path` is created exclusively and written in place.
+    """
+    path = Path(path)
+    _remove_leftovers(path)
+    tmp = temp_name(path)
+    try:
+        _write_synced(tmp, write)
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            return False
+        except OSError as e:
+            if e.errno not in _NO_LINKS:
+                raise
+            try:
+                _write_synced(path, write, os.O_EXCL)
+            except FileExistsError:
+                return False
+    finally:
+        tmp.unlink(missing_ok=True)
+    fsync_path(path.parent)
+    return True
+
+
+def _write_synced(path: Path, write: Callable[[BinaryIO], object], flags: int = os.O_TRUNC) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | flags, 0o666)  # 0o666 & ~umask, like open()
+    with os.fdopen(fd, "wb") as f:
+        write(f)
+        f.flush()
+        os.fsync(f.fileno())
 
 
 @contextlib.contextmanager

@@ -7,12 +7,26 @@ stay torch-free.
 
 from __future__ import annotations
 
+import difflib
 import re
+import unicodedata
 from dataclasses import dataclass, replace
+from decimal import Decimal
 
 from rr_model.errors import InputError
 
-__all__ = ["Recipe", "Size", "RECIPE", "LADDER", "PUBLISHED_SIZES", "get_size", "size_sort_key", "SIZE_LABEL"]
+__all__ = [
+    "Recipe",
+    "Size",
+    "RECIPE",
+    "LADDER",
+    "PUBLISHED_SIZES",
+    "get_size",
+    "size_sort_key",
+    "SIZE_LABEL",
+    "canonical_size",
+    "size_problem",
+]
 
 
 @dataclass(frozen=True)
@@ -75,17 +89,57 @@ LADDER: dict[str, Size] = {
 
 PUBLISHED_SIZES: tuple[str, ...] = tuple(name for name, s in LADDER.items() if s.published)
 
-# A size label in a dataset: a ladder name or any "<number><K|M|B>" parameter count.
-SIZE_LABEL = re.compile(r"^(\d+(?:\.\d+)?)([KMB])$")
+# A size label in a dataset: a ladder name or a "<number><K|M|B>" parameter count in its one spelling:
+# ASCII digits, no leading zeros, no trailing zeros after a point, not zero ("60M", "1.5B", "0.5M").
+SIZE_LABEL = re.compile(r"([1-9][0-9]*(?:\.[0-9]*[1-9])?|0\.[0-9]*[1-9])([KMB])", re.ASCII)
 _SCALE = {"K": 1e3, "M": 1e6, "B": 1e9}
+# What a user may have meant: digits of any script, any case, a redundant point or zero, spaces.
+_LOOSE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([KMBkmb])\s*")
+
+
+def canonical_size(label: str) -> str | None:
+    """The one spelling of a parameter-count label ('60.0M', '060m', fullwidth '６０M' -> '60M').
+
+    None if `label` does not read as a count greater than zero.
+    """
+    m = _LOOSE.fullmatch(unicodedata.normalize("NFKC", label))
+    if m is None:
+        return None
+    number = Decimal(m.group(1))  # Decimal reads digits of any script, as int() does
+    if number == 0:
+        return None
+    return f"{number.normalize():f}{m.group(2).upper()}"
+
+
+def _by_case(name: str) -> Size | None:
+    """The ladder size whose name equals `name` but for case ("TINY", "150m")."""
+    return {n.lower(): size for n, size in LADDER.items()}.get(name.lower())
+
+
+def size_problem(label: str) -> str | None:
+    """Why `label` is not a size label a dataset may hold, naming the spelling to use; None if it is one."""
+    if label in LADDER or SIZE_LABEL.fullmatch(label):
+        return None
+    size = _by_case(label)
+    canon = size.name if size is not None else canonical_size(label)
+    if canon is not None:
+        return f"is another spelling of the size {canon}; write it {canon} (the one spelling rr accepts)"
+    return "must be a ladder size or a <number><K|M|B> label in ASCII digits, greater than zero (e.g. 590M)"
 
 
 def get_size(name: str) -> Size:
-    """Look up a ladder size by name, with an error that lists the valid names."""
-    try:
-        return LADDER[name]
-    except KeyError:
-        raise InputError(f"unknown size {name!r}; the ladder has {', '.join(LADDER)}") from None
+    """Look up a ladder size by name in any case ('150m'); an unknown name is told the nearest valid one."""
+    if (size := _by_case(name)) is not None:
+        return size
+    guess = canonical_size(name)
+    lower = {n.lower(): n for n in LADDER}
+    near = (
+        [guess]
+        if guess in LADDER
+        else [lower[n] for n in difflib.get_close_matches(name.lower(), lower, 1, 0.5)]
+    )
+    hint = f" (did you mean {near[0]}?)" if near else ""
+    raise InputError(f"unknown size {name!r}{hint}; the ladder has {', '.join(LADDER)}")
 
 
 def size_sort_key(label: str) -> float:
@@ -93,5 +147,5 @@ def size_sort_key(label: str) -> float:
 
     Ladder names that are not counts (e.g. "tiny") sort first.
     """
-    m = SIZE_LABEL.match(label)
+    m = SIZE_LABEL.fullmatch(label)
     return float(m.group(1)) * _SCALE[m.group(2)] if m else 0.0

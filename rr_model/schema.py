@@ -19,6 +19,9 @@ from rr_model.variants import NAMES
 __all__ = ["Column", "COLUMNS", "KEY", "SCHEMA", "Problem", "GROUP_RULES"]
 
 
+MAX_PARAMS_M = 1e7  # 10^13 parameters: a typo guard (a count in units, not millions), far above any model
+
+
 @dataclass(frozen=True)
 class Column:
     name: str
@@ -31,7 +34,7 @@ COLUMNS: tuple[Column, ...] = (
     Column("size", "str", False, "a ladder size or a <number><K|M|B> label"),
     Column("variant", "str", False, f"one of {', '.join(NAMES)}"),
     Column("seed", "int", False, "an integer >= 0"),
-    Column("params_M", "float", False, "a number > 0"),
+    Column("params_M", "float", False, f"a number > 0 and at most {MAX_PARAMS_M:g} (10T parameters)"),
     Column("steps", "int", False, "an integer > 0"),
     Column("val_loss", "float", False, "a finite number in (0, 20)"),
     Column("ece", "float", True, "in [0, 1] or empty"),
@@ -48,13 +51,23 @@ class Problem:
     column: str | None
     value: object
     rule: str
+    row: str | None = None  # where a row not in the file is (an appended one): "new row 2"
 
     def __str__(self) -> str:
         where = [f"line {self.line}"] if self.line is not None else []
+        where += [self.row] if self.row is not None else []
         if self.column is not None:
             where.append(f"column {self.column}")
-        value = "" if self.value is None else f": {self.value!r}"
-        return f"{', '.join(where) or 'file'}{value} - {self.rule}"
+        return f"{', '.join(where) or 'file'}{_shown(self.value)} - {self.rule}"
+
+
+def _shown(value: object) -> str:
+    """A cell value as a message shows it: numpy scalars as plain numbers, and text escaped to ASCII so that
+    a look-alike letter is seen for what it is (Cyrillic 'і' in 'hіghway' reads 'h\\u0456ghway')."""
+    if value is None:
+        return ""
+    value = value.item() if isinstance(value, np.generic) else value
+    return f": {ascii(value) if isinstance(value, str) else repr(value)}"
 
 
 def _size_ok(s: pd.Series) -> pd.Series:
@@ -82,7 +95,7 @@ SCHEMA = pa.DataFrameSchema(
         "variant": pa.Column(str, pa.Check.isin(list(NAMES), error=_RULE["variant"])),
         "seed": pa.Column("int64", pa.Check.ge(0, error=_RULE["seed"])),
         "params_M": pa.Column(
-            "float64", pa.Check(lambda s: np.isfinite(s) & (s > 0), error=_RULE["params_M"])
+            "float64", pa.Check(lambda s: (s > 0) & (s <= MAX_PARAMS_M), error=_RULE["params_M"])
         ),
         "steps": pa.Column("int64", pa.Check.gt(0, error=_RULE["steps"])),
         "val_loss": pa.Column(

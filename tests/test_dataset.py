@@ -185,7 +185,7 @@ def test_missing_path_and_directory(tmp_path):
 finite = dict(allow_nan=False, allow_infinity=False)
 row = st.fixed_dictionaries(
     {
-        "size": st.one_of(st.sampled_from(["60M", "1B", "tiny"]), st.from_regex(r"\A[1-9]\d{0,3}[KMB]\Z")),
+        "size": st.one_of(st.sampled_from(["60M", "1B", "tiny"]), st.from_regex(r"\A[1-9][0-9]{0,3}[KMB]\Z")),
         "variant": st.sampled_from(NAMES),
         "seed": st.integers(0, 10**6),
         "val_loss": st.floats(1e-6, 19.999, **finite),
