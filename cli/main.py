@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import typer
 
-from cli import analyze, depth, merge, plot, report, sizes, sweep, train, validate
+from cli import analyze, depth, gates, merge, plot, report, sizes, sweep, train, validate
 
 app = typer.Typer(
     name="rr",
@@ -33,7 +33,7 @@ def _root(
         raise typer.Exit()
 
 
-for module in (validate, sizes, depth, plot, analyze, train, sweep, merge, report):
+for module in (validate, sizes, depth, gates, plot, analyze, train, sweep, merge, report):
     module.register(app)
 
 

@@ -1,13 +1,18 @@
-"""`rr sizes` and `rr depth-check` through typer's CliRunner, and `rr sizes` stays torch-free."""
+"""`rr sizes`, `rr depth-check` and `rr gates` through typer's CliRunner; the choices every option shares."""
 
 from __future__ import annotations
 
+import csv
+import io
 import json
+import math
 import subprocess
 import sys
 
+import pytest
 from typer.testing import CliRunner
 
+from cli.choices import Adjust, Format, Stat
 from cli.main import app
 from rr_analysis import load_sweep
 
@@ -92,3 +97,77 @@ def test_depth_check_bad_input_is_one_line_and_exit_2():
     assert result.exit_code == 2
     assert "rr: error: unknown variant 'bogus'; registered: review_neutral" in result.output
     assert "Traceback" not in result.output
+
+
+# ------------------------------------------------------------------ rr gates
+
+
+def gate_records(*args: str) -> list[dict]:
+    result = runner.invoke(app, ["gates", "--format", "json", "--batch", "2", *args])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.output)
+
+
+def test_gates_of_a_fresh_review_model_are_exactly_one_half():
+    records = gate_records()
+    assert [(r["layer"], r["sublayer"]) for r in records] == [
+        (i, s) for i in range(4) for s in ("attn", "mlp")
+    ]
+    assert {(r["mean"], r["std"], r["frac_open"], r["frac_closed"]) for r in records} == {
+        (0.5, 0.0, 0.0, 0.0)
+    }
+
+
+def test_gates_read_a_checkpoint(tmp_path):
+    """A checkpoint whose first gate has bias 5 (weights zero): r = sigmoid(5) there, 0.5 elsewhere."""
+    import torch
+
+    from rr_model import checkpoint
+    from rr_model.config import model_config
+    from rr_model.gates import BYTE_VOCAB
+    from rr_model.model import GPT
+
+    model = GPT(model_config("tiny", "review_neutral", BYTE_VOCAB))
+    with torch.no_grad():
+        model.transformer.h[0].res_attn.gate.bias.fill_(5.0)
+    path = tmp_path / "run.checkpoints" / "tiny-review_neutral-seed0.pt"
+    state = dict.fromkeys(checkpoint.KEYS) | {"model": model.state_dict(), "step": 5, "optimizer": {}}
+    state["config"] = {"size": "tiny", "variant": "review_neutral", "tokenizer": "bytes"}
+    checkpoint.save(path, state)
+    records = gate_records("--checkpoint", str(path))
+    assert records[0]["mean"] == pytest.approx(1 / (1 + math.exp(-5)), rel=1e-6)
+    assert records[0]["frac_open"] == 1.0 and records[0]["std"] < 1e-6
+    assert {r["mean"] for r in records[1:]} == {0.5}
+
+
+def test_gates_of_an_ungated_variant_is_one_line_and_exit_2():
+    result = runner.invoke(app, ["gates", "--variant", "standard"])
+    assert result.exit_code == 2
+    assert "rr: error: standard has no gate to read; the gated variants are review_neutral" in result.output
+    assert "Traceback" not in result.output
+
+
+# ------------------------------------------------------------------ one spelling of each choice
+
+
+def test_option_choices_spell_the_librarys_tuples():
+    from rr_analysis.estimates import STATS
+    from rr_analysis.stats import ADJUST_METHODS
+    from rr_analysis.tables import FORMATS
+
+    assert [f.value for f in Format] == list(FORMATS)
+    assert [a.value for a in Adjust] == list(ADJUST_METHODS)
+    assert [s.value for s in Stat] == list(STATS)
+
+
+@pytest.mark.parametrize("fmt", list(Format))
+def test_sizes_renders_every_format(fmt):
+    result = runner.invoke(app, ["sizes", "--format", fmt.value, "--vocab", "257"])
+    assert result.exit_code == 0, result.output
+    tiny = "tiny & review\\_neutral & 128" if fmt is Format.latex else "tiny"
+    assert tiny in result.output
+    if fmt is Format.csv:
+        rows = list(csv.DictReader(io.StringIO(result.output)))
+        assert len(rows) == 36 and rows[-1]["variant"] == "rezero" and rows[-1]["d_model"] == "128"
+    if fmt is Format.markdown:
+        assert "|---|---|---:|---:|---:|---:|---:|---:|" in result.output

@@ -1,0 +1,128 @@
+"""What the residual gates do on a batch: each gated sublayer's r, for `rr gates`.
+
+Review and Highway expose their gate as ``rule.r(h, u)`` (`rr_model.model`); `gate_stats` reads it through
+forward hooks during one extra forward pass, so the model's own forward stays untouched. `gates` builds
+the model (fresh at a seed, or from a trainer checkpoint) and its batch: the project's synthetic stories
+in bytes (`rr_model.synthetic`), so nothing is downloaded. Imports torch.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pandas as pd
+import torch
+import torch.nn as nn
+
+from rr_model import checkpoint
+from rr_model.config import model_config
+from rr_model.errors import InputError
+from rr_model.model import GPT, RESIDUALS
+from rr_model.synthetic import stories
+from rr_model.tokens import BYTE_EOS, encode_bytes
+from rr_model.variants import NAMES, REFERENCE
+
+__all__ = ["gate_stats", "gates", "BYTE_VOCAB", "GATED"]
+
+BYTE_VOCAB = BYTE_EOS + 1  # the byte tokenizer's vocabulary: 256 bytes and the end of a document
+GATED: tuple[str, ...] = tuple(v for v in NAMES if hasattr(RESIDUALS[v], "r"))  # variants with a gate r
+_STATS = ("mean", "std", "frac_open", "frac_closed")
+
+
+@torch.no_grad()
+def gate_stats(model: GPT, idx: torch.Tensor) -> list[dict]:
+    """One record per gated sublayer, in depth order: how open its gate r is on the batch `idx`.
+
+    Returns
+    -------
+    Records with keys layer (block index), sublayer ("attn" or "mlp"), mean and std of r, frac_open (share
+    of r > 0.9) and frac_closed (share of r < 0.1), pooled over every position and channel. Empty for
+    variants without a gate (standard, layerscale, rezero).
+    """
+    gated = [
+        (i, name, rule)
+        for i, block in enumerate(model.transformer.h)
+        for name, rule in (("attn", block.res_attn), ("mlp", block.res_mlp))
+        if hasattr(rule, "r")
+    ]
+    found = []
+
+    def record(rule: nn.Module, args: tuple[torch.Tensor, torch.Tensor], output: torch.Tensor) -> None:
+        r = rule.r(*args).float()
+        found.append(torch.stack([r.mean(), r.std(), (r > 0.9).float().mean(), (r < 0.1).float().mean()]))
+
+    hooks = [rule.register_forward_hook(record) for _, _, rule in gated]
+    try:
+        model(idx)
+    finally:
+        for hook in hooks:
+            hook.remove()
+    values = torch.stack(found).tolist() if found else []
+    return [
+        {"layer": i, "sublayer": name, **dict(zip(_STATS, v, strict=True))}
+        for (i, name, _), v in zip(gated, values, strict=True)
+    ]
+
+
+def gates(
+    size: str = "tiny",
+    variant: str = REFERENCE,
+    *,
+    checkpoint_path: str | os.PathLike | None = None,
+    batch: int = 8,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """Each gated sublayer's r on a batch of synthetic stories, for a fresh model or a checkpoint.
+
+    Parameters
+    ----------
+    size, variant
+        The model, freshly initialised at `seed` (byte vocabulary). Ignored with `checkpoint_path`.
+    checkpoint_path
+        A checkpoint of rr's trainer (``NAME.checkpoints/SIZE-VARIANT-seedS.pt``): its size, variant and
+        weights are used. It must have been trained on bytes (``--tokenizer bytes`` or synthetic data).
+    batch, seed
+        Sequences in the batch, each of the model's block size; `seed` draws them (and the fresh weights).
+
+    Returns
+    -------
+    DataFrame with columns layer, sublayer, mean, std, frac_open, frac_closed (see `gate_stats`).
+
+    Example
+    -------
+    >>> gates("tiny")["mean"].round(2).unique().tolist()  # Review's gates start at exactly 0.5
+    [0.5]
+    """
+    torch.manual_seed(seed)
+    model, variant = _model(size, variant, checkpoint_path)
+    rows = gate_stats(model.eval(), _batch(model.config.block_size, batch, seed))
+    if not rows:
+        raise InputError(f"{variant} has no gate to read; the gated variants are {', '.join(GATED)}")
+    return pd.DataFrame(rows)
+
+
+def _model(size: str, variant: str, path: str | os.PathLike | None) -> tuple[GPT, str]:
+    """A fresh model of (size, variant) at the byte vocabulary, or the one a checkpoint holds."""
+    if path is None:
+        return GPT(model_config(size, variant, BYTE_VOCAB)), variant
+    saved = checkpoint.load(path)
+    config, weights = saved["config"], saved["model"]
+    vocab = weights["transformer.wte.weight"].shape[0]
+    if vocab != BYTE_VOCAB:
+        raise InputError(
+            f"{path} was trained with a vocabulary of {vocab:,} ({config.get('tokenizer')}); rr gates reads "
+            f"its batch as bytes, so it reads checkpoints of byte-level runs ({BYTE_VOCAB} tokens) only"
+        )
+    model = GPT(model_config(config["size"], config["variant"], vocab))
+    model.load_state_dict(weights)
+    return model, config["variant"]
+
+
+def _batch(block: int, batch: int, seed: int) -> torch.Tensor:
+    """`batch` windows of `block` bytes from the synthetic stories, each document ended by EOS."""
+    text = np.concatenate(
+        [np.append(encode_bytes(s), BYTE_EOS) for s in stories(max(64, batch * block // 200))]
+    )
+    starts = np.random.default_rng(seed).integers(0, len(text) - block, size=batch)
+    return torch.from_numpy(np.stack([text[s : s + block] for s in starts]).astype(np.int64))
