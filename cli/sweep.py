@@ -84,6 +84,13 @@ SETUP = typer.Option(
 MAX_TIMEOUTS = typer.Option(
     3, "--max-timeouts", min=0, help="Requeues allowed after time limits, per job.", rich_help_panel=SLURM
 )
+PER_RUN_FILES = typer.Option(
+    False,
+    "--per-run-files",
+    help="Each job appends its row to its own file, OUT's .parts/SIZE-VARIANT-seedN.csv, not to OUT: for "
+    "filesystems whose locks do not hold across hosts. Join them with rr merge.",
+    rich_help_panel=SLURM,
+)
 STATUS = typer.Option(
     False, "--status", help="List the sweep's jobs: id, run, state, step reached, log.", rich_help_panel=SLURM
 )
@@ -160,9 +167,13 @@ def _status_or_cancel(out: Path, cancel: bool) -> None:
     echo_records(rows, Format.text, title=f"rr sweep: jobs of {out} ({state_path(out)})")
 
 
-def _slurm(todo: list, out: Path, resources, dry_run: bool) -> None:
+def _slurm(todo: list, out: Path, resources, per_run_files: bool, dry_run: bool) -> None:
     """Submit `todo` as a job array (or show it, with the sbatch script, under --dry-run)."""
+    from rr_model.runs import dataset_keys
+
     launch = _launch()
+    if per_run_files:
+        todo = [cfg for cfg in todo if cfg.key not in dataset_keys(launch.part_path(out, cfg.key))]
     busy = launch.active_keys(launch.job_status(out))
     if busy & {cfg.key for cfg in todo}:
         todo = [cfg for cfg in todo if cfg.key not in busy]
@@ -176,8 +187,8 @@ def _slurm(todo: list, out: Path, resources, dry_run: bool) -> None:
         typer.echo(f"\nsbatch script (submitit writes it under {launch.job_folder(out)}):\n")
         typer.echo(launch.sbatch_script(out, resources, len(todo)))
         return
-    entries = launch.submit_runs(todo, out, launch.slurm_executor(out, resources))
-    keys = ("job_id", "size", "variant", "seed", "log")
+    entries = launch.submit_runs(todo, out, launch.slurm_executor(out, resources), per_run_files)
+    keys = ("job_id", "size", "variant", "seed", "out", "log")
     echo_records([{k: e[k] for k in keys} for e in entries], Format.text, title="rr sweep: submitted")
     typer.echo(f"rr sweep: follow them with rr sweep --status --out {out}; stop them with --cancel")
 
@@ -225,6 +236,7 @@ def sweep(
     sbatch: list[str] | None = SBATCH,
     setup: list[str] | None = SETUP,
     max_timeouts: int = MAX_TIMEOUTS,
+    per_run_files: bool = PER_RUN_FILES,
     status: bool = STATUS,
     cancel: bool = CANCEL,
 ) -> None:
@@ -234,7 +246,8 @@ def sweep(
     is restarted by running it again. With the local launcher each run is `rr train` in its own process (a
     crash loses that run only); it ends with a summary and the analysis table of the file, exit 1 if any run
     failed or crashed. With `--launcher slurm` each run is a submitit job that appends its row to the same
-    file when it finishes; `--status` and `--cancel` follow and stop them.
+    file when it finishes (or to its own file, `--per-run-files`); `--status` and `--cancel` follow and stop
+    them. `--effect` plans the seeds a target gap needs instead of `--seeds`.
     """
     from rr_model.runs import DEFAULT_OUT
     from rr_model.sweep import plan_sweep
@@ -242,6 +255,7 @@ def sweep(
 
     out = out or DEFAULT_OUT
     options = dict(data=data, tokenizer=tokenizer, steps=steps, precision=precision, compile=compile_)
+    options |= dict(device=device, checkpoint_every=checkpoint_every)
     with known_errors():
         if status and cancel:
             raise InputError("--status and --cancel: give one of them")
@@ -252,21 +266,13 @@ def sweep(
             if seeds:
                 raise InputError("--effect plans the seeds itself: give --effect or --seeds, not both")
             plan_seeds = _effect_seeds(out, _items(sizes), effect, variants)
-        todo, skipped = plan_sweep(
-            out,
-            _items(sizes),
-            plan_seeds,
-            variants,
-            device=device,
-            checkpoint_every=checkpoint_every,
-            **options,
-        )
+        todo, skipped = plan_sweep(out, _items(sizes), plan_seeds, variants, **options)
         typer.echo(f"rr sweep: {len(todo)} run(s) to train, {len(skipped)} already in {out}")
         if launcher is Launcher.local:
             return _local(todo, out, nproc, dry_run)
         extra = dict(sbatch=_sbatch(sbatch), setup=tuple(setup or ()), max_timeouts=max_timeouts)
         resources = _launch().Resources(partition, account, time, gpus, cpus, mem_gb, **extra)
-        _slurm(todo, out, resources, dry_run)
+        _slurm(todo, out, resources, per_run_files, dry_run)
 
 
 def register(app: typer.Typer) -> None:

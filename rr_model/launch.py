@@ -37,6 +37,7 @@ __all__ = [
     "Resources",
     "TrainJob",
     "job_folder",
+    "part_path",
     "slurm_executor",
     "sbatch_script",
     "submit_runs",
@@ -154,15 +155,27 @@ def sbatch_script(out: str | os.PathLike, resources: Resources, n_jobs: int) -> 
     return executor._make_submission_file_text(executor._submitit_command_str, "dry-run")
 
 
-def submit_runs(runs: list[TrainConfig], out: str | os.PathLike, executor: submitit.Executor) -> list[dict]:
+def part_path(out: str | os.PathLike, key: tuple[str, str, int]) -> Path:
+    """The results file of one run when each job writes its own: `data/scaling_v8.parts/1B-highway-seed3.csv`."""
+    out = Path(out)
+    size, variant, seed = key
+    return out.parent / f"{out.stem}.parts" / f"{size}-{variant}-seed{seed}.csv"
+
+
+def submit_runs(
+    runs: list[TrainConfig], out: str | os.PathLike, executor: submitit.Executor, per_run_files: bool = False
+) -> list[dict]:
     """Submit one `TrainJob` per run (a job array on Slurm) and record them in the state file of `out`.
 
-    Returns the state entries, in the order of `runs` (see `rr_model.sweepstate`). A default dataset that
-    starts as the published rows is created here, before any job runs, so no job reads it half-written.
+    Each job appends its row to `out`, or with `per_run_files` to its own `part_path` (no file is shared, so
+    no lock has to hold across hosts; `rr merge` joins them). Returns the state entries, in the order of
+    `runs` (see `rr_model.sweepstate`). A default dataset that starts as the published rows is created
+    here, before any job runs, so no job reads it half-written.
     """
+    targets = [part_path(out, cfg.key) if per_run_files else Path(out) for cfg in runs]
     for size in {cfg.size for cfg in runs}:
         start_from_published(Path(out), size)
-    jobs = executor.submit_array([TrainJob(cfg, out) for cfg in runs])
+    jobs = executor.submit_array([TrainJob(cfg, target) for cfg, target in zip(runs, targets, strict=True)])
     now = datetime.now(timezone.utc).isoformat(timespec="seconds")
     entries = [
         {
@@ -171,10 +184,11 @@ def submit_runs(runs: list[TrainConfig], out: str | os.PathLike, executor: submi
             "folder": str(executor.folder),
             **dict(zip(("size", "variant", "seed"), cfg.key, strict=True)),
             "steps": cfg.steps,
+            "out": str(target),
             "log": str(job.paths.stdout),
             "submitted": now,
         }
-        for cfg, job in zip(runs, jobs, strict=True)
+        for cfg, job, target in zip(runs, jobs, targets, strict=True)
     ]
     add_jobs(out, entries)
     return entries
@@ -199,25 +213,26 @@ def _saved_step(path: Path) -> int | None:
 def job_status(out: str | os.PathLike) -> list[dict[str, Any]]:
     """Each recorded job of `out`: job_id, size, variant, seed, state, step and log.
 
-    state is DONE when the run's row is in `out`, else the scheduler's: Slurm's (from one `sacct` call;
-    UNKNOWN where it cannot say) or, for submitit's local executor, RUNNING or ENDED. step is the run's
-    steps when done, else the step of its checkpoint (0 when it has none yet).
+    state is DONE when the run's row is in the file its job writes (`out`, or its own part file), else the
+    scheduler's: Slurm's (from one `sacct` call; UNKNOWN where it cannot say) or, for submitit's local
+    executor, RUNNING or ENDED. step is the run's steps when done, else the step of its checkpoint (0 when
+    it has none yet).
     """
     from rr_model.checkpoint import checkpoint_path
 
     entries = read_jobs(out)
-    done = dataset_keys(out)
+    done = {target: dataset_keys(target) for target in {e["out"] for e in entries}}
     slurm = {
         e["job_id"]: submitit.SlurmJob(e["folder"], e["job_id"]) for e in entries if e["executor"] == "slurm"
     }
     rows = []
     for e in entries:
         key = (e["size"], e["variant"], e["seed"])
-        if key in done:
+        if key in done[e["out"]]:
             state, step = "DONE", e["steps"]
         else:
             state = _scheduler_state(e, slurm)
-            step = _saved_step(checkpoint_path(out, *key)) or 0
+            step = _saved_step(checkpoint_path(e["out"], *key)) or 0
         rows.append({"job_id": e["job_id"], **dict(zip(("size", "variant", "seed"), key, strict=True)),
                      "state": state, "step": step, "log": e["log"]})  # fmt: skip
     return rows

@@ -133,6 +133,35 @@ def test_slurm_sweep_submits_one_array_and_status_and_cancel_follow_it(tmp_path,
     assert cancel.exit_code == 0 and (fake_slurm / "scancel.log").read_text() == "4242_1\n"
 
 
+def test_per_run_files_give_each_job_its_own_results_file_to_merge(tmp_path, fake_slurm, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    args = ["sweep", "--launcher", "slurm", "--sizes", "tiny", "--seeds", "0,1", "--variant", "standard",
+            "--data", "synthetic", "--steps", 6, "--out", "sweep.csv", "--per-run-files"]  # fmt: skip
+    assert rr(*args).exit_code == 0
+    parts = [Path("sweep.parts/tiny-standard-seed0.csv"), Path("sweep.parts/tiny-standard-seed1.csv")]
+    assert [Path(j["out"]) for j in read_jobs("sweep.csv")] == parts
+    pickled = DelayedSubmission.load(tmp_path / "sweep.jobs" / "4242_1" / "4242_1_submitted.pkl")
+    assert Path(pickled.function.out) == parts[1]
+    parts[0].parent.mkdir()  # as the trainer makes it
+
+    append_rows(parts[0], [{"size": "tiny", "variant": "standard", "seed": 0, "params_M": 1.13, "steps": 6,
+                            "val_loss": 2.9, "ece": 0.1, "minutes": 0.1}])  # fmt: skip
+    (fake_slurm / "sacct.txt").write_text("JobID|State|NodeList\n4242_0|COMPLETED|n1\n4242_1|FAILED|n2\n")
+    states = [(r["job_id"], r["state"]) for r in job_status("sweep.csv")]
+    assert states == [("4242_0", "DONE"), ("4242_1", "FAILED")]
+    assert rr(*args).exit_code == 0  # only the unfinished run is submitted again, as a single job
+    assert (fake_slurm / "calls").read_text() == "sbatch\nsbatch\n"
+    assert [(j["job_id"], j["seed"], j["out"]) for j in read_jobs("sweep.csv")][2:] == [
+        ("4242", 1, str(parts[1]))
+    ]
+    assert "#SBATCH --array" not in (fake_slurm / "submitted.sh").read_text()
+
+    append_rows(parts[1], [{"size": "tiny", "variant": "standard", "seed": 1, "params_M": 1.13, "steps": 6,
+                            "val_loss": 2.8, "ece": 0.1, "minutes": 0.1}])  # fmt: skip
+    assert rr("merge", *parts, "--out", "merged.csv").exit_code == 0
+    assert load_sweep("merged.csv")["val_loss"].tolist() == [2.9, 2.8]
+
+
 def test_slurm_needs_srun_and_bad_sbatch_items_are_clear(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", str(tmp_path))  # no Slurm here
     args = ["sweep", "--launcher", "slurm", "--sizes", "tiny", "--seeds", "0", "--out", tmp_path / "x.csv"]
