@@ -12,11 +12,15 @@ from rr_model.variants import label
 __all__ = ["claims", "CLAIM_COLUMNS"]
 
 CLAIM_COLUMNS: tuple[str, ...] = ("id", "claim", "test", "evidence", "verdict")
+_NA = "n/a: the test does not run on these data (see `rr analyze table` for the reason)"
 
 
 def _cells(t: pd.DataFrame, size: str, col: str, spec: str = ".3f") -> str:
     rows = t[t["size"] == size]
-    return ", ".join(f"{label(b)} {v:{spec}}" for b, v in zip(rows["baseline"], rows[col], strict=True))
+    return ", ".join(
+        f"{label(b)} {'n/a' if pd.isna(v) else format(v, spec)}"
+        for b, v in zip(rows["baseline"], rows[col], strict=True)
+    )
 
 
 def _at(t: pd.DataFrame, size: str) -> pd.DataFrame:
@@ -30,12 +34,12 @@ def _trend_claims(t: pd.DataFrame, top: str) -> list[dict]:
     return [
         {"id": "p_about_0.07", "claim": f"{top}: p about 0.07", "test": "Welch (the paper's test), raw p",
          "evidence": f"Welch p: {_cells(t, top, 'welch_p')}",
-         "verdict": "reproduced, to rounding" if near else "not reproduced"},
+         "verdict": _NA if welch.isna().all() else "reproduced, to rounding" if near else "not reproduced"},
         {"id": "a_trend", "claim": f"{top}: the advantage is a trend, not significant",
          "test": f"paired (primary), {t['adjust'].iloc[0]} over {t['family_m_paired'].iloc[0]} tests",
          "evidence": f"adjusted p: {_cells(t, top, 'p_adj_paired', '.4f')}; gap {_cells(t, top, 'gap', '.4f')}",
-         "verdict": "understated: significant under the primary test" if (paired < ALPHA).all()
-         else "supported: not significant under the primary test"},
+         "verdict": _NA if paired.isna().all() else "understated: significant under the primary test"
+         if (paired < ALPHA).all() else "supported: not significant under the primary test"},
     ]  # fmt: skip
 
 
@@ -75,7 +79,7 @@ def _emergence(df: pd.DataFrame) -> list[dict]:
 def _significant(t: pd.DataFrame, size: str) -> dict:
     """ "p < 0.05" at `size`: raw Welch, Welch after adjustment over the paper's family, and the primary."""
     raw, adj = _at(t, size)["welch_p"], _at(t, size)["p_adj_welch"]
-    verdict = ("holds only uncorrected" if (raw < ALPHA).all() and not (adj < ALPHA).all()
+    verdict = (_NA if raw.isna().all() else "holds only uncorrected" if (raw < ALPHA).all() and not (adj < ALPHA).all()
                else "holds after adjustment" if (adj < ALPHA).all() else "not reproduced")  # fmt: skip
     return {"id": f"significant_{size}", "claim": f"{size}: p < 0.05", "test": "Welch, raw and adjusted; paired (primary)",
             "evidence": f"Welch p {_cells(t, size, 'welch_p')}; {t['adjust'].iloc[0]} over "
@@ -95,7 +99,7 @@ def _no_advantage(t: pd.DataFrame, e: pd.DataFrame, small: list[str], margin: fl
     return {"id": "no_advantage_small", "claim": f"no advantage through {small[-1]}",
             "test": f"paired (primary) and mixed, raw p; TOST paired, margin ±{margin:g}",
             "evidence": ("differences at 5%: " + "; ".join(found) if found else "no difference at 5%")
-            + f"; TOST p max {eq['paired_tost_p'].max():.3f}", "verdict": verdict}  # fmt: skip
+            + (f"; TOST p max {eq['paired_tost_p'].max():.3f}" if eq["paired_tost_p"].notna().any() else "; TOST n/a"), "verdict": verdict}  # fmt: skip
 
 
 def _budget(df: pd.DataFrame) -> dict:

@@ -148,7 +148,12 @@ def pooled_resid_sd(df: pd.DataFrame) -> tuple[float, str]:
     cells = df.groupby(["size", "variant"], sort=False).ngroup().to_numpy()
     blocks = df.groupby(["size", "seed"], sort=False).ngroup().to_numpy()
     X = np.eye(cells.max() + 1)[cells]
-    if len(df) - X.shape[1] < 1 or np.bincount(blocks).max() < 2:
+    if len(df) - X.shape[1] < 1:
+        return (
+            np.nan,
+            "one run per (size, variant): no residual df, the within-seed residual SD cannot be estimated",
+        )
+    if np.bincount(blocks).max() < 2:
         return np.nan, "no seed ran two variants at one size: the within-seed residual SD cannot be estimated"
     y = df["val_loss"].to_numpy(float)
     fit = BlockModel(y, X, blocks).fit(reml=True)

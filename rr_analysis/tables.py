@@ -101,11 +101,11 @@ def _table_notes(t: pd.DataFrame) -> list[str]:
 
 def _row_notes(key: str) -> Callable[[pd.DataFrame], list[str]]:
     def notes(t: pd.DataFrame) -> list[str]:
-        where = (
-            (lambda r: f"{r['size']} {label(r['baseline'])}")
-            if "size" in t
-            else (lambda r: label(r["baseline"]))
-        )
+        def where(r: pd.Series) -> str:
+            return " ".join(
+                [*([r["size"]] if "size" in t else []), *([label(r["baseline"])] if "baseline" in t else [])]
+            )
+
         return [f"{where(r)}: {r[key]}" for _, r in t.iterrows() if r[key]]
 
     return notes

@@ -238,3 +238,14 @@ def test_card_command_rewrites_only_the_block(tmp_path):
     assert text.startswith("intro\n") and text.endswith("tail\n") and "old" not in text
     assert card_mismatch(text, gap_table(load_sweep())) is None
     assert analyze("--card", "--card-file", str(tmp_path / "none.md")).exit_code == 2
+
+
+@pytest.mark.parametrize("keep", ["two_sizes", "one_seed"])
+@pytest.mark.parametrize("view", ["table", "equivalence", "claims", "power --effect 0.003", "power"])
+def test_thin_data_gives_sentences_not_tracebacks(tmp_path, keep, view):
+    df = load_sweep()
+    thin = df[df["size"].isin(["60M", "150M"])] if keep == "two_sizes" else df[df["seed"] == 0]
+    path = tmp_path / "thin.csv"
+    write_sweep(thin, path)
+    result = analyze(*view.split(), "--data", str(path))
+    assert result.exit_code == 0 and "Traceback" not in result.output and "nan" not in result.output.lower()

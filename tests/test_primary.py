@@ -131,7 +131,7 @@ def test_seed_plan_reaches_the_power_and_costs_the_recorded_minutes(sweep):
 def test_seed_plan_degenerate_cases_say_a_sentence(sweep):
     one_seed = sweep[sweep["seed"] == 0]
     plan = seed_plan(one_seed, 0.003)
-    assert plan["seeds_needed"].isna().all() and plan["note"].str.contains("cannot be estimated").all()
+    assert plan["seeds_needed"].isna().all() and plan["note"].str.contains("no residual df").all()
     tiny = seed_plan(sweep, 1e-9)
     assert tiny["seeds_to_add"].isna().all() and tiny["note"].str.contains("too small").all()
     flat = sweep.assign(val_loss=sweep.groupby(["size", "variant"])["val_loss"].transform("mean"))
