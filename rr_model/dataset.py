@@ -11,7 +11,7 @@ import csv
 import errno
 import io
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from importlib import resources
 from pathlib import Path
@@ -151,7 +151,7 @@ def _split_plain(raw: bytes, path) -> Cells:
             column_types=dict.fromkeys(names, pa.string()), strings_can_be_null=False
         ),
     )
-    return header, dict(zip(header, table.columns, strict=True)), rows + 1
+    return dict(zip(header, table.columns, strict=True)), rows + 1
 
 
 def _split_quoted(raw: bytes, path) -> Cells:
@@ -176,7 +176,7 @@ def _split_quoted(raw: bytes, path) -> Cells:
         raise _file_problem(path, f"is not valid CSV (line {reader.line_num}: {e})") from None
     _check_rows(len(rows), problems, path)
     columns = {name: pa.chunked_array([[r[j] for r in rows]], pa.string()) for j, name in enumerate(header)}
-    return header, columns, np.array(lines, dtype=np.int64)
+    return columns, np.array(lines, dtype=np.int64)
 
 
 def _check_rows(n: int, problems: list[Problem], path) -> None:
@@ -259,13 +259,14 @@ def _size_problems(s: pa.ChunkedArray, lines: np.ndarray) -> list[Problem]:
     return problems
 
 
-def _schema_problems(df: pd.DataFrame, lines: list[int], skip: set[tuple[int, str]]) -> list[Problem]:
+def _schema_problems(df: pd.DataFrame, lines: Sequence[int]) -> list[Problem]:
+    """What the schema finds wrong in `df`, cited by `lines[i]` for the row labelled i (one per cell)."""
     try:
         SCHEMA.validate(df, lazy=True)
         return []
     except pandera.errors.SchemaErrors as e:
         fc = e.failure_cases
-    problems, seen = [], set(skip)
+    problems, seen = [], set()
     for row in fc.itertuples(index=False):
         if pd.isna(row.index):
             continue
@@ -280,7 +281,7 @@ def _schema_problems(df: pd.DataFrame, lines: list[int], skip: set[tuple[int, st
         if (line, column) in seen:
             continue
         seen.add((line, column))
-        value = df.at[i, column] if column in df.columns else tuple(df.loc[i, KEY])
+        value = df.at[i, column] if column in df.columns else tuple(map(plain, df.loc[i, KEY]))
         problems.append(Problem(line, column, plain(value), rule))
     return sorted(problems, key=lambda p: (p.line, p.column or ""))
 
@@ -310,14 +311,15 @@ def _cells(raw: bytes, path) -> Cells:
 
 def _parse(raw: bytes, path, new_from: int | None = None) -> pd.DataFrame:
     """Parse and validate the bytes of a sweep file; rows from line `new_from` on are being appended."""
-    header, columns, lines = _cells(raw, path)
+    columns, lines = _cells(raw, path)
     df, problems = _typed(columns, lines)
     del columns
-    problems += _schema_problems(df, lines, {(p.line, p.column) for p in problems})
+    if problems:  # rows with a cell that did not parse hold fillers: keep them out of the schema's checks
+        df = df[~np.isin(lines, [p.line for p in problems])]
+    problems += _schema_problems(df, lines)
     if problems:
-        if new_from is not None:
-            problems = [_as_new(p, new_from) for p in problems]
-        raise DataError(path, sorted(problems, key=lambda p: (p.line or 0, p.column or "")))
+        problems.sort(key=lambda p: (p.line or 0, p.column or ""))
+        raise DataError(path, problems if new_from is None else [_as_new(p, new_from) for p in problems])
     df.attrs["path"] = str(path) if path is not None else None
     df.attrs["lines"] = _Lines(lines.tolist())
     return df
@@ -397,7 +399,7 @@ def write_sweep(df: pd.DataFrame, path: str | os.PathLike, *, exact: bool = Fals
     """
     path = Path(path)
     refuse_reference(path)
-    problems = _schema_problems(df[FIELDS].reset_index(drop=True), list(range(2, len(df) + 2)), set())
+    problems = _schema_problems(df[FIELDS].reset_index(drop=True), range(2, len(df) + 2))
     if problems:
         raise DataError(path, problems)
     if exact:
@@ -432,7 +434,7 @@ def append_rows(path: str | os.PathLike, rows: Iterable[Mapping]) -> pd.DataFram
         if create_new(path, lambda f: f.write(whole)):
             return df
     with locked(path, os.O_RDWR | os.O_APPEND) as fd:  # another writer may have created it meanwhile
-        existing = read_regular(path)
+        existing = _read_bytes(path)
         if not existing.strip():  # empty, as a writer killed mid-create once left it: add the header
             body = (",".join(FIELDS) + "\n").encode("utf-8") + body
         elif not existing.endswith(b"\n"):

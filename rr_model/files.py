@@ -102,7 +102,7 @@ def read_regular(path: str | os.PathLike, limit: int = MAX_READ) -> bytes:
         st = os.fstat(fd)
         if (what := _kind(st.st_mode)) is not None:
             raise Unreadable(path, f"is {what}, not a regular file")
-        too_big = Unreadable(path, f"is larger than {limit >> 20} MiB, more than rr reads into memory")
+        too_big = Unreadable(path, f"is larger than {limit:,} bytes, more than rr reads into memory")
         if st.st_size > limit:
             raise too_big
         with os.fdopen(os.dup(fd), "rb") as f:

@@ -1,0 +1,146 @@
+"""Bad input and the published reference copy: every refusal names the rule and the spelling to use."""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+import pytest
+
+from rr_model import dataset
+from rr_model.dataset import FIELDS, DataError, append_rows, bundled_path, load_sweep, write_sweep
+
+HEADER = ",".join(FIELDS)
+ROW = "60M,review_neutral,{seed},59.47,8000,1.7016,0.0087,6.9"
+NEW = {
+    "size": "60M",
+    "variant": "review_neutral",
+    "seed": 3,
+    "params_M": 59.47,
+    "steps": 8000,
+    "val_loss": 1.69,
+}
+
+
+def problems_of(tmp_path, *rows: str) -> str:
+    path = tmp_path / "s.csv"
+    path.write_text("\n".join([HEADER, *rows]) + "\n", encoding="utf-8")
+    with pytest.raises(DataError) as err:
+        load_sweep(path)
+    return str(err.value)
+
+
+@pytest.fixture
+def reference(tmp_path, monkeypatch):
+    """A stand-in for the installed reference copy, so links to it can be made on the same filesystem."""
+    ref = tmp_path / "installed" / "scaling_v8.csv"
+    ref.parent.mkdir()
+    shutil.copy(bundled_path(), ref)
+    monkeypatch.setattr(dataset, "bundled_path", lambda: ref)
+    return ref
+
+
+@pytest.mark.parametrize("how", ["itself", "hard link", "symlink"])
+def test_the_reference_copy_is_refused_under_any_name(tmp_path, reference, how):
+    path = {"itself": reference, "hard link": tmp_path / "h.csv", "symlink": tmp_path / "s.csv"}[how]
+    if how == "hard link":
+        os.link(reference, path)
+    elif how == "symlink":
+        path.symlink_to(reference)
+    before = reference.read_bytes()
+    with pytest.raises(DataError, match="is the reference copy of the published sweep installed with rr"):
+        append_rows(path, [NEW])
+    with pytest.raises(DataError, match="never writes"):
+        write_sweep(load_sweep(), path)
+    assert reference.read_bytes() == before
+
+
+def test_an_edited_reference_copy_is_an_error_naming_the_installed_file(reference):
+    reference.write_text(reference.read_text().replace(",1.698,", ",1.598,"))
+    with pytest.raises(DataError) as err:
+        load_sweep()
+    assert str(err.value) == (
+        f"{reference}: is the installed reference copy of the published sweep, and it does not match its "
+        "pinned digest (it was edited or damaged); reinstall rr-toolkit to restore it"
+    )
+
+
+@pytest.mark.parametrize(
+    "label, shown, canonical",
+    [("６０M", "'\\uff16\\uff10M'", "60M"), ("٦٠M", "'\\u0666\\u0660M'", "60M"), ("60.0M", "'60.0M'", "60M")],
+)
+def test_a_second_spelling_of_a_size_is_refused_naming_the_canonical_one(tmp_path, label, shown, canonical):
+    message = problems_of(tmp_path, ROW.format(seed=0).replace("60M", label, 1))
+    assert (
+        f"line 2, column size: {shown} - is another spelling of the size {canonical}; write it {canonical}"
+        in (message)
+    )
+
+
+def test_a_zero_size_is_refused(tmp_path):
+    message = problems_of(tmp_path, ROW.format(seed=0).replace("60M", "0M", 1))
+    assert (
+        "column size: '0M' - must be a ladder size or a <number><K|M|B> label in ASCII digits, greater"
+        in (message)
+    )
+
+
+@pytest.mark.parametrize("seed", ["abc", "0x10", "1_000", "1e1", "1.0", "٣"])
+def test_a_seed_that_is_not_plain_digits_is_not_an_integer(tmp_path, seed):
+    message = problems_of(tmp_path, ROW.format(seed=0), ROW.format(seed=seed))
+    assert f"line 3, column seed: {ascii(seed)} - is not an integer" in message
+    assert "duplicate" not in message
+
+
+def test_seeds_beyond_int64_are_refused_and_the_largest_is_kept_exactly(tmp_path):
+    message = problems_of(tmp_path, ROW.format(seed=2**63), ROW.format(seed=10**30))
+    assert (
+        "line 2, column seed: '9223372036854775808' - is too large: an integer must be below 2^63" in message
+    )
+    assert "line 3, column seed: '1" + "0" * 30 + "' - is too large" in message
+    path = tmp_path / "ok.csv"
+    path.write_text(HEADER + "\n" + ROW.format(seed=2**63 - 1) + "\n")
+    assert load_sweep(path)["seed"].tolist() == [2**63 - 1]
+
+
+def test_messages_show_plain_values_and_escape_look_alike_text(tmp_path):
+    message = problems_of(
+        tmp_path,
+        ROW.format(seed=0),
+        ROW.format(seed=0).replace("1.7016", "1.7"),
+        "60M,h\u0456ghway,0,60.68,8000,1.698,,",
+        "60M,highway,1,1e8,8000,1.698,,",
+    )
+    assert "np." not in message
+    assert "line 2, column size,variant,seed: ('60M', 'review_neutral', 0) - duplicate run" in message
+    assert "line 4, column variant: 'h\\u0456ghway' - must be one of" in message
+    assert "line 5, column params_M: 100000000.0 - must be a number > 0 and at most 1e+07" in message
+
+
+def test_a_refused_append_cites_the_existing_line_and_the_new_row(tmp_path):
+    path = tmp_path / "s.csv"
+    path.write_text(HEADER + "\n" + ROW.format(seed=3) + "\n")
+    before = path.read_bytes()
+    with pytest.raises(DataError) as err:
+        append_rows(path, [NEW, {**NEW, "seed": 4, "val_loss": 25.0}])
+    assert str(err.value).splitlines()[1:] == [
+        "  line 2, column size,variant,seed: ('60M', 'review_neutral', 3) - duplicate run: this (size, variant, "
+        "seed) appears more than once",
+        "  new row 1, column size,variant,seed: ('60M', 'review_neutral', 3) - duplicate run: this (size, "
+        "variant, seed) appears more than once",
+        "  new row 2, column val_loss: 25.0 - must be a finite number in (0, 20)",
+    ]
+    assert path.read_bytes() == before
+
+
+@pytest.mark.parametrize("make", ["fifo", "device"])
+def test_reading_a_non_regular_file_is_refused_before_reading(tmp_path, make):
+    path = tmp_path / "data.csv"
+    if make == "fifo":
+        os.mkfifo(path)
+    else:
+        path.symlink_to("/dev/zero")
+    with pytest.raises(DataError, match="not a regular file"):
+        load_sweep(path)
+    with pytest.raises(DataError, match="not a regular file"):
+        append_rows(path, [NEW])

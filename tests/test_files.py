@@ -1,0 +1,159 @@
+"""rr_model.files: what a reader refuses, what a killed writer leaves, and how a file is named."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from rr_model.files import (
+    MAX_READ,
+    Unreadable,
+    atomic_write,
+    create_new,
+    read_regular,
+    same_file,
+    temp_name,
+)
+
+
+def test_read_regular_refuses_a_fifo_without_waiting_for_a_writer(tmp_path):
+    fifo = tmp_path / "pipe.csv"
+    os.mkfifo(fifo)
+    with pytest.raises(Unreadable, match="is a FIFO \\(named pipe\\), not a regular file"):
+        read_regular(fifo)
+
+
+def test_read_regular_refuses_devices_sockets_and_links_to_them(tmp_path):
+    with pytest.raises(Unreadable, match="is a character device"):
+        read_regular("/dev/zero")
+    (tmp_path / "zero.csv").symlink_to("/dev/zero")
+    with pytest.raises(Unreadable, match="is a character device"):
+        read_regular(tmp_path / "zero.csv")
+    sock = socket.socket(socket.AF_UNIX)
+    try:
+        sock.bind(str(tmp_path / "s.csv"))
+        with pytest.raises(Unreadable, match="is a socket"):
+            read_regular(tmp_path / "s.csv")
+    finally:
+        sock.close()
+
+
+def test_read_regular_caps_what_it_reads(tmp_path):
+    small = tmp_path / "small"
+    small.write_bytes(b"0123456789")
+    assert read_regular(small, limit=10) == b"0123456789"
+    with pytest.raises(Unreadable, match="is larger than 9 bytes"):
+        read_regular(small, limit=9)
+    huge = tmp_path / "huge.csv"
+    with huge.open("wb") as f:
+        f.truncate(MAX_READ + 1)  # sparse: no disk used, nothing read
+    with pytest.raises(Unreadable, match="is larger than 1,073,741,824 bytes"):
+        read_regular(huge)
+
+
+def test_same_file_sees_through_hard_links_and_symlinks(tmp_path):
+    a = tmp_path / "a"
+    a.write_text("x")
+    os.link(a, tmp_path / "hard")
+    (tmp_path / "soft").symlink_to(a)
+    b = tmp_path / "b"
+    b.write_text("x")
+    assert same_file(a, tmp_path / "hard") and same_file(a, tmp_path / "soft")
+    assert not same_file(a, b) and not same_file(a, tmp_path / "absent")
+
+
+def test_create_new_never_replaces_and_leaves_no_temporary_file(tmp_path):
+    path = tmp_path / "f.csv"
+    assert create_new(path, lambda f: f.write(b"first\n"))
+    assert not create_new(path, lambda f: f.write(b"second\n"))
+    assert path.read_bytes() == b"first\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["f.csv"]
+
+
+def test_create_new_without_hard_links_creates_exclusively(tmp_path, monkeypatch):
+    def no_links(src, dst):
+        raise PermissionError(1, "Operation not permitted")
+
+    monkeypatch.setattr(os, "link", no_links)
+    path = tmp_path / "f.csv"
+    assert create_new(path, lambda f: f.write(b"first\n"))
+    assert not create_new(path, lambda f: f.write(b"second\n"))
+    assert path.read_bytes() == b"first\n"
+
+
+def _dead_pid() -> int:
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    return proc.pid
+
+
+def test_the_next_write_removes_what_killed_writers_left(tmp_path):
+    path = tmp_path / "fig.png"
+    dead, alive = temp_name(path, _dead_pid()), temp_name(path, os.getppid())
+    dead.write_bytes(b"half a figure")
+    alive.write_bytes(b"someone is still writing this")
+    atomic_write(path, lambda f: f.write(b"whole"))
+    assert path.read_bytes() == b"whole"
+    assert not dead.exists() and alive.exists()
+
+
+# A child that stalls forever at `obj.name` (after touching argv[2]); killed there, it is a writer killed
+# at that point. argv[1] is the target path.
+STALL = """
+import os, sys, time
+from pathlib import Path
+import rr_model.dataset, rr_model.files
+obj = {obj}
+
+def stalled(*args, **kwargs):
+    Path(sys.argv[2]).touch()
+    time.sleep(3600)
+
+setattr(obj, "{name}", stalled)
+{call}
+"""
+
+
+def kill_midway(tmp_path: Path, obj: str, name: str, call: str, target: Path) -> None:
+    """Run `call` in a child that stalls at `obj.name`, SIGKILL it there, and wait for it to end."""
+    ready = tmp_path / "stalled"
+    ready.unlink(missing_ok=True)
+    code = STALL.format(obj=obj, name=name, call=call)
+    proc = subprocess.Popen([sys.executable, "-c", code, str(target), str(ready)])
+    while not ready.exists() and proc.poll() is None:
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert ready.exists(), "the child ended before it reached the point it stalls at"
+
+
+def test_a_writer_killed_before_its_rename_leaves_a_temporary_file_the_next_write_removes(tmp_path):
+    target = tmp_path / "fig.png"
+    call = "rr_model.files.atomic_write(sys.argv[1], lambda f: f.write(b'half'))"
+    kill_midway(tmp_path, "rr_model.files.os", "replace", call, target)
+    leftovers = list(tmp_path.glob(".fig.png.*.rr-tmp"))
+    assert len(leftovers) == 1 and not target.exists()
+    atomic_write(target, lambda f: f.write(b"whole"))
+    assert target.read_bytes() == b"whole" and not leftovers[0].exists()
+
+
+ROW = {"size": "tiny", "variant": "standard", "seed": 0, "params_M": 1.13, "steps": 100, "val_loss": 2.2}
+
+
+@pytest.mark.parametrize("obj, name", [("rr_model.dataset", "_parse"), ("rr_model.files.os", "link")])
+def test_first_append_killed_midway_leaves_no_file_and_the_next_one_succeeds(tmp_path, obj, name):
+    from rr_model.dataset import append_rows, load_sweep
+
+    target = tmp_path / "new.csv"
+    kill_midway(tmp_path, obj, name, f"rr_model.dataset.append_rows(sys.argv[1], [{ROW!r}])", target)
+    assert not target.exists()  # not an empty file that would block the next `rr train --out`
+    append_rows(target, [ROW])
+    assert load_sweep(target)["seed"].tolist() == [0]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["new.csv", "stalled"]
