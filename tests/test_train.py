@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -27,7 +28,7 @@ from rr_model.model import GPT
 from rr_model.tokens import TINYSTORIES, Tokens
 from rr_model.train import TrainConfig, lr_at, plan_runs, recipe_differences, train
 
-RR = shutil.which("rr") or pytest.fail("the rr entry point is not installed")
+RR = str(Path(sys.executable).with_name("rr"))  # this interpreter's console script: no PATH lookup
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,114 @@
+"""The house's structure as tests: import contracts, no module cycles, short functions, a light `rr --help`.
+
+The contracts themselves are in `.importlinter` at the repository root (`lint-imports` runs them too).
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ("cli", "rr_analysis", "rr_model")
+SOURCES = [p for folder in (*PACKAGES, "bench") for p in sorted((ROOT / folder).glob("*.py"))]
+MAX_LINES = 60  # lines of code in one function, docstring, comments and blank lines aside
+
+
+def test_import_contracts_are_kept():
+    """Layers cli > rr_analysis > rr_model, rr_model's floors, and the independent renderers and commands."""
+    lint = Path(sys.executable).with_name("lint-imports")  # installed with this interpreter; no PATH lookup
+    result = subprocess.run([lint, "--no-cache"], cwd=ROOT, capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout[result.stdout.find("Broken contracts") :] or result.stderr
+
+
+def test_no_module_imports_itself_back_through_others():
+    """Every import counts, those inside functions too: an import on use that dodges a cycle is a cycle."""
+    import grimp
+
+    g = grimp.build_graph(*PACKAGES, cache_dir=None)
+    loops = [
+        f"{a} -> {b} -> ... -> {a}"
+        for a in sorted(g.modules)
+        for b in sorted(g.find_modules_directly_imported_by(a))
+        if g.chain_exists(importer=b, imported=a)
+    ]
+    assert loops == []
+
+
+def code_lines(node: ast.AST, source: list[str]) -> int:
+    """Lines of `node` that hold code: not blank, not a comment alone, not part of its docstring."""
+    skip = set()
+    body = getattr(node, "body", [])
+    if body and isinstance(body[0], ast.Expr) and isinstance(getattr(body[0], "value", None), ast.Constant):
+        if isinstance(body[0].value.value, str):
+            skip = set(range(body[0].lineno, body[0].end_lineno + 1))
+    lines = range(node.lineno, node.end_lineno + 1)
+    return sum(1 for i in lines if i not in skip and source[i - 1].strip()[:1] not in ("", "#"))
+
+
+def long_functions(path: Path) -> list[str]:
+    text = path.read_text()
+    source = text.splitlines()
+    return [
+        f"{path.relative_to(ROOT)}:{node.lineno} {node.name} ({n} lines)"
+        for node in ast.walk(ast.parse(text))
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+        and (n := code_lines(node, source)) >= MAX_LINES
+    ]
+
+
+def test_code_lines_leave_out_the_docstring_comments_and_blanks():
+    source = 'def f(x):\n    """Doc.\n\n    More.\n    """\n    # why\n\n    y = x\n    return y  # so\n'
+    (node,) = ast.parse(source).body
+    assert code_lines(node, source.splitlines()) == 3
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_function_is_under_60_lines_of_code(path):
+    assert long_functions(path) == []
+
+
+def test_help_loads_no_heavy_library():
+    """`rr --help` lists the commands with typer alone: no torch, statsmodels, seaborn, scipy or pandas."""
+    heavy = ("torch", "statsmodels", "seaborn", "scipy", "pandas", "matplotlib")
+    code = (
+        "import sys; from typer.testing import CliRunner; from cli.main import app; "
+        "assert CliRunner().invoke(app, ['--help']).exit_code == 0; "
+        f"print(sorted(m for m in {heavy!r} if m in sys.modules))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True
+    )
+    assert result.stdout.strip() == "[]"
+
+
+class _OnImport(ast.NodeVisitor):
+    """The calls a module makes when it is imported: at its top level, in decorators and in defaults."""
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+
+    def visit_Call(self, node: ast.Call) -> None:
+        self.calls.append(ast.unparse(node.func))
+        self.generic_visit(node)
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> None:  # the body runs later, when called
+        for n in (*node.decorator_list, *node.args.defaults, *node.args.kw_defaults):
+            if n is not None:
+                self.visit(n)
+
+    def visit_Lambda(self, node: ast.Lambda) -> None:
+        self.visit(node.args)
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "tests").glob("test_*.py")), ids=lambda p: p.name)
+def test_collecting_a_test_module_needs_no_rr_on_path(path):
+    """Importing a test module must not look up `rr` (or run anything): pytest collects without it."""
+    visitor = _OnImport()
+    visitor.visit(ast.parse(path.read_text()))
+    looked_up = [c for c in visitor.calls if c.endswith("which") or c.startswith("subprocess.")]
+    assert looked_up == []
