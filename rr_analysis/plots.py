@@ -2,12 +2,14 @@
 
 Every ``*_figure`` function takes the data it draws (the statistics library's tidy tables, or the loaded
 sweep for the raw views), returns a matplotlib ``Figure`` and never computes a test itself;
-`save_figure` writes a figure atomically in the format its file suffix names. Figures are built with
-matplotlib's object API, without pyplot: nothing here needs a display or touches pyplot's global state,
-and a notebook shows a returned Figure as it would any other.
+`save_figure` writes a figure atomically in the format its file suffix names. Seaborn draws the views
+that are its kind of plot (the per-seed strip and point plots, the scaling lines), on axes of a Figure
+made here; the emergence and calibration figures are matplotlib for exact control of nudges and stars.
+Seaborn is imported inside the functions that draw with it, so importing this module stays cheap, and
+no figure is registered with pyplot: a notebook shows a returned Figure as it would any other.
 
 Colours and labels come from the variant registry (`rr_model.variants`), the order of sizes from
-`rr_analysis.summary.sizes_in_order`: one fixed, colour-blind-safe colour per variant in every figure.
+`rr_analysis.cells.sizes_in_order`: one fixed, colour-blind-safe colour per variant in every figure.
 """
 
 from __future__ import annotations
