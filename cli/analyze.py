@@ -76,9 +76,9 @@ def analyze(
     chosen_view = chosen.pop() if chosen else View.table
     width = None if wide or fmt is not Format.text else shutil.get_terminal_size().columns
     with known_errors():
-        from rr_model.dataset import load_sweep
+        from cli.dataload import load_checked
 
-        df = load_sweep(data)
+        df = load_checked(data)
         if chosen_view is View.card:
             _write_card(card_file, df)
             return

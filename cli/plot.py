@@ -38,12 +38,12 @@ def _write(data: Path | None, out: Path, dpi: int, draw: Callable) -> None:
 
     matplotlib.use("Agg")  # headless, whatever the environment says; rr draws files only
 
+    from cli.dataload import load_checked
     from rr_analysis.plots import check_writable, save_figure
-    from rr_model.dataset import load_sweep
 
     with known_errors():
         check_writable(out)  # before loading or drawing: a bad --out fails at once
-        path = save_figure(draw(load_sweep(data)), out, dpi=dpi)
+        path = save_figure(draw(load_checked(data)), out, dpi=dpi)
     typer.echo(str(path))
 
 

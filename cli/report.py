@@ -33,11 +33,12 @@ def report(
 
     matplotlib.use("Agg")  # headless, whatever the environment says; rr draws files only
 
+    from cli.dataload import load_checked
     from rr_analysis.report import write_report
-    from rr_model.dataset import bundled_path, load_sweep
+    from rr_model.dataset import bundled_path
 
     with known_errors():
-        path = write_report(load_sweep(data), out, source=str(data or bundled_path()), dpi=dpi)
+        path = write_report(load_checked(data), out, source=str(data or bundled_path()), dpi=dpi)
     typer.echo(str(path))
 
 

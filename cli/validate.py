@@ -21,7 +21,8 @@ def validate(
     Where a run sidecar (`NAME.runs.jsonl`, written by `rr train`) sits beside a file, its rows are joined to
     their run records and any row that disagrees with its record, or was added without one, is listed.
 
-    Exit 0 when every file is valid, 2 when any is not (all problems are listed).
+    Exit 0 when every file is valid, 2 when any is not (all problems are listed). A file that holds published
+    rows but has changed or lost some of them is not valid: rows may be added, never altered.
     """
     from rr_analysis.summary import describe
     from rr_model.dataset import DataError, bundled_path, load_sweep
@@ -37,11 +38,11 @@ def validate(
             failed = True
             continue
         integrity = check_integrity(df)
-        typer.echo(f"{path}: OK: {describe(df)}; {integrity.summary()}")
-        for line in integrity.changed:
-            typer.echo(f"  changed: {line}")
-        if integrity.missing and integrity.present:
-            typer.echo("  missing: " + "; ".join(", ".join(map(str, k)) for k in integrity.missing))
+        failed |= integrity.altered
+        verdict = "ALTERED" if integrity.altered else "OK"
+        typer.echo(f"{path}: {verdict}: {describe(df)}; {integrity.summary()}")
+        for line in integrity.details():
+            typer.echo(f"  {line}")
         if sidecar_path(path).exists():
             for line in summarize_join(join(df, sidecar_path(path)), integrity.present):
                 typer.echo(f"  {line}")

@@ -14,7 +14,14 @@ import pandas as pd
 from rr_model.dataset import FIELDS, DataError, format_row, load_sweep
 from rr_model.schema import KEY, Problem
 
-__all__ = ["Integrity", "check_integrity", "digest", "verify_reference", "PUBLISHED_DIGEST"]
+__all__ = [
+    "Integrity",
+    "check_integrity",
+    "digest",
+    "integrity_warning",
+    "verify_reference",
+    "PUBLISHED_DIGEST",
+]
 
 # SHA-256 of the published rows in canonical form (sorted by size, variant, seed; published number format).
 # Pins the reference copy itself: a test fails if rr_model/published/scaling_v8.csv is ever edited.
@@ -55,6 +62,18 @@ class Integrity:
     def intact(self) -> bool:
         return not self.missing and not self.changed
 
+    @property
+    def altered(self) -> bool:
+        """Holds published rows, but not all of them as published: the file cannot stand for the paper's."""
+        return self.present > 0 and not self.intact
+
+    def details(self) -> list[str]:
+        """One line per changed value and one for the missing rows (empty for a file of its own)."""
+        missing = "; ".join(", ".join(map(str, k)) for k in self.missing)
+        return [f"changed: {c}" for c in self.changed] + (
+            [f"missing: {missing}"] if missing and self.present else []
+        )
+
     def summary(self) -> str:
         if self.present == 0:
             return "no published rows (a sweep of its own)"
@@ -91,3 +110,13 @@ def check_integrity(df: pd.DataFrame, reference: pd.DataFrame | None = None) -> 
                 where = f"line {int(b['_line'])}" if pd.notna(b["_line"]) else "row"
                 out.changed.append(f"{where} ({', '.join(map(str, key))}), {col}: published {va}, found {vb}")
     return out
+
+
+def integrity_warning(df: pd.DataFrame) -> str | None:
+    """What to tell a reader of results computed from `df` whose published rows were altered; else None."""
+    report = check_integrity(df)
+    if not report.altered:
+        return None
+    where = df.attrs.get("path") or "the data"
+    lines = "\n".join(f"  {d}" for d in report.details())
+    return f"{where}: {report.summary()}; results from it are not the published ones:\n{lines}"

@@ -6,6 +6,7 @@ import shutil
 import subprocess
 import sys
 
+import pytest
 from typer.testing import CliRunner
 
 from cli.main import app
@@ -32,14 +33,46 @@ def test_validate_bad_file_exits_2_with_problems_and_no_traceback(tmp_path):
     assert "Traceback" not in result.output
 
 
-def test_validate_reports_a_changed_published_value(tmp_path):
+def altered(tmp_path):
+    """The published sweep with one value changed (now on line 4) and one row gone (60M review_neutral seed 1)."""
     path = tmp_path / "s.csv"
-    path.write_text(
+    text = (
         bundled_path().read_text().replace("60M,highway,0,60.68,8000,1.698,", "60M,highway,0,60.68,8000,1.7,")
     )
+    path.write_text(
+        "".join(line for line in text.splitlines(True) if not line.startswith("60M,review_neutral,1,"))
+    )
+    return path
+
+
+def test_validate_fails_on_a_changed_or_missing_published_row(tmp_path):
+    path = altered(tmp_path)
     result = runner.invoke(app, ["validate", str(path)])
-    assert result.exit_code == 0
-    assert "changed: line 5 (60M, highway, 0), val_loss: published 1.698, found 1.7" in result.output
+    assert result.exit_code == 2
+    assert f"{path}: ALTERED: 41 rows" in result.output
+    assert "changed: line 4 (60M, highway, 0), val_loss: published 1.698, found 1.7" in result.output
+    assert "missing: 60M, review_neutral, 1" in result.output
+
+
+def test_added_rows_keep_a_file_valid(tmp_path):
+    path = tmp_path / "s.csv"
+    path.write_text(bundled_path().read_text() + "2B,standard,0,2000.0,5000,1.4,,\n")
+    result = runner.invoke(app, ["validate", str(path)])
+    assert result.exit_code == 0 and "OK" in result.output and "1 row(s) added" in result.output
+
+
+@pytest.mark.parametrize(
+    "command", [["analyze", "--power"], ["plot", "scaling", "--dpi", "20", "-o", "x.png"]]
+)
+def test_results_from_altered_published_rows_warn_once_naming_them(tmp_path, monkeypatch, command):
+    monkeypatch.chdir(tmp_path)
+    path = altered(tmp_path)
+    result = CliRunner().invoke(app, [*command, "--data", str(path)])
+    assert result.exit_code == 0, result.output
+    assert result.stderr.count("rr: warning:") == 1
+    assert "changed: line 4 (60M, highway, 0), val_loss: published 1.698, found 1.7" in result.stderr
+    assert "missing: 60M, review_neutral, 1" in result.stderr
+    assert "rr: warning" not in result.stdout
 
 
 def test_validate_several_files_fails_if_any_fails(tmp_path):
@@ -53,7 +86,7 @@ def test_validate_several_files_fails_if_any_fails(tmp_path):
 def run_rr(*args: str) -> subprocess.CompletedProcess:
     exe = shutil.which("rr")
     cmd = [exe, *args] if exe else [sys.executable, "-m", "cli.main", *args]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    return subprocess.run(cmd, capture_output=True, text=True)
 
 
 def test_entry_point_validate_and_error_stream(tmp_path):
@@ -70,7 +103,7 @@ def test_help_imports_nothing_heavy():
         "r = CliRunner().invoke(app, ['--help']); assert r.exit_code == 0, r.output; "
         "print(sorted(m for m in ('torch', 'statsmodels', 'seaborn', 'matplotlib', 'scipy') if m in sys.modules))"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
 

@@ -1,0 +1,19 @@
+"""Loading `--data` for a command that computes results: validate it, and warn once if its published rows
+were altered (the results would not be the published ones)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+
+def load_checked(data: Path | None):
+    """`rr_model.dataset.load_sweep(data)`, with `rr: warning:` on stderr naming altered published rows."""
+    from rr_model.dataset import load_sweep
+    from rr_model.integrity import integrity_warning
+
+    df = load_sweep(data)
+    if (warning := integrity_warning(df)) is not None:
+        typer.echo(f"rr: warning: {warning}", err=True)
+    return df
