@@ -270,6 +270,8 @@ def sweep(
         typer.echo(f"rr sweep: {len(todo)} run(s) to train, {len(skipped)} already in {out}")
         if launcher is Launcher.local:
             return _local(todo, out, nproc, dry_run)
+        if nproc > 1:
+            raise InputError("--nproc is the local launcher's; with --launcher slurm give --gpus per run")
         extra = dict(sbatch=_sbatch(sbatch), setup=tuple(setup or ()), max_timeouts=max_timeouts)
         resources = _launch().Resources(partition, account, time, gpus, cpus, mem_gb, **extra)
         _slurm(todo, out, resources, per_run_files, dry_run)

@@ -39,6 +39,12 @@ def rr(*args):
     return CliRunner().invoke(app, [str(a) for a in args])
 
 
+def finish(path, seed: int, val_loss: float) -> None:
+    """The row a finished tiny run of 6 steps appends."""
+    row = {"size": "tiny", "variant": "standard", "seed": seed, "params_M": 1.13, "steps": 6}
+    append_rows(path, [{**row, "val_loss": val_loss, "ece": 0.1, "minutes": 0.1}])
+
+
 def sbatch_lines(script: str) -> set[str]:
     return {line for line in script.splitlines() if line.startswith("#SBATCH")}
 
@@ -118,8 +124,7 @@ def test_slurm_sweep_submits_one_array_and_status_and_cancel_follow_it(tmp_path,
 
     (fake_slurm / "sacct.txt").write_text("JobID|State|NodeList\n4242_0|RUNNING|n1\n4242_1|PENDING|None\n")
     checkpoint.save(checkpoint.checkpoint_path(out, "tiny", "standard", 1), {"step": 4})
-    append_rows(out, [{"size": "tiny", "variant": "standard", "seed": 0, "params_M": 1.13, "steps": 6,
-                       "val_loss": 2.9, "ece": 0.1, "minutes": 0.1}])  # fmt: skip
+    finish(out, seed=0, val_loss=2.9)
     status = rr("sweep", "--status", "--out", out)
     assert status.exit_code == 0, status.output
     rows = [line.split() for line in status.stdout.splitlines() if line.startswith("4242_")]
@@ -144,8 +149,7 @@ def test_per_run_files_give_each_job_its_own_results_file_to_merge(tmp_path, fak
     assert Path(pickled.function.out) == parts[1]
     parts[0].parent.mkdir()  # as the trainer makes it
 
-    append_rows(parts[0], [{"size": "tiny", "variant": "standard", "seed": 0, "params_M": 1.13, "steps": 6,
-                            "val_loss": 2.9, "ece": 0.1, "minutes": 0.1}])  # fmt: skip
+    finish(parts[0], seed=0, val_loss=2.9)
     (fake_slurm / "sacct.txt").write_text("JobID|State|NodeList\n4242_0|COMPLETED|n1\n4242_1|FAILED|n2\n")
     states = [(r["job_id"], r["state"]) for r in job_status("sweep.csv")]
     assert states == [("4242_0", "DONE"), ("4242_1", "FAILED")]
@@ -156,8 +160,7 @@ def test_per_run_files_give_each_job_its_own_results_file_to_merge(tmp_path, fak
     ]
     assert "#SBATCH --array" not in (fake_slurm / "submitted.sh").read_text()
 
-    append_rows(parts[1], [{"size": "tiny", "variant": "standard", "seed": 1, "params_M": 1.13, "steps": 6,
-                            "val_loss": 2.8, "ece": 0.1, "minutes": 0.1}])  # fmt: skip
+    finish(parts[1], seed=1, val_loss=2.8)
     assert rr("merge", *parts, "--out", "merged.csv").exit_code == 0
     assert load_sweep("merged.csv")["val_loss"].tolist() == [2.9, 2.8]
 
@@ -169,13 +172,14 @@ def test_slurm_needs_srun_and_bad_sbatch_items_are_clear(tmp_path, monkeypatch):
     assert result.exit_code == 2 and "needs Slurm here" in result.stderr and "--dry-run" in result.stderr
     result = rr(*args, "--sbatch", "=high")
     assert result.exit_code == 2 and "expected KEY=VALUE or KEY" in result.stderr
+    result = rr(*args, "--nproc", 2)
+    assert result.exit_code == 2 and "give --gpus per run" in result.stderr
 
 
 def test_a_job_whose_run_is_already_in_the_file_returns_at_once(tmp_path, monkeypatch):
     monkeypatch.setenv("SUBMITIT_EXECUTOR", "local")  # inside a (local) submitit job
     out = tmp_path / "done.csv"
-    append_rows(out, [{"size": "tiny", "variant": "standard", "seed": 0, "params_M": 1.13, "steps": 6,
-                       "val_loss": 2.9, "ece": 0.1, "minutes": 0.1}])  # fmt: skip
+    finish(out, seed=0, val_loss=2.9)
     job = TrainJob(TrainConfig("tiny", "standard", 0, data="synthetic", steps=6), out)
     assert job() is None and len(load_sweep(out)) == 1
     requeued = job.checkpoint()
@@ -224,3 +228,21 @@ def test_a_job_signalled_out_of_time_is_requeued_and_resumes_bitwise(tmp_path):
     assert job_status(out)[0]["state"] == "DONE" and not ckpt.exists()
     same = ["size", "variant", "seed", "params_M", "steps", "val_loss", "ece"]  # minutes: wall-clock
     assert load_sweep(out)[same].equals(load_sweep(tmp_path / "whole.csv")[same])
+
+
+@pytest.mark.slow
+def test_a_job_with_two_tasks_trains_one_run_data_parallel(tmp_path, monkeypatch):
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")  # two processes on a small machine
+    cfg = TrainConfig("tiny", "standard", data="synthetic", steps=6)
+    one = train(cfg, tmp_path / "one.csv")
+
+    out = tmp_path / "two.csv"
+    executor = submitit.LocalExecutor(job_folder(out))
+    executor.update_parameters(timeout_min=60, tasks_per_node=2)  # what --gpus 2 asks of Slurm
+    (entry,) = submit_runs([cfg], out, executor)
+    os.waitpid(int(entry["job_id"]), 0)
+
+    (two,) = provenance.read_records(provenance.sidecar_path(out))  # rank 0 alone writes
+    assert two["world_size"] == 2 and len(load_sweep(out)) == 1
+    assert two["result"]["val_loss"] == pytest.approx(one["result"]["val_loss"], abs=1e-5)
+    assert two["result"]["ece"] == pytest.approx(one["result"]["ece"], abs=1e-5)
