@@ -2,10 +2,10 @@
 
 `data/scaling_v8.csv` -> `data/scaling_v8.sweep.json`, a JSON object {"jobs": [entry, ...]}. An entry is
 what the submitter knew when it submitted a job: job_id, executor ("slurm", or "local" for submitit's
-local executor), folder (submitit's job folder pattern, with %j), size, variant, seed, steps, log (the job's
-stdout), out (the results file the job appends to: the dataset, or its own part file) and submitted (ISO
-time). Everything that changes later (the job's state, the step reached) is read
-live by `rr_model.launch.job_status`, so only the submitter writes this file: it replaces it whole with
+local executor), folder (submitit's job folder pattern, with %j), size, variant, seed, steps, out (the
+results file the job appends to: the dataset, or its own part file), log (the job's stdout) and submitted
+(ISO time). Everything that changes later (the job's state, the step reached) is read live by
+`rr_model.launch.job_status`, so only the submitter writes this file: it replaces it whole with
 `rr_model.files.atomic_write` under `rr_model.files.locked` on `<state>.lock`, so two sweeps submitting to
 the same dataset at once keep both their entries. Torch-free.
 """
