@@ -10,6 +10,7 @@ statistic.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -24,6 +25,7 @@ from rr_analysis.power import power_table
 from rr_analysis.stats import gap_table
 from rr_analysis.summary import describe
 from rr_analysis.tables import render
+from rr_model.files import atomic_dir
 from rr_model.integrity import check_integrity
 
 __all__ = ["REPORT_NAME", "Report", "build_report", "write_report"]
@@ -43,6 +45,9 @@ _RAW = (
 )  # fmt: skip
 
 
+_FILES = (REPORT_NAME, *(name for name, _, _ in _EMERGENCE + _RAW))  # all rr writes into a report folder
+
+
 @dataclass
 class Report:
     """A report held in memory: the Markdown text and the figures it links, by file name."""
@@ -60,6 +65,15 @@ def _figure(report: Report, name: str, caption: str, draw) -> list[str]:
         report.omitted[name] = str(e)
         return [f"*Not drawn: {e}.*", ""]
     return [f"![{caption}]({name})", "", f"*{caption}*", ""]
+
+
+def _code(text: str) -> str:
+    """`text` as a Markdown code span that nothing in it can close: fenced by one backtick more than its
+    longest run of backticks (CommonMark 6.1), line breaks shown as \\n so the span stays on one line."""
+    text = text.replace("\r", "\\r").replace("\n", "\\n")
+    fence = "`" * (max(map(len, re.findall("`+", text)), default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
 
 
 def build_report(df: pd.DataFrame, source: str = "the published sweep") -> Report:
@@ -86,7 +100,7 @@ def build_report(df: pd.DataFrame, source: str = "the published sweep") -> Repor
     md = [
         "# Review Residuals sweep: analysis report",
         "",
-        f"Data: `{source}`: {describe(df)}; {check_integrity(df).summary()}.",
+        f"Data: {_code(source)}: {describe(df)}; {check_integrity(df).summary()}.",
         "",
         f"Written by `rr report` (rr-toolkit {version('rr-toolkit')}). The figures are the PNG files beside this "
         "file, linked by relative paths: keep the folder together.",
@@ -114,25 +128,32 @@ def build_report(df: pd.DataFrame, source: str = "the published sweep") -> Repor
 def write_report(
     df: pd.DataFrame, out_dir: str | os.PathLike, *, source: str = "the published sweep", dpi: int = 120
 ) -> Path:
-    """Write `report.md` and its PNG figures into `out_dir` (created if missing); return the report's path.
+    """Write `report.md` and its PNG figures into the folder `out_dir`; return the report's path.
 
-    Everything is computed before anything is written, so bad data leave the folder untouched. Each file is
-    written atomically, the figures first and `report.md` last; a figure the data cannot support is removed
-    if an earlier run left one, so the folder always matches its report. Raises PlotError (a ValueError)
-    when the folder cannot be created or written.
+    Everything is computed before anything is written, so bad data leave the folder untouched. The folder
+    is built beside `out_dir` and swapped into place (`rr_model.files.atomic_dir`): a reader sees the old
+    report or the new one whole, and a figure the data cannot support does not survive from an earlier run.
+    A missing folder is created (and its parents). Raises PlotError (a ValueError) when `out_dir` is a file,
+    holds files rr does not write there (it is not replaced), or cannot be written.
     """
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
         raise plots.PlotError(f"cannot write the report into {out}: it is a file, not a folder")
+    if out.is_dir() and (foreign := sorted({p.name for p in out.iterdir()} - set(_FILES))):
+        raise plots.PlotError(
+            f"cannot write the report into {out}: it holds files rr does not write there "
+            f"({', '.join(foreign[:5])}), and the whole folder would be replaced; choose a new folder"
+        )
     report = build_report(df, source)
+
+    def build(folder: Path) -> None:
+        for name, fig in report.figures.items():
+            plots.save_figure(fig, folder / name, dpi=dpi)
+        plots.write_atomic(folder / REPORT_NAME, lambda f: f.write(report.markdown.encode("utf-8")))
+
     try:
-        out.mkdir(parents=True, exist_ok=True)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        atomic_dir(out, build)
     except OSError as e:
-        raise plots.PlotError(f"cannot create the folder {out}: {e.strerror or e}") from None
-    for name, fig in report.figures.items():
-        plots.save_figure(fig, out / name, dpi=dpi)
-    for name in report.omitted:
-        (out / name).unlink(missing_ok=True)
-    path = out / REPORT_NAME
-    plots.write_atomic(path, lambda f: f.write(report.markdown.encode("utf-8")))
-    return path
+        raise plots.PlotError(f"cannot write the report into {out}: {e.strerror or e}") from None
+    return out / REPORT_NAME

@@ -14,6 +14,7 @@ emulate flock with byte-range locks served by the lock manager, so it holds acro
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import errno
 import fcntl
 import os
@@ -28,6 +29,7 @@ from rr_model.errors import InputError
 __all__ = [
     "MAX_READ",
     "Unreadable",
+    "atomic_dir",
     "atomic_write",
     "create_new",
     "fsync_path",
@@ -148,6 +150,39 @@ def atomic_write(path: str | os.PathLike, write: Callable[[BinaryIO], object]) -
     finally:
         tmp.unlink(missing_ok=True)
     fsync_path(path.parent)
+
+
+def atomic_dir(path: str | os.PathLike, build: Callable[[Path], object]) -> None:
+    """Build a folder with `build(folder)` in a temporary sibling of `path`, then swap it into place.
+
+    On Linux the swap is one `renameat2(RENAME_EXCHANGE)`: a reader of `path` sees the old folder or the new
+    one whole, never a mix and never nothing. Elsewhere the old folder is removed first. The old folder is
+    deleted afterwards; a builder killed midway leaves a temporary folder that the next build removes.
+    """
+    path = Path(path)
+    _remove_leftovers(path)
+    tmp = temp_name(path)
+    try:
+        tmp.mkdir()
+        build(tmp)
+        fsync_path(tmp)
+        if path.exists():
+            _exchange(tmp, path)
+        else:
+            os.rename(tmp, path)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    fsync_path(path.parent)
+
+
+def _exchange(new: Path, old: Path) -> None:
+    """Swap two folders' names in one step where the kernel can; else remove `old` and rename `new`."""
+    renameat2 = getattr(ctypes.CDLL(None, use_errno=True), "renameat2", None)
+    at_cwd, exchange = -100, 2  # AT_FDCWD, RENAME_EXCHANGE (linux/fcntl.h, linux/fs.h)
+    if renameat2 is not None and renameat2(at_cwd, os.fsencode(new), at_cwd, os.fsencode(old), exchange) == 0:
+        return
+    shutil.rmtree(old)
+    os.rename(new, old)
 
 
 def create_new(path: str | os.PathLike, write: Callable[[BinaryIO], object]) -> bool:

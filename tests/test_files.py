@@ -15,6 +15,7 @@ import pytest
 from rr_model.files import (
     MAX_READ,
     Unreadable,
+    atomic_dir,
     atomic_write,
     create_new,
     read_regular,
@@ -157,3 +158,19 @@ def test_first_append_killed_midway_leaves_no_file_and_the_next_one_succeeds(tmp
     append_rows(target, [ROW])
     assert load_sweep(target)["seed"].tolist() == [0]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["new.csv", "stalled"]
+
+
+def test_atomic_dir_swaps_a_whole_folder_in_and_keeps_the_old_one_until_then(tmp_path):
+    out = tmp_path / "report"
+    out.mkdir()
+    (out / "old.txt").write_text("old")
+    leftover = temp_name(out, _dead_pid())
+    leftover.mkdir()
+
+    def build(folder: Path) -> None:
+        assert (out / "old.txt").read_text() == "old"  # readers still see the old folder whole
+        (folder / "new.txt").write_text("new")
+
+    atomic_dir(out, build)
+    assert [p.name for p in out.iterdir()] == ["new.txt"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["report"]  # old folder and leftover removed

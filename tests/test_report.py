@@ -14,7 +14,7 @@ from rr_analysis.notes import recipe_notes
 from rr_analysis.power import power_table
 from rr_analysis.stats import gap_table
 from rr_analysis.tables import render
-from rr_model.dataset import load_sweep
+from rr_model.dataset import bundled_path, load_sweep
 
 runner = CliRunner()
 LINK = re.compile(r"!\[[^\]]*\]\(([^)]+)\)")
@@ -91,3 +91,28 @@ def test_report_on_bad_data_exits_2_before_creating_the_folder(tmp_path):
     )
     assert result.exit_code == 2 and "absent.csv: no such file" in result.output
     assert not (tmp_path / "r").exists()
+
+
+def test_a_backtick_in_the_data_path_cannot_inject_markup(tmp_path):
+    data = tmp_path / "x`](evil.html)`.csv"
+    data.write_bytes(bundled_path().read_bytes())
+    result = runner.invoke(app, ["report", "--data", str(data), "--out", str(tmp_path / "r"), "--dpi", "20"])
+    assert result.exit_code == 0, result.output
+    text = (tmp_path / "r" / "report.md").read_text(encoding="utf-8")
+    assert f"Data: ``{data}``: 42 rows" in text
+
+
+def test_report_replaces_its_folder_whole_and_refuses_one_holding_other_files(tmp_path):
+    out = tmp_path / "r"
+    out.mkdir()
+    (out / "report.md").write_text("old report")
+    (out / "notes.txt").write_text("mine")
+    result = runner.invoke(app, ["report", "--out", str(out), "--dpi", "20"])
+    assert result.exit_code == 2
+    assert "holds files rr does not write there (notes.txt)" in result.output
+    assert (out / "report.md").read_text() == "old report"
+    (out / "notes.txt").unlink()
+    result = runner.invoke(app, ["report", "--out", str(out), "--dpi", "20"])
+    assert result.exit_code == 0, result.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r"]  # no build or old folder left beside it
+    assert (out / "report.md").read_text().startswith("# Review Residuals sweep")
