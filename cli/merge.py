@@ -10,7 +10,7 @@ from cli.errors import known_errors
 
 
 def merge(
-    paths: list[Path] = typer.Argument(..., help="Sweep CSVs to merge, in order.", show_default=False),
+    paths: list[Path] = typer.Argument(..., help="Sweep files to merge, in order.", show_default=False),
     out: Path = typer.Option(..., "--out", help="The new merged file; must not exist.", show_default=False),
 ) -> None:
     """Merge sweep files into a new one, with their provenance sidecars (`X.runs.jsonl`).
