@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from cli.errors import fail
+from cli.errors import fail, known_errors
 
 
 def validate(
@@ -24,30 +24,36 @@ def validate(
     Exit 0 when every file is valid, 2 when any is not (all problems are listed). A file that holds published
     rows but has changed or lost some of them is not valid: rows may be added, never altered.
     """
-    from rr_analysis.summary import describe
-    from rr_model.dataset import DataError, bundled_path, load_sweep
-    from rr_model.integrity import check_integrity
-    from rr_model.provenance import join, sidecar_path, summarize_join
+    from rr_model.dataset import bundled_path
 
     failed = False
     for path in paths or [bundled_path()]:
         try:
-            df = load_sweep(path)
-        except DataError as e:
-            typer.echo(f"rr: error: {e}", err=True)
+            failed |= not _check(path)
+        except typer.Exit:  # known_errors printed the error
             failed = True
-            continue
-        integrity = check_integrity(df)
-        failed |= integrity.altered
-        verdict = "ALTERED" if integrity.altered else "OK"
-        typer.echo(f"{path}: {verdict}: {describe(df)}; {integrity.summary()}")
-        for line in integrity.details():
-            typer.echo(f"  {line}")
-        if sidecar_path(path).exists():
-            for line in summarize_join(join(df, sidecar_path(path)), integrity.present):
-                typer.echo(f"  {line}")
     if failed:
         raise fail("validation failed", 2) if len(paths or []) > 1 else typer.Exit(2)
+
+
+def _check(path: Path) -> bool:
+    """Print what `rr validate` says of one file; whether it is valid. rr's own errors exit via known_errors."""
+    from rr_analysis.summary import describe
+    from rr_model.dataset import load_sweep
+    from rr_model.integrity import check_integrity
+    from rr_model.provenance import join, sidecar_path, summarize_join
+
+    with known_errors():
+        df = load_sweep(path)
+        integrity = check_integrity(df)
+        joined = join(df, sidecar_path(path)) if sidecar_path(path).exists() else None
+    typer.echo(f"{path}: {'ALTERED' if integrity.altered else 'OK'}: {describe(df)}; {integrity.summary()}")
+    for line in integrity.details():
+        typer.echo(f"  {line}")
+    if joined is not None:
+        for line in summarize_join(joined, integrity.present):
+            typer.echo(f"  {line}")
+    return not integrity.altered
 
 
 def register(app: typer.Typer) -> None:

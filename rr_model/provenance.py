@@ -18,7 +18,8 @@ from typing import Any
 
 import pandas as pd
 
-from rr_model.files import locked
+from rr_model.errors import InputError
+from rr_model.files import locked, read_regular
 
 __all__ = [
     "sidecar_path",
@@ -107,12 +108,51 @@ def append_record(path: str | os.PathLike, record: Mapping[str, Any]) -> None:
 
 
 def read_records(path: str | os.PathLike) -> list[dict[str, Any]]:
-    """Every record of a sidecar, in file order ([] if there is none)."""
+    """Every record of a sidecar, in file order ([] if there is none).
+
+    Raises InputError naming the file and line for a line that is not a JSON object: a torn write (the
+    last line cut short) or an edited file.
+    """
     path = Path(path)
     if not path.exists():
         return []
-    with path.open(encoding="utf-8") as f:
-        return [json.loads(line) for line in f if line.strip()]
+    try:
+        text = read_regular(path).decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise InputError(f"{path}: not a run sidecar (not UTF-8 text: {e.reason})") from None
+    records = []
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except ValueError as e:
+            raise InputError(
+                f"{path}: line {number} is not a complete JSON record ({e.msg}); a write cut short leaves "
+                "such a line: remove it (its run has no row) or restore the file from a copy"
+            ) from None
+        if not isinstance(record, dict):
+            raise InputError(f"{path}: line {number} is not a JSON object but {type(record).__name__}")
+        records.append(record)
+    return records
+
+
+_NEEDED = ("run_id", "environment.toolkit", "environment.git_commit", "environment.device_name",
+           "config.precision", "started", "ended", "result.val_loss", "result.ece")  # fmt: skip
+
+
+def _fields(record: dict[str, Any], path: Path) -> list[Any]:
+    """The values `join` reads from an "ok" record, in `_NEEDED` order; InputError naming what is absent."""
+    values = []
+    for name in _NEEDED:
+        value: Any = record
+        for part in name.split("."):
+            if not isinstance(value, dict) or part not in value:
+                key = ", ".join(str(record.get(k)) for k in ("size", "variant", "seed"))
+                raise InputError(f"{path}: the run record of ({key}) is incomplete: it has no {name}")
+            value = value[part]
+        values.append(value)
+    return values
 
 
 def join(df: pd.DataFrame, sidecar: str | os.PathLike | None = None) -> pd.DataFrame:
@@ -136,26 +176,19 @@ def join(df: pd.DataFrame, sidecar: str | os.PathLike | None = None) -> pd.DataF
     ok = {}
     for r in read_records(path):
         if r.get("status") == "ok":
-            ok[(r["size"], r["variant"], r["seed"])] = r
+            ok[(r.get("size"), r.get("variant"), r.get("seed"))] = _fields(r, path)
     out = df.copy()
     for col in JOIN_COLUMNS:
         out[col] = None
     for i, row in enumerate(df.itertuples(index=False)):
-        r = ok.get((row.size, row.variant, int(row.seed)))
-        if r is None:
+        fields = ok.get((row.size, row.variant, int(row.seed)))
+        if fields is None:
             continue
-        env, result = r["environment"], r["result"]
-        agrees = round(result["val_loss"], 4) == round(row.val_loss, 4) and (
-            pd.isna(row.ece) or round(result["ece"], 4) == round(row.ece, 4)
+        *values, val_loss, ece = fields
+        agrees = round(val_loss, 4) == round(row.val_loss, 4) and (
+            pd.isna(row.ece) or round(ece, 4) == round(row.ece, 4)
         )
-        values = (
-            r["run_id"],
-            env["toolkit"],
-            env["git_commit"],
-            env["device_name"],
-            r["config"]["precision"],
-        )
-        for col, value in zip(JOIN_COLUMNS, (*values, r["started"], r["ended"], agrees), strict=True):
+        for col, value in zip(JOIN_COLUMNS, (*values, agrees), strict=True):
             out.iat[i, out.columns.get_loc(col)] = value
     return out
 

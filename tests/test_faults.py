@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 
 import pytest
+from typer.testing import CliRunner
 
 from rr_model import dataset
 from rr_model.dataset import FIELDS, DataError, append_rows, bundled_path, load_sweep, write_sweep
@@ -144,3 +146,61 @@ def test_reading_a_non_regular_file_is_refused_before_reading(tmp_path, make):
         load_sweep(path)
     with pytest.raises(DataError, match="not a regular file"):
         append_rows(path, [NEW])
+
+
+OWN = HEADER + "\ntiny,standard,0,1.13,100,2.2261,0.0296,0.3\n"
+RECORD = (
+    '{"config": {"precision": "tf32"}, "ended": "e", "environment": {"device_name": "cpu", "git_commit": "c", '
+    '"toolkit": "0.1"}, "result": {"ece": 0.0296, "val_loss": 2.2261}, "run_id": "r", "seed": 0, '
+    '"size": "tiny", "started": "s", "status": "ok", "variant": "standard"}'
+)
+
+
+@pytest.mark.parametrize(
+    "sidecar, message",
+    [
+        (RECORD + "\n" + RECORD[:40], "line 2 is not a complete JSON record"),
+        (RECORD.replace('"run_id": "r", ', "") + "\n", "the run record of (tiny, standard, 0) is incomplete"),
+        ("[1, 2]\n", "line 1 is not a JSON object but list"),
+    ],
+    ids=["torn", "incomplete", "not-an-object"],
+)
+def test_a_torn_or_incomplete_sidecar_is_one_error_line(tmp_path, sidecar, message):
+    from cli.main import app
+
+    path = tmp_path / "own.csv"
+    path.write_text(OWN)
+    (tmp_path / "own.runs.jsonl").write_text(sidecar)
+    result = CliRunner().invoke(app, ["validate", str(path)])
+    assert result.exit_code == 2
+    assert result.stderr.startswith(f"rr: error: {tmp_path / 'own.runs.jsonl'}: ")
+    assert message in result.stderr and len(result.stderr.splitlines()) == 1
+
+
+def test_a_read_only_filesystem_is_one_error_line(tmp_path, monkeypatch):
+    from cli.main import app
+    from rr_model import files
+
+    def read_only(path, *args, **kwargs):
+        raise OSError(errno.EROFS, "Read-only file system", str(path))
+
+    monkeypatch.setattr(files, "_write_synced", read_only)
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(app, ["plot", "scaling", "-o", "s.png", "--dpi", "20"])
+    assert result.exit_code == 2
+    assert result.stderr == "rr: error: cannot write s.png: Read-only file system\n"
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_only_rr_errors_become_exit_2_and_a_bug_keeps_its_traceback():
+    import typer
+
+    from cli.errors import known_errors
+    from rr_model.errors import InputError
+
+    with pytest.raises(typer.Exit) as done, known_errors():
+        raise InputError("a bad option")
+    assert done.value.exit_code == 2
+    for bug in (ValueError("a bug"), KeyError("a bug")):
+        with pytest.raises(type(bug)), known_errors():
+            raise bug
