@@ -45,8 +45,14 @@ COMMANDS: dict[str, tuple[list[str], str]] = {
         "import typer, typer._adapters, pandas, pandera.pandas, pandera.backends.pandas.builtin_checks, "
         "scipy.special, matplotlib; matplotlib.use('Agg'); import matplotlib.figure, matplotlib.backends.backend_agg",
     ),
+    "plot seeds": (  # seaborn draws it: seaborn's import brings scipy.stats (its kde) and statsmodels' top
+        ["plot", "seeds", "--out", "{tmp}/s.png"],
+        "import typer, typer._adapters, pandas, pandera.pandas, pandera.backends.pandas.builtin_checks, "
+        "scipy.special, matplotlib; matplotlib.use('Agg'); import matplotlib.figure, matplotlib.backends.backend_agg, "
+        "seaborn",
+    ),
 }
-TARGETS = {"--help": 0.3, "analyze --table": 1.5}
+TARGETS = {"--help": 0.3, "analyze --table": 1.5, "plot seeds": 2.5}
 RATIO_TARGET = 1.3
 OWN = ("cli", "rr_analysis", "rr_model", "__main__")
 
