@@ -6,7 +6,7 @@ sweep for the raw views), returns a matplotlib ``Figure`` and never computes a t
 that are its kind of plot (the per-seed strip and point plots, the scaling lines), on axes of a Figure
 made here; the emergence and calibration figures are matplotlib for exact control of nudges and stars.
 Seaborn is imported inside the functions that draw with it, so importing this module stays cheap, and
-no figure is registered with pyplot: a notebook shows a returned Figure as it would any other.
+no figure is registered globally: a notebook shows a returned Figure as it would any other.
 
 Colours and labels come from the variant registry (`rr_model.variants`), the order of sizes from
 `rr_analysis.cells.sizes_in_order`: one fixed, colour-blind-safe colour per variant in every figure.
@@ -344,8 +344,8 @@ def seeds_figure(df: pd.DataFrame, *, title: str | None = None) -> Figure:
     interval (`_t_interval`); a grey line per seed joins its runs. Within a size a seed fixes the data
     order for every variant, so runs of the same seed are matched: lines that run parallel mean the seed
     shifts every variant alike (a block effect the paired and mixed tests remove); crossing lines mean
-    the ranking changes with the seed. The facets are axes of one Figure, not a pyplot FacetGrid, so
-    drawing leaves pyplot's list of open figures alone.
+    the ranking changes with the seed. The facets are axes of one Figure made here rather than a
+    figure-level grid, so drawing registers no figure globally.
     """
     sizes = [s for s in sizes_in_order(df) if df.loc[df["size"] == s, "variant"].nunique() >= 2]
     if not sizes:
