@@ -9,6 +9,7 @@ from __future__ import annotations
 import typer
 
 from cli import analyze, depth, gates, merge, plot, report, sizes, sweep, train, validate
+from cli.help import CASE_INSENSITIVE
 
 app = typer.Typer(
     name="rr",
@@ -18,7 +19,7 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
     rich_markup_mode="markdown",
-    context_settings={"help_option_names": ["-h", "--help"]},
+    context_settings={"help_option_names": ["-h", "--help"], **CASE_INSENSITIVE},
 )
 
 

@@ -9,10 +9,12 @@ import typer
 
 from cli.choices import Adjust, Stat
 from cli.errors import known_errors
+from cli.help import CASE_INSENSITIVE
 
 plot_app = typer.Typer(
     help="Draw a figure of a sweep to a file; the format follows the suffix (.png, .pdf, .svg).",
     no_args_is_help=True,
+    context_settings=CASE_INSENSITIVE,
 )
 
 

@@ -21,7 +21,7 @@ OUT = typer.Option(
     None,
     "--out",
     help="Dataset to append the rows to. Default: data/scaling_v8.csv here, started from the published rows "
-    "if missing (rr_model.runs.DEFAULT_OUT).",
+    "if missing.",  # the default is rr_model.runs.DEFAULT_OUT
     show_default=False,
 )
 DATA = typer.Option(

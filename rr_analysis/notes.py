@@ -57,6 +57,14 @@ def _fewer_seeds(df: pd.DataFrame, sizes: list[str]) -> list[dict]:
     return out
 
 
+def _above(value: float, limit: float) -> str:
+    """`value` as a percentage with the decimals it needs to read above `limit` (2.04%, not 2.0%, over 2%)."""
+    decimals = 1
+    while round(value * 100, decimals) <= limit * 100 and decimals < 6:
+        decimals += 1
+    return f"{value:.{decimals}%}"
+
+
 def _params(df: pd.DataFrame, sizes: list[str]) -> list[dict]:
     p = df.groupby(["size", "variant"])["params_M"].mean()
     out = []
@@ -65,7 +73,7 @@ def _params(df: pd.DataFrame, sizes: list[str]) -> list[dict]:
         spread = s.max() / s.min() - 1
         if spread > PARAMS_TOLERANCE:
             out.append({"kind": "params_mismatch", "size": size, "message": f"{size}: parameter counts differ by "
-                        f"{spread:.1%} ({s.idxmin()} {s.min():.2f}M, {s.idxmax()} {s.max():.2f}M), more than "
+                        f"{_above(spread, PARAMS_TOLERANCE)} ({s.idxmin()} {s.min():.2f}M, {s.idxmax()} {s.max():.2f}M), more than "
                         f"{PARAMS_TOLERANCE:.0%}: part of a gap may be capacity"})  # fmt: skip
     return out
 

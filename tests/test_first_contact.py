@@ -1,0 +1,48 @@
+"""What a new user meets first: help that reads whole, names in any case, the nearest valid name."""
+
+from __future__ import annotations
+
+import pytest
+from typer.testing import CliRunner
+
+from cli.main import app
+from rr_analysis.notes import _above
+from rr_model.errors import InputError
+from rr_model.ladder import get_size
+
+runner = CliRunner()
+
+
+@pytest.mark.parametrize(
+    "command", [[], ["train"], ["sweep"], ["plot", "emergence"], ["analyze"], ["report"]]
+)
+def test_help_is_whole_and_flags_carry_no_type(command):
+    result = runner.invoke(app, [*command, "--help"], env={"COLUMNS": "80"})
+    assert result.exit_code == 0, result.output
+    assert "<bool>" not in result.output
+    assert "…" not in result.output  # nothing cut to the terminal's width
+
+
+def test_command_names_are_read_in_any_case(tmp_path):
+    result = runner.invoke(app, ["plot", "Scaling", "-o", str(tmp_path / "s.png"), "--dpi", "20"])
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "s.png").exists()
+
+
+def test_an_unknown_plot_kind_is_told_the_nearest():
+    result = runner.invoke(app, ["plot", "emergnce"])
+    assert result.exit_code == 2 and "Did you mean 'emergence'?" in result.output
+
+
+def test_sizes_are_read_in_any_case_and_an_unknown_one_is_told_the_nearest():
+    assert get_size("150m").name == "150M" and get_size("TINY").name == "tiny"
+    for typed, near in (("15OM", "150M"), ("１５０M", "150M"), ("tinny", "tiny")):
+        with pytest.raises(
+            InputError, match=f"unknown size '{typed}' \\(did you mean {near}\\?\\); the ladder has"
+        ):
+            get_size(typed)
+
+
+def test_a_note_never_reads_as_equal_to_the_limit_it_exceeds():
+    assert _above(0.0204, 0.02) == "2.04%"
+    assert _above(0.035, 0.02) == "3.5%"
