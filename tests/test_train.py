@@ -190,7 +190,7 @@ def test_rr_train_appends_a_valid_row_and_the_loss_falls(tmp_path):
 
 def test_entry_point_subprocess(tmp_path):
     out = tmp_path / "tmp.csv"
-    stdout, stderr = (proc := rr_subprocess(*tiny_args(out, "standard", 10))).communicate(timeout=120)
+    stdout, stderr = (proc := rr_subprocess(*tiny_args(out, "standard", 10))).communicate()
     assert proc.returncode == 0, stderr
     assert "step 10/10 | loss" in stderr and "standard" in stdout
     assert load_sweep(out)["variant"].tolist() == ["standard"]
@@ -201,7 +201,7 @@ def test_two_concurrent_trainers_append_intact_rows(tmp_path):
     env = {**os.environ, "OMP_NUM_THREADS": "1"}  # a core each: oversubscribed OpenMP threads crawl
     procs = [rr_subprocess(*tiny_args(out, "standard", 8, "--seed", seed), env=env) for seed in (0, 1)]
     for p in procs:
-        _, stderr = p.communicate(timeout=180)
+        _, stderr = p.communicate()
         assert p.returncode == 0, stderr
     assert sorted(load_sweep(out)["seed"]) == [0, 1]
     lines = out.read_text().splitlines()
@@ -263,7 +263,7 @@ def test_hub_unreachable_says_how_to_use_data(tmp_path):
     proc = rr_subprocess(
         "train", "--size", "tiny", "--out", tmp_path / "x.csv", env=env
     )  # tinystories: default
-    _, stderr = proc.communicate(timeout=120)
+    _, stderr = proc.communicate()
     assert proc.returncode == 2
     assert stderr.startswith("rr: error: cannot load") and "--data" in stderr and "Traceback" not in stderr
     assert not (tmp_path / "x.csv").exists()
