@@ -164,7 +164,10 @@ def _status_or_cancel(out: Path, cancel: bool) -> None:
     if not rows:
         typer.echo(f"rr sweep: no jobs recorded in {state_path(out)}")
         return
-    echo_records(rows, Format.text, title=f"rr sweep: jobs of {out} ({state_path(out)})")
+    title = f"rr sweep: jobs of {out} ({state_path(out)})"
+    echo_records(
+        rows, Format.text, title=title, formats={"step": lambda s: "unreadable" if s is None else str(s)}
+    )
 
 
 def _slurm(todo: list, out: Path, resources, per_run_files: bool, dry_run: bool) -> None:

@@ -19,7 +19,9 @@ Imports torch only inside a job and in `job_status` (to read a checkpoint's step
 from __future__ import annotations
 
 import os
+import pickle
 import signal
+import zipfile
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -202,12 +204,16 @@ def _scheduler_state(entry: dict[str, Any], slurm: dict[str, submitit.SlurmJob])
 
 
 def _saved_step(path: Path) -> int | None:
-    """The step a checkpoint holds, read through a memory map (a 1B checkpoint is not loaded whole)."""
+    """The step a checkpoint holds (0 without one; None if it cannot be read), read through a memory map:
+    a 1B checkpoint is not loaded whole to show one number."""
     import torch
 
     if not path.exists():
-        return None
-    return int(torch.load(path, map_location="cpu", weights_only=True, mmap=True)["step"])
+        return 0
+    try:
+        return int(torch.load(path, map_location="cpu", weights_only=True, mmap=True)["step"])
+    except (pickle.UnpicklingError, RuntimeError, EOFError, ValueError, KeyError, zipfile.BadZipFile):
+        return None  # the trainer refuses it too when resuming, with its reason
 
 
 def job_status(out: str | os.PathLike) -> list[dict[str, Any]]:
@@ -216,7 +222,7 @@ def job_status(out: str | os.PathLike) -> list[dict[str, Any]]:
     state is DONE when the run's row is in the file its job writes (`out`, or its own part file), else the
     scheduler's: Slurm's (from one `sacct` call; UNKNOWN where it cannot say) or, for submitit's local
     executor, RUNNING or ENDED. step is the run's steps when done, else the step of its checkpoint (0 when
-    it has none yet).
+    it has none yet, None when it cannot be read).
     """
     from rr_model.checkpoint import checkpoint_path
 
@@ -232,7 +238,7 @@ def job_status(out: str | os.PathLike) -> list[dict[str, Any]]:
             state, step = "DONE", e["steps"]
         else:
             state = _scheduler_state(e, slurm)
-            step = _saved_step(checkpoint_path(e["out"], *key)) or 0
+            step = _saved_step(checkpoint_path(e["out"], *key))
         rows.append({"job_id": e["job_id"], **dict(zip(("size", "variant", "seed"), key, strict=True)),
                      "state": state, "step": step, "log": e["log"]})  # fmt: skip
     return rows

@@ -151,8 +151,12 @@ def test_per_run_files_give_each_job_its_own_results_file_to_merge(tmp_path, fak
 
     finish(parts[0], seed=0, val_loss=2.9)
     (fake_slurm / "sacct.txt").write_text("JobID|State|NodeList\n4242_0|COMPLETED|n1\n4242_1|FAILED|n2\n")
-    states = [(r["job_id"], r["state"]) for r in job_status("sweep.csv")]
-    assert states == [("4242_0", "DONE"), ("4242_1", "FAILED")]
+    torn = checkpoint.checkpoint_path(parts[1], "tiny", "standard", 1)
+    torn.parent.mkdir()
+    torn.write_bytes(b"not a checkpoint")
+    states = [(r["job_id"], r["state"], r["step"]) for r in job_status("sweep.csv")]
+    assert states == [("4242_0", "DONE", 6), ("4242_1", "FAILED", None)]  # None: shown as unreadable
+    torn.unlink()
     assert rr(*args).exit_code == 0  # only the unfinished run is submitted again, as a single job
     assert (fake_slurm / "calls").read_text() == "sbatch\nsbatch\n"
     assert [(j["job_id"], j["seed"], j["out"]) for j in read_jobs("sweep.csv")][2:] == [
