@@ -299,6 +299,20 @@ def test_plot_errors_exit_2_with_a_message_and_leave_no_file(tmp_path, df, args,
     assert sorted(p.name for p in tmp_path.iterdir()) == before
 
 
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        ([], "Paired t-test (seed-matched); bars \u00b11 SE; * Holm-adjusted p &lt; 0.05 over 10 cells"),
+        (["--stat", "welch", "--adjust", "none"], "Welch t-test; bars \u00b11 SE; * unadjusted p &lt; 0.05"),
+    ],
+)
+def test_emergence_file_says_which_p_values_its_stars_use(tmp_path, args, says):
+    out = tmp_path / "e.svg"
+    result = runner.invoke(app, ["plot", "emergence", "--out", str(out), *args])
+    assert result.exit_code == 0, result.output
+    assert says in out.read_text()  # SVG keeps its text as text
+
+
 def test_unknown_stat_is_a_usage_error():
     result = runner.invoke(app, ["plot", "emergence", "--stat", "bayes"])
     assert result.exit_code == 2 and "bayes" in result.output
