@@ -259,8 +259,24 @@ def _size_problems(s: pa.ChunkedArray, lines: np.ndarray) -> list[Problem]:
     return problems
 
 
-def _schema_problems(df: pd.DataFrame, lines: Sequence[int]) -> list[Problem]:
-    """What the schema finds wrong in `df`, cited by `lines[i]` for the row labelled i (one per cell)."""
+def _schema_problems(
+    df: pd.DataFrame, lines: Sequence[int], unparsed: Sequence[Problem] = ()
+) -> list[Problem]:
+    """What the schema finds wrong in `df`, cited by `lines[i]` for the row labelled i (one per cell).
+
+    Rows with an `unparsed` cell hold a filler there (0 or NaN): their other cells are still checked one by
+    one, but the rules across rows (duplicate runs, constant params_M and steps) see only the other rows, so a
+    seed 'abc' is not also reported as a duplicate of seed 0.
+    """
+    if unparsed:
+        seen = {(p.line, p.column) for p in unparsed}
+        cells = [
+            p
+            for p in _schema_problems(df, lines)
+            if p.column in df.columns and p.rule not in GROUP_RULES and (p.line, p.column) not in seen
+        ]
+        rows = _schema_problems(df[~np.isin(lines, [p.line for p in unparsed])], lines)
+        return cells + [p for p in rows if p.rule in GROUP_RULES or p.column not in df.columns]
     try:
         SCHEMA.validate(df, lazy=True)
         return []
@@ -314,9 +330,7 @@ def _parse(raw: bytes, path, new_from: int | None = None) -> pd.DataFrame:
     columns, lines = _cells(raw, path)
     df, problems = _typed(columns, lines)
     del columns
-    if problems:  # rows with a cell that did not parse hold fillers: keep them out of the schema's checks
-        df = df[~np.isin(lines, [p.line for p in problems])]
-    problems += _schema_problems(df, lines)
+    problems += _schema_problems(df, lines, problems)
     if problems:
         problems.sort(key=lambda p: (p.line or 0, p.column or ""))
         raise DataError(path, problems if new_from is None else [_as_new(p, new_from) for p in problems])

@@ -94,6 +94,13 @@ def test_a_seed_that_is_not_plain_digits_is_not_an_integer(tmp_path, seed):
     assert "duplicate" not in message
 
 
+def test_a_row_with_an_unparsed_cell_still_has_its_other_cells_checked(tmp_path):
+    message = problems_of(tmp_path, ROW.format(seed=0), "60M,h\u0456ghway,1e1,59.47,8000,1.7,,")
+    lines = message.splitlines()
+    assert len(lines) == 3 and lines[1] == "  line 3, column seed: '1e1' - is not an integer"
+    assert lines[2].startswith("  line 3, column variant: 'h\\u0456ghway' - must be one of review_neutral")
+
+
 def test_seeds_beyond_int64_are_refused_and_the_largest_is_kept_exactly(tmp_path):
     message = problems_of(tmp_path, ROW.format(seed=2**63), ROW.format(seed=10**30))
     assert (
