@@ -20,14 +20,16 @@ def report(
         Path("rr-report"),
         "--out",
         "-o",
-        help="Folder to write report.md and its PNG figures into (created if missing).",
+        help="Folder for report.md and its PNG figures: built beside it, then swapped in whole (created if "
+        "missing; a folder holding other files is refused).",
     ),
     dpi: int = typer.Option(120, "--dpi", min=1, help="Resolution of the PNG figures."),
 ) -> None:
     """Write the table, the emergence result, the recipe notes, the power table and every figure.
 
-    The report is OUT/report.md; its figures are PNG files in the same folder, linked relatively. Prints
-    the report's path. Exit 2 for a bad --data file or a folder that cannot be written.
+    The report is OUT/report.md; its figures are PNG files in the same folder, linked relatively. A reader
+    of OUT sees the old report or the new one whole. Prints the report's path. Exit 2 for a bad --data file
+    or a folder that cannot be written; a warning on stderr if --data has altered published rows.
     """
     import matplotlib
 
