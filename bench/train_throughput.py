@@ -85,13 +85,15 @@ def measure(s: Setting, profile: bool = False) -> dict:
     from rr_model.config import model_config
     from rr_model.ladder import get_size
     from rr_model.model import GPT
+    from rr_model.numerics import numerics
     from rr_model.progress import flops_per_token, peak_flops
     from rr_model.provenance import environment
     from rr_model.train import matmul_flops, setup_device, train_step
 
     recipe = get_size(s.size).recipe
     batch = s.batch or recipe.batch_size
-    device = setup_device(s.device, s.precision)
+    device = setup_device(s.device)
+    numerics(device, s.precision).__enter__()  # one setting per process (see main): left set at exit
     cfg = model_config(s.size, s.variant, s.vocab)
     torch.manual_seed(0)
     model = GPT(cfg).to(device)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from cli.errors import fail, known_errors
+from cli.errors import known_errors
 from cli.records import Format, echo_records
 
 # Options `rr sweep` shares with `rr train`.
@@ -93,8 +93,8 @@ def train(
     Runs already in the file are skipped. Each row is validated and appended under a file lock, with a
     provenance record in the sidecar `OUT.runs.jsonl`. Exit 0 when every run finished, 1 when one diverged.
     """
-    from rr_model.runs import DEFAULT_OUT, describe_runs, plan_runs
-    from rr_model.tokens import DataUnavailable
+    from rr_model.runs import DEFAULT_OUT, check_out, describe_runs, plan_runs
+    from rr_model.tokens import check_data
     from rr_model.variants import COMPARED
 
     out = out or DEFAULT_OUT
@@ -115,19 +115,41 @@ def train(
                 typer.echo(f"skip: {' '.join(map(str, cfg.key))} is already in {out}")
         if not todo:
             return
+        check_data(data, tokenizer)
+        check_out(out, create=False)
         if dry_run:
             echo_plan(describe_runs(todo), f"rr train: plan for {out}")
             return
-        from rr_model.train import summarize, train_runs  # torch: only when training
+        records = _train(todo, out, resume)
+    from rr_model.train import summarize
 
-        try:
-            records = train_runs(todo, out, resume=resume)
-        except DataUnavailable as e:
-            raise fail(str(e)) from None
     if lead:
         echo_records(summarize(records), Format.text, title=f"rr train: {out}", formats=RESULT_FORMATS)
     if any(r["status"] != "ok" for r in records):
         raise typer.Exit(1)
+
+
+def _train(todo: list, out: Path, resume: bool) -> list[dict]:
+    """Train `todo`; on Ctrl-C, say what was kept and how to continue (exit 130)."""
+    from rr_model.checkpoint import checkpoint_path
+    from rr_model.train import train_runs  # torch: only when training
+
+    try:
+        return train_runs(todo, out, resume=resume)
+    except KeyboardInterrupt:
+        saved = [str(p) for cfg in todo if (p := checkpoint_path(out, *cfg.key)).exists()]
+        every = todo[0].checkpoint_every
+        kept = f"no checkpoint was written yet (one every {every} steps): the run starts over"
+        if saved:
+            kept = f"the interrupted run continues from its checkpoint {', '.join(saved)}"
+        elif not every:
+            kept = "the run starts over (checkpoints were off: --checkpoint-every 0)"
+        typer.echo(
+            f"rr: interrupted. Rows already written stay in {out}. Run the same command with --resume to "
+            f"go on: finished runs are skipped, and {kept}.",
+            err=True,
+        )
+        raise SystemExit(130) from None
 
 
 def register(app: typer.Typer) -> None:

@@ -1,7 +1,8 @@
 """Training checkpoints: written atomically, read back with `torch.load(weights_only=True)`.
 
-A checkpoint holds only tensors and plain Python values (the numpy data RNG state is a dict of ints), so
-loading one never unpickles arbitrary objects. Writing goes to a temporary file in the same directory,
+A checkpoint holds only tensors and plain Python values (the data-order RandomState is a tuple of a
+string, an array and numbers), so loading one never unpickles arbitrary objects; a file that is not such
+a checkpoint (corrupt, truncated, foreign, or carrying code) is refused with a `CheckpointError`. Writing goes to a temporary file in the same directory,
 which is fsynced and then renamed over the old checkpoint: a kill at any moment leaves either the previous
 checkpoint or the new one, never a torn file.
 """
@@ -9,14 +10,30 @@ checkpoint or the new one, never a torn file.
 from __future__ import annotations
 
 import os
+import pickle
+import zipfile
 from pathlib import Path
 from typing import Any
 
 import torch
 
+from rr_model.errors import RRError
 from rr_model.files import atomic_write
 
-__all__ = ["checkpoint_path", "save", "load"]
+__all__ = ["CheckpointError", "refused", "checkpoint_path", "save", "load"]
+
+# What rr_model.train writes; a file without them is not one of its checkpoints.
+KEYS = frozenset({"step", "config", "model", "optimizer", "torch_rng", "cuda_rng", "data_rng", "state"})
+
+
+class CheckpointError(RRError):
+    """A checkpoint file that cannot be resumed from: corrupt, truncated, or not written by rr's trainer."""
+
+
+def refused(path: str | os.PathLike, what: str, error: BaseException) -> CheckpointError:
+    """The error for a checkpoint that cannot be resumed from: `what` is wrong, and torch's first line."""
+    why = (str(error).strip().splitlines() or [""])[0]
+    return CheckpointError(f"{path}: {what} ({type(error).__name__}: {why}); delete it to start the run over")
 
 
 def checkpoint_path(out: str | os.PathLike, size: str, variant: str, seed: int) -> Path:
@@ -33,5 +50,20 @@ def save(path: str | os.PathLike, state: dict[str, Any]) -> None:
 
 
 def load(path: str | os.PathLike) -> dict[str, Any]:
-    """Read a checkpoint onto the CPU, refusing anything but tensors and plain values."""
-    return torch.load(path, map_location="cpu", weights_only=True)
+    """Read a checkpoint of rr's trainer onto the CPU, refusing anything but tensors and plain values.
+
+    Raises
+    ------
+    CheckpointError
+        The file does not load as one (torch's reader fails, it holds objects other than tensors and
+        plain values, or it lacks the trainer's keys).
+    """
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except (pickle.UnpicklingError, RuntimeError, EOFError, ValueError, zipfile.BadZipFile) as e:
+        raise refused(path, "not a readable checkpoint", e) from None
+    if not isinstance(state, dict) or not KEYS <= state.keys():
+        raise CheckpointError(
+            f"{path}: not a checkpoint of rr's trainer (its keys differ); delete it to start over"
+        )
+    return state

@@ -20,6 +20,7 @@ from rr_model.errors import InputError, RecipeError
 from rr_model.integrity import check_integrity
 from rr_model.ladder import Recipe, get_size
 from rr_model.progress import assumed_rate, flops_per_token
+from rr_model.provenance import sidecar_path
 from rr_model.tokens import BYTE_EOS, TINYSTORIES
 from rr_model.variants import COMPARED, NAMES, REFERENCE
 
@@ -32,6 +33,7 @@ __all__ = [
     "PRECISIONS",
     "DEVICES",
     "result_config",
+    "check_out",
     "dataset_keys",
     "start_from_published",
     "plan_runs",
@@ -124,6 +126,28 @@ def _extends_published(out: Path, size: str) -> bool:
     (an explicit --out, or the tiny demo size) starts empty.
     """
     return out == DEFAULT_OUT and not out.exists() and get_size(size).published
+
+
+def check_out(out: Path, create: bool = False) -> None:
+    """Refuse, before any training, a dataset `out` that it and its sidecar could not be written to.
+
+    A missing folder is created (with `create`; a dry run creates nothing) only when its parent exists,
+    so a mistyped path is an error rather than a new tree of folders.
+    """
+    folder = out.parent
+    if out.exists() and not out.is_file():
+        raise InputError(f"--out {out}: not a regular file")
+    if not folder.is_dir():
+        if folder.exists() or not folder.parent.is_dir():
+            raise InputError(f"--out {out}: {folder} is not a folder, and its parent is none either")
+        if not create:
+            folder = folder.parent  # where the folder would be made
+        else:
+            folder.mkdir()
+    for path in (out, sidecar_path(out)):
+        target = path if path.exists() else folder
+        if not os.access(target, os.W_OK | (os.X_OK if target.is_dir() else 0)):
+            raise InputError(f"--out {out}: {target} is not writable here, so the run's result would be lost")
 
 
 def start_from_published(out: Path, size: str) -> None:

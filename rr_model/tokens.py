@@ -38,6 +38,7 @@ __all__ = [
     "Tokens",
     "DataUnavailable",
     "load_tokens",
+    "check_data",
     "sample_batch",
     "encode_bytes",
     "decode_bytes",
@@ -329,10 +330,7 @@ def load_tokens(
         docs = functools.partial(_READERS[path.suffix], path)
         tokenizer = tokenizer or "gpt2"
     else:
-        raise FileNotFoundError(
-            f"--data {data!r}: expected 'tinystories', 'synthetic', an existing {'/'.join(_SUFFIXES)} "
-            "corpus, or a token cache directory"
-        )
+        raise _no_data(data)
 
     key = _key(ident, tokenizer, n_text)
     directory = Path(cache_dir or default_cache_dir()) / "tokens" / key
@@ -349,6 +347,30 @@ def load_tokens(
             n = len(tokens.train) + len(tokens.val)
             log.info("%d tokens cached in %.1fs", n, time.perf_counter() - start)
     return tokens
+
+
+def _no_data(data: str) -> FileNotFoundError:
+    return FileNotFoundError(
+        f"--data {data!r}: expected 'tinystories', 'synthetic', an existing {'/'.join(_SUFFIXES)} "
+        "corpus, or a token cache directory"
+    )
+
+
+def check_data(data: str, tokenizer: str | None = None) -> None:
+    """Refuse what `load_tokens` would refuse for `data`, without tokenizing or downloading anything.
+
+    For `rr train --dry-run`: the corpus file must exist, a token cache must be complete and match
+    `tokenizer`; whether the hub can be reached is only found out by loading.
+    """
+    if tokenizer not in (None, "gpt2", "bytes"):
+        raise InputError(f"unknown tokenizer {tokenizer!r}; use 'gpt2' or 'bytes'")
+    path = Path(data)
+    if data in ("tinystories", "synthetic") or (path.suffix in _READERS and path.is_file()):
+        return
+    if path.is_dir() or path.name in ("meta.json", "tokens.bin"):
+        _given_cache(path.parent if path.is_file() else path, tokenizer)
+        return
+    raise _no_data(data)
 
 
 def _given_cache(directory: Path, tokenizer: str | None) -> Tokens:

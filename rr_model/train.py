@@ -1,10 +1,16 @@
-"""The trainer: runs of (size, variant, seed) under the published recipe, each appended to a dataset as a row.
+"""The trainer: one run of (size, variant, seed) under the published recipe, appended to a dataset as a row.
 
-Read top to bottom: the config (its defaults are the published run), the plan of runs behind `rr train`,
-the recipe guard, the learning-rate schedule, then `train`, the loop itself, in the manner of nanoGPT's
-train.py. Runs single-process or under `torchrun` (DDP): every rank draws the same global batch of 64
-sequences from the seed's data-order RNG and trains on its slice, so the recipe does not depend on the
-number of processes; only rank 0 writes rows, provenance records and checkpoints.
+Read top to bottom, in the manner of nanoGPT's train.py: the schedule, the machinery, then `train` in four
+rooms (setup, resume, loop, finish). What to run and whether it is the published experiment (TrainConfig,
+the plan, the recipe guard) lives torch-free in `rr_model.runs`; what the recipe is, in `rr_model.ladder`;
+how this trainer matches the published script, in docs/faithfulness.md.
+
+The same seed is the published experiment: `torch.manual_seed(seed)` right before the model is built
+(`GPT.init_published` consumes the stream in the published order), and the data order is
+`numpy.random.RandomState(seed)`, each step drawing the global batch's window starts; the 80 validation
+batches continue the same stream. Runs single-process or under `torchrun` (DDP): every rank draws the
+whole batch and trains on its slice, so the recipe does not depend on the number of processes; only
+rank 0 writes rows, provenance records and checkpoints.
 
     rr train --size 150M                     # next unused seed, all three compared variants
     torchrun --nproc_per_node 8 -m cli.main train --size 1B
@@ -34,11 +40,13 @@ from rr_model.errors import InputError, RecipeError
 from rr_model.evaluate import evaluate
 from rr_model.ladder import Recipe
 from rr_model.model import GPT
+from rr_model.numerics import numerics
 from rr_model.progress import Progress, flops_per_token, peak_flops
 from rr_model.provenance import append_record, environment, sidecar_path
 from rr_model.runs import (
     DEFAULT_OUT,
     TrainConfig,
+    check_out,
     dataset_keys,
     describe_runs,
     guard,
@@ -47,7 +55,7 @@ from rr_model.runs import (
     result_config,
     start_from_published,
 )
-from rr_model.tokens import load_tokens, sample_batch
+from rr_model.tokens import Tokens, load_tokens, sample_batch
 
 __all__ = [
     "TrainConfig",
@@ -57,43 +65,52 @@ __all__ = [
     "plan_runs",
     "describe_runs",
     "recipe_differences",
+    "lr_factor",
     "lr_at",
     "train",
     "train_runs",
     "summarize",
     "train_step",
     "setup_device",
+    "matmul_flops",
 ]
+
 
 # ------------------------------------------------------------------------------------------- schedule
 
 
-def lr_at(step: int, steps: int, recipe: Recipe) -> float:
-    """Learning rate of optimiser step `step` (0-based): linear warmup to the peak over `warmup_steps`,
-    then a cosine to `min_lr_frac` of the peak, reached at the last step."""
+def lr_factor(step: int, steps: int, recipe: Recipe) -> float:
+    """The published schedule's multiplier of the peak lr at optimiser step `step` (0-based).
+
+    Notes
+    -----
+    (step + 1) / warmup for step < warmup, then min_frac + (1 - min_frac) * 0.5 * (1 + cos(pi * p)) with
+    p = min(1, (step - warmup) / max(1, steps - warmup)): torch's LambdaLR, read before the step.
+    """
     if step < recipe.warmup_steps:
-        return recipe.lr * (step + 1) / recipe.warmup_steps
-    progress = (step - recipe.warmup_steps) / max(1, steps - 1 - recipe.warmup_steps)
-    low = recipe.lr * recipe.min_lr_frac
-    return low + 0.5 * (1 + math.cos(math.pi * progress)) * (recipe.lr - low)
+        return (step + 1) / recipe.warmup_steps
+    progress = min(1.0, (step - recipe.warmup_steps) / max(1, steps - recipe.warmup_steps))
+    return recipe.min_lr_frac + (1 - recipe.min_lr_frac) * 0.5 * (1 + math.cos(math.pi * progress))
+
+
+def lr_at(step: int, steps: int, recipe: Recipe) -> float:
+    """Learning rate of optimiser step `step`: the peak times `lr_factor`, as LambdaLR computes it."""
+    return recipe.lr * lr_factor(step, steps, recipe)
 
 
 # ------------------------------------------------------------------------------------------ machinery
 
 
-def setup_device(choice: str, precision: str, local_rank: int = 0) -> torch.device:
-    """The device a run uses (auto: cuda, then mps, then cpu), with the process-wide numerics set for it."""
+def setup_device(choice: str, local_rank: int = 0) -> torch.device:
+    """The device a run uses: `choice`, or for "auto" cuda, then mps, then cpu."""
     available = {"cuda": torch.cuda.is_available(), "mps": torch.backends.mps.is_available(), "cpu": True}
     if not available.get(choice, True):
         raise InputError(f"--device {choice}: not available on this machine (torch {torch.__version__})")
     if choice == "cuda" or (choice == "auto" and available["cuda"]):
         torch.cuda.set_device(local_rank)
-        # TF32 matmuls: the published setting; "highest" keeps full fp32
-        torch.set_float32_matmul_precision("highest" if precision == "fp32" else "high")
         return torch.device("cuda", local_rank)
     if choice == "mps" or (choice == "auto" and available["mps"]):
         return torch.device("mps")
-    torch.set_flush_denormal(True)  # denormal arithmetic made tiny's CPU steps 4x slower; results unchanged
     return torch.device("cpu")
 
 
@@ -123,7 +140,8 @@ def _distributed(device: torch.device) -> tuple[int, int]:
     return int(os.environ.get("RANK", "0")), world
 
 
-def _to(t: torch.Tensor, device: torch.device) -> torch.Tensor:
+def _to(t: np.ndarray, device: torch.device) -> torch.Tensor:
+    t = torch.from_numpy(t)
     if device.type == "cuda":  # pinned host memory lets the copy overlap with compute
         return t.pin_memory().to(device, non_blocking=True)
     return t.to(device)
@@ -131,17 +149,6 @@ def _to(t: torch.Tensor, device: torch.device) -> torch.Tensor:
 
 def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
-
-
-@dataclass
-class _State:
-    """What a checkpoint restores besides the model and optimizer."""
-
-    step: int = 0  # optimiser steps done
-    seconds: float = 0.0  # training wall-clock so far
-    curve: list[list[float]] = field(default_factory=list)  # [step, mean training loss of the interval]
-    started: str = field(default_factory=_now)
-    resumed: list[int] = field(default_factory=list)  # steps at which the run was resumed
 
 
 def train_step(model, optimizer, x, y, accum: int, clip: float, autocast, ddp: bool) -> torch.Tensor:
@@ -160,11 +167,57 @@ def train_step(model, optimizer, x, y, accum: int, clip: float, autocast, ddp: b
     return total
 
 
+@dataclass
+class _State:
+    """What a checkpoint restores besides the model, the optimiser and the random streams."""
+
+    step: int = 0  # optimiser steps done
+    seconds: float = 0.0  # wall-clock of training (and, once done, the final evaluation) so far
+    curve: list[list[float]] = field(default_factory=list)  # [step, mean training loss of the interval]
+    started: str = field(default_factory=_now)
+    resumed: list[int] = field(default_factory=list)  # steps at which the run was resumed
+
+
+@dataclass
+class _Run:
+    """Everything one run holds while it trains: built by `_setup`, read by the other rooms."""
+
+    cfg: TrainConfig
+    out: Path
+    device: torch.device
+    rank: int
+    world: int
+    tokens: Tokens
+    mcfg: GPTConfig
+    model: GPT
+    optimizer: torch.optim.Optimizer
+    data_rng: np.random.RandomState
+    ckpt: Path
+    state: _State = field(default_factory=_State)
+    accum: int = 1  # doubled on CUDA out-of-memory: same batch, same result, smaller micro-batches
+    net: torch.nn.Module | None = None  # the model as trained: compiled and/or wrapped in DDP
+    progress: Progress | None = None
+    env: dict[str, Any] = field(default_factory=dict)  # software and hardware (rr_model.provenance)
+
+    @property
+    def title(self) -> str:
+        return f"{self.cfg.size} {self.cfg.variant} seed {self.cfg.seed}"
+
+    @property
+    def autocast(self) -> contextlib.AbstractContextManager:
+        if self.cfg.precision == "bf16":
+            return torch.autocast(self.device.type, dtype=torch.bfloat16)
+        return contextlib.nullcontext()
+
+
 # ------------------------------------------------------------------------------------------------ train
 
 
 def train(cfg: TrainConfig, out: str | os.PathLike = DEFAULT_OUT, *, resume: bool = False) -> dict[str, Any]:
     """Train one run, evaluate it, and append its row to `out` (and its provenance to the sidecar).
+
+    `cfg.data` may be a token-cache directory (tokens.bin + meta.json), so a run can be audited against
+    the published script on the very same tokens.
 
     Returns the provenance record: ``record["status"]`` is "ok" (row appended; ``record["result"]`` has
     params, val_loss, ece and minutes at full precision) or "failed" (non-finite loss; no row).
@@ -173,188 +226,250 @@ def train(cfg: TrainConfig, out: str | os.PathLike = DEFAULT_OUT, *, resume: boo
     ------
     RecipeError
         Off-recipe run for a file holding the published rows.
-    ValueError
-        A checkpoint of this run exists but `resume` is False, or it was written under another config.
+    InputError
+        `out` cannot be written, its row would be refused, or a checkpoint of this run exists but `resume`
+        is False, or it was written under another config.
+    rr_model.checkpoint.CheckpointError
+        Resuming from a file that is not a readable checkpoint of this trainer.
     rr_model.tokens.DataUnavailable
         The corpus cannot be fetched (see its message for --data).
     """
-    try:
-        return _train(cfg, Path(out), resume)
-    finally:
-        torch.set_flush_denormal(
-            False
-        )  # setup_device flushes denormals on CPU: hand the process back as found
+    device = setup_device(cfg.device, int(os.environ.get("LOCAL_RANK", "0")))
+    with numerics(device, cfg.precision):
+        run = _setup(cfg, Path(out), device)
+        _resume(run, resume)
+        _start(run)
+        failure = _loop(run)
+        return _finish(run, failure)
 
 
-def _train(cfg: TrainConfig, out: Path, resume: bool) -> dict[str, Any]:
-
+def _setup(cfg: TrainConfig, out: Path, device: torch.device) -> _Run:
+    """Check that the run may go ahead and where its row goes, load its tokens, build model and optimiser."""
     if out.resolve() == bundled_path().resolve():
         raise InputError(
             f"{out} is the reference copy of the published sweep inside rr; train into data/ instead"
         )
-    device = setup_device(cfg.device, cfg.precision, int(os.environ.get("LOCAL_RANK", "0")))
     rank, world = _distributed(device)
-    master = rank == 0
     r = cfg.recipe
     if r.batch_size % world:
         raise InputError(f"the batch of {r.batch_size} sequences does not split over {world} processes")
-
+    check_out(out, create=True)
     tokens = load_tokens(cfg.data, n_text=r.n_text, cache_dir=cfg.cache_dir, tokenizer=cfg.tokenizer)
-    if master:
+    if rank == 0:
         start_from_published(out, cfg.size)
     guard(cfg, tokens, out)
-    mcfg: GPTConfig = replace(model_config(cfg.size, cfg.variant, tokens.vocab_size), block_size=r.block_size)
+    mcfg = replace(model_config(cfg.size, cfg.variant, tokens.vocab_size), block_size=r.block_size)
     _check_row_fits(out, _row(cfg, {"params": mcfg.n_params, "val_loss": 1.0, "ece": None, "minutes": 0.0}))
 
-    torch.manual_seed(cfg.seed)
+    torch.manual_seed(cfg.seed)  # right before the model: its initial weights are the published draws
     model = GPT(mcfg).to(device)
-    optimizer = model.configure_optimizers(r.weight_decay, r.lr, (r.beta1, r.beta2))  # fused on CUDA
-    data_rng = np.random.RandomState(cfg.seed)  # the data order: the seed's alone, same for every variant
-    state = _State()
+    return _Run(
+        cfg=cfg,
+        out=out,
+        device=device,
+        rank=rank,
+        world=world,
+        tokens=tokens,
+        mcfg=mcfg,
+        model=model,
+        optimizer=model.configure_optimizers(r.weight_decay, r.lr, (r.beta1, r.beta2)),  # fused on CUDA
+        data_rng=np.random.RandomState(cfg.seed),  # the data order: the seed's alone, same for every variant
+        ckpt=checkpoint.checkpoint_path(out, *cfg.key),
+    )
 
-    ckpt = checkpoint.checkpoint_path(out, *cfg.key)
-    if ckpt.exists():
-        saved = checkpoint.load(ckpt)
-        if not resume:
-            raise InputError(f"{ckpt} holds this run at step {saved['step']}: pass --resume to continue it")
-        if saved["config"] != result_config(cfg):
-            raise InputError(
-                f"{ckpt} was written under another config ({saved['config']}); delete it to start over"
-            )
-        model.load_state_dict(saved["model"])
-        optimizer.load_state_dict(saved["optimizer"])
+
+def _resume(run: _Run, resume: bool) -> None:
+    """Continue from the run's checkpoint when asked; the file is opened only then."""
+    if not run.ckpt.exists():
+        return
+    if not resume:
+        raise InputError(f"{run.ckpt} holds a checkpoint of this run: pass --resume to continue it")
+    saved = checkpoint.load(run.ckpt)
+    if saved["config"] != result_config(run.cfg):
+        raise InputError(
+            f"{run.ckpt} was written under another config ({saved['config']}); delete it to start over"
+        )
+    try:
+        run.model.load_state_dict(saved["model"])
+        run.optimizer.load_state_dict(saved["optimizer"])
         torch.set_rng_state(saved["torch_rng"])
-        if device.type == "cuda":
-            torch.cuda.set_rng_state(saved["cuda_rng"], device)
-        data_rng.set_state(saved["data_rng"])
-        state = _State(**saved["state"])
-        state.resumed.append(state.step)
+        if run.device.type == "cuda":
+            torch.cuda.set_rng_state(saved["cuda_rng"], run.device)
+        name, keys, *rest = saved["data_rng"]
+        run.data_rng.set_state((name, np.array(keys, dtype=np.uint32), *rest))
+        run.state = _State(**saved["state"])
+    except (RuntimeError, ValueError, TypeError, KeyError) as e:
+        raise checkpoint.refused(run.ckpt, "its contents do not fit this run", e) from None
+    run.state.resumed.append(run.state.step)
 
-    fast = torch.compile(model) if cfg.compile else model
-    ddp = world > 1
-    net = DDP(fast, device_ids=[device.index] if device.type == "cuda" else None) if ddp else fast
-    autocast = (
-        torch.autocast(device.type, dtype=torch.bfloat16)
-        if cfg.precision == "bf16"
-        else contextlib.nullcontext()
-    )
-    per_rank = r.batch_size // world
-    accum = 1  # doubled on CUDA out-of-memory: same batch, same result, smaller micro-batches
+
+def _start(run: _Run) -> None:
+    """Wrap the model for training (compile, DDP), open the progress display and print the run's shape."""
+    cfg, r, mcfg = run.cfg, run.cfg.recipe, run.mcfg
+    fast = torch.compile(run.model) if cfg.compile else run.model
+    ddp_ids = [run.device.index] if run.device.type == "cuda" else None
+    run.net = DDP(fast, device_ids=ddp_ids) if run.world > 1 else fast
     tokens_per_step = r.batch_size * r.block_size
-    env = environment(str(device))
-    peak = peak_flops(env["device_name"], cfg.precision)
-    title = f"{cfg.size} {cfg.variant} seed {cfg.seed}"
-    progress = Progress(
-        title, cfg.steps, state.step, tokens_per_step, flops_per_token(mcfg), peak and peak * world, master
+    run.env = environment(str(run.device))
+    peak = peak_flops(run.env["device_name"], cfg.precision)
+    run.progress = Progress(
+        run.title,
+        cfg.steps,
+        run.state.step,
+        tokens_per_step,
+        flops_per_token(mcfg),
+        peak and peak * run.world,
+        run.rank == 0,
     )
-    arithmetic = "" if device.type == "cuda" or cfg.precision != "tf32" else " (fp32 arithmetic off CUDA)"
-    progress.log(
-        f"{title}: d_model {mcfg.d_model}, {mcfg.n_layer} layers, {mcfg.n_head} heads, "
+    fp32 = "" if run.device.type == "cuda" or cfg.precision != "tf32" else " (fp32 arithmetic off CUDA)"
+    run.progress.log(
+        f"{run.title}: d_model {mcfg.d_model}, {mcfg.n_layer} layers, {mcfg.n_head} heads, "
         f"{mcfg.n_params / 1e6:.2f}M params | {cfg.steps} steps x {r.batch_size} x {r.block_size} = "
         f"{cfg.steps * tokens_per_step / 1e6:.1f}M tokens | lr {r.lr:g}, warmup {r.warmup_steps}, cosine to "
-        f"{r.lr * r.min_lr_frac:g} | {device}, {cfg.precision}{arithmetic}, {world} process(es) x {per_rank} "
-        f"sequences | data {tokens.source} ({tokens.tokenizer}, {len(tokens.train) / 1e6:.1f}M train tokens)"
-        + (f" | resumed at step {state.step}" if state.resumed else "")
+        f"{r.lr * r.min_lr_frac:g} | {run.device}, {cfg.precision}{fp32}, {run.world} process(es) x "
+        f"{r.batch_size // run.world} sequences | data {run.tokens.source} ({run.tokens.tokenizer}, "
+        f"{len(run.tokens.train) / 1e6:.1f}M train tokens) | checkpoint every {cfg.checkpoint_every or '-'}"
+        + (f" | resumed at step {run.state.step}" if run.state.resumed else "")
     )
 
-    failure = None
-    loss_sum, n_sum = torch.zeros((), device=device), 0
+
+def _loop(run: _Run) -> str | None:
+    """The optimiser steps from where the run stands to the last; a failure message if the loss diverged."""
+    cfg, r, world = run.cfg, run.cfg.recipe, run.world
+    per_rank = r.batch_size // world
+    loss_sum, n_sum = torch.zeros((), device=run.device), 0
     start = time.perf_counter()
-    for step in range(state.step, cfg.steps):
-        for group in optimizer.param_groups:
+    for step in range(run.state.step, cfg.steps):
+        for group in run.optimizer.param_groups:
             group["lr"] = lr_at(step, cfg.steps, r)
-        x, y = sample_batch(tokens.train, data_rng, r.batch_size, r.block_size)  # the global batch
-        mine = slice(rank * per_rank, (rank + 1) * per_rank)
-        x, y = _to(torch.from_numpy(x[mine]), device), _to(torch.from_numpy(y[mine]), device)
-        while True:
-            try:
-                loss = train_step(net, optimizer, x, y, accum, r.grad_clip, autocast, ddp)
-                break
-            except torch.OutOfMemoryError:
-                if per_rank // accum == 1:
-                    raise
-                optimizer.zero_grad(set_to_none=True)
-                torch.cuda.empty_cache()
-                accum *= 2
-                progress.log(
-                    f"WARNING: CUDA out of memory at step {step}: continuing with gradient accumulation over "
-                    f"{accum} micro-batches of {per_rank // accum} sequences; the batch stays {r.batch_size}."
-                )
-        loss_sum += loss
+        x, y = sample_batch(run.tokens.train, run.data_rng, r.batch_size, r.block_size)  # the global batch
+        mine = slice(run.rank * per_rank, (run.rank + 1) * per_rank)
+        loss_sum += _step(run, _to(x[mine], run.device), _to(y[mine], run.device), step)
         n_sum += 1
         done = step + 1
-        progress.advance(done)
+        run.progress.advance(done)
         at_checkpoint = cfg.checkpoint_every and done % cfg.checkpoint_every == 0 and done < cfg.steps
         if done % cfg.log_every == 0 or done == cfg.steps or at_checkpoint:
-            if ddp:
+            if world > 1:
                 dist.all_reduce(loss_sum)  # every rank sees the same mean, so all stop together
             mean = loss_sum.item() / n_sum / world
             loss_sum.zero_()
             n_sum = 0
             if not math.isfinite(mean):
-                failure = f"non-finite training loss ({mean}) in the steps up to {done}"
-                progress.log(f"{title}: diverged: {failure}; no row is written")
-                break
-            state.curve.append([done, mean])
-            progress.report(done, mean)
-        if at_checkpoint and master:
-            seconds = state.seconds + time.perf_counter() - start
-            checkpoint.save(
-                ckpt,
-                {
-                    "step": done,
-                    "config": result_config(cfg),
-                    "model": model.state_dict(),
-                    "optimizer": optimizer.state_dict(),
-                    "torch_rng": torch.get_rng_state(),
-                    "cuda_rng": torch.cuda.get_rng_state(device) if device.type == "cuda" else None,
-                    "data_rng": data_rng.get_state(),
-                    "state": asdict(replace(state, step=done, seconds=seconds)),
-                },
-            )
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-    state.seconds += time.perf_counter() - start
-    progress.close()
+                run.state.seconds += time.perf_counter() - start
+                return f"non-finite training loss ({mean}) in the steps up to {done}"
+            run.state.curve.append([done, mean])
+            run.progress.report(done, mean)
+        if at_checkpoint and run.rank == 0:
+            _save(run, done, run.state.seconds + time.perf_counter() - start)
+    if run.device.type == "cuda":
+        torch.cuda.synchronize(run.device)
+    run.state.seconds += time.perf_counter() - start
+    return None
 
+
+def _step(run: _Run, x: torch.Tensor, y: torch.Tensor, step: int) -> torch.Tensor:
+    """One optimiser step; on CUDA out-of-memory, the same batch again in twice as many micro-batches.
+
+    The published script halved the batch instead, which changes the recipe; accumulation keeps it.
+    """
+    per_rank = run.cfg.recipe.batch_size // run.world
+    while True:
+        try:
+            return train_step(
+                run.net, run.optimizer, x, y, run.accum, run.cfg.recipe.grad_clip, run.autocast, run.world > 1
+            )
+        except torch.OutOfMemoryError:
+            if per_rank // run.accum == 1:
+                raise
+            run.optimizer.zero_grad(set_to_none=True)
+            torch.cuda.empty_cache()
+            run.accum *= 2
+            run.progress.log(
+                f"WARNING: CUDA out of memory at step {step}: continuing with gradient accumulation over "
+                f"{run.accum} micro-batches of {per_rank // run.accum} sequences; the batch stays "
+                f"{run.cfg.recipe.batch_size}."
+            )
+
+
+def _save(run: _Run, done: int, seconds: float) -> None:
+    """Checkpoint the run after `done` steps: weights, optimiser, every random stream and the state."""
+    cuda = run.device.type == "cuda"
+    name, keys, *rest = run.data_rng.get_state()  # as plain values: weights_only loading takes no arrays
+    checkpoint.save(
+        run.ckpt,
+        {
+            "step": done,
+            "config": result_config(run.cfg),
+            "model": run.model.state_dict(),
+            "optimizer": run.optimizer.state_dict(),
+            "torch_rng": torch.get_rng_state(),
+            "cuda_rng": torch.cuda.get_rng_state(run.device) if cuda else None,
+            "data_rng": [name, keys.tolist(), *rest],
+            "state": asdict(replace(run.state, step=done, seconds=seconds)),
+        },
+    )
+
+
+def _finish(run: _Run, failure: str | None) -> dict[str, Any]:
+    """Evaluate (unless the run diverged), then write the row and the provenance record; the record."""
+    cfg, r = run.cfg, run.cfg.recipe
+    run.progress.close()
     result = None
     if failure is None:
+        start = time.perf_counter()
         val_loss, ece = evaluate(
-            fast,
-            tokens.val,
-            rng=data_rng,
+            run.net if run.world == 1 else run.net.module,
+            run.tokens.val,
+            rng=run.data_rng,  # the published order: validation continues the training stream
             n_batches=r.eval_batches,
             batch_size=r.batch_size,
             block_size=r.block_size,
             n_bins=r.ece_bins,
-            device=device,
-            autocast=autocast,
+            device=run.device,
+            autocast=run.autocast,
         )
-        result = {"params": mcfg.n_params, "val_loss": val_loss, "ece": ece, "minutes": state.seconds / 60}
-        progress.log(f"{title}: val_loss {val_loss:.4f}, ece {ece:.4f}, {state.seconds / 60:.2f} min")
-    record = {
+        run.state.seconds += time.perf_counter() - start  # minutes: training and the final evaluation
+        result = {
+            "params": run.mcfg.n_params,
+            "val_loss": val_loss,
+            "ece": ece,
+            "minutes": run.state.seconds / 60,
+        }
+        run.progress.log(f"{run.title}: val_loss {val_loss:.4f}, ece {ece:.4f}, {result['minutes']:.2f} min")
+    else:
+        run.progress.log(f"{run.title}: diverged: {failure}; no row is written")
+    record = _record(run, failure, result)
+    if run.rank == 0:
+        _write(run.out, cfg, record)
+        run.ckpt.unlink(missing_ok=True)  # the row (or the failure record) supersedes it
+    return record
+
+
+def _record(run: _Run, failure: str | None, result: dict[str, Any] | None) -> dict[str, Any]:
+    """The run's provenance record for the sidecar."""
+    return {
         "run_id": uuid.uuid4().hex[:12],
-        "size": cfg.size,
-        "variant": cfg.variant,
-        "seed": cfg.seed,
+        "size": run.cfg.size,
+        "variant": run.cfg.variant,
+        "seed": run.cfg.seed,
         "status": "failed" if failure else "ok",
         "error": failure,
-        "config": asdict(cfg),
-        "model": asdict(mcfg),
-        "data": tokens.describe(),
-        "environment": env,
-        "world_size": world,
-        "grad_accum": accum,
-        "started": state.started,
+        "config": asdict(run.cfg),
+        "model": asdict(run.mcfg),
+        "data": run.tokens.describe(),
+        "environment": run.env,
+        "world_size": run.world,
+        "grad_accum": run.accum,
+        "started": run.state.started,
         "ended": _now(),
-        "resumed_at": state.resumed,
-        "loss_curve": state.curve,
+        "resumed_at": run.state.resumed,
+        "loss_curve": run.state.curve,
         "result": result,
     }
-    if master:
-        _write(out, cfg, record)
-        ckpt.unlink(missing_ok=True)  # the row (or the failure record) supersedes it
-    return record
+
+
+# ----------------------------------------------------------------------------------------------- output
 
 
 def _row(cfg: TrainConfig, result: dict[str, Any]) -> dict[str, Any]:
@@ -366,8 +481,6 @@ def _row(cfg: TrainConfig, result: dict[str, Any]) -> dict[str, Any]:
 def _check_row_fits(out: Path, row: dict[str, Any]) -> None:
     """Refuse before training, not after, a run whose row the file's schema would reject: a run already in
     the file, or steps or params_M unlike the file's other rows of the same (size, variant)."""
-
-    out.parent.mkdir(parents=True, exist_ok=True)
     if not out.exists():
         return
     try:
@@ -381,7 +494,6 @@ def _check_row_fits(out: Path, row: dict[str, Any]) -> None:
 
 def _write(out: Path, cfg: TrainConfig, record: dict[str, Any]) -> None:
     """Append the run's row (if it finished) and its provenance record; a refused row is recorded as failed."""
-
     try:
         if record["result"] is not None:
             append_rows(out, [_row(cfg, record["result"])])

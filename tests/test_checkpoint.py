@@ -1,9 +1,11 @@
-"""Crash safety: atomic checkpoints that load with weights_only=True, and resumed runs bitwise equal to
-uninterrupted ones on CPU, whether the run stopped right after a checkpoint or was SIGKILLed."""
+"""Crash safety: atomic checkpoints that load with weights_only=True, resumed runs bitwise equal to the
+uninterrupted one on CPU (whether the run stopped right after a checkpoint or was SIGKILLed), and a
+corrupt or foreign checkpoint refused with one clear error."""
 
 from __future__ import annotations
 
 import os
+import pickle
 import shutil
 import signal
 import subprocess
@@ -11,26 +13,20 @@ import time
 
 import pytest
 import torch
+from conftest import TINY_RUN
 from typer.testing import CliRunner
 
 from cli.main import app
 from rr_model import checkpoint, provenance
+from rr_model.checkpoint import CheckpointError
 from rr_model.dataset import load_sweep
 from rr_model.train import TrainConfig, train
 
-
-@pytest.fixture(autouse=True)
-def offline_cache(tmp_path_factory, monkeypatch):
-    monkeypatch.setenv("RR_CACHE", str(tmp_path_factory.getbasetemp() / "cache"))
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+pytestmark = pytest.mark.usefixtures("offline")
 
 
 class Killed(BaseException):
     """Stands for SIGKILL: nothing in the trainer catches it."""
-
-
-def tiny(steps: int, every: int) -> TrainConfig:
-    return TrainConfig("tiny", "standard", data="synthetic", steps=steps, checkpoint_every=every)
 
 
 def result(out):
@@ -40,12 +36,12 @@ def result(out):
 
 def test_save_is_atomic_and_loads_with_weights_only(tmp_path):
     path = tmp_path / "run.pt"
-    state = {"step": 3, "w": torch.arange(4.0), "rng": {"state": 2**127 + 5, "name": "PCG64"}, "none": None}
+    state = {"step": 3, "w": torch.arange(4.0), "rng": ("MT19937", torch.arange(3), 2), "none": None}
     checkpoint.save(path, state)
     checkpoint.save(path, {**state, "step": 4})  # replaces, leaving no temporary file behind
     assert os.listdir(tmp_path) == ["run.pt"]
     loaded = torch.load(path, weights_only=True)
-    assert loaded["step"] == 4 and loaded["rng"] == state["rng"] and torch.equal(loaded["w"], state["w"])
+    assert loaded["step"] == 4 and loaded["rng"][0] == "MT19937" and torch.equal(loaded["w"], state["w"])
 
 
 def test_save_failure_keeps_the_previous_checkpoint(tmp_path, monkeypatch):
@@ -59,13 +55,49 @@ def test_save_failure_keeps_the_previous_checkpoint(tmp_path, monkeypatch):
     monkeypatch.setattr(torch, "save", broken)
     with pytest.raises(Killed):
         checkpoint.save(path, {"step": 2})
-    assert os.listdir(tmp_path) == ["run.pt"] and checkpoint.load(path) == {"step": 1}
+    assert os.listdir(tmp_path) == ["run.pt"] and torch.load(path, weights_only=True) == {"step": 1}
 
 
-def test_resume_after_a_checkpoint_is_bitwise_identical(tmp_path, monkeypatch):
-    cfg = tiny(steps=12, every=4)
-    whole = train(cfg, tmp_path / "whole.csv")
+class Payload:
+    def __reduce__(self):
+        return (os.system, ("touch pwned",))
 
+
+@pytest.mark.parametrize(
+    "content",
+    [b"", b"not a checkpoint", pickle.dumps(Payload()), "truncated", "foreign"],
+    ids=["empty", "garbage", "code", "truncated", "foreign"],
+)
+def test_a_corrupt_or_foreign_checkpoint_is_one_clear_error(tmp_path, content, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    out = tmp_path / "x.csv"
+    cfg = TrainConfig(**{**TINY_RUN, "steps": 4})
+    ckpt = checkpoint.checkpoint_path(out, *cfg.key)
+    ckpt.parent.mkdir()
+    if content == "foreign":
+        torch.save({"step": 2, "model": {}}, ckpt)
+    elif content == "truncated":
+        torch.save({k: 0 for k in checkpoint.KEYS}, ckpt)
+        ckpt.write_bytes(ckpt.read_bytes()[:100])
+    else:
+        ckpt.write_bytes(content)
+    with pytest.raises(CheckpointError, match=str(ckpt)):
+        checkpoint.load(ckpt)
+    run = CliRunner().invoke(app, ["train", *_args(cfg, out), "--resume"])
+    assert run.exit_code == 2 and run.stderr.startswith("rr: error:") and str(ckpt) in run.stderr
+    assert "Traceback" not in run.stderr and not (tmp_path / "pwned").exists()
+    # without --resume the file is not opened: only named
+    run = CliRunner().invoke(app, ["train", *_args(cfg, out)])
+    assert run.exit_code == 2 and "pass --resume" in run.stderr
+
+
+def _args(cfg: TrainConfig, out) -> list[str]:
+    args = ["--size", cfg.size, "--variant", cfg.variant, "--data", cfg.data, "--steps", str(cfg.steps)]
+    return [*args, "--checkpoint-every", str(cfg.checkpoint_every), "--out", str(out)]
+
+
+def test_resume_after_a_checkpoint_is_bitwise_identical(tmp_path, monkeypatch, tiny_run):
+    cfg = TrainConfig(**TINY_RUN)
     out = tmp_path / "resumed.csv"
     save = checkpoint.save
 
@@ -81,33 +113,29 @@ def test_resume_after_a_checkpoint_is_bitwise_identical(tmp_path, monkeypatch):
     ckpt = checkpoint.checkpoint_path(out, *cfg.key)
     assert ckpt.exists() and not out.exists()
     saved = checkpoint.load(ckpt)
-    assert saved["step"] == 8 and isinstance(saved["data_rng"]["state"]["state"], int)
+    assert saved["step"] == 8 and saved["data_rng"][0] == "MT19937"  # the RandomState's whole state
 
     with pytest.raises(ValueError, match="--resume"):
         train(cfg, out)
     with pytest.raises(ValueError, match="another config"):
-        train(tiny(steps=16, every=4), out, resume=True)
+        train(TrainConfig(**{**TINY_RUN, "steps": 16}), out, resume=True)
     resumed = train(cfg, out, resume=True)
 
     assert resumed["resumed_at"] == [8] and not ckpt.exists()
     for key in ("val_loss", "ece", "params"):
-        assert resumed["result"][key] == whole["result"][key]  # exact, not approximate
-    assert resumed["loss_curve"] == whole["loss_curve"]
-    a, b = load_sweep(tmp_path / "whole.csv"), load_sweep(out)
+        assert resumed["result"][key] == tiny_run["result"][key]  # exact, not approximate
+    assert resumed["loss_curve"] == tiny_run["loss_curve"]
+    a, b = load_sweep(tiny_run["out"]), load_sweep(out)
     assert a.drop(columns="minutes").equals(b.drop(columns="minutes"))
 
 
-def test_sigkill_then_resume_is_bitwise_identical(tmp_path):
-    steps, every = 24, 8
-    whole = train(tiny(steps, every), tmp_path / "whole.csv")
-
+def test_sigkill_then_resume_is_bitwise_identical(tmp_path, tiny_run):
+    cfg = TrainConfig(**TINY_RUN)
     out = tmp_path / "killed.csv"
-    ckpt = checkpoint.checkpoint_path(out, "tiny", "standard", 0)
-    args = ["train", "--size", "tiny", "--variant", "standard", "--data", "synthetic", "--steps", str(steps)]
-    args += ["--checkpoint-every", str(every), "--out", str(out)]
+    ckpt = checkpoint.checkpoint_path(out, *cfg.key)
+    args = ["train", *_args(cfg, out)]
     proc = subprocess.Popen([shutil.which("rr"), *args], stderr=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
-    deadline = time.monotonic() + 120
-    while not ckpt.exists() and proc.poll() is None and time.monotonic() < deadline:
+    while not ckpt.exists() and proc.poll() is None:
         time.sleep(0.02)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
@@ -116,9 +144,9 @@ def test_sigkill_then_resume_is_bitwise_identical(tmp_path):
     resumed = CliRunner().invoke(app, [*args, "--resume"])
     assert resumed.exit_code == 0, resumed.output
     rec = result(out)
-    assert rec["resumed_at"][0] % every == 0 and rec["resumed_at"][0] > 0
+    assert rec["resumed_at"][0] % cfg.checkpoint_every == 0 and rec["resumed_at"][0] > 0
     assert (rec["result"]["val_loss"], rec["result"]["ece"]) == (
-        whole["result"]["val_loss"],
-        whole["result"]["ece"],
+        tiny_run["result"]["val_loss"],
+        tiny_run["result"]["ece"],
     )
-    assert rec["loss_curve"] == whole["loss_curve"]
+    assert rec["loss_curve"] == tiny_run["loss_curve"]

@@ -1,15 +1,19 @@
-"""The trainer: recipe and schedule, planning, the guard, end-to-end `rr train`, concurrency, failures.
+"""The trainer: recipe and schedule, data order, planning, the guard, end-to-end `rr train`, concurrency,
+failures.
 
-Every run is the `tiny` size on the synthetic corpus (or a small local corpus) for a few dozen steps, on
-CPU, offline; token caches live in a per-module temporary folder ($RR_CACHE).
+Every run is the `tiny` size on the synthetic corpus (or a small local corpus or token cache) for a few
+steps, on CPU, offline; token caches live in the session's folder ($RR_CACHE, tests/conftest.py).
 """
 
 from __future__ import annotations
 
+import json
+import math
 import os
 import shutil
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -23,24 +27,16 @@ from rr_model.config import model_config
 from rr_model.dataset import append_rows, bundled_path, load_sweep
 from rr_model.errors import InputError
 from rr_model.evaluate import ece_from_bins, evaluate
-from rr_model.ladder import RECIPE
+from rr_model.ladder import RECIPE, get_size
 from rr_model.model import GPT
-from rr_model.tokens import TINYSTORIES, Tokens
-from rr_model.train import TrainConfig, lr_at, plan_runs, recipe_differences, train
+from rr_model.runs import DEFAULT_OUT, TrainConfig, plan_runs, recipe_differences, start_from_published
+from rr_model.tokens import TINYSTORIES, Tokens, sample_batch
+from rr_model.train import lr_at, train
 
 RR = str(Path(sys.executable).with_name("rr"))  # this interpreter's console script: no PATH lookup
 
 
-@pytest.fixture(scope="module")
-def cache(tmp_path_factory):
-    return tmp_path_factory.mktemp("cache")
-
-
-@pytest.fixture(autouse=True)
-def offline_cache(cache, monkeypatch):
-    monkeypatch.setenv("RR_CACHE", str(cache))
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+pytestmark = pytest.mark.usefixtures("offline")
 
 
 def tiny(**overrides) -> TrainConfig:
@@ -108,16 +104,83 @@ def test_defaults_are_the_published_recipe():
         TrainConfig("2B")
 
 
-def test_lr_schedule_warms_up_linearly_then_cosine_to_ten_percent():
-    lr = [lr_at(s, 8000, RECIPE) for s in range(8000)]
+def test_checkpoint_interval_and_seed_range():
+    assert TrainConfig("150M").checkpoint_every == 1000 and TrainConfig("tiny").checkpoint_every == 20
     assert (
-        lr[0] == pytest.approx(2e-4 / 500)
-        and lr[249] == pytest.approx(1e-4)
-        and lr[499] == pytest.approx(2e-4)
+        TrainConfig("tiny", steps=30).checkpoint_every == 6
+        and TrainConfig("tiny", steps=3).checkpoint_every == 1
     )
-    assert lr[-1] == pytest.approx(2e-5)  # 10% of the peak at the last step
-    assert lr[500 + 7499 // 2] == pytest.approx(1.1e-4, rel=1e-3)  # halfway down the cosine
-    assert all(np.diff(lr[499:]) <= 0)
+    with pytest.raises(InputError, match=r"seed 4294967296 must be in 0 .. 2\*\*32 - 1"):
+        TrainConfig("tiny", seed=2**32)  # numpy's RandomState takes no larger seed
+
+
+def published_lr(step: int, steps: int = 8000, warmup: int = 500) -> float:
+    """The published schedule, written out as the issue states it."""
+    if step < warmup:
+        factor = (step + 1) / warmup
+    else:
+        factor = 0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(1, (step - warmup) / max(1, steps - warmup))))
+    return 2e-4 * factor
+
+
+def test_lr_schedule_is_the_published_formula_under_lambdalr():
+    for step, expected in ((0, 4e-7), (499, 2e-4), (500, 2e-4), (7999, 2e-5)):
+        assert lr_at(step, 8000, RECIPE) == published_lr(step) == pytest.approx(expected, rel=1e-6)
+    assert lr_at(7999, 8000, RECIPE) != 2e-5  # the cosine ends one step after the last: min(1, 7499/7500)
+    # torch's LambdaLR, read before each step, gives the same floats
+    optimizer = torch.optim.AdamW([torch.zeros(1, requires_grad=True)], lr=2e-4)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: published_lr(s) / 2e-4)
+    lambda_lr = []
+    for _ in range(8000):
+        lambda_lr.append(optimizer.param_groups[0]["lr"])
+        optimizer.step()
+        scheduler.step()
+    assert [lr_at(s, 8000, RECIPE) for s in (0, 499, 500, 4250, 7999)] == pytest.approx(
+        [lambda_lr[s] for s in (0, 499, 500, 4250, 7999)], rel=1e-15
+    )
+
+
+def token_cache(folder: Path, n: int = 20_000) -> Path:
+    """A token cache written by hand (tokens.bin + meta.json): n byte-level tokens, 97% of them train."""
+    folder.mkdir()
+    tokens = np.random.RandomState(123).randint(0, 256, size=n).astype("<u2")
+    (folder / "tokens.bin").write_bytes(tokens.tobytes())
+    meta = dict(format=1, key="hand", source="hand", tokenizer="bytes", n_text=1, vocab_size=257, eos_id=256)
+    (folder / "meta.json").write_text(json.dumps({**meta, "n_tokens": n, "n_train": int(0.97 * n)}))
+    return folder
+
+
+# First window starts of the training batch (8 sequences of 256 over 19,400 train tokens) and of the first
+# validation batch after 2 training steps (over 600 validation tokens), from the published script's draws:
+# numpy.random.RandomState(seed).randint(0, n - 257, size=8), one call per batch, one stream.
+FIRST_STARTS = {
+    0: ([2732, 10799, 9845, 13123, 9225, 14116, 14935, 15430], [165, 25, 333, 72, 265, 115, 243, 197]),
+    3: ([5994, 1688, 11513, 15288, 6400, 11261, 19091, 11115], [316, 129, 69, 110, 97, 106, 152, 318]),
+}
+
+
+@pytest.mark.parametrize("seed", [0, 3])
+def test_data_order_is_the_published_stream_from_a_token_cache(tmp_path, monkeypatch, seed):
+    from rr_model import evaluate as evaluate_module
+    from rr_model import train as train_module
+
+    cache = token_cache(tmp_path / "tokens")
+    starts = []
+
+    def spy(data, rng, batch, block):  # records where each window starts, found by its content
+        x, y = sample_batch(data, rng, batch, block)
+        windows = np.lib.stride_tricks.sliding_window_view(data, block)
+        starts.append((len(data), [int(np.flatnonzero((windows == row).all(axis=1))[0]) for row in x]))
+        return x, y
+
+    monkeypatch.setattr(train_module, "sample_batch", spy)
+    monkeypatch.setattr(evaluate_module, "sample_batch", spy)
+    recipe = replace(get_size("tiny").recipe, eval_batches=2)
+    cfg = TrainConfig("tiny", "standard", seed, data=str(cache), steps=2, recipe=recipe, checkpoint_every=0)
+    rec = train(cfg, tmp_path / "x.csv")  # the library entry point, on a token cache as the published one
+    assert rec["status"] == "ok" and rec["data"]["train_tokens"] == 19_400
+    assert [n for n, _ in starts] == [19_400, 19_400, 600, 600]
+    assert (starts[0][1], starts[2][1]) == FIRST_STARTS[seed]
 
 
 def _tokens(**kw) -> Tokens:
@@ -222,6 +285,27 @@ def test_local_corpus(tmp_path):
     assert len(load_sweep(out)) == 1
 
 
+# ------------------------------------------------------------------------------- before and after training
+
+
+def test_dry_run_validates_data_and_out_and_loads_no_torch(tmp_path):
+    out = tmp_path / "x.csv"
+    result = rr("train", "--size", "tiny", "--data", tmp_path / "missing.txt", "--out", out, "--dry-run")
+    assert result.exit_code == 2 and "--data" in result.stderr and "missing.txt" in result.stderr
+    deep = tmp_path / "no" / "such" / "x.csv"
+    result = rr("train", "--size", "tiny", "--data", "synthetic", "--out", deep, "--dry-run")
+    assert result.exit_code == 2 and "is not a folder, and its parent is none either" in result.stderr
+    args = ["train", "--size", "tiny", "--data", "synthetic", "--out", str(tmp_path / "new" / "x.csv")]
+    script = (
+        f"import sys\nfrom cli.main import app\nsys.argv[1:] = {[*args, '--dry-run']!r}\n"
+        "try:\n    app()\nexcept SystemExit as e:\n    assert not e.code, e.code\n"
+        "assert 'torch' not in sys.modules, 'rr train --dry-run imported torch'\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert "est_minutes" in proc.stdout and not (tmp_path / "new").exists()  # a dry run creates nothing
+
+
 # ------------------------------------------------------------------------------------------ refusals
 
 
@@ -313,14 +397,12 @@ def test_evaluate_equals_a_direct_computation():
     torch.manual_seed(0)
     model = GPT(model_config("tiny", "standard", 257)).eval()
     val = np.random.default_rng(1).integers(0, 257, 5000).astype(np.uint16)
-    loss, ece = evaluate(model, val, seed=3, n_batches=3, batch_size=4, block_size=256, n_bins=15,
-                         device=torch.device("cpu"))  # fmt: skip
-    from rr_model.tokens import sample_batch
-
-    rng, losses, conf, correct = np.random.default_rng(3), [], [], []
+    loss, ece = evaluate(model, val, rng=np.random.RandomState(3), n_batches=3, batch_size=4, block_size=256,
+                         n_bins=15, device=torch.device("cpu"))  # fmt: skip
+    rng, losses, conf, correct = np.random.RandomState(3), [], [], []
     with torch.no_grad():
         for _ in range(3):
-            x, y = sample_batch(val, rng, 4, 256)
+            x, y = map(torch.from_numpy, sample_batch(val, rng, 4, 256))
             logits, batch_loss = model(x, y)
             p = torch.softmax(logits.double(), -1)
             losses.append(batch_loss.item())
@@ -346,8 +428,6 @@ def test_tiny_demo_under_a_minute(tmp_path):
 
 
 def test_a_new_default_dataset_extends_the_published_sweep(tmp_path, monkeypatch):
-    from rr_model.train import DEFAULT_OUT, start_from_published
-
     monkeypatch.chdir(tmp_path)
     todo, skipped = plan_runs(DEFAULT_OUT, "150M")
     assert [r.seed for r in todo] == [3, 3, 3] and not skipped  # seeds 0-2 are published

@@ -1,0 +1,42 @@
+"""Shared fixtures: one offline token cache and ONE trained tiny run for the end-to-end tests.
+
+Training is the slow part of the suite, so the tests that compare against an uninterrupted run (resume
+after a checkpoint, SIGKILL and resume, two DDP processes, out-of-memory accumulation) all read the same
+run, trained once per session.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+# The run every end-to-end comparison uses: 12 steps of tiny standard on the synthetic corpus, with a
+# checkpoint every 4 steps (the loss curve is read at checkpoints too, so a resumed run must match it).
+TINY_RUN = {"size": "tiny", "variant": "standard", "data": "synthetic", "steps": 12, "checkpoint_every": 4}
+
+
+@pytest.fixture(scope="session")
+def token_cache(tmp_path_factory) -> Path:
+    """One token cache folder ($RR_CACHE) for the session: the synthetic corpus is tokenized once."""
+    return tmp_path_factory.mktemp("cache")
+
+
+@pytest.fixture
+def offline(token_cache, monkeypatch) -> Path:
+    """No hub, and the session's token cache."""
+    monkeypatch.setenv("RR_CACHE", str(token_cache))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    return token_cache
+
+
+@pytest.fixture(scope="session")
+def tiny_run(token_cache, tmp_path_factory) -> dict[str, Any]:
+    """The provenance record of TINY_RUN trained without interruption, and its dataset at record["out"]."""
+    from rr_model.train import TrainConfig, train
+
+    out = tmp_path_factory.mktemp("tiny_run") / "whole.csv"
+    record = train(TrainConfig(**TINY_RUN, cache_dir=str(token_cache)), out)
+    return {**record, "out": out}
