@@ -34,13 +34,13 @@ REPORT_NAME = "report.md"
 
 # (file, heading, caption): the report's figures in reading order.
 _EMERGENCE = (
-    ("emergence.png", "welch", "The paper's Figure 2, rebuilt from the data: Welch t-test, ±1 SE."),
+    ("emergence.png", "welch", "The paper's Figure 2: Welch t-test, ±1 SE; stars Holm-adjusted."),
     ("emergence_paired.png", "paired", "The same gaps as seen by the seed-matched paired t-test, ±1 SE."),
     ("emergence_mixed.png", "mixed", "The same gaps as seen by the per-size mixed model, ±1 SE."),
 )
 _RAW = (
     ("scaling.png", "Scaling", "Validation loss against parameters: every run a point, the seed mean a line."),
-    ("seeds.png", "Seeds", "One line per seed joining its variants within a size: the pairing behind the paired test."),
+    ("seeds.png", "Seeds", "Per size: every run, each variant's mean with its 95% t interval, and a line per seed (the pairing)."),
     ("calibration.png", "Calibration", "Expected calibration error by size and variant, where measured."),
 )  # fmt: skip
 
