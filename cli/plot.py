@@ -97,7 +97,7 @@ def scaling(
 def seeds(
     data: Path | None = DATA, out: Path = _out("seeds.png"), dpi: int = DPI, title: str | None = TITLE
 ) -> None:
-    """Per size a panel, one line per seed joining its variants: the pairing behind the paired test."""
+    """A facet per size: every run, each variant's mean with its 95% t interval, a line per seed."""
     from rr_analysis.plots import seeds_figure
 
     _write(data, out, dpi, lambda df: seeds_figure(df, title=title))
