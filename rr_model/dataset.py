@@ -9,6 +9,7 @@ from __future__ import annotations
 import codecs
 import csv
 import errno
+import hashlib
 import io
 import os
 from collections.abc import Iterable, Mapping, Sequence
@@ -36,6 +37,9 @@ __all__ = [
     "append_rows",
     "bundled_path",
     "plain",
+    "digest",
+    "verify_reference",
+    "PUBLISHED_DIGEST",
 ]
 
 FIELDS: list[str] = [c.name for c in COLUMNS]
@@ -359,7 +363,7 @@ def load_sweep(path: str | os.PathLike | None = None) -> pd.DataFrame:
     path
         A CSV with the columns size, variant, seed, params_M, steps, val_loss, ece, minutes (any order).
         None loads the published dataset bundled with the package, which is checked against its pinned
-        digest (`rr_model.integrity.PUBLISHED_DIGEST`), as is any other name for that file.
+        digest (`PUBLISHED_DIGEST`), as is any other name for that file.
 
     Returns
     -------
@@ -383,8 +387,6 @@ def load_sweep(path: str | os.PathLike | None = None) -> pd.DataFrame:
     path = Path(path) if path is not None else bundled_path()
     df = _parse(_read_bytes(path), path)
     if same_file(path, bundled_path()):
-        from rr_model.integrity import verify_reference  # integrity reads this module: import on use
-
         verify_reference(df, path)
     return df
 
@@ -403,6 +405,32 @@ def format_row(row: Mapping) -> str:
     buf = io.StringIO()
     csv.writer(buf, lineterminator="").writerow(cells)
     return buf.getvalue()
+
+
+# SHA-256 of the published rows in canonical form (sorted by size, variant, seed; published number format).
+# Pins the reference copy itself: a test fails if rr_model/published/scaling_v8.csv is ever edited.
+PUBLISHED_DIGEST = "075ec1eca0234b40efdcb075d394735114b1700770dbf70dca2f5800d93e9f90"
+
+
+def digest(df: pd.DataFrame) -> str:
+    """SHA-256 of rows in canonical form, independent of row order, column order and line ends."""
+    rows = sorted(format_row(r) for r in df[FIELDS].to_dict("records"))
+    return hashlib.sha256("\n".join(rows).encode()).hexdigest()
+
+
+def verify_reference(df: pd.DataFrame, path: str | os.PathLike) -> None:
+    """Raise DataError, naming the installed file, if the reference copy no longer holds the published rows.
+
+    `load_sweep` calls this whenever it reads the reference copy (under any name), so an edited install
+    is caught before any analysis or integrity check trusts it. (Here, not in `rr_model.integrity`, which
+    reads this module: the loader may not import what stands on it.)
+    """
+    if digest(df) != PUBLISHED_DIGEST:
+        rule = (
+            "is the installed reference copy of the published sweep, and it does not match its pinned digest "
+            "(it was edited or damaged); reinstall rr-toolkit to restore it"
+        )
+        raise DataError(path, [Problem(None, None, None, rule)])
 
 
 def write_sweep(df: pd.DataFrame, path: str | os.PathLike, *, exact: bool = False) -> None:

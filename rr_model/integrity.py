@@ -5,14 +5,12 @@ A file that extends the sweep must keep the published rows as they were; new see
 
 from __future__ import annotations
 
-import hashlib
-import os
 from dataclasses import dataclass, field
 
 import pandas as pd
 
-from rr_model.dataset import FIELDS, DataError, format_row, load_sweep
-from rr_model.schema import KEY, Problem
+from rr_model.dataset import FIELDS, PUBLISHED_DIGEST, digest, format_row, load_sweep, verify_reference
+from rr_model.schema import KEY
 
 __all__ = [
     "Integrity",
@@ -22,30 +20,6 @@ __all__ = [
     "verify_reference",
     "PUBLISHED_DIGEST",
 ]
-
-# SHA-256 of the published rows in canonical form (sorted by size, variant, seed; published number format).
-# Pins the reference copy itself: a test fails if rr_model/published/scaling_v8.csv is ever edited.
-PUBLISHED_DIGEST = "075ec1eca0234b40efdcb075d394735114b1700770dbf70dca2f5800d93e9f90"
-
-
-def digest(df: pd.DataFrame) -> str:
-    """SHA-256 of rows in canonical form, independent of row order, column order and line ends."""
-    rows = sorted(format_row(r) for r in df[FIELDS].to_dict("records"))
-    return hashlib.sha256("\n".join(rows).encode()).hexdigest()
-
-
-def verify_reference(df: pd.DataFrame, path: str | os.PathLike) -> None:
-    """Raise DataError, naming the installed file, if the reference copy no longer holds the published rows.
-
-    `load_sweep` calls this whenever it reads the reference copy (under any name), so an edited install
-    is caught before any analysis or integrity check trusts it.
-    """
-    if digest(df) != PUBLISHED_DIGEST:
-        rule = (
-            "is the installed reference copy of the published sweep, and it does not match its pinned digest "
-            "(it was edited or damaged); reinstall rr-toolkit to restore it"
-        )
-        raise DataError(path, [Problem(None, None, None, rule)])
 
 
 @dataclass
