@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from rr_model.config import model_config
 from rr_model.dataset import bundled_path, load_sweep
 from rr_model.errors import InputError, RecipeError
+from rr_model.files import create_new
 from rr_model.integrity import check_integrity
 from rr_model.ladder import Recipe, get_size
 from rr_model.progress import assumed_rate, flops_per_token
@@ -155,13 +156,8 @@ def start_from_published(out: Path, size: str) -> None:
     if not _extends_published(out, size):
         return
     out.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        with open(out, "xb") as f:  # exclusive: of several trainers starting at once, one writes it
-            f.write(bundled_path().read_bytes())
-            f.flush()
-            os.fsync(f.fileno())
-    except FileExistsError:
-        pass
+    published = bundled_path().read_bytes()
+    create_new(out, lambda f: f.write(published))  # whole or not at all; of several trainers, one writes it
 
 
 def dataset_keys(out: str | os.PathLike, size: str | None = None) -> set[tuple[str, str, int]]:

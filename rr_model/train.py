@@ -35,7 +35,13 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 
 from rr_model import checkpoint
 from rr_model.config import GPTConfig, model_config
-from rr_model.dataset import DataError, append_rows, bundled_path, format_row, read_sweep_text
+from rr_model.dataset import (
+    DataError,
+    append_rows,
+    format_row,
+    read_sweep_text,
+    refuse_reference,
+)
 from rr_model.errors import InputError, RecipeError
 from rr_model.evaluate import evaluate
 from rr_model.ladder import Recipe
@@ -245,10 +251,7 @@ def train(cfg: TrainConfig, out: str | os.PathLike = DEFAULT_OUT, *, resume: boo
 
 def _setup(cfg: TrainConfig, out: Path, device: torch.device) -> _Run:
     """Check that the run may go ahead and where its row goes, load its tokens, build model and optimiser."""
-    if out.resolve() == bundled_path().resolve():
-        raise InputError(
-            f"{out} is the reference copy of the published sweep inside rr; train into data/ instead"
-        )
+    refuse_reference(out)  # by device and inode: a hard link or symlink to the packaged copy is refused too
     rank, world = _distributed(device)
     r = cfg.recipe
     if r.batch_size % world:
