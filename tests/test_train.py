@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from conftest import TINY_RUN
 from typer.testing import CliRunner
 
 from cli.main import app
@@ -230,25 +231,57 @@ def test_dry_run_prints_widths_params_tokens_and_estimate(tmp_path):
 # ------------------------------------------------------------------------------------------- end to end
 
 
-def test_rr_train_appends_a_valid_row_and_the_loss_falls(tmp_path):
-    out = tmp_path / "tmp.csv"
-    result = rr(*tiny_args(out, "review_neutral", 40))
-    assert result.exit_code == 0, result.output
-    df = load_sweep(out)
+def test_the_shared_run_learns_and_records_itself(tiny_run):
+    df = load_sweep(tiny_run["out"])
     assert df[["size", "variant", "seed", "params_M", "steps"]].values.tolist() == [
-        ["tiny", "review_neutral", 0, 1.12, 40]
+        ["tiny", "standard", 0, 1.13, 12]
     ]
-    (rec,) = records(out)
-    curve = [loss for _, loss in rec["loss_curve"]]
-    assert rec["status"] == "ok" and curve[0] > 4.5 and curve[-1] < curve[0] - 1.5, curve
-    assert rec["result"]["val_loss"] == pytest.approx(df["val_loss"][0], abs=5e-5)
-    assert rec["environment"]["torch"] == torch.__version__ and rec["config"]["steps"] == 40
-    assert provenance.join(load_sweep(out))["record_agrees"].tolist() == [True]
+    curve = [loss for _, loss in tiny_run["loss_curve"]]
+    assert tiny_run["status"] == "ok" and curve[0] > 5.0 and curve[-1] < curve[0] - 1.0, curve
+    assert tiny_run["result"]["val_loss"] == pytest.approx(df["val_loss"][0], abs=5e-5)
+    assert tiny_run["environment"]["torch"] == torch.__version__ and tiny_run["config"]["steps"] == 12
+    assert provenance.join(df)["record_agrees"].tolist() == [True]
 
+
+def test_rr_train_appends_a_row_into_a_new_folder_and_skips_it_after(tmp_path):
+    out = tmp_path / "new" / "tmp.csv"  # a missing folder is made: its parent exists
+    result = rr(*tiny_args(out, "review_neutral", 4))
+    assert result.exit_code == 0, result.output
+    assert load_sweep(out)[["variant", "params_M", "steps"]].values.tolist() == [["review_neutral", 1.12, 4]]
     before = out.read_bytes()
-    again = rr(*tiny_args(out, "review_neutral", 40, "--seed", 0))
+    again = rr(*tiny_args(out, "review_neutral", 4, "--seed", 0))
     assert again.exit_code == 0 and "skip: tiny review_neutral 0 is already in" in again.stdout
     assert out.read_bytes() == before and len(records(out)) == 1
+
+
+def test_ctrl_c_says_how_to_resume(tmp_path, monkeypatch):
+    from rr_model import checkpoint
+    from rr_model import train as train_module
+
+    def interrupted(runs, out, resume=False):
+        ckpt = checkpoint.checkpoint_path(out, *runs[0].key)
+        ckpt.parent.mkdir()
+        ckpt.write_bytes(b"")
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(train_module, "train_runs", interrupted)
+    result = rr(*tiny_args(tmp_path / "x.csv"))
+    message = " ".join(result.stderr.split())
+    assert result.exit_code == 130 and "Run the same command with --resume" in message
+    assert "x.checkpoints/tiny-standard-seed0.pt" in message
+
+
+def test_an_unwritable_out_is_refused_before_training(tmp_path, monkeypatch):
+    out = tmp_path / "x.csv"
+    monkeypatch.setattr(os, "access", lambda path, mode: Path(path) != tmp_path)  # root passes chmod
+    result = rr(*tiny_args(out))
+    assert (
+        result.exit_code == 2 and "is not writable here, so the run's result would be lost" in result.stderr
+    )
+    assert not out.exists() and not provenance.sidecar_path(out).exists()
+    (tmp_path / "dir.csv").mkdir()
+    result = rr(*tiny_args(tmp_path / "dir.csv"))
+    assert result.exit_code == 2 and "dir.csv: is a directory" in result.stderr
 
 
 def test_entry_point_subprocess(tmp_path):
@@ -370,8 +403,7 @@ def test_diverged_run_records_a_failure_and_no_row(tmp_path, monkeypatch):
     assert not out.exists()
 
 
-def test_cuda_oom_switches_to_gradient_accumulation_with_the_same_batch(tmp_path, monkeypatch):
-    reference = train(tiny(steps=6), tmp_path / "a.csv")
+def test_cuda_oom_switches_to_gradient_accumulation_with_the_same_batch(tmp_path, monkeypatch, tiny_run):
     forward = GPT.forward
 
     def small_memory(self, idx, targets=None):
@@ -380,9 +412,9 @@ def test_cuda_oom_switches_to_gradient_accumulation_with_the_same_batch(tmp_path
         return forward(self, idx, targets)
 
     monkeypatch.setattr(GPT, "forward", small_memory)
-    rec = train(tiny(steps=6), tmp_path / "b.csv")
+    rec = train(TrainConfig(**TINY_RUN), tmp_path / "b.csv")
     assert rec["grad_accum"] == 4  # 8 sequences as 4 micro-batches of 2
-    assert rec["result"]["val_loss"] == pytest.approx(reference["result"]["val_loss"], abs=1e-5)
+    assert rec["result"]["val_loss"] == pytest.approx(tiny_run["result"]["val_loss"], abs=1e-5)
 
 
 # ------------------------------------------------------------------------------------------ evaluation
