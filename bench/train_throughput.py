@@ -72,6 +72,22 @@ def _optimizer(model, fused: bool | None):
     return torch.optim.AdamW(groups, fused=fused)
 
 
+def _profiled(steps, n: int, device_type: str) -> float:
+    """`steps(n)` under torch.profiler; prints the busiest operators and every device-to-host read."""
+    from torch.profiler import ProfilerActivity
+    from torch.profiler import profile as profiler
+
+    cuda = [ProfilerActivity.CUDA] if device_type == "cuda" else []
+    with profiler(activities=[ProfilerActivity.CPU, *cuda]) as prof:
+        seconds = steps(n)
+    ops = prof.key_averages()
+    print(ops.table(sort_by="self_cpu_time_total", row_limit=15), file=sys.stderr)
+    syncs = {e.key: e.count for e in ops if e.key in ("aten::_local_scalar_dense", "aten::item")}
+    syncs |= {e.key: e.count for e in ops if "Synchronize" in e.key}
+    print(f"host reads and syncs in {n} steps (1 is the timer's own loss.item()): {syncs}", file=sys.stderr)
+    return seconds
+
+
 def measure(s: Setting, profile: bool = False) -> dict:
     """Warm up, then time `s.steps` optimiser steps of one setting in this process.
 
@@ -113,23 +129,7 @@ def measure(s: Setting, profile: bool = False) -> dict:
     warm = steps(s.warmup)
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
-    if profile:
-        from torch.profiler import ProfilerActivity
-        from torch.profiler import profile as profiler
-
-        cuda = [ProfilerActivity.CUDA] if device.type == "cuda" else []
-        with profiler(activities=[ProfilerActivity.CPU, *cuda]) as prof:
-            seconds = steps(s.steps)
-        ops = prof.key_averages()
-        print(ops.table(sort_by="self_cpu_time_total", row_limit=15), file=sys.stderr)
-        syncs = {e.key: e.count for e in ops if e.key in ("aten::_local_scalar_dense", "aten::item")}
-        syncs |= {e.key: e.count for e in ops if "Synchronize" in e.key}
-        print(
-            f"host reads and syncs in {s.steps} steps (1 is the timer's own loss.item()): {syncs}",
-            file=sys.stderr,
-        )
-    else:
-        seconds = steps(s.steps)
+    seconds = _profiled(steps, s.steps, device.type) if profile else steps(s.steps)
     if device.type == "cuda":
         memory, memory_kind = torch.cuda.max_memory_allocated(device), "max_memory_allocated"
     else:
