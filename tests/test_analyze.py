@@ -104,7 +104,7 @@ def test_json_states_primary_family_and_na_reasons(tmp_path):
     df = load_sweep()
     path = tmp_path / "one_seed.csv"
     write_sweep(df[(df["size"] != "590M") | (df["seed"] == 0)], path)
-    rec = json.loads(analyze("--data", str(path), "--format", "json").output)
+    rec = json.loads(analyze("--data", str(path), "--format", "json").stdout)  # stderr: rows left out
     assert {r["primary"] for r in rec} == {"paired"} and {r["family_m_paired"] for r in rec} == {8}
     cell = next(r for r in rec if r["size"] == "590M")
     assert cell["paired_note"] == "fewer than 2 seed-matched pairs" and cell["p_adj_paired"] is None
@@ -123,7 +123,7 @@ def test_missing_cell_is_null_in_json_and_na_in_text(tmp_path):
     df = load_sweep()
     path = tmp_path / "missing.csv"
     write_sweep(df[~((df["size"] == "1B") & (df["variant"] == "standard"))], path)
-    rec = json.loads(analyze("--data", str(path), "--format", "json").output)[-1]
+    rec = json.loads(analyze("--data", str(path), "--format", "json").stdout)[-1]
     assert rec["n_baseline"] == 0 and rec["welch_t"] is None and rec["mixed_p"] is None
     text = analyze("--data", str(path)).output
     assert "1B Standard, welch: no runs of this baseline at this size" in text
