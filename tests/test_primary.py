@@ -15,7 +15,7 @@ from scipy import stats
 from rr_analysis.claims import CLAIM_COLUMNS, claims
 from rr_analysis.effect import hedges_g, hedges_j
 from rr_analysis.equivalence import equivalence
-from rr_analysis.exact import sign_flip
+from rr_analysis.exact import NORMAL_MAX_ERROR, _monte_carlo, sign_flip
 from rr_analysis.power import pooled_resid_sd, seed_plan, t_test_power
 from rr_analysis.stats import gap_table, paired_table, welch_table
 from rr_model.dataset import load_sweep
@@ -66,6 +66,20 @@ def test_sign_flip_equals_brute_force_and_has_its_floor():
     assert np.isnan(sign_flip([])[0])
     p, floor, method = sign_flip(np.full(30, 0.01))
     assert method.startswith("Monte Carlo") and p == floor == pytest.approx(1 / 20_001)
+
+
+def test_sign_flip_on_many_pairs_reads_the_normal_limit_and_agrees_with_drawing():
+    """With many pairs no sign matrix is drawn (a 10^6-row sweep stays fast and small); the limit agrees
+    with the Monte Carlo draw it replaces within its bound, which keeps drawing while the bound is loose
+    (fewer pairs, or one pair dominating the sum)."""
+    rng = np.random.default_rng(3)
+    d = rng.normal(0.00003, 0.003, 10_000)
+    p, floor, method = sign_flip(d)
+    assert method == "normal approximation, 10,000 pairs" and floor == 0.0  # 2^-9999 underflows
+    drawn, _, _ = _monte_carlo(d, abs(d.sum()))
+    assert 0.05 < p < 0.95 and p == pytest.approx(drawn, abs=2 * NORMAL_MAX_ERROR)
+    assert sign_flip(d[:2000])[2].startswith("Monte Carlo")  # bound ~0.02: still drawn
+    assert sign_flip(np.r_[1.0, d])[2].startswith("Monte Carlo")
 
 
 def test_published_sign_flips_sit_on_their_floor(sweep):
