@@ -34,6 +34,7 @@ __all__ = [
     "create_new",
     "fsync_path",
     "locked",
+    "pid_alive",
     "read_regular",
     "same_file",
     "temp_name",
@@ -116,7 +117,7 @@ def read_regular(path: str | os.PathLike, limit: int = MAX_READ) -> bytes:
     return raw
 
 
-def _alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -131,7 +132,7 @@ def _remove_leftovers(path: Path) -> None:
     prefix = f".{path.name}."
     for p in path.parent.glob(f"{prefix}*{_TMP}"):
         pid = p.name[len(prefix) : -len(_TMP)]
-        if pid.isdigit() and not _alive(int(pid)):
+        if pid.isdigit() and not pid_alive(int(pid)):
             with contextlib.suppress(OSError):
                 shutil.rmtree(p) if p.is_dir() else p.unlink()
 

@@ -31,7 +31,7 @@ import submitit
 from submitit.helpers import Checkpointable, DelayedSubmission, TorchDistributedEnvironment
 
 from rr_model.errors import InputError
-from rr_model.files import _alive  # the one liveness check of a pid
+from rr_model.files import pid_alive
 from rr_model.runs import TrainConfig, dataset_keys, start_from_published
 from rr_model.sweepstate import add_jobs, read_jobs
 
@@ -200,7 +200,7 @@ def _scheduler_state(entry: dict[str, Any], slurm: dict[str, submitit.SlurmJob])
     """Slurm's state of a job (its first word: "CANCELLED by 42" -> CANCELLED), or a local job's."""
     if entry["executor"] == "slurm":
         return (slurm[entry["job_id"]].state.split() or ["UNKNOWN"])[0]
-    return "RUNNING" if _alive(int(entry["job_id"])) else "ENDED"  # the id of a local job is its pid
+    return "RUNNING" if pid_alive(int(entry["job_id"])) else "ENDED"  # the id of a local job is its pid
 
 
 def _saved_step(path: Path) -> int | None:

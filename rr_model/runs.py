@@ -77,6 +77,7 @@ class TrainConfig:
 
     def __post_init__(self) -> None:
         size = get_size(self.size)
+        object.__setattr__(self, "size", size.name)  # '150m' is 150M in checkpoints, sidecar and rows
         steps = self.steps or size.steps
         defaults = {
             "steps": size.steps,

@@ -43,6 +43,18 @@ def test_sizes_are_read_in_any_case_and_an_unknown_one_is_told_the_nearest():
             get_size(typed)
 
 
+def test_a_size_typed_in_any_case_is_planned_and_recorded_by_its_ladder_name():
+    from rr_model.runs import TrainConfig
+
+    assert TrainConfig(size="150m").size == "150M" and TrainConfig(size="TINY").size == "tiny"
+    result = runner.invoke(app, ["train", "--size", "150m", "--seed", "0", "--dry-run"])
+    assert result.exit_code == 0, result.output  # seed 0 is published: found under its ladder name
+    assert "skip: 150M review_neutral 0 is already in" in result.output and "150m" not in result.output
+    result = runner.invoke(app, ["train", "--size", "150m", "--seed", "7", "--dry-run"])
+    assert result.exit_code == 0, result.output
+    assert "150M  review_neutral     7" in result.output and "150m" not in result.output
+
+
 def test_a_note_never_reads_as_equal_to_the_limit_it_exceeds():
     assert _above(0.0204, 0.02) == "2.04%"
     assert _above(0.035, 0.02) == "3.5%"
