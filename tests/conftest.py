@@ -7,6 +7,7 @@ run, trained once per session.
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,7 @@ import pytest
 
 # The run every end-to-end comparison uses: 12 steps of tiny standard on the synthetic corpus, with a
 # checkpoint every 4 steps (the loss curve is read at checkpoints too, so a resumed run must match it).
+RR = str(Path(sys.executable).with_name("rr"))  # this interpreter's console script: no PATH lookup
 TINY_RUN = {"size": "tiny", "variant": "standard", "data": "synthetic", "steps": 12, "checkpoint_every": 4}
 
 

@@ -6,14 +6,13 @@ from __future__ import annotations
 
 import os
 import pickle
-import shutil
 import signal
 import subprocess
 import time
 
 import pytest
 import torch
-from conftest import TINY_RUN
+from conftest import RR, TINY_RUN
 from typer.testing import CliRunner
 
 from cli.main import app
@@ -134,7 +133,7 @@ def test_sigkill_then_resume_is_bitwise_identical(tmp_path, tiny_run):
     out = tmp_path / "killed.csv"
     ckpt = checkpoint.checkpoint_path(out, *cfg.key)
     args = ["train", *_args(cfg, out)]
-    proc = subprocess.Popen([shutil.which("rr"), *args], stderr=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+    proc = subprocess.Popen([RR, *args], stderr=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
     while not ckpt.exists() and proc.poll() is None:
         time.sleep(0.02)
     proc.send_signal(signal.SIGKILL)

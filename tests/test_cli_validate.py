@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import pytest
+from conftest import RR
 from typer.testing import CliRunner
 
 from cli.main import app
@@ -84,9 +85,7 @@ def test_validate_several_files_fails_if_any_fails(tmp_path):
 
 
 def run_rr(*args: str) -> subprocess.CompletedProcess:
-    exe = shutil.which("rr")
-    cmd = [exe, *args] if exe else [sys.executable, "-m", "cli.main", *args]
-    return subprocess.run(cmd, capture_output=True, text=True)
+    return subprocess.run([RR, *args], capture_output=True, text=True)
 
 
 def test_entry_point_validate_and_error_stream(tmp_path):

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from conftest import TINY_RUN
+from conftest import RR, TINY_RUN
 from typer.testing import CliRunner
 
 from cli.main import app
@@ -33,9 +33,6 @@ from rr_model.model import GPT
 from rr_model.runs import DEFAULT_OUT, TrainConfig, plan_runs, recipe_differences, start_from_published
 from rr_model.tokens import TINYSTORIES, Tokens, sample_batch
 from rr_model.train import lr_at, train
-
-RR = str(Path(sys.executable).with_name("rr"))  # this interpreter's console script: no PATH lookup
-
 
 pytestmark = pytest.mark.usefixtures("offline")
 
