@@ -17,9 +17,10 @@ runner = CliRunner()
     "command", [[], ["train"], ["sweep"], ["plot", "emergence"], ["analyze"], ["report"]]
 )
 def test_help_is_whole_and_flags_carry_no_type(command):
+    """Flags show no type and a repeatable option reads <str>... (tested on sweep: --variant, --sbatch)."""
     result = runner.invoke(app, [*command, "--help"], env={"COLUMNS": "80"})
     assert result.exit_code == 0, result.output
-    assert "<bool>" not in result.output
+    assert "<bool>" not in result.output and "<list[" not in result.output
     assert "…" not in result.output  # nothing cut to the terminal's width
 
 
