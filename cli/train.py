@@ -56,12 +56,20 @@ RESULT_FORMATS = {"params_M": _num("{:.2f}"), "val_loss": _num("{:.4f}"), "ece":
 RESULT_FORMATS["minutes"] = _num("{:.1f}")
 
 
+def duration(minutes: float) -> str:
+    """Minutes in the unit a reader plans with: minutes up to 90, hours up to two days, then days."""
+    if minutes < 90:
+        return f"{minutes:.1f} minutes"
+    if minutes < 48 * 60:
+        return f"{minutes / 60:.1f} hours"
+    return f"{minutes / 1440:,.1f} days"
+
+
 def echo_plan(plan: list[dict], title: str) -> None:
     """The plan table of `describe_runs` and its total."""
     table = [{k: v for k, v in r.items() if k != "assumed"} for r in plan]
     echo_records(table, Format.text, title=title, formats=PLAN_FORMATS)
-    minutes = sum(r["est_minutes"] for r in plan)
-    took = f"{minutes:.1f} minutes" if minutes < 90 else f"{minutes / 60:,.1f} hours"
+    took = duration(sum(r["est_minutes"] for r in plan))
     typer.echo(
         f"{len(plan)} run(s), {sum(r['tokens'] for r in plan):,} tokens, about {took} "
         f"(training FLOPs at the rate assumed for {plan[0]['assumed']}; a rough figure)"

@@ -56,6 +56,19 @@ def test_a_size_typed_in_any_case_is_planned_and_recorded_by_its_ladder_name():
     assert "150M  review_neutral     7" in result.output and "150m" not in result.output
 
 
+def test_plan_durations_read_in_minutes_hours_or_days():
+    from cli.train import duration
+
+    assert [duration(m) for m in (12.34, 89.9, 90, 47.9 * 60, 48 * 60, 25137.2 * 3)] == [
+        "12.3 minutes",
+        "89.9 minutes",
+        "1.5 hours",
+        "47.9 hours",
+        "2.0 days",
+        "52.4 days",
+    ]
+
+
 def test_a_note_never_reads_as_equal_to_the_limit_it_exceeds():
     assert _above(0.0204, 0.02) == "2.04%"
     assert _above(0.035, 0.02) == "3.5%"
