@@ -59,7 +59,7 @@ def analyze(
     ),  # fmt: skip
     wide: bool = typer.Option(False, "--wide", help="Text: every column, whatever the terminal's width."),
     card_file: Path = typer.Option(
-        Path("data/README.md"), "--card-file", help="The dataset card `card` rewrites."
+        Path("data/README.md"), "--card-file", help="The dataset card that the card view rewrites."
     ),
 ) -> None:
     """Statistics of a sweep: gap = mean(baseline) - mean(review_neutral), positive favours Review.
