@@ -7,6 +7,7 @@ Only `rr_model.errors.RRError` (bad input, by rr's own judgement) and OSErrors a
 from __future__ import annotations
 
 import contextlib
+import re
 import sys
 
 import typer
@@ -25,6 +26,40 @@ def fail(message: str, code: int = USAGE_OR_DATA) -> typer.Exit:
 def _os_message(e: OSError) -> str:
     where = f"{e.filename}: " if e.filename else ""
     return f"{where}{e.strerror or e}"
+
+
+def missing_extra(module: str | None) -> str | None:
+    """The extra of rr-toolkit that declares `module`'s distribution (torch -> "train"), from the installed
+    metadata, so pyproject.toml stays the one list; None when no extra declares it (then it is a bug)."""
+    from importlib.metadata import PackageNotFoundError, requires
+
+    top = (module or "").partition(".")[0].lower().replace("_", "-")
+    try:
+        declared = requires("rr-toolkit") or []
+    except PackageNotFoundError:
+        return None
+    for requirement in declared:
+        name = re.split(r"[\s<>=!~;\[]", requirement, maxsplit=1)[0].lower().replace("_", "-")
+        extra = re.search(r'extra\s*==\s*"([^"]+)"', requirement)
+        if name == top and extra:
+            return extra.group(1)
+    return None
+
+
+def run(app: typer.Typer) -> None:
+    """Run `app`; a module that only an extra installs, missing, is one sentence saying which to install."""
+    try:
+        app()
+    except ModuleNotFoundError as e:
+        extra = missing_extra(e.name)
+        if extra is None:
+            raise
+        typer.echo(
+            f"rr: error: this command needs {e.name.partition('.')[0]}, which comes with rr's '{extra}' "
+            f"extra: pip install 'rr-toolkit[{extra}]' (from a checkout: pip install -e '.[{extra}]')",
+            err=True,
+        )
+        sys.exit(USAGE_OR_DATA)
 
 
 @contextlib.contextmanager

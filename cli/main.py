@@ -9,6 +9,7 @@ from __future__ import annotations
 import typer
 
 from cli import analyze, depth, gates, merge, plot, report, sizes, sweep, train, validate
+from cli.errors import run
 from cli.help import CASE_INSENSITIVE
 
 app = typer.Typer(
@@ -39,7 +40,7 @@ for module in (validate, sizes, depth, gates, plot, analyze, train, sweep, merge
 
 
 def main() -> None:
-    app()
+    run(app)
 
 
 if __name__ == "__main__":

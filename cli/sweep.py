@@ -142,13 +142,10 @@ def _effect_seeds(out: Path, sizes: list[str] | None, effect: float, variants: t
 
 
 def _launch():
-    """rr_model.launch, or one clear error where the optional submitit is not installed."""
-    try:
-        from rr_model import launch
-    except ModuleNotFoundError as e:
-        if e.name != "submitit":
-            raise
-        raise InputError('the Slurm launcher needs submitit: pip install -e ".[cluster]"') from None
+    """rr_model.launch, imported only where Slurm is used: submitit comes with the cluster extra, and a
+    missing one is `cli.errors.run`'s one sentence naming that extra."""
+    from rr_model import launch
+
     return launch
 
 

@@ -65,8 +65,40 @@ def test_the_extras_are_known_here():
     ids=" ".join,
 )
 def test_analysis_commands_run_on_the_base_install(args, tmp_path):
-    args = [a.format(tmp=tmp_path) for a in args]
-    code = f"BLOCKED = {sorted(extras_only())!r}\nARGS = {args!r}\n" + BLOCKER
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path)
+    result = _child([a.format(tmp=tmp_path) for a in args], tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "an extra: not in the base install" not in result.stderr
+
+
+def _child(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
+    code = f"BLOCKED = {sorted(extras_only())!r}\nARGS = {args!r}\n" + BLOCKER
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=cwd)
+
+
+@pytest.mark.parametrize(
+    "args, extra",
+    [
+        (["train", "--size", "tiny", "--data", "synthetic", "--out", "demo.csv"], "train"),
+        (["depth-check"], "train"),
+        (["sweep", "--sizes", "tiny", "--seeds", "0", "--launcher", "slurm", "--dry-run"], "cluster"),
+    ],
+    ids=lambda a: a if isinstance(a, str) else a[0],
+)
+def test_a_command_that_needs_an_extra_says_which_to_install(args, extra, tmp_path):
+    result = _child(args, tmp_path)
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr[-3000:]
+    assert f"comes with rr's '{extra}' extra: pip install 'rr-toolkit[{extra}]'" in result.stderr
+    assert not (tmp_path / "demo.csv").exists()
+
+
+def test_the_extra_is_read_from_the_installed_metadata_and_a_bug_stays_a_bug():
+    from cli.errors import missing_extra
+
+    assert [missing_extra(m) for m in ("torch", "torch.nn", "submitit", "pytest")] == [
+        "train",
+        "train",
+        "cluster",
+        "test",
+    ]
+    assert missing_extra("pandas") is None  # a base dependency missing is a broken install, not an extra
+    assert missing_extra("no_such_module") is None and missing_extra(None) is None
