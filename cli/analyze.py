@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import shutil
 from enum import Enum
 from pathlib import Path
@@ -26,8 +27,26 @@ class View(str, Enum):
 _ALIAS = "Same as the view `{}`."
 
 
+def _view(value: str | None) -> View | None:
+    """The view named in any case; a misspelt one is told the nearest, as `rr plot` does for kinds."""
+    if value is None:
+        return None
+    names = [v.value for v in View]
+    if value.lower() in names:
+        return View(value.lower())
+    near = difflib.get_close_matches(value.lower(), names, 1, 0.5)
+    hint = f" Did you mean '{near[0]}'?" if near else ""
+    raise typer.BadParameter(f"'{value}' is not a view; the views are {', '.join(names)}.{hint}")
+
+
 def analyze(
-    view: View = typer.Argument(None, help="What to show (default: table).", show_default=False),
+    view: str = typer.Argument(
+        None,
+        metavar="VIEW",
+        help="What to show: table (default), emergence, power, notes, equivalence, claims or card.",
+        show_default=False,
+        callback=_view,
+    ),
     table: bool = typer.Option(False, "--table", help=_ALIAS.format("table"), hidden=True),
     emergence: bool = typer.Option(False, "--emergence", help=_ALIAS.format("emergence"), hidden=True),
     power: bool = typer.Option(False, "--power", help=_ALIAS.format("power"), hidden=True),
@@ -119,13 +138,14 @@ def _compute(view: View, df, fmt: str, adjust: str, margin, effect, width) -> st
 def _write_card(path: Path, df) -> None:
     from rr_analysis.stats import gap_table
     from rr_analysis.tables import update_card
+    from rr_model.files import atomic_write
 
     if not path.is_file():
         raise InputError(f"{path}: no such dataset card (set --card-file)")
     text = path.read_text(encoding="utf-8")
     new = update_card(text, gap_table(df))
-    if new != text:
-        path.write_text(new, encoding="utf-8")
+    if new != text:  # whole or not at all: a kill mid-write leaves the old card
+        atomic_write(path, lambda f: f.write(new.encode("utf-8")))
     typer.echo(f"{path}: headline table {'updated' if new != text else 'already up to date'}")
 
 

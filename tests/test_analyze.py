@@ -240,8 +240,11 @@ def test_card_command_rewrites_only_the_block(tmp_path):
     card = tmp_path / "README.md"
     card.write_text("intro\n<!-- BEGIN GENERATED: rr analyze --card; do not edit by hand -->\nold\n"
                     "<!-- END GENERATED -->\ntail\n")  # fmt: skip
+    before = card.stat().st_ino
     result = analyze("--card", "--card-file", str(card))
     assert result.exit_code == 0 and "updated" in result.output
+    assert card.stat().st_ino != before  # replaced whole by rename, never truncated and rewritten in place
+    assert [p.name for p in tmp_path.iterdir()] == ["README.md"]  # no temporary file left
     text = card.read_text()
     assert text.startswith("intro\n") and text.endswith("tail\n") and "old" not in text
     assert card_mismatch(text, gap_table(load_sweep())) is None

@@ -35,6 +35,17 @@ def test_an_unknown_plot_kind_is_told_the_nearest():
     assert result.exit_code == 2 and "Did you mean 'emergence'?" in result.output
 
 
+def test_an_unknown_analyze_view_is_told_the_nearest_and_views_read_in_any_case():
+    result = runner.invoke(app, ["analyze", "emergnce"])
+    said = " ".join(result.output.replace("│", " ").split())  # the error panel wraps its text
+    assert result.exit_code == 2 and "Did you mean 'emergence'?" in said
+    assert "the views are table, emergence, power" in said
+    assert (
+        runner.invoke(app, ["analyze", "EMERGENCE"]).output
+        == runner.invoke(app, ["analyze", "emergence"]).output
+    )
+
+
 def test_sizes_are_read_in_any_case_and_an_unknown_one_is_told_the_nearest():
     assert get_size("150m").name == "150M" and get_size("TINY").name == "tiny"
     for typed, near in (("15OM", "150M"), ("１５０M", "150M"), ("tinny", "tiny")):
