@@ -28,20 +28,24 @@ def _os_message(e: OSError) -> str:
     return f"{where}{e.strerror or e}"
 
 
+def requirement_name(requirement: str) -> str:
+    """The normalised distribution name a requirement starts with ('Import_Linter>=2.0' -> import-linter)."""
+    return re.split(r"[\s<>=!~;\[]", requirement, maxsplit=1)[0].lower().replace("_", "-")
+
+
 def missing_extra(module: str | None) -> str | None:
     """The extra of rr-toolkit that declares `module`'s distribution (torch -> "train"), from the installed
     metadata, so pyproject.toml stays the one list; None when no extra declares it (then it is a bug)."""
     from importlib.metadata import PackageNotFoundError, requires
 
-    top = (module or "").partition(".")[0].lower().replace("_", "-")
+    top = requirement_name((module or "").partition(".")[0])
     try:
         declared = requires("rr-toolkit") or []
     except PackageNotFoundError:
         return None
     for requirement in declared:
-        name = re.split(r"[\s<>=!~;\[]", requirement, maxsplit=1)[0].lower().replace("_", "-")
         extra = re.search(r'extra\s*==\s*"([^"]+)"', requirement)
-        if name == top and extra:
+        if extra and requirement_name(requirement) == top:
             return extra.group(1)
     return None
 

@@ -22,7 +22,7 @@ def _flag_untyped(self: typer.core.TyperOption, ctx) -> str | None:
         return None
     shown = _typed(self, ctx)
     if shown and shown.startswith("<list[") and shown.endswith("]>"):
-        return f"<{shown[6:-2]}>..."
+        return f"<{shown.removeprefix('<list[').removesuffix(']>')}>..."
     return shown
 
 

@@ -5,12 +5,13 @@ a child interpreter that refuses to import what only an extra (train, cluster, t
 from __future__ import annotations
 
 import importlib.metadata as md
-import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from cli.errors import requirement_name
 
 tomllib = pytest.importorskip("tomllib", reason="reading pyproject.toml needs Python 3.11's tomllib")
 
@@ -18,15 +19,15 @@ ROOT = Path(__file__).resolve().parents[1]
 OWN = "rr-toolkit"
 
 
-def _name(requirement: str) -> str:
-    return re.split(r"[\s<>=!~;\[]", requirement, maxsplit=1)[0].lower().replace("_", "-")
-
-
 def extras_only() -> set[str]:
     """Top-level modules of distributions that pyproject.toml declares in an extra but not in the base."""
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    base = {_name(r) for r in project["dependencies"]}
-    extra = {_name(r) for reqs in project["optional-dependencies"].values() for r in reqs} - base - {OWN}
+    base = {requirement_name(r) for r in project["dependencies"]}
+    extra = (
+        {requirement_name(r) for reqs in project["optional-dependencies"].values() for r in reqs}
+        - base
+        - {OWN}
+    )
     modules = set()
     for module, dists in md.packages_distributions().items():
         if any(d.lower().replace("_", "-") in extra for d in dists):
