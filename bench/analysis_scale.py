@@ -80,7 +80,7 @@ def child(csv: Path, warm: Path, steps: list[str]) -> dict:
     from rr_analysis.emergence import emergence
     from rr_analysis.plots import emergence_figure, save_figure
     from rr_analysis.stats import gap_table
-    from rr_model.dataset import load_sweep
+    from rr_model.results.dataset import load_sweep
 
     def run(path: Path, out: dict | None = None) -> None:
         stamp = time.perf_counter()

@@ -99,11 +99,11 @@ def measure(s: Setting, profile: bool = False) -> dict:
     import torch
 
     from rr_model.config import model_config
-    from rr_model.ladder import get_size
+    from rr_model.core.ladder import get_size
     from rr_model.model import GPT
     from rr_model.numerics import numerics
     from rr_model.progress import flops_per_token, peak_flops
-    from rr_model.provenance import environment
+    from rr_model.results.provenance import environment
     from rr_model.train import matmul_flops, setup_device, train_step
 
     recipe = get_size(s.size).recipe
@@ -173,7 +173,7 @@ def run(s: Setting, timeout: float) -> dict:
 def published_minutes(size: str) -> float | None:
     """Median `minutes` of the size's review_neutral runs in the published sweep (B200, TF32)."""
     from rr_analysis import load_sweep
-    from rr_model.variants import REFERENCE
+    from rr_model.core.variants import REFERENCE
 
     df = load_sweep()
     m = df.loc[(df["size"] == size) & (df["variant"] == REFERENCE), "minutes"].dropna()
@@ -252,9 +252,9 @@ def gpu_check(a: argparse.Namespace) -> None:
 
 
 def main() -> None:
-    from rr_model.ladder import LADDER
+    from rr_model.core.ladder import LADDER
+    from rr_model.core.variants import COMPARED
     from rr_model.runs import DEVICES, PRECISIONS
-    from rr_model.variants import COMPARED
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--size", default="tiny", choices=list(LADDER))

@@ -11,7 +11,7 @@ import typer
 
 from cli.choices import Adjust, Format
 from cli.errors import fail, known_errors
-from rr_model.errors import InputError
+from rr_model.core.errors import InputError
 
 
 class View(str, Enum):
@@ -138,7 +138,7 @@ def _compute(view: View, df, fmt: str, adjust: str, margin, effect, width) -> st
 def _write_card(path: Path, df) -> None:
     from rr_analysis.stats import gap_table
     from rr_analysis.tables import update_card
-    from rr_model.files import atomic_write
+    from rr_model.core.files import atomic_write
 
     if not path.is_file():
         raise InputError(f"{path}: no such dataset card (set --card-file)")

@@ -9,9 +9,9 @@ import typer
 
 
 def load_checked(data: Path | None):
-    """`rr_model.dataset.load_sweep(data)`, with `rr: warning:` on stderr naming altered published rows."""
-    from rr_model.dataset import load_sweep
-    from rr_model.integrity import integrity_warning
+    """`rr_model.results.dataset.load_sweep(data)`, with `rr: warning:` on stderr naming altered published rows."""
+    from rr_model.results.dataset import load_sweep
+    from rr_model.results.integrity import integrity_warning
 
     df = load_sweep(data)
     if (warning := integrity_warning(df)) is not None:

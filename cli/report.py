@@ -37,7 +37,7 @@ def report(
 
     from cli.dataload import load_checked
     from rr_analysis.report import write_report
-    from rr_model.dataset import bundled_path
+    from rr_model.results.dataset import bundled_path
 
     with known_errors():
         path = write_report(load_checked(data), out, source=str(data or bundled_path()), dpi=dpi)

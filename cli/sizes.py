@@ -19,7 +19,7 @@ def sizes(
     on --vocab. Counted by arithmetic: instant, no model is built.
     """
     from rr_model.config import size_table
-    from rr_model.ladder import RECIPE
+    from rr_model.core.ladder import RECIPE
 
     vocab = vocab or RECIPE.vocab_size
     echo_records(

@@ -27,7 +27,7 @@ from cli.train import (
     VARIANT,
     echo_plan,
 )
-from rr_model.errors import InputError
+from rr_model.core.errors import InputError
 
 
 class Launcher(str, Enum):
@@ -124,8 +124,8 @@ def _sbatch(items: list[str] | None) -> dict[str, str | bool]:
 def _effect_seeds(out: Path, sizes: list[str] | None, effect: float, variants: tuple) -> dict[str, list[int]]:
     """The new seeds per size that `rr_analysis.power.seed_plan` asks for, printed with the plan's reasons."""
     from rr_analysis.power import seed_plan
-    from rr_model.dataset import load_sweep
-    from rr_model.sweep import next_seeds
+    from rr_model.results.dataset import load_sweep
+    from rr_model.sweep.local import next_seeds
 
     df = load_sweep(out if out.exists() else None)
     plan = seed_plan(df, effect)
@@ -142,15 +142,15 @@ def _effect_seeds(out: Path, sizes: list[str] | None, effect: float, variants: t
 
 
 def _launch():
-    """rr_model.launch, imported only where Slurm is used: submitit comes with the cluster extra, and a
+    """rr_model.sweep.slurm, imported only where Slurm is used: submitit comes with the cluster extra, and a
     missing one is `cli.errors.run`'s one sentence naming that extra."""
-    from rr_model import launch
+    from rr_model.sweep import slurm as launch
 
     return launch
 
 
 def _status_or_cancel(out: Path, cancel: bool) -> None:
-    from rr_model.sweepstate import state_path
+    from rr_model.sweep.jobs import state_path
 
     launch = _launch()
     if cancel:
@@ -196,7 +196,7 @@ def _slurm(todo: list, out: Path, resources, per_run_files: bool, dry_run: bool)
 def _local(todo: list, out: Path, nproc: int, dry_run: bool) -> None:
     """Train `todo` here, one process each (or show the plan under --dry-run); exit 1 if any run failed."""
     from rr_model.runs import describe_runs
-    from rr_model.sweep import run_sweep
+    from rr_model.sweep.local import run_sweep
 
     if dry_run:
         if todo:
@@ -249,9 +249,9 @@ def sweep(
     file when it finishes (or to its own file, `--per-run-files`); `--status` and `--cancel` follow and stop
     them. `--effect` plans the seeds a target gap needs instead of `--seeds`.
     """
+    from rr_model.core.variants import COMPARED
     from rr_model.runs import DEFAULT_OUT
-    from rr_model.sweep import plan_sweep
-    from rr_model.variants import COMPARED
+    from rr_model.sweep.local import plan_sweep
 
     out = out or DEFAULT_OUT
     options = dict(data=data, tokenizer=tokenizer, steps=steps, precision=precision, compile=compile_)

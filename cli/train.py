@@ -101,9 +101,9 @@ def train(
     Runs already in the file are skipped. Each row is validated and appended under a file lock, with a
     provenance record in the sidecar `OUT.runs.jsonl`. Exit 0 when every run finished, 1 when one diverged.
     """
+    from rr_model.core.variants import COMPARED
     from rr_model.runs import DEFAULT_OUT, check_out, describe_runs, plan_runs
     from rr_model.tokens import check_data
-    from rr_model.variants import COMPARED
 
     out = out or DEFAULT_OUT
     lead = os.environ.get("RANK", "0") == "0"  # under torchrun, one process reports

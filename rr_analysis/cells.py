@@ -8,9 +8,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from rr_model.errors import InputError
-from rr_model.ladder import size_sort_key
-from rr_model.variants import BASELINES, NAMES, REFERENCE
+from rr_model.core.errors import InputError
+from rr_model.core.ladder import size_sort_key
+from rr_model.core.variants import BASELINES, NAMES, REFERENCE
 
 __all__ = ["sizes_in_order", "baselines_in_order", "cell_frame", "t_sf2", "t_quantile"]
 

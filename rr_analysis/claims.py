@@ -7,7 +7,7 @@ import pandas as pd
 from rr_analysis.equivalence import ALPHA, DEFAULT_MARGIN, equivalence
 from rr_analysis.notes import recipe_notes
 from rr_analysis.stats import gap_table
-from rr_model.variants import label
+from rr_model.core.variants import label
 
 __all__ = ["claims", "CLAIM_COLUMNS"]
 

@@ -14,7 +14,7 @@ from rr_analysis.meta import meta_regression
 from rr_analysis.mixed import SINGULAR_RATIO, BlockModel
 from rr_analysis.slopes import SizeModel, kenward_roger
 from rr_analysis.stats import paired_table
-from rr_model.variants import REFERENCE
+from rr_model.core.variants import REFERENCE
 
 __all__ = ["emergence", "EMERGENCE_COLUMNS", "PRIMARY"]
 

@@ -11,8 +11,8 @@ import pandas as pd
 
 from rr_analysis.cells import t_quantile
 from rr_analysis.stats import paired_table, welch_table
-from rr_model.errors import InputError
-from rr_model.variants import REFERENCE
+from rr_model.core.errors import InputError
+from rr_model.core.variants import REFERENCE
 
 __all__ = ["equivalence", "DEFAULT_MARGIN", "ALPHA"]
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from rr_model.errors import InputError
+from rr_model.core.errors import InputError
 
 __all__ = ["STATS", "ALPHA", "gap_estimates", "test_name", "adjust_name", "cell_means"]
 

@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from rr_analysis.cells import cell_frame, t_sf2
-from rr_model.variants import REFERENCE
+from rr_model.core.variants import REFERENCE
 
 __all__ = ["BlockModel", "Fit", "mixed_table", "SINGULAR_RATIO"]
 

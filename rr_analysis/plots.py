@@ -8,7 +8,7 @@ made here; the emergence and calibration figures are matplotlib for exact contro
 Seaborn is imported inside the functions that draw with it, so importing this module stays cheap, and
 no figure is registered globally: a notebook shows a returned Figure as it would any other.
 
-Colours and labels come from the variant registry (`rr_model.variants`), the order of sizes from
+Colours and labels come from the variant registry (`rr_model.core.variants`), the order of sizes from
 `rr_analysis.cells.sizes_in_order`: one fixed, colour-blind-safe colour per variant in every figure.
 """
 
@@ -28,10 +28,10 @@ from matplotlib.ticker import NullLocator
 from rr_analysis.cells import sizes_in_order, t_quantile
 from rr_analysis.estimates import ALPHA, adjust_name, cell_means, gap_estimates, test_name
 from rr_analysis.stats import PRIMARY
-from rr_model.errors import PlotError
-from rr_model.files import atomic_write
-from rr_model.ladder import RECIPE
-from rr_model.variants import NAMES, REFERENCE, VARIANTS, colour, label
+from rr_model.core.errors import PlotError
+from rr_model.core.files import atomic_write
+from rr_model.core.ladder import RECIPE
+from rr_model.core.variants import NAMES, REFERENCE, VARIANTS, colour, label
 
 __all__ = [
     "FORMATS",
@@ -123,7 +123,7 @@ def save_figure(fig: Figure, path: str | os.PathLike, *, dpi: int = DEFAULT_DPI)
 
 
 def write_atomic(path: Path, write: Callable[[BinaryIO], object]) -> None:
-    """`rr_model.files.atomic_write`, with an unwritable folder reported as a PlotError."""
+    """`rr_model.core.files.atomic_write`, with an unwritable folder reported as a PlotError."""
     try:
         atomic_write(path, write)
     except OSError as e:

@@ -12,8 +12,8 @@ import pandas as pd
 from rr_analysis.cells import baselines_in_order, sizes_in_order
 from rr_analysis.mixed import BlockModel
 from rr_analysis.stats import paired_table, welch_table
-from rr_model.errors import InputError
-from rr_model.variants import REFERENCE
+from rr_model.core.errors import InputError
+from rr_model.core.variants import REFERENCE
 
 __all__ = ["power_table", "seed_plan", "pooled_resid_sd", "t_test_power", "MAX_SEEDS"]
 

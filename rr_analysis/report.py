@@ -25,8 +25,8 @@ from rr_analysis.power import power_table
 from rr_analysis.stats import gap_table
 from rr_analysis.summary import describe
 from rr_analysis.tables import render
-from rr_model.files import atomic_dir
-from rr_model.integrity import check_integrity
+from rr_model.core.files import atomic_dir
+from rr_model.results.integrity import check_integrity
 
 __all__ = ["REPORT_NAME", "Report", "build_report", "write_report"]
 
@@ -131,7 +131,7 @@ def write_report(
     """Write `report.md` and its PNG figures into the folder `out_dir`; return the report's path.
 
     Everything is computed before anything is written, so bad data leave the folder untouched. The folder
-    is built beside `out_dir` and swapped into place (`rr_model.files.atomic_dir`): a reader sees the old
+    is built beside `out_dir` and swapped into place (`rr_model.core.files.atomic_dir`): a reader sees the old
     report or the new one whole, and a figure the data cannot support does not survive from an earlier run.
     A missing folder is created (and its parents). Raises PlotError (a ValueError) when `out_dir` is a file,
     holds files rr does not write there (it is not replaced), or cannot be written.

@@ -1,6 +1,6 @@
 """Review against each baseline at each size: Welch, paired and mixed-model tests, side by side.
 
-Every function takes the validated sweep (`rr_model.dataset.load_sweep`) and returns a tidy DataFrame
+Every function takes the validated sweep (`rr_model.results.dataset.load_sweep`) and returns a tidy DataFrame
 with one row per (size, baseline), sizes ordered by parameter count and baselines in registry order.
 Sign convention everywhere: gap = mean(baseline) - mean(review_neutral); positive favours Review (lower
 loss is better). A statistic that does not exist for a cell is NaN with the reason in the `*_note` column;
@@ -20,8 +20,8 @@ from rr_analysis.cells import baselines_in_order, cell_frame, t_quantile, t_sf2
 from rr_analysis.effect import hedges_g
 from rr_analysis.exact import sign_flip
 from rr_analysis.mixed import mixed_table
-from rr_model.errors import InputError
-from rr_model.variants import REFERENCE
+from rr_model.core.errors import InputError
+from rr_model.core.variants import REFERENCE
 
 __all__ = [
     "adjust_p",

@@ -18,9 +18,9 @@ import pandas as pd
 
 from rr_analysis.emergence import EMERGENCE_COLUMNS
 from rr_analysis.stats import TABLE_COLUMNS
-from rr_model.dataset import plain
-from rr_model.errors import InputError
-from rr_model.variants import REFERENCE, label
+from rr_model.core.errors import InputError
+from rr_model.core.variants import REFERENCE, label
+from rr_model.results.dataset import plain
 
 __all__ = [
     "FORMATS",

@@ -17,8 +17,8 @@ from typing import Any
 
 import torch
 
-from rr_model.errors import RRError
-from rr_model.files import atomic_write
+from rr_model.core.errors import RRError
+from rr_model.core.files import atomic_write
 
 __all__ = ["CheckpointError", "refused", "checkpoint_path", "save", "load"]
 
@@ -43,7 +43,7 @@ def checkpoint_path(out: str | os.PathLike, size: str, variant: str, seed: int) 
 
 
 def save(path: str | os.PathLike, state: dict[str, Any]) -> None:
-    """Write `state` to `path` atomically (`rr_model.files.atomic_write`)."""
+    """Write `state` to `path` atomically (`rr_model.core.files.atomic_write`)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write(path, lambda f: torch.save(state, f))

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from rr_model.errors import InputError
-from rr_model.ladder import LADDER, RECIPE, get_size
-from rr_model.variants import NAMES, REFERENCE, VARIANTS
+from rr_model.core.errors import InputError
+from rr_model.core.ladder import LADDER, RECIPE, get_size
+from rr_model.core.variants import NAMES, REFERENCE, VARIANTS
 
 __all__ = ["GPTConfig", "model_config", "size_table"]
 
@@ -38,7 +38,7 @@ class GPTConfig:
     n_layer, n_head, d_model
         Depth (blocks of attention + MLP), attention heads and residual width; d_model % n_head == 0.
     variant
-        The residual rule every sublayer goes through, a name from `rr_model.variants.VARIANTS`.
+        The residual rule every sublayer goes through, a name from `rr_model.core.variants.VARIANTS`.
     """
 
     vocab_size: int = RECIPE.vocab_size

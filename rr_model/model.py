@@ -17,8 +17,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from rr_model.config import GPTConfig
-from rr_model.ladder import RECIPE
-from rr_model.variants import NAMES
+from rr_model.core.ladder import RECIPE
+from rr_model.core.variants import NAMES
 
 __all__ = ["GPTConfig", "GPT", "RESIDUALS"]
 

@@ -15,15 +15,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rr_model.config import model_config
-from rr_model.dataset import bundled_path, load_sweep
-from rr_model.errors import InputError, RecipeError
-from rr_model.files import create_new
-from rr_model.integrity import check_integrity
-from rr_model.ladder import Recipe, get_size
+from rr_model.core.errors import InputError, RecipeError
+from rr_model.core.files import create_new
+from rr_model.core.ladder import Recipe, get_size
+from rr_model.core.variants import COMPARED, NAMES, REFERENCE
 from rr_model.progress import assumed_rate, flops_per_token
-from rr_model.provenance import sidecar_path
+from rr_model.results.dataset import bundled_path, load_sweep
+from rr_model.results.integrity import check_integrity
+from rr_model.results.provenance import sidecar_path
 from rr_model.tokens import BYTE_EOS, TINYSTORIES
-from rr_model.variants import COMPARED, NAMES, REFERENCE
 
 if TYPE_CHECKING:
     from rr_model.tokens import Tokens

@@ -30,9 +30,9 @@ from pathlib import Path
 import numpy as np
 
 from rr_model import synthetic
-from rr_model.errors import InputError, RRError
-from rr_model.files import fsync_path, locked
-from rr_model.ladder import RECIPE
+from rr_model.core.errors import InputError, RRError
+from rr_model.core.files import fsync_path, locked
+from rr_model.core.ladder import RECIPE
 
 __all__ = [
     "Tokens",

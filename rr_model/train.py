@@ -2,7 +2,7 @@
 
 Read top to bottom, in the manner of nanoGPT's train.py: the schedule, the machinery, then `train` in four
 rooms (setup, resume, loop, finish). What to run and whether it is the published experiment (TrainConfig,
-the plan, the recipe guard) lives torch-free in `rr_model.runs`; what the recipe is, in `rr_model.ladder`;
+the plan, the recipe guard) lives torch-free in `rr_model.runs`; what the recipe is, in `rr_model.core.ladder`;
 how this trainer matches the published script, in docs/faithfulness.md.
 
 The same seed is the published experiment: `torch.manual_seed(seed)` right before the model is built
@@ -35,20 +35,20 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 
 from rr_model import checkpoint
 from rr_model.config import GPTConfig, model_config
-from rr_model.dataset import (
+from rr_model.core.errors import InputError, RecipeError
+from rr_model.core.ladder import Recipe
+from rr_model.evaluate import evaluate
+from rr_model.model import GPT
+from rr_model.numerics import numerics
+from rr_model.progress import Progress, flops_per_token, peak_flops
+from rr_model.results.dataset import (
     DataError,
     append_rows,
     format_row,
     read_sweep_text,
     refuse_reference,
 )
-from rr_model.errors import InputError, RecipeError
-from rr_model.evaluate import evaluate
-from rr_model.ladder import Recipe
-from rr_model.model import GPT
-from rr_model.numerics import numerics
-from rr_model.progress import Progress, flops_per_token, peak_flops
-from rr_model.provenance import append_record, environment, sidecar_path
+from rr_model.results.provenance import append_record, environment, sidecar_path
 from rr_model.runs import (
     DEFAULT_OUT,
     TrainConfig,
@@ -203,7 +203,7 @@ class _Run:
     accum: int = 1  # doubled on CUDA out-of-memory: same batch, same result, smaller micro-batches
     net: torch.nn.Module | None = None  # the model as trained: compiled and/or wrapped in DDP
     progress: Progress | None = None
-    env: dict[str, Any] = field(default_factory=dict)  # software and hardware (rr_model.provenance)
+    env: dict[str, Any] = field(default_factory=dict)  # software and hardware (rr_model.results.provenance)
 
     @property
     def title(self) -> str:

@@ -19,7 +19,7 @@ from rr_analysis.notes import recipe_notes
 from rr_analysis.power import power_table, t_test_power
 from rr_analysis.stats import TABLE_COLUMNS, gap_table
 from rr_analysis.tables import FORMATS, card_mismatch, update_card
-from rr_model.dataset import load_sweep, write_sweep
+from rr_model.results.dataset import load_sweep, write_sweep
 
 runner = CliRunner()
 ROOT = Path(__file__).resolve().parents[1]

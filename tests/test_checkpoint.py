@@ -16,9 +16,10 @@ from conftest import RR, TINY_RUN
 from typer.testing import CliRunner
 
 from cli.main import app
-from rr_model import checkpoint, provenance
+from rr_model import checkpoint
 from rr_model.checkpoint import CheckpointError
-from rr_model.dataset import load_sweep
+from rr_model.results import provenance
+from rr_model.results.dataset import load_sweep
 from rr_model.train import TrainConfig, train
 
 pytestmark = pytest.mark.usefixtures("offline")

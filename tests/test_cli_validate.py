@@ -11,7 +11,7 @@ from conftest import RR
 from typer.testing import CliRunner
 
 from cli.main import app
-from rr_model.dataset import bundled_path
+from rr_model.results.dataset import bundled_path
 
 runner = CliRunner()
 
@@ -108,7 +108,7 @@ def test_help_imports_nothing_heavy():
 
 
 def test_validate_joins_the_run_sidecar(tmp_path):
-    from rr_model.provenance import append_record, sidecar_path
+    from rr_model.results.provenance import append_record, sidecar_path
 
     path = tmp_path / "own.csv"
     path.write_text(

@@ -20,11 +20,12 @@ from submitit.core.utils import DelayedSubmission
 from typer.testing import CliRunner
 
 from cli.main import app
-from rr_model import checkpoint, provenance
-from rr_model.dataset import append_rows, load_sweep
-from rr_model.launch import Resources, TrainJob, job_folder, job_status, sbatch_script, submit_runs
+from rr_model import checkpoint
+from rr_model.results import provenance
+from rr_model.results.dataset import append_rows, load_sweep
 from rr_model.runs import TrainConfig
-from rr_model.sweepstate import read_jobs, state_path
+from rr_model.sweep.jobs import read_jobs, state_path
+from rr_model.sweep.slurm import Resources, TrainJob, job_folder, job_status, sbatch_script, submit_runs
 from rr_model.train import train
 
 

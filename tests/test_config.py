@@ -10,9 +10,9 @@ import pytest
 
 from rr_analysis import load_sweep
 from rr_model.config import GPTConfig, model_config, size_table
-from rr_model.errors import InputError
-from rr_model.ladder import LADDER, PUBLISHED_SIZES
-from rr_model.variants import NAMES, REFERENCE, VARIANTS
+from rr_model.core.errors import InputError
+from rr_model.core.ladder import LADDER, PUBLISHED_SIZES
+from rr_model.core.variants import NAMES, REFERENCE, VARIANTS
 
 
 def test_every_published_cell_has_its_published_parameter_count():

@@ -12,8 +12,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rr_model.dataset import FIELDS, DataError, append_rows, bundled_path, load_sweep, write_sweep
-from rr_model.variants import NAMES
+from rr_model.core.variants import NAMES
+from rr_model.results.dataset import FIELDS, DataError, append_rows, bundled_path, load_sweep, write_sweep
 
 REPO = Path(__file__).resolve().parents[1]
 HEADER = ",".join(FIELDS)

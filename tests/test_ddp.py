@@ -13,8 +13,8 @@ import sys
 import pytest
 from conftest import TINY_RUN
 
-from rr_model import provenance
-from rr_model.dataset import load_sweep
+from rr_model.results import provenance
+from rr_model.results.dataset import load_sweep
 
 pytestmark = pytest.mark.usefixtures("offline")
 

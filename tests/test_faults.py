@@ -9,8 +9,8 @@ import shutil
 import pytest
 from typer.testing import CliRunner
 
-from rr_model import dataset
-from rr_model.dataset import FIELDS, DataError, append_rows, bundled_path, load_sweep, write_sweep
+from rr_model.results import dataset
+from rr_model.results.dataset import FIELDS, DataError, append_rows, bundled_path, load_sweep, write_sweep
 
 HEADER = ",".join(FIELDS)
 ROW = "60M,review_neutral,{seed},59.47,8000,1.7016,0.0087,6.9"
@@ -186,7 +186,7 @@ def test_a_torn_or_incomplete_sidecar_is_one_error_line(tmp_path, sidecar, messa
 
 def test_a_read_only_filesystem_is_one_error_line(tmp_path, monkeypatch):
     from cli.main import app
-    from rr_model import files
+    from rr_model.core import files
 
     def read_only(path, *args, **kwargs):
         raise OSError(errno.EROFS, "Read-only file system", str(path))
@@ -203,7 +203,7 @@ def test_only_rr_errors_become_exit_2_and_a_bug_keeps_its_traceback():
     import typer
 
     from cli.errors import known_errors
-    from rr_model.errors import InputError
+    from rr_model.core.errors import InputError
 
     with pytest.raises(typer.Exit) as done, known_errors():
         raise InputError("a bad option")

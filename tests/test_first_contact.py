@@ -7,8 +7,8 @@ from typer.testing import CliRunner
 
 from cli.main import app
 from rr_analysis.notes import _above
-from rr_model.errors import InputError
-from rr_model.ladder import get_size
+from rr_model.core.errors import InputError
+from rr_model.core.ladder import get_size
 
 runner = CliRunner()
 

@@ -9,9 +9,9 @@ import pytest
 from typer.testing import CliRunner
 
 from cli.main import app
-from rr_model.dataset import append_rows, bundled_path, load_sweep
-from rr_model.merge import merge_sweeps
-from rr_model.provenance import append_record, read_records, sidecar_path
+from rr_model.results.dataset import append_rows, bundled_path, load_sweep
+from rr_model.results.merge import merge_sweeps
+from rr_model.results.provenance import append_record, read_records, sidecar_path
 
 
 def rr(*args):

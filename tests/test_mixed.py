@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from rr_analysis.mixed import BlockModel, mixed_table
-from rr_model.dataset import load_sweep
+from rr_model.results.dataset import load_sweep
 
 
 @pytest.fixture(scope="module")

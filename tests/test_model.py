@@ -7,9 +7,9 @@ import math
 import pytest
 import torch
 
-from rr_model.ladder import RECIPE
+from rr_model.core.ladder import RECIPE
+from rr_model.core.variants import NAMES
 from rr_model.model import GPT, RESIDUALS, GPTConfig
-from rr_model.variants import NAMES
 
 GATED = ("review_neutral", "highway", "review_convex")
 

@@ -15,8 +15,8 @@ from typer.testing import CliRunner
 from cli.main import app
 from rr_analysis import plots
 from rr_analysis.stats import gap_table
-from rr_model.dataset import load_sweep
-from rr_model.variants import BASELINES, colour
+from rr_model.core.variants import BASELINES, colour
+from rr_model.results.dataset import load_sweep
 
 runner = CliRunner()
 SIZES = ["60M", "150M", "320M", "590M", "1B"]

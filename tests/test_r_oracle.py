@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from rr_analysis.emergence import emergence
 from rr_analysis.mixed import mixed_table
-from rr_model.dataset import load_sweep
+from rr_model.results.dataset import load_sweep
 
 ORACLE = Path(__file__).with_name("oracle.R")
 PACKAGES = ("lmerTest", "metafor", "jsonlite", "pbkrtest")

@@ -14,7 +14,7 @@ from rr_analysis.notes import recipe_notes
 from rr_analysis.power import power_table
 from rr_analysis.stats import gap_table
 from rr_analysis.tables import render
-from rr_model.dataset import bundled_path, load_sweep
+from rr_model.results.dataset import bundled_path, load_sweep
 
 runner = CliRunner()
 LINK = re.compile(r"!\[[^\]]*\]\(([^)]+)\)")

@@ -13,7 +13,7 @@ from scipy import stats
 
 from rr_analysis.cells import baselines_in_order
 from rr_analysis.stats import TABLE_COLUMNS, adjust_p, gap_table, paired_table, welch_table
-from rr_model.dataset import load_sweep
+from rr_model.results.dataset import load_sweep
 
 # Paper Table 2 and its published script: sizes by parameter count, highway then standard within a size.
 PUBLISHED_T = [0.42, -1.01, 0.81, -0.53, 0.50, 0.39, 3.28, 3.67, 2.31, 2.36]

@@ -11,9 +11,9 @@ from typer.testing import CliRunner
 
 from cli.main import app
 from rr_analysis.power import seed_plan
-from rr_model.dataset import bundled_path, load_sweep
+from rr_model.results.dataset import bundled_path, load_sweep
 from rr_model.runs import TrainConfig
-from rr_model.sweep import next_seeds, plan_sweep, train_command
+from rr_model.sweep.local import next_seeds, plan_sweep, train_command
 
 
 @pytest.fixture(autouse=True)

@@ -22,7 +22,7 @@ from tokenizers import models, pre_tokenizers, trainers
 
 import rr_model.tokens as tokmod
 from rr_model import synthetic
-from rr_model.ladder import RECIPE
+from rr_model.core.ladder import RECIPE
 from rr_model.tokens import (
     BYTE_EOS,
     TINYSTORIES,

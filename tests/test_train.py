@@ -23,13 +23,14 @@ from conftest import RR, TINY_RUN
 from typer.testing import CliRunner
 
 from cli.main import app
-from rr_model import provenance, synthetic
+from rr_model import synthetic
 from rr_model.config import model_config
-from rr_model.dataset import append_rows, bundled_path, load_sweep
-from rr_model.errors import InputError
+from rr_model.core.errors import InputError
+from rr_model.core.ladder import RECIPE, get_size
 from rr_model.evaluate import ece_from_bins, evaluate
-from rr_model.ladder import RECIPE, get_size
 from rr_model.model import GPT
+from rr_model.results import provenance
+from rr_model.results.dataset import append_rows, bundled_path, load_sweep
 from rr_model.runs import DEFAULT_OUT, TrainConfig, plan_runs, recipe_differences, start_from_published
 from rr_model.tokens import TINYSTORIES, Tokens, sample_batch
 from rr_model.train import lr_at, train

@@ -9,8 +9,15 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from rr_model.dataset import FIELDS, PUBLISHED_DIGEST, digest, format_row, load_sweep, verify_reference
-from rr_model.schema import KEY
+from rr_model.results.dataset import (
+    FIELDS,
+    PUBLISHED_DIGEST,
+    digest,
+    format_row,
+    load_sweep,
+    verify_reference,
+)
+from rr_model.results.schema import KEY
 
 __all__ = [
     "Integrity",

@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
-from rr_model.errors import InputError
+from rr_model.core.errors import InputError
 
 __all__ = [
     "MAX_READ",

@@ -24,10 +24,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
-from rr_model.errors import RRError
-from rr_model.files import Unreadable, create_new, locked, read_regular, same_file
-from rr_model.ladder import size_problem
-from rr_model.schema import COLUMNS, GROUP_RULES, KEY, SCHEMA, Problem
+from rr_model.core.errors import RRError
+from rr_model.core.files import Unreadable, create_new, locked, read_regular, same_file
+from rr_model.core.ladder import size_problem
+from rr_model.results.schema import COLUMNS, GROUP_RULES, KEY, SCHEMA, Problem
 
 __all__ = [
     "DataError",
@@ -72,7 +72,7 @@ class DataError(RRError, ValueError):
 
 def bundled_path() -> Path:
     """The published dataset (42 runs) as shipped inside the installed package."""
-    return Path(str(resources.files("rr_model") / "published" / "scaling_v8.csv"))
+    return Path(str(resources.files("rr_model.results") / "published" / "scaling_v8.csv"))
 
 
 def refuse_reference(path: str | os.PathLike) -> None:
@@ -376,7 +376,7 @@ def load_sweep(path: str | os.PathLike | None = None) -> pd.DataFrame:
     DataError
         Listing every problem (file, line, column, value, rule). A BOM, CRLF line ends, blank lines and
         whitespace around cells are tolerated. Only a regular file of at most 1 GiB is read
-        (`rr_model.files.read_regular`); a FIFO, device or socket is refused before it is opened.
+        (`rr_model.core.files.read_regular`); a FIFO, device or socket is refused before it is opened.
 
     Example
     -------
@@ -408,7 +408,7 @@ def format_row(row: Mapping) -> str:
 
 
 # SHA-256 of the published rows in canonical form (sorted by size, variant, seed; published number format).
-# Pins the reference copy itself: a test fails if rr_model/published/scaling_v8.csv is ever edited.
+# Pins the reference copy itself: a test fails if rr_model/results/published/scaling_v8.csv is ever edited.
 PUBLISHED_DIGEST = "075ec1eca0234b40efdcb075d394735114b1700770dbf70dca2f5800d93e9f90"
 
 
@@ -422,7 +422,7 @@ def verify_reference(df: pd.DataFrame, path: str | os.PathLike) -> None:
     """Raise DataError, naming the installed file, if the reference copy no longer holds the published rows.
 
     `load_sweep` calls this whenever it reads the reference copy (under any name), so an edited install
-    is caught before any analysis or integrity check trusts it. (Here, not in `rr_model.integrity`, which
+    is caught before any analysis or integrity check trusts it. (Here, not in `rr_model.results.integrity`, which
     reads this module: the loader may not import what stands on it.)
     """
     if digest(df) != PUBLISHED_DIGEST:
@@ -457,9 +457,9 @@ def write_sweep(df: pd.DataFrame, path: str | os.PathLike, *, exact: bool = Fals
 def append_rows(path: str | os.PathLike, rows: Iterable[Mapping]) -> pd.DataFrame:
     """Append validated rows to a sweep CSV under an exclusive lock; the existing bytes are never rewritten.
 
-    A missing file is created whole, header and rows at once (`rr_model.files.create_new`): a writer
+    A missing file is created whole, header and rows at once (`rr_model.core.files.create_new`): a writer
     killed midway leaves no file or a valid one, never an empty one. An existing file is locked
-    (`rr_model.files.locked`), re-read and validated together with the new rows, and only then are the new
+    (`rr_model.core.files.locked`), re-read and validated together with the new rows, and only then are the new
     lines appended and fsynced. The packaged reference copy is refused under any name.
 
     Returns the new rows as parsed back. Raises DataError if the combined file would be invalid (for

@@ -18,8 +18,8 @@ from typing import Any
 
 import pandas as pd
 
-from rr_model.errors import InputError
-from rr_model.files import locked, read_regular
+from rr_model.core.errors import InputError
+from rr_model.core.files import locked, read_regular
 
 __all__ = [
     "sidecar_path",
@@ -161,7 +161,7 @@ def join(df: pd.DataFrame, sidecar: str | os.PathLike | None = None) -> pd.DataF
     Parameters
     ----------
     df
-        A sweep loaded with `rr_model.dataset.load_sweep`.
+        A sweep loaded with `rr_model.results.dataset.load_sweep`.
     sidecar
         Its sidecar; default `sidecar_path(df.attrs["path"])`.
 

@@ -5,8 +5,8 @@ what the submitter knew when it submitted a job: job_id, executor ("slurm", or "
 local executor), folder (submitit's job folder pattern, with %j), size, variant, seed, steps, out (the
 results file the job appends to: the dataset, or its own part file), log (the job's stdout) and submitted
 (ISO time). Everything that changes later (the job's state, the step reached) is read live by
-`rr_model.launch.job_status`, so only the submitter writes this file: it replaces it whole with
-`rr_model.files.atomic_write` under `rr_model.files.locked` on `<state>.lock`, so two sweeps submitting to
+`rr_model.sweep.slurm.job_status`, so only the submitter writes this file: it replaces it whole with
+`rr_model.core.files.atomic_write` under `rr_model.core.files.locked` on `<state>.lock`, so two sweeps submitting to
 the same dataset at once keep both their entries. Torch-free.
 """
 
@@ -18,8 +18,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from rr_model.errors import InputError
-from rr_model.files import atomic_write, locked
+from rr_model.core.errors import InputError
+from rr_model.core.files import atomic_write, locked
 
 __all__ = ["state_path", "read_jobs", "add_jobs"]
 

@@ -18,11 +18,11 @@ from typing import Any
 
 import pandas as pd
 
-from rr_model.dataset import FIELDS, DataError, load_sweep, plain, write_sweep
-from rr_model.errors import InputError
-from rr_model.files import atomic_write
-from rr_model.provenance import read_records, sidecar_path
-from rr_model.schema import KEY
+from rr_model.core.errors import InputError
+from rr_model.core.files import atomic_write
+from rr_model.results.dataset import FIELDS, DataError, load_sweep, plain, write_sweep
+from rr_model.results.provenance import read_records, sidecar_path
+from rr_model.results.schema import KEY
 
 __all__ = ["merge_sweeps"]
 

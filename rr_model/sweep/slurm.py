@@ -30,10 +30,10 @@ from typing import Any
 import submitit
 from submitit.helpers import Checkpointable, DelayedSubmission, TorchDistributedEnvironment
 
-from rr_model.errors import InputError
-from rr_model.files import pid_alive
+from rr_model.core.errors import InputError
+from rr_model.core.files import pid_alive
 from rr_model.runs import TrainConfig, dataset_keys, start_from_published
-from rr_model.sweepstate import add_jobs, read_jobs
+from rr_model.sweep.jobs import add_jobs, read_jobs
 
 __all__ = [
     "Resources",
@@ -171,7 +171,7 @@ def submit_runs(
 
     Each job appends its row to `out`, or with `per_run_files` to its own `part_path` (no file is shared, so
     no lock has to hold across hosts; `rr merge` joins them). Returns the state entries, in the order of
-    `runs` (see `rr_model.sweepstate`). A default dataset that starts as the published rows is created
+    `runs` (see `rr_model.sweep.jobs`). A default dataset that starts as the published rows is created
     here, before any job runs, so no job reads it half-written.
     """
     targets = [part_path(out, cfg.key) if per_run_files else Path(out) for cfg in runs]

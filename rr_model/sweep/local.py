@@ -15,11 +15,11 @@ import sys
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from rr_model.errors import InputError
-from rr_model.ladder import PUBLISHED_SIZES, get_size, size_sort_key
-from rr_model.provenance import read_records, sidecar_path
+from rr_model.core.errors import InputError
+from rr_model.core.ladder import PUBLISHED_SIZES, get_size, size_sort_key
+from rr_model.core.variants import COMPARED
+from rr_model.results.provenance import read_records, sidecar_path
 from rr_model.runs import TrainConfig, dataset_keys
-from rr_model.variants import COMPARED
 
 __all__ = ["plan_sweep", "next_seeds", "train_command", "run_sweep"]
 

@@ -13,8 +13,8 @@ import numpy as np
 import pandas as pd
 import pandera.pandas as pa
 
-from rr_model.ladder import LADDER, SIZE_LABEL
-from rr_model.variants import NAMES
+from rr_model.core.ladder import LADDER, SIZE_LABEL
+from rr_model.core.variants import NAMES
 
 __all__ = ["Column", "COLUMNS", "KEY", "SCHEMA", "Problem", "GROUP_RULES"]
 

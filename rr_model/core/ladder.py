@@ -13,7 +13,7 @@ import unicodedata
 from dataclasses import dataclass, replace
 from decimal import Decimal
 
-from rr_model.errors import InputError
+from rr_model.core.errors import InputError
 
 __all__ = [
     "Recipe",
