@@ -142,11 +142,47 @@ def _figure(width: float, height: float, title: str | None) -> Figure:
     return fig
 
 
-def _size_ticks(ax, at: pd.Series) -> None:
-    """Log x axis with one tick per size at `at[size]` (its parameter count), labelled with its name."""
+def _size_ticks(ax, at: pd.Series, notes: dict[str, str] | None = None) -> None:
+    """Log x axis with one tick per size at `at[size]` (its parameter count), labelled with its name.
+
+    `notes` adds a second line under a size's name (its steps, or that it has fewer seeds).
+    """
+    notes = notes or {}
     ax.set_xscale("log")
-    ax.set_xticks(at.to_numpy(float), labels=list(at.index))
+    labels = [f"{s}\n{notes[s]}" if notes.get(s) else s for s in at.index]
+    ax.set_xticks(at.to_numpy(float), labels=labels)
     ax.xaxis.set_minor_locator(NullLocator())
+
+
+def _size_positions(df: pd.DataFrame, sizes: list[str]) -> pd.Series:
+    """Each size's x position: the reference's mean parameter count there (any variant's where it is absent)."""
+    ref = df[df["variant"] == REFERENCE].groupby("size", observed=True)["params_M"].mean()
+    every = df.groupby("size", observed=True)["params_M"].mean()
+    return ref.reindex(sizes).fillna(every.reindex(sizes))
+
+
+def _few_seeds(n_seeds: pd.Series) -> dict[str, str]:
+    """ "2 seeds" under each size that has fewer seeds than the best-covered size in the figure.
+
+    A reader comparing sizes should see at once where an estimate rests on fewer runs (320M has two).
+    """
+    n_seeds = n_seeds.astype(int)
+    return {s: f"{n} seed{'s' * (n != 1)}" for s, n in n_seeds.items() if n < n_seeds.max()}
+
+
+def _steps_per_size(df: pd.DataFrame, sizes: list[str]) -> dict[str, str]:
+    """Each size's training steps ("8000 steps", or a range), shown where the sizes differ in steps.
+
+    The published 590M and 1B runs trained 7000 and 6000 steps against 8000 below: their losses are not
+    on one compute curve, and the figure must not let a reader forget it.
+    """
+    steps = df.groupby("size", observed=True)["steps"].agg(["min", "max"]).loc[sizes]
+    if steps["min"].nunique() == 1 and steps["max"].nunique() == 1 and (steps["min"] == steps["max"]).all():
+        return {}
+    return {
+        s: f"{lo:g} steps" if lo == hi else f"{lo:g}-{hi:g} steps"
+        for s, (lo, hi) in steps.astype(int).iterrows()
+    }
 
 
 def _runs(ax, x, y, variant: str, *, ms: float, alpha: float = 0.6) -> None:
@@ -216,7 +252,8 @@ def emergence_figure(
             points = (i - (len(baselines) - 1) / 2) * 5 / 72
             nudge = ax.transData + mpl.transforms.ScaledTranslation(points, 0, fig.dpi_scale_trans)
             _gap_line(ax, est[est["baseline"] == b], b, nudge, ci)
-        _size_ticks(ax, table.drop_duplicates("size").set_index("size")["params_M"][sizes])
+        seeds = table.groupby("size", sort=False)["n_pairs" if stat == "paired" else "n_review"].max()
+        _size_ticks(ax, table.drop_duplicates("size").set_index("size")["params_M"][sizes], _few_seeds(seeds))
         ax.margins(x=0.08, y=0.12)
         ax.set_xlabel("Parameters (Review, log scale)")
         ax.set_ylabel("Baseline loss \u2212 Review loss\n(positive: Review better)")
@@ -320,7 +357,7 @@ def scaling_figure(df: pd.DataFrame, *, title: str | None = None) -> Figure:
         ax.set_xscale("log")
         sns.lineplot(runs, **hue, errorbar=None, lw=1.5, ax=ax)
         sns.scatterplot(runs, **hue, s=12, alpha=0.5, lw=0, legend=False, ax=ax)
-        _size_ticks(ax, df.groupby("size")["params_M"].mean()[sizes])
+        _size_ticks(ax, df.groupby("size")["params_M"].mean()[sizes], _steps_per_size(df, sizes))
         ax.set_xlabel("Parameters (log scale)")
         ax.set_ylabel("Validation loss")
         ax.legend(title="Variant (points: seeds, line: mean)", loc="upper right")
@@ -357,9 +394,10 @@ def seeds_figure(df: pd.DataFrame, *, title: str | None = None) -> Figure:
             2.3 * ncols + 0.6, 2.7 * nrows + 0.6, title or "Validation loss per seed within each size"
         )
         axes = fig.subplots(nrows, ncols, squeeze=False).ravel()
+        few = _few_seeds(df[df["size"].isin(sizes)].groupby("size")["seed"].nunique())
         for ax, size in zip(axes, sizes, strict=True):
             _seed_facet(ax, df[df["size"] == size])
-            ax.set_title(size)
+            ax.set_title(f"{size} ({few[size]})" if size in few else size)
         for ax in axes[len(sizes) :]:
             ax.set_visible(False)
         axes[0].set_ylabel("Validation loss")
@@ -410,31 +448,32 @@ def calibration_figure(df: pd.DataFrame, *, title: str | None = None) -> Figure:
 
     Notes
     -----
-    x: the sizes with any ECE value, in order of parameter count; within a size the variants sit side by
-    side. Each seed is a small point, each variant's seed mean a larger marker joined across sizes.
+    x: Review's mean parameter count at each size with any ECE value (log scale, ticks labelled with the
+    size names), as in the other figures; the variants are nudged a few points apart around it. Each seed
+    is a small point, each variant's seed mean a larger marker joined across sizes.
     """
     measured = df[df["ece"].notna()]
     if measured.empty:
         raise PlotError("the calibration plot needs ECE values; the column ece is empty in every row")
     sizes, order = sizes_in_order(measured), _variants_in_order(measured)
     means = cell_means(measured, "ece")
-    width = 0.7 / len(order)
+    at = _size_positions(measured, sizes)
     with mpl.rc_context(_STYLE):
         fig = _figure(max(4.5, 1.1 * len(sizes) + 2.5), 4.0, title or "Calibration by size and variant")
         ax = fig.add_subplot()
         for i, v in enumerate(order):
+            points = (i - (len(order) - 1) / 2) * 6 / 72
+            nudge = ax.transData + mpl.transforms.ScaledTranslation(points, 0, fig.dpi_scale_trans)
             runs = measured[measured["variant"] == v]
-            x = {s: sizes.index(s) + (i - (len(order) - 1) / 2) * width for s in sizes}
             line = means[means["variant"] == v].set_index("size")["mean"]
             line = line.reindex([s for s in sizes if s in line.index])
-            ax.plot(
-                [x[s] for s in line.index], line, "-D", color=colour(v), ms=5, lw=1.2, label=label(v), gid=v
-            )
-            _runs(ax, runs["size"].map(x), runs["ece"], v, ms=3, alpha=0.5)
-        ax.set_xticks(range(len(sizes)), labels=sizes)
-        ax.set_xlim(-0.6, len(sizes) - 0.4)
-        ax.grid(axis="x", visible=False)
-        ax.set_xlabel("Size")
+            ax.plot(at[line.index], line, "-D", color=colour(v), ms=5, lw=1.2, label=label(v), gid=v)
+            _runs(ax, runs["size"].map(at), runs["ece"], v, ms=3, alpha=0.5)
+            for artist in ax.get_lines()[-2:]:
+                artist.set_transform(nudge)
+        _size_ticks(ax, at)
+        ax.margins(x=0.1)
+        ax.set_xlabel("Parameters (Review, log scale)")
         ax.set_ylabel(f"Expected calibration error ({RECIPE.ece_bins} bins)")
         ax.set_ylim(bottom=0)
         ax.legend(title="Variant (points: seeds)")

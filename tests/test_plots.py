@@ -146,7 +146,9 @@ def test_emergence_with_a_missing_cell_and_a_one_pair_cell(df):
 def test_scaling_draws_every_run_and_the_seed_means(df):
     ax = plots.scaling_figure(df).axes[0]
     assert ax.get_xscale() == "log"
-    assert [t.get_text() for t in ax.get_xticklabels()] == SIZES
+    steps = df.groupby("size")["steps"].first().loc[SIZES]
+    assert [t.get_text() for t in ax.get_xticklabels()] == [f"{s}\n{n} steps" for s, n in steps.items()]
+    assert steps.loc["1B"] == 6000 and steps.loc["60M"] == 8000  # the confound the labels show
     (runs,) = ax.collections  # seaborn's scatter: one point per run, coloured by its variant
     points = pd.DataFrame(runs.get_offsets(), columns=["params_M", "val_loss"])
     want = df.sort_values(["params_M", "val_loss"]).reset_index(drop=True)
@@ -173,7 +175,7 @@ def t_interval(x: pd.Series) -> tuple[float, float]:
 def test_seeds_has_one_facet_per_size_with_runs_means_intervals_and_seed_lines(df):
     fig = plots.seeds_figure(df)
     panels = [ax for ax in fig.axes if ax.get_visible()]
-    assert [ax.get_title() for ax in panels] == SIZES
+    assert [ax.get_title() for ax in panels] == [s + " (2 seeds)" * (s == "320M") for s in SIZES]
     order = ["review_neutral", *BASELINES]
     for ax, size in zip(panels, SIZES, strict=True):
         assert [t.get_text() for t in ax.get_xticklabels()] == ["Review", "Highway", "Standard"]
@@ -202,10 +204,23 @@ def test_seeds_has_one_facet_per_size_with_runs_means_intervals_and_seed_lines(d
             np.testing.assert_allclose(seeds[f"seed:{s}"].get_ydata(), want)
 
 
+def test_scaling_says_nothing_of_steps_when_every_size_trained_alike(df):
+    ax = plots.scaling_figure(df.assign(steps=8000)).axes[0]
+    assert [t.get_text() for t in ax.get_xticklabels()] == SIZES
+
+
+def test_emergence_marks_the_sizes_with_fewer_seeds(table):
+    ax = plots.emergence_figure(table).axes[0]
+    assert [t.get_text() for t in ax.get_xticklabels()] == [s + "\n2 seeds" * (s == "320M") for s in SIZES]
+
+
 def test_calibration_draws_ece_means_where_measured(df):
     partial = df.assign(ece=df["ece"].where(df["size"] != "1B"))
     ax = plots.calibration_figure(partial).axes[0]
     assert [t.get_text() for t in ax.get_xticklabels()] == SIZES[:-1]
+    assert ax.get_xscale() == "log"  # parameters, as in the other figures
+    review = partial[partial["variant"] == "review_neutral"].groupby("size")["params_M"].mean()
+    np.testing.assert_allclose(ax.get_xticks(), review.loc[SIZES[:-1]])
     assert "calibration error" in ax.get_ylabel()
     means = {ln.get_gid(): ln.get_ydata() for ln in ax.get_lines()}
     want = partial[partial["variant"] == "standard"].groupby("size")["ece"].mean().loc[SIZES[:-1]]
