@@ -6,7 +6,7 @@ registered non-convex variants x as many seeds as the row count needs is written
 missing (incomplete seed blocks, so the mixed models take the numerical REML path) and empty ece/minutes
 cells; then, after a warm-up on a small sweep (lazy imports, font cache), each step is timed once:
 
-    validate   rr_analysis.load_sweep(csv): parse, type, pandera schema
+    validate   rr_model.results.dataset.load_sweep(csv): parse, type, pandera schema
     table      rr_analysis.stats.gap_table: Welch, paired, mixed model per size, Holm
     emergence  rr_analysis.emergence.emergence: REML slope per baseline, ML likelihood-ratio test
     plot       rr_analysis.plots.emergence_figure + save_figure (PNG)

@@ -172,8 +172,8 @@ def run(s: Setting, timeout: float) -> dict:
 
 def published_minutes(size: str) -> float | None:
     """Median `minutes` of the size's review_neutral runs in the published sweep (B200, TF32)."""
-    from rr_analysis import load_sweep
     from rr_model.core.variants import REFERENCE
+    from rr_model.results.dataset import load_sweep
 
     df = load_sweep()
     m = df.loc[(df["size"] == size) & (df["variant"] == REFERENCE), "minutes"].dropna()

@@ -27,7 +27,7 @@ class Adjust(str, Enum):  # rr_analysis.stats.ADJUST_METHODS
     none = "none"
 
 
-class Stat(str, Enum):  # rr_analysis.estimates.STATS; the declared primary is rr_analysis.stats.PRIMARY
+class Stat(str, Enum):  # rr_analysis.estimates.STATS; the declared primary is rr_analysis.stats.PRIMARY_TEST
     welch = "welch"
     paired = "paired"
     mixed = "mixed"

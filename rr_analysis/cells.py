@@ -1,6 +1,7 @@
 """The cells every analysis is built on: sizes and baselines in order, the (size, baseline) frame, t tails.
 
-Shared by `stats`, `mixed` and `emergence`, which import this module and never each other backwards.
+Shared by `stats`, `mixed` and `emergence`, which import this module and never each other backwards; `ALPHA`,
+the one significance level, lives here too.
 """
 
 from __future__ import annotations
@@ -12,7 +13,11 @@ from rr_model.core.errors import InputError
 from rr_model.core.ladder import size_sort_key
 from rr_model.core.variants import BASELINES, NAMES, REFERENCE
 
-__all__ = ["sizes_in_order", "baselines_in_order", "cell_frame", "t_sf2", "t_quantile"]
+__all__ = ["ALPHA", "sizes_in_order", "baselines_in_order", "cell_frame", "t_sf2", "t_quantile"]
+
+# Every test's two-sided level: a p below it is "significant" (the paper's star), a TOST below it shows
+# equivalence, a slope below it is evidence of emergence, and power is planned at it.
+ALPHA = 0.05
 
 
 def sizes_in_order(df: pd.DataFrame) -> list[str]:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from rr_analysis.equivalence import ALPHA, DEFAULT_MARGIN, equivalence
+from rr_analysis.cells import ALPHA
+from rr_analysis.equivalence import DEFAULT_MARGIN, equivalence
 from rr_analysis.notes import recipe_notes
 from rr_analysis.stats import gap_table
 from rr_model.core.variants import label

@@ -9,14 +9,14 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from rr_analysis.cells import baselines_in_order, cell_frame, sizes_in_order, t_sf2
+from rr_analysis.cells import ALPHA, baselines_in_order, cell_frame, sizes_in_order, t_sf2
 from rr_analysis.meta import meta_regression
 from rr_analysis.mixed import SINGULAR_RATIO, BlockModel
 from rr_analysis.slopes import SizeModel, kenward_roger
 from rr_analysis.stats import paired_table
 from rr_model.core.variants import REFERENCE
 
-__all__ = ["emergence", "EMERGENCE_COLUMNS", "PRIMARY"]
+__all__ = ["emergence", "EMERGENCE_COLUMNS", "PRIMARY_LEVEL"]
 
 # The columns of `emergence` that `rr analyze --emergence --format json/csv` emits, in order.
 EMERGENCE_COLUMNS: tuple[str, ...] = (
@@ -28,9 +28,8 @@ EMERGENCE_COLUMNS: tuple[str, ...] = (
     "run_slope", "run_se", "run_df", "run_p", "run_gap_at_centre", "lrt_chi2", "lrt_df", "lrt_p",
     "confound", "note",
 )  # fmt: skip
-PRIMARY = "meta"  # the size-level two-stage meta-regression (c): the question is about sizes, not runs
+PRIMARY_LEVEL = "meta"  # the size-level two-stage meta-regression (c): the question is about sizes, not runs
 KR_MAX_RUNS = 2000  # Kenward-Roger is dense per size: O(n_size^3)
-ALPHA = 0.05
 MAX_DECADES = 20.0  # a ladder wider than 10^20 in parameter count is a data error, not a scaling study
 
 
@@ -206,7 +205,7 @@ def emergence(df: pd.DataFrame) -> pd.DataFrame:
     Returns
     -------
     DataFrame, one row per baseline. ``baseline, n_sizes`` (sizes it ran at beside Review), ``primary``
-    (`PRIMARY`: which test the verdict leads with), ``verdict`` (one line in words);
+    (`PRIMARY_LEVEL`: which test the verdict leads with), ``verdict`` (one line in words);
     (c), primary, ``meta_slope, meta_se, meta_df, meta_p`` (Knapp-Hartung), ``meta_tau2`` (REML between-size
     variance), ``meta_qe, meta_qe_df, meta_qe_p`` (residual heterogeneity), ``meta_sizes`` (sizes used);
     (b) ``dev_slope, dev_se, dev_df, dev_p`` (Satterthwaite), ``dev_kr_se, dev_kr_df, dev_kr_p``
@@ -240,7 +239,7 @@ def emergence(df: pd.DataFrame) -> pd.DataFrame:
     baselines = baselines_in_order(df)
     d = _design(df, baselines)
     out = pd.DataFrame({"baseline": baselines, "n_sizes": [d.at[v] for v in baselines]})
-    out["primary"] = PRIMARY
+    out["primary"] = PRIMARY_LEVEL
     notes = {v: [] for v in baselines}
     if not d.why:
         for part in (_per_run, _size_dev):

@@ -9,17 +9,16 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from rr_analysis.cells import t_quantile
+from rr_analysis.cells import ALPHA, t_quantile
 from rr_analysis.stats import paired_table, welch_table
 from rr_model.core.errors import InputError
 from rr_model.core.variants import REFERENCE
 
-__all__ = ["equivalence", "DEFAULT_MARGIN", "ALPHA"]
+__all__ = ["equivalence", "DEFAULT_MARGIN"]
 
 # Half of the smallest gap the paper calls an advantage (590M Highway, 0.0094 nats): a difference
 # below this is what "no advantage" can reasonably mean. State your own with --margin.
 DEFAULT_MARGIN = 0.005
-ALPHA = 0.05
 
 
 def _arms(

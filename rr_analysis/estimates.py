@@ -11,11 +11,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from rr_analysis.cells import ALPHA
 from rr_model.core.errors import InputError
 
-__all__ = ["STATS", "ALPHA", "gap_estimates", "test_name", "adjust_name", "cell_means"]
-
-ALPHA = 0.05  # a point is "significant" when the chosen test's two-sided p is below this (the paper's star)
+__all__ = ["STATS", "gap_estimates", "test_name", "adjust_name", "cell_means"]
 
 # Each view's columns in `rr_analysis.stats.gap_table`: estimate, SE, df, p, note.
 _COLUMNS = {

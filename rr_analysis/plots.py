@@ -25,9 +25,9 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.ticker import NullLocator
 
-from rr_analysis.cells import sizes_in_order, t_quantile
-from rr_analysis.estimates import ALPHA, adjust_name, cell_means, gap_estimates, test_name
-from rr_analysis.stats import PRIMARY
+from rr_analysis.cells import ALPHA, sizes_in_order, t_quantile
+from rr_analysis.estimates import adjust_name, cell_means, gap_estimates, test_name
+from rr_analysis.stats import PRIMARY_TEST
 from rr_model.core.errors import PlotError
 from rr_model.core.files import atomic_write
 from rr_model.core.ladder import RECIPE
@@ -201,7 +201,7 @@ def _require_sizes(df: pd.DataFrame, what: str, n: int = 2) -> list[str]:
 
 
 def emergence_figure(
-    table: pd.DataFrame, *, stat: str = PRIMARY, ci: bool = False, title: str | None = None
+    table: pd.DataFrame, *, stat: str = PRIMARY_TEST, ci: bool = False, title: str | None = None
 ) -> Figure:
     """The paper's Figure 2: Review's advantage over each baseline against model size.
 
@@ -212,7 +212,7 @@ def emergence_figure(
         at two sizes or more.
     stat
         Which test's estimate, error bar and significance are drawn: ``"paired"`` (the declared primary,
-        `rr_analysis.stats.PRIMARY`), ``"mixed"`` or ``"welch"`` (the paper's; see
+        `rr_analysis.stats.PRIMARY_TEST`), ``"mixed"`` or ``"welch"`` (the paper's; see
         `rr_analysis.estimates.gap_estimates`).
     ci
         Draw the 95% confidence interval instead of +-1 standard error.
@@ -223,7 +223,7 @@ def emergence_figure(
     -----
     x: Review's mean parameter count at each size (log scale, ticks labelled with the size names). y: the
     test's estimate of gap = baseline loss - Review loss, one line per baseline, positive favours Review. A
-    dashed line marks zero; a star marks an adjusted p < `rr_analysis.estimates.ALPHA` (the table's method
+    dashed line marks zero; a star marks an adjusted p < `rr_analysis.cells.ALPHA` (the table's method
     over its family of cells, named in the subtitle) and sits beyond the bar on the estimate's side of
     zero. The paper's figure is ``stat="welch"`` on ``gap_table(df, adjust="none")``. The baselines are
     nudged a few points apart horizontally so their bars do not hide each other; the data coordinates stay

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from rr_analysis.cells import baselines_in_order, sizes_in_order
+from rr_analysis.cells import ALPHA, baselines_in_order, sizes_in_order
 from rr_analysis.mixed import BlockModel
 from rr_analysis.stats import paired_table, welch_table
 from rr_model.core.errors import InputError
@@ -20,7 +20,7 @@ __all__ = ["power_table", "seed_plan", "pooled_resid_sd", "t_test_power", "MAX_S
 MAX_SEEDS = 100_000  # beyond this a requirement is reported as n/a: the effect is practically zero
 
 
-def t_test_power(effect: float, n1: float, n2: float | None = None, alpha: float = 0.05) -> float:
+def t_test_power(effect: float, n1: float, n2: float | None = None, alpha: float = ALPHA) -> float:
     """Power of the two-sided t-test: two-sample (n1, n2 runs) or, with n2=None, one-sample/paired (n1 pairs).
 
     Notes
@@ -71,7 +71,7 @@ def _detectable(n1: float, n2: float | None, alpha: float, power: float) -> floa
     return brentq(lambda e: t_test_power(e, n1, n2, alpha) - power, 1e-9, 1e4, xtol=1e-12)
 
 
-def power_table(df: pd.DataFrame, power: float = 0.8, alpha: float = 0.05) -> pd.DataFrame:
+def power_table(df: pd.DataFrame, power: float = 0.8, alpha: float = ALPHA) -> pd.DataFrame:
     """Seeds per arm needed to detect the observed gap, and the smallest gap the seeds at hand detect.
 
     Parameters
@@ -163,7 +163,7 @@ def pooled_resid_sd(df: pd.DataFrame) -> tuple[float, str]:
     return float(np.sqrt(fit.sigma2)), ""
 
 
-def seed_plan(df: pd.DataFrame, effect: float, power: float = 0.8, alpha: float = 0.05) -> pd.DataFrame:
+def seed_plan(df: pd.DataFrame, effect: float, power: float = 0.8, alpha: float = ALPHA) -> pd.DataFrame:
     """Seeds per size for the primary (seed-paired) test to detect a target gap, and what they cost.
 
     Parameters

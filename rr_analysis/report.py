@@ -25,6 +25,7 @@ from rr_analysis.power import power_table
 from rr_analysis.stats import gap_table
 from rr_analysis.summary import describe
 from rr_analysis.tables import render
+from rr_model.core.errors import PlotError
 from rr_model.core.files import atomic_dir
 from rr_model.results.integrity import check_integrity
 
@@ -61,7 +62,7 @@ def _figure(report: Report, name: str, caption: str, draw) -> list[str]:
     """Draw one figure into `report`; the Markdown that shows it, or says why it could not be drawn."""
     try:
         report.figures[name] = draw()
-    except plots.PlotError as e:
+    except PlotError as e:
         report.omitted[name] = str(e)
         return [f"*Not drawn: {e}.*", ""]
     return [f"![{caption}]({name})", "", f"*{caption}*", ""]

@@ -6,7 +6,7 @@ Sign convention everywhere: gap = mean(baseline) - mean(review_neutral); positiv
 loss is better). A statistic that does not exist for a cell is NaN with the reason in the `*_note` column;
 never inf.
 
-The declared primary per-size test is the seed-paired t-test (`PRIMARY`): the design blocks by seed, and the
+The declared primary per-size test is the seed-paired t-test (`PRIMARY_TEST`): the design blocks by seed, and the
 paired test is the comparison that uses the blocks with the fewest assumptions; the per-size mixed model is its
 twin (same blocks, residual pooled over the variants of a size). Welch reproduces the paper's Table 2.
 """
@@ -30,11 +30,11 @@ __all__ = [
     "gap_table",
     "TABLE_COLUMNS",
     "ADJUST_METHODS",
-    "PRIMARY",
+    "PRIMARY_TEST",
     "TESTS",
 ]
 
-PRIMARY = "paired"  # the declared primary per-size test; "mixed" is its twin, "welch" the paper's
+PRIMARY_TEST = "paired"  # the declared primary per-size test; "mixed" is its twin, "welch" the paper's
 TESTS: tuple[str, ...] = ("welch", "paired", "mixed")
 ADJUST_METHODS: tuple[str, ...] = ("holm", "bonferroni", "fdr_bh", "none")
 
@@ -254,7 +254,7 @@ def gap_table(df: pd.DataFrame, adjust: str = "holm") -> pd.DataFrame:
     -------
     DataFrame, one row per (size, baseline): the columns of `welch_table`, `paired_table` and
     `rr_analysis.mixed.mixed_table` (see those), then ``p_adj_welch, p_adj_paired, p_adj_mixed`` (adjusted
-    p), ``adjust`` (the method), ``primary`` (the name of the declared primary test, `PRIMARY`) and
+    p), ``adjust`` (the method), ``primary`` (the name of the declared primary test, `PRIMARY_TEST`) and
     ``family_m_welch, family_m_paired, family_m_mixed`` (how many tests each family holds).
     `TABLE_COLUMNS` lists the stable subset the CLI emits as JSON/CSV.
 
@@ -277,7 +277,7 @@ def gap_table(df: pd.DataFrame, adjust: str = "holm") -> pd.DataFrame:
     )
     for test in TESTS:
         out[f"p_adj_{test}"] = adjust_p(out[f"{test}_p"], adjust)
-    out["adjust"], out["primary"] = adjust, PRIMARY
+    out["adjust"], out["primary"] = adjust, PRIMARY_TEST
     for test in TESTS:
         out[f"family_m_{test}"] = int(out[f"{test}_p"].notna().sum())
     return out

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from cli.choices import Adjust, Format, Stat
 from cli.main import app
-from rr_analysis import load_sweep
+from rr_model.results.dataset import load_sweep
 
 runner = CliRunner()
 

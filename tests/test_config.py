@@ -8,11 +8,11 @@ from dataclasses import replace
 
 import pytest
 
-from rr_analysis import load_sweep
 from rr_model.config import GPTConfig, model_config, size_table
 from rr_model.core.errors import InputError
 from rr_model.core.ladder import LADDER, PUBLISHED_SIZES
 from rr_model.core.variants import NAMES, REFERENCE, VARIANTS
+from rr_model.results.dataset import load_sweep
 
 
 def test_every_published_cell_has_its_published_parameter_count():

@@ -86,6 +86,17 @@ def test_help_loads_no_heavy_library():
     assert result.stdout.strip() == "[]"
 
 
+def test_importing_the_analysis_package_loads_no_pandas():
+    """`import rr_analysis` exports nothing: each name is imported from the module that defines it."""
+    code = (
+        "import sys, rr_analysis; print(sorted(m for m in ('pandas', 'numpy', 'scipy') if m in sys.modules))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True
+    )
+    assert result.stdout.strip() == "[]"
+
+
 class _OnImport(ast.NodeVisitor):
     """The calls a module makes when it is imported: at its top level, in decorators and in defaults."""
 
