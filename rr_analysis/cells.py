@@ -11,7 +11,7 @@ import pandas as pd
 
 from rr_model.core.errors import InputError
 from rr_model.core.ladder import size_sort_key
-from rr_model.core.variants import BASELINES, NAMES, REFERENCE
+from rr_model.core.variants import BASELINES, REFERENCE, order_key
 
 __all__ = ["ALPHA", "sizes_in_order", "baselines_in_order", "cell_frame", "t_sf2", "t_quantile"]
 
@@ -27,9 +27,10 @@ def sizes_in_order(df: pd.DataFrame) -> list[str]:
 
 
 def baselines_in_order(df: pd.DataFrame) -> list[str]:
-    """Every non-reference variant present: the registry's BASELINES first, then the rest in registry order."""
+    """Every non-reference variant present: the registry's BASELINES first, then the rest in registry order
+    (`order_key`: names nobody registered last, by name)."""
     present = set(df["variant"].unique())  # unique first: iterating 10^5 arrow strings is slow
-    order = [*BASELINES, *(n for n in NAMES if n not in BASELINES)]
+    order = [*BASELINES, *sorted(present - set(BASELINES), key=order_key)]
     return [v for v in order if v in present and v != REFERENCE]
 
 

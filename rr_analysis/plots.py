@@ -31,7 +31,7 @@ from rr_analysis.stats import PRIMARY_TEST
 from rr_model.core.errors import PlotError
 from rr_model.core.files import atomic_write
 from rr_model.core.ladder import RECIPE
-from rr_model.core.variants import NAMES, REFERENCE, VARIANTS, colour, label
+from rr_model.core.variants import REFERENCE, label, matched, order_key, palette
 
 __all__ = [
     "FORMATS",
@@ -71,8 +71,8 @@ _STYLE = {
 
 
 def _variants_in_order(df: pd.DataFrame) -> list[str]:
-    """The variants present, the reference first, then in registry order."""
-    return sorted(df["variant"].unique(), key=lambda v: (v != REFERENCE, NAMES.index(v)))
+    """The variants present, the reference first, then in registry order (`order_key`)."""
+    return sorted(df["variant"].unique(), key=lambda v: (v != REFERENCE, order_key(v)))
 
 
 def output_format(path: str | os.PathLike) -> str:
@@ -185,9 +185,9 @@ def _steps_per_size(df: pd.DataFrame, sizes: list[str]) -> dict[str, str]:
     }
 
 
-def _runs(ax, x, y, variant: str, *, ms: float, alpha: float = 0.6) -> None:
+def _runs(ax, x, y, variant: str, colour: str, *, ms: float, alpha: float = 0.6) -> None:
     """Every run as a small point in its variant's colour."""
-    ax.plot(x, y, "o", color=colour(variant), ms=ms, alpha=alpha, mew=0, zorder=3, gid=f"runs:{variant}")
+    ax.plot(x, y, "o", color=colour, ms=ms, alpha=alpha, mew=0, zorder=3, gid=f"runs:{variant}")
 
 
 def _require_sizes(df: pd.DataFrame, what: str, n: int = 2) -> list[str]:
@@ -244,6 +244,7 @@ def emergence_figure(
             f"the data have it at {len(drawn)} ({', '.join(drawn) or 'none'})"
         )
     baselines = list(dict.fromkeys(est["baseline"]))
+    colours = palette(baselines)
     with mpl.rc_context(_STYLE):
         fig = _figure(6.4, 4.4, title or "Review's advantage over each baseline, by model size")
         ax = fig.add_subplot()
@@ -251,7 +252,7 @@ def emergence_figure(
         for i, b in enumerate(baselines):
             points = (i - (len(baselines) - 1) / 2) * 5 / 72
             nudge = ax.transData + mpl.transforms.ScaledTranslation(points, 0, fig.dpi_scale_trans)
-            _gap_line(ax, est[est["baseline"] == b], b, nudge, ci)
+            _gap_line(ax, est[est["baseline"] == b], b, colours[b], nudge, ci)
         seeds = table.groupby("size", sort=False)["n_pairs" if stat == "paired" else "n_review"].max()
         _size_ticks(ax, table.drop_duplicates("size").set_index("size")["params_M"][sizes], _few_seeds(seeds))
         ax.margins(x=0.08, y=0.12)
@@ -270,7 +271,7 @@ def _stars_say(table: pd.DataFrame, stat: str, ci: bool) -> str:
     return f"{test_name(stat)}; bars {bars}; * {adjust_name(method)} p < {ALPHA:g}{family}"
 
 
-def _gap_line(ax, e: pd.DataFrame, baseline: str, nudge, ci: bool) -> None:
+def _gap_line(ax, e: pd.DataFrame, baseline: str, colour: str, nudge, ci: bool) -> None:
     """One baseline's gaps with their bars, and a star beyond the bar where the adjusted p is small."""
     y = e["estimate"].to_numpy()
     lo, hi = (e["ci_low"].to_numpy(), e["ci_high"].to_numpy()) if ci else (y - e["se"], y + e["se"])
@@ -279,12 +280,12 @@ def _gap_line(ax, e: pd.DataFrame, baseline: str, nudge, ci: bool) -> None:
         y,
         yerr=[y - lo, hi - y],
         fmt="-o",
-        color=colour(baseline),
+        color=colour,
         ms=5,
         lw=1.6,
         elinewidth=1.1,
         capsize=3,
-        label=label(baseline) + " (parameter-matched)" * VARIANTS[baseline].matched,
+        label=label(baseline) + " (parameter-matched)" * matched(baseline),
         gid=baseline,
     )
     for artist in (bars.lines[0], *bars.lines[1], *bars.lines[2]):
@@ -303,7 +304,7 @@ def _gap_line(ax, e: pd.DataFrame, baseline: str, nudge, ci: bool) -> None:
             va="bottom" if up else "top",
             fontsize=13,
             fontweight="bold",
-            color=colour(baseline),
+            color=colour,
             gid=f"star:{baseline}",
         )
 
@@ -327,7 +328,8 @@ def _by_label(df: pd.DataFrame) -> tuple[pd.DataFrame, list[str], dict[str, str]
     """
     order = _variants_in_order(df)
     labels = [label(v) for v in order]
-    return df.assign(Variant=df["variant"].map(label)), labels, {label(v): colour(v) for v in order}
+    colours = palette(order)
+    return df.assign(Variant=df["variant"].map(label)), labels, {label(v): colours[v] for v in order}
 
 
 def scaling_figure(df: pd.DataFrame, *, title: str | None = None) -> Figure:
@@ -456,6 +458,7 @@ def calibration_figure(df: pd.DataFrame, *, title: str | None = None) -> Figure:
     if measured.empty:
         raise PlotError("the calibration plot needs ECE values; the column ece is empty in every row")
     sizes, order = sizes_in_order(measured), _variants_in_order(measured)
+    colours = palette(order)
     means = cell_means(measured, "ece")
     at = _size_positions(measured, sizes)
     with mpl.rc_context(_STYLE):
@@ -467,8 +470,8 @@ def calibration_figure(df: pd.DataFrame, *, title: str | None = None) -> Figure:
             runs = measured[measured["variant"] == v]
             line = means[means["variant"] == v].set_index("size")["mean"]
             line = line.reindex([s for s in sizes if s in line.index])
-            ax.plot(at[line.index], line, "-D", color=colour(v), ms=5, lw=1.2, label=label(v), gid=v)
-            _runs(ax, runs["size"].map(at), runs["ece"], v, ms=3, alpha=0.5)
+            ax.plot(at[line.index], line, "-D", color=colours[v], ms=5, lw=1.2, label=label(v), gid=v)
+            _runs(ax, runs["size"].map(at), runs["ece"], v, colours[v], ms=3, alpha=0.5)
             for artist in ax.get_lines()[-2:]:
                 artist.set_transform(nudge)
         _size_ticks(ax, at)

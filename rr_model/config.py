@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 
 from rr_model.core.errors import InputError
 from rr_model.core.ladder import LADDER, RECIPE, get_size
-from rr_model.core.variants import NAMES, REFERENCE, VARIANTS
+from rr_model.core.variants import NAMES, REFERENCE, VARIANTS, unknown_variant
 
 __all__ = ["GPTConfig", "model_config", "size_table"]
 
@@ -55,7 +55,7 @@ class GPTConfig:
         if self.d_model % self.n_head:
             raise InputError(f"d_model ({self.d_model}) must be a multiple of n_head ({self.n_head})")
         if self.variant not in VARIANTS:
-            raise InputError(f"unknown variant {self.variant!r}; registered: {', '.join(NAMES)}")
+            raise InputError(unknown_variant(self.variant))
 
     @property
     def head_dim(self) -> int:

@@ -18,7 +18,7 @@ from rr_model.config import model_config
 from rr_model.core.errors import InputError, RecipeError
 from rr_model.core.files import create_new
 from rr_model.core.ladder import Recipe, get_size
-from rr_model.core.variants import COMPARED, NAMES, REFERENCE
+from rr_model.core.variants import COMPARED, REFERENCE, VARIANTS, unknown_variant
 from rr_model.progress import assumed_rate, flops_per_token
 from rr_model.results.dataset import bundled_path, load_sweep
 from rr_model.results.integrity import check_integrity
@@ -88,8 +88,8 @@ class TrainConfig:
         for name, value in defaults.items():
             if getattr(self, name) is None:
                 object.__setattr__(self, name, value)
-        if self.variant not in NAMES:
-            raise InputError(f"unknown variant {self.variant!r}; registered: {', '.join(NAMES)}")
+        if self.variant not in VARIANTS:
+            raise InputError(unknown_variant(self.variant))
         checks = {
             "seed": (0 <= self.seed < 2**32, "must be in 0 .. 2**32 - 1 (numpy's RandomState seeds)"),
             "steps": (self.steps > 0, "must be > 0"),

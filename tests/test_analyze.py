@@ -147,10 +147,10 @@ def test_csv_round_trips(tmp_path):
 
 def test_bad_data_file_exits_2_with_a_clear_message(tmp_path):
     bad = tmp_path / "bad.csv"
-    bad.write_text("size,variant,seed,params_M,steps,val_loss,ece,minutes\n60M,bogus,0,59.47,8000,1.7,,\n")
+    bad.write_text("size,variant,seed,params_M,steps,val_loss,ece,minutes\n60M,Bogus,0,59.47,8000,1.7,,\n")
     result = analyze("--data", str(bad))
     assert result.exit_code == 2
-    assert "rr: error:" in result.output and "must be one of review_neutral" in result.output
+    assert "rr: error:" in result.output and "must be a variant name" in result.output
     assert "Traceback" not in result.output
     assert analyze("--data", str(tmp_path / "nope.csv")).exit_code == 2
 

@@ -26,11 +26,11 @@ def test_validate_bundled_data():
 
 def test_validate_bad_file_exits_2_with_problems_and_no_traceback(tmp_path):
     path = tmp_path / "bad.csv"
-    path.write_text("size,variant,seed,params_M,steps,val_loss,ece,minutes\n60M,bogus,0,59.47,8000,1.7,,\n")
+    path.write_text("size,variant,seed,params_M,steps,val_loss,ece,minutes\n60M,Bogus,0,59.47,8000,1.7,,\n")
     result = runner.invoke(app, ["validate", str(path)])
     assert result.exit_code == 2
     assert f"{path}: 1 problem found:" in result.output
-    assert "line 2, column variant: 'bogus' - must be one of review_neutral" in result.output
+    assert "line 2, column variant: 'Bogus' - must be a variant name" in result.output
     assert "Traceback" not in result.output
 
 

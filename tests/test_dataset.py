@@ -104,8 +104,8 @@ BAD = {
     ),
     "ragged-row": (HEADER + "\n" + GOOD + ",extra\n", ["line 2 - has 9 fields, the header has 8"]),
     "unknown-variant": (
-        HEADER + "\n60M,review,0,59.47,8000,1.7,0.1,6.9\n",
-        ["line 2, column variant: 'review'"],
+        HEADER + "\n60M,Review,0,59.47,8000,1.7,0.1,6.9\n",
+        ["line 2, column variant: 'Review' - must be a variant name"],
     ),
     "bad-size": (HEADER + "\n60m,review_neutral,0,59.47,8000,1.7,0.1,6.9\n", ["column size: '60m'"]),
     "negative-seed": (HEADER + "\n60M,review_neutral,-1,59.47,8000,1.7,0.1,6.9\n", ["column seed: -1"]),
@@ -166,7 +166,7 @@ def test_malformed_file_is_refused_with_a_precise_message(tmp_path, name):
 
 
 def test_all_problems_reported_in_one_pass(tmp_path):
-    text = HEADER + "\n60M,bogus,0,59.47,8000,1.7,0.1,6.9\n60M,review_neutral,-3,59.47,8000,99,2,6.9\n"
+    text = HEADER + "\n60M,Bogus,0,59.47,8000,1.7,0.1,6.9\n60M,review_neutral,-3,59.47,8000,99,2,6.9\n"
     with pytest.raises(DataError) as err:
         load_sweep(write(tmp_path, text))
     got = [(p.line, p.column) for p in err.value.problems]
@@ -270,7 +270,7 @@ def test_append_creates_a_missing_file_with_header(tmp_path):
         ({"seed": 0}, "duplicate run"),
         ({"val_loss": float("inf")}, "column val_loss"),
         ({"params_M": 60.0}, "params_M must be the same"),
-        ({"variant": "nope"}, "column variant"),
+        ({"variant": "No pe"}, "column variant"),
     ],
 )
 def test_invalid_append_writes_nothing(tmp_path, change, fragment):
@@ -283,7 +283,7 @@ def test_invalid_append_writes_nothing(tmp_path, change, fragment):
 
 
 def test_append_to_an_invalid_file_refuses(tmp_path):
-    path = write(tmp_path, HEADER + "\n60M,bogus,0,59.47,8000,1.7,0.1,6.9\n")
+    path = write(tmp_path, HEADER + "\n60M,Bogus,0,59.47,8000,1.7,0.1,6.9\n")
     before = path.read_bytes()
     with pytest.raises(DataError, match="column variant"):
         append_rows(path, [NEW])

@@ -98,7 +98,21 @@ def test_a_row_with_an_unparsed_cell_still_has_its_other_cells_checked(tmp_path)
     message = problems_of(tmp_path, ROW.format(seed=0), "60M,h\u0456ghway,1e1,59.47,8000,1.7,,")
     lines = message.splitlines()
     assert len(lines) == 3 and lines[1] == "  line 3, column seed: '1e1' - is not an integer"
-    assert lines[2].startswith("  line 3, column variant: 'h\\u0456ghway' - must be one of review_neutral")
+    assert lines[2].startswith("  line 3, column variant: 'h\\u0456ghway' - must be a variant name")
+
+
+def test_any_ascii_variant_name_is_open_and_look_alikes_are_refused_naming_the_registered_one(tmp_path):
+    path = tmp_path / "mine.csv"
+    path.write_text(f"{HEADER}\n{ROW.format(seed=0).replace('review_neutral', 'myrule')}\n")
+    assert load_sweep(path)["variant"].tolist() == ["myrule"]
+    rows = [ROW.format(seed=0).replace("review_neutral", v) for v in ("Highway", "high way", "h\u0456ghway")]
+    message = problems_of(tmp_path, *rows)
+    for line, shown in zip((2, 3, 4), ("'Highway'", "'high way'", "'h\\u0456ghway'"), strict=True):
+        assert f"line {line}, column variant: {shown} - must be a variant name: a lower-case ASCII" in message
+    assert message.count("(did you mean highway?)") == 3
+    assert "must be a variant name" in problems_of(
+        tmp_path, ROW.format(seed=0).replace("review_neutral", "a" * 41)
+    )
 
 
 def test_seeds_beyond_int64_are_refused_and_the_largest_is_kept_exactly(tmp_path):
@@ -122,7 +136,7 @@ def test_messages_show_plain_values_and_escape_look_alike_text(tmp_path):
     )
     assert "np." not in message
     assert "line 2, column size,variant,seed: ('60M', 'review_neutral', 0) - duplicate run" in message
-    assert "line 4, column variant: 'h\\u0456ghway' - must be one of" in message
+    assert "line 4, column variant: 'h\\u0456ghway' - must be a variant name" in message
     assert "line 5, column params_M: 100000000.0 - must be a number > 0 and at most 1e+07" in message
 
 

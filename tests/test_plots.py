@@ -341,3 +341,12 @@ def test_help_does_not_import_matplotlib():
         ).stdout.strip()
         == "False"
     )
+
+
+def test_an_unregistered_variant_is_labelled_by_its_name_in_a_colour_no_registered_one_has(df):
+    mine = df[df["variant"] == "standard"].assign(variant="myrule", val_loss=lambda d: d["val_loss"] + 0.01)
+    ax = plots.scaling_figure(pd.concat([df, mine], ignore_index=True)).axes[0]
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["Review", "Highway", "Standard", "myrule"]
+    drawn_colours = [ln.get_color() for ln in ax.get_legend().get_lines()]
+    assert same_color(drawn_colours[3], "#CC6677")  # the first extra colour
+    assert not any(same_color(drawn_colours[3], c) for c in drawn_colours[:3])

@@ -27,6 +27,7 @@ import pyarrow.csv as pacsv
 from rr_model.core.errors import RRError
 from rr_model.core.files import Unreadable, create_new, locked, read_regular, same_file
 from rr_model.core.ladder import size_problem
+from rr_model.core.variants import variant_problem
 from rr_model.results.schema import COLUMNS, GROUP_RULES, KEY, SCHEMA, Problem
 
 __all__ = [
@@ -237,8 +238,8 @@ def _typed(columns: dict[str, pa.ChunkedArray], lines: np.ndarray) -> tuple[pd.D
         s = pc.utf8_trim_whitespace(columns[col.name])
         if col.kind == "str":
             out[col.name] = s.to_pandas()
-            if col.name == "size":
-                problems += _size_problems(s, lines)
+            if col.name in _LABEL_PROBLEMS:
+                problems += _label_problems(s, lines, col.name)
             continue
         values, bad, big = _numbers(s, col.kind)
         empty = pc.equal(s, "").to_numpy(zero_copy_only=False)
@@ -253,13 +254,17 @@ def _typed(columns: dict[str, pa.ChunkedArray], lines: np.ndarray) -> tuple[pd.D
     return pd.DataFrame(out), problems
 
 
-def _size_problems(s: pa.ChunkedArray, lines: np.ndarray) -> list[Problem]:
-    """A problem for each size label that is not one, naming the spelling to use (looked up once per label)."""
+_LABEL_PROBLEMS = {"size": size_problem, "variant": variant_problem}
+
+
+def _label_problems(s: pa.ChunkedArray, lines: np.ndarray, column: str) -> list[Problem]:
+    """A problem for each size or variant label that is not one, naming the nearest valid one (looked up once
+    per label)."""
     problems = []
     for label in pc.unique(s).to_pylist():
-        if (rule := size_problem(label)) is not None:
+        if (rule := _LABEL_PROBLEMS[column](label)) is not None:
             rows = np.flatnonzero(pc.equal(s, label).to_numpy(zero_copy_only=False))
-            problems += [Problem(int(lines[i]), "size", label, rule) for i in rows]
+            problems += [Problem(int(lines[i]), column, label, rule) for i in rows]
     return problems
 
 

@@ -14,7 +14,7 @@ import pandas as pd
 import pandera.pandas as pa
 
 from rr_model.core.ladder import LADDER, SIZE_LABEL
-from rr_model.core.variants import NAMES
+from rr_model.core.variants import VARIANT_NAME, VARIANT_RULE
 
 __all__ = ["Column", "COLUMNS", "KEY", "SCHEMA", "Problem", "GROUP_RULES"]
 
@@ -32,7 +32,7 @@ class Column:
 
 COLUMNS: tuple[Column, ...] = (
     Column("size", "str", False, "a ladder size or a <number><K|M|B> label"),
-    Column("variant", "str", False, f"one of {', '.join(NAMES)}"),
+    Column("variant", "str", False, VARIANT_RULE),
     Column("seed", "int", False, "an integer >= 0"),
     Column("params_M", "float", False, f"a number > 0 and at most {MAX_PARAMS_M:g} (10T parameters)"),
     Column("steps", "int", False, "an integer > 0"),
@@ -92,7 +92,9 @@ _RULE = {c.name: c.rule for c in COLUMNS}
 SCHEMA = pa.DataFrameSchema(
     {
         "size": pa.Column(str, pa.Check(_size_ok, error=_RULE["size"])),
-        "variant": pa.Column(str, pa.Check.isin(list(NAMES), error=_RULE["variant"])),
+        "variant": pa.Column(
+            str, pa.Check(lambda s: s.str.fullmatch(VARIANT_NAME.pattern), error=_RULE["variant"])
+        ),
         "seed": pa.Column("int64", pa.Check.ge(0, error=_RULE["seed"])),
         "params_M": pa.Column(
             "float64", pa.Check(lambda s: (s > 0) & (s <= MAX_PARAMS_M), error=_RULE["params_M"])

@@ -1,0 +1,68 @@
+"""The variant registry: open names, look-alikes refused with the nearest registered name, colours per figure."""
+
+from __future__ import annotations
+
+import pytest
+
+from rr_model.core.variants import (
+    EXTRA_COLOURS,
+    VARIANTS,
+    label,
+    matched,
+    nearest,
+    order_key,
+    palette,
+    unknown_variant,
+    variant_problem,
+)
+
+
+@pytest.mark.parametrize("name", ["myrule", "a", "rule_2", "x" * 40])
+def test_any_lower_case_ascii_name_is_a_variant_name(name):
+    assert variant_problem(name) is None
+    assert label(name) == name and not matched(name)
+
+
+@pytest.mark.parametrize(
+    "name", ["Highway", "high way", "h\u0456ghway", "HIGHWAY", "high-way", "ｈｉｇｈｗａｙ"]
+)
+def test_look_alikes_are_refused_naming_the_registered_name(name):
+    assert variant_problem(name).endswith("(did you mean highway?)")
+    assert nearest(name) == "highway"
+
+
+@pytest.mark.parametrize("name", ["2rule", "_rule", "x" * 41, "", "my.rule"])
+def test_names_outside_the_pattern_are_refused(name):
+    assert variant_problem(name).startswith("must be a variant name: a lower-case ASCII letter")
+
+
+def test_unknown_variant_names_the_nearest_and_every_registered():
+    assert unknown_variant("Highway").startswith(
+        "unknown variant 'Highway' (did you mean highway?); registered:"
+    )
+    assert unknown_variant("bogus") == f"unknown variant 'bogus'; registered: {', '.join(VARIANTS)}"
+
+
+def test_registered_colours_stay_and_extras_go_to_the_others_in_sorted_order():
+    got = palette(["zeta", "review_neutral", "alpha", "highway"])
+    assert got["review_neutral"] == "#0072B2" and got["highway"] == "#E69F00"
+    assert (got["alpha"], got["zeta"]) == EXTRA_COLOURS[:2]
+    assert palette(["zeta", "alpha"]) == palette(["alpha", "zeta"])  # independent of the order given
+    known = {v.colour for v in VARIANTS.values()}
+    assert not known & set(EXTRA_COLOURS)
+
+
+def test_extras_repeat_past_the_palette_but_never_take_a_registered_colour():
+    names = [f"r{i:02d}" for i in range(len(EXTRA_COLOURS) + 2)]
+    got = palette([*names, "standard"])
+    assert len(set(got[n] for n in names[: len(EXTRA_COLOURS)])) == len(EXTRA_COLOURS)
+    assert got[names[-1]] == EXTRA_COLOURS[1] and "#009E73" not in {got[n] for n in names}
+
+
+def test_order_puts_registered_variants_first_then_the_others_by_name():
+    assert sorted(["zeta", "standard", "alpha", "review_neutral"], key=order_key) == [
+        "review_neutral",
+        "standard",
+        "alpha",
+        "zeta",
+    ]
