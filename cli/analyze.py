@@ -21,10 +21,17 @@ class View(str, Enum):
     notes = "notes"
     equivalence = "equivalence"
     claims = "claims"
+    forecast = "forecast"
     card = "card"
 
 
 _ALIAS = "Same as the view `{}`."
+AT = typer.Option(
+    None,
+    "--at",
+    help="forecast: a size to forecast, a ladder name or a count such as 3B; repeat for more.",
+    show_default=False,
+)
 
 
 def _view(value: str | None) -> View | None:
@@ -43,7 +50,7 @@ def analyze(
     view: str = typer.Argument(
         None,
         metavar="VIEW",
-        help="What to show: table (default), emergence, power, notes, equivalence, claims or card.",
+        help="What to show: table (default), emergence, power, notes, equivalence, claims, forecast or card.",
         show_default=False,
         callback=_view,
     ),
@@ -76,6 +83,7 @@ def analyze(
         help="power: plan seeds to detect this gap (nats) on the primary test, e.g. 0.003.",
         show_default=False,
     ),  # fmt: skip
+    at: list[str] = AT,
     wide: bool = typer.Option(False, "--wide", help="Text: every column, whatever the terminal's width."),
     card_file: Path = typer.Option(
         Path("data/README.md"), "--card-file", help="The dataset card that the card view rewrites."
@@ -84,7 +92,8 @@ def analyze(
     """Statistics of a sweep: gap = mean(baseline) - mean(review_neutral), positive favours Review.
 
     Views: table (per size: paired* primary, sign-flip, mixed, Welch), emergence, power (with --effect: a seed
-    plan), notes, equivalence (--margin), claims (the paper's, audited), card. The old flags (--table,
+    plan), notes, equivalence (--margin), claims (the paper's, audited), forecast (--at 3B: the gap
+    the primary size-level line predicts there), card. The old flags (--table,
     --emergence, ...) still work. Exit 0 on success, 2 for a bad --data file or option.
     """
     flags = {"table": table, "emergence": emergence, "power": power, "notes": notes,
@@ -101,12 +110,19 @@ def analyze(
         if chosen_view is View.card:
             _write_card(card_file, df)
             return
-        typer.echo(_compute(chosen_view, df, fmt.value, adjust.value, margin, effect, width), nl=False)
+        options = {"adjust": adjust.value, "margin": margin, "effect": effect, "at": at or []}
+        typer.echo(_compute(chosen_view, df, fmt.value, options, width), nl=False)
 
 
-def _compute(view: View, df, fmt: str, adjust: str, margin, effect, width) -> str:
+def _compute(view: View, df, fmt: str, options: dict, width) -> str:
     """Run the view's library function with the options it reads, and render it."""
     from rr_analysis.tables import render
+
+    adjust, margin, effect = options["adjust"], options["margin"], options["effect"]
+    if view is View.forecast:
+        from rr_analysis.forecast import forecast
+
+        return render(forecast(df, options["at"]), "forecast", fmt, width)
 
     if view is View.table:
         from rr_analysis.stats import gap_table

@@ -281,6 +281,39 @@ VIEWS: dict[str, View] = {
         ),
         notes=lambda t: _row_notes("paired_note")(t) + _row_notes("welch_note")(t),
     ),
+    "forecast": View(
+        title="Forecast: the gap at sizes the sweep has not run, from the primary size-level line",
+        columns=(
+            Col("at", _get("at", str), 0),
+            Col("params", lambda r: f"{r['params']:.4g} ({r['params_source']})", 2),
+            Col("baseline", _get("baseline", label), 0),
+            Col("decades\npast data", _get("decades_beyond", _num(".2f")), 1),
+            Col("(c) gap*\npredicted", _get("pred", _num(".4f")), 0),
+            Col("(c)\nSE", _get("pred_se", _num(".4f")), 2),
+            Col("(c) 95% CI\nmean gap", _ci("ci_low", "ci_high", ".4f"), 0),
+            Col("(c) 95% PI\nnew size", _ci("pi_low", "pi_high", ".4f"), 0),
+            Col("(b) dev\ngap", _get("dev_pred", _num(".4f")), 3),
+            Col("(b) KR\ndf", _get("dev_df", _num(".2f")), 5),
+            Col("(b) 95% PI", _ci("dev_pi_low", "dev_pi_high", ".4f"), 4),
+            Col("(a) run\ngap", _get("run_pred", _num(".4f")), 3),
+            Col("(a) 95% CI", _ci("run_ci_low", "run_ci_high", ".4f"), 4),
+        ),
+        legend=(
+            _GAP,
+            "(c) PRIMARY: the emergence meta-regression (per-size seed-paired gaps on log10(params), REML tau2, "
+            "Knapp-Hartung t on sizes - 2 df; metafor predict.rma): CI of the mean gap at that size; PI of the "
+            "gap a new size there would show (tau2 included).",
+            "(b) size-deviation and (a) per-run models lean on stronger assumptions: (b) pools seed and "
+            "residual variances over every size (Kenward-Roger df; its PI adds the size-deviation variance), "
+            "(a) puts every size exactly on the line (its PI is its CI).",
+            "params: (ladder) the exact count of the ladder's shape; (label) the label's number. Every "
+            "interval assumes the line stays straight in log10(params) out to that size.",
+        ),
+        notes=lambda t: (
+            [f"{r['at']}: {r['extrapolation']}" for _, r in t.drop_duplicates("at").iterrows()]
+            + _row_notes("note")(t.drop_duplicates("baseline"))
+        ),
+    ),
     "claims": View(
         title="The paper's quantitative claims against the data, under the primary analysis",
         columns=(

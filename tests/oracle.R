@@ -1,6 +1,7 @@
 # R as a test oracle for rr's statistics (tests/test_r_oracle.py runs it): for each sweep CSV named on the
 # command line, lmerTest's per-size mixed model, the size-deviation emergence model (Satterthwaite and
-# Kenward-Roger) and metafor's Knapp-Hartung meta-regression, written as JSON to the last argument.
+# Kenward-Roger) and metafor's Knapp-Hartung meta-regression with its predictions (predict.rma), written as
+# JSON to the last argument.
 # Rules that decide which terms exist mirror rr's own: sizes with Review runs; a slope for a baseline at 2+
 # of them, a random size deviation at 3+; a meta-regression over sizes with 2+ seed pairs and unequal
 # differences, when there are 3+ such sizes.
@@ -24,11 +25,12 @@ per_size <- function(d) {
   }
   out
 }
-deviation <- function(d) {
+deviation <- function(d, ahead = NULL) {  # ahead: centre lx that far past the largest size instead
   sizes <- unique(d$size[d$variant == ref])
   d <- d[d$size %in% sizes, ]
   lx <- tapply(log10(d$params_M[d$variant == ref]) + 6, d$size[d$variant == ref], mean)
-  d$lxc <- lx[d$size] - mean(lx)
+  centre <- if (is.null(ahead)) mean(lx) else max(lx) + ahead
+  d$lxc <- lx[d$size] - centre
   d$block <- paste(d$size, d$seed)
   base <- setdiff(unique(d$variant), ref)
   at <- sapply(base, function(v) length(unique(d$size[d$variant == v])))
@@ -38,12 +40,19 @@ deviation <- function(d) {
   rhs <- c("0 + size", base, paste0(base[at >= 2], ":lxc"), "(1 | block)", sprintf("(0 + %s | size)", varied))
   m <- suppressWarnings(lmer(as.formula(paste("val_loss ~", paste(rhs, collapse = " + "))), data = d,
                              REML = TRUE, control = ctl))
+  if (!is.null(ahead)) {  # the indicators are then each baseline's gap there: (b) with KR, (a) with Satterthwaite
+    a <- suppressWarnings(lmer(as.formula(paste("val_loss ~", paste(head(rhs, -length(varied)), collapse = " + "))),
+                               data = d, REML = TRUE, control = ctl))
+    return(list(x = centre, kr = coefs(m, varied, "Kenward-Roger"),
+                run = coefs(a, base[at >= 2], "Satterthwaite")))
+  }
   terms <- paste0(varied, ":lxc")
   list(satterthwaite = coefs(m, terms, "Satterthwaite"), kr = coefs(m, terms, "Kenward-Roger"),
        theta = setNames(as.list(getME(m, "theta")), c("seed", varied)), sigma2 = sigma(m)^2)
 }
-meta <- function(d) {
+meta <- function(d) {  # the fits, and metafor's predictions from each
   out <- list()
+  fc <- list()
   for (v in setdiff(unique(d$variant), ref)) {
     rows <- NULL
     for (s in unique(d$size[d$variant == ref])) {
@@ -57,14 +66,21 @@ meta <- function(d) {
     f <- rma(rows[, 1], sei = rows[, 2], mods = ~ rows[, 3], method = "REML", test = "knha",
              control = list(threshold = 1e-14, maxiter = 10000, stepadj = 0.5))
     out[[v]] <- list(slope = f$b[2], se = f$se[2], p = f$pval[2], tau2 = f$tau2, qe = f$QE, qe_p = f$QEp)
+    # forecasts a quarter and a whole decade past the largest size, as rr's forecast view computes them
+    x_new <- max(rows[, 3]) + c(0.25, 1)
+    p <- predict(f, newmods = x_new)
+    fc[[v]] <- list(x = x_new, pred = p$pred, se = p$se, ci_low = p$ci.lb, ci_high = p$ci.ub,
+                     pi_low = p$pi.lb, pi_high = p$pi.ub)
   }
-  out
+  list(fits = out, forecast = fc)
 }
 args <- commandArgs(trailingOnly = TRUE)
 files <- head(args, -1)
 res <- lapply(files, function(f) {
   d <- read.csv(f, stringsAsFactors = FALSE)
   d$size <- as.character(d$size)
-  list(mixed = per_size(d), deviation = deviation(d), meta = meta(d))
+  m <- meta(d)
+  list(mixed = per_size(d), deviation = deviation(d), meta = m$fits, forecast = m$forecast,
+       forecast_models = deviation(d, ahead = 0.25))
 })
 writeLines(toJSON(res, auto_unbox = TRUE, digits = NA, null = "null", na = "null"), tail(args, 1))

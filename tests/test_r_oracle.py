@@ -1,5 +1,5 @@
 """R as the oracle: lmerTest (per-size mixed model; size-deviation model with Satterthwaite and pbkrtest's
-Kenward-Roger df) and metafor's rma(..., test = "knha") against rr, on the published sweep and on
+Kenward-Roger df) and metafor's rma(..., test = "knha") with its predict() against rr, on the published sweep and on
 hypothesis-generated ones (unbalanced, missing seeds, new size labels, extra variants).
 
 One Rscript process runs every dataset (tests/oracle.R). Skipped, with the reason, without Rscript or
@@ -20,6 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rr_analysis.emergence import emergence
+from rr_analysis.forecast import forecast
 from rr_analysis.mixed import mixed_table
 from rr_model.results.dataset import load_sweep
 
@@ -80,6 +81,37 @@ def compare(d: pd.DataFrame, r: dict, rel: dict[str, float]) -> list[str]:
         for key, want in vals.items():
             if not close(e.loc[b, f"meta_{key}"], want, rel["meta"]):
                 bad.append(f"meta {b} {key}: rr {e.loc[b, f'meta_{key}']!r} R {want!r}")
+    return bad + compare_forecast(d, r.get("forecast") or {}, rel["meta"]) + compare_models(d, r, rel)
+
+
+def compare_forecast(d: pd.DataFrame, r: dict, rel: float) -> list[str]:
+    """rr's forecast against metafor's predict.rma at the sizes R chose (log10 counts past the largest)."""
+    bad = []
+    for b, vals in r.items():
+        labels = [f"{10 ** (x - 6)!r}M" for x in vals["x"]]
+        f = forecast(d, labels, baselines=[b])
+        for key in ("pred", "se", "ci_low", "ci_high", "pi_low", "pi_high"):
+            got = f["pred_se" if key == "se" else key].to_numpy()
+            bad += [f"forecast {b} {lab} {key}: rr {g!r} R {w!r}"
+                    for lab, g, w in zip(labels, got, vals[key], strict=True) if not close(g, w, rel)]  # fmt: skip
+    return bad
+
+
+def compare_models(d: pd.DataFrame, r: dict, rel: dict[str, float]) -> list[str]:
+    """The forecast's (b) (Kenward-Roger) and (a) (Satterthwaite) gaps against lmer centred at that size."""
+    fm = r.get("forecast_models") or {}
+    if not fm:
+        return []
+    f = forecast(d, [f"{10 ** (fm['x'] - 6)!r}M"]).set_index("baseline")
+    bad = []
+    for kind, prefix in (("kr", "dev_"), ("run", "run_")):
+        for b, vals in (fm.get(kind) or {}).items():
+            for col, want in zip(
+                (f"{prefix}pred", f"{prefix}se", f"{prefix}df"), list(vals.values())[:3], strict=True
+            ):
+                tol = rel["df"] if col.endswith("df") else rel["coef"]
+                if not close(f.loc[b, col], want, tol):
+                    bad.append(f"forecast {kind} {b} {col}: rr {f.loc[b, col]!r} R {want!r}")
     return bad
 
 

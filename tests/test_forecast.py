@@ -1,0 +1,113 @@
+"""The forecast view: the primary size-level line's prediction at sizes the sweep has not run, against
+metafor's predict.rma on the published data (R numbers below; tests/test_r_oracle.py runs R itself on
+generated sweeps), where a size's parameter count comes from, the extrapolation warning, bad input."""
+
+from __future__ import annotations
+
+import json
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from cli.main import app
+from rr_analysis.forecast import FORECAST_COLUMNS, forecast, forecast_size
+from rr_analysis.tables import render
+from rr_model.config import model_config
+from rr_model.core.errors import InputError
+from rr_model.results.dataset import load_sweep
+
+# R 4 / metafor on the published CSV: predict(rma(yi, sei = sei, mods = ~ log10(params), method = "REML",
+# test = "knha", control = list(threshold = 1e-14)), newmods = log10(3e9)): pred, se, ci.lb, ci.ub, pi.lb, pi.ub
+R_3B = {
+    "highway": (0.0178717406301, 0.00356979338746, 0.0065110648535, 0.0292324164066, 0.00365205644142,
+                0.0320914248187),
+    "standard": (0.0256337080187, 0.00181529419687, 0.0198566317089, 0.0314107843285, 0.0183181334242,
+                 0.0329492826132),
+}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def sweep() -> pd.DataFrame:
+    return load_sweep()
+
+
+@pytest.fixture(scope="module")
+def at_3b_7b(sweep) -> pd.DataFrame:
+    return forecast(sweep, ["3B", "7B"])
+
+
+def test_primary_forecast_matches_metafor_predict(at_3b_7b):
+    f = at_3b_7b[at_3b_7b["at"] == "3B"].set_index("baseline")
+    for b, want in R_3B.items():
+        got = f.loc[b, ["pred", "pred_se", "ci_low", "ci_high", "pi_low", "pi_high"]].to_numpy(float)
+        assert got == pytest.approx(np.array(want), rel=1e-6), b
+    assert (f["meta_df"] == 3.0).all() and (f["meta_sizes"] == 5).all()
+
+
+def test_prediction_interval_holds_the_confidence_interval(at_3b_7b):
+    f = at_3b_7b
+    assert ((f["pi_low"] <= f["ci_low"]) & (f["ci_high"] <= f["pi_high"])).all()
+    assert ((f["run_ci_low"] < f["run_pred"]) & (f["dev_pi_low"] <= f["dev_ci_low"])).all()
+
+
+def test_parameter_count_says_where_it_comes_from(sweep):
+    assert forecast_size("3B") == ("3B", 3e9, "label")
+    assert forecast_size("1b") == ("1B", float(model_config("1B", "review_neutral").n_params), "ladder")
+    assert forecast_size("2.50B") == ("2.5B", 2.5e9, "label")
+    f = forecast(sweep, ["1B"])
+    assert (f["params_source"] == "ladder").all() and (f["decades_beyond"].abs() < 1e-5).all()
+
+
+def test_extrapolation_warning_grows_with_the_decades(sweep):
+    f = forecast(sweep, ["590M", "3B", "7B", "30B"]).drop_duplicates("at").set_index("at")
+    assert f.loc["590M", "extrapolation"].startswith("within the data's range")
+    assert f.loc["3B", "extrapolation"].startswith("extrapolation: 0.48 decades past 1B")
+    assert f.loc["7B", "extrapolation"].startswith("strong extrapolation: 0.85 decades")
+    assert f.loc["30B", "extrapolation"].startswith("far extrapolation: 1.48 decades")
+
+
+@pytest.mark.parametrize(
+    ("at", "says"),
+    [
+        ("0M", "is not a size: give a ladder size"),
+        ("three billion", "is not a size"),
+        ("30M", "below the smallest size in the data (60M"),
+    ],
+)
+def test_bad_forecast_sizes_get_a_sentence(sweep, at, says):
+    with pytest.raises(InputError) as e:
+        forecast(sweep, [at])
+    assert says in str(e.value)
+
+
+def test_fewer_than_three_sizes_give_no_forecast_and_say_why(sweep):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        f = forecast(sweep[sweep["size"].isin(["60M", "1B"])], ["3B"])
+        for fmt in ("text", "markdown", "latex", "csv", "json"):
+            render(f, "forecast", fmt)
+    assert f["pred"].isna().all() and f["dev_pred"].isna().all()
+    assert f["note"].str.contains("a line needs 3 or more").all()
+
+
+def test_every_number_in_the_text_is_in_the_json(at_3b_7b):
+    records = json.loads(render(at_3b_7b, "forecast", "json"))
+    assert [list(r) for r in records] == [list(FORECAST_COLUMNS)] * 4
+    text = render(at_3b_7b, "forecast", "text")
+    for r in records:
+        for key in ("pred", "pred_se", "ci_low", "pi_high", "dev_pi_low", "run_ci_high"):
+            assert f"{r[key]:.4f}" in text, key
+        assert r["extrapolation"] in text and f"{r['decades_beyond']:.2f}" in text
+
+
+def test_cli_forecast_and_its_errors():
+    runner = CliRunner()
+    ok = runner.invoke(app, ["analyze", "forecast", "--at", "3B", "--format", "json"])
+    assert ok.exit_code == 0 and {r["at"] for r in json.loads(ok.output)} == {"3B"}
+    bad = runner.invoke(app, ["analyze", "forecast", "--at", "0M"])
+    assert bad.exit_code == 2 and "not a size" in bad.output
+    none = runner.invoke(app, ["analyze", "forecast"])
+    assert none.exit_code == 2 and "no forecast size" in none.output
