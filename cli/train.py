@@ -102,7 +102,7 @@ def train(
     provenance record in the sidecar `OUT.runs.jsonl`. Exit 0 when every run finished, 1 when one diverged.
     """
     from rr_model.core.variants import COMPARED
-    from rr_model.runs import DEFAULT_OUT, check_out, describe_runs, plan_runs
+    from rr_model.runs import DEFAULT_OUT, describe_runs, plan_runs
     from rr_model.tokens import check_data
 
     out = out or DEFAULT_OUT
@@ -124,7 +124,6 @@ def train(
         if not todo:
             return
         check_data(data, tokenizer)
-        check_out(out, create=False)
         if dry_run:
             echo_plan(describe_runs(todo), f"rr train: plan for {out}")
             return

@@ -1,15 +1,19 @@
 """What runs to make, and whether they are the published experiment: the trainer's torch-free half.
 
-`TrainConfig` (one run; its defaults are the published run of a size), the plan behind `rr train`
-(`plan_runs`, `dataset_keys`, `start_from_published`), the time estimate of `rr train --dry-run`
-(`describe_runs`) and the recipe guard (`recipe_differences`, `guard`). Nothing here imports torch, so
+`TrainConfig` (one run; its defaults are the published run of a size), the one reading of a run's output
+file before training (`preflight`, whose `OutputPlan` answers every question asked of the file: present
+runs, the published start, the recipe guard, whether a row fits), the plan behind `rr train`
+(`plan_runs`), the time estimate of `rr train --dry-run`
+(`describe_runs`) and the recipe's departures (`recipe_differences`). Nothing here imports torch, so
 planning a sweep, or a dry run, starts at once; `rr_model.train` holds the loop.
 """
 
 from __future__ import annotations
 
+import functools
 import itertools
 import os
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -20,12 +24,14 @@ from rr_model.core.files import create_new
 from rr_model.core.ladder import Recipe, get_size
 from rr_model.core.variants import COMPARED, REFERENCE, VARIANTS, unknown_variant
 from rr_model.progress import assumed_rate, flops_per_token
-from rr_model.results.dataset import bundled_path, load_sweep
+from rr_model.results.dataset import DataError, bundled_path, check_append, load_sweep, refuse_reference
 from rr_model.results.integrity import check_integrity
 from rr_model.results.provenance import sidecar_path
 from rr_model.tokens import BYTE_EOS, TINYSTORIES
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from rr_model.tokens import Tokens
 
 __all__ = [
@@ -34,13 +40,13 @@ __all__ = [
     "PRECISIONS",
     "DEVICES",
     "result_config",
-    "check_out",
+    "OutputPlan",
+    "preflight",
     "dataset_keys",
-    "start_from_published",
+    "dataset_row",
     "plan_runs",
     "describe_runs",
     "recipe_differences",
-    "guard",
 ]
 
 PRECISIONS = ("tf32", "bf16", "fp32")  # tf32 is the published setting (fp32 arithmetic off CUDA)
@@ -121,21 +127,102 @@ def result_config(cfg: TrainConfig) -> dict[str, Any]:
 # ---------------------------------------------------------------------------------------------- planning
 
 
-def _extends_published(out: Path, size: str) -> bool:
-    """A missing default dataset, trained at a published size, starts as the published sweep.
+@dataclass(frozen=True)
+class OutputPlan:
+    """What a run's output file holds, and what may be written to it: `preflight`'s one reading of it.
 
-    So `rr train --size 150M` in a fresh directory adds seed 3, not a second seed 0. Any other new file
-    (an explicit --out, or the tiny demo size) starts empty.
+    `rows` are the file's rows, or the published rows it will start as (`from_published`); None for a new
+    file. Every question the trainer and the CLI ask of the file before training is answered from them:
+    which runs are present (`keys`), whether it holds published rows (`guard`), whether a run's row would
+    be accepted (`check_fits`).
     """
-    return out == DEFAULT_OUT and not out.exists() and get_size(size).published
+
+    out: Path
+    rows: pd.DataFrame | None
+    from_published: bool  # a missing default dataset, trained at a published size: `start` copies the rows
+
+    @functools.cached_property
+    def keys(self) -> set[tuple[str, str, int]]:
+        """The (size, variant, seed) of every row."""
+        return set() if self.rows is None else _keys(self.rows)
+
+    @functools.cached_property
+    def published(self) -> bool:
+        """Whether the file holds (or will start as) published rows, so the recipe guard applies."""
+        return self.rows is not None and (self.from_published or check_integrity(self.rows).present > 0)
+
+    def start(self) -> None:
+        """Create the default dataset as a copy of the published rows when it starts from them."""
+        if not self.from_published:
+            return
+        self.out.parent.mkdir(parents=True, exist_ok=True)
+        published = bundled_path().read_bytes()
+        create_new(self.out, lambda f: f.write(published))  # whole or not at all; of several, one writes
+
+    def guard(self, cfg: TrainConfig, tokens: Tokens) -> None:
+        """Refuse an off-recipe run for a file that holds published rows, naming every difference."""
+        if self.published and (diffs := recipe_differences(cfg, tokens)):
+            raise RecipeError(
+                f"{self.out} holds published rows, and this run is off the published recipe of {cfg.size}: "
+                f"{'; '.join(diffs)}. Rows trained another way would be analysed as if they were comparable; "
+                "write them to a separate file with --out other.csv."
+            )
+
+    def check_fits(self, cfg: TrainConfig, params: int) -> None:
+        """Refuse before training, not after, a run whose row the file's schema would reject: a run already
+        in the file, or steps or params_M unlike the file's other rows of the same (size, variant)."""
+        if self.rows is None:
+            return
+        placeholder = {"params": params, "val_loss": 1.0, "ece": None, "minutes": None}  # any valid result
+        try:
+            check_append(self.rows, [dataset_row(cfg, placeholder)], self.out)
+        except DataError as e:
+            key = " ".join(map(str, cfg.key))
+            raise InputError(
+                f"not training {key}: its row would be refused (new row 1 below).\n{e}"
+            ) from None
 
 
-def check_out(out: Path, create: bool = False) -> None:
-    """Refuse, before any training, a dataset `out` that it and its sidecar could not be written to.
+def preflight(out: str | os.PathLike, sizes: Iterable[str] = (), *, create: bool = False) -> OutputPlan:
+    """Read a run's output file once, refusing before any training a file that its rows cannot go to.
 
-    A missing folder is created (with `create`; a dry run creates nothing) only when its parent exists,
-    so a mistyped path is an error rather than a new tree of folders.
+    Parameters
+    ----------
+    out
+        The dataset the rows are appended to.
+    sizes
+        The sizes to be trained: a missing default dataset (`DEFAULT_OUT`) trained at a published size
+        starts as the published sweep, so `rr train --size 150M` in a fresh directory adds seed 3, not a
+        second seed 0. Any other new file (an explicit --out, or the tiny demo size) starts empty.
+    create
+        Make a missing folder for `out` (only when its parent exists, so a mistyped path is an error
+        rather than a new tree of folders); a dry run creates nothing.
+
+    Raises
+    ------
+    DataError
+        `out` is the packaged reference copy (under any name), or not a valid sweep file.
+    InputError
+        `out` or its sidecar cannot be written.
+
+    Example
+    -------
+    >>> import tempfile
+    >>> plan = preflight(Path(tempfile.mkdtemp()) / "new.csv", ["tiny"])
+    >>> plan.rows is None, plan.keys, plan.from_published
+    (True, set(), False)
     """
+    out = Path(out)
+    refuse_reference(out)  # by device and inode: a hard link or symlink to the packaged copy is refused too
+    from_published = out == DEFAULT_OUT and not out.exists() and any(get_size(s).published for s in sizes)
+    source = bundled_path() if from_published else out
+    rows = load_sweep(source) if source.exists() else None
+    _check_writable(out, create)
+    return OutputPlan(out, rows, from_published)
+
+
+def _check_writable(out: Path, create: bool) -> None:
+    """Refuse a dataset `out` that it and its sidecar could not be written to."""
     folder = out.parent
     if out.exists() and not out.is_file():
         raise InputError(f"--out {out}: not a regular file")
@@ -152,27 +239,21 @@ def check_out(out: Path, create: bool = False) -> None:
             raise InputError(f"--out {out}: {target} is not writable here, so the run's result would be lost")
 
 
-def start_from_published(out: Path, size: str) -> None:
-    """Create the default dataset as a copy of the published rows when `_extends_published` says so."""
-    if not _extends_published(out, size):
-        return
-    out.parent.mkdir(parents=True, exist_ok=True)
-    published = bundled_path().read_bytes()
-    create_new(out, lambda f: f.write(published))  # whole or not at all; of several trainers, one writes it
-
-
-def dataset_keys(out: str | os.PathLike, size: str | None = None) -> set[tuple[str, str, int]]:
-    """The (size, variant, seed) of every row in a sweep file.
-
-    Empty if there is no file yet, or the published keys where training `size` would start it from them.
-    """
-    out = Path(out)
-    if size is not None and _extends_published(out, size):
-        out = bundled_path()
-    if not out.exists():
-        return set()
-    df = load_sweep(out)
+def _keys(df: pd.DataFrame) -> set[tuple[str, str, int]]:
     return set(zip(df["size"], df["variant"], df["seed"].astype(int), strict=True))
+
+
+def dataset_keys(path: str | os.PathLike) -> set[tuple[str, str, int]]:
+    """The (size, variant, seed) of every row in a sweep file (empty if there is no file yet), for reading
+    a file no run is planned against here (a job's own part file, a sweep's status)."""
+    path = Path(path)
+    return _keys(load_sweep(path)) if path.exists() else set()
+
+
+def dataset_row(cfg: TrainConfig, result: dict[str, Any]) -> dict[str, Any]:
+    """The dataset row of `cfg` with these results (params, val_loss, ece, minutes)."""
+    row = {"size": cfg.size, "variant": cfg.variant, "seed": cfg.seed, "params_M": result["params"] / 1e6}
+    return {**row, "steps": cfg.steps, **{k: result[k] for k in ("val_loss", "ece", "minutes")}}
 
 
 def plan_runs(
@@ -184,10 +265,10 @@ def plan_runs(
 ) -> tuple[list[TrainConfig], list[TrainConfig]]:
     """The runs `rr train` makes: (to train, already in `out` and skipped).
 
-    Without `seed`, the lowest seed for which some of `variants` has no row yet: the next complete,
-    pairable block (or the rest of one a crash left incomplete). `options` are further TrainConfig fields.
+    `out` is read once (`preflight`) and refused if no row could go to it. Without `seed`, the lowest seed
+    for which some of `variants` has no row yet: the next complete, pairable block (or the rest of one a crash left incomplete). `options` are further TrainConfig fields.
     """
-    done = dataset_keys(out, size)
+    done = preflight(out, [size]).keys
     if seed is None:
         seed = next(s for s in itertools.count() if any((size, v, s) not in done for v in variants))
     runs = [TrainConfig(size=size, variant=v, seed=seed, **options) for v in variants]
@@ -244,15 +325,3 @@ def recipe_differences(cfg: TrainConfig, tokens: Tokens) -> list[str]:
     found["n_text"] = tokens.n_text  # the stories actually used (a small corpus may have fewer)
     published.pop("vocab_size")  # follows from the tokenizer
     return [f"{k} {found[k]} (published: {v})" for k, v in published.items() if found[k] != v]
-
-
-def guard(cfg: TrainConfig, tokens: Tokens, out: Path) -> None:
-    """Refuse an off-recipe run for a file that holds published rows, naming every difference."""
-    if not out.exists() or check_integrity(load_sweep(out)).present == 0:
-        return
-    if diffs := recipe_differences(cfg, tokens):
-        raise RecipeError(
-            f"{out} holds published rows, and this run is off the published recipe of {cfg.size}: "
-            f"{'; '.join(diffs)}. Rows trained another way would be analysed as if they were comparable; "
-            "write them to a separate file with --out other.csv."
-        )

@@ -35,42 +35,18 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 
 from rr_model import checkpoint
 from rr_model.config import GPTConfig, model_config
-from rr_model.core.errors import InputError, RecipeError
+from rr_model.core.errors import InputError
 from rr_model.core.ladder import Recipe
 from rr_model.evaluate import evaluate
 from rr_model.model import GPT
 from rr_model.numerics import numerics
 from rr_model.progress import Progress, flops_per_token, peak_flops
-from rr_model.results.dataset import (
-    DataError,
-    append_rows,
-    format_row,
-    read_sweep_text,
-    refuse_reference,
-)
+from rr_model.results.dataset import DataError, append_rows
 from rr_model.results.provenance import append_record, environment, sidecar_path
-from rr_model.runs import (
-    DEFAULT_OUT,
-    TrainConfig,
-    check_out,
-    dataset_keys,
-    describe_runs,
-    guard,
-    plan_runs,
-    recipe_differences,
-    result_config,
-    start_from_published,
-)
+from rr_model.runs import DEFAULT_OUT, TrainConfig, dataset_row, preflight, result_config
 from rr_model.tokens import Tokens, load_tokens, sample_batch
 
 __all__ = [
-    "TrainConfig",
-    "RecipeError",
-    "DEFAULT_OUT",
-    "dataset_keys",
-    "plan_runs",
-    "describe_runs",
-    "recipe_differences",
     "lr_factor",
     "lr_at",
     "train",
@@ -251,18 +227,17 @@ def train(cfg: TrainConfig, out: str | os.PathLike = DEFAULT_OUT, *, resume: boo
 
 def _setup(cfg: TrainConfig, out: Path, device: torch.device) -> _Run:
     """Check that the run may go ahead and where its row goes, load its tokens, build model and optimiser."""
-    refuse_reference(out)  # by device and inode: a hard link or symlink to the packaged copy is refused too
     rank, world = _distributed(device)
     r = cfg.recipe
     if r.batch_size % world:
         raise InputError(f"the batch of {r.batch_size} sequences does not split over {world} processes")
-    check_out(out, create=True)
+    plan = preflight(out, [cfg.size], create=True)  # the file's one reading before training
     tokens = load_tokens(cfg.data, n_text=r.n_text, cache_dir=cfg.cache_dir, tokenizer=cfg.tokenizer)
     if rank == 0:
-        start_from_published(out, cfg.size)
-    guard(cfg, tokens, out)
+        plan.start()
+    plan.guard(cfg, tokens)
     mcfg = replace(model_config(cfg.size, cfg.variant, tokens.vocab_size), block_size=r.block_size)
-    _check_row_fits(out, _row(cfg, {"params": mcfg.n_params, "val_loss": 1.0, "ece": None, "minutes": 0.0}))
+    plan.check_fits(cfg, mcfg.n_params)
 
     torch.manual_seed(cfg.seed)  # right before the model: its initial weights are the published draws
     model = GPT(mcfg).to(device)
@@ -475,31 +450,11 @@ def _record(run: _Run, failure: str | None, result: dict[str, Any] | None) -> di
 # ----------------------------------------------------------------------------------------------- output
 
 
-def _row(cfg: TrainConfig, result: dict[str, Any]) -> dict[str, Any]:
-    """The dataset row of a run with these results."""
-    row = {"size": cfg.size, "variant": cfg.variant, "seed": cfg.seed, "params_M": result["params"] / 1e6}
-    return {**row, "steps": cfg.steps, **{k: result[k] for k in ("val_loss", "ece", "minutes")}}
-
-
-def _check_row_fits(out: Path, row: dict[str, Any]) -> None:
-    """Refuse before training, not after, a run whose row the file's schema would reject: a run already in
-    the file, or steps or params_M unlike the file's other rows of the same (size, variant)."""
-    if not out.exists():
-        return
-    try:
-        read_sweep_text(out.read_text(encoding="utf-8-sig").rstrip("\n") + "\n" + format_row(row) + "\n", out)
-    except DataError as e:
-        key = " ".join(str(row[k]) for k in ("size", "variant", "seed"))
-        raise InputError(
-            f"not training {key}: its row would be refused (it is the last line below).\n{e}"
-        ) from None
-
-
 def _write(out: Path, cfg: TrainConfig, record: dict[str, Any]) -> None:
     """Append the run's row (if it finished) and its provenance record; a refused row is recorded as failed."""
     try:
         if record["result"] is not None:
-            append_rows(out, [_row(cfg, record["result"])])
+            append_rows(out, [dataset_row(cfg, record["result"])])
     except DataError as e:  # e.g. another trainer appended the same run meanwhile
         record.update(status="failed", error=f"row refused: {e}")
         raise

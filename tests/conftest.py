@@ -37,7 +37,8 @@ def offline(token_cache, monkeypatch) -> Path:
 @pytest.fixture(scope="session")
 def tiny_run(token_cache, tmp_path_factory) -> dict[str, Any]:
     """The provenance record of TINY_RUN trained without interruption, and its dataset at record["out"]."""
-    from rr_model.train import TrainConfig, train
+    from rr_model.runs import TrainConfig
+    from rr_model.train import train
 
     out = tmp_path_factory.mktemp("tiny_run") / "whole.csv"
     record = train(TrainConfig(**TINY_RUN, cache_dir=str(token_cache)), out)

@@ -20,7 +20,8 @@ from rr_model import checkpoint
 from rr_model.checkpoint import CheckpointError
 from rr_model.results import provenance
 from rr_model.results.dataset import load_sweep
-from rr_model.train import TrainConfig, train
+from rr_model.runs import TrainConfig
+from rr_model.train import train
 
 pytestmark = pytest.mark.usefixtures("offline")
 

@@ -31,7 +31,7 @@ from rr_model.evaluate import ece_from_bins, evaluate
 from rr_model.model import GPT
 from rr_model.results import provenance
 from rr_model.results.dataset import append_rows, bundled_path, load_sweep
-from rr_model.runs import DEFAULT_OUT, TrainConfig, plan_runs, recipe_differences, start_from_published
+from rr_model.runs import DEFAULT_OUT, TrainConfig, plan_runs, preflight, recipe_differences
 from rr_model.tokens import TINYSTORIES, Tokens, sample_batch
 from rr_model.train import lr_at, train
 
@@ -461,10 +461,12 @@ def test_a_new_default_dataset_extends_the_published_sweep(tmp_path, monkeypatch
     assert [r.seed for r in plan_runs(DEFAULT_OUT, "320M")[0]] == [2, 2, 2]
     assert [r.seed for r in plan_runs(Path("elsewhere.csv"), "150M")[0]] == [0, 0, 0]
     assert [r.seed for r in plan_runs(DEFAULT_OUT, "tiny")[0]] == [0, 0, 0]
-    start_from_published(DEFAULT_OUT, "tiny")
+    preflight(DEFAULT_OUT, ["tiny"], create=True).start()
     assert not DEFAULT_OUT.exists()
-    start_from_published(DEFAULT_OUT, "150M")
+    plan = preflight(DEFAULT_OUT, ["150M"], create=True)
+    assert plan.from_published and plan.published and len(plan.keys) == 42
+    plan.start()
     assert DEFAULT_OUT.read_bytes() == bundled_path().read_bytes()
     DEFAULT_OUT.write_text("kept")  # an existing file is never replaced
-    start_from_published(DEFAULT_OUT, "150M")
+    plan.start()
     assert DEFAULT_OUT.read_text() == "kept"

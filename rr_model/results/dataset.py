@@ -36,6 +36,7 @@ __all__ = [
     "read_sweep_text",
     "write_sweep",
     "append_rows",
+    "check_append",
     "bundled_path",
     "plain",
     "digest",
@@ -457,6 +458,30 @@ def write_sweep(df: pd.DataFrame, path: str | os.PathLike, *, exact: bool = Fals
         raise FileExistsError(
             errno.EEXIST, "a sweep file already exists there; rr never overwrites one", str(path)
         )
+
+
+def check_append(df: pd.DataFrame, rows: Iterable[Mapping], path: str | os.PathLike | None = None) -> None:
+    """Raise the DataError `append_rows` would raise for `rows` on the file `df` was loaded from, without
+    reading that file again: only the new rows are parsed, then checked with `df`'s by the schema.
+
+    Problems in the new rows are cited as "new row N", as `append_rows` cites them.
+
+    Example
+    -------
+    >>> row = load_sweep().iloc[0].to_dict()
+    >>> try:
+    ...     check_append(load_sweep(), [row], "copy.csv")
+    ... except DataError as e:
+    ...     print(e.problems[-1])
+    new row 1, column size,variant,seed: ('60M', 'review_neutral', 0) - duplicate run: this (size, variant, seed) appears more than once
+    """
+    new = [format_row(r) for r in rows]
+    added = _parse(("\n".join([",".join(FIELDS), *new]) + "\n").encode("utf-8"), path, new_from=2)
+    lines = list(df.attrs.get("lines") or range(2, len(df) + 2))
+    first = max(lines, default=1) + 1  # where the new rows would start
+    both = pd.concat([df[FIELDS], added[FIELDS]], ignore_index=True)
+    if problems := _schema_problems(both, [*lines, *range(first, first + len(new))]):
+        raise DataError(path, [_as_new(p, first) for p in problems])
 
 
 def append_rows(path: str | os.PathLike, rows: Iterable[Mapping]) -> pd.DataFrame:

@@ -19,7 +19,7 @@ from rr_model.core.errors import InputError
 from rr_model.core.ladder import PUBLISHED_SIZES, get_size, size_sort_key
 from rr_model.core.variants import COMPARED
 from rr_model.results.provenance import read_records, sidecar_path
-from rr_model.runs import TrainConfig, dataset_keys
+from rr_model.runs import TrainConfig, preflight
 
 __all__ = ["plan_sweep", "next_seeds", "train_command", "run_sweep"]
 
@@ -53,9 +53,7 @@ def plan_sweep(
         elif not (size_seeds := list(range(get_size(size).published_seeds))):
             raise InputError(f"{size} has no published seeds; give the seeds to train")
         runs += [TrainConfig(size, v, s, **options) for s in size_seeds for v in variants]
-    done = set().union(
-        *(dataset_keys(out, size) for size in sizes)
-    )  # a new default file extends the published
+    done = preflight(out, sizes).keys  # a new default file extends the published
     return [r for r in runs if r.key not in done], [r for r in runs if r.key in done]
 
 

@@ -32,7 +32,7 @@ from submitit.helpers import Checkpointable, DelayedSubmission, TorchDistributed
 
 from rr_model.core.errors import InputError
 from rr_model.core.files import pid_alive
-from rr_model.runs import TrainConfig, dataset_keys, start_from_published
+from rr_model.runs import TrainConfig, dataset_keys, preflight
 from rr_model.sweep.jobs import add_jobs, read_jobs
 
 __all__ = [
@@ -110,7 +110,7 @@ class TrainJob(Checkpointable):
             TorchDistributedEnvironment().export(set_cuda_visible_devices=False, overwrite=True)
         from rr_model.train import train_runs  # torch: only inside the job
 
-        if self.cfg.key in dataset_keys(self.out, self.cfg.size):
+        if self.cfg.key in preflight(self.out, [self.cfg.size]).keys:
             return None
         (record,) = train_runs([self.cfg], self.out, resume=True)
         return record
@@ -175,8 +175,7 @@ def submit_runs(
     here, before any job runs, so no job reads it half-written.
     """
     targets = [part_path(out, cfg.key) if per_run_files else Path(out) for cfg in runs]
-    for size in {cfg.size for cfg in runs}:
-        start_from_published(Path(out), size)
+    preflight(out, {cfg.size for cfg in runs}, create=True).start()
     jobs = executor.submit_array([TrainJob(cfg, target) for cfg, target in zip(runs, targets, strict=True)])
     now = datetime.now(timezone.utc).isoformat(timespec="seconds")
     entries = [
