@@ -36,6 +36,7 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 from rr_model import checkpoint
 from rr_model.config import GPTConfig, model_config
 from rr_model.core.errors import InputError
+from rr_model.core.files import Unwritten
 from rr_model.core.ladder import Recipe
 from rr_model.evaluate import evaluate
 from rr_model.model import GPT
@@ -419,7 +420,7 @@ def _finish(run: _Run, failure: str | None) -> dict[str, Any]:
         run.progress.log(f"{run.title}: diverged: {failure}; no row is written")
     record = _record(run, failure, result)
     if run.rank == 0:
-        _write(run.out, cfg, record)
+        _write(run.out, cfg, record, run.ckpt)
         run.ckpt.unlink(missing_ok=True)  # the row (or the failure record) supersedes it
     return record
 
@@ -450,16 +451,28 @@ def _record(run: _Run, failure: str | None, result: dict[str, Any] | None) -> di
 # ----------------------------------------------------------------------------------------------- output
 
 
-def _write(out: Path, cfg: TrainConfig, record: dict[str, Any]) -> None:
-    """Append the run's row (if it finished) and its provenance record; a refused row is recorded as failed."""
+def _write(out: Path, cfg: TrainConfig, record: dict[str, Any], ckpt: Path) -> None:
+    """Append the run's row (if it finished) and its provenance record as one unit, under the row's lock (a
+    reader holding it sees both or neither); a refused row is recorded as failed. A row that does not fit
+    (full disk) is not written, nor its record, and the checkpoint `ckpt` is kept to write it later."""
+    sidecar = sidecar_path(out)
+    if record["result"] is None:
+        append_record(sidecar, record)
+        return
     try:
-        if record["result"] is not None:
-            append_rows(out, [dataset_row(cfg, record["result"])])
+        append_rows(out, [dataset_row(cfg, record["result"])], then=lambda: append_record(sidecar, record))
     except DataError as e:  # e.g. another trainer appended the same run meanwhile
         record.update(status="failed", error=f"row refused: {e}")
+        append_record(sidecar, record)
         raise
-    finally:
-        append_record(sidecar_path(out), record)
+    except Unwritten as e:
+        where = (
+            f"continues from its checkpoint {ckpt}" if ckpt.exists() else "trains it again (no checkpoint)"
+        )
+        raise InputError(
+            f"{e}: the run's row and record were not written. Once space is freed, the same rr train command "
+            f"with --resume {where} and writes them (resuming is bitwise, so the row is the same)"
+        ) from None
 
 
 def summarize(records: list[dict[str, Any]]) -> list[dict[str, Any]]:

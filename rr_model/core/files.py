@@ -6,6 +6,8 @@ leaves its temporary file behind; the next write to the same target removes left
 `create_new` makes a file whole or not at all (written under a temporary name, then hard-linked into
 place, which fails if the name exists). `read_regular` reads a whole file only if it is a regular file of a
 bounded size, so a FIFO, a device or a socket named as input never hangs or exhausts memory.
+`append_whole` appends to a locked file whole or not at all: one write whose count is checked, an fsync,
+and on a short write (a full disk, a file-size limit) or any error the file is cut back to its old length.
 `locked` is `flock` on an open file: it excludes other processes and other threads of this one (a POSIX
 `lockf` record lock is per process, so two threads would both get it). Linux NFS clients since 2.6.12
 emulate flock with byte-range locks served by the lock manager, so it holds across hosts too.
@@ -29,6 +31,8 @@ from rr_model.core.errors import InputError
 __all__ = [
     "MAX_READ",
     "Unreadable",
+    "Unwritten",
+    "append_whole",
     "atomic_dir",
     "atomic_write",
     "create_new",
@@ -38,6 +42,7 @@ __all__ = [
     "read_regular",
     "same_file",
     "temp_name",
+    "truncate_to",
 ]
 
 _TMP = ".rr-tmp"
@@ -52,6 +57,46 @@ class Unreadable(InputError):
     def __init__(self, path: str | os.PathLike, rule: str):
         self.path, self.rule = str(path), rule
         super().__init__(f"{path}: {rule}")
+
+
+class Unwritten(InputError):
+    """An append that could not be made whole (a full disk, a file-size limit); the file is as it was."""
+
+    def __init__(self, path: str | os.PathLike, what: str, error: OSError, undone: bool = True):
+        self.path, self.errno = str(path), error.errno
+        state = "it is as it was before" if undone else "cutting it back failed too, so check its last line"
+        super().__init__(f"{path}: could not append {what} ({error.strerror or error}); {state}")
+
+
+def append_whole(fd: int, data: bytes, path: str | os.PathLike, what: str = "to it") -> int:
+    """Append `data` to the file open (and locked) as `fd` in one write, whole or not at all.
+
+    The write's count is checked and the file fsynced; a short write (a full disk, RLIMIT_FSIZE) or any
+    OSError cuts the file back to its length before the write and raises `Unwritten` naming `path` and
+    `what` was being appended. Returns that length (where the new bytes start), so a caller holding the
+    lock can undo the append with `truncate_to` if a later step of the same unit fails.
+    """
+    start = os.lseek(fd, 0, os.SEEK_END)
+    try:
+        written = os.write(fd, data)
+        if written != len(data):  # the kernel wrote what fitted: the rest would be the torn row
+            raise OSError(
+                errno.ENOSPC, f"only {written} of {len(data)} bytes fitted: a full disk or a file-size limit"
+            )
+        os.fsync(fd)
+    except OSError as e:
+        raise Unwritten(path, what, e, undone=truncate_to(fd, start)) from None
+    return start
+
+
+def truncate_to(fd: int, length: int) -> bool:
+    """Cut the file open as `fd` back to `length` bytes and fsync it; False if that failed too."""
+    try:
+        os.ftruncate(fd, length)
+        os.fsync(fd)
+    except OSError:
+        return False
+    return True
 
 
 def fsync_path(path: str | os.PathLike) -> None:
@@ -146,7 +191,7 @@ def atomic_write(path: str | os.PathLike, write: Callable[[BinaryIO], object]) -
     _remove_leftovers(path)
     tmp = temp_name(path)
     try:
-        _write_synced(tmp, write)
+        _write_synced(tmp, write, target=path)
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
@@ -197,7 +242,7 @@ def create_new(path: str | os.PathLike, write: Callable[[BinaryIO], object]) -> 
     _remove_leftovers(path)
     tmp = temp_name(path)
     try:
-        _write_synced(tmp, write)
+        _write_synced(tmp, write, target=path)
         try:
             os.link(tmp, path)
         except FileExistsError:
@@ -209,18 +254,27 @@ def create_new(path: str | os.PathLike, write: Callable[[BinaryIO], object]) -> 
                 _write_synced(path, write, os.O_EXCL)
             except FileExistsError:
                 return False
+            except BaseException:
+                path.unlink(missing_ok=True)  # created here, exclusively: a partial file is ours to remove
+                raise
     finally:
         tmp.unlink(missing_ok=True)
     fsync_path(path.parent)
     return True
 
 
-def _write_synced(path: Path, write: Callable[[BinaryIO], object], flags: int = os.O_TRUNC) -> None:
+def _write_synced(
+    path: Path, write: Callable[[BinaryIO], object], flags: int = os.O_TRUNC, target: Path | None = None
+) -> None:
+    """Write and fsync `path`; an OSError of the write (a full disk) names `target`, the file meant."""
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | flags, 0o666)  # 0o666 & ~umask, like open()
-    with os.fdopen(fd, "wb") as f:
-        write(f)
-        f.flush()
-        os.fsync(f.fileno())
+    try:
+        with os.fdopen(fd, "wb") as f:
+            write(f)
+            f.flush()
+            os.fsync(f.fileno())
+    except OSError as e:
+        raise OSError(e.errno, e.strerror or str(e), str(target or path)) from None
 
 
 @contextlib.contextmanager

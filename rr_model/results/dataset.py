@@ -12,7 +12,7 @@ import errno
 import hashlib
 import io
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from importlib import resources
 from pathlib import Path
@@ -25,7 +25,15 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
 from rr_model.core.errors import RRError
-from rr_model.core.files import Unreadable, create_new, locked, read_regular, same_file
+from rr_model.core.files import (
+    Unreadable,
+    append_whole,
+    create_new,
+    locked,
+    read_regular,
+    same_file,
+    truncate_to,
+)
 from rr_model.core.ladder import size_problem
 from rr_model.core.variants import variant_problem
 from rr_model.results.schema import COLUMNS, GROUP_RULES, KEY, SCHEMA, Problem
@@ -484,17 +492,26 @@ def check_append(df: pd.DataFrame, rows: Iterable[Mapping], path: str | os.PathL
         raise DataError(path, [_as_new(p, first) for p in problems])
 
 
-def append_rows(path: str | os.PathLike, rows: Iterable[Mapping]) -> pd.DataFrame:
-    """Append validated rows to a sweep CSV under an exclusive lock; the existing bytes are never rewritten.
+def append_rows(
+    path: str | os.PathLike, rows: Iterable[Mapping], *, then: Callable[[], object] | None = None
+) -> pd.DataFrame:
+    """Append validated rows to a sweep CSV under an exclusive lock, whole or not at all.
 
     A missing file is created whole, header and rows at once (`rr_model.core.files.create_new`): a writer
     killed midway leaves no file or a valid one, never an empty one. An existing file is locked
     (`rr_model.core.files.locked`), re-read and validated together with the new rows, and only then are the new
-    lines appended and fsynced. The packaged reference copy is refused under any name.
+    lines appended in one write, checked and fsynced (`rr_model.core.files.append_whole`): on a full disk or a
+    file-size limit the file is cut back to its old length, never left with a torn last row. The packaged
+    reference copy is refused under any name.
+
+    `then`, if given, runs under the same lock once the rows are in (the trainer appends the run's provenance
+    record there, so a reader holding the lock sees the row and its record together or neither); if it raises,
+    the rows are removed again and its exception propagates.
 
     Returns the new rows as parsed back. Raises DataError if the combined file would be invalid (for
     instance a duplicate (size, variant, seed)), in which case nothing is written; problems in the new rows
-    are cited as "new row N", since they have no line in the file.
+    are cited as "new row N", since they have no line in the file. Raises `rr_model.core.files.Unwritten`
+    (an InputError naming the file) when the rows could not be written whole.
     """
     path = Path(path)
     refuse_reference(path)
@@ -504,6 +521,8 @@ def append_rows(path: str | os.PathLike, rows: Iterable[Mapping]) -> pd.DataFram
         whole = (",".join(FIELDS) + "\n").encode("utf-8") + body
         df = _parse(whole, path, new_from=2)
         if create_new(path, lambda f: f.write(whole)):
+            if then is not None:
+                _then_or_remove(path, len(whole), then)
             return df
     with locked(path, os.O_RDWR | os.O_APPEND) as fd:  # another writer may have created it meanwhile
         existing = _read_bytes(path)
@@ -513,6 +532,28 @@ def append_rows(path: str | os.PathLike, rows: Iterable[Mapping]) -> pd.DataFram
             body = b"\n" + body
         combined = existing + body
         df = _parse(combined, path, new_from=combined.count(b"\n") - len(new) + 1)
-        os.write(fd, body)  # one write of whole lines: O_APPEND keeps it at the end
-        os.fsync(fd)
+        start = append_whole(fd, body, path, f"{len(new)} row(s)")  # O_APPEND keeps it at the end
+        if then is not None:
+            _then_or_undo(fd, start, then)
     return df.iloc[len(df) - len(new) :].reset_index(drop=True)
+
+
+def _then_or_undo(fd: int, start: int, then: Callable[[], object]) -> None:
+    """Run `then`; if it raises, cut the locked file `fd` back to `start` (removing the rows just added)."""
+    try:
+        then()
+    except BaseException:
+        truncate_to(fd, start)
+        raise
+
+
+def _then_or_remove(path: Path, size: int, then: Callable[[], object]) -> None:
+    """`then` for a file just created: under its lock; if it raises, the file is removed again, unless another
+    writer has appended to it meanwhile (then only the rows it holds beyond ours would be lost)."""
+    with locked(path, os.O_RDWR | os.O_APPEND) as fd:
+        try:
+            then()
+        except BaseException:
+            if os.fstat(fd).st_size == size:
+                path.unlink(missing_ok=True)
+            raise

@@ -19,7 +19,7 @@ from typing import Any
 import pandas as pd
 
 from rr_model.core.errors import InputError
-from rr_model.core.files import locked, read_regular
+from rr_model.core.files import append_whole, locked, read_regular
 
 __all__ = [
     "sidecar_path",
@@ -100,11 +100,15 @@ def environment(device: str) -> dict[str, Any]:
 
 
 def append_record(path: str | os.PathLike, record: Mapping[str, Any]) -> None:
-    """Append one JSON record as one line, under an exclusive lock, and fsync it."""
+    """Append one JSON record as one line, under an exclusive lock, whole or not at all.
+
+    The line is written in one checked write and fsynced (`rr_model.core.files.append_whole`); on a full
+    disk or a file-size limit the sidecar is cut back to its old length and `Unwritten` is raised.
+    """
     line = (json.dumps(record, sort_keys=True, allow_nan=False) + "\n").encode("utf-8")
+    key = " ".join(str(record.get(k)) for k in ("size", "variant", "seed"))
     with locked(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND) as fd:
-        os.write(fd, line)
-        os.fsync(fd)
+        append_whole(fd, line, path, f"the run record of {key}")
 
 
 def read_records(path: str | os.PathLike) -> list[dict[str, Any]]:

@@ -1,0 +1,184 @@
+"""What rr promises about its files when the disk fills or two writers meet (docs/reliability.md).
+
+A full disk is simulated portably with RLIMIT_FSIZE in a child process (a write past the limit is cut short,
+the next one fails with EFBIG, as on a full filesystem; Python ignores SIGXFSZ), and for real on a small
+tmpfs where an unprivileged mount namespace is allowed. Races are made deterministic with a hook that runs
+the second writer at the exact point between the first one's steps, never with a sleep.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from rr_model.results.dataset import FIELDS, append_rows, format_row, load_sweep
+
+HEADER = ",".join(FIELDS)
+LINE = "60M,review_neutral,{seed},59.47,8000,1.7016,0.0087,6.9"
+ROW = {"size": "60M", "variant": "review_neutral", "seed": 9, "params_M": 59.47, "steps": 8000,
+       "val_loss": 1.6912, "ece": 0.0091, "minutes": 123.4}  # fmt: skip
+
+# Runs `call` in a child whose files may grow to argv[1] bytes at most; prints the rr error it raised.
+LIMITED = """
+import resource, sys
+from rr_model.core.errors import RRError
+from rr_model.results.dataset import append_rows
+from rr_model.results.provenance import append_record
+resource.setrlimit(resource.RLIMIT_FSIZE, (int(sys.argv[1]), resource.RLIM_INFINITY))
+try:
+    {call}
+except RRError as e:
+    print(e)
+    sys.exit(3)
+"""
+
+
+def under_size_limit(limit: int, call: str) -> subprocess.CompletedProcess:
+    code = LIMITED.format(call=call)
+    return subprocess.run([sys.executable, "-c", code, str(limit)], capture_output=True, text=True)
+
+
+def sweep_file(tmp_path: Path, seeds=(0, 1)) -> Path:
+    path = tmp_path / "s.csv"
+    path.write_text("\n".join([HEADER, *(LINE.format(seed=s) for s in seeds)]) + "\n")
+    return path
+
+
+@pytest.mark.parametrize("room", [10, 0], ids=["short-write", "no-room"])
+def test_an_append_that_does_not_fit_leaves_the_file_as_it_was(tmp_path, room):
+    path = sweep_file(tmp_path)
+    before = path.read_bytes()
+    done = under_size_limit(len(before) + room, f"append_rows({str(path)!r}, [{ROW!r}])")
+    assert done.returncode == 3, done.stderr
+    assert done.stdout.startswith(f"{path}: could not append 1 row(s) (")
+    assert done.stdout.rstrip().endswith("; it is as it was before")
+    assert path.read_bytes() == before
+    assert load_sweep(path)["seed"].tolist() == [0, 1]
+
+
+def test_a_run_record_that_does_not_fit_leaves_the_sidecar_as_it_was(tmp_path):
+    sidecar = tmp_path / "s.runs.jsonl"
+    sidecar.write_text(json.dumps({"size": "60M", "seed": 0}) + "\n")
+    before = sidecar.read_bytes()
+    record = {"size": "60M", "variant": "highway", "seed": 1, "note": "x" * 200}
+    done = under_size_limit(len(before) + 50, f"append_record({str(sidecar)!r}, {record!r})")
+    assert done.returncode == 3, done.stderr
+    assert done.stdout.startswith(f"{sidecar}: could not append the run record of 60M highway 1 (")
+    assert sidecar.read_bytes() == before
+
+
+# On a real, full tmpfs: the file ends 20 bytes before a page boundary, so the kernel writes 20 bytes of the
+# row into the page it has and fails on the next: the short write that once left a torn `minutes` value.
+TMPFS = """
+import errno, os, sys
+from rr_model.core.errors import RRError
+from rr_model.results.dataset import append_rows, load_sweep
+mnt, header, line, row = sys.argv[1], sys.argv[2], sys.argv[3], eval(sys.argv[4])
+if os.system(f"mount -t tmpfs -o size=64k tmpfs {mnt}") != 0:
+    sys.exit(77)
+path = os.path.join(mnt, "s.csv")
+text = header + "\\n" + line + "\\n"
+with open(path, "w") as f:
+    f.write(text + "\\n" * (4096 - 20 - len(text)))  # blank lines are tolerated
+fill = os.open(os.path.join(mnt, "filler"), os.O_WRONLY | os.O_CREAT)
+try:
+    while os.write(fill, b"x" * 4096):
+        pass
+except OSError as e:
+    assert e.errno == errno.ENOSPC
+before = open(path, "rb").read()
+try:
+    append_rows(path, [row])
+except RRError as e:
+    print(e)
+assert open(path, "rb").read() == before, "the file changed"
+print(len(load_sweep(path)))
+"""
+
+
+@pytest.mark.skipif(shutil.which("unshare") is None, reason="needs unshare(1) for a private tmpfs mount")
+def test_an_append_on_a_full_tmpfs_is_whole_or_absent(tmp_path):
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    argv = [sys.executable, "-c", TMPFS, str(mnt), HEADER, LINE.format(seed=0), repr(ROW)]
+    done = subprocess.run(["unshare", "-rm", *argv], capture_output=True, text=True)
+    if done.returncode == 77 or "unshare failed" in done.stderr:
+        pytest.skip(f"no private tmpfs mount here: {done.stderr.strip()}")
+    assert done.returncode == 0, done.stderr
+    message, rows = done.stdout.splitlines()
+    assert f"could not append 1 row(s) (only 20 of {len(format_row(ROW)) + 1} bytes fitted" in message
+    assert rows == "1"
+
+
+def test_rows_added_under_the_lock_are_removed_again_when_the_next_step_fails(tmp_path):
+    path = sweep_file(tmp_path)
+    before = path.read_bytes()
+
+    def fail():
+        raise OSError(28, "No space left on device")
+
+    def record_fails():
+        assert load_sweep(path)["seed"].tolist() == [0, 1, 9]  # the row is in while `then` runs
+        fail()
+
+    with pytest.raises(OSError, match="No space left"):
+        append_rows(path, [ROW], then=record_fails)
+    assert path.read_bytes() == before
+    new = tmp_path / "new.csv"
+    with pytest.raises(OSError, match="No space left"):
+        append_rows(new, [ROW], then=fail)
+    assert not new.exists()
+
+
+def test_a_failed_write_names_the_file_meant_not_its_temporary_name(tmp_path):
+    target = tmp_path / "fig.png"
+    code = textwrap.dedent(f"""
+        import resource
+        from rr_model.core.files import atomic_write
+        resource.setrlimit(resource.RLIMIT_FSIZE, (100, resource.RLIM_INFINITY))
+        try:
+            atomic_write({str(target)!r}, lambda f: f.write(b"x" * 1000))
+        except OSError as e:
+            print(e.filename, e.strerror)
+    """)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.stdout == f"{target} File too large\n", done.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.slow  # two short trainings: ~1 min of CPU on a shared 2-core machine
+def test_a_run_whose_row_does_not_fit_keeps_its_checkpoint_and_resume_writes_the_row(
+    tmp_path, monkeypatch, token_cache
+):
+    from conftest import TINY_RUN
+
+    from rr_model import train as trainer
+    from rr_model.core.errors import InputError
+    from rr_model.core.files import Unwritten
+    from rr_model.results.provenance import read_records, sidecar_path
+
+    out, real = tmp_path / "full.csv", trainer.append_rows
+
+    def disk_full(path, rows, then=None):
+        raise Unwritten(path, "1 row(s)", OSError(28, "No space left on device"))
+
+    short = {**TINY_RUN, "steps": 2, "checkpoint_every": 1}  # two steps, a checkpoint after the first
+    cfg = trainer.TrainConfig(**short, cache_dir=str(token_cache))
+    monkeypatch.setattr(trainer, "append_rows", disk_full)
+    with pytest.raises(InputError) as err:
+        trainer.train(cfg, out)
+    ckpt = out.parent / "full.checkpoints" / "tiny-standard-seed0.pt"
+    assert str(err.value).startswith(f"{out}: could not append 1 row(s) (No space left on device)")
+    assert f"with --resume continues from its checkpoint {ckpt} and writes them" in str(err.value)
+    assert ckpt.exists() and not out.exists() and read_records(sidecar_path(out)) == []
+    monkeypatch.setattr(trainer, "append_rows", real)
+    record = trainer.train(cfg, out, resume=True)  # space freed: the steps since the checkpoint, then the row
+    assert record["resumed_at"] == [1] and not ckpt.exists()
+    assert load_sweep(out)["val_loss"].tolist() == [round(record["result"]["val_loss"], 4)]
+    assert [r["run_id"] for r in read_records(sidecar_path(out))] == [record["run_id"]]
