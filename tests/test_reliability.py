@@ -182,3 +182,82 @@ def test_a_run_whose_row_does_not_fit_keeps_its_checkpoint_and_resume_writes_the
     assert record["resumed_at"] == [1] and not ckpt.exists()
     assert load_sweep(out)["val_loss"].tolist() == [round(record["result"]["val_loss"], 4)]
     assert [r["run_id"] for r in read_records(sidecar_path(out))] == [record["run_id"]]
+
+
+# ------------------------------------------------------------------------------------------------ rr merge
+
+
+def merge_inputs(tmp_path: Path, curve: int) -> list[Path]:
+    """Two sweep files of one row each, the second with a run record whose loss curve has `curve` points."""
+    from rr_model.results.provenance import append_record, sidecar_path
+
+    a, b = sweep_file(tmp_path / "a", seeds=(0,)), sweep_file(tmp_path / "b", seeds=(1,))
+    record = {"size": "60M", "variant": "review_neutral", "seed": 1, "loss_curve": [[1, 2.5]] * curve}
+    append_record(sidecar_path(b), record)
+    return [a, b]
+
+
+@pytest.mark.parametrize("curve", [1, 400], ids=["csv-too-big", "sidecar-too-big"])
+def test_a_merge_out_of_space_leaves_neither_file_and_the_rerun_succeeds(tmp_path, curve):
+    (tmp_path / "a").mkdir(), (tmp_path / "b").mkdir()
+    inputs, out = merge_inputs(tmp_path, curve), tmp_path / "m.csv"
+    sizes = {"csv": len(HEADER) + 2 * len(LINE) + 10, "sidecar": 30 + 10 * curve}
+    limit = min(sizes.values()) + abs(sizes["csv"] - sizes["sidecar"]) // 2  # room for the smaller only
+    call = f"from rr_model.results.merge import merge_sweeps; merge_sweeps({list(map(str, inputs))!r}, {str(out)!r})"
+    code = LIMITED.format(call=call).replace("except RRError", "except OSError")
+    done = subprocess.run([sys.executable, "-c", code, str(limit)], capture_output=True, text=True)
+    assert done.returncode == 3 and "File too large" in done.stdout, done.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a", "b"]
+    from rr_model.results.merge import merge_sweeps
+
+    assert merge_sweeps(inputs, out)["records"] == 1
+
+
+def test_a_merge_reads_each_file_and_its_sidecar_under_the_file_lock(tmp_path, monkeypatch):
+    """A trainer appends a row and its record under the row's lock; the merge reads both under it too."""
+    import fcntl
+    import os
+
+    from rr_model.results import merge
+
+    (tmp_path / "a").mkdir(), (tmp_path / "b").mkdir()
+    inputs = merge_inputs(tmp_path, 1)
+    real, held = merge.read_records, []
+
+    def between_rows_and_records(path):  # the point where a trainer's append once slipped in
+        fd = os.open(inputs[len(held)], os.O_RDONLY)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            held.append(False)
+        except BlockingIOError:
+            held.append(True)
+        finally:
+            os.close(fd)
+        return real(path)
+
+    monkeypatch.setattr(merge, "read_records", between_rows_and_records)
+    merge.merge_sweeps(inputs, tmp_path / "m.csv")
+    assert held == [True, True]
+
+
+def test_a_row_and_its_record_are_appended_under_the_row_lock(tmp_path):
+    import fcntl
+    import os
+
+    from rr_model.results.provenance import append_record, read_records, sidecar_path
+
+    path = sweep_file(tmp_path)
+    held = []
+
+    def record():
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            with pytest.raises(BlockingIOError):
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        finally:
+            os.close(fd)
+        held.append(True)
+        append_record(sidecar_path(path), {"size": "60M", "variant": "review_neutral", "seed": 9})
+
+    append_rows(path, [ROW], then=record)
+    assert held == [True] and [r["seed"] for r in read_records(sidecar_path(path))] == [9]

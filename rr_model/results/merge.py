@@ -5,7 +5,10 @@ writes its own file and `merge_sweeps` joins them afterwards: every input is val
 several inputs must have the same values everywhere (identical copies are kept once; the published rows
 that each file started from are such copies), the merged rows must pass the schema together (same steps and
 params_M across seeds of a size and variant), and the provenance sidecars (`A.runs.jsonl`, ...) are merged
-into the new file's. Nothing is ever overwritten: the output and its sidecar must not exist. Torch-free.
+into the new file's. Nothing is ever overwritten: the output and its sidecar must not exist. Each input is
+read with its sidecar under the input's lock, so a trainer appending meanwhile adds its row and record to the
+merge together or not at all; the output and its sidecar are written as one unit, both whole or neither left
+behind (a full disk included). Torch-free.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from typing import Any
 import pandas as pd
 
 from rr_model.core.errors import InputError
-from rr_model.core.files import atomic_write
+from rr_model.core.files import create_new, locked
 from rr_model.results.dataset import FIELDS, DataError, load_sweep, plain, write_sweep
 from rr_model.results.provenance import read_records, sidecar_path
 from rr_model.results.schema import KEY
@@ -31,15 +34,26 @@ def _same(a: Any, b: Any) -> bool:
     return (pd.isna(a) and pd.isna(b)) or a == b
 
 
-def _combine(paths: Sequence[Path]) -> tuple[pd.DataFrame, list[str], int]:
-    """The rows of all `paths` in order, each run once: (rows, each row's origin "file line N", copies dropped).
+def _snapshot(path: Path) -> tuple[pd.DataFrame, list[dict[str, Any]]]:
+    """A sweep file's rows and its sidecar's records as one snapshot, read under the file's lock.
+
+    The trainer appends a run's row and its record under that lock (`append_rows(then=...)`), so a run being
+    appended meanwhile is in both or in neither, never a row without its record.
+    """
+    if not path.is_file():
+        return load_sweep(path), []  # load_sweep says what it is instead (no such file, a FIFO, a folder)
+    with locked(path, os.O_RDONLY | os.O_NONBLOCK):
+        return load_sweep(path), read_records(sidecar_path(path))
+
+
+def _combine(snapshots: Sequence[tuple[Path, pd.DataFrame]]) -> tuple[pd.DataFrame, list[str], int]:
+    """The rows of all inputs in order, each run once: (rows, each row's origin "file line N", copies dropped).
 
     Raises InputError listing every run whose copies disagree, with both places and the differing column.
     """
     first: dict[tuple, tuple[pd.Series, str]] = {}
     parts, origins, conflicts = [], [], []
-    for path in paths:
-        df = load_sweep(path)
+    for path, df in snapshots:
         keep = []
         for (_, row), line in zip(df.iterrows(), df.attrs["lines"], strict=True):
             key, where = tuple(plain(row[k]) for k in KEY), f"{path} line {line}"
@@ -63,11 +77,11 @@ def _combine(paths: Sequence[Path]) -> tuple[pd.DataFrame, list[str], int]:
     return merged, origins, sum(len(df) for df, _ in parts) - len(merged)
 
 
-def _merged_records(paths: Sequence[Path]) -> list[dict[str, Any]]:
+def _merged_records(sidecars: Sequence[list[dict[str, Any]]]) -> list[dict[str, Any]]:
     """Every provenance record of the inputs' sidecars, in input order, each distinct record once."""
     seen, records = set(), []
-    for path in paths:
-        for record in read_records(sidecar_path(path)):
+    for sidecar in sidecars:
+        for record in sidecar:
             text = json.dumps(record, sort_keys=True)
             if text not in seen:
                 seen.add(text)
@@ -106,14 +120,30 @@ def merge_sweeps(paths: Sequence[str | os.PathLike], out: str | os.PathLike) -> 
     for target in (out, sidecar_path(out)):
         if target.exists():
             raise InputError(f"{target} exists; rr merge writes a new file and never overwrites one")
-    merged, origins, copies = _combine(paths)
-    try:
-        write_sweep(merged, out, exact=True)
-    except DataError as e:  # a rule across rows of different inputs: name each row by its origin
-        lines = [f"  {origins[p.line - 2]}, column {p.column}: {p.value!r} - {p.rule}" for p in e.problems]
-        raise InputError("the merged rows break the schema together:\n" + "\n".join(lines)) from None
-    records = _merged_records(paths)
+    snapshots = [_snapshot(path) for path in paths]
+    merged, origins, copies = _combine([(p, df) for p, (df, _) in zip(paths, snapshots, strict=True)])
+    records = _merged_records([records for _, records in snapshots])
+    _write_merged(merged, records, out, origins)
+    return {"out": str(out), "rows": len(merged), "copies": copies, "records": len(records)}
+
+
+def _write_merged(merged: pd.DataFrame, records: list[dict[str, Any]], out: Path, origins: list[str]) -> None:
+    """Write the merged rows to `out` and the records to its sidecar as one unit: both whole, or neither.
+
+    The sidecar is created first and removed again if the CSV cannot be written (a full disk, a rule across
+    rows of different inputs), so `out` never appears without its records and a rerun is not blocked.
+    """
+    sidecar = sidecar_path(out)
     if records:
         text = "".join(json.dumps(r, sort_keys=True, allow_nan=False) + "\n" for r in records)
-        atomic_write(sidecar_path(out), lambda f: f.write(text.encode("utf-8")))
-    return {"out": str(out), "rows": len(merged), "copies": copies, "records": len(records)}
+        if not create_new(sidecar, lambda f: f.write(text.encode("utf-8"))):
+            raise InputError(f"{sidecar} exists; rr merge writes a new file and never overwrites one")
+    try:
+        write_sweep(merged, out, exact=True)
+    except BaseException as e:
+        if records:  # the sidecar made above, and only that one: never a file rr merge did not write
+            sidecar.unlink(missing_ok=True)
+        if not isinstance(e, DataError):
+            raise
+        lines = [f"  {origins[p.line - 2]}, column {p.column}: {p.value!r} - {p.rule}" for p in e.problems]
+        raise InputError("the merged rows break the schema together:\n" + "\n".join(lines)) from None
