@@ -21,14 +21,16 @@ def report(
         "--out",
         "-o",
         help="Folder for report.md and its PNG figures: built beside it, then swapped in whole (created if "
-        "missing; a folder holding other files is refused).",
+        "missing; a folder holding other files is refused). A path ending in .md is the report file itself, "
+        "its figures in the folder NAME_files beside it.",
     ),
     dpi: int = typer.Option(120, "--dpi", min=1, help="Resolution of the PNG figures."),
 ) -> None:
     """Write the table, the emergence result, the recipe notes, the power table and every figure.
 
-    The report is OUT/report.md; its figures are PNG files in the same folder, linked relatively. A reader
-    of OUT sees the old report or the new one whole. Prints the report's path. Exit 2 for a bad --data file
+    The report is OUT/report.md (or OUT itself, for a .md path); its figures are PNG files in the same folder
+    (or in OUT's NAME_files folder), linked relatively. A reader of OUT sees the old report or the new one
+    whole, and only files rr wrote there are ever replaced. Prints the report's path. Exit 2 for a bad --data file
     or a folder that cannot be written; a warning on stderr if --data has altered published rows.
     """
     import matplotlib

@@ -2,7 +2,8 @@
 
 Format: `report.md` plus one PNG per figure in the same folder, linked by relative paths, so the folder
 reads on GitHub, in any Markdown viewer, and converts with pandoc (``pandoc report.md -o report.html
---embed-resources --standalone`` gives a single HTML file). Keep the folder together. Tables are the
+--embed-resources --standalone`` gives a single HTML file). Keep the folder together. Given a `.md` path
+instead of a folder, the report is that file and its figures a folder beside it (`x.md`, `x_files/`). Tables are the
 statistics library's own Markdown renderings (`rr_analysis.tables.render`); nothing here computes a
 statistic.
 """
@@ -12,6 +13,7 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 import pandas as pd
@@ -26,7 +28,7 @@ from rr_analysis.stats import gap_table
 from rr_analysis.summary import describe
 from rr_analysis.tables import render
 from rr_model.core.errors import PlotError
-from rr_model.core.files import atomic_dir
+from rr_model.core.files import atomic_dir, read_regular
 from rr_model.results.integrity import check_integrity
 
 __all__ = ["REPORT_NAME", "Report", "build_report", "write_report"]
@@ -47,6 +49,7 @@ _RAW = (
 
 
 _FILES = (REPORT_NAME, *(name for name, _, _ in _EMERGENCE + _RAW))  # all rr writes into a report folder
+_MARK = "Written by `rr report`"  # a Markdown file holding this is a report rr wrote, which it may replace
 
 
 @dataclass
@@ -58,14 +61,15 @@ class Report:
     omitted: dict[str, str] = field(default_factory=dict)  # file name -> why the figure is not drawn
 
 
-def _figure(report: Report, name: str, caption: str, draw) -> list[str]:
-    """Draw one figure into `report`; the Markdown that shows it, or says why it could not be drawn."""
+def _figure(report: Report, name: str, caption: str, draw, folder: str) -> list[str]:
+    """Draw one figure into `report`; the Markdown that shows it (from `folder`, "" beside the report), or says
+    why it could not be drawn."""
     try:
         report.figures[name] = draw()
     except PlotError as e:
         report.omitted[name] = str(e)
         return [f"*Not drawn: {e}.*", ""]
-    return [f"![{caption}]({name})", "", f"*{caption}*", ""]
+    return [f"![{caption}]({folder}{'/' if folder else ''}{name})", "", f"*{caption}*", ""]
 
 
 def _code(text: str) -> str:
@@ -77,7 +81,7 @@ def _code(text: str) -> str:
     return f"{fence}{pad}{text}{pad}{fence}"
 
 
-def build_report(df: pd.DataFrame, source: str = "the published sweep") -> Report:
+def build_report(df: pd.DataFrame, source: str = "the published sweep", figure_dir: str = "") -> Report:
     """Compute every table and figure of the analysis of `df` and assemble the report in memory.
 
     Parameters
@@ -86,6 +90,8 @@ def build_report(df: pd.DataFrame, source: str = "the published sweep") -> Repor
         A loaded sweep (`load_sweep`).
     source
         How the report names the data (a path).
+    figure_dir
+        The folder, relative to the report, its figures are linked from ("": beside it).
 
     Returns
     -------
@@ -98,13 +104,14 @@ def build_report(df: pd.DataFrame, source: str = "the published sweep") -> Repor
 
     table = gap_table(df)
     report = Report("")
+    where = f"in {_code(figure_dir + '/')}" if figure_dir else "beside this file"
     md = [
         "# Review Residuals sweep: analysis report",
         "",
         f"Data: {_code(source)}: {describe(df)}; {check_integrity(df).summary()}.",
         "",
-        f"Written by `rr report` (rr-toolkit {version('rr-toolkit')}). The figures are the PNG files beside this "
-        "file, linked by relative paths: keep the folder together.",
+        f"{_MARK} (rr-toolkit {version('rr-toolkit')}). The figures are the PNG files {where}, "
+        "linked by relative paths: keep the folder together.",
         "",
         "## 1. Review against each baseline, per size",
         "",
@@ -114,14 +121,14 @@ def build_report(df: pd.DataFrame, source: str = "the published sweep") -> Repor
     ]
     for name, stat, caption in _EMERGENCE:
         md += [f"### {test_name(stat)}", ""]
-        md += _figure(report, name, caption, lambda stat=stat: plots.emergence_figure(table, stat=stat))
+        md += _figure(report, name, caption, partial(plots.emergence_figure, table, stat=stat), figure_dir)
     md += ["### Emergence model", "", render(emergence(df), "emergence", "markdown")]
     md += ["## 3. Recipe notes", "", render(recipe_notes(df), "notes", "markdown")]
     md += ["## 4. Power: how many seeds?", "", render(power_table(df), "power", "markdown")]
     md += ["## 5. The raw data", ""]
     for name, heading, caption in _RAW:
         draw = getattr(plots, f"{name.removesuffix('.png')}_figure")
-        md += [f"### {heading}", "", *_figure(report, name, caption, lambda draw=draw: draw(df))]
+        md += [f"### {heading}", "", *_figure(report, name, caption, lambda draw=draw: draw(df), figure_dir)]
     report.markdown = "\n".join(md).rstrip() + "\n"
     return report
 
@@ -134,27 +141,62 @@ def write_report(
     Everything is computed before anything is written, so bad data leave the folder untouched. The folder
     is built beside `out_dir` and swapped into place (`rr_model.core.files.atomic_dir`): a reader sees the old
     report or the new one whole, and a figure the data cannot support does not survive from an earlier run.
-    A missing folder is created (and its parents). Raises PlotError (a ValueError) when `out_dir` is a file,
-    holds files rr does not write there (it is not replaced), or cannot be written.
+    A missing folder is created (and its parents). Only files rr writes there are ever deleted: a folder that
+    holds others is refused before the build, and checked again at the swap (a file saved into it while the
+    report was built), when it is left as it was (`rr_model.core.files.Foreign`).
+
+    An `out_dir` ending in `.md` is the report file itself: its figures go to the folder beside it named
+    after it (`x.md` -> `x_files/`, swapped in the same way), then the Markdown replaces `x.md` whole (an
+    existing `x.md` must be an earlier rr report). Raises PlotError (a ValueError) when `out_dir` is a file
+    (a folder for `.md`), holds files rr does not write there, or cannot be written.
     """
     out = Path(out_dir)
+    if out.suffix.lower() == ".md":
+        return _write_report_file(df, out, source, dpi)
     if out.exists() and not out.is_dir():
-        raise plots.PlotError(f"cannot write the report into {out}: it is a file, not a folder")
+        raise PlotError(
+            f"cannot write the report into {out}: it is a file, not a folder (a path ending in .md is written "
+            "as the report itself)"
+        )
+    _check_folder(out)
+    report = build_report(df, source)
+    _write_figures(report, out, dpi, extra={REPORT_NAME: report.markdown})
+    return out / REPORT_NAME
+
+
+def _check_folder(out: Path) -> None:
     if out.is_dir() and (foreign := sorted({p.name for p in out.iterdir()} - set(_FILES))):
-        raise plots.PlotError(
+        raise PlotError(
             f"cannot write the report into {out}: it holds files rr does not write there "
             f"({', '.join(foreign[:5])}), and the whole folder would be replaced; choose a new folder"
         )
-    report = build_report(df, source)
+
+
+def _write_figures(report: Report, out: Path, dpi: int, extra: dict[str, str]) -> None:
+    """Swap a folder holding `report`'s figures (and the `extra` text files) in at `out`."""
 
     def build(folder: Path) -> None:
         for name, fig in report.figures.items():
             plots.save_figure(fig, folder / name, dpi=dpi)
-        plots.write_atomic(folder / REPORT_NAME, lambda f: f.write(report.markdown.encode("utf-8")))
+        for name, text in extra.items():
+            plots.write_atomic(folder / name, lambda f, text=text: f.write(text.encode("utf-8")))
 
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
-        atomic_dir(out, build)
+        atomic_dir(out, build, owned=_FILES)
     except OSError as e:
-        raise plots.PlotError(f"cannot write the report into {out}: {e.strerror or e}") from None
-    return out / REPORT_NAME
+        raise PlotError(f"cannot write the report into {out}: {e.strerror or e}") from None
+
+
+def _write_report_file(df: pd.DataFrame, md: Path, source: str, dpi: int) -> Path:
+    """The report as the file `md`, its figures in `md`'s `_files` folder beside it."""
+    folder = md.with_name(f"{md.stem}_files")
+    if md.is_dir():
+        raise PlotError(f"cannot write the report to {md}: it is a folder; give a new .md file name")
+    if md.exists() and _MARK.encode() not in read_regular(md):
+        raise PlotError(f"cannot write the report to {md}: it exists and is not a report rr wrote")
+    _check_folder(folder)
+    report = build_report(df, source, figure_dir=folder.name)
+    _write_figures(report, folder, dpi, extra={})
+    plots.write_atomic(md, lambda f: f.write(report.markdown.encode("utf-8")))
+    return md

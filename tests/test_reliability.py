@@ -261,3 +261,39 @@ def test_a_row_and_its_record_are_appended_under_the_row_lock(tmp_path):
 
     append_rows(path, [ROW], then=record)
     assert held == [True] and [r["seed"] for r in read_records(sidecar_path(path))] == [9]
+
+
+# ----------------------------------------------------------------------------------------------- rr report
+
+
+def test_a_file_saved_into_the_report_folder_during_the_build_is_never_deleted(tmp_path, monkeypatch):
+    from rr_analysis import plots
+    from rr_analysis.report import write_report
+    from rr_model.core.files import Foreign
+
+    out = tmp_path / "rep"
+    write_report(load_sweep(), out, dpi=20)
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    real = plots.save_figure
+
+    def user_saves_meanwhile(fig, path, **kwargs):  # the instant between rr's check and its swap
+        (out / "notes.txt").write_text("mine")
+        return real(fig, path, **kwargs)
+
+    monkeypatch.setattr(plots, "save_figure", user_saves_meanwhile)
+    with pytest.raises(Foreign, match=f"{out} changed while rr was writing it: .*notes.txt"):
+        write_report(load_sweep(), out, dpi=20)
+    assert (out / "notes.txt").read_text() == "mine"
+    assert {p.name: p.read_bytes() for p in out.iterdir() if p.name != "notes.txt"} == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["rep"]  # no temporary folder left
+
+
+def test_atomic_dir_deletes_only_the_names_it_owns(tmp_path):
+    from rr_model.core.files import atomic_dir
+
+    out = tmp_path / "d"
+    out.mkdir()
+    (out / "a.png").write_text("old")
+    atomic_dir(out, lambda folder: (folder / "a.png").write_text("new"), owned={"a.png"})
+    assert [(p.name, p.read_text()) for p in out.iterdir()] == [("a.png", "new")]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["d"]

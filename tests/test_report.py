@@ -116,3 +116,20 @@ def test_report_replaces_its_folder_whole_and_refuses_one_holding_other_files(tm
     assert result.exit_code == 0, result.output
     assert sorted(p.name for p in tmp_path.iterdir()) == ["r"]  # no build or old folder left beside it
     assert (out / "report.md").read_text().startswith("# Review Residuals sweep")
+
+
+def test_a_md_path_is_the_report_file_with_its_figures_in_a_folder_beside_it(tmp_path):
+    folder = CliRunner().invoke(app, ["report", "-o", str(tmp_path / "rep"), "--dpi", "20"])
+    result = CliRunner().invoke(app, ["report", "-o", str(tmp_path / "report.md"), "--dpi", "20"])
+    assert folder.exit_code == 0 and result.exit_code == 0, result.output
+    assert result.stdout == f"{tmp_path / 'report.md'}\n"
+    md = (tmp_path / "report.md").read_text()
+    figures = sorted(p.name for p in (tmp_path / "report_files").iterdir())
+    assert figures == sorted(p.name for p in (tmp_path / "rep").iterdir() if p.suffix == ".png")
+    assert "](report_files/emergence.png)" in md and "PNG files in `report_files/`" in md
+    same = (tmp_path / "rep" / "report.md").read_text().replace("](", "](report_files/")
+    assert md == same.replace("PNG files beside this file", "PNG files in `report_files/`")
+    (tmp_path / "mine.md").write_text("# my notes\n")
+    refused = CliRunner().invoke(app, ["report", "-o", str(tmp_path / "mine.md")])
+    assert refused.exit_code == 2 and "it exists and is not a report rr wrote" in refused.stderr
+    assert (tmp_path / "mine.md").read_text() == "# my notes\n"

@@ -22,7 +22,7 @@ import fcntl
 import os
 import shutil
 import stat
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
@@ -30,6 +30,7 @@ from rr_model.core.errors import InputError
 
 __all__ = [
     "MAX_READ",
+    "Foreign",
     "Unreadable",
     "Unwritten",
     "append_whole",
@@ -172,14 +173,15 @@ def pid_alive(pid: int) -> bool:
     return True
 
 
-def _remove_leftovers(path: Path) -> None:
-    """Delete temporary files of `path` left by processes that no longer exist (killed writers)."""
+def _remove_leftovers(path: Path, owned: Collection[str] | None = None) -> None:
+    """Delete temporary files of `path` left by processes that no longer exist (killed writers); of a
+    temporary folder, only the `owned` names where given (see `atomic_dir`)."""
     prefix = f".{path.name}."
     for p in path.parent.glob(f"{prefix}*{_TMP}"):
         pid = p.name[len(prefix) : -len(_TMP)]
         if pid.isdigit() and not pid_alive(int(pid)):
             with contextlib.suppress(OSError):
-                shutil.rmtree(p) if p.is_dir() else p.unlink()
+                _remove_owned(p, owned) if p.is_dir() else p.unlink()
 
 
 def atomic_write(path: str | os.PathLike, write: Callable[[BinaryIO], object]) -> None:
@@ -198,37 +200,75 @@ def atomic_write(path: str | os.PathLike, write: Callable[[BinaryIO], object]) -
     fsync_path(path.parent)
 
 
-def atomic_dir(path: str | os.PathLike, build: Callable[[Path], object]) -> None:
+def atomic_dir(
+    path: str | os.PathLike, build: Callable[[Path], object], owned: Collection[str] | None = None
+) -> None:
     """Build a folder with `build(folder)` in a temporary sibling of `path`, then swap it into place.
 
     On Linux the swap is one `renameat2(RENAME_EXCHANGE)`: a reader of `path` sees the old folder or the new
     one whole, never a mix and never nothing. Elsewhere the old folder is removed first. The old folder is
     deleted afterwards; a builder killed midway leaves a temporary folder that the next build removes.
+
+    With `owned` (the names the builder writes), only those are ever deleted: the old folder is checked at
+    the swap itself, after the build (a file saved into it meanwhile), and if it holds any other name the
+    swap is undone and `Foreign` raised, leaving the old folder as it was and nothing of the new one.
     """
     path = Path(path)
-    _remove_leftovers(path)
+    _remove_leftovers(path, owned)
     tmp = temp_name(path)
     try:
         tmp.mkdir()
         build(tmp)
         fsync_path(tmp)
-        if path.exists():
-            _exchange(tmp, path)
-        else:
+        if not path.exists():
+            os.rename(tmp, path)
+        elif _exchange(tmp, path):
+            _check_owned(tmp, owned, path, undo=lambda: _exchange(tmp, path))
+            _remove_owned(tmp, owned)
+        else:  # no atomic exchange here: check, remove the old folder, then rename (a short window)
+            _check_owned(path, owned, path)
+            _remove_owned(path, owned)
             os.rename(tmp, path)
     finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        _remove_owned(tmp, owned)
     fsync_path(path.parent)
 
 
-def _exchange(new: Path, old: Path) -> None:
-    """Swap two folders' names in one step where the kernel can; else remove `old` and rename `new`."""
+class Foreign(InputError):
+    """A folder rr would replace holds files it did not write there; it is left as it was."""
+
+
+def _check_owned(old: Path, owned: Collection[str] | None, path: Path, undo=None) -> None:
+    if owned is None or not (foreign := sorted(set(os.listdir(old)) - set(owned))):
+        return
+    if undo is not None:
+        undo()  # the old folder back in place, with what was saved into it; the new one is removed below
+    raise Foreign(
+        f"{path} changed while rr was writing it: it now holds files rr does not write there "
+        f"({', '.join(foreign[:5])}), so it was not replaced; nothing in it was deleted"
+    )
+
+
+def _remove_owned(folder: Path, owned: Collection[str] | None) -> None:
+    """Remove `folder`: whole when `owned` is None, else only the owned names in it and then the folder if it
+    is empty (a file saved into it in the last instant stays, in a folder of the name rr used)."""
+    if owned is None:
+        shutil.rmtree(folder, ignore_errors=True)
+        return
+    for name in owned:
+        with contextlib.suppress(FileNotFoundError, IsADirectoryError):
+            (folder / name).unlink()
+    with contextlib.suppress(FileNotFoundError, OSError):
+        folder.rmdir()
+
+
+def _exchange(new: Path, old: Path) -> bool:
+    """Swap two folders' names in one step where the kernel can (True); False where it cannot."""
     renameat2 = getattr(ctypes.CDLL(None, use_errno=True), "renameat2", None)
     at_cwd, exchange = -100, 2  # AT_FDCWD, RENAME_EXCHANGE (linux/fcntl.h, linux/fs.h)
-    if renameat2 is not None and renameat2(at_cwd, os.fsencode(new), at_cwd, os.fsencode(old), exchange) == 0:
-        return
-    shutil.rmtree(old)
-    os.rename(new, old)
+    return (
+        renameat2 is not None and renameat2(at_cwd, os.fsencode(new), at_cwd, os.fsencode(old), exchange) == 0
+    )
 
 
 def create_new(path: str | os.PathLike, write: Callable[[BinaryIO], object]) -> bool:
