@@ -102,8 +102,9 @@ print(len(load_sweep(path)))
 """
 
 
-@pytest.mark.skipif(shutil.which("unshare") is None, reason="needs unshare(1) for a private tmpfs mount")
 def test_an_append_on_a_full_tmpfs_is_whole_or_absent(tmp_path):
+    if shutil.which("unshare") is None:
+        pytest.skip("needs unshare(1) for a private tmpfs mount")
     mnt = tmp_path / "mnt"
     mnt.mkdir()
     argv = [sys.executable, "-c", TMPFS, str(mnt), HEADER, LINE.format(seed=0), repr(ROW)]
@@ -162,6 +163,7 @@ def test_a_run_whose_row_does_not_fit_keeps_its_checkpoint_and_resume_writes_the
     from rr_model.core.errors import InputError
     from rr_model.core.files import Unwritten
     from rr_model.results.provenance import read_records, sidecar_path
+    from rr_model.runs import TrainConfig
 
     out, real = tmp_path / "full.csv", trainer.append_rows
 
@@ -169,7 +171,7 @@ def test_a_run_whose_row_does_not_fit_keeps_its_checkpoint_and_resume_writes_the
         raise Unwritten(path, "1 row(s)", OSError(28, "No space left on device"))
 
     short = {**TINY_RUN, "steps": 2, "checkpoint_every": 1}  # two steps, a checkpoint after the first
-    cfg = trainer.TrainConfig(**short, cache_dir=str(token_cache))
+    cfg = TrainConfig(**short, cache_dir=str(token_cache))
     monkeypatch.setattr(trainer, "append_rows", disk_full)
     with pytest.raises(InputError) as err:
         trainer.train(cfg, out)
