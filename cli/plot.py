@@ -30,12 +30,16 @@ TITLE = typer.Option(None, "--title", help="Figure title. Default: a title namin
 
 def _out(default: str) -> typer.Option:
     return typer.Option(
-        Path(default), "--out", "-o", help="File to write; .png, .pdf or .svg picks the format."
+        Path(default),
+        "--out",
+        "-o",
+        help="File to write; .png, .pdf or .svg picks the format. An existing file is replaced (stderr says so).",
     )
 
 
 def _write(data: Path | None, out: Path, dpi: int, draw: Callable) -> None:
-    """Check `out`, load the data, draw and write the figure, print the path. Exit 2 on known errors."""
+    """Check `out`, load the data, draw and write the figure, print the path (and on stderr where it is and
+    whether it replaced a file). Exit 2 on known errors."""
     import matplotlib
 
     matplotlib.use("Agg")  # headless, whatever the environment says; rr draws files only
@@ -44,9 +48,11 @@ def _write(data: Path | None, out: Path, dpi: int, draw: Callable) -> None:
     from rr_analysis.plots import check_writable, save_figure
 
     with known_errors():
-        check_writable(out)  # before loading or drawing: a bad --out fails at once
+        replaced = check_writable(out).exists()  # before loading or drawing: a bad --out fails at once
         path = save_figure(draw(load_checked(data)), out, dpi=dpi)
     typer.echo(str(path))
+    what = "replacing the file that was there" if replaced else "a new file"
+    typer.echo(f"rr plot: wrote {path.name} in {path.resolve().parent} ({what})", err=True)
 
 
 @plot_app.command()

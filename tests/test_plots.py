@@ -259,7 +259,7 @@ def test_plot_commands_write_the_file_and_print_its_path(tmp_path, kind, fmt):
     out = tmp_path / f"{kind}.{fmt}"
     result = runner.invoke(app, ["plot", kind, "--out", str(out), "--dpi", "40", "--title", "T"])
     assert result.exit_code == 0, result.output
-    assert result.output.strip() == str(out)
+    assert result.stdout.strip() == str(out)
     head = out.read_bytes()[:400]
     assert head.startswith(SIGNATURES[fmt]) if fmt in SIGNATURES else b"<svg" in head
 
@@ -268,8 +268,11 @@ def test_default_file_name_is_in_the_working_directory(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     result = runner.invoke(app, ["plot", "emergence", "--stat", "mixed", "--ci", "--dpi", "30"])
     assert result.exit_code == 0, result.output
-    assert result.output.strip() == "emergence.png"
+    assert result.stdout.strip() == "emergence.png"
     assert (tmp_path / "emergence.png").read_bytes().startswith(SIGNATURES["png"])
+    assert result.stderr == f"rr plot: wrote emergence.png in {tmp_path.resolve()} (a new file)\n"
+    again = runner.invoke(app, ["plot", "emergence", "--dpi", "30"])
+    assert again.stderr.endswith("(replacing the file that was there)\n")
 
 
 def one_size(tmp_path, df):
