@@ -26,6 +26,30 @@ class View(str, Enum):
 
 
 _ALIAS = "Same as the view `{}`."
+DATA = typer.Option(
+    None,
+    "--data",
+    help="Sweep CSV to analyse. Default: the published dataset bundled with rr.",
+    show_default=False,
+)
+MARGIN = typer.Option(
+    None,
+    "--margin",
+    help="Equivalence margin in nats for equivalence and claims. Default: 0.005.",
+    show_default=False,
+)
+EFFECT = typer.Option(
+    None,
+    "--effect",
+    help="power: plan seeds to detect this gap (nats) on the primary test, e.g. 0.003.",
+    show_default=False,
+)
+CLAIMS_FILE = typer.Option(
+    None,
+    "--claims-file",
+    help="claims: the claims to audit (TOML records). Default: the paper's, bundled with rr.",
+    show_default=False,
+)
 AT = typer.Option(
     None,
     "--at",
@@ -61,30 +85,16 @@ def analyze(
     equivalence: bool = typer.Option(False, "--equivalence", help=_ALIAS.format("equivalence"), hidden=True),
     claims: bool = typer.Option(False, "--claims", help=_ALIAS.format("claims"), hidden=True),
     card: bool = typer.Option(False, "--card", help=_ALIAS.format("card"), hidden=True),
-    data: Path = typer.Option(
-        None,
-        "--data",
-        help="Sweep CSV to analyse. Default: the published dataset bundled with rr.",
-        show_default=False,
-    ),  # fmt: skip
+    data: Path = DATA,
     fmt: Format = typer.Option(Format.text, "--format", help="Output format."),
     adjust: Adjust = typer.Option(
         Adjust.holm, "--adjust", help="Multiple-testing adjustment of each family."
     ),
-    margin: float = typer.Option(
-        None,
-        "--margin",
-        help="Equivalence margin in nats for equivalence and claims. Default: 0.005.",
-        show_default=False,
-    ),  # fmt: skip
-    effect: float = typer.Option(
-        None,
-        "--effect",
-        help="power: plan seeds to detect this gap (nats) on the primary test, e.g. 0.003.",
-        show_default=False,
-    ),  # fmt: skip
+    margin: float = MARGIN,
+    effect: float = EFFECT,
     at: list[str] = AT,
     wide: bool = typer.Option(False, "--wide", help="Text: every column, whatever the terminal's width."),
+    claims_file: Path = CLAIMS_FILE,
     card_file: Path = typer.Option(
         Path("data/README.md"), "--card-file", help="The dataset card that the card view rewrites."
     ),
@@ -110,7 +120,9 @@ def analyze(
         if chosen_view is View.card:
             _write_card(card_file, df)
             return
-        options = {"adjust": adjust.value, "margin": margin, "effect": effect, "at": at or []}
+        options = dict(
+            adjust=adjust.value, margin=margin, effect=effect, at=at or [], claims_file=claims_file
+        )
         typer.echo(_compute(chosen_view, df, fmt.value, options, width), nl=False)
 
 
@@ -148,7 +160,7 @@ def _compute(view: View, df, fmt: str, options: dict, width) -> str:
         return render(equivalence(df, margin), "equivalence", fmt, width)
     from rr_analysis.claims import claims
 
-    return render(claims(df, margin, adjust), "claims", fmt, width)
+    return render(claims(df, margin, adjust, records=options["claims_file"]), "claims", fmt, width)
 
 
 def _write_card(path: Path, df) -> None:

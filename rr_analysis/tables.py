@@ -111,6 +111,21 @@ def _row_notes(key: str) -> Callable[[pd.DataFrame], list[str]]:
     return notes
 
 
+def _claim_cell(r: pd.Series) -> str:
+    cell = " ".join(x for x in (r["size"], label(r["variant"]) if r["variant"] else "") if x)
+    return f"{r['claim']} [{cell}]" if cell else r["claim"]
+
+
+def _reported_cell(r: pd.Series) -> str:
+    return f"{r['reported']} ({', '.join(x for x in (r['test'], r['sided']) if x)})" if r["reported"] else ""
+
+
+def _primary_cell(r: pd.Series) -> str:
+    return (
+        r["primary"] if _missing(r["primary_p_adj"]) else f"{r['primary']} (p adj {r['primary_p_adj']:.4f})"
+    )
+
+
 _GAP = f"gap = mean(baseline) - mean({label(REFERENCE)}); positive favours {label(REFERENCE)} (lower loss)."
 
 VIEWS: dict[str, View] = {
@@ -315,14 +330,23 @@ VIEWS: dict[str, View] = {
         ),
     ),
     "claims": View(
-        title="The paper's quantitative claims against the data, under the primary analysis",
+        title="The paper's claims audited: each reported number recomputed (statcheck-style)",
         columns=(
-            Col("claim", _get("claim", str), 0),
-            Col("test", _get("test", str), 0),
+            Col("claim", _claim_cell, 0),
+            Col("reported", _reported_cell, 0),
+            Col("test", lambda r: "" if r["reported"] else r["test"], 0),  # a number's test is in "reported"
             Col("what the data say", _get("evidence", str), 0),
             Col("verdict", _get("verdict", str), 0),
+            Col("primary analysis", _primary_cell, 0),
         ),
-        legend=(_GAP,),
+        legend=(
+            _GAP,
+            "A number written with d decimals stands for the interval its rounding allows (t = 3.3: [3.25, 3.35)). "
+            "Verdict: consistent (the recomputed value lies in it); consistent only by rounding (only within the "
+            "rows' own 4-decimal rounding); decision error (outside, and significance at 0.05 flips); value error "
+            "(outside, the decision stands). GRIM: whether a mean of n 4-decimal runs can round to the reported mean.",
+            "Primary analysis: the seed-paired t-test per size, adjusted over its family; Welch is the paper's test.",
+        ),
         notes=lambda t: [],
         stacked=True,
     ),
@@ -356,9 +380,8 @@ def _stacked(view: View, frame: pd.DataFrame, width: int | None) -> str:
     )
     lines = [view.title]
     for _, r in frame.iterrows():
-        lines += [""] + [
-            w for c in view.columns for w in wrap(f"{c.header.replace(chr(10), ' ')}: {c.cell(r)}")
-        ]
+        cells = [(c.header.replace(chr(10), " "), c.cell(r)) for c in view.columns]
+        lines += [""] + [w for head, text in cells if text for w in wrap(f"{head}: {text}")]
     lines += [""] + [w for p in [*view.legend, *(f"note: {n}" for n in view.notes(frame))] for w in wrap(p)]
     return "\n".join(lines) + "\n"
 
@@ -449,7 +472,10 @@ def render(frame: pd.DataFrame, view: str, fmt: str, width: int | None = None) -
         records = [{k: None if _missing(r[k]) else plain(r[k]) for k in keys} for _, r in frame.iterrows()]
         return json.dumps(records, indent=2, allow_nan=False) + "\n"
     if fmt == "csv":
-        return frame[_machine_columns(view, frame)].to_csv(index=False, lineterminator="\n")
+        out = frame[_machine_columns(view, frame)]
+        nested = [c for c in out.columns if out[c].map(lambda v: isinstance(v, dict)).any()]
+        out = out.assign(**{c: out[c].map(json.dumps) for c in nested})  # a mapping cell is written as JSON
+        return out.to_csv(index=False, lineterminator="\n")
     if fmt == "text":
         return _text(v, frame, width)
     renderers = {"markdown": _markdown, "latex": _latex}

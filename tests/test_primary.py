@@ -1,6 +1,6 @@
 """The primary analysis' companions against independent references: Hedges' exact J and its noncentral-t CI
 (scipy.stats), the sign-flip test (brute force over sign vectors), TOST (the formula by hand against
-statsmodels), the seed plan (statsmodels' TTestPower) and the claims audit on the published data."""
+statsmodels), the seed plan (statsmodels' TTestPower). The claims audit: tests/test_claims.py."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from rr_analysis.claims import CLAIM_COLUMNS, claims
 from rr_analysis.effect import hedges_g, hedges_j
 from rr_analysis.equivalence import equivalence
 from rr_analysis.exact import NORMAL_MAX_ERROR, _monte_carlo, sign_flip
@@ -152,20 +151,3 @@ def test_seed_plan_degenerate_cases_say_a_sentence(sweep):
     assert seed_plan(flat, 0.003)["note"].str.contains("residual variance is 0").all()
     with pytest.raises(ValueError, match="positive gap"):
         seed_plan(sweep, 0.0)
-
-
-# --- claims ------------------------------------------------------------------------------------------------
-
-
-def test_claims_on_published_data(sweep):
-    c = claims(sweep).set_index("id")
-    assert list(c.reset_index().columns) == list(CLAIM_COLUMNS)
-    assert "0.083" in c.loc["p_about_0.07", "evidence"] and "0.077" in c.loc["p_about_0.07", "evidence"]
-    assert c.loc["a_trend", "verdict"].startswith("understated")
-    assert "Highway 150M 0.0049 -> 320M" in c.loc["grows_every_size", "evidence"]
-    assert c.loc["significant_590M", "verdict"] == "holds only uncorrected"
-    assert "0.28" in c.loc["significant_590M", "evidence"] and "0.21" in c.loc["significant_590M", "evidence"]
-    assert "60M Standard -0.0086" in c.loc["no_advantage_small", "evidence"]
-    assert "150M Highway +0.0049" in c.loc["no_advantage_small", "evidence"]
-    assert c.loc["no_advantage_small", "verdict"].startswith("not shown")
-    assert c.loc["identical_token_budget", "verdict"].startswith("true within each size only")
