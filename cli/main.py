@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import typer
 
-from cli import analyze, depth, gates, merge, plot, report, sizes, sweep, train, validate
+from cli import analyze, depth, gates, merge, plot, report, reproduce, sizes, sweep, train, validate
 from cli.errors import run
 from cli.help import CASE_INSENSITIVE
 
@@ -35,7 +35,7 @@ def _root(
         raise typer.Exit()
 
 
-for module in (validate, sizes, depth, gates, plot, analyze, train, sweep, merge, report):
+for module in (validate, sizes, depth, gates, plot, analyze, train, reproduce, sweep, merge, report):
     module.register(app)
 
 

@@ -95,6 +95,12 @@ STATUS = typer.Option(
     False, "--status", help="List the sweep's jobs: id, run, state, step reached, log.", rich_help_panel=SLURM
 )
 CANCEL = typer.Option(False, "--cancel", help="Cancel the sweep's unfinished jobs.", rich_help_panel=SLURM)
+REPRODUCE = typer.Option(
+    False,
+    "--reproduce",
+    help="Train published runs again under the published recipe (rr reproduce, many at once) into a "
+    "reproduction file: --out, default data/reproduction.csv. --seeds defaults to each size's published seeds.",
+)
 _SBATCH_KEY = re.compile(r"[a-z][a-z0-9_-]*")
 
 
@@ -239,6 +245,7 @@ def sweep(
     per_run_files: bool = PER_RUN_FILES,
     status: bool = STATUS,
     cancel: bool = CANCEL,
+    reproduce: bool = REPRODUCE,
 ) -> None:
     """Train a plan of runs (default: the published sweep) and append a row per run.
 
@@ -250,12 +257,13 @@ def sweep(
     them. `--effect` plans the seeds a target gap needs instead of `--seeds`.
     """
     from rr_model.core.variants import COMPARED
+    from rr_model.reproduce import DEFAULT_REPRODUCTION, check_reproducible
     from rr_model.runs import DEFAULT_OUT
     from rr_model.sweep.local import plan_sweep
 
-    out = out or DEFAULT_OUT
+    out = out or (DEFAULT_REPRODUCTION if reproduce else DEFAULT_OUT)
     options = dict(data=data, tokenizer=tokenizer, steps=steps, precision=precision, compile=compile_)
-    options |= dict(device=device, checkpoint_every=checkpoint_every)
+    options |= dict(device=device, checkpoint_every=checkpoint_every, reproduce=reproduce)
     with known_errors():
         if status and cancel:
             raise InputError("--status and --cancel: give one of them")
@@ -267,6 +275,8 @@ def sweep(
                 raise InputError("--effect plans the seeds itself: give --effect or --seeds, not both")
             plan_seeds = _effect_seeds(out, _items(sizes), effect, variants)
         todo, skipped = plan_sweep(out, _items(sizes), plan_seeds, variants, **options)
+        if reproduce:
+            check_reproducible(todo + skipped, out)
         typer.echo(f"rr sweep: {len(todo)} run(s) to train, {len(skipped)} already in {out}")
         if launcher is Launcher.local:
             return _local(todo, out, nproc, dry_run)

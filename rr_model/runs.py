@@ -80,6 +80,9 @@ class TrainConfig:
     # steps between loss readings, the loop's only host syncs; None: a tenth of the steps, at most 50
     log_every: int | None = None
     cache_dir: str | None = None  # token caches; default $RR_CACHE or ~/.cache/rr
+    # a re-run of a published (size, variant, seed) into a reproduction file (`rr reproduce`): the recipe
+    # guard applies to that file whatever it holds
+    reproduce: bool = False
 
     def __post_init__(self) -> None:
         size = get_size(self.size)
@@ -140,6 +143,7 @@ class OutputPlan:
     out: Path
     rows: pd.DataFrame | None
     from_published: bool  # a missing default dataset, trained at a published size: `start` copies the rows
+    reproduction: bool = False  # a reproduction file (`rr reproduce`): only the published recipe goes to it
 
     @functools.cached_property
     def keys(self) -> set[tuple[str, str, int]]:
@@ -148,7 +152,10 @@ class OutputPlan:
 
     @functools.cached_property
     def published(self) -> bool:
-        """Whether the file holds (or will start as) published rows, so the recipe guard applies."""
+        """Whether the file holds (or will start as) published rows, or is a reproduction file, so the recipe
+        guard applies."""
+        if self.reproduction:
+            return True
         return self.rows is not None and (self.from_published or check_integrity(self.rows).present > 0)
 
     def start(self) -> None:
@@ -162,8 +169,9 @@ class OutputPlan:
     def guard(self, cfg: TrainConfig, tokens: Tokens) -> None:
         """Refuse an off-recipe run for a file that holds published rows, naming every difference."""
         if self.published and (diffs := recipe_differences(cfg, tokens)):
+            what = "is a reproduction file" if self.reproduction else "holds published rows"
             raise RecipeError(
-                f"{self.out} holds published rows, and this run is off the published recipe of {cfg.size}: "
+                f"{self.out} {what}, and this run is off the published recipe of {cfg.size}: "
                 f"{'; '.join(diffs)}. Rows trained another way would be analysed as if they were comparable; "
                 "write them to a separate file with --out other.csv."
             )
@@ -183,7 +191,9 @@ class OutputPlan:
             ) from None
 
 
-def preflight(out: str | os.PathLike, sizes: Iterable[str] = (), *, create: bool = False) -> OutputPlan:
+def preflight(
+    out: str | os.PathLike, sizes: Iterable[str] = (), *, create: bool = False, reproduction: bool = False
+) -> OutputPlan:
     """Read a run's output file once, refusing before any training a file that its rows cannot go to.
 
     Parameters
@@ -197,6 +207,8 @@ def preflight(out: str | os.PathLike, sizes: Iterable[str] = (), *, create: bool
     create
         Make a missing folder for `out` (only when its parent exists, so a mistyped path is an error
         rather than a new tree of folders); a dry run creates nothing.
+    reproduction
+        `out` is a reproduction file (`rr_model.reproduce`): the recipe guard applies whatever it holds.
 
     Raises
     ------
@@ -218,7 +230,7 @@ def preflight(out: str | os.PathLike, sizes: Iterable[str] = (), *, create: bool
     source = bundled_path() if from_published else out
     rows = load_sweep(source) if source.exists() else None
     _check_writable(out, create)
-    return OutputPlan(out, rows, from_published)
+    return OutputPlan(out, rows, from_published, reproduction)
 
 
 def _check_writable(out: Path, create: bool) -> None:

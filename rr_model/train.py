@@ -232,7 +232,9 @@ def _setup(cfg: TrainConfig, out: Path, device: torch.device) -> _Run:
     r = cfg.recipe
     if r.batch_size % world:
         raise InputError(f"the batch of {r.batch_size} sequences does not split over {world} processes")
-    plan = preflight(out, [cfg.size], create=True)  # the file's one reading before training
+    plan = preflight(
+        out, [cfg.size], create=True, reproduction=cfg.reproduce
+    )  # the file's one reading before training
     tokens = load_tokens(cfg.data, n_text=r.n_text, cache_dir=cfg.cache_dir, tokenizer=cfg.tokenizer)
     if rank == 0:
         plan.start()

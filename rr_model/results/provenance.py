@@ -73,8 +73,25 @@ def _cpu_name() -> str:
     return platform.processor() or platform.machine()
 
 
+def _numerics() -> dict[str, Any]:
+    """What can make two runs of one seed differ on the same recipe: cuDNN, determinism and TF32 settings."""
+    import torch
+
+    cudnn = torch.backends.cudnn
+    return {
+        "cudnn": cudnn.version() if cudnn.is_available() else None,
+        "deterministic_algorithms": torch.are_deterministic_algorithms_enabled(),
+        "cudnn_deterministic": cudnn.deterministic,
+        "cudnn_benchmark": cudnn.benchmark,
+        "float32_matmul_precision": torch.get_float32_matmul_precision(),
+        "cuda_matmul_allow_tf32": torch.backends.cuda.matmul.allow_tf32,
+        "cudnn_allow_tf32": cudnn.allow_tf32,
+    }
+
+
 def environment(device: str) -> dict[str, Any]:
-    """Software and hardware a run used: toolkit version and commit, Python, torch, CUDA, device name."""
+    """Software and hardware a run used: toolkit version, commit and whether the tree was dirty, Python,
+    torch, CUDA, cuDNN, the determinism and TF32 settings in force, and the device's name."""
     from importlib.metadata import PackageNotFoundError, version
 
     import torch
@@ -87,15 +104,18 @@ def environment(device: str) -> dict[str, Any]:
         device_name = torch.cuda.get_device_name(torch.device(device))
     else:
         device_name = _cpu_name()
+    commit = _git_commit()
     return {
         "toolkit": toolkit,
-        "git_commit": _git_commit(),
+        "git_commit": commit,
+        "git_dirty": None if commit is None else commit.endswith("-dirty"),
         "python": platform.python_version(),
         "torch": torch.__version__,
         "cuda": torch.version.cuda,
         "device": device,
         "device_name": device_name,
         "host": platform.node(),
+        **_numerics(),
     }
 
 

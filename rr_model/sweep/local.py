@@ -74,6 +74,9 @@ def train_command(cfg: TrainConfig, out: str | os.PathLike, nproc: int = 1) -> l
     if nproc > 1:
         launcher += ["-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={nproc}"]
     args = ["--size", cfg.size, "--variant", cfg.variant, "--seed", cfg.seed, "--out", out, "--resume"]
+    if cfg.reproduce:  # `rr reproduce`: the published recipe is the command's own
+        args += ["--data", cfg.data, "--device", cfg.device, "--checkpoint-every", cfg.checkpoint_every]
+        return [*launcher, "-m", "cli.main", "reproduce", *map(str, args + ["--compile"] * cfg.compile)]
     args += ["--data", cfg.data, "--steps", cfg.steps, "--precision", cfg.precision, "--device", cfg.device]
     args += ["--checkpoint-every", cfg.checkpoint_every]
     args += ["--tokenizer", cfg.tokenizer] * (cfg.tokenizer is not None) + ["--compile"] * cfg.compile
