@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import typer
 
+from cli.errors import known_errors
 from cli.records import FORMAT_HELP, Format, echo_records
+from cli.train import LADDER
 
 
 def sizes(
@@ -12,6 +16,7 @@ def sizes(
     vocab: int | None = typer.Option(
         50257, "--vocab", min=1, help="Vocabulary size (GPT-2: 50257; byte-level: 257)."
     ),
+    ladder: Path | None = LADDER,
 ) -> None:
     """List d_model, n_layer, n_head, head_dim and the exact parameter count of every size x variant.
 
@@ -22,10 +27,13 @@ def sizes(
     from rr_model.core.ladder import RECIPE
 
     vocab = vocab or RECIPE.vocab_size
+    with known_errors():
+        table = size_table(vocab, ladder)
+    which = "Ladder" if ladder is None else f"Ladder file {ladder} (your sizes, not the published ladder)"
     echo_records(
-        size_table(vocab),
+        table,
         fmt,
-        title=f"Ladder x variant, vocabulary {vocab:,}",
+        title=f"{which} x variant, vocabulary {vocab:,}",
         formats={"params": "{:,}".format, "params_M": "{:.2f}".format},
     )
 

@@ -19,6 +19,7 @@ from cli.train import (
     DATA,
     DEVICE,
     DRY_RUN,
+    LADDER,
     OUT,
     PRECISION,
     RESULT_FORMATS,
@@ -38,13 +39,13 @@ class Launcher(str, Enum):
 SIZES = typer.Option(
     None,
     "--sizes",
-    help="Comma-separated sizes, e.g. 590M,1B. Default: the published sizes.",
+    help="Comma-separated sizes, e.g. 590M,1B. Default: the published sizes (every size of --ladder).",
     show_default=False,
 )
 SEEDS = typer.Option(
     None,
     "--seeds",
-    help="Comma-separated seeds, e.g. 3,4. Default: each size's published seeds.",
+    help="Comma-separated seeds, e.g. 3,4. Default: each size's published seeds (--ladder's seeds).",
     show_default=False,
 )
 EFFECT = typer.Option(
@@ -222,6 +223,7 @@ def sweep(
     seeds: str | None = SEEDS,
     effect: float | None = EFFECT,
     variant: list[str] = VARIANT,
+    ladder: Path | None = LADDER,
     out: Path | None = OUT,
     data: str = DATA,
     tokenizer: str | None = TOKENIZER,
@@ -258,12 +260,14 @@ def sweep(
     """
     from rr_model.core.variants import COMPARED
     from rr_model.reproduce import DEFAULT_REPRODUCTION, check_reproducible
-    from rr_model.runs import DEFAULT_OUT
+    from rr_model.runs import default_out
     from rr_model.sweep.local import plan_sweep
 
-    out = out or (DEFAULT_REPRODUCTION if reproduce else DEFAULT_OUT)
+    out = out or (DEFAULT_REPRODUCTION if reproduce else default_out(ladder))
     options = dict(data=data, tokenizer=tokenizer, steps=steps, precision=precision, compile=compile_)
-    options |= dict(device=device, checkpoint_every=checkpoint_every, reproduce=reproduce)
+    options |= dict(
+        device=device, checkpoint_every=checkpoint_every, reproduce=reproduce, ladder=ladder and str(ladder)
+    )
     with known_errors():
         if status and cancel:
             raise InputError("--status and --cancel: give one of them")

@@ -44,6 +44,14 @@ CHECKPOINT_EVERY = typer.Option(
     show_default=False,
 )
 DRY_RUN = typer.Option(False, "--dry-run", help="Print the plan and an estimate of time; train nothing.")
+LADDER = typer.Option(
+    None,
+    "--ladder",
+    help="A TOML file of your own sizes (one table per size: d_model, n_layer, n_head, steps, seeds, and any "
+    "recipe override such as batch_size, lr, warmup_steps, block_size), used instead of rr's ladder. Rows go "
+    "to data/FILE-STEM.csv unless --out says otherwise.",
+    show_default=False,
+)
 
 PLAN_FORMATS = {"params": "{:,}".format, "tokens": "{:,}".format, "est_minutes": "{:.1f}".format}
 
@@ -77,7 +85,9 @@ def echo_plan(plan: list[dict], title: str) -> None:
 
 
 def train(
-    size: str = typer.Option(..., "--size", help="Ladder size to train: 60M, 150M, 320M, 590M, 1B or tiny."),
+    size: str = typer.Option(
+        ..., "--size", help="Ladder size to train: 60M, 150M, 320M, 590M, 1B or tiny (or one of --ladder's)."
+    ),
     variant: list[str] = VARIANT,
     seed: int | None = typer.Option(
         None,
@@ -95,6 +105,7 @@ def train(
     steps: int | None = STEPS,
     device: str = DEVICE,
     dry_run: bool = DRY_RUN,
+    ladder: Path | None = LADDER,
 ) -> None:
     """Train the next seed of a size for every compared variant and append one row per run.
 
@@ -102,12 +113,14 @@ def train(
     provenance record in the sidecar `OUT.runs.jsonl`. Exit 0 when every run finished, 1 when one diverged.
     """
     from rr_model.core.variants import COMPARED
-    from rr_model.runs import DEFAULT_OUT, describe_runs, plan_runs
+    from rr_model.runs import default_out, describe_runs, plan_runs
     from rr_model.tokens import check_data
 
-    out = out or DEFAULT_OUT
+    ladder = str(ladder) if ladder is not None else None
+    out = out or default_out(ladder)
     lead = os.environ.get("RANK", "0") == "0"  # under torchrun, one process reports
     options = dict(data=data, tokenizer=tokenizer, steps=steps, precision=precision, compile=compile_)
+    options |= dict(ladder=ladder)
     with known_errors():
         todo, skipped = plan_runs(
             out,

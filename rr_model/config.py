@@ -7,10 +7,11 @@ trainer's planning can count parameters (even of the 1B model) by arithmetic, in
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, replace
 
 from rr_model.core.errors import InputError
-from rr_model.core.ladder import LADDER, RECIPE, get_size
+from rr_model.core.ladder import RECIPE, get_size, ladder_sizes
 from rr_model.core.variants import NAMES, REFERENCE, VARIANTS, unknown_variant
 
 __all__ = ["GPTConfig", "model_config", "size_table"]
@@ -75,13 +76,16 @@ class GPTConfig:
         return (self.vocab_size + self.block_size) * d + self.n_layer * block + d
 
 
-def model_config(size: str, variant: str, vocab_size: int = RECIPE.vocab_size) -> GPTConfig:
+def model_config(
+    size: str, variant: str, vocab_size: int = RECIPE.vocab_size, ladder: str | os.PathLike | None = None
+) -> GPTConfig:
     """The config of a ladder size for a variant, as trained in the published sweep.
 
     The ladder gives Review's shape. Baselines (variants registered with ``matched=True``) are widened in
     steps of n_head until they have at least Review's parameter count at the same depth ("matched up");
     the other variants keep the ladder's width. The match depends on `vocab_size` (the embedding is a
-    large share of small models), so a byte-level tiny model is matched at its own vocabulary.
+    large share of small models), so a byte-level tiny model is matched at its own vocabulary. `ladder`:
+    a ladder file (`rr_model.core.ladder.load_ladder`) that holds `size`, instead of rr's own ladder.
 
     Example
     -------
@@ -89,7 +93,7 @@ def model_config(size: str, variant: str, vocab_size: int = RECIPE.vocab_size) -
     >>> cfg.d_model, cfg.n_params
     (568, 59713840)
     """
-    s = get_size(size)
+    s = get_size(size, ladder)
     cfg = GPTConfig(
         vocab_size=vocab_size,
         block_size=s.recipe.block_size,
@@ -105,8 +109,8 @@ def model_config(size: str, variant: str, vocab_size: int = RECIPE.vocab_size) -
     return cfg
 
 
-def size_table(vocab_size: int = RECIPE.vocab_size) -> list[dict]:
-    """Every ladder size x variant: its shape and exact parameter count.
+def size_table(vocab_size: int = RECIPE.vocab_size, ladder: str | os.PathLike | None = None) -> list[dict]:
+    """Every ladder size x variant: its shape and exact parameter count (of a ladder file's sizes with `ladder`).
 
     Returns
     -------
@@ -114,9 +118,9 @@ def size_table(vocab_size: int = RECIPE.vocab_size) -> list[dict]:
     n_layer, n_head, head_dim, params (exact) and params_M (params / 1e6 to 2 decimals, as in the dataset).
     """
     rows = []
-    for size in LADDER:
+    for size in ladder_sizes(ladder):
         for variant in NAMES:
-            c = model_config(size, variant, vocab_size)
+            c = model_config(size, variant, vocab_size, ladder)
             rows.append(
                 {
                     "size": size,

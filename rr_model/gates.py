@@ -114,7 +114,8 @@ def _model(size: str, variant: str, path: str | os.PathLike | None) -> tuple[GPT
             f"{path} was trained with a vocabulary of {vocab:,} ({config.get('tokenizer')}); rr gates reads "
             f"its batch as bytes, so it reads checkpoints of byte-level runs ({BYTE_VOCAB} tokens) only"
         )
-    model = GPT(model_config(config["size"], config["variant"], vocab))
+    ladder = config.get("ladder", {}).get("file")  # a ladder file's size: its file, as result_config saved it
+    model = GPT(model_config(config["size"], config["variant"], vocab, ladder))
     model.load_state_dict(weights)
     return model, config["variant"]
 

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from rr_model.config import model_config
 from rr_model.core.errors import InputError, RecipeError
 from rr_model.core.files import create_new
-from rr_model.core.ladder import Recipe, get_size
+from rr_model.core.ladder import LADDER, Recipe, get_size
 from rr_model.core.variants import COMPARED, REFERENCE, VARIANTS, unknown_variant
 from rr_model.progress import assumed_rate, flops_per_token
 from rr_model.results.dataset import DataError, bundled_path, check_append, load_sweep, refuse_reference
@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 __all__ = [
     "TrainConfig",
     "DEFAULT_OUT",
+    "default_out",
     "PRECISIONS",
     "DEVICES",
     "result_config",
@@ -83,9 +84,10 @@ class TrainConfig:
     # a re-run of a published (size, variant, seed) into a reproduction file (`rr reproduce`): the recipe
     # guard applies to that file whatever it holds
     reproduce: bool = False
+    ladder: str | None = None  # a ladder file (rr_model.core.ladder.load_ladder) holding `size`; None: rr's
 
     def __post_init__(self) -> None:
-        size = get_size(self.size)
+        size = get_size(self.size, self.ladder)
         object.__setattr__(self, "size", size.name)  # '150m' is 150M in checkpoints, sidecar and rows
         steps = self.steps or size.steps
         defaults = {
@@ -123,8 +125,23 @@ _RESULT_FIELDS = ("size", "variant", "seed", "data", "tokenizer", "steps", "reci
 
 
 def result_config(cfg: TrainConfig) -> dict[str, Any]:
-    """The fields of `cfg` that decide its numbers, as stored in (and compared with) a checkpoint."""
-    return {k: v for k, v in asdict(cfg).items() if k in _RESULT_FIELDS}
+    """The fields of `cfg` that decide its numbers, as stored in (and compared with) a checkpoint.
+
+    A ladder file's size adds its file and shape: the file may be edited between a checkpoint and a resume.
+    """
+    found = {k: v for k, v in asdict(cfg).items() if k in _RESULT_FIELDS}
+    if cfg.ladder is not None:
+        size = get_size(cfg.size, cfg.ladder)
+        found["ladder"] = {
+            "file": cfg.ladder,
+            **{k: getattr(size, k) for k in ("d_model", "n_layer", "n_head")},
+        }
+    return found
+
+
+def default_out(ladder: str | os.PathLike | None = None) -> Path:
+    """Where rows go without --out: `DEFAULT_OUT`, or for a ladder file's sizes data/<its stem>.csv."""
+    return DEFAULT_OUT if ladder is None else Path("data") / f"{Path(ladder).stem}.csv"
 
 
 # ---------------------------------------------------------------------------------------------- planning
@@ -192,7 +209,12 @@ class OutputPlan:
 
 
 def preflight(
-    out: str | os.PathLike, sizes: Iterable[str] = (), *, create: bool = False, reproduction: bool = False
+    out: str | os.PathLike,
+    sizes: Iterable[str] = (),
+    *,
+    create: bool = False,
+    reproduction: bool = False,
+    ladder: str | os.PathLike | None = None,
 ) -> OutputPlan:
     """Read a run's output file once, refusing before any training a file that its rows cannot go to.
 
@@ -209,6 +231,9 @@ def preflight(
         rather than a new tree of folders); a dry run creates nothing.
     reproduction
         `out` is a reproduction file (`rr_model.reproduce`): the recipe guard applies whatever it holds.
+    ladder
+        The ladder file `sizes` come from (None: rr's own); none of its sizes is a published one, so a
+        missing file of them starts empty.
 
     Raises
     ------
@@ -226,7 +251,9 @@ def preflight(
     """
     out = Path(out)
     refuse_reference(out)  # by device and inode: a hard link or symlink to the packaged copy is refused too
-    from_published = out == DEFAULT_OUT and not out.exists() and any(get_size(s).published for s in sizes)
+    from_published = (
+        out == DEFAULT_OUT and not out.exists() and any(get_size(s, ladder).published for s in sizes)
+    )
     source = bundled_path() if from_published else out
     rows = load_sweep(source) if source.exists() else None
     _check_writable(out, create)
@@ -280,7 +307,7 @@ def plan_runs(
     `out` is read once (`preflight`) and refused if no row could go to it. Without `seed`, the lowest seed
     for which some of `variants` has no row yet: the next complete, pairable block (or the rest of one a crash left incomplete). `options` are further TrainConfig fields.
     """
-    done = preflight(out, [size]).keys
+    done = preflight(out, [size], ladder=options.get("ladder")).keys
     if seed is None:
         seed = next(s for s in itertools.count() if any((size, v, s) not in done for v in variants))
     runs = [TrainConfig(size=size, variant=v, seed=seed, **options) for v in variants]
@@ -301,7 +328,9 @@ def describe_runs(runs: list[TrainConfig]) -> list[dict[str, Any]]:
     for cfg in runs:
         bytes_ = cfg.tokenizer == "bytes" or (cfg.tokenizer is None and cfg.data == "synthetic")
         vocab = BYTE_EOS + 1 if bytes_ else cfg.recipe.vocab_size  # the byte tokenizer: 256 bytes and EOS
-        mcfg = replace(model_config(cfg.size, cfg.variant, vocab), block_size=cfg.recipe.block_size)
+        mcfg = replace(
+            model_config(cfg.size, cfg.variant, vocab, cfg.ladder), block_size=cfg.recipe.block_size
+        )
         tokens = cfg.steps * cfg.recipe.batch_size * cfg.recipe.block_size
         rate, assumed = assumed_rate(cfg.device, cfg.precision)
         shape = {k: getattr(mcfg, k) for k in ("d_model", "n_layer", "n_head")}
@@ -323,15 +352,28 @@ def describe_runs(runs: list[TrainConfig]) -> list[dict[str, Any]]:
 
 
 def recipe_differences(cfg: TrainConfig, tokens: Tokens) -> list[str]:
-    """How a run departs from its size's published recipe, one readable phrase per difference ([]: none)."""
-    size = get_size(cfg.size)
-    found = {
+    """How a run departs from its size's published recipe, one readable phrase per difference ([]: none).
+
+    A ladder file's size is compared with its own recipe, unless it carries the label of one of rr's sizes:
+    then with rr's size, and its shape, from the file, is always a difference (its rows would be taken for
+    rr's), so such rows never go beside the published ones.
+    """
+    size = get_size(cfg.size, cfg.ladder)
+    found, published = {}, {}
+    if cfg.ladder is not None and cfg.size in LADDER:
+        shape = "d_model {}, n_layer {}, n_head {}"
+        found["shape"] = (
+            shape.format(size.d_model, size.n_layer, size.n_head) + f" from the ladder file {cfg.ladder}"
+        )
+        size = LADDER[cfg.size]
+        published["shape"] = shape.format(size.d_model, size.n_layer, size.n_head)
+    found |= {
         "steps": cfg.steps,
         "precision": cfg.precision,
         "data": tokens.source,
         "tokenizer": tokens.tokenizer,
     }
-    published = {"steps": size.steps, "precision": "tf32", **PUBLISHED_DATA}
+    published |= {"steps": size.steps, "precision": "tf32", **PUBLISHED_DATA}
     for f in fields(Recipe):
         found[f.name], published[f.name] = getattr(cfg.recipe, f.name), getattr(size.recipe, f.name)
     found["n_text"] = tokens.n_text  # the stories actually used (a small corpus may have fewer)

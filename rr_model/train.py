@@ -233,13 +233,15 @@ def _setup(cfg: TrainConfig, out: Path, device: torch.device) -> _Run:
     if r.batch_size % world:
         raise InputError(f"the batch of {r.batch_size} sequences does not split over {world} processes")
     plan = preflight(
-        out, [cfg.size], create=True, reproduction=cfg.reproduce
+        out, [cfg.size], create=True, reproduction=cfg.reproduce, ladder=cfg.ladder
     )  # the file's one reading before training
     tokens = load_tokens(cfg.data, n_text=r.n_text, cache_dir=cfg.cache_dir, tokenizer=cfg.tokenizer)
     if rank == 0:
         plan.start()
     plan.guard(cfg, tokens)
-    mcfg = replace(model_config(cfg.size, cfg.variant, tokens.vocab_size), block_size=r.block_size)
+    mcfg = replace(
+        model_config(cfg.size, cfg.variant, tokens.vocab_size, cfg.ladder), block_size=r.block_size
+    )
     plan.check_fits(cfg, mcfg.n_params)
 
     torch.manual_seed(cfg.seed)  # right before the model: its initial weights are the published draws

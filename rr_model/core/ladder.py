@@ -1,17 +1,27 @@
 """The size ladder and training recipe of the published sweep: the one source of truth.
 
 Everything that needs a size's shape, step count or the optimiser settings (model, trainer, analysis,
-CLI) reads them from here. This module imports nothing heavy so that `rr --help` and the analysis
-stay torch-free.
+CLI) reads them from here. A researcher's own ladder is a TOML file (`load_ladder`); every function that
+takes a size takes `ladder=` (a file, None for rr's own), and a file's sizes say where they come from
+(`Size.ladder`). This module imports nothing heavy so that `rr --help` and the analysis stay torch-free.
 """
 
 from __future__ import annotations
 
 import difflib
+import os
 import re
 import unicodedata
-from dataclasses import dataclass, replace
+from collections.abc import Mapping
+from dataclasses import dataclass, fields, replace
 from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10: the same parser as a package (a dependency there)
+    import tomli as tomllib
 
 from rr_model.core.errors import InputError
 
@@ -22,6 +32,9 @@ __all__ = [
     "LADDER",
     "PUBLISHED_SIZES",
     "get_size",
+    "load_ladder",
+    "ladder_sizes",
+    "LADDER_KEYS",
     "size_sort_key",
     "SIZE_LABEL",
     "canonical_size",
@@ -63,10 +76,17 @@ class Size:
     steps: int
     published_seeds: int  # seeds per variant in the published sweep (0: not part of it)
     recipe: Recipe = RECIPE  # every published size trains with the one published recipe
+    ladder: str | None = None  # the ladder file the size comes from; None: rr's own ladder
+    seeds: int | None = None  # seeds a sweep trains by default; None: the published seeds
 
     @property
     def published(self) -> bool:
         return self.published_seeds > 0
+
+    @property
+    def sweep_seeds(self) -> int:
+        """Seeds per variant `rr sweep` trains when none are given: the ladder file's, else the published."""
+        return self.published_seeds if self.seeds is None else self.seeds
 
 
 # Published ladder (paper Table 1). Baselines are widened from d_model in steps of n_head
@@ -111,9 +131,9 @@ def canonical_size(label: str) -> str | None:
     return f"{number.normalize():f}{m.group(2).upper()}"
 
 
-def _by_case(name: str) -> Size | None:
+def _by_case(name: str, sizes: Mapping[str, Size] = LADDER) -> Size | None:
     """The ladder size whose name equals `name` but for case ("TINY", "150m")."""
-    return {n.lower(): size for n, size in LADDER.items()}.get(name.lower())
+    return {n.lower(): size for n, size in sizes.items()}.get(name.lower())
 
 
 def size_problem(label: str) -> str | None:
@@ -127,19 +147,24 @@ def size_problem(label: str) -> str | None:
     return "must be a ladder size or a <number><K|M|B> label in ASCII digits, greater than zero (e.g. 590M)"
 
 
-def get_size(name: str) -> Size:
-    """Look up a ladder size by name in any case ('150m'); an unknown name is told the nearest valid one."""
-    if (size := _by_case(name)) is not None:
+def get_size(name: str, ladder: str | os.PathLike | None = None) -> Size:
+    """Look up a size by name in any case ('150m'); an unknown name is told the nearest valid one.
+
+    `ladder`: a ladder file (`load_ladder`) whose sizes are looked up instead of rr's own.
+    """
+    sizes = ladder_sizes(ladder)
+    if (size := _by_case(name, sizes)) is not None:
         return size
     guess = canonical_size(name)
-    lower = {n.lower(): n for n in LADDER}
+    lower = {n.lower(): n for n in sizes}
     near = (
         [guess]
-        if guess in LADDER
+        if guess in sizes
         else [lower[n] for n in difflib.get_close_matches(name.lower(), lower, 1, 0.5)]
     )
     hint = f" (did you mean {near[0]}?)" if near else ""
-    raise InputError(f"unknown size {name!r}{hint}; the ladder has {', '.join(LADDER)}")
+    where = "the ladder" if ladder is None else f"the ladder file {ladder}"
+    raise InputError(f"unknown size {name!r}{hint}; {where} has {', '.join(sizes)}")
 
 
 def size_sort_key(label: str) -> float:
@@ -149,3 +174,94 @@ def size_sort_key(label: str) -> float:
     """
     m = SIZE_LABEL.fullmatch(label)
     return float(m.group(1)) * _SCALE[m.group(2)] if m else 0.0
+
+
+# ------------------------------------------------------------------------------------------ ladder files
+
+LADDER_KEYS: dict[str, type] = {"d_model": int, "n_layer": int, "n_head": int, "steps": int, "seeds": int}
+# Recipe fields a ladder file may override per size; the vocabulary follows the tokenizer, not the size.
+_OVERRIDES: dict[str, type] = {
+    f.name: type(getattr(RECIPE, f.name)) for f in fields(Recipe) if f.name != "vocab_size"
+}
+
+
+def ladder_sizes(ladder: str | os.PathLike | None = None) -> dict[str, Size]:
+    """The sizes of a ladder file (`load_ladder`), or rr's own `LADDER` when `ladder` is None."""
+    return LADDER if ladder is None else load_ladder(ladder)
+
+
+def load_ladder(path: str | os.PathLike) -> dict[str, Size]:
+    """A researcher's own size ladder from a TOML file: one table per size, in the file's order.
+
+    Parameters
+    ----------
+    path
+        A TOML file. Each table is named by its size label, a ``<number><K|M|B>`` count as a sweep file
+        holds it (``[2M]``, ``["0.5M"]``), and holds d_model, n_layer, n_head, steps and seeds (the seeds
+        `rr sweep` trains by default), all integers > 0 with d_model a multiple of n_head. Any field of
+        `Recipe` but vocab_size (batch_size, lr, warmup_steps, block_size, ...) may follow; the rest of the
+        recipe is the published one.
+
+    Returns
+    -------
+    {label: Size}, each with ``ladder`` set to `path` and no published seeds, so no size of a file is
+    taken for a published one (a file's "60M" is refused beside the published rows; see
+    `rr_model.runs.recipe_differences`).
+
+    Raises
+    ------
+    InputError
+        Naming the file, the table and the key: not TOML, no tables, a bad label, a missing, unknown or
+        mistyped key.
+
+    Example
+    -------
+    >>> import pathlib, tempfile
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "pilot.toml"
+    >>> _ = path.write_text("[1M]\\nd_model = 64\\nn_layer = 2\\nn_head = 2\\nsteps = 50\\nseeds = 3\\nlr = 1e-3\\n")
+    >>> size = load_ladder(path)["1M"]
+    >>> size.d_model, size.sweep_seeds, size.recipe.lr, size.recipe.batch_size, size.published
+    (64, 3, 0.001, 64, False)
+    """
+    try:
+        with open(path, "rb") as f:
+            tables = tomllib.load(f)
+    except tomllib.TOMLDecodeError as e:
+        raise InputError(f"--ladder {path}: not a TOML file ({e})") from None
+    if not tables:
+        raise InputError(
+            f"--ladder {path}: no sizes; give one table per size, e.g. [2M] with {', '.join(LADDER_KEYS)}"
+        )
+    return {name: _ladder_size(Path(path), name, table) for name, table in tables.items()}
+
+
+def _ladder_size(path: Path, name: str, table: Any) -> Size:
+    """One table of a ladder file as a Size, or InputError naming the file, the table and what is wrong."""
+    where = f"--ladder {path}, [{name}]"
+    if not isinstance(table, dict):
+        raise InputError(f"--ladder {path}: {name} = {table!r} is not a table; give one table per size")
+    if not (name in LADDER or SIZE_LABEL.fullmatch(name)):
+        raise InputError(
+            f"{where}: a size label {size_problem(name) or 'is not valid'}, as a sweep file holds it"
+        )
+    allowed = {**LADDER_KEYS, **_OVERRIDES}
+    for key, value in table.items():
+        if key not in allowed:
+            near = difflib.get_close_matches(key, list(allowed), 1, 0.6)
+            hint = f" (did you mean {near[0]}?)" if near else ""
+            raise InputError(f"{where}: unknown key {key!r}{hint}; a size has {', '.join(allowed)}")
+        kind = allowed[key]
+        ok = isinstance(value, (int, float) if kind is float else kind) and not isinstance(value, bool)
+        if not ok or (kind is int and value <= 0) or (kind is float and value < 0):
+            raise InputError(
+                f"{where}: {key} = {value!r} must be {'an integer > 0' if kind is int else 'a number >= 0'}"
+            )
+    if missing := [k for k in LADDER_KEYS if k not in table]:
+        raise InputError(f"{where}: missing {', '.join(missing)} (a size has {', '.join(LADDER_KEYS)})")
+    if table["d_model"] % table["n_head"]:
+        raise InputError(
+            f"{where}: d_model ({table['d_model']}) must be a multiple of n_head ({table['n_head']})"
+        )
+    recipe = replace(RECIPE, **{k: kind(table[k]) for k, kind in _OVERRIDES.items() if k in table})
+    shape = {k: table[k] for k in ("d_model", "n_layer", "n_head", "steps")}
+    return Size(name, **shape, published_seeds=0, recipe=recipe, ladder=str(path), seeds=table["seeds"])

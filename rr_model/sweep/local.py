@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from rr_model.core.errors import InputError
-from rr_model.core.ladder import PUBLISHED_SIZES, get_size, size_sort_key
+from rr_model.core.ladder import PUBLISHED_SIZES, get_size, ladder_sizes, size_sort_key
 from rr_model.core.variants import COMPARED
 from rr_model.results.provenance import read_records, sidecar_path
 from rr_model.runs import TrainConfig, preflight
@@ -36,24 +36,27 @@ def plan_sweep(
     Parameters
     ----------
     sizes
-        Ladder sizes; default the published ones.
+        Ladder sizes; default the published ones (with a ``ladder`` option, every size of that file).
     seeds
         Seeds for every size, or per size ({size: seeds}, as `next_seeds` gives); default each size's
-        published seeds (0 .. published_seeds - 1), so the default plan is the published sweep.
+        published seeds (0 .. published_seeds - 1), so the default plan is the published sweep, or a
+        ladder file's seeds.
     options
-        Further TrainConfig fields (data, precision, steps, ...), the same for every run.
+        Further TrainConfig fields (data, precision, steps, ladder, ...), the same for every run.
     """
-    sizes = sorted(sizes or PUBLISHED_SIZES, key=size_sort_key, reverse=True)
+    ladder = options.get("ladder")
+    default = PUBLISHED_SIZES if ladder is None else tuple(ladder_sizes(ladder))
+    sizes = sorted(sizes or default, key=size_sort_key, reverse=True)
     runs = []
     for size in sizes:
         if isinstance(seeds, Mapping):
             size_seeds = list(seeds.get(size, ()))  # a size may need no new seed
         elif seeds is not None:
             size_seeds = list(seeds)
-        elif not (size_seeds := list(range(get_size(size).published_seeds))):
+        elif not (size_seeds := list(range(get_size(size, ladder).sweep_seeds))):
             raise InputError(f"{size} has no published seeds; give the seeds to train")
         runs += [TrainConfig(size, v, s, **options) for s in size_seeds for v in variants]
-    done = preflight(out, sizes).keys  # a new default file extends the published
+    done = preflight(out, sizes, ladder=ladder).keys  # a new default file extends the published
     return [r for r in runs if r.key not in done], [r for r in runs if r.key in done]
 
 
@@ -80,6 +83,7 @@ def train_command(cfg: TrainConfig, out: str | os.PathLike, nproc: int = 1) -> l
     args += ["--data", cfg.data, "--steps", cfg.steps, "--precision", cfg.precision, "--device", cfg.device]
     args += ["--checkpoint-every", cfg.checkpoint_every]
     args += ["--tokenizer", cfg.tokenizer] * (cfg.tokenizer is not None) + ["--compile"] * cfg.compile
+    args += ["--ladder", cfg.ladder] * (cfg.ladder is not None)
     return [*launcher, "-m", "cli.main", "train", *map(str, args)]
 
 

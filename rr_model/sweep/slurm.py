@@ -110,7 +110,7 @@ class TrainJob(Checkpointable):
             TorchDistributedEnvironment().export(set_cuda_visible_devices=False, overwrite=True)
         from rr_model.train import train_runs  # torch: only inside the job
 
-        if self.cfg.key in preflight(self.out, [self.cfg.size]).keys:
+        if self.cfg.key in preflight(self.out, [self.cfg.size], ladder=self.cfg.ladder).keys:
             return None
         (record,) = train_runs([self.cfg], self.out, resume=True)
         return record
@@ -175,7 +175,7 @@ def submit_runs(
     here, before any job runs, so no job reads it half-written.
     """
     targets = [part_path(out, cfg.key) if per_run_files else Path(out) for cfg in runs]
-    preflight(out, {cfg.size for cfg in runs}, create=True).start()
+    preflight(out, {cfg.size for cfg in runs}, create=True, ladder=runs[0].ladder).start()
     jobs = executor.submit_array([TrainJob(cfg, target) for cfg, target in zip(runs, targets, strict=True)])
     now = datetime.now(timezone.utc).isoformat(timespec="seconds")
     entries = [
