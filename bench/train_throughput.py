@@ -6,9 +6,9 @@ same run, for the baseline: the same model in plain eager fp32 with the unfused 
 in a fresh process, so its peak memory is its own (CUDA: `torch.cuda.max_memory_allocated`; CPU: the
 process's peak RSS) and a failure (out of memory, a compile error) is printed and the run goes on.
 
-FLOPs per token are `rr_model.progress.flops_per_token`: 6 N plus the attention term 12 L d T (PaLM,
+FLOPs per token are `rr_model.flops.flops_per_token`: 6 N plus the attention term 12 L d T (PaLM,
 appendix B). MFU divides the achieved rate by the dense peak of a known GPU at the setting's precision
-(`rr_model.progress.PEAK_FLOPS`; H200: 989.4 TFLOP/s bf16, 494.7 TFLOP/s TF32); elsewhere by this device's
+(`rr_model.hardware.PEAKS`, from NVIDIA's datasheets; H200: 989.4 TFLOP/s bf16, 494.7 TFLOP/s TF32); elsewhere by this device's
 measured matmul rate at that precision, and says so. The figure used is printed.
 
     python bench/train_throughput.py --size tiny                       # CPU: trainer default vs fp32
@@ -88,6 +88,27 @@ def _profiled(steps, n: int, device_type: str) -> float:
     return seconds
 
 
+def matmul_flops(device, precision: str) -> float:
+    """Measured FLOP/s of square matmuls on `device` at `precision` (well under a second of work): the
+    rate MFU is taken against where no datasheet peak is listed, labelled as measured.
+
+    fp32 and tf32 differ only through the float32 matmul precision in force (`rr_model.numerics`).
+    """
+    import torch
+
+    n = 4096 if device.type == "cuda" else 1024
+    dtype = torch.bfloat16 if precision == "bf16" else torch.float32
+    a = torch.randn(n, n, device=device, dtype=dtype)
+    a @ a  # warm-up: kernel selection, allocation
+    reps, start = 0, time.perf_counter()
+    while reps < 3 or time.perf_counter() - start < 0.2:
+        a @ a
+        reps += 1
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+    return 2 * n**3 * reps / (time.perf_counter() - start)
+
+
 def measure(s: Setting, profile: bool = False) -> dict:
     """Warm up, then time `s.steps` optimiser steps of one setting in this process.
 
@@ -100,11 +121,12 @@ def measure(s: Setting, profile: bool = False) -> dict:
 
     from rr_model.config import model_config
     from rr_model.core.ladder import get_size
+    from rr_model.flops import flops_per_token
+    from rr_model.hardware import datasheet_peak
     from rr_model.model import GPT
     from rr_model.numerics import numerics
-    from rr_model.progress import flops_per_token, peak_flops
     from rr_model.results.provenance import environment
-    from rr_model.train import matmul_flops, setup_device, train_step
+    from rr_model.train import setup_device, train_step
 
     recipe = get_size(s.size).recipe
     batch = s.batch or recipe.batch_size
@@ -135,7 +157,7 @@ def measure(s: Setting, profile: bool = False) -> dict:
     else:
         memory, memory_kind = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024, "peak RSS"
     name = environment(str(device))["device_name"]
-    peak, peak_kind = peak_flops(name, s.precision), "dense peak"
+    peak, peak_kind = datasheet_peak(name, s.precision), "dense peak"
     if not peak:
         peak, peak_kind = matmul_flops(device, s.precision), "measured matmul rate"
     tokens = batch * recipe.block_size

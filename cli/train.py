@@ -164,9 +164,14 @@ def _train(todo: list, out: Path, resume: bool) -> list[dict]:
             kept = f"the interrupted run continues from its checkpoint {', '.join(saved)}"
         elif not every:
             kept = "the run starts over (checkpoints were off: --checkpoint-every 0)"
+        rows = (
+            f"Rows already written stay in {out}"
+            if out.exists()
+            else f"No row was written ({out} is not made)"
+        )
         typer.echo(
-            f"rr: interrupted. Rows already written stay in {out}. Run the same command with --resume to "
-            f"go on: finished runs are skipped, and {kept}.",
+            f"rr: interrupted. {rows}. Run the same command with --resume to go on: finished runs are "
+            f"skipped, and {kept}.",
             err=True,
         )
         raise SystemExit(130) from None

@@ -23,7 +23,7 @@ from rr_model.core.errors import InputError, RecipeError
 from rr_model.core.files import create_new
 from rr_model.core.ladder import LADDER, Recipe, get_size
 from rr_model.core.variants import COMPARED, REFERENCE, VARIANTS, unknown_variant
-from rr_model.progress import assumed_rate, flops_per_token
+from rr_model.flops import assumed_rate, flops_per_token
 from rr_model.results.dataset import DataError, bundled_path, check_append, load_sweep, refuse_reference
 from rr_model.results.integrity import check_integrity
 from rr_model.results.provenance import sidecar_path
@@ -321,7 +321,7 @@ def describe_runs(runs: list[TrainConfig]) -> list[dict[str, Any]]:
     -------
     Records with size, variant, seed, d_model, n_layer, n_head, params (exact), steps, tokens (trained
     on), est_minutes and assumed (the device and rate behind the estimate, see
-    `rr_model.progress.assumed_rate`): training FLOPs (`flops_per_token` x tokens) at that rate.
+    `rr_model.flops.assumed_rate`): training FLOPs (`flops_per_token` x tokens) at that rate.
     A rough figure: evaluation and start-up are not counted.
     """
     records = []

@@ -39,9 +39,11 @@ from rr_model.core.errors import InputError
 from rr_model.core.files import Unwritten
 from rr_model.core.ladder import Recipe
 from rr_model.evaluate import evaluate
+from rr_model.flops import flops_per_token
+from rr_model.hardware import datasheet_peak, peak_note
 from rr_model.model import GPT
 from rr_model.numerics import numerics
-from rr_model.progress import Progress, flops_per_token, peak_flops
+from rr_model.progress import Progress
 from rr_model.results.dataset import DataError, append_rows
 from rr_model.results.provenance import append_record, environment, sidecar_path
 from rr_model.runs import DEFAULT_OUT, TrainConfig, dataset_row, preflight, result_config
@@ -55,7 +57,6 @@ __all__ = [
     "summarize",
     "train_step",
     "setup_device",
-    "matmul_flops",
 ]
 
 
@@ -95,24 +96,6 @@ def setup_device(choice: str, local_rank: int = 0) -> torch.device:
     if choice == "mps" or (choice == "auto" and available["mps"]):
         return torch.device("mps")
     return torch.device("cpu")
-
-
-def matmul_flops(device: torch.device, precision: str) -> float:
-    """Measured FLOP/s of square matmuls on `device` at `precision` (well under a second of work).
-
-    fp32 and tf32 differ only through the float32 matmul precision in force (`rr_model.numerics`).
-    """
-    n = 4096 if device.type == "cuda" else 1024
-    dtype = torch.bfloat16 if precision == "bf16" else torch.float32
-    a = torch.randn(n, n, device=device, dtype=dtype)
-    a @ a  # warm-up: kernel selection, allocation
-    reps, start = 0, time.perf_counter()
-    while reps < 3 or time.perf_counter() - start < 0.2:
-        a @ a
-        reps += 1
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)
-    return 2 * n**3 * reps / (time.perf_counter() - start)
 
 
 def _distributed(device: torch.device) -> tuple[int, int]:
@@ -181,6 +164,7 @@ class _Run:
     net: torch.nn.Module | None = None  # the model as trained: compiled and/or wrapped in DDP
     progress: Progress | None = None
     env: dict[str, Any] = field(default_factory=dict)  # software and hardware (rr_model.results.provenance)
+    queued: int = 0  # steps of the runs to train after this one: the progress display's total ETA
 
     @property
     def title(self) -> str:
@@ -196,11 +180,14 @@ class _Run:
 # ------------------------------------------------------------------------------------------------ train
 
 
-def train(cfg: TrainConfig, out: str | os.PathLike = DEFAULT_OUT, *, resume: bool = False) -> dict[str, Any]:
+def train(
+    cfg: TrainConfig, out: str | os.PathLike = DEFAULT_OUT, *, resume: bool = False, queued: int = 0
+) -> dict[str, Any]:
     """Train one run, evaluate it, and append its row to `out` (and its provenance to the sidecar).
 
     `cfg.data` may be a token-cache directory (tokens.bin + meta.json), so a run can be audited against
-    the published script on the very same tokens.
+    the published script on the very same tokens. `queued`: the steps of runs to train after this one,
+    counted in the ETA shown (`train_runs` passes them).
 
     Returns the provenance record: ``record["status"]`` is "ok" (row appended; ``record["result"]`` has
     params, val_loss, ece and minutes at full precision) or "failed" (non-finite loss; no row).
@@ -220,6 +207,7 @@ def train(cfg: TrainConfig, out: str | os.PathLike = DEFAULT_OUT, *, resume: boo
     device = setup_device(cfg.device, int(os.environ.get("LOCAL_RANK", "0")))
     with numerics(device, cfg.precision):
         run = _setup(cfg, Path(out), device)
+        run.queued = queued
         _resume(run, resume)
         _start(run)
         failure = _loop(run)
@@ -294,7 +282,8 @@ def _start(run: _Run) -> None:
     run.net = DDP(fast, device_ids=ddp_ids) if run.world > 1 else fast
     tokens_per_step = r.batch_size * r.block_size
     run.env = environment(str(run.device))
-    peak = peak_flops(run.env["device_name"], cfg.precision)
+    name = run.env["device_name"] if run.device.type == "cuda" else str(run.device)
+    peak = datasheet_peak(name, cfg.precision)
     run.progress = Progress(
         run.title,
         cfg.steps,
@@ -303,6 +292,7 @@ def _start(run: _Run) -> None:
         flops_per_token(mcfg),
         peak and peak * run.world,
         run.rank == 0,
+        run.queued,
     )
     fp32 = "" if run.device.type == "cuda" or cfg.precision != "tf32" else " (fp32 arithmetic off CUDA)"
     run.progress.log(
@@ -313,6 +303,7 @@ def _start(run: _Run) -> None:
         f"{r.batch_size // run.world} sequences | data {run.tokens.source} ({run.tokens.tokenizer}, "
         f"{len(run.tokens.train) / 1e6:.1f}M train tokens) | checkpoint every {cfg.checkpoint_every or '-'}"
         + (f" | resumed at step {run.state.step}" if run.state.resumed else "")
+        + f" | {peak_note(name, cfg.precision)}"
     )
 
 
@@ -498,9 +489,11 @@ def summarize(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def train_runs(
     runs: list[TrainConfig], out: str | os.PathLike = DEFAULT_OUT, *, resume: bool = False
 ) -> list[dict]:
-    """Train `runs` one after another (see `train`); the provenance record of each, in order."""
+    """Train `runs` one after another (see `train`), the ETA shown covering them all; the provenance record
+    of each, in order."""
     try:
-        records = [train(cfg, out, resume=resume) for cfg in runs]
+        later = [sum(c.steps for c in runs[i + 1 :]) for i in range(len(runs))]
+        records = [train(cfg, out, resume=resume, queued=n) for cfg, n in zip(runs, later, strict=True)]
         if dist.is_initialized():
             dist.barrier()  # leave together: gloo aborts a process whose peer tears down mid-way
         return records

@@ -123,6 +123,8 @@ def test_resume_after_a_checkpoint_is_bitwise_identical(tmp_path, monkeypatch, t
     resumed = train(cfg, out, resume=True)
 
     assert resumed["resumed_at"] == [8] and not ckpt.exists()
+    # minutes: both segments' training (up to the checkpoint, then from it) and the evaluation
+    assert resumed["result"]["minutes"] * 60 > saved["state"]["seconds"] > 0
     for key in ("val_loss", "ece", "params"):
         assert resumed["result"][key] == tiny_run["result"][key]  # exact, not approximate
     assert resumed["loss_curve"] == tiny_run["loss_curve"]

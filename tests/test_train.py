@@ -258,7 +258,7 @@ def test_ctrl_c_says_how_to_resume(tmp_path, monkeypatch):
 
     def interrupted(runs, out, resume=False):
         ckpt = checkpoint.checkpoint_path(out, *runs[0].key)
-        ckpt.parent.mkdir()
+        ckpt.parent.mkdir(exist_ok=True)
         ckpt.write_bytes(b"")
         raise KeyboardInterrupt
 
@@ -267,6 +267,11 @@ def test_ctrl_c_says_how_to_resume(tmp_path, monkeypatch):
     message = " ".join(result.stderr.split())
     assert result.exit_code == 130 and "Run the same command with --resume" in message
     assert "x.checkpoints/tiny-standard-seed0.pt" in message
+    assert f"No row was written ({tmp_path / 'x.csv'} is not made)" in message
+    append_rows(tmp_path / "x.csv", [dict(size="tiny", variant="highway", seed=0, params_M=1.1, steps=8,
+                                          val_loss=3.0, ece=0.1, minutes=0.1)])  # fmt: skip
+    message = " ".join(rr(*tiny_args(tmp_path / "x.csv")).stderr.split())
+    assert f"Rows already written stay in {tmp_path / 'x.csv'}" in message
 
 
 def test_an_unwritable_out_is_refused_before_training(tmp_path, monkeypatch):

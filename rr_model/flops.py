@@ -1,0 +1,51 @@
+"""FLOP arithmetic: training FLOPs per token, model FLOPs utilisation (MFU), and the rate a dry run's time
+estimate assumes. Torch-free, so `rr train --dry-run` loads no torch."""
+
+from __future__ import annotations
+
+import functools
+
+from rr_model.config import GPTConfig
+from rr_model.hardware import cpu_matmul_flops, datasheet_peak, gpu_name
+
+__all__ = ["flops_per_token", "mfu", "ASSUMED_MFU", "assumed_rate"]
+
+
+def flops_per_token(cfg: GPTConfig) -> float:
+    """Training FLOPs per token: 6 N + 12 L d T (PaLM appendix B, as in nanoGPT's estimate_mfu).
+
+    N counts the parameters that do matmuls or lookups per token (all but the position embedding);
+    12 L d T is the attention score and value arithmetic, forward and backward.
+    """
+    n = cfg.n_params - cfg.block_size * cfg.d_model
+    return 6 * n + 12 * cfg.n_layer * cfg.d_model * cfg.block_size
+
+
+def mfu(tokens_per_s: float, flops: float, peak: float | None) -> float | None:
+    """Model FLOPs utilisation: tokens/s x FLOPs per token / peak FLOP/s (None without a peak).
+
+    Example
+    -------
+    >>> mfu(100_000, 6e9, 989.4e12)  # 100k tokens/s of a 1B model on one H100 SXM in bf16
+    0.6064281382656155
+    """
+    return tokens_per_s * flops / peak if peak else None
+
+
+ASSUMED_MFU = 0.4  # a dense GPT on one GPU in tf32/bf16 typically reaches 30-50% of the data-sheet peak
+
+
+@functools.cache  # measured once per process and setting
+def assumed_rate(device: str, precision: str) -> tuple[float, str]:
+    """The training FLOP/s a time estimate assumes for a run on `device` ("auto", "cuda", "mps", "cpu").
+
+    A listed NVIDIA GPU (`rr_model.hardware.PEAKS`, found by `nvidia-smi`) at `ASSUMED_MFU` of its datasheet
+    dense peak; anything else at half the float32 matmul rate measured on this CPU. Returns (rate, what
+    was assumed).
+    """
+    name = gpu_name() if device in ("auto", "cuda") else None
+    if name and (peak := datasheet_peak(name, precision)):
+        return ASSUMED_MFU * peak, f"{name}, {ASSUMED_MFU:.0%} of its {precision} peak"
+    rate = 0.5 * cpu_matmul_flops()
+    assumed = f"cpu, half its measured matmul rate ({rate / 1e9:.0f} GFLOP/s)"
+    return rate, assumed if device in ("auto", "cpu") else f"{device} unknown here: {assumed}"
