@@ -21,6 +21,7 @@ class View(str, Enum):
     notes = "notes"
     equivalence = "equivalence"
     claims = "claims"
+    reproduction = "reproduction"
     forecast = "forecast"
     card = "card"
 
@@ -42,6 +43,19 @@ EFFECT = typer.Option(
     None,
     "--effect",
     help="power: plan seeds to detect this gap (nats) on the primary test, e.g. 0.003.",
+    show_default=False,
+)
+NOISE = typer.Option(
+    None,
+    "--noise",
+    help="reproduction: the SD of the difference between two runs of one seed. Default: assumed, a tenth of "
+    "the published between-seed SD.",
+    show_default=False,
+)
+AGAINST = typer.Option(
+    None,
+    "--against",
+    help="reproduction: the rows re-run. Default: the published ones; another re-run measures the same-seed noise.",
     show_default=False,
 )
 CLAIMS_FILE = typer.Option(
@@ -74,7 +88,7 @@ def analyze(
     view: str = typer.Argument(
         None,
         metavar="VIEW",
-        help="What to show: table (default), emergence, power, notes, equivalence, claims, forecast or card.",
+        help="What to show: table (default), emergence, power, notes, equivalence, claims, reproduction, forecast or card.",
         show_default=False,
         callback=_view,
     ),
@@ -95,6 +109,8 @@ def analyze(
     at: list[str] = AT,
     wide: bool = typer.Option(False, "--wide", help="Text: every column, whatever the terminal's width."),
     claims_file: Path = CLAIMS_FILE,
+    noise: float = NOISE,
+    against: Path = AGAINST,
     card_file: Path = typer.Option(
         Path("data/README.md"), "--card-file", help="The dataset card that the card view rewrites."
     ),
@@ -116,13 +132,12 @@ def analyze(
     with known_errors():
         from cli.dataload import load_checked
 
-        df = load_checked(data)
+        df = load_checked(data, warn=chosen_view is not View.reproduction)  # a re-run differs on purpose
         if chosen_view is View.card:
             _write_card(card_file, df)
             return
-        options = dict(
-            adjust=adjust.value, margin=margin, effect=effect, at=at or [], claims_file=claims_file
-        )
+        options = dict(adjust=adjust.value, margin=margin, effect=effect, at=at or [])
+        options |= dict(claims_file=claims_file, noise=noise, against=against)
         typer.echo(_compute(chosen_view, df, fmt.value, options, width), nl=False)
 
 
@@ -153,6 +168,12 @@ def _compute(view: View, df, fmt: str, options: dict, width) -> str:
         from rr_analysis.notes import recipe_notes
 
         return render(recipe_notes(df), "notes", fmt, width)
+    if view is View.reproduction:
+        from rr_analysis.reproduction import reproduction
+        from rr_model.results.dataset import load_sweep
+
+        against = load_sweep(options["against"]) if options["against"] else None
+        return render(reproduction(df, against, options["noise"], margin), "reproduction", fmt, width)
     from rr_analysis.equivalence import DEFAULT_MARGIN, equivalence
 
     margin = DEFAULT_MARGIN if margin is None else margin

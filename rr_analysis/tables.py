@@ -126,6 +126,23 @@ def _primary_cell(r: pd.Series) -> str:
     )
 
 
+def _reproduction_notes(t: pd.DataFrame) -> list[str]:
+    """The test over all re-runs, and where its noise and margin come from, in words."""
+    if not len(t):
+        return []
+    r = t.iloc[0]
+    test = (f"paired t = {r['t']:.2f} on {r['df']:.0f} df, p {_p(r['p'])} (two-sided)" if not _missing(r['t'])
+            else f"no t-test: {r['test_note']}")  # fmt: skip
+    tost = f"p {_p(r['tost_p'])}" if not _missing(r["tost_p"]) else "n/a"
+    sd = "n/a" if _missing(r["offset_sd"]) else f"{r['offset_sd']:.5f}"
+    return [
+        f"over {r['n']} re-run(s): mean offset {r['mean_offset']:+.5f} (SD {sd}, RMS {r['rms_offset']:.5f}); {test}",
+        f"TOST of |mean offset| < {r['margin']:.5f} ({r['margin_source']}): {tost}; pooling is {r['pooling']}",
+        f"same-seed noise: {r['noise_source']}",
+        *([f"{r['not_rerun']} published row(s) have no re-run in this file"] if r["not_rerun"] else []),
+    ]
+
+
 _GAP = f"gap = mean(baseline) - mean({label(REFERENCE)}); positive favours {label(REFERENCE)} (lower loss)."
 
 VIEWS: dict[str, View] = {
@@ -349,6 +366,27 @@ VIEWS: dict[str, View] = {
         ),
         notes=lambda t: [],
         stacked=True,
+    ),
+    "reproduction": View(
+        title="Does it reproduce? Each re-run beside the published row of its key",
+        columns=(
+            Col("size", _get("size", str), 0),
+            Col("variant", _get("variant", label), 0),
+            Col("seed", _get("seed", str), 0),
+            Col("published", _get("published", _num(".4f")), 2),
+            Col("re-run", _get("reproduced", _num(".4f")), 2),
+            Col("diff", _get("diff", _num("+.5f")), 0),
+            Col("seed SD", _get("seed_sd", _num(".5f")), 3),
+            Col("diff /\nseed SD", _get("diff_in_sd", _num("+.2f")), 1),
+            Col("noise", _get("noise", _num(".5f")), 3),
+            Col("verdict", _get("verdict", str), 0),
+        ),
+        legend=(
+            "diff = re-run - published. Verdict: reproduced within rounding (|diff| <= 0.00005, the published "
+            "value's 4th decimal), within same-seed noise (|diff| <= 2 x noise, the SD of the difference between "
+            "two runs of one seed), or outside it. seed SD: the published between-seed SD at that size and variant.",
+        ),
+        notes=_reproduction_notes,
     ),
 }
 
