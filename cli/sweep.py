@@ -156,7 +156,9 @@ def _launch():
     return launch
 
 
-def _status_or_cancel(out: Path, cancel: bool) -> None:
+def _status_or_cancel(out: Path, status: bool, cancel: bool) -> None:
+    if status and cancel:
+        raise InputError("--status and --cancel: give one of them")
     from rr_model.sweep.jobs import state_path
 
     launch = _launch()
@@ -265,14 +267,11 @@ def sweep(
 
     out = out or (DEFAULT_REPRODUCTION if reproduce else default_out(ladder))
     options = dict(data=data, tokenizer=tokenizer, steps=steps, precision=precision, compile=compile_)
-    options |= dict(
-        device=device, checkpoint_every=checkpoint_every, reproduce=reproduce, ladder=ladder and str(ladder)
-    )
+    options |= dict(device=device, checkpoint_every=checkpoint_every, reproduce=reproduce)
+    options["ladder"] = ladder and str(ladder)
     with known_errors():
-        if status and cancel:
-            raise InputError("--status and --cancel: give one of them")
         if status or cancel:
-            return _status_or_cancel(out, cancel)
+            return _status_or_cancel(out, status, cancel)
         variants, plan_seeds = tuple(variant or COMPARED), _seeds(seeds)
         if effect is not None:
             if seeds:
