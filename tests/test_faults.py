@@ -225,3 +225,25 @@ def test_only_rr_errors_become_exit_2_and_a_bug_keeps_its_traceback():
     for bug in (ValueError("a bug"), KeyError("a bug")):
         with pytest.raises(type(bug)), known_errors():
             raise bug
+
+
+def test_an_excel_csv_is_told_its_separator_and_decimal_comma(tmp_path):
+    path = tmp_path / "excel.csv"
+    rows = [HEADER.replace(",", ";"), "60M;review_neutral;0;59,47;8000;1,7016;0,0087;6,9"]
+    path.write_bytes(b"\xef\xbb\xbf" + "\r\n".join(rows).encode() + b"\r\n")
+    with pytest.raises(DataError) as err:
+        load_sweep(path)
+    assert str(err.value).startswith(
+        f"{path}: is separated by ';', not ',' (as Excel saves CSV where the decimal separator is a comma) "
+        "and its numbers have decimal commas (e.g. '59,47'); rr reads ',' between cells and '.' in numbers"
+    )
+    path.write_text(HEADER.replace(",", "\t") + "\n" + ROW.format(seed=0).replace(",", "\t") + "\n")
+    with pytest.raises(DataError, match="is separated by tabs, not ','.*sep='\\\\t'\\)"):
+        load_sweep(path)
+
+
+def test_a_decimal_comma_in_a_quoted_cell_is_named(tmp_path):
+    message = problems_of(tmp_path, '60M,review_neutral,0,59.47,8000,"1,7016",0.0087,6.9')
+    assert (
+        "line 2, column val_loss: '1,7016' - is not a number: it has a decimal comma; write 1.7016" in message
+    )

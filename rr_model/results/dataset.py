@@ -12,6 +12,7 @@ import errno
 import hashlib
 import io
 import os
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from importlib import resources
@@ -145,7 +146,7 @@ def _split_plain(raw: bytes, path) -> Cells:
     lines = raw.split(b"\n")
     kept = [i for i, line in enumerate(lines) if line.strip(_BLANK)]  # blank lines are tolerated
     header = [c.decode().strip() for c in lines[kept[0]].split(b",")]
-    _check_header(header, path)
+    _check_header(header, path, raw)
     rows = np.array(kept[1:], dtype=np.int64)
     fields = np.fromiter((lines[i].count(b",") + 1 for i in kept[1:]), np.int64, len(rows))
     ragged = fields != len(header)
@@ -180,7 +181,7 @@ def _split_quoted(raw: bytes, path) -> Cells:
                 continue  # blank lines are tolerated
             if header is None:
                 header = cells
-                _check_header(header, path)
+                _check_header(header, path, raw)
             elif len(cells) != len(header):
                 problems.append(_ragged(reader.line_num, len(cells), header))
             else:
@@ -200,12 +201,14 @@ def _check_rows(n: int, problems: list[Problem], path) -> None:
         raise DataError(path, problems)
 
 
-def _check_header(header: list[str], path) -> None:
+def _check_header(header: list[str], path, raw: bytes = b"") -> None:
     seen, dupes = set(), []
     for name in header:
         if name in seen and name not in dupes:
             dupes.append(name)
         seen.add(name)
+    if (hint := _separator_hint(header, raw)) is not None:
+        raise _file_problem(path, hint)
     if not seen & set(FIELDS):
         shown = ",".join(header)[:80]
         raise _file_problem(
@@ -223,6 +226,28 @@ def _check_header(header: list[str], path) -> None:
         raise DataError(path, problems)
 
 
+_SEPARATORS = {";": "';'", "\t": "tabs", "|": "'|'"}
+_DECIMAL_COMMA = re.compile(rb"(?<![\d.])\d+,\d+(?![\d.])")  # 1,7016 in a ';'-separated line
+
+
+def _separator_hint(header: list[str], raw: bytes) -> str | None:
+    """Why a header split on ',' lacks the columns, when another separator would give them (as Excel writes
+    CSV where the decimal separator is a comma): the separator, and the decimal commas if the rows have any."""
+    line = ",".join(header)
+    for sep, name in _SEPARATORS.items():
+        cells = {c.strip() for c in line.split(sep)}
+        if len(cells) > 1 and len(cells & set(FIELDS)) > len(set(header) & set(FIELDS)):
+            comma = _DECIMAL_COMMA.search(raw.split(b"\n", 1)[-1])
+            found = f" and its numbers have decimal commas (e.g. {comma.group().decode()!r})" if comma else ""
+            read = f"sep={sep!r}" + (", decimal=','" if comma else "")
+            return (
+                f"is separated by {name}, not ',' (as Excel saves CSV where the decimal separator is a comma)"
+                f"{found}; rr reads ',' between cells and '.' in numbers: save it so, e.g. in Python "
+                f"pd.read_csv(path, {read}).to_csv(new_path, index=False)"
+            )
+    return None
+
+
 def _numbers(s: pa.ChunkedArray, kind: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Parse one numeric column: (values, which cells do not parse, which are too large for int64).
 
@@ -238,6 +263,13 @@ def _numbers(s: pa.ChunkedArray, kind: str) -> tuple[np.ndarray, np.ndarray, np.
     filler = "0" if kind == "int" else "nan"
     values = pc.cast(pc.if_else(pa.array(ok), s, filler), pa.int64() if kind == "int" else pa.float64())
     return values.to_numpy(zero_copy_only=False), ~ok & ~big, big
+
+
+def _comma_rule(rule: str, value: str, kind: str) -> str:
+    """`rule`, naming the decimal comma when a number is written with one ('1,7016')."""
+    if kind == "float" and rule.startswith("is not") and _DECIMAL_COMMA.fullmatch(value.encode()):
+        return f"{rule}: it has a decimal comma; write {value.replace(',', '.')}"
+    return rule
 
 
 def _typed(columns: dict[str, pa.ChunkedArray], lines: np.ndarray) -> tuple[pd.DataFrame, list[Problem]]:
@@ -258,7 +290,10 @@ def _typed(columns: dict[str, pa.ChunkedArray], lines: np.ndarray) -> tuple[pd.D
             (f"is not {kind}", bad & ~empty),
             ("is too large: an integer must be below 2^63", big),
         ):
-            problems += [Problem(int(lines[i]), col.name, s[i].as_py(), rule) for i in np.flatnonzero(mask)]
+            problems += [
+                Problem(int(lines[i]), col.name, (v := s[i].as_py()), _comma_rule(rule, v, col.kind))
+                for i in np.flatnonzero(mask)
+            ]
         out[col.name] = values
     return pd.DataFrame(out), problems
 
