@@ -14,7 +14,7 @@ import pandas as pd
 from rr_analysis.cells import ALPHA
 from rr_model.core.errors import InputError
 
-__all__ = ["STATS", "gap_estimates", "test_name", "adjust_name", "cell_means"]
+__all__ = ["STATS", "gap_estimates", "require_gap_table", "test_name", "adjust_name", "cell_means"]
 
 # Each view's columns in `rr_analysis.stats.gap_table`: estimate, SE, df, p, note.
 _COLUMNS = {
@@ -46,6 +46,21 @@ def test_name(stat: str) -> str:
 def adjust_name(method: str) -> str:
     """How a figure names the p-values a multiple-testing method gives, e.g. 'Holm-adjusted'."""
     return _ADJUST_NAME[method]
+
+
+def require_gap_table(table: pd.DataFrame, caller: str) -> None:
+    """Raise InputError, naming the function that makes it, unless `table` is a `rr_analysis.stats.gap_table`.
+
+    A sweep passed instead (the rows `load_sweep` returns) is named as such, so the fix is one call away.
+    """
+    columns = set(getattr(table, "columns", ()))
+    if {"size", "baseline", "adjust"} <= columns:
+        return
+    what = "a sweep (the rows of load_sweep)" if {"seed", "val_loss"} <= columns else "this table"
+    raise InputError(
+        f"{caller} reads the per-size gap table that rr_analysis.stats.gap_table makes, not {what}: "
+        f"pass it gap_table(df), e.g. {caller}(gap_table(load_sweep()))"
+    )
 
 
 def gap_estimates(table: pd.DataFrame, stat: str = "welch") -> pd.DataFrame:
@@ -80,6 +95,7 @@ def gap_estimates(table: pd.DataFrame, stat: str = "welch") -> pd.DataFrame:
     """
     if stat not in _COLUMNS:
         raise InputError(f"unknown statistic {stat!r}; choose one of {', '.join(STATS)}")
+    require_gap_table(table, "gap_estimates")
     est, se_col, df_col, p_col, note_col = _COLUMNS[stat]
     out = table[["size", "baseline", "params_M"]].copy()
     out["estimate"] = table[est].to_numpy(dtype=float)

@@ -26,7 +26,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import NullLocator
 
 from rr_analysis.cells import ALPHA, sizes_in_order, t_quantile
-from rr_analysis.estimates import adjust_name, cell_means, gap_estimates, test_name
+from rr_analysis.estimates import adjust_name, cell_means, gap_estimates, require_gap_table, test_name
 from rr_analysis.stats import PRIMARY_TEST
 from rr_model.core.errors import PlotError
 from rr_model.core.files import atomic_write
@@ -234,6 +234,7 @@ def emergence_figure(
     >>> from rr_analysis.stats import gap_table
     >>> fig = emergence_figure(gap_table(load_sweep()), ci=True)
     """
+    require_gap_table(table, "emergence_figure")
     est = gap_estimates(table, stat)
     est = est[np.isfinite(est["estimate"])]
     sizes = list(dict.fromkeys(table["size"]))

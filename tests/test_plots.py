@@ -353,3 +353,14 @@ def test_an_unregistered_variant_is_labelled_by_its_name_in_a_colour_no_register
     drawn_colours = [ln.get_color() for ln in ax.get_legend().get_lines()]
     assert same_color(drawn_colours[3], "#CC6677")  # the first extra colour
     assert not any(same_color(drawn_colours[3], c) for c in drawn_colours[:3])
+
+
+def test_a_sweep_given_for_a_gap_table_is_told_which_function_makes_one():
+    from rr_model.core.errors import InputError
+
+    with pytest.raises(InputError) as err:
+        plots.emergence_figure(load_sweep())
+    assert str(err.value) == (
+        "emergence_figure reads the per-size gap table that rr_analysis.stats.gap_table makes, not a sweep "
+        "(the rows of load_sweep): pass it gap_table(df), e.g. emergence_figure(gap_table(load_sweep()))"
+    )
