@@ -177,25 +177,30 @@ def _status_or_cancel(out: Path, status: bool, cancel: bool) -> None:
 
 
 def _slurm(todo: list, out: Path, resources, per_run_files: bool, dry_run: bool) -> None:
-    """Submit `todo` as a job array (or show it, with the sbatch script, under --dry-run)."""
+    """Submit `todo` as a job array (or show it, with the sbatch script, under --dry-run: no submitit needed
+    unless jobs are recorded for `out` already)."""
     from rr_model.runs import dataset_keys
+    from rr_model.sweep.jobs import read_jobs
+    from rr_model.sweep.sbatch import job_folder, part_path, sbatch_script
 
-    launch = _launch()
     if per_run_files:
-        todo = [cfg for cfg in todo if cfg.key not in dataset_keys(launch.part_path(out, cfg.key))]
-    busy = launch.active_keys(launch.job_status(out))
-    if busy & {cfg.key for cfg in todo}:
-        todo = [cfg for cfg in todo if cfg.key not in busy]
-        typer.echo("rr sweep: runs with a pending or running job are not submitted again (see --status)")
+        todo = [cfg for cfg in todo if cfg.key not in dataset_keys(part_path(out, cfg.key))]
+    if read_jobs(out):
+        launch = _launch()
+        busy = launch.active_keys(launch.job_status(out))
+        if busy & {cfg.key for cfg in todo}:
+            todo = [cfg for cfg in todo if cfg.key not in busy]
+            typer.echo("rr sweep: runs with a pending or running job are not submitted again (see --status)")
     if not todo:
         return
     if dry_run:
         jobs = [{"job": i, "size": c.size, "variant": c.variant, "seed": c.seed, "steps": c.steps}
                 for i, c in enumerate(todo)]  # fmt: skip
         echo_records(jobs, Format.text, title=f"rr sweep: {len(todo)} job(s) would be submitted")
-        typer.echo(f"\nsbatch script (submitit writes it under {launch.job_folder(out)}):\n")
-        typer.echo(launch.sbatch_script(out, resources, len(todo)))
+        typer.echo(f"\nsbatch script (submitit writes it under {job_folder(out)}):\n")
+        typer.echo(sbatch_script(out, resources, len(todo)))
         return
+    launch = _launch()
     entries = launch.submit_runs(todo, out, launch.slurm_executor(out, resources), per_run_files)
     keys = ("job_id", "size", "variant", "seed", "out", "log")
     echo_records([{k: e[k] for k in keys} for e in entries], Format.text, title="rr sweep: submitted")
@@ -286,7 +291,9 @@ def sweep(
         if nproc > 1:
             raise InputError("--nproc is the local launcher's; with --launcher slurm give --gpus per run")
         extra = dict(sbatch=_sbatch(sbatch), setup=tuple(setup or ()), max_timeouts=max_timeouts)
-        resources = _launch().Resources(partition, account, time, gpus, cpus, mem_gb, **extra)
+        from rr_model.sweep.sbatch import Resources
+
+        resources = Resources(partition, account, time, gpus, cpus, mem_gb, **extra)
         _slurm(todo, out, resources, per_run_files, dry_run)
 
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import os
 import stat
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -25,7 +27,8 @@ from rr_model.results import provenance
 from rr_model.results.dataset import append_rows, load_sweep
 from rr_model.runs import TrainConfig
 from rr_model.sweep.jobs import read_jobs, state_path
-from rr_model.sweep.slurm import Resources, TrainJob, job_folder, job_status, sbatch_script, submit_runs
+from rr_model.sweep.sbatch import Resources, job_folder, sbatch_script
+from rr_model.sweep.slurm import TrainJob, job_status, submit_runs
 from rr_model.train import train
 
 
@@ -251,3 +254,22 @@ def test_a_job_with_two_tasks_trains_one_run_data_parallel(tmp_path, monkeypatch
     assert two["world_size"] == 2 and len(load_sweep(out)) == 1
     assert two["result"]["val_loss"] == pytest.approx(one["result"]["val_loss"], abs=1e-5)
     assert two["result"]["ece"] == pytest.approx(one["result"]["ece"], abs=1e-5)
+
+
+def test_a_slurm_dry_run_needs_neither_submitit_nor_torch(tmp_path):
+    """The jobs and rr's #SBATCH options, where submitit is absent: each of them is in submitit's script."""
+    code = (
+        "import sys; sys.modules['submitit'] = sys.modules['torch'] = None; sys.argv[0] = 'rr'\n"
+        "from cli.main import main; main()"
+    )
+    args = ["sweep", "--launcher", "slurm", "--dry-run", "--sizes", "60M", "--seeds", "3", "--gpus", "4",
+            "--cpus", "32", "--sbatch", "qos=high", "--setup", "module load cuda", "--out", str(tmp_path / "s.csv")]  # fmt: skip
+    done = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "rr sweep: 3 job(s) would be submitted" in done.stdout
+    assert "# pip install 'rr-toolkit[cluster]'" in done.stdout and "\nmodule load cuda\n" in done.stdout
+    resources = Resources(gpus=4, cpus=32, sbatch={"qos": "high"}, setup=("module load cuda",))
+    full = sbatch_lines(sbatch_script(tmp_path / "s.csv", resources, n_jobs=3))
+    own = sbatch_lines(done.stdout)
+    assert "#SBATCH --array=0-2" in own and own - {"#SBATCH --array=0-2"} <= full
+    assert len(own) == 9  # array, cpus, gpus, job name, nodes, tasks, qos, signal, time

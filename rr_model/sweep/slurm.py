@@ -22,7 +22,6 @@ import os
 import pickle
 import signal
 import zipfile
-from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -34,14 +33,11 @@ from rr_model.core.errors import InputError
 from rr_model.core.files import pid_alive
 from rr_model.runs import TrainConfig, dataset_keys, preflight
 from rr_model.sweep.jobs import add_jobs, read_jobs
+from rr_model.sweep.sbatch import Resources, job_folder, part_path
 
 __all__ = [
-    "Resources",
     "TrainJob",
-    "job_folder",
-    "part_path",
     "slurm_executor",
-    "sbatch_script",
     "submit_runs",
     "job_status",
     "active_keys",
@@ -52,44 +48,6 @@ __all__ = [
 # leads to a second job for the same run.
 ACTIVE = {"PENDING", "CONFIGURING", "RUNNING", "COMPLETING", "SUSPENDED", "REQUEUED", "REQUEUE_HOLD",
           "REQUEUE_FED", "RESIZING", "PREEMPTED", "UNKNOWN"}  # fmt: skip
-
-
-@dataclass(frozen=True)
-class Resources:
-    """What each run of a Slurm sweep asks for. The job array shares them.
-
-    `gpus` per run, one task (DDP process) per GPU (0: one CPU task); `cpus` per run, split over its tasks;
-    `time_min` the time limit of one attempt; `sbatch` any further `#SBATCH --key=value` lines (True: a
-    bare `--key`); `setup` shell lines run before the job (module load, ...); `max_timeouts` how often a job
-    is requeued after reaching its time limit.
-    """
-
-    partition: str | None = None
-    account: str | None = None
-    time_min: int = 60
-    gpus: int = 1
-    cpus: int | None = None
-    mem_gb: int | None = None
-    sbatch: dict[str, str | bool] = field(default_factory=dict)
-    setup: tuple[str, ...] = ()
-    max_timeouts: int = 3
-    signal_delay_s: int = 120  # the USR2 comes this long before the limit: time to leave cleanly
-
-    def slurm_parameters(self) -> dict[str, Any]:
-        """The parameters of submitit's SlurmExecutor (sbatch names) for these resources."""
-        tasks = max(1, self.gpus)
-        params: dict[str, Any] = {"job_name": "rr-sweep", "time": self.time_min, "nodes": 1}
-        params |= {"ntasks_per_node": tasks, "signal_delay_s": self.signal_delay_s}
-        optional = {
-            "gpus_per_node": self.gpus or None,
-            "partition": self.partition,
-            "account": self.account,
-            "cpus_per_task": max(1, self.cpus // tasks) if self.cpus else None,
-            "mem": f"{self.mem_gb}G" if self.mem_gb else None,
-            "additional_parameters": dict(self.sbatch) or None,
-            "setup": list(self.setup) or None,
-        }
-        return params | {k: v for k, v in optional.items() if v is not None}
 
 
 class TrainJob(Checkpointable):
@@ -121,12 +79,6 @@ class TrainJob(Checkpointable):
         return DelayedSubmission(self)
 
 
-def job_folder(out: str | os.PathLike) -> Path:
-    """submitit's folder pattern for the jobs of a dataset: `data/scaling_v8.jobs/%j` (one folder per job)."""
-    out = Path(out)
-    return out.parent.absolute() / f"{out.stem}.jobs" / "%j"
-
-
 def slurm_executor(out: str | os.PathLike, resources: Resources) -> submitit.SlurmExecutor:
     """submitit's SlurmExecutor for the jobs of `out`, with `resources` set; needs Slurm's `srun` here."""
     try:
@@ -138,30 +90,6 @@ def slurm_executor(out: str | os.PathLike, resources: Resources) -> submitit.Slu
         ) from None
     executor.update_parameters(**resources.slurm_parameters())
     return executor
-
-
-class _ScriptOnly(submitit.SlurmExecutor):
-    """A SlurmExecutor that only writes scripts, so the sbatch text can be shown where Slurm is absent."""
-
-    @classmethod
-    def affinity(cls) -> int:
-        return 2
-
-
-def sbatch_script(out: str | os.PathLike, resources: Resources, n_jobs: int) -> str:
-    """The sbatch script submitit submits for `n_jobs` runs of `out` (a job array when n_jobs > 1)."""
-    executor = _ScriptOnly(job_folder(out), max_num_timeout=resources.max_timeouts)
-    executor.update_parameters(**resources.slurm_parameters())
-    if n_jobs > 1:
-        executor.parameters["map_count"] = n_jobs  # as submitit's own array submission sets it
-    return executor._make_submission_file_text(executor._submitit_command_str, "dry-run")
-
-
-def part_path(out: str | os.PathLike, key: tuple[str, str, int]) -> Path:
-    """The results file of one run when each job writes its own: `data/scaling_v8.parts/1B-highway-seed3.csv`."""
-    out = Path(out)
-    size, variant, seed = key
-    return out.parent / f"{out.stem}.parts" / f"{size}-{variant}-seed{seed}.csv"
 
 
 def submit_runs(
