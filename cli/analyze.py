@@ -84,6 +84,15 @@ def _view(value: str | None) -> View | None:
     raise typer.BadParameter(f"'{value}' is not a view; the views are {', '.join(names)}.{hint}")
 
 
+CARD_FILE = typer.Option(
+    None,
+    "--card-file",
+    help="The dataset card that the card view rewrites. Default: the published sweep's card, shipped in the "
+    "package (with the published data only).",
+    show_default=False,
+)
+
+
 def analyze(
     view: str = typer.Argument(
         None,
@@ -111,9 +120,7 @@ def analyze(
     claims_file: Path = CLAIMS_FILE,
     noise: float = NOISE,
     against: Path = AGAINST,
-    card_file: Path = typer.Option(
-        Path("data/README.md"), "--card-file", help="The dataset card that the card view rewrites."
-    ),
+    card_file: Path | None = CARD_FILE,
 ) -> None:
     """Statistics of a sweep: gap = mean(baseline) - mean(review_neutral), positive favours Review.
 
@@ -134,7 +141,7 @@ def analyze(
 
         df = load_checked(data, warn=chosen_view is not View.reproduction)  # a re-run differs on purpose
         if chosen_view is View.card:
-            _write_card(card_file, df)
+            _write_card(card_file, data, df)
             return
         options = dict(adjust=adjust.value, margin=margin, effect=effect, at=at or [])
         options |= dict(claims_file=claims_file, noise=noise, against=against)
@@ -184,18 +191,18 @@ def _compute(view: View, df, fmt: str, options: dict, width) -> str:
     return render(claims(df, margin, adjust, records=options["claims_file"]), "claims", fmt, width)
 
 
-def _write_card(path: Path, df) -> None:
+def _write_card(path: Path | None, data: Path | None, df) -> None:
     from rr_analysis.stats import gap_table
-    from rr_analysis.tables import update_card
-    from rr_model.core.files import atomic_write
+    from rr_analysis.tables import write_card
+    from rr_model.results.dataset import card_path
 
-    if not path.is_file():
-        raise InputError(f"{path}: no such dataset card (set --card-file)")
-    text = path.read_text(encoding="utf-8")
-    new = update_card(text, gap_table(df))
-    if new != text:  # whole or not at all: a kill mid-write leaves the old card
-        atomic_write(path, lambda f: f.write(new.encode("utf-8")))
-    typer.echo(f"{path}: headline table {'updated' if new != text else 'already up to date'}")
+    if path is None and data is not None:
+        raise InputError(
+            f"the packaged card describes the published sweep, not {data}: give --card-file for {data}'s card"
+        )
+    path = path or card_path()
+    updated = write_card(path, gap_table(df))
+    typer.echo(f"{path}: headline table {'updated' if updated else 'already up to date'}")
 
 
 def register(app: typer.Typer) -> None:

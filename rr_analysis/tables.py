@@ -10,15 +10,18 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 import pandas as pd
 
 from rr_analysis.emergence import EMERGENCE_COLUMNS
 from rr_analysis.stats import TABLE_COLUMNS
 from rr_model.core.errors import InputError
+from rr_model.core.files import atomic_write, read_regular
 from rr_model.core.variants import REFERENCE, label
 from rr_model.results.dataset import plain
 
@@ -28,6 +31,7 @@ __all__ = [
     "render",
     "card_block",
     "update_card",
+    "write_card",
     "card_mismatch",
     "CARD_BEGIN",
     "CARD_END",
@@ -538,6 +542,23 @@ def _split(text: str) -> tuple[str, str, str]:
             f"the card has no generated block: expected the lines {CARD_BEGIN!r} ... {CARD_END!r}"
         )
     return text[:start], text[start : end + len(CARD_END)], text[end + len(CARD_END) :]
+
+
+def write_card(path: str | os.PathLike, table: pd.DataFrame) -> bool:
+    """Rewrite the generated block of the dataset card file `path` for `table`; False if already up to date.
+
+    The card is replaced whole (`rr_model.core.files.atomic_write`), and only if it still holds what was
+    read: an edit saved while the block was being rendered is kept and `rr_model.core.files.Foreign` raised.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"{path}: no such dataset card (set --card-file)")
+    before = read_regular(path)
+    text = before.decode("utf-8")
+    new = update_card(text, table)
+    if new != text:
+        atomic_write(path, lambda f: f.write(new.encode("utf-8")), expect=before)
+    return new != text
 
 
 def update_card(text: str, table: pd.DataFrame) -> str:

@@ -19,7 +19,7 @@ from rr_analysis.notes import recipe_notes
 from rr_analysis.power import power_table, t_test_power
 from rr_analysis.stats import TABLE_COLUMNS, gap_table
 from rr_analysis.tables import FORMATS, card_mismatch, update_card
-from rr_model.results.dataset import load_sweep, write_sweep
+from rr_model.results.dataset import card_path, load_sweep, write_sweep
 
 runner = CliRunner()
 ROOT = Path(__file__).resolve().parents[1]
@@ -224,7 +224,7 @@ def test_recipe_notes_on_published_data():
 
 
 def test_dataset_card_matches_the_data():
-    card = (ROOT / "data" / "README.md").read_text(encoding="utf-8")
+    card = card_path().read_text(encoding="utf-8")
     assert card_mismatch(card, gap_table(load_sweep())) is None
 
 
@@ -260,3 +260,14 @@ def test_thin_data_gives_sentences_not_tracebacks(tmp_path, keep, view):
     write_sweep(thin, path)
     result = analyze(*view.split(), "--data", str(path))
     assert result.exit_code == 0 and "Traceback" not in result.output and "nan" not in result.output.lower()
+
+
+def test_the_card_view_finds_the_packaged_card_from_any_folder(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    result = analyze("card")
+    assert result.exit_code == 0, result.output
+    assert result.stdout == f"{card_path()}: headline table already up to date\n"
+    own = tmp_path / "own.csv"
+    write_sweep(load_sweep(), own)
+    refused = analyze("card", "--data", str(own))
+    assert refused.exit_code == 2 and "give --card-file for" in refused.stderr

@@ -78,7 +78,10 @@ def _child(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
     "args, extra",
     [
         (["train", "--size", "tiny", "--data", "synthetic", "--out", "demo.csv"], "train"),
-        (["sweep", "--sizes", "tiny", "--seeds", "0", "--launcher", "slurm", "--dry-run"], "cluster"),
+        (
+            ["sweep", "--sizes", "tiny", "--seeds", "0", "--launcher", "slurm"],
+            "cluster",
+        ),  # --dry-run needs none
     ],
     ids=lambda a: a if isinstance(a, str) else a[0],
 )

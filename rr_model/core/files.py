@@ -69,6 +69,10 @@ class Unwritten(InputError):
         super().__init__(f"{path}: could not append {what} ({error.strerror or error}); {state}")
 
 
+class Foreign(InputError):
+    """A file or folder rr would replace was changed by another writer meanwhile; it is left as it is."""
+
+
 def append_whole(fd: int, data: bytes, path: str | os.PathLike, what: str = "to it") -> int:
     """Append `data` to the file open (and locked) as `fd` in one write, whole or not at all.
 
@@ -184,16 +188,22 @@ def _remove_leftovers(path: Path, owned: Collection[str] | None = None) -> None:
                 _remove_owned(p, owned) if p.is_dir() else p.unlink()
 
 
-def atomic_write(path: str | os.PathLike, write: Callable[[BinaryIO], object]) -> None:
+def atomic_write(
+    path: str | os.PathLike, write: Callable[[BinaryIO], object], *, expect: bytes | None = None
+) -> None:
     """Call `write` on a temporary file beside `path`, fsync it and rename it over `path`.
 
-    Any failure removes the temporary file and leaves `path` as it was; the OSError propagates.
+    Any failure removes the temporary file and leaves `path` as it was; the OSError propagates. With
+    `expect` (the bytes a read-modify-write read), `path` is read again just before the rename and left as
+    it is, with `Foreign` raised, if another writer changed it meanwhile: its edit is not lost.
     """
     path = Path(path)
     _remove_leftovers(path)
     tmp = temp_name(path)
     try:
         _write_synced(tmp, write, target=path)
+        if expect is not None and read_regular(path) != expect:
+            raise Foreign(f"{path} changed while rr was rewriting it, so it was left as it is; run again")
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
@@ -232,10 +242,6 @@ def atomic_dir(
     finally:
         _remove_owned(tmp, owned)
     fsync_path(path.parent)
-
-
-class Foreign(InputError):
-    """A folder rr would replace holds files it did not write there; it is left as it was."""
 
 
 def _check_owned(old: Path, owned: Collection[str] | None, path: Path, undo=None) -> None:

@@ -47,6 +47,7 @@ __all__ = [
     "append_rows",
     "check_append",
     "bundled_path",
+    "card_path",
     "plain",
     "digest",
     "verify_reference",
@@ -84,6 +85,11 @@ class DataError(RRError, ValueError):
 def bundled_path() -> Path:
     """The published dataset (42 runs) as shipped inside the installed package."""
     return Path(str(resources.files("rr_model.results") / "published" / "scaling_v8.csv"))
+
+
+def card_path() -> Path:
+    """The dataset card of the published sweep (its Markdown description), shipped beside it in the package."""
+    return bundled_path().with_name("README.md")
 
 
 def refuse_reference(path: str | os.PathLike) -> None:

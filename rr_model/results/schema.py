@@ -2,7 +2,7 @@
 
 `SCHEMA` (pandera) checks values once a file has been parsed and typed; `COLUMNS` drives parsing.
 The rules are written as short human phrases because they end up verbatim in error messages. What each
-column means is told once, in the dataset card (data/README.md).
+column means is told once, in the dataset card (rr_model/results/published/README.md, `card_path()`).
 """
 
 from __future__ import annotations
