@@ -23,6 +23,7 @@ class View(str, Enum):
     claims = "claims"
     reproduction = "reproduction"
     forecast = "forecast"
+    confirm = "confirm"
     card = "card"
 
 
@@ -70,6 +71,10 @@ AT = typer.Option(
     help="forecast: a size to forecast, a ladder name or a count such as 3B; repeat for more.",
     show_default=False,
 )
+TARGET_POWER = typer.Option(0.8, "--target-power", help="confirm: the power to plan for (0 to 1).")
+STEPS = typer.Option(
+    None, "--steps", help="confirm: steps of the new runs. Default: the ladder's, else the largest size's."
+)
 
 
 def _view(value: str | None) -> View | None:
@@ -97,7 +102,8 @@ def analyze(
     view: str = typer.Argument(
         None,
         metavar="VIEW",
-        help="What to show: table (default), emergence, power, notes, equivalence, claims, reproduction, forecast or card.",
+        help="What to show: table (default), emergence, power, notes, equivalence, claims, reproduction, "
+        "forecast, confirm or card.",
         show_default=False,
         callback=_view,
     ),
@@ -116,6 +122,8 @@ def analyze(
     margin: float = MARGIN,
     effect: float = EFFECT,
     at: list[str] = AT,
+    target_power: float = TARGET_POWER,
+    steps: int = STEPS,
     wide: bool = typer.Option(False, "--wide", help="Text: every column, whatever the terminal's width."),
     claims_file: Path = CLAIMS_FILE,
     noise: float = NOISE,
@@ -125,9 +133,9 @@ def analyze(
     """Statistics of a sweep: gap = mean(baseline) - mean(review_neutral), positive favours Review.
 
     Views: table (per size: paired* primary, sign-flip, mixed, Welch), emergence, power (with --effect: a seed
-    plan), notes, equivalence (--margin), claims (the paper's, audited), forecast (--at 3B: the gap
-    the primary size-level line predicts there), card. The old flags (--table,
-    --emergence, ...) still work. Exit 0 on success, 2 for a bad --data file or option.
+    plan), notes, equivalence (--margin), claims (the paper's, audited), forecast (--at 3B: the gap the
+    primary size-level line predicts there), confirm (--at 3B: seeds and GPU time to settle it), card. The
+    old flags (--table, --emergence, ...) still work. Exit 0 on success, 2 for a bad --data file or option.
     """
     flags = {"table": table, "emergence": emergence, "power": power, "notes": notes,
              "equivalence": equivalence, "claims": claims, "card": card}  # fmt: skip
@@ -144,7 +152,9 @@ def analyze(
             _write_card(card_file, data, df)
             return
         options = dict(adjust=adjust.value, margin=margin, effect=effect, at=at or [])
-        options |= dict(claims_file=claims_file, noise=noise, against=against)
+        options |= dict(
+            claims_file=claims_file, noise=noise, against=against, power=target_power, steps=steps
+        )
         typer.echo(_compute(chosen_view, df, fmt.value, options, width), nl=False)
 
 
@@ -157,7 +167,11 @@ def _compute(view: View, df, fmt: str, options: dict, width) -> str:
         from rr_analysis.forecast import forecast
 
         return render(forecast(df, options["at"]), "forecast", fmt, width)
+    if view is View.confirm:
+        from rr_analysis.confirm import confirm_plan
 
+        frame = confirm_plan(df, options["at"], power=options["power"], steps=options["steps"])
+        return render(frame, "confirm", fmt, width)
     if view is View.table:
         from rr_analysis.stats import gap_table
 

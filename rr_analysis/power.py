@@ -15,7 +15,7 @@ from rr_analysis.stats import paired_table, welch_table
 from rr_model.core.errors import InputError
 from rr_model.core.variants import REFERENCE
 
-__all__ = ["power_table", "seed_plan", "pooled_resid_sd", "t_test_power", "MAX_SEEDS"]
+__all__ = ["power_table", "seed_plan", "pooled_resid_sd", "t_test_power", "seeds_needed", "MAX_SEEDS"]
 
 MAX_SEEDS = 100_000  # beyond this a requirement is reported as n/a: the effect is practically zero
 
@@ -47,8 +47,16 @@ def t_test_power(effect: float, n1: float, n2: float | None = None, alpha: float
     return float(np.nan_to_num(upper) + np.nan_to_num(lower))
 
 
-def _seeds_needed(effect: float, paired: bool, alpha: float, power: float) -> float:
-    """Smallest integer n >= 2 per arm (or pairs) whose power reaches `power`; NaN beyond MAX_SEEDS."""
+def seeds_needed(effect: float, paired: bool, alpha: float, power: float) -> float:
+    """Smallest integer n >= 2 per arm (or pairs) whose power reaches `power`; NaN beyond MAX_SEEDS.
+
+    `effect` is standardised (d_z for `paired`, Cohen's d otherwise); power is `t_test_power`'s, two-sided.
+
+    Example
+    -------
+    >>> seeds_needed(1.17, True, 0.05, 0.8)
+    8.0
+    """
 
     def enough(n: int) -> bool:
         return t_test_power(effect, n, None if paired else n, alpha) >= power
@@ -118,11 +126,11 @@ def power_table(df: pd.DataFrame, power: float = 0.8, alpha: float = ALPHA) -> p
     for (d, dz, nr, nb, npair), sp, sdd in zip(rows, s_pool, sd_diff, strict=True):
         notes, nu, mu, npd, md = [], np.nan, np.nan, np.nan, np.nan
         if np.isfinite(d) and d != 0:
-            nu, mu = _seeds_needed(abs(d), False, alpha, power), _detectable(nr, nb, alpha, power) * sp
+            nu, mu = seeds_needed(abs(d), False, alpha, power), _detectable(nr, nb, alpha, power) * sp
         else:
             notes.append("unpaired: needs 2 runs per arm and a nonzero gap")
         if np.isfinite(dz) and dz != 0:
-            npd, md = _seeds_needed(abs(dz), True, alpha, power), _detectable(npair, None, alpha, power) * sdd
+            npd, md = seeds_needed(abs(dz), True, alpha, power), _detectable(npair, None, alpha, power) * sdd
         else:
             notes.append("paired: needs 2 seed-matched pairs with varying differences")
         if (np.isfinite(d) and np.isnan(nu)) or (np.isfinite(dz) and np.isnan(npd)):
@@ -199,7 +207,7 @@ def seed_plan(df: pd.DataFrame, effect: float, power: float = 0.8, alpha: float 
         raise InputError(f"the target effect must be a positive gap in nats (e.g. 0.003), got {effect!r}")
     sd, why = pooled_resid_sd(df)
     dz = effect / (np.sqrt(2) * sd) if sd > 0 else np.nan
-    needed = _seeds_needed(dz, True, alpha, power) if np.isfinite(dz) else np.nan
+    needed = seeds_needed(dz, True, alpha, power) if np.isfinite(dz) else np.nan
     if np.isfinite(dz) and np.isnan(needed):
         why = f"the effect is too small for this noise: more than {MAX_SEEDS:,} seeds"
     variants = [REFERENCE, *baselines_in_order(df)]

@@ -350,6 +350,68 @@ VIEWS: dict[str, View] = {
             + _row_notes("note")(t.drop_duplicates("baseline"))
         ),
     ),
+    "confirm": View(
+        title="Planning the confirming run: seeds per arm for the primary (seed-paired) test, and GPU time",
+        columns=(
+            Col("at", _get("at", str), 0),
+            Col("baseline", _get("baseline", label), 0),
+            Col(
+                "forecast gap\n(PI low, pred, high)",
+                lambda r: (
+                    "n/a"
+                    if _missing(r["pred"])
+                    else f"{r['pi_low']:.4f}, {r['pred']:.4f}, {r['pi_high']:.4f}"
+                ),
+                0,
+            ),  # fmt: skip
+            Col("resid\nSD", _get("resid_sd", _num(".5f")), 3),
+            Col(
+                "seeds/arm at\nPI low, pred, high",
+                lambda r: ", ".join(_num("d")(r[f"seeds_at_{k}"]) for k in ("pi_low", "pred", "pi_high")),
+                0,
+            ),  # fmt: skip
+            Col("steps", lambda r: f"{r['steps']:.0f} ({r['steps_source']})", 2),
+            Col(
+                "min/run\n(95% PI)",
+                lambda r: (
+                    "n/a"
+                    if _missing(r["minutes_per_run"])
+                    else f"{r['minutes_per_run']:.1f} ({r['minutes_pi_low']:.1f}-{r['minutes_pi_high']:.1f})"
+                ),
+                1,
+            ),  # fmt: skip
+            Col(
+                "GPU min at pred\n(95% CI)",
+                lambda r: (
+                    "n/a"
+                    if _missing(r["gpu_minutes"])
+                    else f"{r['gpu_minutes']:.0f} ({r['gpu_minutes_low']:.0f}-{r['gpu_minutes_high']:.0f})"
+                ),
+                0,
+            ),  # fmt: skip
+        ),
+        legend=(
+            _GAP,
+            "forecast gap: the primary size-level line's prediction and its 95% prediction interval (rr "
+            "analyze forecast). seeds/arm: smallest n >= 2 giving the target power to the two-sided paired "
+            "t-test (noncentral t) if the true gap were the PI's low end, the prediction, the PI's high end; "
+            "resid SD: the within-seed residual SD of the mixed model pooled over sizes; d_z = gap / (sqrt(2) "
+            "resid SD).",
+            "min/run: each size x variant cell's mean log(minutes) regressed on log(params x steps) (OLS), "
+            "extrapolated; PI: one new run. GPU min: seeds at pred x variants per seed x min/run, CI from the "
+            "fitted median; a seed runs every variant, so one size's total is its largest row. Minutes are the "
+            "data's hardware's (published: B200).",
+        ),
+        notes=lambda t: (
+            [
+                f"{r['at']}: power {r['power']:g} at alpha {r['alpha']:g}; {r['variants_per_seed']} "
+                f"variants per seed; time fit over {r['minutes_cells']} cells, minutes ~ work^"
+                f"{r['minutes_slope']:.3f}"
+                for _, r in t.drop_duplicates("at").iterrows()
+            ]
+            + _row_notes("note")(t)
+        ),  # fmt: skip
+    ),
     "claims": View(
         title="The paper's claims audited: each reported number recomputed (statcheck-style)",
         columns=(

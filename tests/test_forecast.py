@@ -111,3 +111,70 @@ def test_cli_forecast_and_its_errors():
     assert bad.exit_code == 2 and "not a size" in bad.output
     none = runner.invoke(app, ["analyze", "forecast"])
     assert none.exit_code == 2 and "no forecast size" in none.output
+
+
+# --- planning the confirming run (rr_analysis.confirm) ---
+
+
+def test_seeds_per_arm_match_statsmodels_solve_power(sweep):
+    from statsmodels.stats.power import TTestPower
+
+    from rr_analysis.confirm import confirm_plan
+
+    p = confirm_plan(sweep, ["3B", "7B"])
+    for _, r in p.iterrows():
+        for k in ("pi_low", "pred", "pi_high"):
+            dz, n = r[k] / (np.sqrt(2) * r["resid_sd"]), r[f"seeds_at_{k}"]
+            # the two-sided test's upper tail (statsmodels' two-sided power is NaN where its lower tail
+            # underflows, at large dz); the lower tail is below 1e-6 for every gap here
+            power = [
+                TTestPower().power(dz, m, 0.025, alternative="larger") if m >= 2 else 0.0 for m in (n - 1, n)
+            ]
+            assert power[1] >= 0.8 and (n == 2 or power[0] < 0.8), (r["at"], r["baseline"], k)
+    assert (p["seeds_at_pi_low"] >= p["seeds_at_pred"]).all() and (
+        p["seeds_at_pred"] >= p["seeds_at_pi_high"]
+    ).all()
+
+
+def test_minutes_extrapolate_a_log_log_fit_of_the_cells(sweep):
+    from rr_analysis.confirm import confirm_plan, minutes_fit
+
+    cells = sweep.assign(w=np.log(sweep["params_M"] * 1e6 * sweep["steps"]), m=np.log(sweep["minutes"]))
+    cells = cells.groupby(["size", "variant"])[["w", "m"]].mean()
+    slope, icpt = np.polyfit(cells["w"], cells["m"], 1)
+    m = minutes_fit(sweep, np.array([3e9 * 6000]))
+    assert m["slope"] == pytest.approx(slope, rel=1e-9) and m["cells"] == 15
+    assert m["minutes"][0] == pytest.approx(np.exp(icpt + slope * np.log(1.8e13)), rel=1e-9)
+    assert m["pi_low"][0] < m["ci_low"][0] < m["minutes"][0] < m["ci_high"][0] < m["pi_high"][0]
+    p = confirm_plan(sweep, ["3B"])
+    assert p["gpu_minutes"].tolist() == pytest.approx((p["seeds_at_pred"] * 3 * m["minutes"][0]).tolist())
+
+
+def test_steps_come_from_the_ladder_the_option_or_the_largest_size(sweep):
+    from rr_analysis.confirm import confirm_plan
+
+    p = confirm_plan(sweep, ["1B", "3B"]).drop_duplicates("at").set_index("at")
+    assert p.loc["1B", ["steps", "steps_source"]].tolist() == [6000.0, "ladder"]
+    assert p.loc["3B", "steps_source"] == "assumed: the largest size's (1B)"
+    assert confirm_plan(sweep, ["3B"], steps=9000)["steps_source"].eq("given").all()
+
+
+def test_an_interval_reaching_zero_gets_no_seed_count_and_a_sentence(sweep):
+    from rr_analysis.confirm import confirm_plan
+
+    p = confirm_plan(sweep[sweep["size"].isin(["60M", "150M", "320M"])], ["3B"]).set_index("baseline")
+    assert pd.isna(p.loc["highway", "seeds_at_pi_low"]) and p.loc["highway", "seeds_at_pred"] >= 2
+    assert "no number of seeds shows a gap > 0" in p.loc["highway", "note"]
+    records = json.loads(render(p.reset_index(), "confirm", "json"))
+    text = render(p.reset_index(), "confirm", "text")
+    for r in records:
+        assert f"{r['pred']:.4f}" in text and f"{r['gpu_minutes']:.0f}" in text and r["note"] in text
+
+
+def test_cli_confirm():
+    ok = CliRunner().invoke(
+        app, ["analyze", "confirm", "--at", "3B", "--target-power", "0.9", "--format", "json"]
+    )
+    assert ok.exit_code == 0 and {r["power"] for r in json.loads(ok.output)} == {0.9}
+    bad = CliRunner().invoke(app, ["analyze", "confirm", "--at", "3B", "--target-power", "1.5"])
+    assert bad.exit_code == 2 and "between 0 and 1" in bad.output
