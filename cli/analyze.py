@@ -24,6 +24,7 @@ class View(str, Enum):
     reproduction = "reproduction"
     forecast = "forecast"
     confirm = "confirm"
+    fits = "fits"
     card = "card"
 
 
@@ -103,7 +104,7 @@ def analyze(
         None,
         metavar="VIEW",
         help="What to show: table (default), emergence, power, notes, equivalence, claims, reproduction, "
-        "forecast, confirm or card.",
+        "forecast, confirm, fits or card.",
         show_default=False,
         callback=_view,
     ),
@@ -134,7 +135,7 @@ def analyze(
 
     Views: table (per size: paired* primary, sign-flip, mixed, Welch), emergence, power (with --effect: a seed
     plan), notes, equivalence (--margin), claims (the paper's, audited), forecast (--at 3B: the gap the
-    primary size-level line predicts there), confirm (--at 3B: seeds and GPU time to settle it), card. The
+    primary size-level line predicts there), confirm (--at 3B: seeds and GPU time to settle it), fits (L = E + A N^-alpha per variant), card. The
     old flags (--table, --emergence, ...) still work. Exit 0 on success, 2 for a bad --data file or option.
     """
     flags = {"table": table, "emergence": emergence, "power": power, "notes": notes,
@@ -172,6 +173,10 @@ def _compute(view: View, df, fmt: str, options: dict, width) -> str:
 
         frame = confirm_plan(df, options["at"], power=options["power"], steps=options["steps"])
         return render(frame, "confirm", fmt, width)
+    if view is View.fits:
+        from rr_analysis.scaling import scaling_fits
+
+        return render(scaling_fits(df, options["at"]), "fits", fmt, width)
     if view is View.table:
         from rr_analysis.stats import gap_table
 

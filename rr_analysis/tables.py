@@ -412,6 +412,49 @@ VIEWS: dict[str, View] = {
             + _row_notes("note")(t)
         ),  # fmt: skip
     ),
+    "fits": View(
+        title="Scaling fits per variant, L(N) = E + A N^-alpha to the per-size mean losses (descriptive)",
+        columns=(
+            Col("variant", _get("variant", label), 0),
+            Col("sizes", _get("n_sizes", _num("d")), 3),
+            Col("E\n[95% boot]", lambda r: f"{_num('.4f')(r['E'])} {_ci('E_low', 'E_high', '.4f')(r)}", 0),
+            Col(
+                "alpha\n[95% boot]",
+                lambda r: f"{_num('.3f')(r['alpha'])} {_ci('alpha_low', 'alpha_high', '.3f')(r)}",
+                0,
+            ),
+            Col("A\n[95% boot]", lambda r: f"{_num('.3g')(r['A'])} {_ci('A_low', 'A_high', '.3g')(r)}", 2),
+            Col("chi2\n(df)", lambda r: f"{_num('.2f')(r['chi2'])} ({_num('.0f')(r['resid_df'])})", 1),
+            Col("identified", lambda r: "yes" if r["identified"] else "no", 0),
+            Col("at", lambda r: r["at"] or "", 0),
+            Col(
+                "loss at\n[95% boot]",
+                lambda r: f"{_num('.4f')(r['loss_pred'])} {_ci('loss_low', 'loss_high', '.4f')(r)}",
+                0,
+            ),
+        ),
+        legend=(
+            "Weighted least squares (weights 1/SE^2 of each size's mean over its seeds), N the variant's "
+            "parameter count; intervals: 2.5-97.5% quantiles of a parametric bootstrap over seeds (each size's "
+            "seeds redrawn from the fitted mean and the observed seed SD, refitted). Descriptive: no test "
+            "between variants, no crossover or emergence is read from these curves.",
+            "Not identified: E < 0, alpha's interval spanning more than a decade, or alpha at a bound.",
+        ),
+        notes=lambda t: (
+            [
+                f"{r['variant']}: {r['boot_ok']:.0f} of {r['boot']:.0f} bootstrap refits"
+                for _, r in t.drop_duplicates("variant").iterrows()
+                if not _missing(r["boot_ok"])
+            ]
+            + sorted(set(t["df_warning"]) - {""})
+            + sorted(set(t["confound"]) - {""})
+            + [
+                f"{label(r['variant'])}: {r['note']}"
+                for _, r in t.drop_duplicates("variant").iterrows()
+                if r["note"]
+            ]
+        ),  # fmt: skip
+    ),
     "claims": View(
         title="The paper's claims audited: each reported number recomputed (statcheck-style)",
         columns=(
