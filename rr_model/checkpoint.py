@@ -13,7 +13,7 @@ import os
 import pickle
 import zipfile
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import torch
 
@@ -42,11 +42,43 @@ def checkpoint_path(out: str | os.PathLike, size: str, variant: str, seed: int) 
     return out.parent / f"{out.stem}.checkpoints" / f"{size}-{variant}-seed{seed}.pt"
 
 
+class _Writes:
+    """A file that remembers the OSError of a failed write: torch's zip writer reports one as its own
+    RuntimeError ("unexpected pos"), which would hide the reason (a full disk) behind a traceback."""
+
+    def __init__(self, f: BinaryIO):
+        self.f, self.error = f, None
+
+    def write(self, data: bytes) -> int:
+        try:
+            return self.f.write(data)
+        except OSError as e:
+            self.error = e
+            raise
+
+    def flush(self) -> None:
+        self.f.flush()
+
+
 def save(path: str | os.PathLike, state: dict[str, Any]) -> None:
-    """Write `state` to `path` atomically (`rr_model.core.files.atomic_write`)."""
+    """Write `state` to `path` atomically (`rr_model.core.files.atomic_write`).
+
+    A write that fails (a full disk, a file-size limit) leaves the previous checkpoint whole and raises the
+    OSError, naming `path`.
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(path, lambda f: torch.save(state, f))
+
+    def write(f: BinaryIO) -> None:
+        writes = _Writes(f)
+        try:
+            torch.save(state, writes)
+        except RuntimeError:
+            if writes.error is None:
+                raise
+            raise writes.error from None
+
+    atomic_write(path, write)
 
 
 def load(path: str | os.PathLike) -> dict[str, Any]:

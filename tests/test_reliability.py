@@ -322,3 +322,79 @@ def test_an_edit_saved_into_the_card_while_rr_rewrites_it_is_kept(tmp_path, monk
         tables.write_card(card, gap_table(load_sweep()))
     assert card.read_text().startswith("intro, edited\n") and "\nold\n" in card.read_text()
     assert [p.name for p in tmp_path.iterdir()] == ["README.md"]
+
+
+# --------------------------------------------------------------------------------- every other writer of rr
+
+# Each writer replaces an old file with a bigger new one under a file-size limit that only the old one fits:
+# the old file must stay whole, no temporary file may be left, and the error must name the file meant.
+WRITERS = {
+    "checkpoint": "from rr_model import checkpoint; import torch\n"
+    "checkpoint.save(target, {'step': 1, 'w': torch.zeros(4096)})",
+    "figure": "import matplotlib; matplotlib.use('Agg')\nfrom rr_analysis.plots import save_figure, scaling_figure\n"
+    "from rr_model.results.dataset import load_sweep\nfig = scaling_figure(load_sweep())\n"
+    "setrlimit()\nsave_figure(fig, target, dpi=60)",
+    "sweep state": "from rr_model.sweep.jobs import add_jobs\n"
+    "add_jobs(target.with_name('s.csv'), [{'job_id': str(i), 'note': 'x' * 100} for i in range(40)])",
+}
+WRITER = """
+import resource, sys
+from pathlib import Path
+from rr_model.core.errors import RRError
+target = Path(sys.argv[1])
+def setrlimit():
+    resource.setrlimit(resource.RLIMIT_FSIZE, (int(sys.argv[2]), resource.RLIM_INFINITY))
+{imports}
+try:
+    if "setrlimit()" not in {code!r}:
+        setrlimit()
+    {call}
+except (OSError, RRError) as e:
+    print(e)
+    sys.exit(3)
+"""
+
+
+@pytest.mark.parametrize("writer", WRITERS)
+def test_a_write_that_does_not_fit_leaves_the_old_file_whole(tmp_path, writer):
+    names = {"checkpoint": "run.pt", "figure": "fig.png", "sweep state": "s.sweep.json"}
+    target = tmp_path / names[writer]
+    old = b'{"jobs": []}\n' if writer == "sweep state" else b"the old file, whole"
+    target.write_bytes(old)
+    *imports, call = WRITERS[writer].replace("setrlimit()\n", "setrlimit(); ").split("\n")
+    code = WRITER.format(imports="\n".join(imports), call=call, code=WRITERS[writer])
+    done = subprocess.run([sys.executable, "-c", code, str(target), "2000"], capture_output=True, text=True)
+    assert done.returncode == 3, done.stderr
+    assert str(target) in done.stdout and "File too large" in done.stdout
+    assert target.read_bytes() == old
+    left = sorted(p.name for p in tmp_path.iterdir() if p.suffix != ".lock")  # the state file's lock stays
+    assert left == [target.name]
+
+
+def test_two_submitters_keep_both_their_entries_in_the_sweep_state(tmp_path, monkeypatch):
+    """The second submitter runs at the exact point the first has read the state and not yet replaced it."""
+    import os
+
+    from rr_model.sweep import jobs
+
+    out, real, second = tmp_path / "s.csv", jobs.atomic_write, []
+
+    def between_read_and_replace(path, write):
+        if not second:
+            code = f"from rr_model.sweep.jobs import add_jobs; add_jobs({str(out)!r}, [{{'job_id': 'B'}}])"
+            env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+            second.append(subprocess.Popen([sys.executable, "-c", code], env=env))
+            with pytest.raises(BlockingIOError):  # it waits for this submitter's lock, whatever the timing
+                import fcntl
+
+                fd = os.open(jobs.state_path(out).with_name("s.sweep.json.lock"), os.O_RDONLY)
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                finally:
+                    os.close(fd)
+        real(path, write)
+
+    monkeypatch.setattr(jobs, "atomic_write", between_read_and_replace)
+    jobs.add_jobs(out, [{"job_id": "A"}])
+    assert second[0].wait() == 0
+    assert [e["job_id"] for e in jobs.read_jobs(out)] == ["A", "B"]
