@@ -11,6 +11,7 @@ import typer
 
 from cli.choices import Adjust, Format
 from cli.errors import fail, known_errors
+from cli.options import BASELINES, HIGHER_IS_BETTER, METRIC, REFERENCE, comparison
 from rr_model.core.errors import InputError
 
 
@@ -130,8 +131,15 @@ def analyze(
     noise: float = NOISE,
     against: Path = AGAINST,
     card_file: Path | None = CARD_FILE,
+    reference: str = REFERENCE,
+    baselines: str | None = BASELINES,
+    metric: str = METRIC,
+    higher_is_better: bool = HIGHER_IS_BETTER,
 ) -> None:
     """Statistics of a sweep: gap = mean(baseline) - mean(review_neutral), positive favours Review.
+
+    Any comparison: --reference, --baselines, --metric and --higher-is-better choose it (the claims view
+    audits the paper's own comparison and takes none of them); every format states the reference.
 
     Views: table (per size: paired* primary, sign-flip, mixed, Welch), emergence, power (with --effect: a seed
     plan), notes, equivalence (--margin), claims (the paper's, audited), forecast (--at 3B: the gap the
@@ -145,29 +153,56 @@ def analyze(
         raise fail(f"choose one view, not {' and '.join(sorted(v.value for v in chosen))}")
     chosen_view = chosen.pop() if chosen else View.table
     width = None if wide or fmt is not Format.text else shutil.get_terminal_size().columns
+    kw = comparison(reference, baselines, metric, higher_is_better)
+    if chosen_view is View.claims and kw != comparison("review_neutral", None, "val_loss", False):
+        raise fail(
+            "the claims view audits the paper's own comparison (review_neutral against highway and standard, "
+            "val_loss); --reference, --baselines, --metric and --higher-is-better do not apply to it: use the "
+            "table, emergence or equivalence view for another comparison"
+        )
+    if chosen_view is View.forecast and (reference, metric, higher_is_better) != (
+        "review_neutral",
+        "val_loss",
+        False,
+    ):
+        raise fail(
+            "the forecast view predicts val_loss gaps against review_neutral (rr_analysis.forecast); --reference, "
+            "--metric and --higher-is-better do not apply to it (--baselines does)"
+        )
     with known_errors():
         from cli.dataload import load_checked
 
         df = load_checked(data, warn=chosen_view is not View.reproduction)  # a re-run differs on purpose
         if chosen_view is View.card:
-            _write_card(card_file, data, df)
+            _write_card(card_file, data, df, kw)
             return
         options = dict(adjust=adjust.value, margin=margin, effect=effect, at=at or [])
         options |= dict(
-            claims_file=claims_file, noise=noise, against=against, power=target_power, steps=steps
+            claims_file=claims_file,
+            noise=noise,
+            against=against,
+            power=target_power,
+            steps=steps,
+            comparison=kw,
         )
         typer.echo(_compute(chosen_view, df, fmt.value, options, width), nl=False)
 
 
 def _compute(view: View, df, fmt: str, options: dict, width) -> str:
-    """Run the view's library function with the options it reads, and render it."""
+    """Run the view's library function with the options it reads (``comparison``: the keywords of the
+    comparison), and render it."""
     from rr_analysis.tables import render
 
-    adjust, margin, effect = options["adjust"], options["margin"], options["effect"]
+    adjust, margin, effect, kw = (
+        options["adjust"],
+        options["margin"],
+        options["effect"],
+        options["comparison"],
+    )
     if view is View.forecast:
         from rr_analysis.forecast import forecast
 
-        return render(forecast(df, options["at"]), "forecast", fmt, width)
+        return render(forecast(df, options["at"], baselines=kw["baselines"]), "forecast", fmt, width)
     if view is View.confirm:
         from rr_analysis.confirm import confirm_plan
 
@@ -180,20 +215,20 @@ def _compute(view: View, df, fmt: str, options: dict, width) -> str:
     if view is View.table:
         from rr_analysis.stats import gap_table
 
-        return render(gap_table(df, adjust), "table", fmt, width)
+        return render(gap_table(df, adjust, **kw), "table", fmt, width)
     if view is View.emergence:
         from rr_analysis.emergence import emergence
 
-        return render(emergence(df), "emergence", fmt, width)
+        return render(emergence(df, **kw), "emergence", fmt, width)
     if view is View.power:
         from rr_analysis.power import power_table, seed_plan
 
-        frame = power_table(df) if effect is None else seed_plan(df, effect)
+        frame = power_table(df, **kw) if effect is None else seed_plan(df, effect, **kw)
         return render(frame, "power" if effect is None else "plan", fmt, width)
     if view is View.notes:
         from rr_analysis.notes import recipe_notes
 
-        return render(recipe_notes(df), "notes", fmt, width)
+        return render(recipe_notes(df, **kw), "notes", fmt, width)
     if view is View.reproduction:
         from rr_analysis.reproduction import reproduction
         from rr_model.results.dataset import load_sweep
@@ -204,13 +239,13 @@ def _compute(view: View, df, fmt: str, options: dict, width) -> str:
 
     margin = DEFAULT_MARGIN if margin is None else margin
     if view is View.equivalence:
-        return render(equivalence(df, margin), "equivalence", fmt, width)
+        return render(equivalence(df, margin, **kw), "equivalence", fmt, width)
     from rr_analysis.claims import claims
 
     return render(claims(df, margin, adjust, records=options["claims_file"]), "claims", fmt, width)
 
 
-def _write_card(path: Path | None, data: Path | None, df) -> None:
+def _write_card(path: Path | None, data: Path | None, df, kw: dict) -> None:
     from rr_analysis.stats import gap_table
     from rr_analysis.tables import write_card
     from rr_model.results.dataset import card_path
@@ -220,7 +255,7 @@ def _write_card(path: Path | None, data: Path | None, df) -> None:
             f"the packaged card describes the published sweep, not {data}: give --card-file for {data}'s card"
         )
     path = path or card_path()
-    updated = write_card(path, gap_table(df))
+    updated = write_card(path, gap_table(df, **kw))
     typer.echo(f"{path}: headline table {'updated' if updated else 'already up to date'}")
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import typer
 
+from cli import options
 from cli.choices import Adjust, Stat
 from cli.errors import known_errors
 from cli.help import CASE_INSENSITIVE
@@ -71,52 +72,92 @@ def emergence(
     ci: bool = typer.Option(False, "--ci", help="Draw 95% confidence intervals instead of +-1 SE."),
     dpi: int = DPI,
     title: str | None = TITLE,
+    reference: str = options.REFERENCE,
+    baselines: str | None = options.BASELINES,
+    metric: str = options.METRIC,
+    higher_is_better: bool = options.HIGHER_IS_BETTER,
 ) -> None:
     """The paper's Figure 2: Review's advantage (baseline loss - Review loss) against parameters.
 
     One line per baseline with +-1 SE bars (or 95% CIs with --ci), a dashed zero line and a star where the
     chosen test's adjusted p < 0.05 (the subtitle names test, adjustment and family). The default is the
     primary analysis, the paired test with Holm's adjustment; `--stat welch --adjust none` draws the
-    paper's figure.
+    paper's figure. --reference, --baselines and --metric draw any other comparison.
     """
+    kw = options.comparison(reference, baselines, metric, higher_is_better)
 
     def draw(df):
         from rr_analysis.plots import emergence_figure
         from rr_analysis.stats import gap_table
 
-        return emergence_figure(gap_table(df, adjust.value), stat=stat.value, ci=ci, title=title)
+        return emergence_figure(gap_table(df, adjust.value, **kw), stat=stat.value, ci=ci, title=title)
 
     _write(data, out, dpi, draw)
 
 
 @plot_app.command()
 def scaling(
-    data: Path | None = DATA, out: Path = _out("scaling.png"), dpi: int = DPI, title: str | None = TITLE
+    data: Path | None = DATA,
+    out: Path = _out("scaling.png"),
+    dpi: int = DPI,
+    title: str | None = TITLE,
+    reference: str = options.REFERENCE,
+    baselines: str | None = options.BASELINES,
+    metric: str = options.METRIC,
+    higher_is_better: bool = options.HIGHER_IS_BETTER,
 ) -> None:
-    """Validation loss against parameters per variant: every seed a point, the mean a line, log x."""
+    """Validation loss (or --metric) against parameters per variant: every seed a point, the mean a line, log x.
+
+    Every variant by default; --baselines limits the variants drawn beside the reference.
+    """
     from rr_analysis.plots import scaling_figure
 
-    _write(data, out, dpi, lambda df: scaling_figure(df, title=title))
+    kw = options.comparison(reference, baselines, metric, higher_is_better)
+    _write(data, out, dpi, lambda df: scaling_figure(df, title=title, **kw))
 
 
 @plot_app.command()
 def seeds(
-    data: Path | None = DATA, out: Path = _out("seeds.png"), dpi: int = DPI, title: str | None = TITLE
+    data: Path | None = DATA,
+    out: Path = _out("seeds.png"),
+    dpi: int = DPI,
+    title: str | None = TITLE,
+    reference: str = options.REFERENCE,
+    baselines: str | None = options.BASELINES,
+    metric: str = options.METRIC,
+    higher_is_better: bool = options.HIGHER_IS_BETTER,
 ) -> None:
-    """A facet per size: every run, each variant's mean with its 95% t interval, a line per seed."""
+    """A facet per size: every run, each variant's mean with its 95% t interval, a line per seed.
+
+    Every variant by default; --baselines limits the variants drawn beside the reference.
+    """
     from rr_analysis.plots import seeds_figure
 
-    _write(data, out, dpi, lambda df: seeds_figure(df, title=title))
+    kw = options.comparison(reference, baselines, metric, higher_is_better)
+    _write(data, out, dpi, lambda df: seeds_figure(df, title=title, **kw))
 
 
 @plot_app.command()
 def calibration(
-    data: Path | None = DATA, out: Path = _out("calibration.png"), dpi: int = DPI, title: str | None = TITLE
+    data: Path | None = DATA,
+    out: Path = _out("calibration.png"),
+    dpi: int = DPI,
+    title: str | None = TITLE,
+    reference: str = options.REFERENCE,
+    baselines: str | None = options.BASELINES,
 ) -> None:
-    """Expected calibration error by size and variant, where ECE was measured."""
+    """Expected calibration error by size and variant, where ECE was measured (the metric is ECE).
+
+    Every variant by default; --baselines limits the variants drawn beside the reference.
+    """
     from rr_analysis.plots import calibration_figure
 
-    _write(data, out, dpi, lambda df: calibration_figure(df, title=title))
+    _write(
+        data,
+        out,
+        dpi,
+        lambda df: calibration_figure(df, title=title, reference=reference, baselines=baselines),
+    )
 
 
 def register(app: typer.Typer) -> None:

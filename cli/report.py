@@ -6,6 +6,7 @@ from pathlib import Path
 
 import typer
 
+from cli import options
 from cli.errors import known_errors
 
 
@@ -25,6 +26,10 @@ def report(
         "its figures in the folder NAME_files beside it.",
     ),
     dpi: int = typer.Option(120, "--dpi", min=1, help="Resolution of the PNG figures."),
+    reference: str = options.REFERENCE,
+    baselines: str | None = options.BASELINES,
+    metric: str = options.METRIC,
+    higher_is_better: bool = options.HIGHER_IS_BETTER,
 ) -> None:
     """Write the table, the emergence result, the recipe notes, the power table and every figure.
 
@@ -32,6 +37,7 @@ def report(
     (or in OUT's NAME_files folder), linked relatively. A reader of OUT sees the old report or the new one
     whole, and only files rr wrote there are ever replaced. Prints the report's path. Exit 2 for a bad --data file
     or a folder that cannot be written; a warning on stderr if --data has altered published rows.
+    --reference, --baselines, --metric and --higher-is-better report on any other comparison.
     """
     import matplotlib
 
@@ -42,7 +48,8 @@ def report(
     from rr_model.results.dataset import bundled_path
 
     with known_errors():
-        path = write_report(load_checked(data), out, source=str(data or bundled_path()), dpi=dpi)
+        kw = options.comparison(reference, baselines, metric, higher_is_better)
+        path = write_report(load_checked(data), out, source=str(data or bundled_path()), dpi=dpi, **kw)
     typer.echo(str(path))
 
 

@@ -4,12 +4,23 @@ levels of evidence: per run (a), with each size's gap free to leave the line (b)
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
-from rr_analysis.cells import ALPHA, baselines_in_order, cell_frame, sizes_in_order, t_sf2
+from rr_analysis.cells import (
+    ALPHA,
+    METRIC,
+    RESPONSE,
+    STAMP,
+    Comparison,
+    cell_frame,
+    compare,
+    sizes_in_order,
+    t_sf2,
+)
 from rr_analysis.meta import meta_regression
 from rr_analysis.mixed import SINGULAR_RATIO, BlockModel
 from rr_analysis.slopes import SizeModel, kenward_roger
@@ -26,7 +37,7 @@ EMERGENCE_COLUMNS: tuple[str, ...] = (
     "dev_slope", "dev_se", "dev_df", "dev_p", "dev_kr_se", "dev_kr_df", "dev_kr_p",
     "dev_var_seed", "dev_var_size", "dev_var_resid", "dev_singular",
     "run_slope", "run_se", "run_df", "run_p", "run_gap_at_centre", "lrt_chi2", "lrt_df", "lrt_p",
-    "confound", "note",
+    "confound", "note", *STAMP,
 )  # fmt: skip
 PRIMARY_LEVEL = "meta"  # the size-level two-stage meta-regression (c): the question is about sizes, not runs
 KR_MAX_RUNS = 2000  # Kenward-Roger is dense per size: O(n_size^3)
@@ -37,8 +48,9 @@ MAX_DECADES = 20.0  # a ladder wider than 10^20 in parameter count is a data err
 class _Design:
     """The rows, sizes and design matrices shared by the per-run (a) and size-deviation (b) models."""
 
-    sizes: list[str]  # sizes with Review runs, in order
-    lx: pd.Series  # log10(Review's parameter count) per size
+    reference: str
+    sizes: list[str]  # sizes with reference (Review) runs, in order
+    lx: pd.Series  # log10(the reference's parameter count) per size
     at: dict[str, int]  # baseline -> number of those sizes it ran at
     data: pd.DataFrame
     X0: np.ndarray  # size intercepts + baseline indicators
@@ -48,10 +60,12 @@ class _Design:
     why: str  # why no model can be fitted, "" when one can
 
 
-def _design(df: pd.DataFrame, baselines: list[str]) -> _Design:
-    sizes = [s for s in sizes_in_order(df) if ((df["size"] == s) & (df["variant"] == REFERENCE)).any()]
+def _design(df: pd.DataFrame, c: Comparison) -> _Design:
+    """`df`: the rows `compare` returns for `c`."""
+    baselines, reference = list(c.baselines), c.reference
+    sizes = [s for s in sizes_in_order(df) if ((df["size"] == s) & (df["variant"] == reference)).any()]
     # log10(params_M) + 6, not log10(1e6 params_M): the latter overflows for absurd parameter counts.
-    lx = np.log10(df[df["variant"] == REFERENCE].groupby("size")["params_M"].mean()) + 6.0
+    lx = np.log10(df[df["variant"] == reference].groupby("size")["params_M"].mean()) + 6.0
     data = df[df["size"].isin(sizes)]
     lxc = data["size"].map(lx - lx[sizes].mean()).to_numpy(float)
     at = {v: int(data.loc[data["variant"] == v, "size"].nunique()) for v in baselines}
@@ -63,9 +77,9 @@ def _design(df: pd.DataFrame, baselines: list[str]) -> _Design:
     blocks = data.groupby(["size", "seed"], sort=False).ngroup().to_numpy()
     why = ""
     if len(sizes) < 2:
-        why = f"needs at least 2 sizes with {REFERENCE} runs"
+        why = f"needs at least 2 sizes with {reference} runs"
     elif not np.isfinite(lx[sizes]).all() or np.ptp(lx[sizes].to_numpy()) > MAX_DECADES:
-        why = (f"{REFERENCE}'s parameter counts (params_M {df['params_M'].min():.3g} to "
+        why = (f"{reference}'s parameter counts (params_M {df['params_M'].min():.3g} to "
                f"{df['params_M'].max():.3g}) span over {MAX_DECADES:g} decades or overflow: not a size ladder; "
                "no slope is fitted")  # fmt: skip
     elif len(data) - X.shape[1] < 1:
@@ -74,7 +88,7 @@ def _design(df: pd.DataFrame, baselines: list[str]) -> _Design:
         why = "no size:seed block holds two runs: seed and residual variance are not separable"
     elif np.linalg.matrix_rank(X) < X.shape[1]:
         why = "the fixed effects are not identifiable from these cells"
-    return _Design(sizes, lx, at, data, X0, X, names, blocks, why)
+    return _Design(reference, sizes, lx, at, data, X0, X, names, blocks, why)
 
 
 def _p(est: np.ndarray, se: np.ndarray, dof: np.ndarray) -> np.ndarray:
@@ -90,7 +104,7 @@ def _per_run(d: _Design, baselines: list[str]) -> tuple[dict, list[str]]:
         c: np.full(len(baselines), np.nan) for c in ("run_slope", "run_se", "run_df", "run_gap_at_centre")
     }
     cols.update({c: np.nan for c in ("lrt_chi2", "lrt_df", "lrt_p")})
-    y = d.data["val_loss"].to_numpy(float)
+    y = d.data[RESPONSE].to_numpy(float)
     fit = BlockModel(y, d.X, d.blocks).fit(reml=True)
     se = np.sqrt(np.diag(fit.cov))
     for i, v in enumerate(baselines):
@@ -120,7 +134,7 @@ def _size_dev(d: _Design, baselines: list[str]) -> tuple[dict, list[str]]:
     if not varied:
         return cols, []
     U = np.column_stack([(d.data["variant"] == v).to_numpy(float) for v in varied])
-    model = SizeModel(d.data["val_loss"].to_numpy(float), d.X, d.data["size"].to_numpy(), d.blocks, U)
+    model = SizeModel(d.data[RESPONSE].to_numpy(float), d.X, d.data["size"].to_numpy(), d.blocks, U)
     fit = model.fit()
     se = np.sqrt(np.diag(fit.cov))
     big = int(d.data["size"].value_counts().max()) > KR_MAX_RUNS
@@ -144,9 +158,9 @@ def _size_dev(d: _Design, baselines: list[str]) -> tuple[dict, list[str]]:
     return cols, notes
 
 
-def _meta(df: pd.DataFrame, d: _Design, baseline: str) -> tuple[dict, str]:
-    """(c), primary: the per-size seed-paired gaps and their SEs, meta-regressed on log10(params)."""
-    p = paired_table(df)
+def _meta(p: pd.DataFrame, d: _Design, baseline: str) -> tuple[dict, str]:
+    """(c), primary: the per-size seed-paired gaps and their SEs (`p`: `paired_table`), meta-regressed on
+    log10(params)."""
     p = p[(p["baseline"] == baseline) & p["size"].isin(d.sizes)]
     used = p[p["paired_note"] == ""]
     left = [f"{s} ({n})" for s, n in zip(p["size"], p["paired_note"], strict=True) if n]
@@ -184,7 +198,7 @@ def _verdict(r: pd.Series) -> str:
 
 
 def _confound(d: _Design) -> str:
-    ref = d.data[d.data["variant"] == REFERENCE].groupby("size")["steps"].median()
+    ref = d.data[d.data["variant"] == d.reference].groupby("size")["steps"].median()
     steps = [int(ref[s]) for s in d.sizes]
     if len(set(steps)) < 2:
         return ""
@@ -194,13 +208,24 @@ def _confound(d: _Design) -> str:
             "training length; scale and token budget are confounded")  # fmt: skip
 
 
-def emergence(df: pd.DataFrame) -> pd.DataFrame:
-    """Does Review's advantage grow with size? The gap's slope per decade of parameters, at three levels.
+def emergence(
+    df: pd.DataFrame,
+    *,
+    reference: str = REFERENCE,
+    baselines: Sequence[str] | None = None,
+    metric: str = METRIC,
+    higher_is_better: bool = False,
+) -> pd.DataFrame:
+    """Does the reference's (Review's) advantage grow with size? The gap's slope per decade of parameters, at
+    three levels.
 
     Parameters
     ----------
     df
         A validated sweep (`load_sweep`).
+    reference, baselines, metric, higher_is_better
+        The comparison (`rr_analysis.cells.compare`): the reference variant, the baselines in order (None:
+        every other variant present), the numeric column compared and whether higher is better.
 
     Returns
     -------
@@ -212,14 +237,16 @@ def emergence(df: pd.DataFrame) -> pd.DataFrame:
     (Kenward-Roger), ``dev_var_seed, dev_var_size, dev_var_resid`` (REML variance components; dev_var_size
     is this baseline's), ``dev_singular`` (lme4's rule); (a) ``run_slope, run_se, run_df, run_p``
     (Satterthwaite), ``run_gap_at_centre``, ``lrt_chi2, lrt_df, lrt_p`` (joint LRT of all slopes under (a));
-    ``confound`` (steps that change with size) and ``note`` (n/a reasons, singular fits, few sizes).
-    Slopes are changes of the gap per decade of Review's parameter count; positive: the gap grows.
+    ``confound`` (steps that change with size), ``note`` (n/a reasons, singular fits, few sizes), then
+    `rr_analysis.cells.STAMP`. Slopes are changes of the gap (baseline - reference of the response, positive
+    favours the reference) per decade of the reference's parameter count; positive: the gap grows.
 
     Notes
     -----
     lxc = log10(Review's parameter count at the size), centred over the sizes with Review runs; x_v the 0/1
     indicator of baseline v.
-    (a) ``val_loss ~ 0 + size + sum_v (x_v + x_v:lxc) + (1 | size:seed)``, REML (`mixed.BlockModel`): every
+    The response y is the metric (val_loss by default), negated when higher is better.
+    (a) ``y ~ 0 + size + sum_v (x_v + x_v:lxc) + (1 | size:seed)``, REML (`mixed.BlockModel`): every
     run is evidence and each gap lies exactly on the line, so its df come from within-block residuals.
     (b) (a) plus ``(0 + x_v | size)`` per baseline seen at 3+ sizes: each size's gap may leave the line, so the
     slope's evidence is the between-size scatter (`slopes.SizeModel`); lmerTest's Satterthwaite df and
@@ -235,9 +262,10 @@ def emergence(df: pd.DataFrame) -> pd.DataFrame:
     >>> e["meta_p"].round(3).tolist()
     [0.063, 0.001]
     """
-    cell_frame(df)  # no Review or no baseline: a clear InputError
-    baselines = baselines_in_order(df)
-    d = _design(df, baselines)
+    rows, comparison = compare(df, reference, baselines, metric, higher_is_better)
+    cell_frame(rows, comparison)  # no baseline: a clear InputError
+    baselines = list(comparison.baselines)
+    d = _design(rows, comparison)
     out = pd.DataFrame({"baseline": baselines, "n_sizes": [d.at[v] for v in baselines]})
     out["primary"] = PRIMARY_LEVEL
     notes = {v: [] for v in baselines}
@@ -250,18 +278,19 @@ def emergence(df: pd.DataFrame) -> pd.DataFrame:
     for c in ("dev_p", "dev_kr_p"):
         if not d.why:
             out[c] = _p(out["dev_slope"], out[c.replace("_p", "_se")], out[c.replace("_p", "_df")])
-    metas = [_meta(df, d, v) if not d.why else ({}, "") for v in baselines]
+    paired = paired_table(df, **comparison.keywords) if not d.why else None
+    metas = [_meta(paired, d, v) if not d.why else ({}, "") for v in baselines]
     for c in EMERGENCE_COLUMNS:
         if c.startswith("meta_"):
             out[c] = [m[0].get(c, np.nan) for m in metas]
     for c in EMERGENCE_COLUMNS:
-        if c not in out:
+        if c not in out and c not in STAMP:
             out[c] = False if c == "dev_singular" else np.nan
     out["meta_sizes"] = out["meta_sizes"].fillna(0).astype("int64")
     out["verdict"] = [_verdict(r) for _, r in out.iterrows()]
     out["confound"] = _confound(d) if len(d.sizes) else ""
     for i, v in enumerate(baselines):
-        few = "" if d.at[v] >= 3 else f"at {d.at[v]} size(s) with {REFERENCE}: no size-level slope test"
+        few = "" if d.at[v] >= 3 else f"at {d.at[v]} size(s) with {d.reference}: no size-level slope test"
         notes[v] = [d.why or few, metas[i][1], *notes[v]]
     out["note"] = ["; ".join(n for n in notes[v] if n) for v in baselines]
-    return out[list(EMERGENCE_COLUMNS)]
+    return comparison.stamp(out)[list(EMERGENCE_COLUMNS)]

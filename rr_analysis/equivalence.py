@@ -6,10 +6,12 @@ A t-test that fails to reject says "not shown different", never "the same". TOST
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import pandas as pd
 
-from rr_analysis.cells import ALPHA, t_quantile
+from rr_analysis.cells import ALPHA, METRIC, RESPONSE, compare, t_quantile
 from rr_analysis.stats import paired_table, welch_table
 from rr_model.core.errors import InputError
 from rr_model.core.variants import REFERENCE
@@ -22,23 +24,26 @@ DEFAULT_MARGIN = 0.005
 
 
 def _arms(
-    df: pd.DataFrame, size: str, baseline: str
+    rows: pd.DataFrame, size: str, baseline: str, reference: str
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(baseline runs, Review runs, then both arms on the seeds they share, seed-aligned) at one size."""
-    cell = df[df["size"] == size]
-    b = cell[cell["variant"] == baseline].set_index("seed")["val_loss"]
-    r = cell[cell["variant"] == REFERENCE].set_index("seed")["val_loss"]
+    """(baseline runs, reference runs, then both arms on the seeds they share, seed-aligned) at one size, of
+    the response (`rows`: what `rr_analysis.cells.compare` returns)."""
+    cell = rows[rows["size"] == size]
+    b = cell[cell["variant"] == baseline].set_index("seed")[RESPONSE]
+    r = cell[cell["variant"] == reference].set_index("seed")[RESPONSE]
     shared = b.index.intersection(r.index)
     return b.to_numpy(float), r.to_numpy(float), b[shared].to_numpy(float), r[shared].to_numpy(float)
 
 
-def _tost(df: pd.DataFrame, cells: pd.DataFrame, margin: float) -> tuple[list[float], list[float]]:
+def _tost(
+    rows: pd.DataFrame, reference: str, cells: pd.DataFrame, margin: float
+) -> tuple[list[float], list[float]]:
     """statsmodels' TOST p per cell, paired and Welch (usevar="unequal"); NaN where the t-test is n/a."""
     from statsmodels.stats.weightstats import ttost_ind, ttost_paired
 
     paired, welch = [], []
     for r in cells.itertuples():
-        b, a, b_pair, a_pair = _arms(df, r.size, r.baseline)
+        b, a, b_pair, a_pair = _arms(rows, r.size, r.baseline, reference)
         ok_p, ok_w = r.paired_note == "", r.welch_note == ""
         paired.append(float(ttost_paired(b_pair, a_pair, -margin, margin)[0]) if ok_p else np.nan)
         welch.append(float(ttost_ind(b, a, -margin, margin, usevar="unequal")[0]) if ok_w else np.nan)
@@ -53,7 +58,15 @@ def _verdict(tost_p: float, p: float, margin: float) -> str:
     return "different" if p < ALPHA else "not shown either way"
 
 
-def equivalence(df: pd.DataFrame, margin: float = DEFAULT_MARGIN) -> pd.DataFrame:
+def equivalence(
+    df: pd.DataFrame,
+    margin: float = DEFAULT_MARGIN,
+    *,
+    reference: str = REFERENCE,
+    baselines: Sequence[str] | None = None,
+    metric: str = METRIC,
+    higher_is_better: bool = False,
+) -> pd.DataFrame:
     """TOST of |gap| < margin for each (size, baseline), on the paired (primary) test and on Welch.
 
     Parameters
@@ -61,14 +74,18 @@ def equivalence(df: pd.DataFrame, margin: float = DEFAULT_MARGIN) -> pd.DataFram
     df
         A validated sweep (`load_sweep`).
     margin
-        The equivalence margin M in val_loss units (nats), > 0.
+        The equivalence margin M in the metric's units (val_loss: nats), > 0.
+    reference, baselines, metric, higher_is_better
+        The comparison (`rr_analysis.cells.compare`): the reference variant, the baselines in order (None:
+        every other variant present), the numeric column compared and whether higher is better.
 
     Returns
     -------
-    DataFrame, one row per (size, baseline), with columns ``size, baseline, margin, gap`` (baseline - Review),
+    DataFrame, one row per (size, baseline), with columns ``size, baseline, margin, gap`` (baseline - reference
+    of the response, positive favours the reference),
     ``paired_diff, paired_ci90_low, paired_ci90_high, paired_tost_p, paired_verdict`` and
-    ``welch_ci90_low, welch_ci90_high, welch_tost_p, welch_verdict``, and ``paired_note, welch_note`` (why a
-    test is n/a). A verdict is "equivalent within ±M" (TOST p < 0.05; "; nonzero" is added when the t-test
+    ``welch_ci90_low, welch_ci90_high, welch_tost_p, welch_verdict``, ``paired_note, welch_note`` (why a
+    test is n/a), then `rr_analysis.cells.STAMP`. A verdict is "equivalent within ±M" (TOST p < 0.05; "; nonzero" is added when the t-test
     also rejects 0), "different" (the t-test's p < 0.05, not equivalent), "not shown either way" or "n/a".
 
     Notes
@@ -87,14 +104,15 @@ def equivalence(df: pd.DataFrame, margin: float = DEFAULT_MARGIN) -> pd.DataFram
     """
     if not (np.isfinite(margin) and margin > 0):
         raise InputError(f"the equivalence margin must be a positive number of nats, got {margin!r}")
-    w, p = welch_table(df), paired_table(df)
+    rows, comparison = compare(df, reference, baselines, metric, higher_is_better)
+    w, p = welch_table(df, **comparison.keywords), paired_table(df, **comparison.keywords)
     cells = w[["size", "baseline", "gap", "welch_se", "welch_df", "welch_p", "welch_note"]].merge(
         p[["size", "baseline", "paired_diff", "paired_se", "paired_df", "paired_p", "paired_note"]],
         on=["size", "baseline"],
     )
     out = cells[["size", "baseline"]].copy()
     out["margin"], out["gap"], out["paired_diff"] = margin, cells["gap"], cells["paired_diff"]
-    cells["paired_tost_p"], cells["welch_tost_p"] = _tost(df, cells, margin)
+    cells["paired_tost_p"], cells["welch_tost_p"] = _tost(rows, comparison.reference, cells, margin)
     for test, est in (("paired", "paired_diff"), ("welch", "gap")):
         half = t_quantile(0.95, np.nan_to_num(cells[f"{test}_df"], nan=1.0)) * cells[f"{test}_se"]
         out[f"{test}_ci90_low"], out[f"{test}_ci90_high"] = cells[est] - half, cells[est] + half
@@ -104,4 +122,4 @@ def equivalence(df: pd.DataFrame, margin: float = DEFAULT_MARGIN) -> pd.DataFram
             for tp, pp in zip(cells[f"{test}_tost_p"], cells[f"{test}_p"], strict=True)
         ]
     out["paired_note"], out["welch_note"] = cells["paired_note"], cells["welch_note"]
-    return out
+    return comparison.stamp(out)

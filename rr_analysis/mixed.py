@@ -14,12 +14,13 @@ relative scale instead: lme4's rule, sd(seed) / sd(residual) < 1e-4.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
-from rr_analysis.cells import cell_frame, t_sf2
+from rr_analysis.cells import METRIC, RESPONSE, cell_frame, compare, t_sf2
 from rr_model.core.variants import REFERENCE
 
 __all__ = ["BlockModel", "Fit", "mixed_table", "SINGULAR_RATIO"]
@@ -160,7 +161,7 @@ class BlockModel:
 
 
 def _closed_form(wide: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, float, float, float]:
-    """REML for complete seed blocks (rows: seeds, columns: variants, Review first, no gaps).
+    """REML for complete seed blocks (rows: seeds, columns: variants, the reference first, no gaps).
 
     The randomised-complete-block ANOVA: SSE with (n-1)(k-1) df and the seed sum of squares with n-1 df.
     When MS_seed >= MSE, sigma^2 = MSE and tau^2 = (MS_seed - MSE)/k; otherwise tau^2 = 0 (the boundary)
@@ -181,11 +182,11 @@ def _closed_form(wide: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, float, flo
     return col[1:] - col[0], np.full(k - 1, np.sqrt(2 * sigma2 / n)), float(dof), sigma2, tau2
 
 
-def _size_fit(g: pd.DataFrame) -> dict[str, dict]:
-    """Per-baseline mixed-model results for one size's rows (Review present)."""
-    wide = g.pivot(index="seed", columns="variant", values="val_loss")
-    others = [v for v in wide.columns if v != REFERENCE]
-    wide = wide[[REFERENCE, *others]]
+def _size_fit(g: pd.DataFrame, reference: str) -> dict[str, dict]:
+    """Per-baseline mixed-model results for one size's rows (the reference present), on the response."""
+    wide = g.pivot(index="seed", columns="variant", values=RESPONSE)
+    others = [v for v in wide.columns if v != reference]
+    wide = wide[[reference, *others]]
     n_seeds = len(wide)
     if not wide.isna().any().any():
         if n_seeds < 2:
@@ -224,26 +225,37 @@ def _size_fit(g: pd.DataFrame) -> dict[str, dict]:
     return out
 
 
-def mixed_table(df: pd.DataFrame) -> pd.DataFrame:
-    """Mixed model per size, ``val_loss ~ variant + (1 | seed)`` by REML, Review as the reference level.
+def mixed_table(
+    df: pd.DataFrame,
+    *,
+    reference: str = REFERENCE,
+    baselines: Sequence[str] | None = None,
+    metric: str = METRIC,
+    higher_is_better: bool = False,
+) -> pd.DataFrame:
+    """Mixed model per size, ``val_loss ~ variant + (1 | seed)`` by REML, the reference (Review) as reference level.
 
     Parameters
     ----------
     df
         A validated sweep (`load_sweep`).
+    reference, baselines, metric, higher_is_better
+        The comparison (`rr_analysis.cells.compare`): the reference variant, the baselines in order (None:
+        every other variant present), the numeric column compared and whether higher is better.
 
     Returns
     -------
-    DataFrame, one row per (size, baseline), with columns ``size, baseline, mixed_coef`` (baseline - Review,
-    positive favours Review), ``mixed_se, mixed_df`` (Satterthwaite), ``mixed_p`` (two-sided, t distribution),
+    DataFrame, one row per (size, baseline), with columns ``size, baseline, mixed_coef`` (baseline - reference
+    of the response, positive favours the reference), ``mixed_se, mixed_df`` (Satterthwaite), ``mixed_p`` (two-sided, t distribution),
     ``seed_var, resid_var`` (REML variance components), ``seed_sd_ratio`` (sd(seed)/sd(residual)),
     ``singular`` (ratio < `SINGULAR_RATIO`), ``mixed_method`` and ``mixed_note`` (why n/a, or the singular
-    fit; "" otherwise).
+    fit; "" otherwise), then `rr_analysis.cells.STAMP`.
 
     Notes
     -----
-    y_vs = mu + beta_v + u_s + e_vs, u_s ~ N(0, tau^2), e_vs ~ N(0, sigma^2), fitted to every variant present
-    at the size, so all variants inform sigma^2. t = beta_v / SE, p = 2 P(T_df > |t|) with Satterthwaite df,
+    y_vs = mu + beta_v + u_s + e_vs, u_s ~ N(0, tau^2), e_vs ~ N(0, sigma^2), y the response (the metric, or
+    minus it when higher is better), fitted to the reference and every baseline present at the size, so all
+    of them inform sigma^2 (with the default baselines: every variant present). t = beta_v / SE, p = 2 P(T_df > |t|) with Satterthwaite df,
     as lmerTest reports (not the Wald z of statsmodels). Complete seed blocks (every seed of the size ran
     every variant there) use the closed-form REML solution of the block ANOVA: coef = difference of means,
     SE = sqrt(2 sigma^2 / n), df = (n-1)(k-1), or (n-1)k when tau^2 sits on the boundary at 0. Incomplete
@@ -255,11 +267,12 @@ def mixed_table(df: pd.DataFrame) -> pd.DataFrame:
     >>> m.loc[(m["size"] == "1B") & (m["baseline"] == "highway"), "mixed_df"].item()
     4.0
     """
-    out = cell_frame(df)[["size", "baseline"]]
+    data, comparison = compare(df, reference, baselines, metric, higher_is_better)
+    out = cell_frame(data, comparison)[["size", "baseline"]]
     rows: dict[tuple[str, str], dict] = {}
-    for size, g in df.groupby("size", sort=False):
-        if (g["variant"] == REFERENCE).any():
-            rows.update({(size, v): r for v, r in _size_fit(g).items()})
+    for size, g in data.groupby("size", sort=False):
+        if (g["variant"] == comparison.reference).any():
+            rows.update({(size, v): r for v, r in _size_fit(g, comparison.reference).items()})
     cols = ["mixed_coef", "mixed_se", "mixed_df", "seed_var", "resid_var", "seed_sd_ratio"]
     recs = [rows.get(k, {}) for k in zip(out["size"], out["baseline"], strict=True)]
     for c in cols:
@@ -269,11 +282,11 @@ def mixed_table(df: pd.DataFrame) -> pd.DataFrame:
     out["mixed_p"] = np.where(ok, t_sf2(np.where(ok, t, 0.0), np.where(ok, out["mixed_df"], 1.0)), np.nan)
     out["singular"] = [bool(r.get("singular", False)) for r in recs]
     out["mixed_method"] = [r.get("mixed_method", "") for r in recs]
-    present = set(df[["size", "variant"]].drop_duplicates().itertuples(index=False, name=None))
+    present = set(data[["size", "variant"]].drop_duplicates().itertuples(index=False, name=None))
     out["mixed_note"] = [
         r.get("mixed_note", "")
-        or ("" if (s, REFERENCE) in present else f"no {REFERENCE} runs at this size")
+        or ("" if (s, comparison.reference) in present else f"no {comparison.reference} runs at this size")
         or ("" if (s, b) in present else "no runs of this baseline at this size")
         for r, s, b in zip(recs, out["size"], out["baseline"], strict=True)
     ]
-    return out
+    return comparison.stamp(out)

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import pandas as pd
 
-from rr_analysis.cells import sizes_in_order
+from rr_analysis.cells import METRIC, Comparison, compare, sizes_in_order
+from rr_model.core.variants import REFERENCE
 
 __all__ = ["recipe_notes", "PARAMS_TOLERANCE"]
 
@@ -29,18 +32,19 @@ def _steps(df: pd.DataFrame, sizes: list[str]) -> list[dict]:
     return out
 
 
-def _non_monotone(df: pd.DataFrame, sizes: list[str]) -> list[dict]:
-    means = df.groupby(["size", "variant"])["val_loss"].mean().unstack("variant").reindex(sizes)
+def _non_monotone(df: pd.DataFrame, sizes: list[str], c: Comparison) -> list[dict]:
+    means = df.groupby(["size", "variant"])[c.metric].mean().unstack("variant").reindex(sizes)
+    sign, more = (-1, "lower") if c.higher_is_better else (1, "higher")
     out = []
     for i, larger in enumerate(sizes):
         for smaller in sizes[:i]:
-            worse = [v for v in means.columns if means.at[larger, v] > means.at[smaller, v]]
+            worse = [v for v in means.columns if sign * means.at[larger, v] > sign * means.at[smaller, v]]
             if worse:
                 shown = ", ".join(
                     f"{v} {means.at[larger, v]:.4f} vs {means.at[smaller, v]:.4f}" for v in worse
                 )
                 out.append({"kind": "larger_size_higher_loss", "size": larger,
-                            "message": f"{larger} has a higher mean val_loss than the smaller {smaller} ({shown})"})  # fmt: skip
+                            "message": f"{larger} has a {more} mean {c.metric} than the smaller {smaller} ({shown})"})  # fmt: skip
     return out
 
 
@@ -78,22 +82,32 @@ def _params(df: pd.DataFrame, sizes: list[str]) -> list[dict]:
     return out
 
 
-def recipe_notes(df: pd.DataFrame) -> pd.DataFrame:
+def recipe_notes(
+    df: pd.DataFrame,
+    *,
+    reference: str = REFERENCE,
+    baselines: Sequence[str] | None = None,
+    metric: str = METRIC,
+    higher_is_better: bool = False,
+) -> pd.DataFrame:
     """What a careful reader must know about the design of a sweep, computed from the data.
 
     Parameters
     ----------
     df
         A validated sweep (`load_sweep`).
+    reference, baselines, metric, higher_is_better
+        The comparison (`rr_analysis.cells.compare`, descriptive: by default every variant, and a sweep
+        without the reference is described too): the rows noted and the metric whose means should fall with size.
 
     Returns
     -------
     DataFrame with columns ``kind, size, message`` (``size`` is "" for a note about the whole sweep), one row
     per finding, in this order of kinds: ``token_budget`` and ``steps_within_size`` (steps differ across
-    sizes, or across variants of one size), ``larger_size_higher_loss`` (a variant's mean loss at a larger
-    size above its mean at a smaller one), ``fewer_seeds`` (a (size, variant) cell with fewer runs than the
+    sizes, or across variants of one size), ``larger_size_higher_loss`` (a variant's mean metric at a larger
+    size worse than its mean at a smaller one: higher, or lower when higher is better), ``fewer_seeds`` (a (size, variant) cell with fewer runs than the
     fullest cell), ``params_mismatch`` (parameter counts within a size differ by more than
-    `PARAMS_TOLERANCE` relative to the smallest). Empty when none applies.
+    `PARAMS_TOLERANCE` relative to the smallest); then `rr_analysis.cells.STAMP`. Empty when none applies.
 
     Notes
     -----
@@ -104,6 +118,7 @@ def recipe_notes(df: pd.DataFrame) -> pd.DataFrame:
     >>> recipe_notes(load_sweep())["kind"].unique().tolist()
     ['token_budget', 'larger_size_higher_loss', 'fewer_seeds', 'params_mismatch']
     """
+    df, c = compare(df, reference, baselines, metric, higher_is_better, require_reference=False)
     sizes = sizes_in_order(df)
-    rows = [*_steps(df, sizes), *_non_monotone(df, sizes), *_fewer_seeds(df, sizes), *_params(df, sizes)]
-    return pd.DataFrame(rows, columns=["kind", "size", "message"])
+    rows = [*_steps(df, sizes), *_non_monotone(df, sizes, c), *_fewer_seeds(df, sizes), *_params(df, sizes)]
+    return c.stamp(pd.DataFrame(rows, columns=["kind", "size", "message"]))

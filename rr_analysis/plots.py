@@ -15,7 +15,7 @@ Colours and labels come from the variant registry (`rr_model.core.variants`), th
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import BinaryIO
 
@@ -25,7 +25,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.ticker import NullLocator
 
-from rr_analysis.cells import ALPHA, sizes_in_order, t_quantile
+from rr_analysis.cells import ALPHA, METRIC, STAMP, compare, sizes_in_order, t_quantile
 from rr_analysis.estimates import adjust_name, cell_means, gap_estimates, require_gap_table, test_name
 from rr_analysis.stats import PRIMARY_TEST
 from rr_model.core.errors import PlotError
@@ -70,9 +70,30 @@ _STYLE = {
 }
 
 
-def _variants_in_order(df: pd.DataFrame) -> list[str]:
+def _variants_in_order(df: pd.DataFrame, reference: str = REFERENCE) -> list[str]:
     """The variants present, the reference first, then in registry order (`order_key`)."""
-    return sorted(df["variant"].unique(), key=lambda v: (v != REFERENCE, order_key(v)))
+    return sorted(df["variant"].unique(), key=lambda v: (v != reference, order_key(v)))
+
+
+def _compared(table: pd.DataFrame) -> tuple[str, str, bool]:
+    """(reference, metric, higher_is_better) a statistics table states (`rr_analysis.cells.STAMP`)."""
+    if len(table) and set(STAMP) <= set(table.columns):
+        return table["reference"].iloc[0], table["metric"].iloc[0], bool(table["higher_is_better"].iloc[0])
+    return REFERENCE, METRIC, False
+
+
+def _gap_axis(reference: str, metric: str, higher: bool) -> str:
+    """The y label of a gap: which difference it is, and that positive favours the reference."""
+    ref, q = label(reference), "loss" if metric == METRIC else metric
+    what = f"{ref} {q} \u2212 baseline {q}" if higher else f"Baseline {q} \u2212 {ref} {q}"
+    return f"{what}\n(positive: {ref} better)"
+
+
+def _metric_axis(metric: str, higher: bool) -> str:
+    """The y label of a raw metric: 'Validation loss' for the published one, else the column and its direction."""
+    if (metric, higher) == (METRIC, False):
+        return "Validation loss"
+    return f"{metric} ({'higher' if higher else 'lower'} is better)"
 
 
 def output_format(path: str | os.PathLike) -> str:
@@ -154,9 +175,9 @@ def _size_ticks(ax, at: pd.Series, notes: dict[str, str] | None = None) -> None:
     ax.xaxis.set_minor_locator(NullLocator())
 
 
-def _size_positions(df: pd.DataFrame, sizes: list[str]) -> pd.Series:
+def _size_positions(df: pd.DataFrame, sizes: list[str], reference: str = REFERENCE) -> pd.Series:
     """Each size's x position: the reference's mean parameter count there (any variant's where it is absent)."""
-    ref = df[df["variant"] == REFERENCE].groupby("size", observed=True)["params_M"].mean()
+    ref = df[df["variant"] == reference].groupby("size", observed=True)["params_M"].mean()
     every = df.groupby("size", observed=True)["params_M"].mean()
     return ref.reindex(sizes).fillna(every.reindex(sizes))
 
@@ -203,13 +224,14 @@ def _require_sizes(df: pd.DataFrame, what: str, n: int = 2) -> list[str]:
 def emergence_figure(
     table: pd.DataFrame, *, stat: str = PRIMARY_TEST, ci: bool = False, title: str | None = None
 ) -> Figure:
-    """The paper's Figure 2: Review's advantage over each baseline against model size.
+    """The paper's Figure 2: Review's (the reference's) advantage over each baseline against model size.
 
     Parameters
     ----------
     table
-        `rr_analysis.stats.gap_table` of the sweep; its ``adjust`` method decides the stars. Needs a gap
-        at two sizes or more.
+        `rr_analysis.stats.gap_table` of the sweep; its ``adjust`` method decides the stars, its comparison
+        columns (`rr_analysis.cells.STAMP`) the reference and metric the labels name. Needs a gap at two
+        sizes or more.
     stat
         Which test's estimate, error bar and significance are drawn: ``"paired"`` (the declared primary,
         `rr_analysis.stats.PRIMARY_TEST`), ``"mixed"`` or ``"welch"`` (the paper's; see
@@ -221,8 +243,9 @@ def emergence_figure(
 
     Notes
     -----
-    x: Review's mean parameter count at each size (log scale, ticks labelled with the size names). y: the
-    test's estimate of gap = baseline loss - Review loss, one line per baseline, positive favours Review. A
+    x: the reference's mean parameter count at each size (log scale, ticks labelled with the size names). y:
+    the test's estimate of gap = baseline loss - reference loss (of the table's metric; reference - baseline
+    when higher is better), one line per baseline, positive favours the reference. A
     dashed line marks zero; a star marks an adjusted p < `rr_analysis.cells.ALPHA` (the table's method
     over its family of cells, named in the subtitle) and sits beyond the bar on the estimate's side of
     zero. The paper's figure is ``stat="welch"`` on ``gap_table(df, adjust="none")``. The baselines are
@@ -235,32 +258,34 @@ def emergence_figure(
     >>> fig = emergence_figure(gap_table(load_sweep()), ci=True)
     """
     require_gap_table(table, "emergence_figure")
+    reference, metric, higher = _compared(table)
+    ref = label(reference)
     est = gap_estimates(table, stat)
     est = est[np.isfinite(est["estimate"])]
     sizes = list(dict.fromkeys(table["size"]))
     drawn = [s for s in sizes if s in set(est["size"])]
     if len(drawn) < 2:
         raise PlotError(
-            "the emergence plot needs the gap at two sizes or more (Review and a baseline both run there); "
+            f"the emergence plot needs the gap at two sizes or more ({ref} and a baseline both run there); "
             f"the data have it at {len(drawn)} ({', '.join(drawn) or 'none'})"
         )
     baselines = list(dict.fromkeys(est["baseline"]))
     colours = palette(baselines)
     with mpl.rc_context(_STYLE):
-        fig = _figure(6.4, 4.4, title or "Review's advantage over each baseline, by model size")
+        fig = _figure(6.4, 4.4, title or f"{ref}'s advantage over each baseline, by model size")
         ax = fig.add_subplot()
         ax.axhline(0.0, color="0.35", ls="--", lw=0.9, zorder=1, gid="zero")
         for i, b in enumerate(baselines):
             points = (i - (len(baselines) - 1) / 2) * 5 / 72
             nudge = ax.transData + mpl.transforms.ScaledTranslation(points, 0, fig.dpi_scale_trans)
-            _gap_line(ax, est[est["baseline"] == b], b, colours[b], nudge, ci)
+            _gap_line(ax, est[est["baseline"] == b], b, colours[b], nudge, ci, reference == REFERENCE)
         seeds = table.groupby("size", sort=False)["n_pairs" if stat == "paired" else "n_review"].max()
         _size_ticks(ax, table.drop_duplicates("size").set_index("size")["params_M"][sizes], _few_seeds(seeds))
         ax.margins(x=0.08, y=0.12)
-        ax.set_xlabel("Parameters (Review, log scale)")
-        ax.set_ylabel("Baseline loss \u2212 Review loss\n(positive: Review better)")
+        ax.set_xlabel(f"Parameters ({ref}, log scale)")
+        ax.set_ylabel(_gap_axis(reference, metric, higher))
         ax.set_title(_stars_say(table, stat, ci), loc="left", fontsize=8, color="0.3")
-        ax.legend(title="Review vs.", loc="best")
+        ax.legend(title=f"{ref} vs.", loc="best")
     return fig
 
 
@@ -272,8 +297,11 @@ def _stars_say(table: pd.DataFrame, stat: str, ci: bool) -> str:
     return f"{test_name(stat)}; bars {bars}; * {adjust_name(method)} p < {ALPHA:g}{family}"
 
 
-def _gap_line(ax, e: pd.DataFrame, baseline: str, colour: str, nudge, ci: bool) -> None:
-    """One baseline's gaps with their bars, and a star beyond the bar where the adjusted p is small."""
+def _gap_line(ax, e: pd.DataFrame, baseline: str, colour: str, nudge, ci: bool, published: bool) -> None:
+    """One baseline's gaps with their bars, and a star beyond the bar where the adjusted p is small.
+
+    `published`: the reference is the published one, to whose parameter count the registry's matched
+    baselines are widened, so their legend says so."""
     y = e["estimate"].to_numpy()
     lo, hi = (e["ci_low"].to_numpy(), e["ci_high"].to_numpy()) if ci else (y - e["se"], y + e["se"])
     bars = ax.errorbar(
@@ -286,7 +314,7 @@ def _gap_line(ax, e: pd.DataFrame, baseline: str, colour: str, nudge, ci: bool) 
         lw=1.6,
         elinewidth=1.1,
         capsize=3,
-        label=label(baseline) + " (parameter-matched)" * matched(baseline),
+        label=label(baseline) + " (parameter-matched)" * (published and matched(baseline)),
         gid=baseline,
     )
     for artist in (bars.lines[0], *bars.lines[1], *bars.lines[2]):
@@ -322,19 +350,28 @@ def _t_interval(values) -> tuple[float, float]:
     return (x.mean() - half, x.mean() + half)
 
 
-def _by_label(df: pd.DataFrame) -> tuple[pd.DataFrame, list[str], dict[str, str]]:
+def _by_label(df: pd.DataFrame, reference: str = REFERENCE) -> tuple[pd.DataFrame, list[str], dict[str, str]]:
     """`df` with a ``Variant`` column of registry labels, the labels in order and their registry colours.
 
     Seaborn names hue levels by their values, so legends and tick labels read "Review", not "review_neutral".
     """
-    order = _variants_in_order(df)
+    order = _variants_in_order(df, reference)
     labels = [label(v) for v in order]
     colours = palette(order)
     return df.assign(Variant=df["variant"].map(label)), labels, {label(v): colours[v] for v in order}
 
 
-def scaling_figure(df: pd.DataFrame, *, title: str | None = None) -> Figure:
-    """Validation loss against parameter count: every run a point, each variant's seed mean a line.
+def scaling_figure(
+    df: pd.DataFrame,
+    *,
+    title: str | None = None,
+    reference: str = REFERENCE,
+    baselines: Sequence[str] | None = None,
+    metric: str = METRIC,
+    higher_is_better: bool = False,
+) -> Figure:
+    """Validation loss (or another metric) against parameter count: every run a point, each variant's seed
+    mean a line.
 
     Parameters
     ----------
@@ -342,6 +379,9 @@ def scaling_figure(df: pd.DataFrame, *, title: str | None = None) -> Figure:
         A loaded sweep (`load_sweep`). Needs at least two sizes.
     title
         Figure title; None for the default.
+    reference, baselines, metric, higher_is_better
+        Which variants and which metric are drawn (`rr_analysis.cells.compare`, descriptive): by default every
+        variant, on val_loss; the reference is drawn first, and named baselines limit the variants.
 
     Notes
     -----
@@ -351,23 +391,33 @@ def scaling_figure(df: pd.DataFrame, *, title: str | None = None) -> Figure:
     """
     import seaborn as sns
 
+    df = compare(df, reference, baselines, metric, higher_is_better, require_reference=False)[0]
     sizes = _require_sizes(df, "scaling")
-    runs, labels, palette = _by_label(df)
-    hue = dict(x="params_M", y="val_loss", hue="Variant", hue_order=labels, palette=palette)
+    runs, labels, palette = _by_label(df, reference)
+    hue = dict(x="params_M", y=metric, hue="Variant", hue_order=labels, palette=palette)
+    axis = _metric_axis(metric, higher_is_better)
     with mpl.rc_context(_STYLE):
-        fig = _figure(6.4, 4.2, title or "Validation loss against model size")
+        fig = _figure(6.4, 4.2, title or f"{axis} against model size")
         ax = fig.add_subplot()
         ax.set_xscale("log")
         sns.lineplot(runs, **hue, errorbar=None, lw=1.5, ax=ax)
         sns.scatterplot(runs, **hue, s=12, alpha=0.5, lw=0, legend=False, ax=ax)
         _size_ticks(ax, df.groupby("size")["params_M"].mean()[sizes], _steps_per_size(df, sizes))
         ax.set_xlabel("Parameters (log scale)")
-        ax.set_ylabel("Validation loss")
+        ax.set_ylabel(axis)
         ax.legend(title="Variant (points: seeds, line: mean)", loc="upper right")
     return fig
 
 
-def seeds_figure(df: pd.DataFrame, *, title: str | None = None) -> Figure:
+def seeds_figure(
+    df: pd.DataFrame,
+    *,
+    title: str | None = None,
+    reference: str = REFERENCE,
+    baselines: Sequence[str] | None = None,
+    metric: str = METRIC,
+    higher_is_better: bool = False,
+) -> Figure:
     """One facet per size: each run, each variant's mean with its interval, and lines joining a seed's runs.
 
     Parameters
@@ -376,6 +426,9 @@ def seeds_figure(df: pd.DataFrame, *, title: str | None = None) -> Figure:
         A loaded sweep (`load_sweep`). Needs a size with at least two variants.
     title
         Figure title; None for the default.
+    reference, baselines, metric, higher_is_better
+        Which variants and which metric are drawn (`rr_analysis.cells.compare`, descriptive): by default every
+        variant, on val_loss; the reference is drawn first, and named baselines limit the variants.
 
     Notes
     -----
@@ -387,23 +440,23 @@ def seeds_figure(df: pd.DataFrame, *, title: str | None = None) -> Figure:
     the ranking changes with the seed. The facets are axes of one Figure made here rather than a
     figure-level grid, so drawing registers no figure globally.
     """
+    df = compare(df, reference, baselines, metric, higher_is_better, require_reference=False)[0]
     sizes = [s for s in sizes_in_order(df) if df.loc[df["size"] == s, "variant"].nunique() >= 2]
+    axis = _metric_axis(metric, higher_is_better)
     if not sizes:
         raise PlotError("the seeds plot needs a size with at least two variants; every size here has one")
     ncols = min(len(sizes), 5)
     nrows = -(-len(sizes) // ncols)
     with mpl.rc_context(_STYLE):
-        fig = _figure(
-            2.3 * ncols + 0.6, 2.7 * nrows + 0.6, title or "Validation loss per seed within each size"
-        )
+        fig = _figure(2.3 * ncols + 0.6, 2.7 * nrows + 0.6, title or f"{axis} per seed within each size")
         axes = fig.subplots(nrows, ncols, squeeze=False).ravel()
         few = _few_seeds(df[df["size"].isin(sizes)].groupby("size")["seed"].nunique())
         for ax, size in zip(axes, sizes, strict=True):
-            _seed_facet(ax, df[df["size"] == size])
+            _seed_facet(ax, df[df["size"] == size], metric, reference)
             ax.set_title(f"{size} ({few[size]})" if size in few else size)
         for ax in axes[len(sizes) :]:
             ax.set_visible(False)
-        axes[0].set_ylabel("Validation loss")
+        axes[0].set_ylabel(axis)
         fig.supxlabel(
             "points: runs; grey lines: one seed's runs; diamond and bar: the mean and its 95% t interval",
             fontsize=8,
@@ -411,15 +464,15 @@ def seeds_figure(df: pd.DataFrame, *, title: str | None = None) -> Figure:
     return fig
 
 
-def _seed_facet(ax, runs: pd.DataFrame) -> None:
+def _seed_facet(ax, runs: pd.DataFrame, metric: str, reference: str) -> None:
     """One size of `seeds_figure`: a line per seed, then each variant's runs and mean on top."""
     import seaborn as sns
 
-    runs, labels, palette = _by_label(runs)
+    runs, labels, palette = _by_label(runs, reference)
     at = runs["Variant"].map({v: i for i, v in enumerate(labels)})
     for seed, g in runs.assign(x=at).sort_values("x").groupby("seed"):
-        ax.plot(g["x"], g["val_loss"], color="0.6", lw=0.8, zorder=1, gid=f"seed:{seed}")
-    hue = dict(x="Variant", y="val_loss", hue="Variant", order=labels, hue_order=labels, palette=palette)
+        ax.plot(g["x"], g[metric], color="0.6", lw=0.8, zorder=1, gid=f"seed:{seed}")
+    hue = dict(x="Variant", y=metric, hue="Variant", order=labels, hue_order=labels, palette=palette)
     sns.stripplot(runs, **hue, jitter=False, size=5, legend=False, zorder=3, ax=ax)
     sns.pointplot(
         runs,
@@ -439,7 +492,13 @@ def _seed_facet(ax, runs: pd.DataFrame) -> None:
     ax.grid(axis="x", visible=False)
 
 
-def calibration_figure(df: pd.DataFrame, *, title: str | None = None) -> Figure:
+def calibration_figure(
+    df: pd.DataFrame,
+    *,
+    title: str | None = None,
+    reference: str = REFERENCE,
+    baselines: Sequence[str] | None = None,
+) -> Figure:
     """Expected calibration error by size and variant, where ECE was measured.
 
     Parameters
@@ -448,6 +507,10 @@ def calibration_figure(df: pd.DataFrame, *, title: str | None = None) -> Figure:
         A loaded sweep (`load_sweep`). Needs at least one ECE value; rows without one are left out.
     title
         Figure title; None for the default.
+    reference, baselines
+        Which variants are drawn (`rr_analysis.cells.compare`, descriptive): by default every variant; the
+        reference is drawn first and sets each size's x position, and named baselines limit the variants.
+        The metric is ECE by definition.
 
     Notes
     -----
@@ -458,10 +521,11 @@ def calibration_figure(df: pd.DataFrame, *, title: str | None = None) -> Figure:
     measured = df[df["ece"].notna()]
     if measured.empty:
         raise PlotError("the calibration plot needs ECE values; the column ece is empty in every row")
-    sizes, order = sizes_in_order(measured), _variants_in_order(measured)
+    measured = compare(measured, reference, baselines, "ece", require_reference=False)[0]
+    sizes, order = sizes_in_order(measured), _variants_in_order(measured, reference)
     colours = palette(order)
     means = cell_means(measured, "ece")
-    at = _size_positions(measured, sizes)
+    at = _size_positions(measured, sizes, reference)
     with mpl.rc_context(_STYLE):
         fig = _figure(max(4.5, 1.1 * len(sizes) + 2.5), 4.0, title or "Calibration by size and variant")
         ax = fig.add_subplot()
@@ -477,7 +541,7 @@ def calibration_figure(df: pd.DataFrame, *, title: str | None = None) -> Figure:
                 artist.set_transform(nudge)
         _size_ticks(ax, at)
         ax.margins(x=0.1)
-        ax.set_xlabel("Parameters (Review, log scale)")
+        ax.set_xlabel(f"Parameters ({label(reference)}, log scale)")
         ax.set_ylabel(f"Expected calibration error ({RECIPE.ece_bins} bins)")
         ax.set_ylim(bottom=0)
         ax.legend(title="Variant (points: seeds)")

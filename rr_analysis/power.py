@@ -6,10 +6,12 @@ mixed model; `power_table` reads the observed effects, for orientation only.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import pandas as pd
 
-from rr_analysis.cells import ALPHA, baselines_in_order, sizes_in_order
+from rr_analysis.cells import ALPHA, METRIC, RESPONSE, compare, sizes_in_order
 from rr_analysis.mixed import BlockModel
 from rr_analysis.stats import paired_table, welch_table
 from rr_model.core.errors import InputError
@@ -79,7 +81,16 @@ def _detectable(n1: float, n2: float | None, alpha: float, power: float) -> floa
     return brentq(lambda e: t_test_power(e, n1, n2, alpha) - power, 1e-9, 1e4, xtol=1e-12)
 
 
-def power_table(df: pd.DataFrame, power: float = 0.8, alpha: float = ALPHA) -> pd.DataFrame:
+def power_table(
+    df: pd.DataFrame,
+    power: float = 0.8,
+    alpha: float = ALPHA,
+    *,
+    reference: str = REFERENCE,
+    baselines: Sequence[str] | None = None,
+    metric: str = METRIC,
+    higher_is_better: bool = False,
+) -> pd.DataFrame:
     """Seeds per arm needed to detect the observed gap, and the smallest gap the seeds at hand detect.
 
     Parameters
@@ -88,6 +99,9 @@ def power_table(df: pd.DataFrame, power: float = 0.8, alpha: float = ALPHA) -> p
         A validated sweep (`load_sweep`).
     power, alpha
         Target power and two-sided significance level.
+    reference, baselines, metric, higher_is_better
+        The comparison (`rr_analysis.cells.compare`): the reference variant, the baselines in order (None:
+        every other variant present), the numeric column compared and whether higher is better.
 
     Returns
     -------
@@ -95,8 +109,8 @@ def power_table(df: pd.DataFrame, power: float = 0.8, alpha: float = ALPHA) -> p
     gap, cohens_d`` (gap / pooled SD), ``seeds_unpaired`` (runs per arm for the two-sample t-test),
     ``mde_unpaired`` (smallest gap detectable with n_review, n_baseline runs), ``dz`` (mean / SD of the
     seed-matched differences), ``seeds_paired`` (seeds, each run with both variants, for the paired t-test),
-    ``mde_paired`` (with n_pairs seeds), and ``note`` (why a value is n/a; "" otherwise). Seed counts are
-    nullable integers.
+    ``mde_paired`` (with n_pairs seeds), ``note`` (why a value is n/a; "" otherwise), then
+    `rr_analysis.cells.STAMP`. Seed counts are nullable integers; ``n_review`` counts the reference's runs.
 
     Notes
     -----
@@ -113,7 +127,13 @@ def power_table(df: pd.DataFrame, power: float = 0.8, alpha: float = ALPHA) -> p
     >>> p.loc[(p["size"] == "1B") & (p["baseline"] == "highway"), ["seeds_unpaired", "seeds_paired"]].values
     array([[6, 2]], dtype=object)
     """
-    w, pr = welch_table(df), paired_table(df)
+    kw = {
+        "reference": reference,
+        "baselines": baselines,
+        "metric": metric,
+        "higher_is_better": higher_is_better,
+    }
+    w, pr = welch_table(df, **kw), paired_table(df, **kw)
     out = w[["size", "baseline", "n_review", "n_baseline"]].copy()
     out["n_pairs"] = pr["n_pairs"].to_numpy()
     out["gap"] = w["gap"].to_numpy()
@@ -141,18 +161,34 @@ def power_table(df: pd.DataFrame, power: float = 0.8, alpha: float = ALPHA) -> p
         out[c] = (
             pd.array([None if x != x else int(x) for x in v], dtype="Int64") if c.startswith("seeds") else v
         )
-    return out
+    return out.assign(**w[["reference", "metric", "higher_is_better"]])
 
 
-def pooled_resid_sd(df: pd.DataFrame) -> tuple[float, str]:
+def pooled_resid_sd(
+    df: pd.DataFrame,
+    *,
+    reference: str = REFERENCE,
+    baselines: Sequence[str] | None = None,
+    metric: str = METRIC,
+    higher_is_better: bool = False,
+) -> tuple[float, str]:
     """The within-seed residual SD pooled across sizes, and "" or a sentence saying why there is none.
+
+    Parameters
+    ----------
+    df
+        A validated sweep (`load_sweep`).
+    reference, baselines, metric, higher_is_better
+        The comparison (`rr_analysis.cells.compare`): its rows and its metric are the ones fitted.
 
     Notes
     -----
-    One REML fit of ``val_loss ~ 0 + size:variant + (1 | size:seed)`` (`rr_analysis.mixed.BlockModel`):
+    One REML fit of ``y ~ 0 + size:variant + (1 | size:seed)`` over the compared rows, y the metric
+    (val_loss by default; its sign does not change the SD) (`rr_analysis.mixed.BlockModel`):
     every (size, variant) cell has its own mean, seeds are blocks within a size, and one residual variance
     sigma^2 is shared by all sizes. sigma is the run-to-run noise left once the seed's data order is fixed.
     """
+    df = compare(df, reference, baselines, metric, higher_is_better)[0]
     cells = df.groupby(["size", "variant"], sort=False).ngroup().to_numpy()
     blocks = df.groupby(["size", "seed"], sort=False).ngroup().to_numpy()
     X = np.eye(cells.max() + 1)[cells]
@@ -163,7 +199,7 @@ def pooled_resid_sd(df: pd.DataFrame) -> tuple[float, str]:
         )
     if np.bincount(blocks).max() < 2:
         return np.nan, "no seed ran two variants at one size: the within-seed residual SD cannot be estimated"
-    y = df["val_loss"].to_numpy(float)
+    y = df[RESPONSE].to_numpy(float)
     fit = BlockModel(y, X, blocks).fit(reml=True)
     # zero relative to the losses' scale: rounding leaves ~1e-30 where every residual is 0
     if not np.sqrt(fit.sigma2) > 1e-12 * np.abs(y).mean():
@@ -171,7 +207,17 @@ def pooled_resid_sd(df: pd.DataFrame) -> tuple[float, str]:
     return float(np.sqrt(fit.sigma2)), ""
 
 
-def seed_plan(df: pd.DataFrame, effect: float, power: float = 0.8, alpha: float = ALPHA) -> pd.DataFrame:
+def seed_plan(
+    df: pd.DataFrame,
+    effect: float,
+    power: float = 0.8,
+    alpha: float = ALPHA,
+    *,
+    reference: str = REFERENCE,
+    baselines: Sequence[str] | None = None,
+    metric: str = METRIC,
+    higher_is_better: bool = False,
+) -> pd.DataFrame:
     """Seeds per size for the primary (seed-paired) test to detect a target gap, and what they cost.
 
     Parameters
@@ -179,9 +225,12 @@ def seed_plan(df: pd.DataFrame, effect: float, power: float = 0.8, alpha: float 
     df
         A validated sweep (`load_sweep`).
     effect
-        The target gap in val_loss (nats), > 0: the smallest difference worth detecting.
+        The target gap in the metric's units (val_loss: nats), > 0: the smallest difference worth detecting.
     power, alpha
         Target power and two-sided level of each per-size paired t-test.
+    reference, baselines, metric, higher_is_better
+        The comparison (`rr_analysis.cells.compare`): the reference variant, the baselines in order (None:
+        every other variant present), the numeric column compared and whether higher is better.
 
     Returns
     -------
@@ -189,7 +238,7 @@ def seed_plan(df: pd.DataFrame, effect: float, power: float = 0.8, alpha: float 
     residual SD, `pooled_resid_sd`), ``dz`` (effect / (sqrt(2) resid_sd)), ``seeds_present`` (seeds on which
     Review and every baseline ran), ``power_now`` (power with those seeds), ``seeds_needed, seeds_to_add``
     (nullable integers), ``gpu_minutes`` (seeds_to_add x the summed mean `minutes` of the size's variants)
-    and ``note`` (a sentence where a value is n/a; "" otherwise).
+    ``note`` (a sentence where a value is n/a; "" otherwise), then `rr_analysis.cells.STAMP`.
 
     Notes
     -----
@@ -205,15 +254,16 @@ def seed_plan(df: pd.DataFrame, effect: float, power: float = 0.8, alpha: float 
     """
     if not (np.isfinite(effect) and effect > 0):
         raise InputError(f"the target effect must be a positive gap in nats (e.g. 0.003), got {effect!r}")
-    sd, why = pooled_resid_sd(df)
+    rows, comparison = compare(df, reference, baselines, metric, higher_is_better)
+    sd, why = pooled_resid_sd(df, **comparison.keywords)
     dz = effect / (np.sqrt(2) * sd) if sd > 0 else np.nan
     needed = seeds_needed(dz, True, alpha, power) if np.isfinite(dz) else np.nan
     if np.isfinite(dz) and np.isnan(needed):
         why = f"the effect is too small for this noise: more than {MAX_SEEDS:,} seeds"
-    variants = [REFERENCE, *baselines_in_order(df)]
-    rows = []
-    for size in sizes_in_order(df):
-        cell = df[df["size"] == size]
+    variants = [comparison.reference, *comparison.baselines]
+    plan = []
+    for size in sizes_in_order(rows):
+        cell = rows[rows["size"] == size]
         by_seed = cell.groupby("seed")["variant"].agg(set)
         present = int(sum(set(variants) <= seeds for seeds in by_seed))
         minutes = cell.groupby("variant")["minutes"].mean().reindex(variants).sum(min_count=len(variants))
@@ -222,10 +272,10 @@ def seed_plan(df: pd.DataFrame, effect: float, power: float = 0.8, alpha: float 
             "" if np.isfinite(minutes) else "no `minutes` recorded for every variant here: no cost"
         )
         now = t_test_power(dz, present) if present >= 2 and np.isfinite(dz) else np.nan
-        rows.append({"size": size, "effect": effect, "resid_sd": sd, "dz": dz, "seeds_present": present,
+        plan.append({"size": size, "effect": effect, "resid_sd": sd, "dz": dz, "seeds_present": present,
                      "power_now": now, "seeds_needed": None if add is None else int(needed),
                      "seeds_to_add": add, "gpu_minutes": np.nan if add is None else add * minutes, "note": note})  # fmt: skip
-    out = pd.DataFrame(rows)
+    out = pd.DataFrame(plan)
     for c in ("seeds_needed", "seeds_to_add"):
         out[c] = pd.array(out[c].tolist(), dtype="Int64")
-    return out
+    return comparison.stamp(out)

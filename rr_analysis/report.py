@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -20,6 +21,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from rr_analysis import plots
+from rr_analysis.cells import METRIC
 from rr_analysis.emergence import emergence
 from rr_analysis.estimates import test_name
 from rr_analysis.notes import recipe_notes
@@ -29,6 +31,7 @@ from rr_analysis.summary import describe
 from rr_analysis.tables import render
 from rr_model.core.errors import PlotError
 from rr_model.core.files import atomic_dir, read_regular
+from rr_model.core.variants import REFERENCE, label
 from rr_model.results.integrity import check_integrity
 
 __all__ = ["REPORT_NAME", "Report", "build_report", "write_report"]
@@ -81,7 +84,16 @@ def _code(text: str) -> str:
     return f"{fence}{pad}{text}{pad}{fence}"
 
 
-def build_report(df: pd.DataFrame, source: str = "the published sweep", figure_dir: str = "") -> Report:
+def build_report(
+    df: pd.DataFrame,
+    source: str = "the published sweep",
+    figure_dir: str = "",
+    *,
+    reference: str = REFERENCE,
+    baselines: Sequence[str] | None = None,
+    metric: str = METRIC,
+    higher_is_better: bool = False,
+) -> Report:
     """Compute every table and figure of the analysis of `df` and assemble the report in memory.
 
     Parameters
@@ -92,6 +104,9 @@ def build_report(df: pd.DataFrame, source: str = "the published sweep", figure_d
         How the report names the data (a path).
     figure_dir
         The folder, relative to the report, its figures are linked from ("": beside it).
+    reference, baselines, metric, higher_is_better
+        The comparison every table and figure shows (`rr_analysis.cells.compare`; the calibration figure
+        reads the variants only, its metric is ECE). Default: the paper's.
 
     Returns
     -------
@@ -102,7 +117,18 @@ def build_report(df: pd.DataFrame, source: str = "the published sweep", figure_d
     """
     from importlib.metadata import version
 
-    table = gap_table(df)
+    kw = {
+        "reference": reference,
+        "baselines": baselines,
+        "metric": metric,
+        "higher_is_better": higher_is_better,
+    }
+    raw = {
+        "scaling.png": kw,
+        "seeds.png": kw,
+        "calibration.png": {"reference": reference, "baselines": baselines},
+    }
+    table = gap_table(df, **kw)
     report = Report("")
     where = f"in {_code(figure_dir + '/')}" if figure_dir else "beside this file"
     md = [
@@ -113,28 +139,37 @@ def build_report(df: pd.DataFrame, source: str = "the published sweep", figure_d
         f"{_MARK} (rr-toolkit {version('rr-toolkit')}). The figures are the PNG files {where}, "
         "linked by relative paths: keep the folder together.",
         "",
-        "## 1. Review against each baseline, per size",
+        f"## 1. {label(reference)} against each baseline, per size",
         "",
         render(table, "table", "markdown"),
-        "## 2. Does Review's advantage grow with size?",
+        f"## 2. Does {label(reference)}'s advantage grow with size?",
         "",
     ]
     for name, stat, caption in _EMERGENCE:
         md += [f"### {test_name(stat)}", ""]
         md += _figure(report, name, caption, partial(plots.emergence_figure, table, stat=stat), figure_dir)
-    md += ["### Emergence model", "", render(emergence(df), "emergence", "markdown")]
-    md += ["## 3. Recipe notes", "", render(recipe_notes(df), "notes", "markdown")]
-    md += ["## 4. Power: how many seeds?", "", render(power_table(df), "power", "markdown")]
+    md += ["### Emergence model", "", render(emergence(df, **kw), "emergence", "markdown")]
+    md += ["## 3. Recipe notes", "", render(recipe_notes(df, **kw), "notes", "markdown")]
+    md += ["## 4. Power: how many seeds?", "", render(power_table(df, **kw), "power", "markdown")]
     md += ["## 5. The raw data", ""]
     for name, heading, caption in _RAW:
         draw = getattr(plots, f"{name.removesuffix('.png')}_figure")
-        md += [f"### {heading}", "", *_figure(report, name, caption, lambda draw=draw: draw(df), figure_dir)]
+        draw = partial(draw, df, **raw[name])
+        md += [f"### {heading}", "", *_figure(report, name, caption, draw, figure_dir)]
     report.markdown = "\n".join(md).rstrip() + "\n"
     return report
 
 
 def write_report(
-    df: pd.DataFrame, out_dir: str | os.PathLike, *, source: str = "the published sweep", dpi: int = 120
+    df: pd.DataFrame,
+    out_dir: str | os.PathLike,
+    *,
+    source: str = "the published sweep",
+    dpi: int = 120,
+    reference: str = REFERENCE,
+    baselines: Sequence[str] | None = None,
+    metric: str = METRIC,
+    higher_is_better: bool = False,
 ) -> Path:
     """Write `report.md` and its PNG figures into the folder `out_dir`; return the report's path.
 
@@ -148,18 +183,25 @@ def write_report(
     An `out_dir` ending in `.md` is the report file itself: its figures go to the folder beside it named
     after it (`x.md` -> `x_files/`, swapped in the same way), then the Markdown replaces `x.md` whole (an
     existing `x.md` must be an earlier rr report). Raises PlotError (a ValueError) when `out_dir` is a file
-    (a folder for `.md`), holds files rr does not write there, or cannot be written.
+    (a folder for `.md`), holds files rr does not write there, or cannot be written. `reference`,
+    `baselines`, `metric` and `higher_is_better` choose the comparison, as in `build_report`.
     """
+    kw = {
+        "reference": reference,
+        "baselines": baselines,
+        "metric": metric,
+        "higher_is_better": higher_is_better,
+    }
     out = Path(out_dir)
     if out.suffix.lower() == ".md":
-        return _write_report_file(df, out, source, dpi)
+        return _write_report_file(df, out, source, dpi, kw)
     if out.exists() and not out.is_dir():
         raise PlotError(
             f"cannot write the report into {out}: it is a file, not a folder (a path ending in .md is written "
             "as the report itself)"
         )
     _check_folder(out)
-    report = build_report(df, source)
+    report = build_report(df, source, **kw)
     _write_figures(report, out, dpi, extra={REPORT_NAME: report.markdown})
     return out / REPORT_NAME
 
@@ -188,15 +230,16 @@ def _write_figures(report: Report, out: Path, dpi: int, extra: dict[str, str]) -
         raise PlotError(f"cannot write the report into {out}: {e.strerror or e}") from None
 
 
-def _write_report_file(df: pd.DataFrame, md: Path, source: str, dpi: int) -> Path:
-    """The report as the file `md`, its figures in `md`'s `_files` folder beside it."""
+def _write_report_file(df: pd.DataFrame, md: Path, source: str, dpi: int, comparison: dict) -> Path:
+    """The report as the file `md`, its figures in `md`'s `_files` folder beside it (`comparison`: the
+    keywords of `build_report`'s comparison)."""
     folder = md.with_name(f"{md.stem}_files")
     if md.is_dir():
         raise PlotError(f"cannot write the report to {md}: it is a folder; give a new .md file name")
     if md.exists() and _MARK.encode() not in read_regular(md):
         raise PlotError(f"cannot write the report to {md}: it exists and is not a report rr wrote")
     _check_folder(folder)
-    report = build_report(df, source, figure_dir=folder.name)
+    report = build_report(df, source, figure_dir=folder.name, **comparison)
     _write_figures(report, folder, dpi, extra={})
     plots.write_atomic(md, lambda f: f.write(report.markdown.encode("utf-8")))
     return md

@@ -1,9 +1,13 @@
 """Review against each baseline at each size: Welch, paired and mixed-model tests, side by side.
 
 Every function takes the validated sweep (`rr_model.results.dataset.load_sweep`) and returns a tidy DataFrame
-with one row per (size, baseline), sizes ordered by parameter count and baselines in registry order.
-Sign convention everywhere: gap = mean(baseline) - mean(review_neutral); positive favours Review (lower
-loss is better). A statistic that does not exist for a cell is NaN with the reason in the `*_note` column;
+with one row per (size, baseline), sizes ordered by parameter count and baselines in registry order. Any
+comparison: the keywords ``reference``, ``baselines``, ``metric`` and ``higher_is_better``
+(`rr_analysis.cells.compare`) choose it; the defaults are the paper's, review_neutral against highway and
+standard on val_loss. Every frame ends with the columns `rr_analysis.cells.STAMP` (reference, metric,
+higher_is_better). Sign convention everywhere: gap = mean(baseline) - mean(reference) of the response (the
+metric, negated when higher is better); positive favours the reference. The columns named ``review`` hold the
+reference's numbers (the names are kept from the paper's comparison). A statistic that does not exist for a cell is NaN with the reason in the `*_note` column;
 never inf.
 
 The declared primary per-size test is the seed-paired t-test (`PRIMARY_TEST`): the design blocks by seed, and the
@@ -13,10 +17,12 @@ twin (same blocks, residual pooled over the variants of a size). Welch reproduce
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import pandas as pd
 
-from rr_analysis.cells import baselines_in_order, cell_frame, t_quantile, t_sf2
+from rr_analysis.cells import METRIC, RESPONSE, STAMP, cell_frame, compare, t_quantile, t_sf2
 from rr_analysis.effect import hedges_g
 from rr_analysis.exact import sign_flip
 from rr_analysis.mixed import mixed_table
@@ -46,7 +52,7 @@ TABLE_COLUMNS: tuple[str, ...] = (
     "mixed_coef", "mixed_se", "mixed_df", "mixed_p", "seed_var", "resid_var", "singular",
     "p_adj_welch", "p_adj_paired", "p_adj_mixed", "adjust", "primary",
     "family_m_welch", "family_m_paired", "family_m_mixed",
-    "welch_note", "paired_note", "mixed_note", "signflip_method", "mixed_method",
+    "welch_note", "paired_note", "mixed_note", "signflip_method", "mixed_method", *STAMP,
 )  # fmt: skip
 
 
@@ -92,26 +98,37 @@ def adjust_p(p, method: str = "holm") -> np.ndarray:
     return out
 
 
-def _cells(df: pd.DataFrame) -> pd.DataFrame:
-    return df.groupby(["size", "variant"])["val_loss"].agg(n="count", mean="mean", var="var")
+def _cells(rows: pd.DataFrame) -> pd.DataFrame:
+    return rows.groupby(["size", "variant"])[RESPONSE].agg(n="count", mean="mean", var="var")
 
 
-def welch_table(df: pd.DataFrame) -> pd.DataFrame:
-    """Welch's unequal-variance t-test of each baseline against Review at each size.
+def welch_table(
+    df: pd.DataFrame,
+    *,
+    reference: str = REFERENCE,
+    baselines: Sequence[str] | None = None,
+    metric: str = METRIC,
+    higher_is_better: bool = False,
+) -> pd.DataFrame:
+    """Welch's unequal-variance t-test of each baseline against the reference (Review) at each size.
 
     Parameters
     ----------
     df
         A validated sweep (`load_sweep`).
+    reference, baselines, metric, higher_is_better
+        The comparison (`rr_analysis.cells.compare`): the reference variant, the baselines in order (None:
+        every other variant present), the numeric column compared and whether higher is better.
 
     Returns
     -------
     DataFrame, one row per (size, baseline), with columns
-    ``size, baseline, params_M`` (Review's parameter count at that size), ``n_review, n_baseline``,
-    ``review_mean, baseline_mean, gap`` (baseline - Review), ``welch_se, welch_t, welch_df, welch_p``
+    ``size, baseline, params_M`` (the reference's parameter count at that size), ``n_review, n_baseline``,
+    ``review_mean, baseline_mean`` (the reference's and the baseline's mean of the metric), ``gap`` (baseline -
+    reference of the response: positive favours the reference), ``welch_se, welch_t, welch_df, welch_p``
     (two-sided), ``ci_low, ci_high`` (95% CI of the gap), ``pooled_sd``, ``hedges_g, g_ci_low, g_ci_high``
     (Hedges' g and the 95% CI of the standardised effect, `rr_analysis.effect.hedges_g`) and ``welch_note``
-    (why the test is n/a, "" when it ran). Statistics that do not exist are NaN.
+    (why the test is n/a, "" when it ran), then `STAMP`. Statistics that do not exist are NaN.
 
     Notes
     -----
@@ -121,17 +138,22 @@ def welch_table(df: pd.DataFrame) -> pd.DataFrame:
     df = SE^4 / ((s_b^2/n_b)^2/(n_b-1) + (s_r^2/n_r)^2/(n_r-1)), p = 2 P(T_df > |t|),
     CI = gap -/+ t_{0.975, df} SE. Hedges' g = J (m_b - m_r)/s_pooled with
     s_pooled^2 = ((n_b-1) s_b^2 + (n_r-1) s_r^2)/(n_b+n_r-2) and the exact J of `rr_analysis.effect.hedges_j`
-    on n_b+n_r-2 df; its CI inverts the noncentral t. Positive favours Review. Needs at least 2 runs per arm.
+    on n_b+n_r-2 df; its CI inverts the noncentral t. m is the mean of the response (the metric, or minus it
+    when higher is better), so positive favours the reference. Needs at least 2 runs per arm.
 
     Example
     -------
     >>> w = welch_table(load_sweep())
     >>> w.loc[(w["size"] == "590M") & (w["baseline"] == "standard"), "welch_t"].round(2).item()
     3.67
+    >>> w = welch_table(load_sweep(), reference="highway", baselines=["standard"])
+    >>> w.loc[w["size"] == "590M", "welch_t"].round(2).item()
+    0.42
     """
-    out = cell_frame(df)
-    cells = _cells(df)
-    ref = cells.xs(REFERENCE, level="variant").reindex(out["size"])
+    rows, c = compare(df, reference, baselines, metric, higher_is_better)
+    out = cell_frame(rows, c)
+    cells = _cells(rows)
+    ref = cells.xs(c.reference, level="variant").reindex(out["size"])
     base = cells.reindex(pd.MultiIndex.from_arrays([out["size"], out["baseline"]]))
     n_r, m_r, v_r = (ref[c].to_numpy(dtype=float) for c in ("n", "mean", "var"))
     n_b, m_b, v_b = (base[c].to_numpy(dtype=float) for c in ("n", "mean", "var"))
@@ -144,7 +166,7 @@ def welch_table(df: pd.DataFrame) -> pd.DataFrame:
         s_pool = np.sqrt(((n_b - 1) * v_b + (n_r - 1) * v_r) / (n_b + n_r - 2))
     note = _reasons(
         [
-            (n_r == 0, f"no {REFERENCE} runs at this size"),
+            (n_r == 0, f"no {c.reference} runs at this size"),
             (n_b == 0, "no runs of this baseline at this size"),
             ((n_r < 2) | (n_b < 2), "fewer than 2 runs in an arm: no variance"),
             (~(se > 0), "zero variance in both arms"),
@@ -156,7 +178,8 @@ def welch_table(df: pd.DataFrame) -> pd.DataFrame:
     dof = np.where(ok, dof, np.nan)
     half = t_quantile(0.975, np.where(ok, dof, 1.0)) * se
     out["n_review"], out["n_baseline"] = n_r.astype("int64"), n_b.astype("int64")
-    out["review_mean"], out["baseline_mean"], out["gap"] = m_r, m_b, gap
+    sign = -1.0 if c.higher_is_better else 1.0  # back from the response to the metric (exact: a negation)
+    out["review_mean"], out["baseline_mean"], out["gap"] = sign * m_r, sign * m_b, gap
     out["welch_se"] = np.where(ok, se, np.nan)
     out["welch_t"], out["welch_df"] = t, dof
     out["welch_p"] = np.where(ok, t_sf2(np.nan_to_num(t), np.where(ok, dof, 1.0)), np.nan)
@@ -165,29 +188,38 @@ def welch_table(df: pd.DataFrame) -> pd.DataFrame:
     g, g_low, g_high = hedges_g(np.where(ok, gap, np.nan), s_pool, n_b, n_r)
     out["hedges_g"], out["g_ci_low"], out["g_ci_high"] = g, g_low, g_high
     out["welch_note"] = note
-    return out
+    return c.stamp(out)
 
 
-def paired_table(df: pd.DataFrame) -> pd.DataFrame:
-    """Seed-matched paired t-test of each baseline against Review at each size.
+def paired_table(
+    df: pd.DataFrame,
+    *,
+    reference: str = REFERENCE,
+    baselines: Sequence[str] | None = None,
+    metric: str = METRIC,
+    higher_is_better: bool = False,
+) -> pd.DataFrame:
+    """Seed-matched paired t-test of each baseline against the reference (Review) at each size.
 
     Parameters
     ----------
     df
         A validated sweep (`load_sweep`).
+    reference, baselines, metric, higher_is_better
+        The comparison (`rr_analysis.cells.compare`), as in `welch_table`.
 
     Returns
     -------
     DataFrame, one row per (size, baseline), with columns ``size, baseline, n_pairs, paired_diff`` (mean of
-    baseline - Review over the seeds present in both arms), ``paired_sd`` (SD of those differences),
+    baseline - reference of the response over the seeds present in both arms), ``paired_sd`` (SD of those differences),
     ``paired_se`` (sd / sqrt(n_pairs), the SE of paired_diff), ``paired_t, paired_df, paired_p`` (two-sided),
     ``signflip_p, signflip_floor, signflip_method`` (the exact sign-flip test of the same differences and the
-    smallest p it can reach, `rr_analysis.exact.sign_flip`) and ``paired_note`` (why the t-test is n/a, ""
-    when it ran).
+    smallest p it can reach, `rr_analysis.exact.sign_flip`), ``paired_note`` (why the t-test is n/a, ""
+    when it ran) and `STAMP`.
 
     Notes
     -----
-    Within a size, seed s fixes the data order for every variant, so d_s = y_baseline,s - y_review,s removes
+    Within a size, seed s fixes the data order for every variant, so d_s = y_baseline,s - y_reference,s removes
     the seed's effect. t = mean(d) / (sd(d)/sqrt(n)), df = n - 1, p = 2 P(T_df > |t|), the one-sample t-test
     of the differences (scipy.stats.ttest_rel). Seeds present in only one arm are left out. Needs n >= 2
     pairs and differences that are not all equal.
@@ -198,12 +230,10 @@ def paired_table(df: pd.DataFrame) -> pd.DataFrame:
     >>> p.loc[(p["size"] == "1B") & (p["baseline"] == "highway"), "paired_df"].item()
     2.0
     """
-    out = cell_frame(df)[["size", "baseline"]]
-    y = df.pivot_table(index=["size", "seed"], columns="variant", values="val_loss", aggfunc="first")
-    if REFERENCE in y.columns:
-        d = y.drop(columns=REFERENCE).sub(y[REFERENCE], axis=0)
-    else:
-        d = pd.DataFrame(index=y.index, columns=baselines_in_order(df), dtype=float)
+    rows, c = compare(df, reference, baselines, metric, higher_is_better)
+    out = cell_frame(rows, c)[["size", "baseline"]]
+    y = rows.pivot_table(index=["size", "seed"], columns="variant", values=RESPONSE, aggfunc="first")
+    d = y.drop(columns=c.reference).sub(y[c.reference], axis=0)
     d = d.rename_axis(columns="baseline").stack().rename("d").reset_index()
     stats = d.groupby(["size", "baseline"])["d"].agg(n="count", mean="mean", sd="std")
     stats = stats.reindex(pd.MultiIndex.from_arrays([out["size"], out["baseline"]]))
@@ -230,7 +260,7 @@ def paired_table(df: pd.DataFrame) -> pd.DataFrame:
     out["paired_note"] = note
     flips = _sign_flips(d, out)
     out["signflip_p"], out["signflip_floor"], out["signflip_method"] = flips
-    return out
+    return c.stamp(out)
 
 
 def _sign_flips(d: pd.DataFrame, cells: pd.DataFrame) -> tuple[list, list, list]:
@@ -240,7 +270,15 @@ def _sign_flips(d: pd.DataFrame, cells: pd.DataFrame) -> tuple[list, list, list]
     return [r[0] for r in res], [r[1] for r in res], [r[2] for r in res]
 
 
-def gap_table(df: pd.DataFrame, adjust: str = "holm") -> pd.DataFrame:
+def gap_table(
+    df: pd.DataFrame,
+    adjust: str = "holm",
+    *,
+    reference: str = REFERENCE,
+    baselines: Sequence[str] | None = None,
+    metric: str = METRIC,
+    higher_is_better: bool = False,
+) -> pd.DataFrame:
     """The full comparison: Welch, paired (primary) and per-size mixed model, each adjusted over its family.
 
     Parameters
@@ -249,13 +287,15 @@ def gap_table(df: pd.DataFrame, adjust: str = "holm") -> pd.DataFrame:
         A validated sweep (`load_sweep`).
     adjust
         Multiple-testing adjustment, one of `ADJUST_METHODS` (default Holm).
+    reference, baselines, metric, higher_is_better
+        The comparison (`rr_analysis.cells.compare`), as in `welch_table`.
 
     Returns
     -------
     DataFrame, one row per (size, baseline): the columns of `welch_table`, `paired_table` and
     `rr_analysis.mixed.mixed_table` (see those), then ``p_adj_welch, p_adj_paired, p_adj_mixed`` (adjusted
     p), ``adjust`` (the method), ``primary`` (the name of the declared primary test, `PRIMARY_TEST`) and
-    ``family_m_welch, family_m_paired, family_m_mixed`` (how many tests each family holds).
+    ``family_m_welch, family_m_paired, family_m_mixed`` (how many tests each family holds), then `STAMP`.
     `TABLE_COLUMNS` lists the stable subset the CLI emits as JSON/CSV.
 
     Notes
@@ -271,13 +311,21 @@ def gap_table(df: pd.DataFrame, adjust: str = "holm") -> pd.DataFrame:
     >>> t["welch_t"].round(2).tolist()
     [0.42, -1.01, 0.81, -0.53, 0.5, 0.39, 3.28, 3.67, 2.31, 2.36]
     """
-    key = ["size", "baseline"]
+    kw = {
+        "reference": reference,
+        "baselines": baselines,
+        "metric": metric,
+        "higher_is_better": higher_is_better,
+    }
+    key = ["size", "baseline", *STAMP]
     out = (
-        welch_table(df).merge(paired_table(df), on=key, how="left").merge(mixed_table(df), on=key, how="left")
+        welch_table(df, **kw)
+        .merge(paired_table(df, **kw), on=key, how="left")
+        .merge(mixed_table(df, **kw), on=key, how="left")
     )
     for test in TESTS:
         out[f"p_adj_{test}"] = adjust_p(out[f"{test}_p"], adjust)
     out["adjust"], out["primary"] = adjust, PRIMARY_TEST
     for test in TESTS:
         out[f"family_m_{test}"] = int(out[f"{test}_p"].notna().sum())
-    return out
+    return out[[c for c in out if c not in STAMP] + list(STAMP)]

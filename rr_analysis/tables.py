@@ -13,11 +13,12 @@ import math
 import os
 import textwrap
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pandas as pd
 
+from rr_analysis.cells import METRIC, STAMP
 from rr_analysis.emergence import EMERGENCE_COLUMNS
 from rr_analysis.stats import TABLE_COLUMNS
 from rr_model.core.errors import InputError
@@ -147,17 +148,55 @@ def _reproduction_notes(t: pd.DataFrame) -> list[str]:
     ]
 
 
-_GAP = f"gap = mean(baseline) - mean({label(REFERENCE)}); positive favours {label(REFERENCE)} (lower loss)."
+_GAP = "{gap}"  # the sign convention in words, for the frame's comparison (`_context`)
+
+
+def _context(frame: pd.DataFrame) -> dict[str, str]:
+    """What a view's texts say about the comparison, read from the frame's `STAMP` columns (the paper's when
+    it has none): the reference's label, the metric, the response the tests ran on, and the gap in words.
+
+    The published comparison reads as it always has ("Review", "val_loss", "(lower loss)"); any other states
+    its metric and direction in the title and the gap line.
+    """
+    ref, metric, higher = REFERENCE, METRIC, False
+    if len(frame) and set(STAMP) <= set(frame.columns):
+        ref, metric, higher = (
+            frame["reference"].iloc[0],
+            frame["metric"].iloc[0],
+            bool(frame["higher_is_better"].iloc[0]),
+        )
+    name = label(ref)
+    if higher:
+        gap = (f"gap = mean({name}) - mean(baseline) of {metric}; positive favours {name} (higher {metric} is "
+               f"better; the tests run on -{metric}).")  # fmt: skip
+    else:
+        of = "" if metric == METRIC else f" of {metric}"
+        gap = f"gap = mean(baseline) - mean({name}){of}; positive favours {name} (lower {'loss' if metric == METRIC else metric})."
+    shown = f"{metric}, higher is better" if higher else metric
+    return {"ref": name, "metric": shown, "response": f"-{metric}" if higher else metric, "gap": gap}
+
+
+def _filled(view: View, frame: pd.DataFrame) -> View:
+    """`view` with its title, headers and legend stating the frame's comparison (`_context`)."""
+    ctx = _context(frame)
+    columns = tuple(replace(c, header=c.header.format(**ctx)) for c in view.columns)
+    return replace(
+        view,
+        title=view.title.format(**ctx),
+        columns=columns,
+        legend=tuple(t.format(**ctx) for t in view.legend),
+    )
+
 
 VIEWS: dict[str, View] = {
     "table": View(
-        title=f"{label(REFERENCE)} vs each baseline, val_loss (primary test: paired*, seed-matched)",
+        title="{ref} vs each baseline, {metric} (primary test: paired*, seed-matched)",
         columns=(
             Col("size", _get("size", str), 0),
             Col("baseline", _get("baseline", label), 0),
             Col("params\n(M)", _get("params_M", _num(".2f")), 6),
             Col("n\nR/B", lambda r: f"{r['n_review']}/{r['n_baseline']}", 5),
-            Col(f"{label(REFERENCE)}\nmean", _get("review_mean", _num(".4f")), 6),
+            Col("{ref}\nmean", _get("review_mean", _num(".4f")), 6),
             Col("baseline\nmean", _get("baseline_mean", _num(".4f")), 6),
             Col("gap", _get("gap", _num(".4f")), 0),
             Col("95% CI\nof gap", _ci("ci_low", "ci_high", ".4f"), 4),
@@ -185,8 +224,8 @@ VIEWS: dict[str, View] = {
             "the fewest assumptions.",
             "sign-flip: exact permutation test of the same differences; it cannot go below its floor 2/2^pairs "
             "(0.25 with 3 seeds), whatever the gap.",
-            "mixed: the primary test's twin, val_loss ~ variant + (1 | seed) per size, REML, Review as "
-            "reference; coef = baseline - Review, t-test with Satterthwaite df, two-sided.",
+            "mixed: the primary test's twin, {response} ~ variant + (1 | seed) per size, REML, {ref} as "
+            "reference; coef = baseline - {ref}, t-test with Satterthwaite df, two-sided.",
             "Welch: the paper's Table 2, two-sample t-test, unequal variances, Welch-Satterthwaite df, "
             "two-sided; 95% CI of the gap from it. Hedges' g: gap / pooled SD times the exact J; its 95% CI "
             "inverts the noncentral t.",
@@ -194,7 +233,7 @@ VIEWS: dict[str, View] = {
         notes=_table_notes,
     ),
     "emergence": View(
-        title=f"Does {label(REFERENCE)}'s advantage grow with size? (gap per decade of parameters)",
+        title="Does {ref}'s advantage grow with size? (gap per decade of parameters)",
         columns=(
             Col("baseline", _get("baseline", label), 0),
             Col("sizes", _get("n_sizes", str), 3),
@@ -223,13 +262,13 @@ VIEWS: dict[str, View] = {
         ),
         legend=(
             _GAP,
-            "Slopes: change of the gap per decade of Review's parameters; positive: the gap grows with size.",
+            "Slopes: change of the gap per decade of {ref}'s parameters; positive: the gap grows with size.",
             "(c) PRIMARY, the size-level question: per-size seed-paired gaps and SEs regressed on "
             "log10(params), REML tau2, Knapp-Hartung t on sizes - 2 df (metafor rma knha); QE: residual "
             "heterogeneity, chi-square on sizes - 2 df.",
             "(b) each size's gap may leave the line: (a) + (0 + baseline | size), REML; Satterthwaite and "
             "Kenward-Roger (KR) df; variance components seed, size deviation (this baseline), residual.",
-            "(a) per-run evidence, assumes the gap is exactly linear in log size: val_loss ~ 0 + size + "
+            "(a) per-run evidence, assumes the gap is exactly linear in log size: {response} ~ 0 + size + "
             "baseline + baseline:lxc + (1 | size:seed), REML, Satterthwaite df; LRT of all slopes (ML).",
         ),
         notes=lambda t: (
@@ -285,7 +324,7 @@ VIEWS: dict[str, View] = {
             Col("GPU\nminutes", _get("gpu_minutes", _num(".0f")), 0),
         ),
         legend=(
-            "resid SD: within-seed residual SD pooled across sizes, one REML fit of val_loss ~ 0 + size:variant "
+            "resid SD: within-seed residual SD pooled across sizes, one REML fit of {response} ~ 0 + size:variant "
             "+ (1 | size:seed); dz = effect / (sqrt(2) resid SD), the SD of a seed-matched difference.",
             "power: two-sided paired t-test at alpha 0.05 per test (noncentral t, statsmodels TTestPower's "
             "formula); each seed runs every variant; GPU minutes = seeds to add x the summed mean minutes of "
@@ -613,7 +652,7 @@ def render(frame: pd.DataFrame, view: str, fmt: str, width: int | None = None) -
         For text only: the widest line allowed (a terminal's width); columns are dropped by rank to fit and
         a line names them. None shows every column.
     """
-    v = VIEWS[view]
+    v = _filled(VIEWS[view], frame)
     if fmt == "json":
         keys = _machine_columns(view, frame)
         records = [{k: None if _missing(r[k]) else plain(r[k]) for k in keys} for _, r in frame.iterrows()]
@@ -634,9 +673,11 @@ def render(frame: pd.DataFrame, view: str, fmt: str, width: int | None = None) -
 def card_block(table: pd.DataFrame) -> str:
     """The dataset card's generated block (markers included) for a `gap_table` frame."""
     view = VIEWS["table"]
-    keep = ("size", "baseline", "n\nR/B", f"{label(REFERENCE)}\nmean", "baseline\nmean", "gap", "Welch\nt",
+    keep = ("size", "baseline", "n\nR/B", "{ref}\nmean", "baseline\nmean", "gap", "Welch\nt",
             "Welch\np", "paired*\np", "paired*\np adj", "sign-flip\np (floor)", "mixed\np", "mixed\np adj")  # fmt: skip
-    short = View(view.title, tuple(c for c in view.columns if c.header in keep), view.legend, view.notes)
+    short = _filled(
+        View(view.title, tuple(c for c in view.columns if c.header in keep), view.legend, view.notes), table
+    )
     return f"{CARD_BEGIN}\n{_markdown(short, table)}{CARD_END}"
 
 

@@ -1,0 +1,281 @@
+"""Any comparison: --reference, --baselines, --metric and --higher-is-better through the library and the CLI.
+
+The published comparison stays what it was (text byte for byte, JSON less the keys that now state the
+comparison); every test for another reference is checked against a direct computation (scipy, statsmodels,
+numpy) or against the published analysis of the same data relabelled so that the chosen reference is named
+review_neutral.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats as sps
+from typer.testing import CliRunner
+
+from cli.main import app
+from rr_analysis.cells import METRIC, STAMP, compare
+from rr_analysis.effect import hedges_j
+from rr_analysis.emergence import emergence
+from rr_analysis.equivalence import equivalence
+from rr_analysis.power import power_table, seed_plan
+from rr_analysis.stats import gap_table, mixed_table, paired_table, welch_table
+from rr_model.core.errors import InputError
+from rr_model.core.variants import REFERENCE
+from rr_model.results.dataset import load_sweep, write_sweep
+
+runner = CliRunner()
+GOLDEN = Path(__file__).with_name("golden")
+HW_STD = {"reference": "highway", "baselines": ["standard"]}
+
+
+@pytest.fixture(scope="module")
+def sweep() -> pd.DataFrame:
+    return load_sweep()
+
+
+def arms(df: pd.DataFrame, size: str, column: str = "val_loss") -> tuple[pd.Series, pd.Series]:
+    """(highway, standard) values of `column` at `size`, indexed by seed, rows without a value left out."""
+    cell = df[(df["size"] == size) & df[column].notna()]
+    return tuple(cell[cell["variant"] == v].set_index("seed")[column] for v in ("highway", "standard"))
+
+
+def relabelled(df: pd.DataFrame, reference: str) -> pd.DataFrame:
+    """The sweep without review_neutral, `reference` renamed review_neutral: the published analysis of it is
+    the analysis of `reference` against the rest."""
+    out = df[df["variant"] != REFERENCE].copy()
+    out.loc[out["variant"] == reference, "variant"] = REFERENCE
+    return out.reset_index(drop=True)
+
+
+def numbers(frame: pd.DataFrame) -> pd.DataFrame:
+    """The numeric columns of a result, without the comparison it states."""
+    return frame.drop(columns=list(STAMP)).select_dtypes("number").reset_index(drop=True)
+
+
+# --- the published comparison is unchanged ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("view", ["table", "emergence"])
+def test_default_text_is_byte_identical_and_json_only_gains_the_comparison(view):
+    text = runner.invoke(app, ["analyze", view, "--wide"])
+    assert text.exit_code == 0
+    assert text.output == (GOLDEN / f"default_{view}.txt").read_text()
+    records = json.loads(runner.invoke(app, ["analyze", view, "--format", "json"]).output)
+    before = json.loads((GOLDEN / f"default_{view}.json").read_text())
+    assert [{k: r[k] for k in STAMP} for r in records] == [
+        {"reference": "review_neutral", "metric": "val_loss", "higher_is_better": False}
+    ] * len(before)
+    assert [{k: v for k, v in r.items() if k not in STAMP} for r in records] == before
+
+
+def test_explicit_published_options_give_the_default_output():
+    plain = runner.invoke(app, ["analyze", "--format", "json"]).output
+    named = ["--reference", "review_neutral", "--baselines", "highway,standard", "--metric", "val_loss"]
+    assert runner.invoke(app, ["analyze", "--format", "json", *named]).output == plain
+
+
+# --- each test for a non-default reference against a direct computation ---------------------------------
+
+
+def test_welch_paired_hedges_and_sign_flip_of_highway_against_standard(sweep):
+    t = gap_table(sweep, "none", **HW_STD).set_index("size")
+    assert t["baseline"].unique().tolist() == ["standard"] and (t["reference"] == "highway").all()
+    for size in ("60M", "590M", "1B"):
+        h, s = arms(sweep, size)
+        welch = sps.ttest_ind(s, h, equal_var=False)
+        assert t.loc[size, "gap"] == pytest.approx(s.mean() - h.mean(), abs=1e-15)
+        assert t.loc[size, "welch_t"] == pytest.approx(welch.statistic, rel=1e-12)
+        assert t.loc[size, "welch_p"] == pytest.approx(welch.pvalue, rel=1e-10)
+        paired = sps.ttest_rel(s, h.loc[s.index])
+        assert t.loc[size, "paired_t"] == pytest.approx(paired.statistic, rel=1e-12)
+        assert t.loc[size, "paired_p"] == pytest.approx(paired.pvalue, rel=1e-10)
+        n1, n2 = len(s), len(h)
+        pooled = np.sqrt(((n1 - 1) * s.var() + (n2 - 1) * h.var()) / (n1 + n2 - 2))
+        g = float(hedges_j(n1 + n2 - 2)) * (s.mean() - h.mean()) / pooled
+        assert t.loc[size, "hedges_g"] == pytest.approx(g, rel=1e-12)
+        d = (s - h.loc[s.index]).to_numpy()
+        flips = [abs(np.dot(signs, d)) for signs in itertools.product([1, -1], repeat=len(d))]
+        assert t.loc[size, "signflip_p"] == pytest.approx(np.mean(flips >= abs(d.sum()) - 1e-12))
+
+
+def test_mixed_model_of_a_non_default_reference_is_the_block_anova(sweep):
+    m = mixed_table(sweep, reference="standard").set_index(["size", "baseline"])
+    cell = sweep[sweep["size"] == "1B"].pivot(index="seed", columns="variant", values="val_loss")
+    y = cell[["standard", "highway", "review_neutral"]].to_numpy()
+    n, k = y.shape
+    resid = y - y.mean(0) - y.mean(1)[:, None] + y.mean()
+    mse = (resid**2).sum() / ((n - 1) * (k - 1))
+    for j, b in ((1, "highway"), (2, "review_neutral")):
+        coef = y[:, j].mean() - y[:, 0].mean()
+        t = coef / np.sqrt(2 * mse / n)
+        assert m.loc[("1B", b), "mixed_coef"] == pytest.approx(coef, abs=1e-14)
+        assert m.loc[("1B", b), "mixed_p"] == pytest.approx(2 * sps.t.sf(abs(t), (n - 1) * (k - 1)), rel=1e-9)
+
+
+@pytest.mark.parametrize(
+    "analysis",
+    [
+        gap_table,
+        welch_table,
+        paired_table,
+        mixed_table,
+        power_table,
+        lambda df, **kw: seed_plan(df, 0.003, **kw),
+    ],
+    ids=["gap_table", "welch", "paired", "mixed", "power", "seed_plan"],
+)
+def test_any_reference_is_the_published_analysis_of_relabelled_data(sweep, analysis):
+    ours = analysis(sweep, reference="highway", baselines=["standard"])
+    published = analysis(relabelled(sweep, "highway"))
+    pd.testing.assert_frame_equal(numbers(ours), numbers(published), rtol=1e-12)
+
+
+def test_emergence_at_all_three_levels_for_another_reference(sweep):
+    ours = emergence(sweep, reference="highway", baselines=["standard"])
+    published = emergence(relabelled(sweep, "highway"))
+    assert ours["reference"].tolist() == ["highway"] and ours["baseline"].tolist() == ["standard"]
+    for level in ("meta", "dev", "run"):
+        cols = [c for c in ours if c.startswith(level) and ours[c].dtype.kind == "f"]
+        np.testing.assert_allclose(ours[cols].to_numpy(float), published[cols].to_numpy(float), rtol=1e-9)
+    assert ours["verdict"].tolist() == published["verdict"].tolist()
+
+
+def test_equivalence_for_another_reference_matches_statsmodels(sweep):
+    from statsmodels.stats.weightstats import ttost_paired
+
+    e = equivalence(sweep, 0.01, **HW_STD).set_index("size")
+    h, s = arms(sweep, "590M")
+    assert e.loc["590M", "paired_tost_p"] == pytest.approx(ttost_paired(s, h.loc[s.index], -0.01, 0.01)[0])
+    assert (e["reference"] == "highway").all()
+
+
+# --- the metric -----------------------------------------------------------------------------------------
+
+
+def test_ece_is_compared_where_measured(sweep):
+    t = gap_table(sweep, metric="ece", **HW_STD).set_index("size")
+    assert (t["metric"] == "ece").all()
+    for size in t.index:
+        h, s = arms(sweep, size, "ece")
+        assert t.loc[size, "n_review"] == len(h) and t.loc[size, "n_baseline"] == len(s)
+        if len(h) > 1 and len(s) > 1:
+            assert t.loc[size, "welch_t"] == pytest.approx(sps.ttest_ind(s, h, equal_var=False).statistic)
+
+
+def test_higher_is_better_flips_the_sign_so_positive_still_favours_the_reference(sweep):
+    df = sweep.assign(accuracy=1.0 - sweep["val_loss"] / 10)  # better exactly where the loss is lower
+    acc = gap_table(df, metric="accuracy", higher_is_better=True, **HW_STD).set_index("size")
+    loss = gap_table(df, **HW_STD).set_index("size")
+    h, s = arms(df, "60M", "accuracy")
+    assert acc.loc["60M", "gap"] == pytest.approx(h.mean() - s.mean(), abs=1e-15)
+    assert acc.loc["60M", "review_mean"] == pytest.approx(h.mean(), abs=1e-15)  # the metric, not its negation
+    np.testing.assert_allclose(acc["gap"], loss["gap"] / 10, rtol=1e-9)
+    np.testing.assert_allclose(acc["welch_t"], loss["welch_t"], rtol=1e-9)
+    np.testing.assert_allclose(acc["paired_p"], loss["paired_p"], rtol=1e-9)
+    plain = gap_table(df, metric="accuracy", **HW_STD).set_index("size")
+    np.testing.assert_allclose(plain["welch_t"], -loss["welch_t"], rtol=1e-9)
+
+
+# --- clear sentences --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("kw", "message"),
+    [
+        (
+            {"reference": "rezero"},
+            "no rezero runs in the data: every comparison is against rezero (the variants",
+        ),
+        (
+            {"baselines": ["layerscale"]},
+            "the baseline 'layerscale' has no runs in the data (the variants present",
+        ),
+        ({"baselines": ["review_neutral"]}, "the baseline 'review_neutral' is the reference"),
+        ({"baselines": ["highway", "highway"]}, "the baseline 'highway' is named twice"),
+        (
+            {"metric": "accuracy"},
+            "the metric 'accuracy' is not a column of the data; the numeric columns are",
+        ),
+        ({"metric": "seed"}, "the metric 'seed' is a design column"),
+    ],
+)
+def test_a_comparison_the_data_cannot_make_is_one_sentence(sweep, kw, message):
+    with pytest.raises(InputError) as e:
+        gap_table(sweep, **kw)
+    assert str(e.value).startswith(message)
+
+
+def test_an_empty_metric_is_refused(sweep):
+    with pytest.raises(InputError, match="the metric 'ece' has no value in any highway row"):
+        compare(sweep.assign(ece=sweep["ece"].where(sweep["variant"] != "highway")), metric="ece")
+
+
+def test_cli_errors_are_one_rr_error_paragraph(tmp_path, sweep):
+    path = tmp_path / "no_ece.csv"
+    write_sweep(sweep.assign(ece=np.nan), path)
+    for args, said in [
+        (["--reference", "myrule"], "no myrule runs in the data"),
+        (["--baselines", "highway,,standard"], "has an empty name"),
+        (["--metric", "ece", "--data", str(path)], "the metric 'ece' is empty in every row compared"),
+        (["claims", "--reference", "highway"], "the claims view audits the paper's own comparison"),
+    ]:
+        result = runner.invoke(app, ["analyze", *args])
+        assert result.exit_code == 2, args
+        assert said in result.output and "Traceback" not in result.output
+
+
+# --- every format and command states the comparison -------------------------------------------------------
+
+
+def test_text_and_json_state_a_non_default_reference():
+    args = ["--reference", "highway", "--baselines", "standard", "--wide"]
+    text = runner.invoke(app, ["analyze", *args]).output
+    assert text.startswith("Highway vs each baseline, val_loss (primary test")
+    assert "gap = mean(baseline) - mean(Highway); positive favours Highway (lower loss)." in text
+    ece = runner.invoke(app, ["analyze", "emergence", "--metric", "ece", "--higher-is-better", "--wide"]).output
+    assert "gap = mean(Review) - mean(baseline) of ece; positive favours Review (higher ece is better" in ece
+    records = json.loads(runner.invoke(app, ["analyze", "power", *args[:-1], "--format", "json"]).output)
+    assert {(r["reference"], r["baseline"], r["metric"]) for r in records} == {
+        ("highway", "standard", METRIC)
+    }
+
+
+def test_plot_and_report_take_the_comparison(tmp_path):
+    svg = tmp_path / "e.svg"
+    result = runner.invoke(
+        app, ["plot", "emergence", "--reference", "highway", "--baselines", "standard", "-o", str(svg)]
+    )
+    assert result.exit_code == 0, result.output
+    drawn = svg.read_text()
+    assert (
+        "Highway vs." in drawn
+        and "Baseline loss \u2212 Highway loss" in drawn
+        and "parameter-matched" not in drawn
+    )
+    for kind in ("scaling", "seeds", "calibration"):
+        out = tmp_path / f"{kind}.svg"
+        result = runner.invoke(
+            app, ["plot", kind, "--reference", "standard", "--baselines", "highway", "-o", str(out)]
+        )
+        assert result.exit_code == 0, result.output
+        assert "Review" not in out.read_text()  # review_neutral is not among the variants drawn
+    report = tmp_path / "report"
+    result = runner.invoke(
+        app, ["report", "-o", str(report), "--reference", "highway", "--baselines", "standard"]
+    )
+    assert result.exit_code == 0, result.output
+    text = (report / "report.md").read_text()
+    assert "## 1. Highway against each baseline, per size" in text and "Does Highway's advantage" in text
+
+
+def test_the_cli_defaults_spell_the_librarys():
+    from cli import options
+
+    assert options.REFERENCE.default == REFERENCE and options.METRIC.default == METRIC
+    assert options.BASELINES.default is None and options.HIGHER_IS_BETTER.default is False
