@@ -154,21 +154,7 @@ def analyze(
     chosen_view = chosen.pop() if chosen else View.table
     width = None if wide or fmt is not Format.text else shutil.get_terminal_size().columns
     kw = comparison(reference, baselines, metric, higher_is_better)
-    if chosen_view is View.claims and kw != comparison("review_neutral", None, "val_loss", False):
-        raise fail(
-            "the claims view audits the paper's own comparison (review_neutral against highway and standard, "
-            "val_loss); --reference, --baselines, --metric and --higher-is-better do not apply to it: use the "
-            "table, emergence or equivalence view for another comparison"
-        )
-    if chosen_view is View.forecast and (reference, metric, higher_is_better) != (
-        "review_neutral",
-        "val_loss",
-        False,
-    ):
-        raise fail(
-            "the forecast view predicts val_loss gaps against review_neutral (rr_analysis.forecast); --reference, "
-            "--metric and --higher-is-better do not apply to it (--baselines does)"
-        )
+    _check_comparison(chosen_view, kw)
     with known_errors():
         from cli.dataload import load_checked
 
@@ -186,6 +172,22 @@ def analyze(
             comparison=kw,
         )
         typer.echo(_compute(chosen_view, df, fmt.value, options, width), nl=False)
+
+
+def _check_comparison(view: View, kw: dict) -> None:
+    """The views that read one comparison only (the paper's claims; the forecast of val_loss gaps) refuse others."""
+    if view is View.claims and kw != comparison("review_neutral", None, "val_loss", False):
+        raise fail(
+            "the claims view audits the paper's own comparison (review_neutral against highway and standard, "
+            "val_loss); --reference, --baselines, --metric and --higher-is-better do not apply to it: use the "
+            "table, emergence or equivalence view for another comparison"
+        )
+    published = ("review_neutral", "val_loss", False)
+    if view is View.forecast and (kw["reference"], kw["metric"], kw["higher_is_better"]) != published:
+        raise fail(
+            "the forecast view predicts val_loss gaps against review_neutral (rr_analysis.forecast); --reference, "
+            "--metric and --higher-is-better do not apply to it (--baselines does)"
+        )
 
 
 def _compute(view: View, df, fmt: str, options: dict, width) -> str:

@@ -157,7 +157,7 @@ def compare(
     -------
     >>> rows, c = compare(load_sweep(), "highway", ["standard"], "ece")
     >>> c.baselines, sorted(rows["variant"].unique()), int(rows["response"].notna().sum())
-    (('standard',), ['highway', 'standard'], 24)
+    (('standard',), ['highway', 'standard'], 28)
     """
     _check_metric(df, metric)
     present = list(df["variant"].unique())  # unique first: iterating 10^5 arrow strings is slow

@@ -238,7 +238,9 @@ def test_text_and_json_state_a_non_default_reference():
     text = runner.invoke(app, ["analyze", *args]).output
     assert text.startswith("Highway vs each baseline, val_loss (primary test")
     assert "gap = mean(baseline) - mean(Highway); positive favours Highway (lower loss)." in text
-    ece = runner.invoke(app, ["analyze", "emergence", "--metric", "ece", "--higher-is-better", "--wide"]).output
+    ece = runner.invoke(
+        app, ["analyze", "emergence", "--metric", "ece", "--higher-is-better", "--wide"]
+    ).output
     assert "gap = mean(Review) - mean(baseline) of ece; positive favours Review (higher ece is better" in ece
     records = json.loads(runner.invoke(app, ["analyze", "power", *args[:-1], "--format", "json"]).output)
     assert {(r["reference"], r["baseline"], r["metric"]) for r in records} == {
@@ -279,3 +281,40 @@ def test_the_cli_defaults_spell_the_librarys():
 
     assert options.REFERENCE.default == REFERENCE and options.METRIC.default == METRIC
     assert options.BASELINES.default is None and options.HIGHER_IS_BETTER.default is False
+
+
+# --- your own comparison, from a file ---------------------------------------------------------------------
+
+
+def test_myrule_as_the_reference_against_standard(tmp_path, sweep):
+    mine = sweep[sweep["variant"] != REFERENCE].replace({"variant": {"highway": "myrule"}})
+    path = tmp_path / "mine.csv"
+    write_sweep(mine, path)
+    args = ["--data", str(path), "--reference", "myrule", "--baselines", "standard", "--format", "json"]
+    table = json.loads(
+        runner.invoke(app, ["analyze", "table", *args]).stdout
+    )  # stderr: not the published rows
+    expected = gap_table(sweep, **HW_STD)
+    assert [r["reference"] for r in table] == ["myrule"] * 5 and [r["baseline"] for r in table] == [
+        "standard"
+    ] * 5
+    np.testing.assert_allclose([r["paired_p"] for r in table], expected["paired_p"], rtol=1e-12)
+    trend = json.loads(runner.invoke(app, ["analyze", "emergence", *args]).stdout)
+    assert trend[0]["meta_p"] == pytest.approx(emergence(sweep, **HW_STD)["meta_p"].item(), rel=1e-9)
+    svg = tmp_path / "mine.svg"
+    result = runner.invoke(app, ["plot", "emergence", *args[:4], "--reference", "myrule", "-o", str(svg)])
+    assert result.exit_code == 0, result.output
+    assert "myrule vs." in svg.read_text()
+
+
+def test_an_extra_column_of_the_file_is_a_metric(tmp_path, sweep):
+    path = tmp_path / "accuracy.csv"
+    sweep.assign(accuracy=(1.0 - sweep["val_loss"] / 10).round(6)).to_csv(path, index=False)
+    args = ["--data", str(path), "--format", "json", *("--reference", "highway", "--baselines", "standard")]
+    acc = json.loads(
+        runner.invoke(app, ["analyze", *args, "--metric", "accuracy", "--higher-is-better"]).output
+    )
+    loss = gap_table(sweep, **HW_STD)
+    assert {(r["metric"], r["higher_is_better"]) for r in acc} == {("accuracy", True)}
+    np.testing.assert_allclose([r["gap"] for r in acc], loss["gap"] / 10, atol=1e-6)
+    assert [np.sign(r["welch_t"]) for r in acc] == np.sign(loss["welch_t"]).tolist()

@@ -13,7 +13,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rr_model.core.variants import NAMES
-from rr_model.results.dataset import FIELDS, DataError, append_rows, bundled_path, load_sweep, write_sweep
+from rr_model.results.dataset import (
+    FIELDS,
+    DataError,
+    append_rows,
+    bundled_path,
+    load_sweep,
+    read_sweep_text,
+    write_sweep,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 HEADER = ",".join(FIELDS)
@@ -288,3 +296,14 @@ def test_append_to_an_invalid_file_refuses(tmp_path):
     with pytest.raises(DataError, match="column variant"):
         append_rows(path, [NEW])
     assert path.read_bytes() == before
+
+
+def test_an_extra_numeric_column_is_read_as_a_metric():
+    rows = bundled_path().read_text().splitlines()
+    text = "\n".join([rows[0] + ",accuracy", rows[1] + ",0.61", rows[2] + ","]) + "\n"
+    df = read_sweep_text(text, "acc.csv")
+    assert list(df.columns[-2:]) == ["minutes", "accuracy"] and df["accuracy"].dtype == "float64"
+    assert df["accuracy"].iloc[0] == 0.61 and math.isnan(df["accuracy"].iloc[1])
+    for header, cell in (("Accuracy", "0.61"), ("accuracy", "inf"), ("accuracy", "high")):
+        with pytest.raises(DataError, match=f"column {header} - unknown column"):
+            read_sweep_text("\n".join([rows[0] + "," + header, rows[1] + "," + cell]) + "\n", "acc.csv")

@@ -37,7 +37,7 @@ from rr_model.core.files import (
 )
 from rr_model.core.ladder import size_problem
 from rr_model.core.variants import variant_problem
-from rr_model.results.schema import COLUMNS, GROUP_RULES, KEY, SCHEMA, Problem
+from rr_model.results.schema import COLUMNS, EXTRA_NAME, EXTRA_RULE, GROUP_RULES, KEY, SCHEMA, Problem
 
 __all__ = [
     "DataError",
@@ -226,7 +226,7 @@ def _check_header(header: list[str], path, raw: bytes = b"") -> None:
     problems += [
         Problem(1, x, None, f"unknown column (expected {','.join(FIELDS)})")
         for x in header
-        if x not in FIELDS
+        if x not in FIELDS and not EXTRA_NAME.fullmatch(x)
     ]
     if problems:
         raise DataError(path, problems)
@@ -301,7 +301,21 @@ def _typed(columns: dict[str, pa.ChunkedArray], lines: np.ndarray) -> tuple[pd.D
                 for i in np.flatnonzero(mask)
             ]
         out[col.name] = values
+    for name in (n for n in columns if n not in out):
+        values, problem = _extra(pc.utf8_trim_whitespace(columns[name]), name)
+        out[name] = values
+        problems += [problem] if problem else []
     return pd.DataFrame(out), problems
+
+
+def _extra(s: pa.ChunkedArray, name: str) -> tuple[np.ndarray, Problem | None]:
+    """An extra measured column as float64 (NaN where empty), or a header problem when a cell is not a
+    finite number."""
+    values, bad, _ = _numbers(s, "float")
+    empty = pc.equal(s, "").to_numpy(zero_copy_only=False)
+    if (bad & ~empty).any() or not np.isfinite(values[~empty]).all():
+        return values, Problem(1, name, None, f"unknown column (expected {','.join(FIELDS)}): {EXTRA_RULE}")
+    return values, None
 
 
 _LABEL_PROBLEMS = {"size": size_problem, "variant": variant_problem}
@@ -389,7 +403,7 @@ def _parse(raw: bytes, path, new_from: int | None = None) -> pd.DataFrame:
     columns, lines = _cells(raw, path)
     df, problems = _typed(columns, lines)
     del columns
-    problems += _schema_problems(df, lines, problems)
+    problems += _schema_problems(df[FIELDS], lines, problems)
     if problems:
         problems.sort(key=lambda p: (p.line or 0, p.column or ""))
         raise DataError(path, problems if new_from is None else [_as_new(p, new_from) for p in problems])
@@ -423,7 +437,9 @@ def load_sweep(path: str | os.PathLike | None = None) -> pd.DataFrame:
     Returns
     -------
     DataFrame with those columns in that order: seed and steps int64, size and variant str, the rest
-    float64 (ece and minutes NaN where not measured). Rows keep the file's order;
+    float64 (ece and minutes NaN where not measured); then any extra measured column the file carries, in
+    its order, as float64 (`rr_model.results.schema.EXTRA_NAME` and `EXTRA_RULE`: an ``accuracy`` column for
+    ``rr analyze --metric accuracy``). Writers (`write_sweep`, `append_rows`) keep to the schema's columns. Rows keep the file's order;
     ``df.attrs["lines"]`` holds each row's line number in the file (a tuple).
 
     Raises

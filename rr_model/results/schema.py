@@ -7,6 +7,7 @@ column means is told once, in the dataset card (rr_model/results/published/READM
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -16,7 +17,7 @@ import pandera.pandas as pa
 from rr_model.core.ladder import LADDER, SIZE_LABEL
 from rr_model.core.variants import VARIANT_NAME, VARIANT_RULE
 
-__all__ = ["Column", "COLUMNS", "KEY", "SCHEMA", "Problem", "GROUP_RULES"]
+__all__ = ["Column", "COLUMNS", "KEY", "SCHEMA", "Problem", "GROUP_RULES", "EXTRA_NAME", "EXTRA_RULE"]
 
 
 MAX_PARAMS_M = 1e7  # 10^13 parameters: a typo guard (a count in units, not millions), far above any model
@@ -41,6 +42,10 @@ COLUMNS: tuple[Column, ...] = (
     Column("minutes", "float", True, "a number >= 0 or empty"),
 )
 KEY: list[str] = ["size", "variant", "seed"]
+# A column beyond COLUMNS is an extra measured metric (an accuracy, a downstream score), read as float64 for
+# `rr analyze --metric`, when its name is a plain identifier and every cell is a finite number or empty.
+EXTRA_NAME = re.compile(r"[a-z][a-z0-9_]{0,39}")
+EXTRA_RULE = "an extra column is read as a measured metric only when every cell is a finite number or empty"
 
 
 @dataclass(frozen=True)
