@@ -138,8 +138,8 @@ def analyze(
 ) -> None:
     """Statistics of a sweep: gap = mean(baseline) - mean(review_neutral), positive favours Review.
 
-    Any comparison: --reference, --baselines, --metric and --higher-is-better choose it (the claims view
-    audits the paper's own comparison and takes none of them); every format states the reference.
+    Any comparison: --reference, --baselines, --metric and --higher-is-better choose it (claims and
+    reproduction are the paper's own; forecast and confirm take --baselines); every format states it.
 
     Views: table (per size: paired* primary, sign-flip, mixed, Welch), emergence, power (with --effect: a seed
     plan), notes, equivalence (--margin), claims (the paper's, audited), forecast (--at 3B: the gap the
@@ -164,29 +164,32 @@ def analyze(
             return
         options = dict(adjust=adjust.value, margin=margin, effect=effect, at=at or [])
         options |= dict(
-            claims_file=claims_file,
-            noise=noise,
-            against=against,
-            power=target_power,
-            steps=steps,
-            comparison=kw,
+            claims_file=claims_file, noise=noise, against=against, power=target_power, steps=steps
         )
+        options["comparison"] = kw
         typer.echo(_compute(chosen_view, df, fmt.value, options, width), nl=False)
 
 
 def _check_comparison(view: View, kw: dict) -> None:
-    """The views that read one comparison only (the paper's claims; the forecast of val_loss gaps) refuse others."""
-    if view is View.claims and kw != comparison("review_neutral", None, "val_loss", False):
+    """The views that read one comparison only refuse others: the paper's claims and a re-run of the paper
+    (reproduction) are about the published comparison; forecast and confirm predict val_loss gaps against
+    review_neutral (they take --baselines)."""
+    if view in (View.claims, View.reproduction) and kw != comparison(
+        "review_neutral", None, "val_loss", False
+    ):
         raise fail(
-            "the claims view audits the paper's own comparison (review_neutral against highway and standard, "
-            "val_loss); --reference, --baselines, --metric and --higher-is-better do not apply to it: use the "
-            "table, emergence or equivalence view for another comparison"
+            f"the {view.value} view is about the paper's own comparison (review_neutral against highway and "
+            "standard, val_loss); --reference, --baselines, --metric and --higher-is-better do not apply to it: "
+            "use the table, emergence or equivalence view for another comparison"
         )
     published = ("review_neutral", "val_loss", False)
-    if view is View.forecast and (kw["reference"], kw["metric"], kw["higher_is_better"]) != published:
+    if (
+        view in (View.forecast, View.confirm)
+        and (kw["reference"], kw["metric"], kw["higher_is_better"]) != published
+    ):
         raise fail(
-            "the forecast view predicts val_loss gaps against review_neutral (rr_analysis.forecast); --reference, "
-            "--metric and --higher-is-better do not apply to it (--baselines does)"
+            f"the {view.value} view predicts val_loss gaps against review_neutral; --reference, --metric and "
+            "--higher-is-better do not apply to it (--baselines does)"
         )
 
 
@@ -208,7 +211,8 @@ def _compute(view: View, df, fmt: str, options: dict, width) -> str:
     if view is View.confirm:
         from rr_analysis.confirm import confirm_plan
 
-        frame = confirm_plan(df, options["at"], power=options["power"], steps=options["steps"])
+        plan = {"power": options["power"], "steps": options["steps"], "baselines": kw["baselines"]}
+        frame = confirm_plan(df, options["at"], **plan)
         return render(frame, "confirm", fmt, width)
     if view is View.fits:
         from rr_analysis.scaling import scaling_fits

@@ -223,7 +223,7 @@ def test_cli_errors_are_one_rr_error_paragraph(tmp_path, sweep):
         (["--reference", "myrule"], "no myrule runs in the data"),
         (["--baselines", "highway,,standard"], "has an empty name"),
         (["--metric", "ece", "--data", str(path)], "the metric 'ece' is empty in every row compared"),
-        (["claims", "--reference", "highway"], "the claims view audits the paper's own comparison"),
+        (["claims", "--reference", "highway"], "the claims view is about the paper's own comparison"),
     ]:
         result = runner.invoke(app, ["analyze", *args])
         assert result.exit_code == 2, args
