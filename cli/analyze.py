@@ -23,6 +23,7 @@ class View(str, Enum):
     equivalence = "equivalence"
     claims = "claims"
     reproduction = "reproduction"
+    pool_check = "pool-check"
     forecast = "forecast"
     confirm = "confirm"
     fits = "fits"
@@ -105,7 +106,7 @@ def analyze(
         None,
         metavar="VIEW",
         help="What to show: table (default), emergence, power, notes, equivalence, claims, reproduction, "
-        "forecast, confirm, fits or card.",
+        "pool-check, forecast, confirm, fits or card.",
         show_default=False,
         callback=_view,
     ),
@@ -115,6 +116,9 @@ def analyze(
     notes: bool = typer.Option(False, "--notes", help=_ALIAS.format("notes"), hidden=True),
     equivalence: bool = typer.Option(False, "--equivalence", help=_ALIAS.format("equivalence"), hidden=True),
     claims: bool = typer.Option(False, "--claims", help=_ALIAS.format("claims"), hidden=True),
+    pool_check: bool = typer.Option(
+        False, "--pool-check", help="Same as the view `pool-check`: can new rows pool?"
+    ),
     card: bool = typer.Option(False, "--card", help=_ALIAS.format("card"), hidden=True),
     data: Path = DATA,
     fmt: Format = typer.Option(Format.text, "--format", help="Output format."),
@@ -142,12 +146,13 @@ def analyze(
     reproduction are the paper's own; forecast and confirm take --baselines); every format states it.
 
     Views: table (per size: paired* primary, sign-flip, mixed, Welch), emergence, power (with --effect: a seed
-    plan), notes, equivalence (--margin), claims (the paper's, audited), forecast (--at 3B: the gap the
+    plan), notes, equivalence (--margin), claims (the paper's, audited), reproduction (--data repro.csv:
+    re-runs beside the published rows), pool-check (can new rows pool?), forecast (--at 3B: the gap the
     primary size-level line predicts there), confirm (--at 3B: seeds and GPU time to settle it), fits (L = E + A N^-alpha per variant), card. The
     old flags (--table, --emergence, ...) still work. Exit 0 on success, 2 for a bad --data file or option.
     """
     flags = {"table": table, "emergence": emergence, "power": power, "notes": notes,
-             "equivalence": equivalence, "claims": claims, "card": card}  # fmt: skip
+             "equivalence": equivalence, "claims": claims, "card": card, "pool-check": pool_check}  # fmt: skip
     chosen = {View(name) for name, on in flags.items() if on} | ({view} if view else set())
     if len(chosen) > 1:
         raise fail(f"choose one view, not {' and '.join(sorted(v.value for v in chosen))}")
@@ -235,6 +240,11 @@ def _compute(view: View, df, fmt: str, options: dict, width) -> str:
         from rr_analysis.notes import recipe_notes
 
         return render(recipe_notes(df, **kw), "notes", fmt, width)
+    if view is View.pool_check:
+        from rr_analysis.pooling import pool_check
+
+        pool = pool_check(df, reference=kw["reference"], baselines=kw["baselines"], metric=kw["metric"])
+        return render(pool, "pool", fmt, width)
     if view is View.reproduction:
         from rr_analysis.reproduction import reproduction
         from rr_model.results.dataset import load_sweep

@@ -515,6 +515,33 @@ VIEWS: dict[str, View] = {
         notes=lambda t: [],
         stacked=True,
     ),
+    "pool": View(
+        title="Can the new rows be pooled with the published ones? (rows flagged, and a source term)",
+        columns=(
+            Col("term", _get("term", str), 0),
+            Col("estimate", _get("estimate", _num("+.5f")), 0),
+            Col("SE", _get("se", _num(".5f")), 1),
+            Col("z", _get("z", _num(".2f")), 2),
+            Col("p", _get("p", _p), 0),
+            Col("rows\npub/new", lambda r: f"{r['n_published']}/{r['n_new']}", 1),
+            Col("flagged", _get("n_flagged", str), 0),
+        ),
+        legend=(
+            "source term: the mean shift of the new rows (not published rows unchanged) in the primary test's "
+            "twin pooled over sizes, val_loss ~ 0 + size:variant + new + (1 | size:seed), REML, Wald z, "
+            "two-sided (statsmodels MixedLM).",
+        ),
+        notes=lambda t: [
+            *(f"verdict: {v}" for v in t["verdict"]),
+            *(n for n in t["note"] if n),
+            *(
+                f"{r['size']} {label(r['variant'])} seed {r['seed']}: {'; '.join(r['flags'])}"
+                for rows in t["rows"]
+                for r in rows
+                if r["flags"]
+            ),
+        ],  # fmt: skip
+    ),
     "reproduction": View(
         title="Does it reproduce? Each re-run beside the published row of its key",
         columns=(
@@ -659,7 +686,7 @@ def render(frame: pd.DataFrame, view: str, fmt: str, width: int | None = None) -
         return json.dumps(records, indent=2, allow_nan=False) + "\n"
     if fmt == "csv":
         out = frame[_machine_columns(view, frame)]
-        nested = [c for c in out.columns if out[c].map(lambda v: isinstance(v, dict)).any()]
+        nested = [c for c in out.columns if out[c].map(lambda v: isinstance(v, dict | list)).any()]
         out = out.assign(**{c: out[c].map(json.dumps) for c in nested})  # a mapping cell is written as JSON
         return out.to_csv(index=False, lineterminator="\n")
     if fmt == "text":

@@ -44,7 +44,14 @@ def test_per_job_files_merge_into_one_with_their_provenance(tmp_path):
     assert len(merged) == 44
     assert merged.iloc[:42].equals(published)  # the published rows, unchanged and in order
     assert merged.iloc[42:][["seed", "val_loss"]].values.tolist() == [[3, 1.6951], [4, 1.6977]]
-    assert [r["run_id"] for r in read_records(sidecar_path(out))] == ["a1", "b1"]
+    records = read_records(sidecar_path(out))
+    assert [r["run_id"] for r in records if r.get("status") != "source"] == ["a1", "b1"]
+    sources = [r for r in records if r.get("status") == "source"]  # each merged row's origin (issue 21.3)
+    assert len(sources) == 44 and sum(r["published"] for r in sources) == 42
+    assert sources[0]["source"] == f"{a} line 2" and sources[-1] == {
+        "status": "source", "size": "60M", "variant": "highway", "seed": 4,
+        "source": f"{b} line 44", "published": False,
+    }  # fmt: skip
 
 
 def test_full_precision_and_files_without_published_rows(tmp_path):
@@ -57,7 +64,11 @@ def test_full_precision_and_files_without_published_rows(tmp_path):
     assert done == {"out": str(tmp_path / "m.csv"), "rows": 2, "copies": 0, "records": 0}
     merged = load_sweep(tmp_path / "m.csv")
     assert merged["val_loss"].tolist() == [1.7, 1.69771234] and merged["ece"].isna().tolist() == [False, True]
-    assert not sidecar_path(tmp_path / "m.csv").exists()
+    sources = read_records(sidecar_path(tmp_path / "m.csv"))  # no run records: the rows' sources only
+    assert [(r["seed"], r["source"], r["published"]) for r in sources] == [
+        (3, f"{a} line 2", False),
+        (4, f"{b} line 2", False),
+    ]
 
 
 def test_conflicting_copies_are_refused_naming_both_places(tmp_path):

@@ -23,7 +23,7 @@ import pandas as pd
 
 from rr_model.core.errors import InputError
 from rr_model.core.files import create_new, locked
-from rr_model.results.dataset import FIELDS, DataError, load_sweep, plain, write_sweep
+from rr_model.results.dataset import FIELDS, DataError, bundled_path, load_sweep, plain, write_sweep
 from rr_model.results.provenance import read_records, sidecar_path
 from rr_model.results.schema import KEY
 
@@ -102,8 +102,9 @@ def merge_sweeps(paths: Sequence[str | os.PathLike], out: str | os.PathLike) -> 
 
     Returns
     -------
-    A summary: out, rows (written), copies (identical rows dropped), records (provenance records written,
-    to the sidecar `out.runs.jsonl`, absent when the inputs have none).
+    A summary: out, rows (written), copies (identical rows dropped), records (the inputs' provenance records
+    written to the sidecar `out.runs.jsonl`). The sidecar also holds one "source" record per merged row: the
+    input file and line it came from, and whether it is a published row unchanged.
 
     Raises
     ------
@@ -123,8 +124,25 @@ def merge_sweeps(paths: Sequence[str | os.PathLike], out: str | os.PathLike) -> 
     snapshots = [_snapshot(path) for path in paths]
     merged, origins, copies = _combine([(p, df) for p, (df, _) in zip(paths, snapshots, strict=True)])
     records = _merged_records([records for _, records in snapshots])
-    _write_merged(merged, records, out, origins)
+    _write_merged(merged, records + _source_records(merged, origins), out, origins)
     return {"out": str(out), "rows": len(merged), "copies": copies, "records": len(records)}
+
+
+def _source_records(merged: pd.DataFrame, origins: list[str]) -> list[dict[str, Any]]:
+    """One "source" record per merged row: the input file and line it came from, and whether it is a
+    published row unchanged (what `rr analyze --pool-check` reads beside the run records)."""
+    published = load_sweep(bundled_path())
+    values = [c for c in FIELDS if c not in KEY]
+    pub = {tuple(plain(v) for v in k): tuple(r) for k, r in zip(published[KEY].itertuples(index=False),
+           published[values].itertuples(index=False), strict=True)}  # fmt: skip
+    out = []
+    for (_, row), origin in zip(merged.iterrows(), origins, strict=True):
+        key = tuple(plain(row[k]) for k in KEY)
+        same = key in pub and all(_same(a, b) for a, b in zip(pub[key], row[values], strict=True))
+        out.append(
+            {"status": "source", **dict(zip(KEY, key, strict=True)), "source": origin, "published": same}
+        )
+    return out
 
 
 def _write_merged(merged: pd.DataFrame, records: list[dict[str, Any]], out: Path, origins: list[str]) -> None:

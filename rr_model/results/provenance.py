@@ -29,7 +29,11 @@ __all__ = [
     "join",
     "summarize_join",
     "JOIN_COLUMNS",
+    "PUBLISHED_ENVIRONMENT",
 ]
+
+# What the published runs were trained on (the dataset card: B200, TF32); they predate rr's sidecar records.
+PUBLISHED_ENVIRONMENT = {"device_name": "NVIDIA B200", "precision": "tf32"}
 
 # Columns `join` adds to a sweep DataFrame (NaN/None where a row has no "ok" record).
 JOIN_COLUMNS = ("run_id", "toolkit", "git_commit", "device", "precision", "started", "ended", "record_agrees")

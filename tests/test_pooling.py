@@ -1,0 +1,104 @@
+"""--pool-check: new rows flagged by recipe and provenance, the source term of the pooled model against an
+independent computation, and rr merge's source records read back."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import numpy as np
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from cli.main import app
+from rr_analysis.pooling import pool_check, row_flags
+from rr_model.results.dataset import append_rows, bundled_path, load_sweep, write_sweep
+from rr_model.results.provenance import append_record, sidecar_path
+
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def published() -> pd.DataFrame:
+    return load_sweep()
+
+
+def new_seed(
+    published: pd.DataFrame, seed: int = 5, shift: float = 0.004, jitter: float = 0.003
+) -> pd.DataFrame:
+    rows = published[published["seed"] == 0].assign(seed=seed)
+    rng = np.random.default_rng(seed)
+    return rows.assign(val_loss=(rows["val_loss"] + shift + rng.normal(0, jitter, len(rows))).round(4))
+
+
+def test_published_rows_alone_have_nothing_to_check(published):
+    r = pool_check(published).iloc[0]
+    assert (r["n_published"], r["n_new"], r["n_flagged"]) == (42, 0, 0) and np.isnan(r["estimate"])
+    assert r["note"] == "no new rows to compare"
+
+
+def test_source_term_equals_the_between_block_contrast(published):
+    """Every block (size, seed) holds all three variants with equal weight, so the REML estimate of a term
+    constant within blocks is the OLS fit of the block means on size and source (within-block contrasts are
+    orthogonal to it): an independent computation of the same number."""
+    merged = pd.concat([published, new_seed(published)], ignore_index=True)
+    r = pool_check(merged).iloc[0]
+    blocks = merged.groupby(["size", "seed"], sort=False)["val_loss"].mean().reset_index()
+    sizes = pd.get_dummies(blocks["size"]).to_numpy(float)
+    X = np.column_stack([sizes, (blocks["seed"] == 5).to_numpy(float)])
+    beta = np.linalg.lstsq(X, blocks["val_loss"].to_numpy(), rcond=None)[0]
+    assert r["estimate"] == pytest.approx(beta[-1], rel=1e-6)
+    assert r["n_new"] == 15 and r["n_flagged"] == 15 and 0 < r["p"] < 1
+    assert all(row["flags"] == ["no provenance record: recipe and hardware unknown"] for row in r["rows"])
+
+
+def test_flags_name_recipe_hardware_precision_and_changed_rows(published):
+    good = {
+        "config": {"precision": "tf32", "data": "tinystories"},
+        "environment": {"device_name": "NVIDIA B200"},
+    }
+    row = pd.Series({"size": "60M", "steps": 8000})
+    assert row_flags(row, good) == []
+    other = {
+        "config": {"precision": "bf16", "data": "synthetic"},
+        "environment": {"device_name": "NVIDIA H200"},
+    }
+    assert row_flags(row, other) == [
+        "precision bf16 (published: tf32)",
+        "data synthetic (published: tinystories)",
+        "hardware NVIDIA H200 (published: NVIDIA B200)",
+    ]
+    changed = published.copy()
+    changed.loc[0, "val_loss"] += 0.01
+    rows = pool_check(changed).iloc[0]["rows"]
+    assert len(rows) == 1 and rows[0]["flags"][0] == "changes the published row of this key"
+
+
+def test_merge_keeps_sources_and_pool_check_reads_them(published, tmp_path):
+    a = tmp_path / "a.csv"
+    shutil.copy(bundled_path(), a)
+    rows = new_seed(published)
+    append_rows(a, rows.to_dict("records"))
+    for r in rows.itertuples():
+        env = {"device_name": "NVIDIA H100 80GB HBM3"}
+        append_record(sidecar_path(a), {"status": "ok", "size": r.size, "variant": r.variant, "seed": r.seed,
+                                         "config": {"precision": "tf32", "data": "tinystories"}, "environment": env})  # fmt: skip
+    merged = tmp_path / "merged.csv"
+    assert runner.invoke(app, ["merge", str(a), "--out", str(merged)]).exit_code == 0
+    out = runner.invoke(app, ["analyze", "--data", str(merged), "--pool-check", "--format", "json"])
+    assert out.exit_code == 0, out.output
+    r = json.loads(out.output)[0]
+    assert isinstance(r["estimate"], float) and isinstance(r["p"], float) and r["n_new"] == 15
+    first = r["rows"][0]
+    assert first["from"] == f"{a} line 44" and first["device"] == "NVIDIA H100 80GB HBM3"
+    assert first["flags"] == ["hardware NVIDIA H100 80GB HBM3 (published: NVIDIA B200)"]
+    text = " ".join(runner.invoke(app, ["analyze", "pool-check", "--data", str(merged)]).output.split())
+    assert "verdict: " in text and "15 new row(s) flagged" in text
+
+
+def test_pool_check_on_a_file_without_sidecar(published, tmp_path):
+    path = tmp_path / "m.csv"
+    write_sweep(pd.concat([published, new_seed(published)], ignore_index=True), path)
+    out = runner.invoke(app, ["analyze", "--data", str(path), "--pool-check", "--format", "csv"])
+    assert out.exit_code == 0 and out.output.startswith("term,estimate,se,z,p,")
