@@ -62,6 +62,7 @@ AGAINST = typer.Option(
     help="reproduction: the rows re-run. Default: the published ones; another re-run measures the same-seed noise.",
     show_default=False,
 )
+POOL_CHECK = typer.Option(False, "--pool-check", help="Same as the view `pool-check`: can new rows pool?")
 CLAIMS_FILE = typer.Option(
     None,
     "--claims-file",
@@ -116,9 +117,7 @@ def analyze(
     notes: bool = typer.Option(False, "--notes", help=_ALIAS.format("notes"), hidden=True),
     equivalence: bool = typer.Option(False, "--equivalence", help=_ALIAS.format("equivalence"), hidden=True),
     claims: bool = typer.Option(False, "--claims", help=_ALIAS.format("claims"), hidden=True),
-    pool_check: bool = typer.Option(
-        False, "--pool-check", help="Same as the view `pool-check`: can new rows pool?"
-    ),
+    pool_check: bool = POOL_CHECK,
     card: bool = typer.Option(False, "--card", help=_ALIAS.format("card"), hidden=True),
     data: Path = DATA,
     fmt: Format = typer.Option(Format.text, "--format", help="Output format."),
