@@ -20,6 +20,7 @@ import pandas as pd
 
 from rr_analysis.cells import METRIC, STAMP
 from rr_analysis.emergence import EMERGENCE_COLUMNS
+from rr_analysis.grid import csv_text, latex_lines, markdown_lines, text_lines
 from rr_analysis.stats import TABLE_COLUMNS
 from rr_model.core.errors import InputError
 from rr_model.core.files import atomic_write, read_regular
@@ -606,19 +607,12 @@ def _text(view: View, frame: pd.DataFrame, width: int | None = None) -> str:
     cols = list(view.columns)
     cells = [[c.header for c in cols]] + [[c.cell(r) for c in cols] for _, r in frame.iterrows()]
     keep = _fit(cols, cells, width) if width else list(range(len(cols)))
-    widths = {i: max(len(line) for row in cells for line in row[i].split("\n")) for i in keep}
     left = {i for i in keep if any(c[i] != "n/a" and any(ch.isalpha() for ch in c[i]) for c in cells[1:])}
-
-    def line(parts: list[str]) -> str:
-        cells = (
-            p.ljust(widths[i]) if i in left else p.rjust(widths[i]) for i, p in zip(keep, parts, strict=True)
-        )
-        return "  ".join(cells).rstrip()
-
-    depth = max(c.header.count("\n") + 1 for c in cols)
-    heads = [([""] * depth + cols[i].header.split("\n"))[-depth:] for i in keep]
-    lines = [view.title, *(line([h[k] for h in heads]) for k in range(depth))]
-    lines += ["  ".join("-" * widths[i] for i in keep)] + [line([row[i] for i in keep]) for row in cells[1:]]
+    grid = text_lines(
+        [cols[i].header for i in keep],
+        [[row[i] for i in keep] for row in cells[1:]],
+        [i not in left for i in keep],
+    )
     hidden = [cols[i].header.replace("\n", " ") for i in range(len(cols)) if i not in keep]
     prose = [*view.legend, *(f"note: {n}" for n in view.notes(frame))]
     if hidden:
@@ -630,34 +624,36 @@ def _text(view: View, frame: pd.DataFrame, width: int | None = None) -> str:
         if width
         else (lambda p: [p])
     )
-    return "\n".join(wrap(lines[0]) + lines[1:] + [w for p in prose for w in wrap(p)]) + "\n"
+    return "\n".join(wrap(view.title) + grid + [w for p in prose for w in wrap(p)]) + "\n"
+
+
+def _grid(view: View, frame: pd.DataFrame) -> tuple[list[str], list[list[str]], list[bool]]:
+    """Header, rows and right-alignment of the view's display columns (the first two, the labels, left)."""
+    rows = [[c.cell(r) for c in view.columns] for _, r in frame.iterrows()]
+    return [c.header for c in view.columns], rows, [i >= 2 for i in range(len(view.columns))]
 
 
 def _markdown(view: View, frame: pd.DataFrame) -> str:
-    def cell(s: str) -> str:
-        return s.replace("\n", " ").replace("|", "\\|")
-
-    lines = ["| " + " | ".join(cell(c.header) for c in view.columns) + " |"]
-    lines.append("|" + "|".join("---" if i < 2 else "---:" for i in range(len(view.columns))) + "|")
-    lines += ["| " + " | ".join(cell(c.cell(r)) for c in view.columns) + " |" for _, r in frame.iterrows()]
     extra = [*view.legend, *view.notes(frame)]
-    return "\n".join(lines + ([""] + [f"- {e}" for e in extra] if extra else [])) + "\n"
-
-
-def _latex_escape(s: str) -> str:
-    for a, b in (("\\", r"\textbackslash{}"), ("&", r"\&"), ("%", r"\%"), ("_", r"\_"), ("#", r"\#"),
-                 ("<", r"$<$"), ("^", r"\^{}")):  # fmt: skip
-        s = s.replace(a, b)
-    return s
+    return (
+        "\n".join(markdown_lines(*_grid(view, frame)) + ([""] + [f"- {e}" for e in extra] if extra else []))
+        + "\n"
+    )
 
 
 def _latex(view: View, frame: pd.DataFrame) -> str:
-    spec = "ll" + "r" * (len(view.columns) - 2)
-    head = " & ".join(_latex_escape(c.header.replace("\n", " ")) for c in view.columns)
-    rows = [" & ".join(_latex_escape(c.cell(r)) for c in view.columns) + r" \\" for _, r in frame.iterrows()]
     legend = [f"% {line}" for line in [*view.legend, *view.notes(frame)]]
-    body = [f"\\begin{{tabular}}{{{spec}}}", r"\toprule", head + r" \\", r"\midrule", *rows, r"\bottomrule"]
-    return "\n".join([*legend, *body, r"\end{tabular}"]) + "\n"
+    return "\n".join([*legend, *latex_lines(*_grid(view, frame))]) + "\n"
+
+
+def _csv(out: pd.DataFrame) -> str:
+    """The machine columns as CSV: raw values, missing empty; a column holding mappings or lists as JSON."""
+    nested = {c for c in out.columns if out[c].map(lambda v: isinstance(v, dict | list)).any()}
+
+    def value(c: str, v):
+        return json.dumps(v) if c in nested else None if _missing(v) else plain(v)
+
+    return csv_text(list(out.columns), [{c: value(c, r[c]) for c in out.columns} for _, r in out.iterrows()])
 
 
 def render(frame: pd.DataFrame, view: str, fmt: str, width: int | None = None) -> str:
@@ -685,10 +681,7 @@ def render(frame: pd.DataFrame, view: str, fmt: str, width: int | None = None) -
         records = [{k: None if _missing(r[k]) else plain(r[k]) for k in keys} for _, r in frame.iterrows()]
         return json.dumps(records, indent=2, allow_nan=False) + "\n"
     if fmt == "csv":
-        out = frame[_machine_columns(view, frame)]
-        nested = [c for c in out.columns if out[c].map(lambda v: isinstance(v, dict | list)).any()]
-        out = out.assign(**{c: out[c].map(json.dumps) for c in nested})  # a mapping cell is written as JSON
-        return out.to_csv(index=False, lineterminator="\n")
+        return _csv(frame[_machine_columns(view, frame)])
     if fmt == "text":
         return _text(v, frame, width)
     renderers = {"markdown": _markdown, "latex": _latex}
