@@ -30,7 +30,6 @@ __all__ = [
     "STAMP",
     "Comparison",
     "compare",
-    "described",
     "sizes_in_order",
     "baselines_in_order",
     "cell_frame",
@@ -153,6 +152,14 @@ def compare(
     baseline absent from the data, a reference named as a baseline, and a metric that is missing, not
     numeric, or empty in every compared row.
 
+    Notes
+    -----
+    response = metric (lower is better) or -metric (higher is better); every test then reads
+    gap = mean(response | baseline) - mean(response | reference), which is mean(baseline) - mean(reference)
+    of the metric, or mean(reference) - mean(baseline) under higher_is_better: positive favours the reference.
+    Negation is exact in floating point, so a higher-is-better analysis is the lower-is-better one of -metric
+    to the last bit.
+
     Example
     -------
     >>> rows, c = compare(load_sweep(), "highway", ["standard"], "ece")
@@ -178,14 +185,6 @@ def compare(
             )
     rows = rows.assign(**{RESPONSE: -rows[metric] if higher_is_better else rows[metric]})
     return rows, Comparison(reference, tuple(chosen), metric, bool(higher_is_better))
-
-
-def described(c: Comparison) -> str:
-    """The gap in words: '... of val_loss; positive favours review_neutral (lower is better)'."""
-    if c.higher_is_better:
-        return (f"gap = mean({c.reference}) - mean(baseline) of {c.metric} (higher is better: the response is "
-                f"-{c.metric}); positive favours {c.reference}")  # fmt: skip
-    return f"gap = mean(baseline) - mean({c.reference}) of {c.metric} (lower is better); positive favours {c.reference}"
 
 
 def sizes_in_order(df: pd.DataFrame) -> list[str]:
