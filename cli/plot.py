@@ -70,6 +70,9 @@ def emergence(
         Adjust.holm, "--adjust", help="Multiple-testing adjustment of the p-values behind the stars."
     ),
     ci: bool = typer.Option(False, "--ci", help="Draw 95% confidence intervals instead of +-1 SE."),
+    fit: bool = typer.Option(
+        True, "--fit/--no-fit", help="Draw the primary size-level model's fitted line and its 95% CI band."
+    ),
     dpi: int = DPI,
     title: str | None = TITLE,
     reference: str = options.REFERENCE,
@@ -80,17 +83,46 @@ def emergence(
     """The paper's Figure 2: Review's advantage (baseline loss - Review loss) against parameters.
 
     One line per baseline with +-1 SE bars (or 95% CIs with --ci), a dashed zero line and a star where the
-    chosen test's adjusted p < 0.05 (the subtitle names test, adjustment and family). The default is the
-    primary analysis, the paired test with Holm's adjustment; `--stat welch --adjust none` draws the
-    paper's figure. --reference, --baselines and --metric draw any other comparison.
+    chosen test's adjusted p < 0.05 (the subtitle names test, adjustment and family), and the primary
+    size-level meta-regression's fitted line with its 95% CI band (--no-fit leaves it out). The default is
+    the primary analysis, the paired test with Holm's adjustment; `--stat welch --adjust none --no-fit`
+    draws the paper's figure. --reference, --baselines and --metric draw any other
+    comparison.
     """
     kw = options.comparison(reference, baselines, metric, higher_is_better)
 
     def draw(df):
+        from rr_analysis.forecast import meta_line
         from rr_analysis.plots import emergence_figure
         from rr_analysis.stats import gap_table
 
-        return emergence_figure(gap_table(df, adjust.value, **kw), stat=stat.value, ci=ci, title=title)
+        line = meta_line(df, **kw) if fit else None
+        table = gap_table(df, adjust.value, **kw)
+        return emergence_figure(table, stat=stat.value, ci=ci, title=title, line=line)
+
+    _write(data, out, dpi, draw)
+
+
+@plot_app.command()
+def forecast(
+    at: list[str] = typer.Option(
+        ..., "--at", help="A size to forecast, a ladder name or a count such as 3B; repeat for more."
+    ),
+    data: Path | None = DATA,
+    out: Path = _out("forecast.png"),
+    dpi: int = DPI,
+    title: str | None = TITLE,
+) -> None:
+    """The primary size-level line carried past the sweep: observed paired gaps, the line with its 95% CI
+    and PI bands, and each forecast size's gap with its 95% CI and PI; shaded past the largest size."""
+
+    def draw(df):
+        from rr_analysis.forecast import forecast as predict
+        from rr_analysis.forecast import meta_line
+        from rr_analysis.plots import forecast_figure
+        from rr_analysis.stats import gap_table
+
+        return forecast_figure(gap_table(df), meta_line(df, at), predict(df, at), title=title)
 
     _write(data, out, dpi, draw)
 

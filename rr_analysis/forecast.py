@@ -26,7 +26,7 @@ from rr_model.core.errors import InputError
 from rr_model.core.ladder import LADDER, canonical_size, size_sort_key
 from rr_model.core.variants import REFERENCE
 
-__all__ = ["forecast", "forecast_size", "size_gaps", "FORECAST_COLUMNS", "LEVEL"]
+__all__ = ["forecast", "forecast_size", "size_gaps", "meta_line", "FORECAST_COLUMNS", "LEVEL"]
 
 LEVEL = 0.95  # coverage of every interval here
 
@@ -251,3 +251,53 @@ def forecast(
             out[c] = np.nan
     out["meta_sizes"] = out["meta_sizes"].astype("int64")
     return out[list(FORECAST_COLUMNS)]
+
+
+def meta_line(
+    df: pd.DataFrame,
+    at: Sequence[str] = (),
+    *,
+    points: int = 60,
+    reference: str = REFERENCE,
+    baselines: Sequence[str] | None = None,
+) -> pd.DataFrame:
+    """The primary size-level line and its intervals on a grid of sizes, for figures to draw.
+
+    Parameters
+    ----------
+    df
+        A validated sweep (`load_sweep`).
+    at
+        Forecast sizes the grid must reach (`forecast_size`); none: the grid ends at the largest size.
+    points
+        Grid points per baseline, evenly spaced in log10(params) from the smallest size.
+    reference, baselines
+        As for `forecast`.
+
+    Returns
+    -------
+    DataFrame with columns ``baseline, params_M`` (Review's parameter count / 1e6, the emergence figure's x),
+    ``pred, ci_low, ci_high, pi_low, pi_high`` (`meta.meta_predict` at each point), one block of rows per
+    baseline with a size-level line (3+ sizes with a paired gap); empty, with those columns, when none has.
+
+    Example
+    -------
+    >>> line = meta_line(load_sweep(), points=5)
+    >>> line.groupby("baseline").size().tolist()
+    [5, 5]
+    """
+    chosen = baselines_in_order(df) if baselines is None else list(baselines)
+    ref = df[df["variant"] == REFERENCE].groupby("size")["params_M"].mean() * 1e6
+    ends = [ref.max(), *(n for _, n, _ in _sizes_at(df, at, reference))] if at else [ref.max()]
+    grid = np.linspace(np.log10(ref.min()), np.log10(max(ends)), points)
+    blocks = []
+    for v in chosen:
+        gaps = size_gaps(df, v)[0]
+        if len(gaps) >= 3:
+            p = meta_predict(
+                gaps["gap"].to_numpy(), gaps["se"].to_numpy(), gaps["lx"].to_numpy(), grid, LEVEL
+            )
+            cols = {k: p[k] for k in ("pred", "ci_low", "ci_high", "pi_low", "pi_high")}
+            blocks.append(pd.DataFrame({"baseline": v, "params_M": 10 ** (grid - 6), **cols}))
+    empty = pd.DataFrame(columns=["baseline", "params_M", "pred", "ci_low", "ci_high", "pi_low", "pi_high"])
+    return pd.concat(blocks, ignore_index=True) if blocks else empty

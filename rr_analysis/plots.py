@@ -42,6 +42,7 @@ __all__ = [
     "save_figure",
     "write_atomic",
     "emergence_figure",
+    "forecast_figure",
     "scaling_figure",
     "seeds_figure",
     "calibration_figure",
@@ -222,7 +223,12 @@ def _require_sizes(df: pd.DataFrame, what: str, n: int = 2) -> list[str]:
 
 
 def emergence_figure(
-    table: pd.DataFrame, *, stat: str = PRIMARY_TEST, ci: bool = False, title: str | None = None
+    table: pd.DataFrame,
+    *,
+    stat: str = PRIMARY_TEST,
+    ci: bool = False,
+    title: str | None = None,
+    line: pd.DataFrame | None = None,
 ) -> Figure:
     """The paper's Figure 2: Review's (the reference's) advantage over each baseline against model size.
 
@@ -240,6 +246,9 @@ def emergence_figure(
         Draw the 95% confidence interval instead of +-1 standard error.
     title
         Figure title; None for the default.
+    line
+        `rr_analysis.forecast.meta_line`: the primary size-level model's fitted line per baseline, drawn
+        with its 95% confidence band; None draws none.
 
     Notes
     -----
@@ -279,6 +288,8 @@ def emergence_figure(
             points = (i - (len(baselines) - 1) / 2) * 5 / 72
             nudge = ax.transData + mpl.transforms.ScaledTranslation(points, 0, fig.dpi_scale_trans)
             _gap_line(ax, est[est["baseline"] == b], b, colours[b], nudge, ci, reference == REFERENCE)
+        if line is not None:
+            _fitted_lines(ax, line, colours)
         seeds = table.groupby("size", sort=False)["n_pairs" if stat == "paired" else "n_review"].max()
         _size_ticks(ax, table.drop_duplicates("size").set_index("size")["params_M"][sizes], _few_seeds(seeds))
         ax.margins(x=0.08, y=0.12)
@@ -287,6 +298,101 @@ def emergence_figure(
         ax.set_title(_stars_say(table, stat, ci), loc="left", fontsize=8, color="0.3")
         ax.legend(title=f"{ref} vs.", loc="best")
     return fig
+
+
+LINE_SAYS = "dotted: size-level meta-regression on log10(params)\n(primary; REML, Knapp-Hartung), band 95% CI"
+
+
+def _fitted_lines(ax, line: pd.DataFrame, colours: dict[str, str], pi: bool = False) -> None:
+    """Each baseline's fitted size-level line with its 95% CI band (and PI band), and one legend entry."""
+    for b, g in line.groupby("baseline", sort=False):
+        c = colours.get(b, "0.4")
+        x = g["params_M"].to_numpy(float)
+        ax.plot(x, g["pred"], color=c, lw=1.0, ls=":", zorder=2, gid=f"fit:{b}")
+        ax.fill_between(x, g["ci_low"], g["ci_high"], color=c, alpha=0.15, lw=0, zorder=1, gid=f"fit_ci:{b}")
+        if pi:
+            ax.fill_between(
+                x, g["pi_low"], g["pi_high"], color=c, alpha=0.07, lw=0, zorder=1, gid=f"fit_pi:{b}"
+            )
+    if len(line):
+        ax.plot([], [], color="0.4", lw=1.0, ls=":", label=LINE_SAYS + (", light band 95% PI" if pi else ""))
+
+
+def forecast_figure(
+    table: pd.DataFrame, line: pd.DataFrame, forecast: pd.DataFrame, *, title: str | None = None
+) -> Figure:
+    """The primary size-level line carried past the sweep: observed gaps, the line, and each forecast point.
+
+    Parameters
+    ----------
+    table
+        `rr_analysis.stats.gap_table` of the sweep: the observed seed-paired gaps and their 95% CIs.
+    line
+        `rr_analysis.forecast.meta_line` reaching the forecast sizes: the line with its CI and PI bands.
+    forecast
+        `rr_analysis.forecast.forecast`: each forecast size's predicted gap, 95% CI (thick bar) and 95% PI
+        (thin bar).
+    title
+        Figure title; None for the default.
+
+    Notes
+    -----
+    One facet per baseline. x: Review's parameter count (log scale; ticks at the sweep's sizes and the
+    forecast sizes), y: gap = baseline loss - Review loss. Shaded: past the largest size of the sweep, where
+    the line is an extrapolation (its warning is in the forecast table). The line is the primary size-level
+    test's model, the band its 95% CI, the lighter band its 95% PI.
+
+    Example
+    -------
+    >>> from rr_analysis.forecast import forecast, meta_line
+    >>> from rr_analysis.stats import gap_table
+    >>> d = load_sweep()
+    >>> fig = forecast_figure(gap_table(d), meta_line(d, ["3B"]), forecast(d, ["3B"]))
+    """
+    require_gap_table(table, "forecast_figure")
+    fc = forecast[np.isfinite(forecast["pred"].to_numpy(float))]
+    if fc.empty:
+        raise PlotError(
+            "the forecast plot needs a size-level line (3 or more sizes with a paired gap) for a baseline; "
+            "there is none here (rr analyze forecast says why)"
+        )
+    baselines = list(dict.fromkeys(fc["baseline"]))
+    colours, est = palette(baselines), gap_estimates(table, "paired")
+    sizes = table.drop_duplicates("size").set_index("size")["params_M"]
+    ticks = pd.concat([sizes, fc.drop_duplicates("at").set_index("at")["params"] / 1e6])
+    with mpl.rc_context(_STYLE):
+        fig = _figure(4.2 * len(baselines) + 0.6, 4.4, title or "Review's advantage, forecast past the sweep")
+        axes = fig.subplots(1, len(baselines), squeeze=False, sharey=True).ravel()
+        for ax, b in zip(axes, baselines, strict=True):
+            ax.set_xscale("log")
+            _forecast_facet(ax, est[est["baseline"] == b], line[line["baseline"] == b], fc[fc["baseline"] == b],
+                            colours[b], sizes.max(), ticks.max() * 1.4)  # fmt: skip
+            _size_ticks(ax, ticks[~ticks.index.duplicated()])
+            ax.set_xlim(ticks.min() / 1.4, ticks.max() * 1.4)
+            ax.set_title(f"Review vs. {label(b)}")
+        axes[0].set_ylabel("Baseline loss \u2212 Review loss\n(positive: Review better)")
+        axes[0].legend(loc="upper left", fontsize=7)
+        fig.supxlabel(
+            "Parameters (Review, log scale); shaded: past the largest size in the sweep", fontsize=8
+        )
+    return fig
+
+
+def _forecast_facet(ax, e, line, fc, colour: str, largest: float, right: float) -> None:
+    """One baseline: the zero line, the shaded extrapolation, observed gaps, the fitted line, forecasts."""
+    ax.axhline(0.0, color="0.35", ls="--", lw=0.9, zorder=1, gid="zero")
+    ax.axvspan(largest, right, color="0.93", lw=0, zorder=0, gid="beyond")
+    e = e[np.isfinite(e["estimate"].to_numpy(float))]
+    y = e["estimate"].to_numpy(float)
+    ax.errorbar(e["params_M"].to_numpy(float), y, yerr=[y - e["ci_low"], e["ci_high"] - y], fmt="o",
+                color=colour, ms=5, elinewidth=1.0, capsize=3, label="observed: seed-paired gap, 95% CI",
+                gid="observed")  # fmt: skip
+    _fitted_lines(ax, line, {line["baseline"].iloc[0]: colour} if len(line) else {}, pi=True)
+    x, p = fc["params"].to_numpy(float) / 1e6, fc["pred"].to_numpy(float)
+    ax.errorbar(x, p, yerr=[p - fc["pi_low"], fc["pi_high"] - p], fmt="none", ecolor=colour, elinewidth=1.0,
+                capsize=5, gid="forecast_pi")  # fmt: skip
+    ax.errorbar(x, p, yerr=[p - fc["ci_low"], fc["ci_high"] - p], fmt="D", color=colour, mfc="white", ms=6,
+                elinewidth=3.0, capsize=0, label="forecast: 95% CI (thick), 95% PI (thin)", gid="forecast")  # fmt: skip
 
 
 def _stars_say(table: pd.DataFrame, stat: str, ci: bool) -> str:

@@ -364,3 +364,58 @@ def test_a_sweep_given_for_a_gap_table_is_told_which_function_makes_one():
         "emergence_figure reads the per-size gap table that rr_analysis.stats.gap_table makes, not a sweep "
         "(the rows of load_sweep): pass it gap_table(df), e.g. emergence_figure(gap_table(load_sweep()))"
     )
+
+
+# ------------------------------------------------------------------ the fitted line and the forecast figure
+
+
+def test_emergence_draws_the_primary_line_and_its_band_when_given(df, table):
+    from rr_analysis.forecast import forecast, meta_line
+
+    line = meta_line(df)
+    ax = plots.emergence_figure(table, line=line).axes[0]
+    fits = {a.get_gid(): a for a in ax.lines if (a.get_gid() or "").startswith("fit:")}
+    assert set(fits) == {"fit:highway", "fit:standard"}
+    at_1b = forecast(df, ["1B"]).set_index("baseline")["pred"]
+    for b in BASELINES:
+        assert fits[f"fit:{b}"].get_ydata()[-1] == pytest.approx(at_1b[b], rel=1e-4)
+    assert {c.get_gid() for c in ax.collections} >= {"fit_ci:highway", "fit_ci:standard"}
+    assert any("meta-regression" in t.get_text() for t in ax.get_legend().get_texts())
+    plain = plots.emergence_figure(table).axes[0]
+    assert not [a for a in plain.lines if (a.get_gid() or "").startswith("fit:")]
+
+
+def test_forecast_figure_draws_both_intervals_past_the_shaded_range(df, table):
+    from rr_analysis.forecast import forecast, meta_line
+
+    fc = forecast(df, ["3B", "7B"])
+    fig = plots.forecast_figure(table, meta_line(df, ["3B", "7B"]), fc)
+    assert [ax.get_title() for ax in fig.axes] == ["Review vs. Highway", "Review vs. Standard"]
+    ax = fig.axes[0]
+    pi = next(c for c in ax.containers if c.lines[0] is None)  # fmt="none": the PI bars alone
+    ends = np.array([seg[:, 1] for seg in pi.lines[2][0].get_segments()])
+    hw = fc[fc["baseline"] == "highway"]
+    assert ends[:, 0] == pytest.approx(hw["pi_low"].to_numpy()) and ends[:, 1] == pytest.approx(hw["pi_high"])
+    beyond = next(p for p in ax.patches if p.get_gid() == "beyond")
+    assert beyond.get_x() == pytest.approx(table["params_M"].max())
+    labels = [t.get_text() for t in ax.get_xticklabels()]
+    assert labels[-2:] == ["3B", "7B"]
+
+
+def test_forecast_figure_without_a_line_says_why(df):
+    from rr_analysis.forecast import forecast, meta_line
+
+    cut = df[df["size"].isin(["60M", "1B"])]
+    with pytest.raises(plots.PlotError, match="needs a size-level line"):
+        plots.forecast_figure(gap_table(cut), meta_line(cut, ["3B"]), forecast(cut, ["3B"]))
+
+
+def test_plot_forecast_and_emergence_without_the_fit(tmp_path):
+    out = tmp_path / "f.png"
+    result = runner.invoke(app, ["plot", "forecast", "--at", "3B", "--out", str(out), "--dpi", "30"])
+    assert result.exit_code == 0, result.output
+    assert out.read_bytes().startswith(SIGNATURES["png"])
+    bad = runner.invoke(app, ["plot", "forecast", "--at", "0M", "--out", str(out)])
+    assert bad.exit_code == 2 and "not a size" in bad.output
+    plain = runner.invoke(app, ["plot", "emergence", "--no-fit", "--out", str(tmp_path / "e.png")])
+    assert plain.exit_code == 0
