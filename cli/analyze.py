@@ -143,7 +143,7 @@ def analyze(
     """Statistics of a sweep: gap = mean(baseline) - mean(review_neutral), positive favours Review.
 
     Any comparison: --reference, --baselines, --metric and --higher-is-better choose it (claims and
-    reproduction are the paper's own; forecast and confirm take --baselines); every format states it.
+    reproduction are the paper's own); every format states it.
 
     Views: table (per size: paired* primary, sign-flip, mixed, Welch), emergence, power (with --effect: a seed
     plan), notes, equivalence (--margin), claims (the paper's, audited), reproduction (--data repro.csv:
@@ -177,8 +177,7 @@ def analyze(
 
 def _check_comparison(view: View, kw: dict) -> None:
     """The views that read one comparison only refuse others: the paper's claims and a re-run of the paper
-    (reproduction) are about the published comparison; forecast and confirm predict val_loss gaps against
-    review_neutral (they take --baselines)."""
+    (reproduction) are about the published comparison."""
     if view in (View.claims, View.reproduction) and kw != comparison(
         "review_neutral", None, "val_loss", False
     ):
@@ -186,15 +185,6 @@ def _check_comparison(view: View, kw: dict) -> None:
             f"the {view.value} view is about the paper's own comparison (review_neutral against highway and "
             "standard, val_loss); --reference, --baselines, --metric and --higher-is-better do not apply to it: "
             "use the table, emergence or equivalence view for another comparison"
-        )
-    published = ("review_neutral", "val_loss", False)
-    if (
-        view in (View.forecast, View.confirm)
-        and (kw["reference"], kw["metric"], kw["higher_is_better"]) != published
-    ):
-        raise fail(
-            f"the {view.value} view predicts val_loss gaps against review_neutral; --reference, --metric and "
-            "--higher-is-better do not apply to it (--baselines does)"
         )
 
 
@@ -212,17 +202,16 @@ def _compute(view: View, df, fmt: str, options: dict, width) -> str:
     if view is View.forecast:
         from rr_analysis.forecast import forecast
 
-        return render(forecast(df, options["at"], baselines=kw["baselines"]), "forecast", fmt, width)
+        return render(forecast(df, options["at"], **kw), "forecast", fmt, width)
     if view is View.confirm:
         from rr_analysis.confirm import confirm_plan
 
-        plan = {"power": options["power"], "steps": options["steps"], "baselines": kw["baselines"]}
-        frame = confirm_plan(df, options["at"], **plan)
+        frame = confirm_plan(df, options["at"], power=options["power"], steps=options["steps"], **kw)
         return render(frame, "confirm", fmt, width)
     if view is View.fits:
         from rr_analysis.scaling import scaling_fits
 
-        return render(scaling_fits(df, options["at"]), "fits", fmt, width)
+        return render(scaling_fits(df, options["at"], **kw), "fits", fmt, width)
     if view is View.table:
         from rr_analysis.stats import gap_table
 

@@ -112,9 +112,14 @@ def forecast(
     out: Path = _out("forecast.png"),
     dpi: int = DPI,
     title: str | None = TITLE,
+    reference: str = options.REFERENCE,
+    baselines: str | None = options.BASELINES,
+    metric: str = options.METRIC,
+    higher_is_better: bool = options.HIGHER_IS_BETTER,
 ) -> None:
     """The primary size-level line carried past the sweep: observed paired gaps, the line with its 95% CI
     and PI bands, and each forecast size's gap with its 95% CI and PI; shaded past the largest size."""
+    kw = options.comparison(reference, baselines, metric, higher_is_better)
 
     def draw(df):
         from rr_analysis.forecast import forecast as predict
@@ -122,7 +127,8 @@ def forecast(
         from rr_analysis.plots import forecast_figure
         from rr_analysis.stats import gap_table
 
-        return forecast_figure(gap_table(df), meta_line(df, at), predict(df, at), title=title)
+        table, line = gap_table(df, **kw), meta_line(df, at, **kw)
+        return forecast_figure(table, line, predict(df, at, **kw), title=title)
 
     _write(data, out, dpi, draw)
 

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from rr_analysis.cells import ALPHA, baselines_in_order
+from rr_analysis.cells import ALPHA, METRIC, STAMP, compare
 from rr_analysis.forecast import LEVEL, forecast
 from rr_analysis.power import pooled_resid_sd, seeds_needed
 from rr_model.core.errors import InputError
@@ -27,7 +27,7 @@ CONFIRM_COLUMNS: tuple[str, ...] = (
     "at", "params", "params_source", "steps", "steps_source", "baseline", "pi_low", "pred", "pi_high", "resid_sd", "power",
     "alpha", "seeds_at_pi_low", "seeds_at_pred", "seeds_at_pi_high", "variants_per_seed",
     "minutes_per_run", "minutes_ci_low", "minutes_ci_high", "minutes_pi_low", "minutes_pi_high",
-    "minutes_slope", "minutes_cells", "gpu_minutes", "gpu_minutes_low", "gpu_minutes_high", "note",
+    "minutes_slope", "minutes_cells", "gpu_minutes", "gpu_minutes_low", "gpu_minutes_high", "note", *STAMP,
 )  # fmt: skip
 
 
@@ -80,13 +80,13 @@ def minutes_fit(df: pd.DataFrame, work: np.ndarray, level: float = LEVEL) -> dic
     return {**e, "slope": float(fit.params[1]), "cells": len(cells)}
 
 
-def _steps(df: pd.DataFrame, name: str, source: str, steps: int | None) -> tuple[float, str]:
+def _steps(df: pd.DataFrame, name: str, source: str, steps: int | None, reference: str) -> tuple[float, str]:
     """A forecast size's step budget and where it comes from: given, the ladder's, or the largest size's."""
     if steps is not None:
         return float(steps), "given"
     if source == "ladder":
         return float(LADDER[name].steps), "ladder"
-    ref = df[df["variant"] == REFERENCE]
+    ref = df[df["variant"] == reference]
     largest = ref.groupby("size")["params_M"].mean().idxmax()
     return float(
         ref.loc[ref["size"] == largest, "steps"].median()
@@ -109,6 +109,8 @@ def confirm_plan(
     steps: int | None = None,
     reference: str = REFERENCE,
     baselines: Sequence[str] | None = None,
+    metric: str = METRIC,
+    higher_is_better: bool = False,
 ) -> pd.DataFrame:
     """Seeds per arm and GPU time for a confirming run at each forecast size, across the forecast's spread.
 
@@ -122,8 +124,8 @@ def confirm_plan(
         Target power and two-sided level of the per-size paired t-test.
     steps
         The step budget of the new runs; None: the ladder's for a ladder size, else the largest size's.
-    reference, baselines
-        As for `forecast`.
+    reference, baselines, metric, higher_is_better
+        The comparison, as for `forecast`.
 
     Returns
     -------
@@ -134,7 +136,8 @@ def confirm_plan(
     integers, n/a where that gap is not above 0); ``variants_per_seed`` (Review and every baseline);
     ``minutes_per_run`` with ``minutes_ci_*`` (the fitted median) and ``minutes_pi_*`` (one run),
     ``minutes_slope, minutes_cells`` (`minutes_fit`); ``gpu_minutes`` (seeds_at_pred x variants_per_seed x
-    minutes_per_run) with ``gpu_minutes_low, gpu_minutes_high`` (the same from minutes_ci_*); ``note``.
+    minutes_per_run) with ``gpu_minutes_low, gpu_minutes_high`` (the same from minutes_ci_*); ``note``; and
+    `rr_analysis.cells.STAMP`.
 
     Notes
     -----
@@ -155,10 +158,13 @@ def confirm_plan(
         raise InputError(f"power and alpha must lie between 0 and 1, got power {power!r}, alpha {alpha!r}")
     if steps is not None and steps < 1:
         raise InputError(f"steps must be a positive number of optimiser steps, got {steps!r}")
-    f = forecast(df, at, reference=reference, baselines=baselines)
-    sd, why = pooled_resid_sd(df)
-    chosen = baselines_in_order(df) if baselines is None else list(baselines)
-    budget = {a: _steps(df, a, s, steps) for a, s in zip(f["at"], f["params_source"], strict=True)}
+    cmp = compare(df, reference, baselines, metric, higher_is_better)[1]
+    f = forecast(df, at, **cmp.keywords)
+    sd, why = pooled_resid_sd(df, **cmp.keywords)
+    chosen = list(cmp.baselines)
+    budget = {
+        a: _steps(df, a, s, steps, cmp.reference) for a, s in zip(f["at"], f["params_source"], strict=True)
+    }
     out = f[["at", "params", "params_source", "baseline", "pi_low", "pred", "pi_high"]].copy()
     out.insert(3, "steps", out["at"].map(lambda a: budget[a][0]))
     out.insert(4, "steps_source", out["at"].map(lambda a: budget[a][1]))
@@ -177,7 +183,7 @@ def confirm_plan(
                  ("gpu_minutes_high", "minutes_ci_high")):  # fmt: skip
         out[k] = runs * out[c].to_numpy(float)
     out["note"] = [_note(r, why, f.loc[i, "note"]) for i, r in out.iterrows()]
-    return out[list(CONFIRM_COLUMNS)]
+    return cmp.stamp(out)[list(CONFIRM_COLUMNS)]
 
 
 def _note(r: pd.Series, why: str, forecast_note: str) -> str:

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from rr_analysis.cells import baselines_in_order, sizes_in_order, t_quantile
+from rr_analysis.cells import METRIC, RESPONSE, STAMP, Comparison, compare, sizes_in_order, t_quantile
 from rr_analysis.emergence import emergence
 from rr_analysis.meta import meta_predict
 from rr_analysis.mixed import BlockModel
@@ -35,7 +35,7 @@ FORECAST_COLUMNS: tuple[str, ...] = (
     "at", "params", "params_source", "baseline", "decades_beyond", "largest", "meta_sizes", "meta_df",
     "meta_tau2", "pred", "pred_se", "ci_low", "ci_high", "pi_low", "pi_high",
     "dev_pred", "dev_se", "dev_df", "dev_ci_low", "dev_ci_high", "dev_pi_low", "dev_pi_high",
-    "run_pred", "run_se", "run_df", "run_ci_low", "run_ci_high", "extrapolation", "note",
+    "run_pred", "run_se", "run_df", "run_ci_low", "run_ci_high", "extrapolation", "note", *STAMP,
 )  # fmt: skip
 
 
@@ -73,17 +73,17 @@ def forecast_size(label: str, reference: str = REFERENCE) -> tuple[str, float, s
     return canon, size_sort_key(canon), "label"
 
 
-def size_gaps(df: pd.DataFrame, baseline: str) -> tuple[pd.DataFrame, str]:
+def size_gaps(df: pd.DataFrame, baseline: str, c: Comparison = Comparison()) -> tuple[pd.DataFrame, str]:
     """The per-size seed-paired gaps the size-level line is fitted to, and which sizes were left out and why.
 
     Returns
     -------
-    (DataFrame with ``size, lx`` (log10 of Review's mean parameter count), ``gap, se`` (`paired_table`'s
-    paired_diff and paired_se), one row per size with a paired gap and SE; a note naming the sizes left out
-    with their reason, "" when none was).
+    (DataFrame with ``size, lx`` (log10 of the reference's mean parameter count), ``gap, se``
+    (`paired_table`'s paired_diff and paired_se under comparison `c`), one row per size with a paired gap
+    and SE; a note naming the sizes left out with their reason, "" when none was).
     """
-    p = paired_table(df)
-    ref = df[df["variant"] == REFERENCE]
+    p = paired_table(df, **{**c.keywords, "baselines": [baseline]})
+    ref = df[df["variant"] == c.reference]
     lx = np.log10(ref.groupby("size")["params_M"].mean()) + 6.0
     p = p[(p["baseline"] == baseline) & p["size"].isin(lx.index)]
     left = [f"{s} ({n})" for s, n in zip(p["size"], p["paired_note"], strict=True) if n]
@@ -106,11 +106,11 @@ def _extrapolation(decades: float, largest: str, span: float) -> str:
             "not evidence")  # fmt: skip
 
 
-def _centred_design(df: pd.DataFrame, baselines: list[str], x0: float):
-    """The rows of sizes with Review runs, and (a)'s design with log size centred at x0: a baseline's
+def _centred_design(df: pd.DataFrame, baselines: list[str], x0: float, reference: str):
+    """The rows of sizes with reference runs, and (a)'s design with log size centred at x0: a baseline's
     indicator column is then its gap at x0. Returns (data, X, columns, blocks, baselines seen at 3+ sizes)."""
-    sizes = [s for s in sizes_in_order(df) if ((df["size"] == s) & (df["variant"] == REFERENCE)).any()]
-    lx = np.log10(df[df["variant"] == REFERENCE].groupby("size")["params_M"].mean()) + 6.0
+    sizes = [s for s in sizes_in_order(df) if ((df["size"] == s) & (df["variant"] == reference)).any()]
+    lx = np.log10(df[df["variant"] == reference].groupby("size")["params_M"].mean()) + 6.0
     data = df[df["size"].isin(sizes)]
     lxc = data["size"].map(lx - x0).to_numpy(float)
     at = {v: int(data.loc[data["variant"] == v, "size"].nunique()) for v in baselines}
@@ -122,10 +122,12 @@ def _centred_design(df: pd.DataFrame, baselines: list[str], x0: float):
     return data, np.column_stack(cols), names, blocks, [v for v in baselines if at[v] >= 3]
 
 
-def _run_level(df: pd.DataFrame, baselines: list[str], x0: float, ran: pd.DataFrame) -> dict[str, dict]:
-    """(a) and (b) refitted with log size centred at x0: each sloped baseline's gap at x0, SE, df, intervals."""
-    data, X, names, blocks, varied = _centred_design(df, baselines, x0)
-    y = data["val_loss"].to_numpy(float)
+def _run_level(rows: pd.DataFrame, c: Comparison, x0: float, ran: pd.DataFrame) -> dict[str, dict]:
+    """(a) and (b) refitted with log size centred at x0: each sloped baseline's gap at x0, SE, df, intervals.
+    `rows` are `compare`'s, with the oriented response."""
+    baselines = list(c.baselines)
+    data, X, names, blocks, varied = _centred_design(rows, baselines, x0, c.reference)
+    y = data[RESPONSE].to_numpy(float)
     q = lambda dof: float(t_quantile(0.5 + LEVEL / 2, dof))  # noqa: E731
     out: dict[str, dict] = {v: {} for v in baselines}
     if np.isfinite(ran["run_slope"]).any():
@@ -150,9 +152,9 @@ def _run_level(df: pd.DataFrame, baselines: list[str], x0: float, ran: pd.DataFr
     return out
 
 
-def _primary(df: pd.DataFrame, baseline: str, x0s: np.ndarray) -> list[dict]:
+def _primary(df: pd.DataFrame, baseline: str, x0s: np.ndarray, c: Comparison) -> list[dict]:
     """(c), primary: the size-level line's prediction at each x0; none below 3 sizes (`emergence` says why)."""
-    gaps = size_gaps(df, baseline)[0]
+    gaps = size_gaps(df, baseline, c)[0]
     base = {"meta_sizes": len(gaps)}
     if len(gaps) < 3:
         return [dict(base) for _ in x0s]
@@ -165,7 +167,7 @@ def _sizes_at(df: pd.DataFrame, at: Sequence[str], reference: str) -> list[tuple
     """Each forecast size parsed, checked against the data's smallest size, in the order given, once each."""
     if not at:
         raise InputError("no forecast size: name one or more, such as 3B")
-    ref = df[df["variant"] == REFERENCE].groupby("size")["params_M"].mean() * 1e6
+    ref = df[df["variant"] == reference].groupby("size")["params_M"].mean() * 1e6
     parsed = list(dict.fromkeys(forecast_size(a, reference) for a in at))
     for name, n, _ in parsed:
         if len(ref) and n < ref.min():
@@ -182,6 +184,8 @@ def forecast(
     *,
     reference: str = REFERENCE,
     baselines: Sequence[str] | None = None,
+    metric: str = METRIC,
+    higher_is_better: bool = False,
 ) -> pd.DataFrame:
     """The gap each baseline is predicted to have at sizes the sweep has not run, by the primary model.
 
@@ -191,9 +195,8 @@ def forecast(
         A validated sweep (`load_sweep`).
     at
         Forecast sizes: ladder names or parameter counts such as ``"3B"`` (`forecast_size`).
-    reference, baselines
-        The variant every gap is measured against (only `REFERENCE` until the statistics take others) and
-        the baselines to forecast (None: every other variant present, registry order).
+    reference, baselines, metric, higher_is_better
+        The comparison (`rr_analysis.cells.compare`; default: the paper's, val_loss against review_neutral).
 
     Returns
     -------
@@ -206,7 +209,8 @@ def forecast(
     dev_se, dev_df`` (Kenward-Roger), ``dev_ci_*``, ``dev_pi_*`` (with this baseline's size-deviation
     variance); (a) per-run model ``run_pred, run_se, run_df`` (Satterthwaite), ``run_ci_*`` (a new size lies
     on (a)'s line, so its prediction interval is the CI); ``extrapolation`` (a warning that grows with
-    decades_beyond) and ``note`` (why a value is n/a). Gaps: baseline - Review, positive favours Review.
+    decades_beyond), ``note`` (why a value is n/a) and `rr_analysis.cells.STAMP` (the comparison). Gaps:
+    baseline - reference of the oriented response, positive favours the reference.
 
     Notes
     -----
@@ -225,32 +229,30 @@ def forecast(
     >>> f[["baseline", "pred", "pi_low"]].round(4).values.tolist()
     [['highway', 0.0179, 0.0037], ['standard', 0.0256, 0.0183]]
     """
-    parsed = _sizes_at(df, at, reference)
-    chosen = baselines_in_order(df) if baselines is None else list(baselines)
-    missing = [v for v in chosen if v not in set(baselines_in_order(df))]
-    if missing:
-        raise InputError(f"no runs of {', '.join(missing)} in the data: nothing to forecast for it")
-    ran = emergence(df).set_index("baseline").reindex(chosen)
-    ref = df[df["variant"] == REFERENCE].groupby("size")["params_M"].mean() * 1e6
+    rows, c = compare(df, reference, baselines, metric, higher_is_better)
+    parsed = _sizes_at(rows, at, c.reference)
+    chosen = list(c.baselines)
+    ran = emergence(df, **c.keywords).set_index("baseline").reindex(chosen)
+    ref = rows[rows["variant"] == c.reference].groupby("size")["params_M"].mean() * 1e6
     lxs = np.log10(ref.to_numpy(float))
     span = float(np.ptp(lxs)) if len(lxs) else np.nan
     x0s = np.log10([n for _, n, _ in parsed])
-    primary = {v: _primary(df, v, x0s) for v in chosen}
-    rows = []
+    primary = {v: _primary(df, v, x0s, c) for v in chosen}
+    records = []
     for i, (name, n, source) in enumerate(parsed):
-        level = _run_level(df, chosen, x0s[i], ran)
+        level = _run_level(rows, c, x0s[i], ran)
         decades = float(x0s[i] - lxs.max())
         for v in chosen:
             note = ran.loc[v, "note"]
-            rows.append({"at": name, "params": n, "params_source": source, "baseline": v, "decades_beyond": decades,
+            records.append({"at": name, "params": n, "params_source": source, "baseline": v, "decades_beyond": decades,
                          "largest": ref.idxmax(), **primary[v][i], **level[v],
                          "extrapolation": _extrapolation(decades, ref.idxmax(), span), "note": note})  # fmt: skip
-    out = pd.DataFrame(rows)
-    for c in FORECAST_COLUMNS:
-        if c not in out:
-            out[c] = np.nan
+    out = pd.DataFrame(records)
+    for col in FORECAST_COLUMNS:
+        if col not in out and col not in STAMP:
+            out[col] = np.nan
     out["meta_sizes"] = out["meta_sizes"].astype("int64")
-    return out[list(FORECAST_COLUMNS)]
+    return c.stamp(out)[list(FORECAST_COLUMNS)]
 
 
 def meta_line(
@@ -260,6 +262,8 @@ def meta_line(
     points: int = 60,
     reference: str = REFERENCE,
     baselines: Sequence[str] | None = None,
+    metric: str = METRIC,
+    higher_is_better: bool = False,
 ) -> pd.DataFrame:
     """The primary size-level line and its intervals on a grid of sizes, for figures to draw.
 
@@ -271,12 +275,12 @@ def meta_line(
         Forecast sizes the grid must reach (`forecast_size`); none: the grid ends at the largest size.
     points
         Grid points per baseline, evenly spaced in log10(params) from the smallest size.
-    reference, baselines
+    reference, baselines, metric, higher_is_better
         As for `forecast`.
 
     Returns
     -------
-    DataFrame with columns ``baseline, params_M`` (Review's parameter count / 1e6, the emergence figure's x),
+    DataFrame with columns ``baseline, params_M`` (the reference's parameter count / 1e6, the emergence figure's x),
     ``pred, ci_low, ci_high, pi_low, pi_high`` (`meta.meta_predict` at each point), one block of rows per
     baseline with a size-level line (3+ sizes with a paired gap); empty, with those columns, when none has.
 
@@ -286,13 +290,13 @@ def meta_line(
     >>> line.groupby("baseline").size().tolist()
     [5, 5]
     """
-    chosen = baselines_in_order(df) if baselines is None else list(baselines)
-    ref = df[df["variant"] == REFERENCE].groupby("size")["params_M"].mean() * 1e6
-    ends = [ref.max(), *(n for _, n, _ in _sizes_at(df, at, reference))] if at else [ref.max()]
+    rows, c = compare(df, reference, baselines, metric, higher_is_better)
+    ref = rows[rows["variant"] == c.reference].groupby("size")["params_M"].mean() * 1e6
+    ends = [ref.max(), *(n for _, n, _ in _sizes_at(rows, at, c.reference))] if at else [ref.max()]
     grid = np.linspace(np.log10(ref.min()), np.log10(max(ends)), points)
     blocks = []
-    for v in chosen:
-        gaps = size_gaps(df, v)[0]
+    for v in c.baselines:
+        gaps = size_gaps(df, v, c)[0]
         if len(gaps) >= 3:
             p = meta_predict(
                 gaps["gap"].to_numpy(), gaps["se"].to_numpy(), gaps["lx"].to_numpy(), grid, LEVEL

@@ -358,10 +358,11 @@ def forecast_figure(
         )
     baselines = list(dict.fromkeys(fc["baseline"]))
     colours, est = palette(baselines), gap_estimates(table, "paired")
+    ref = label(fc["reference"].iloc[0]) if "reference" in fc else label(REFERENCE)
     sizes = table.drop_duplicates("size").set_index("size")["params_M"]
     ticks = pd.concat([sizes, fc.drop_duplicates("at").set_index("at")["params"] / 1e6])
     with mpl.rc_context(_STYLE):
-        fig = _figure(4.2 * len(baselines) + 0.6, 4.4, title or "Review's advantage, forecast past the sweep")
+        fig = _figure(4.2 * len(baselines) + 0.6, 4.4, title or f"{ref}'s advantage, forecast past the sweep")
         axes = fig.subplots(1, len(baselines), squeeze=False, sharey=True).ravel()
         for ax, b in zip(axes, baselines, strict=True):
             ax.set_xscale("log")
@@ -369,11 +370,11 @@ def forecast_figure(
                             colours[b], sizes.max(), ticks.max() * 1.4)  # fmt: skip
             _size_ticks(ax, ticks[~ticks.index.duplicated()])
             ax.set_xlim(ticks.min() / 1.4, ticks.max() * 1.4)
-            ax.set_title(f"Review vs. {label(b)}")
-        axes[0].set_ylabel("Baseline loss \u2212 Review loss\n(positive: Review better)")
+            ax.set_title(f"{ref} vs. {label(b)}")
+        axes[0].set_ylabel(f"Baseline \u2212 {ref} (the gap)\n(positive: {ref} better)")
         axes[0].legend(loc="upper left", fontsize=7)
         fig.supxlabel(
-            "Parameters (Review, log scale); shaded: past the largest size in the sweep", fontsize=8
+            f"Parameters ({ref}, log scale); shaded: past the largest size in the sweep", fontsize=8
         )
     return fig
 

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from rr_analysis.cells import baselines_in_order, sizes_in_order
+from rr_analysis.cells import METRIC, STAMP, compare, sizes_in_order
 from rr_analysis.forecast import LEVEL, forecast_size
 from rr_model.core.errors import InputError
 from rr_model.core.variants import REFERENCE
@@ -26,7 +26,7 @@ B_DEFAULT = 500
 SCALING_COLUMNS: tuple[str, ...] = (
     "variant", "n_sizes", "E", "A", "alpha", "E_low", "E_high", "A_low", "A_high", "alpha_low", "alpha_high",
     "chi2", "resid_df", "boot", "boot_ok", "identified", "at", "params", "loss_pred", "loss_low", "loss_high",
-    "df_warning", "confound", "note",
+    "df_warning", "confound", "note", *STAMP,
 )  # fmt: skip
 
 
@@ -65,10 +65,10 @@ def power_law(N: np.ndarray, y: np.ndarray, se: np.ndarray) -> tuple[float, floa
     return float(E), float(a * N0**alpha), alpha, chi2
 
 
-def _cells(df: pd.DataFrame, variant: str) -> pd.DataFrame:
-    """Per size with 2+ runs of `variant`: the parameter count, mean loss, seed SD, runs, SE and steps."""
+def _cells(df: pd.DataFrame, variant: str, metric: str) -> pd.DataFrame:
+    """Per size with runs of `variant`: the parameter count, mean metric, seed SD, runs, SE and steps."""
     g = df[df["variant"] == variant].groupby("size", sort=False)
-    c = g.agg(N=("params_M", "mean"), y=("val_loss", "mean"), sd=("val_loss", "std"), n=("val_loss", "count"),
+    c = g.agg(N=("params_M", "mean"), y=(metric, "mean"), sd=(metric, "std"), n=(metric, "count"),
               steps=("steps", "median"))  # fmt: skip
     c["N"] *= 1e6
     c["se"] = c["sd"] / np.sqrt(c["n"])
@@ -110,8 +110,8 @@ def _identified(r: dict) -> tuple[bool, str]:
     return not why, ("not identified: " + "; ".join(why)) if why else ""
 
 
-def _variant_rows(df, v, at, B, rng) -> list[dict]:
-    c = _cells(df, v)
+def _variant_rows(df, v, at, B, rng, metric: str) -> list[dict]:
+    c = _cells(df, v, metric)
     skipped = sorted(set(df.loc[df["variant"] == v, "size"]) - set(c.index[c["n"] >= 2]))
     c = c[(c["n"] >= 2) & (c["se"] > 0)]
     base = {"variant": v, "n_sizes": len(c), "boot": B, "confound": _confound(c),
@@ -154,6 +154,8 @@ def scaling_fits(
     seed: int = 0,
     reference: str = REFERENCE,
     baselines: Sequence[str] | None = None,
+    metric: str = METRIC,
+    higher_is_better: bool = False,
 ) -> pd.DataFrame:
     """L(N) = E + A N^-alpha fitted to each variant's per-size mean loss, weighted by their SE; descriptive.
 
@@ -165,8 +167,9 @@ def scaling_fits(
         Sizes to predict each variant's loss at (`rr_analysis.forecast.forecast_size`); none: no predictions.
     boot, seed
         Parametric bootstrap replicates and the seed of their random draws (the same seed, the same numbers).
-    reference, baselines
-        The variants fitted: `reference` first, then `baselines` (None: every other variant present).
+    reference, baselines, metric, higher_is_better
+        The comparison (`rr_analysis.cells.compare`): `reference` and then its baselines are fitted, on
+        `metric` itself (a curve of the metric, whichever way is better).
 
     Returns
     -------
@@ -176,7 +179,7 @@ def scaling_fits(
     (n_sizes - 3), ``boot, boot_ok`` (replicates drawn and refitted), ``identified`` (False when E < 0,
     alpha's interval spans more than a decade or alpha sits at a bound), ``at, params, loss_pred, loss_low,
     loss_high`` (the curve at the forecast size and its bootstrap interval), ``df_warning``, ``confound`` (steps
-    that change with size) and ``note`` (why not identified, sizes left out).
+    that change with size), ``note`` (why not identified, sizes left out) and `rr_analysis.cells.STAMP`.
 
     Notes
     -----
@@ -194,18 +197,18 @@ def scaling_fits(
     """
     if boot < 1:
         raise InputError(f"the bootstrap needs at least 1 replicate, got {boot}")
-    variants = [reference, *(baselines_in_order(df) if baselines is None else baselines)]
-    missing = [v for v in variants if not (df["variant"] == v).any()]
-    if missing:
-        raise InputError(f"no runs of {', '.join(missing)} in the data: nothing to fit")
-    parsed = [forecast_size(a, reference) for a in dict.fromkeys(at)]
+    rows, cmp = compare(df, reference, baselines, metric, higher_is_better)
+    parsed = [forecast_size(a, cmp.reference) for a in dict.fromkeys(at)]
     rng = np.random.default_rng(seed)
-    out = pd.DataFrame([row for v in variants for row in _variant_rows(df, v, parsed, boot, rng)])
+    variants = [cmp.reference, *cmp.baselines]
+    out = pd.DataFrame(
+        [row for v in variants for row in _variant_rows(rows, v, parsed, boot, rng, cmp.metric)]
+    )
     for c in SCALING_COLUMNS:
-        if c not in out:
+        if c not in out and c not in STAMP:
             out[c] = np.nan
     out["identified"] = [v is True or v == 1.0 for v in out["identified"]]
     for c in ("df_warning", "confound", "note"):
         out[c] = [v if isinstance(v, str) else "" for v in out[c]]
     out["at"] = [v if isinstance(v, str) else None for v in out["at"]]
-    return out[list(SCALING_COLUMNS)]
+    return cmp.stamp(out)[list(SCALING_COLUMNS)]

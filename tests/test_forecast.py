@@ -178,3 +178,16 @@ def test_cli_confirm():
     assert ok.exit_code == 0 and {r["power"] for r in json.loads(ok.output)} == {0.9}
     bad = CliRunner().invoke(app, ["analyze", "confirm", "--at", "3B", "--target-power", "1.5"])
     assert bad.exit_code == 2 and "between 0 and 1" in bad.output
+
+
+def test_any_comparison_forecasts_its_own_paired_gaps(sweep):
+    from rr_analysis.cells import Comparison
+    from rr_analysis.forecast import size_gaps
+    from rr_analysis.meta import meta_predict
+
+    f = forecast(sweep, ["3B"], reference="highway", baselines=["standard"])
+    assert f[["reference", "metric", "higher_is_better"]].values.tolist() == [["highway", "val_loss", False]]
+    g = size_gaps(sweep, "standard", Comparison("highway", ("standard",)))[0]
+    want = meta_predict(g["gap"].to_numpy(), g["se"].to_numpy(), g["lx"].to_numpy(), [np.log10(3e9)])
+    assert f["pred"].iloc[0] == pytest.approx(want["pred"][0], rel=1e-12)
+    assert np.isfinite(f[["run_pred", "dev_pred"]].to_numpy(float)).all()
