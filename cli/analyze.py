@@ -259,6 +259,11 @@ def _write_card(path: Path | None, data: Path | None, df, kw: dict) -> None:
         raise InputError(
             f"the packaged card describes the published sweep, not {data}: give --card-file for {data}'s card"
         )
+    if path is None and kw != comparison("review_neutral", None, "val_loss", False):
+        raise InputError(
+            "the packaged card shows the paper's comparison (review_neutral against highway and standard, "
+            "val_loss): give --card-file for a card of another comparison"
+        )
     path = path or card_path()
     updated = write_card(path, gap_table(df, **kw))
     typer.echo(f"{path}: headline table {'updated' if updated else 'already up to date'}")

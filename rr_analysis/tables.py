@@ -178,12 +178,19 @@ def _context(frame: pd.DataFrame) -> dict[str, str]:
 
 
 def _filled(view: View, frame: pd.DataFrame) -> View:
-    """`view` with its title, headers and legend stating the frame's comparison (`_context`)."""
+    """`view` with its title, headers and legend stating the frame's comparison (`_context`).
+
+    A title that does not name the reference gets the comparison appended when it is not the paper's, so
+    every text view of another comparison says which it is in its first line.
+    """
     ctx = _context(frame)
     columns = tuple(replace(c, header=c.header.format(**ctx)) for c in view.columns)
+    title = view.title
+    if "{ref}" not in title and (ctx["ref"], ctx["metric"]) != (label(REFERENCE), METRIC):
+        title += ": {ref} against each baseline, {metric}"
     return replace(
         view,
-        title=view.title.format(**ctx),
+        title=title.format(**ctx),
         columns=columns,
         legend=tuple(t.format(**ctx) for t in view.legend),
     )

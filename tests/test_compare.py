@@ -318,3 +318,17 @@ def test_an_extra_column_of_the_file_is_a_metric(tmp_path, sweep):
     assert {(r["metric"], r["higher_is_better"]) for r in acc} == {("accuracy", True)}
     np.testing.assert_allclose([r["gap"] for r in acc], loss["gap"] / 10, atol=1e-6)
     assert [np.sign(r["welch_t"]) for r in acc] == np.sign(loss["welch_t"]).tolist()
+
+
+def test_the_packaged_card_keeps_the_papers_comparison(tmp_path):
+    result = runner.invoke(app, ["analyze", "card", "--reference", "highway"])
+    assert result.exit_code == 2 and "the packaged card shows the paper's comparison" in result.output
+
+
+@pytest.mark.parametrize("view", ["power", "notes", "equivalence"])
+def test_a_view_whose_title_has_no_reference_names_another_comparison(view):
+    other = runner.invoke(
+        app, ["analyze", view, "--reference", "standard", "--metric", "ece", "--wide"]
+    ).output
+    assert other.splitlines()[0].endswith(": Standard against each baseline, ece")
+    assert ": Review against" not in runner.invoke(app, ["analyze", view, "--wide"]).output
