@@ -42,6 +42,13 @@ SIZES = typer.Option(
     help="Comma-separated sizes, e.g. 590M,1B. Default: the published sizes (every size of --ladder).",
     show_default=False,
 )
+AT = typer.Option(
+    None,
+    "--at",
+    help="Comma-separated sizes past the published ladder, e.g. 3B (rr analyze confirm plans their seeds); "
+    "their shapes come from --ladder.",
+    show_default=False,
+)
 SEEDS = typer.Option(
     None,
     "--seeds",
@@ -107,6 +114,15 @@ _SBATCH_KEY = re.compile(r"[a-z][a-z0-9_-]*")
 
 def _items(text: str | None) -> list[str] | None:
     return [item.strip() for item in text.split(",") if item.strip()] if text else None
+
+
+def _sizes(sizes: str | None, at: str | None, ladder: Path | None) -> list[str]:
+    """--sizes as given, or --at's sizes checked to lie past the published ladder, with shapes from --ladder."""
+    from rr_model.core.ladder import beyond_published
+
+    if at and sizes:
+        raise InputError("--at names sizes past the published ladder, --sizes any size: give one, not both")
+    return [beyond_published(a, ladder) for a in _items(at)] if at else _items(sizes)
 
 
 def _seeds(text: str | None) -> list[int] | None:
@@ -227,6 +243,7 @@ def _local(todo: list, out: Path, nproc: int, dry_run: bool) -> None:
 
 def sweep(
     sizes: str | None = SIZES,
+    at: str | None = AT,
     seeds: str | None = SEEDS,
     effect: float | None = EFFECT,
     variant: list[str] = VARIANT,
@@ -272,17 +289,16 @@ def sweep(
 
     out = out or (DEFAULT_REPRODUCTION if reproduce else default_out(ladder))
     options = dict(data=data, tokenizer=tokenizer, steps=steps, precision=precision, compile=compile_)
-    options |= dict(device=device, checkpoint_every=checkpoint_every, reproduce=reproduce)
-    options["ladder"] = ladder and str(ladder)
+    options |= dict(device=device, checkpoint_every=checkpoint_every, reproduce=reproduce, ladder=ladder and str(ladder))  # fmt: skip
     with known_errors():
         if status or cancel:
             return _status_or_cancel(out, status, cancel)
-        variants, plan_seeds = tuple(variant or COMPARED), _seeds(seeds)
+        variants, plan_seeds, chosen = tuple(variant or COMPARED), _seeds(seeds), _sizes(sizes, at, ladder)
         if effect is not None:
             if seeds:
                 raise InputError("--effect plans the seeds itself: give --effect or --seeds, not both")
-            plan_seeds = _effect_seeds(out, _items(sizes), effect, variants)
-        todo, skipped = plan_sweep(out, _items(sizes), plan_seeds, variants, **options)
+            plan_seeds = _effect_seeds(out, chosen, effect, variants)
+        todo, skipped = plan_sweep(out, chosen, plan_seeds, variants, **options)
         if reproduce:
             check_reproducible(todo + skipped, out)
         typer.echo(f"rr sweep: {len(todo)} run(s) to train, {len(skipped)} already in {out}")

@@ -32,6 +32,7 @@ __all__ = [
     "LADDER",
     "PUBLISHED_SIZES",
     "get_size",
+    "beyond_published",
     "load_ladder",
     "ladder_sizes",
     "LADDER_KEYS",
@@ -165,6 +166,24 @@ def get_size(name: str, ladder: str | os.PathLike | None = None) -> Size:
     hint = f" (did you mean {near[0]}?)" if near else ""
     where = "the ladder" if ladder is None else f"the ladder file {ladder}"
     raise InputError(f"unknown size {name!r}{hint}; {where} has {', '.join(sizes)}")
+
+
+def beyond_published(name: str, ladder: str | os.PathLike | None) -> str:
+    """A size past the published ladder (`rr sweep --at 3B`), as the ladder file names it.
+
+    The size must come from a ladder file, which gives its shape, and must not be a published rung: a
+    forecast size is never trained as if it were one. InputError otherwise, saying what to do.
+    """
+    if _by_case(name, LADDER) is not None and _by_case(name, LADDER).published:
+        raise InputError(
+            f"--at {name}: {name} is a published size; train more of its seeds with --sizes {name}"
+        )
+    if ladder is None:
+        raise InputError(
+            f"--at {name}: rr's ladder has no {name}; give its shape in a ladder file (--ladder FILE with a "
+            f"[{canonical_size(name) or name}] table: {', '.join(LADDER_KEYS)})"
+        )
+    return get_size(name, ladder).name
 
 
 def size_sort_key(label: str) -> float:
