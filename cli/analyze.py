@@ -77,6 +77,13 @@ AT = typer.Option(
     show_default=False,
 )
 TARGET_POWER = typer.Option(0.8, "--target-power", help="confirm: the power to plan for (0 to 1).")
+LADDER = typer.Option(
+    None,
+    "--ladder",
+    help="forecast, confirm, fits: a ladder file (TOML, as rr sweep --ladder reads) giving forecast sizes their "
+    "exact parameter counts and steps.",
+    show_default=False,
+)
 STEPS = typer.Option(
     None, "--steps", help="confirm: steps of the new runs. Default: the ladder's, else the largest size's."
 )
@@ -130,6 +137,7 @@ def analyze(
     at: list[str] = AT,
     target_power: float = TARGET_POWER,
     steps: int = STEPS,
+    ladder: Path = LADDER,
     wide: bool = typer.Option(False, "--wide", help="Text: every column, whatever the terminal's width."),
     claims_file: Path = CLAIMS_FILE,
     noise: float = NOISE,
@@ -168,9 +176,8 @@ def analyze(
             _write_card(card_file, data, df, kw)
             return
         options = dict(adjust=adjust.value, margin=margin, effect=effect, at=at or [])
-        options |= dict(
-            claims_file=claims_file, noise=noise, against=against, power=target_power, steps=steps
-        )
+        options |= dict(claims_file=claims_file, noise=noise, against=against, power=target_power, steps=steps,
+                        ladder=ladder and str(ladder))  # fmt: skip
         options["comparison"] = kw
         typer.echo(_compute(chosen_view, df, fmt.value, options, width), nl=False)
 
@@ -202,16 +209,17 @@ def _compute(view: View, df, fmt: str, options: dict, width) -> str:
     if view is View.forecast:
         from rr_analysis.forecast import forecast
 
-        return render(forecast(df, options["at"], **kw), "forecast", fmt, width)
+        return render(forecast(df, options["at"], **kw, ladder=options["ladder"]), "forecast", fmt, width)
     if view is View.confirm:
         from rr_analysis.confirm import confirm_plan
 
-        frame = confirm_plan(df, options["at"], power=options["power"], steps=options["steps"], **kw)
+        plan = {k: options[k] for k in ("power", "steps", "ladder")}
+        frame = confirm_plan(df, options["at"], **plan, **kw)
         return render(frame, "confirm", fmt, width)
     if view is View.fits:
         from rr_analysis.scaling import scaling_fits
 
-        return render(scaling_fits(df, options["at"], **kw), "fits", fmt, width)
+        return render(scaling_fits(df, options["at"], **kw, ladder=options["ladder"]), "fits", fmt, width)
     if view is View.table:
         from rr_analysis.stats import gap_table
 

@@ -17,7 +17,7 @@ from rr_analysis.cells import ALPHA, METRIC, STAMP, compare
 from rr_analysis.forecast import LEVEL, forecast
 from rr_analysis.power import pooled_resid_sd, seeds_needed
 from rr_model.core.errors import InputError
-from rr_model.core.ladder import LADDER
+from rr_model.core.ladder import ladder_sizes
 from rr_model.core.variants import REFERENCE
 
 __all__ = ["confirm_plan", "minutes_fit", "CONFIRM_COLUMNS"]
@@ -80,12 +80,14 @@ def minutes_fit(df: pd.DataFrame, work: np.ndarray, level: float = LEVEL) -> dic
     return {**e, "slope": float(fit.params[1]), "cells": len(cells)}
 
 
-def _steps(df: pd.DataFrame, name: str, source: str, steps: int | None, reference: str) -> tuple[float, str]:
+def _steps(
+    df: pd.DataFrame, name: str, source: str, steps: int | None, reference: str, ladder
+) -> tuple[float, str]:
     """A forecast size's step budget and where it comes from: given, the ladder's, or the largest size's."""
     if steps is not None:
         return float(steps), "given"
     if source == "ladder":
-        return float(LADDER[name].steps), "ladder"
+        return float(ladder_sizes(ladder)[name].steps), "ladder"
     ref = df[df["variant"] == reference]
     largest = ref.groupby("size")["params_M"].mean().idxmax()
     return float(
@@ -111,6 +113,7 @@ def confirm_plan(
     baselines: Sequence[str] | None = None,
     metric: str = METRIC,
     higher_is_better: bool = False,
+    ladder: str | None = None,
 ) -> pd.DataFrame:
     """Seeds per arm and GPU time for a confirming run at each forecast size, across the forecast's spread.
 
@@ -124,8 +127,8 @@ def confirm_plan(
         Target power and two-sided level of the per-size paired t-test.
     steps
         The step budget of the new runs; None: the ladder's for a ladder size, else the largest size's.
-    reference, baselines, metric, higher_is_better
-        The comparison, as for `forecast`.
+    reference, baselines, metric, higher_is_better, ladder
+        The comparison and the ladder file, as for `forecast`.
 
     Returns
     -------
@@ -159,11 +162,12 @@ def confirm_plan(
     if steps is not None and steps < 1:
         raise InputError(f"steps must be a positive number of optimiser steps, got {steps!r}")
     cmp = compare(df, reference, baselines, metric, higher_is_better)[1]
-    f = forecast(df, at, **cmp.keywords)
+    f = forecast(df, at, **cmp.keywords, ladder=ladder)
     sd, why = pooled_resid_sd(df, **cmp.keywords)
     chosen = list(cmp.baselines)
     budget = {
-        a: _steps(df, a, s, steps, cmp.reference) for a, s in zip(f["at"], f["params_source"], strict=True)
+        a: _steps(df, a, s, steps, cmp.reference, ladder)
+        for a, s in zip(f["at"], f["params_source"], strict=True)
     }
     out = f[["at", "params", "params_source", "baseline", "pi_low", "pred", "pi_high"]].copy()
     out.insert(3, "steps", out["at"].map(lambda a: budget[a][0]))

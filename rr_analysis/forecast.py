@@ -23,7 +23,7 @@ from rr_analysis.slopes import SizeModel, kenward_roger
 from rr_analysis.stats import paired_table
 from rr_model.config import model_config
 from rr_model.core.errors import InputError
-from rr_model.core.ladder import LADDER, canonical_size, size_sort_key
+from rr_model.core.ladder import canonical_size, ladder_sizes, size_sort_key
 from rr_model.core.variants import REFERENCE
 
 __all__ = ["forecast", "forecast_size", "size_gaps", "meta_line", "FORECAST_COLUMNS", "LEVEL"]
@@ -39,7 +39,9 @@ FORECAST_COLUMNS: tuple[str, ...] = (
 )  # fmt: skip
 
 
-def forecast_size(label: str, reference: str = REFERENCE) -> tuple[str, float, str]:
+def forecast_size(
+    label: str, reference: str = REFERENCE, ladder: str | None = None
+) -> tuple[str, float, str]:
     """A forecast size's label, parameter count and where the count comes from.
 
     Parameters
@@ -48,6 +50,8 @@ def forecast_size(label: str, reference: str = REFERENCE) -> tuple[str, float, s
         A ladder size (any case, e.g. ``"1b"``) or a parameter count ``<number><K|M|B>`` above zero.
     reference
         The variant whose parameter count a ladder size stands for.
+    ladder
+        A ladder file (`rr_model.core.ladder.load_ladder`) whose sizes are looked up; None: rr's ladder.
 
     Returns
     -------
@@ -60,14 +64,15 @@ def forecast_size(label: str, reference: str = REFERENCE) -> tuple[str, float, s
     >>> forecast_size("3B"), forecast_size("1b")
     (('3B', 3000000000.0, 'label'), ('1B', 984038400.0, 'ladder'))
     """
-    names = {n.lower(): n for n in LADDER}
+    sizes = ladder_sizes(ladder)
+    names = {n.lower(): n for n in sizes}
     canon = canonical_size(label) or ""
     name = names.get(label.strip().lower()) or names.get(canon.lower())
     if name is not None:
-        return name, float(model_config(name, reference).n_params), "ladder"
+        return name, float(model_config(name, reference, ladder=ladder).n_params), "ladder"
     if not canon:
         raise InputError(
-            f"the forecast size {label!r} is not a size: give a ladder size ({', '.join(LADDER)}) or a "
+            f"the forecast size {label!r} is not a size: give a ladder size ({', '.join(sizes)}) or a "
             "parameter count above zero written <number><K|M|B>, such as 3B or 7B"
         )
     return canon, size_sort_key(canon), "label"
@@ -163,12 +168,12 @@ def _primary(df: pd.DataFrame, baseline: str, x0s: np.ndarray, c: Comparison) ->
              **{k: p[k][i] for k in ("ci_low", "ci_high", "pi_low", "pi_high")}} for i in range(len(x0s))]  # fmt: skip
 
 
-def _sizes_at(df: pd.DataFrame, at: Sequence[str], reference: str) -> list[tuple[str, float, str]]:
+def _sizes_at(df: pd.DataFrame, at: Sequence[str], reference: str, ladder) -> list[tuple[str, float, str]]:
     """Each forecast size parsed, checked against the data's smallest size, in the order given, once each."""
     if not at:
         raise InputError("no forecast size: name one or more, such as 3B")
     ref = df[df["variant"] == reference].groupby("size")["params_M"].mean() * 1e6
-    parsed = list(dict.fromkeys(forecast_size(a, reference) for a in at))
+    parsed = list(dict.fromkeys(forecast_size(a, reference, ladder) for a in at))
     for name, n, _ in parsed:
         if len(ref) and n < ref.min():
             raise InputError(
@@ -186,6 +191,7 @@ def forecast(
     baselines: Sequence[str] | None = None,
     metric: str = METRIC,
     higher_is_better: bool = False,
+    ladder: str | None = None,
 ) -> pd.DataFrame:
     """The gap each baseline is predicted to have at sizes the sweep has not run, by the primary model.
 
@@ -197,6 +203,8 @@ def forecast(
         Forecast sizes: ladder names or parameter counts such as ``"3B"`` (`forecast_size`).
     reference, baselines, metric, higher_is_better
         The comparison (`rr_analysis.cells.compare`; default: the paper's, val_loss against review_neutral).
+    ladder
+        A ladder file giving forecast sizes their exact counts (`forecast_size`); None: rr's ladder.
 
     Returns
     -------
@@ -230,7 +238,7 @@ def forecast(
     [['highway', 0.0179, 0.0037], ['standard', 0.0256, 0.0183]]
     """
     rows, c = compare(df, reference, baselines, metric, higher_is_better)
-    parsed = _sizes_at(rows, at, c.reference)
+    parsed = _sizes_at(rows, at, c.reference, ladder)
     chosen = list(c.baselines)
     ran = emergence(df, **c.keywords).set_index("baseline").reindex(chosen)
     ref = rows[rows["variant"] == c.reference].groupby("size")["params_M"].mean() * 1e6
@@ -264,6 +272,7 @@ def meta_line(
     baselines: Sequence[str] | None = None,
     metric: str = METRIC,
     higher_is_better: bool = False,
+    ladder: str | None = None,
 ) -> pd.DataFrame:
     """The primary size-level line and its intervals on a grid of sizes, for figures to draw.
 
@@ -275,7 +284,7 @@ def meta_line(
         Forecast sizes the grid must reach (`forecast_size`); none: the grid ends at the largest size.
     points
         Grid points per baseline, evenly spaced in log10(params) from the smallest size.
-    reference, baselines, metric, higher_is_better
+    reference, baselines, metric, higher_is_better, ladder
         As for `forecast`.
 
     Returns
@@ -292,7 +301,7 @@ def meta_line(
     """
     rows, c = compare(df, reference, baselines, metric, higher_is_better)
     ref = rows[rows["variant"] == c.reference].groupby("size")["params_M"].mean() * 1e6
-    ends = [ref.max(), *(n for _, n, _ in _sizes_at(rows, at, c.reference))] if at else [ref.max()]
+    ends = [ref.max(), *(n for _, n, _ in _sizes_at(rows, at, c.reference, ladder))] if at else [ref.max()]
     grid = np.linspace(np.log10(ref.min()), np.log10(max(ends)), points)
     blocks = []
     for v in c.baselines:

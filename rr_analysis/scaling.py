@@ -156,6 +156,7 @@ def scaling_fits(
     baselines: Sequence[str] | None = None,
     metric: str = METRIC,
     higher_is_better: bool = False,
+    ladder: str | None = None,
 ) -> pd.DataFrame:
     """L(N) = E + A N^-alpha fitted to each variant's per-size mean loss, weighted by their SE; descriptive.
 
@@ -170,6 +171,8 @@ def scaling_fits(
     reference, baselines, metric, higher_is_better
         The comparison (`rr_analysis.cells.compare`): `reference` and then its baselines are fitted, on
         `metric` itself (a curve of the metric, whichever way is better).
+    ladder
+        A ladder file giving forecast sizes their exact counts (`forecast_size`); None: rr's ladder.
 
     Returns
     -------
@@ -198,7 +201,7 @@ def scaling_fits(
     if boot < 1:
         raise InputError(f"the bootstrap needs at least 1 replicate, got {boot}")
     rows, cmp = compare(df, reference, baselines, metric, higher_is_better)
-    parsed = [forecast_size(a, cmp.reference) for a in dict.fromkeys(at)]
+    parsed = [forecast_size(a, cmp.reference, ladder) for a in dict.fromkeys(at)]
     rng = np.random.default_rng(seed)
     variants = [cmp.reference, *cmp.baselines]
     out = pd.DataFrame(

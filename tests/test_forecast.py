@@ -191,3 +191,14 @@ def test_any_comparison_forecasts_its_own_paired_gaps(sweep):
     want = meta_predict(g["gap"].to_numpy(), g["se"].to_numpy(), g["lx"].to_numpy(), [np.log10(3e9)])
     assert f["pred"].iloc[0] == pytest.approx(want["pred"][0], rel=1e-12)
     assert np.isfinite(f[["run_pred", "dev_pred"]].to_numpy(float)).all()
+
+
+def test_a_ladder_file_gives_a_forecast_size_its_exact_count_and_steps(sweep, tmp_path):
+    from rr_analysis.confirm import confirm_plan
+
+    ladder = tmp_path / "next.toml"
+    ladder.write_text('["3B"]\nd_model = 2560\nn_layer = 32\nn_head = 20\nsteps = 5000\nseeds = 3\n')
+    n = model_config("3B", "review_neutral", ladder=ladder).n_params
+    assert forecast_size("3B", ladder=str(ladder)) == ("3B", float(n), "ladder")
+    p = confirm_plan(sweep, ["3B"], ladder=str(ladder))
+    assert (p["params"] == n).all() and p[["steps", "steps_source"]].iloc[0].tolist() == [5000.0, "ladder"]

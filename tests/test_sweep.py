@@ -104,3 +104,22 @@ def test_effect_plans_the_seeds_the_power_analysis_asks_for(tmp_path):
 
     both = rr("sweep", "--effect", 0.003, "--seeds", "3", "--out", published, "--dry-run")
     assert both.exit_code == 2 and "give --effect or --seeds" in both.stderr
+
+
+def test_at_trains_a_size_past_the_published_ladder_from_a_ladder_file(tmp_path):
+    ladder = tmp_path / "next.toml"
+    ladder.write_text('["3B"]\nd_model = 2560\nn_layer = 32\nn_head = 20\nsteps = 6000\nseeds = 3\n')
+    out = tmp_path / "next.csv"
+    result = rr("sweep", "--at", "3B", "--seeds", "0,1", "--ladder", ladder, "--out", out, "--dry-run")
+    assert result.exit_code == 0, result.output
+    assert "rr sweep: 6 run(s) to train, 0 already in" in result.stdout and not out.exists()
+    for args, says in (
+        (("--at", "3B"), "rr's ladder has no 3B; give its shape in a ladder file"),
+        (
+            ("--at", "1B", "--ladder", ladder),
+            "1B is a published size; train more of its seeds with --sizes 1B",
+        ),
+        (("--at", "3B", "--sizes", "1B", "--ladder", ladder), "give one, not both"),
+    ):
+        bad = rr("sweep", *args, "--out", out, "--dry-run")
+        assert bad.exit_code == 2 and says in bad.stderr, bad.output
