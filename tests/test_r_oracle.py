@@ -150,7 +150,7 @@ def sweeps(draw) -> pd.DataFrame:
     return d[keep].reset_index(drop=True)
 
 
-@pytest.mark.slow  # R and rr on ten sweeps: about 4 min on two shared cores
+@pytest.mark.slow  # R and rr on ten sweeps, forecasts included: about 5 min on two shared cores
 @settings(max_examples=1, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(sweeps(), min_size=10, max_size=10))
 def test_generated_sweeps_match_r(tmp_path_factory, batch):
