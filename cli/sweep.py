@@ -247,7 +247,7 @@ def sweep(
     seeds: str | None = SEEDS,
     effect: float | None = EFFECT,
     variant: list[str] = VARIANT,
-    ladder: Path | None = LADDER,
+    ladder: str | None = LADDER,
     out: Path | None = OUT,
     data: str = DATA,
     tokenizer: str | None = TOKENIZER,

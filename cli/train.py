@@ -105,7 +105,7 @@ def train(
     steps: int | None = STEPS,
     device: str = DEVICE,
     dry_run: bool = DRY_RUN,
-    ladder: Path | None = LADDER,
+    ladder: str | None = LADDER,
 ) -> None:
     """Train the next seed of a size for every compared variant and append one row per run.
 
@@ -116,7 +116,6 @@ def train(
     from rr_model.runs import default_out, describe_runs, plan_runs
     from rr_model.tokens import check_data
 
-    ladder = str(ladder) if ladder is not None else None
     out = out or default_out(ladder)
     lead = os.environ.get("RANK", "0") == "0"  # under torchrun, one process reports
     options = dict(data=data, tokenizer=tokenizer, steps=steps, precision=precision, compile=compile_)
