@@ -1,5 +1,6 @@
-"""Loading `--data` for a command that computes results: validate it, and warn once if its published rows
-were altered (the results would not be the published ones)."""
+"""Loading `--data` for a command that computes results: validate it, warn once if its published rows
+were altered (the results would not be the published ones), and load the plugins when it holds variants
+rr does not know, so theirs are labelled and coloured as registered."""
 
 from __future__ import annotations
 
@@ -11,10 +12,14 @@ import typer
 def load_checked(data: Path | None, warn: bool = True):
     """`rr_model.results.dataset.load_sweep(data)`, with `rr: warning:` on stderr naming altered published rows
     (unless `warn` is False: a reproduction file's rows differ from the published ones on purpose)."""
+    from rr_model.core.variants import VARIANTS
+    from rr_model.plugins import load_plugins
     from rr_model.results.dataset import load_sweep
     from rr_model.results.integrity import integrity_warning
 
     df = load_sweep(data)
+    if not set(df["variant"].unique()) <= set(VARIANTS):
+        load_plugins()  # RR_PLUGINS and rr.residuals entry points: torch only for data that needs them
     if warn and (warning := integrity_warning(df)) is not None:
         typer.echo(f"rr: warning: {warning}", err=True)
     return df

@@ -13,10 +13,12 @@ from dataclasses import dataclass, replace
 from rr_model.core.errors import InputError
 from rr_model.core.ladder import RECIPE, get_size, ladder_sizes
 from rr_model.core.variants import NAMES, REFERENCE, VARIANTS, unknown_variant
+from rr_model.plugins import load_plugins, rule_params
 
 __all__ = ["GPTConfig", "model_config", "size_table"]
 
-# Parameters one residual rule adds per sublayer, as a function of d_model (see rr_model.model).
+# Parameters one of rr's residual rules adds per sublayer, as a function of d_model (see rr_model.model);
+# a plugin's rule is counted on a build of it (rr_model.plugins.rule_params).
 _RULE_PARAMS = {
     "review_neutral": lambda d: 2 * d * d + d,  # gate Linear(2d -> d) with bias
     "review_convex": lambda d: 2 * d * d + d,  # the same gate
@@ -39,7 +41,8 @@ class GPTConfig:
     n_layer, n_head, d_model
         Depth (blocks of attention + MLP), attention heads and residual width; d_model % n_head == 0.
     variant
-        The residual rule every sublayer goes through, a name from `rr_model.core.variants.VARIANTS`.
+        The residual rule every sublayer goes through, a name from `rr_model.core.variants.VARIANTS`; a
+        name not registered yet has the plugins loaded first (`rr_model.plugins.load_plugins`).
     """
 
     vocab_size: int = RECIPE.vocab_size
@@ -55,6 +58,8 @@ class GPTConfig:
                 raise InputError(f"{name} must be a positive integer, got {getattr(self, name)!r}")
         if self.d_model % self.n_head:
             raise InputError(f"d_model ({self.d_model}) must be a multiple of n_head ({self.n_head})")
+        if self.variant not in VARIANTS:
+            load_plugins()
         if self.variant not in VARIANTS:
             raise InputError(unknown_variant(self.variant))
 
@@ -72,7 +77,8 @@ class GPTConfig:
         d^2 + d, c_fc 4d^2 + 4d, MLP c_proj 4d^2 + d) plus two residual rules; final RMSNorm d.
         """
         d = self.d_model
-        block = 12 * d * d + 11 * d + 2 * _RULE_PARAMS[self.variant](d)
+        rule = _RULE_PARAMS[self.variant](d) if self.variant in _RULE_PARAMS else rule_params(self.variant, d)
+        block = 12 * d * d + 11 * d + 2 * rule
         return (self.vocab_size + self.block_size) * d + self.n_layer * block + d
 
 
@@ -114,12 +120,14 @@ def size_table(vocab_size: int = RECIPE.vocab_size, ladder: str | os.PathLike | 
 
     Returns
     -------
-    One record per (size, variant), ladder order then registry order, with keys size, variant, d_model,
-    n_layer, n_head, head_dim, params (exact) and params_M (params / 1e6 to 2 decimals, as in the dataset).
+    One record per (size, variant), ladder order then registry order (rr's variants, then the plugins'
+    ones: `rr_model.plugins.load_plugins`), with keys size, variant, d_model, n_layer, n_head, head_dim,
+    params (exact) and params_M (params / 1e6 to 2 decimals, as in the dataset).
     """
+    load_plugins()
     rows = []
     for size in ladder_sizes(ladder):
-        for variant in NAMES:
+        for variant in list(VARIANTS):
             c = model_config(size, variant, vocab_size, ladder)
             rows.append(
                 {

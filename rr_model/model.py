@@ -2,7 +2,7 @@
 
 A GPT-2-style decoder (learned token and position embeddings, pre-norm blocks, tied LM head) in which the
 residual rule is the one thing that varies: every sublayer, attention and MLP alike, is added back through
-`RESIDUALS[config.variant]`. Modelled on nanoGPT's model.py; names follow it (`wte`, `wpe`, `c_attn`,
+`residual(config.variant)`: one of `RESIDUALS`, or a rule a plugin registered (`rr_model.plugins`). Modelled on nanoGPT's model.py; names follow it (`wte`, `wpe`, `c_attn`,
 `c_proj`, `ln_f`) and the paper (`gate`, `r`, `u`).
 
 The config and its exact parameter count live torch-free in `rr_model.config`.
@@ -19,8 +19,9 @@ import torch.nn.functional as F
 from rr_model.config import GPTConfig
 from rr_model.core.ladder import RECIPE
 from rr_model.core.variants import NAMES
+from rr_model.plugins import residual_rule
 
-__all__ = ["GPTConfig", "GPT", "RESIDUALS"]
+__all__ = ["GPTConfig", "GPT", "RESIDUALS", "residual"]
 
 INIT_STD = 0.02  # GPT-2 init for every Linear and Embedding weight
 EPS = 1e-5
@@ -156,7 +157,12 @@ RESIDUALS: dict[str, type[nn.Module]] = {
     "layerscale": LayerScale,
     "rezero": ReZero,
 }
-assert set(RESIDUALS) == set(NAMES), "the residual rules must cover exactly the registered variants"
+assert set(RESIDUALS) == set(NAMES), "the residual rules must cover exactly rr's own variants"
+
+
+def residual(variant: str) -> type[nn.Module]:
+    """The residual rule of a variant: rr's own, or the one a plugin registered under that name."""
+    return RESIDUALS[variant] if variant in RESIDUALS else residual_rule(variant)
 
 
 class Block(nn.Module):
@@ -164,7 +170,7 @@ class Block(nn.Module):
 
     def __init__(self, config: GPTConfig):
         super().__init__()
-        rule = RESIDUALS[config.variant]
+        rule = residual(config.variant)
         self.ln_1 = RMSNorm(config.d_model)
         self.attn = CausalSelfAttention(config)
         self.res_attn = rule(config.d_model)
@@ -211,7 +217,9 @@ class GPT(nn.Module):
            normal(0, 0.02 / sqrt(2 n_layer)): GPT-2's residual scaling;
         3. Review's gates zeroed (weight and bias), so r = 0.5 exactly.
 
-        RMSNorm gains (1) and the LayerScale (0.1) and ReZero (0) scales draw nothing.
+        RMSNorm gains (1) and the LayerScale (0.1) and ReZero (0) scales draw nothing. A plugin's rule
+        with a ``gate`` Linear has it drawn in step 1 with the others; a rule that defines
+        ``init_published()`` has it called last, in sublayer order (`rr_model.plugins.register_residual`).
         """
         sublayers = [m for block in self.transformer.h for m in (block.attn, block.mlp)]
         rules = [rule for block in self.transformer.h for rule in (block.res_attn, block.res_mlp)]
@@ -231,6 +239,11 @@ class GPT(nn.Module):
             if isinstance(rule, ReviewNeutral):
                 nn.init.zeros_(rule.gate.weight)
                 nn.init.zeros_(rule.gate.bias)
+        for rule in rules:
+            if hasattr(
+                rule, "init_published"
+            ):  # a plugin's own init, after rr's (none of rr's rules has one)
+                rule.init_published()
 
     def forward(
         self, idx: torch.Tensor, targets: torch.Tensor | None = None

@@ -24,6 +24,7 @@ from rr_model.core.files import create_new
 from rr_model.core.ladder import LADDER, Recipe, get_size
 from rr_model.core.variants import COMPARED, REFERENCE, VARIANTS, unknown_variant
 from rr_model.flops import assumed_rate, flops_per_token
+from rr_model.plugins import load_plugins
 from rr_model.results.dataset import DataError, bundled_path, check_append, load_sweep, refuse_reference
 from rr_model.results.integrity import check_integrity
 from rr_model.results.provenance import sidecar_path
@@ -99,6 +100,8 @@ class TrainConfig:
         for name, value in defaults.items():
             if getattr(self, name) is None:
                 object.__setattr__(self, name, value)
+        if self.variant not in VARIANTS:
+            load_plugins()  # a plugin's variant: RR_PLUGINS and the rr.residuals entry points
         if self.variant not in VARIANTS:
             raise InputError(unknown_variant(self.variant))
         checks = {

@@ -43,6 +43,7 @@ from rr_model.flops import flops_per_token
 from rr_model.hardware import datasheet_peak, peak_note
 from rr_model.model import GPT
 from rr_model.numerics import numerics
+from rr_model.plugins import provenance
 from rr_model.progress import Progress
 from rr_model.results.dataset import DataError, append_rows
 from rr_model.results.provenance import append_record, environment, sidecar_path
@@ -421,7 +422,8 @@ def _finish(run: _Run, failure: str | None) -> dict[str, Any]:
 
 
 def _record(run: _Run, failure: str | None, result: dict[str, Any] | None) -> dict[str, Any]:
-    """The run's provenance record for the sidecar."""
+    """The run's provenance record for the sidecar; a plugin's variant adds its module, file and sha256."""
+    plugin = provenance(run.cfg.variant)
     return {
         "run_id": uuid.uuid4().hex[:12],
         "size": run.cfg.size,
@@ -440,6 +442,7 @@ def _record(run: _Run, failure: str | None, result: dict[str, Any] | None) -> di
         "resumed_at": run.state.resumed,
         "loss_curve": run.state.curve,
         "result": result,
+        **({"plugin": plugin} if plugin else {}),
     }
 
 

@@ -31,6 +31,7 @@ from submitit.helpers import Checkpointable, DelayedSubmission, TorchDistributed
 
 from rr_model.core.errors import InputError
 from rr_model.core.files import pid_alive
+from rr_model.plugins import ENV
 from rr_model.runs import TrainConfig, dataset_keys, preflight
 from rr_model.sweep.jobs import add_jobs, read_jobs
 from rr_model.sweep.sbatch import Resources, job_folder, part_path
@@ -61,9 +62,12 @@ class TrainJob(Checkpointable):
         self.cfg = cfg
         self.out = str(out)
         self.cwd = os.getcwd()
+        self.plugins = os.environ.get(ENV)  # the submitter's plugins: the job finds the same rules
 
     def __call__(self) -> dict[str, Any] | None:
         os.chdir(self.cwd)
+        if self.plugins is not None:
+            os.environ[ENV] = self.plugins
         if submitit.JobEnvironment().num_tasks > 1:
             TorchDistributedEnvironment().export(set_cuda_visible_devices=False, overwrite=True)
         from rr_model.train import train_runs  # torch: only inside the job

@@ -1,0 +1,259 @@
+"""Residual rules from plugins: registered, found through RR_PLUGINS and entry points, seen by every command.
+
+A plugin changes the registry of the process that imports it, so each check that loads one runs in a
+child process of its own (`in_child`), and the registry of this test session stays rr's.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from rr_model.core.errors import InputError
+from rr_model.core.variants import VARIANTS
+from rr_model.plugins import ENV, register_residual
+
+ROOT = Path(__file__).resolve().parent.parent
+PLUGIN = '''
+"""Two rules for rr's tests: a per-channel scale at 0.1, and a gated rule with a custom init."""
+import torch
+import torch.nn as nn
+
+import rr_model
+
+
+class ChannelScale(nn.Module):
+    """h + s * u, s = 0.1 per channel at init."""
+
+    def __init__(self, d_model):
+        super().__init__()
+        self.scale = nn.Parameter(torch.full((d_model,), 0.1))
+
+    def forward(self, h, u):
+        return h + self.scale * u
+
+
+class UpdateGate(nn.Module):
+    """h + sigmoid(w . u + b) (u + c): one gate per position from the update, and a shift c (init 0.25)."""
+
+    def __init__(self, d_model):
+        super().__init__()
+        self.gate = nn.Linear(d_model, 1)
+        self.shift = nn.Parameter(torch.zeros(d_model))
+
+    def init_published(self):
+        nn.init.constant_(self.shift, 0.25)
+
+    def r(self, h, u):
+        return torch.sigmoid(self.gate(u))
+
+    def forward(self, h, u):
+        return h + self.r(h, u) * (u + self.shift)
+
+
+rr_model.register_residual("myrule", ChannelScale, label="Channel scale", matched=True)
+rr_model.register_residual("mygate", UpdateGate, colour="#000000")
+'''
+
+
+@pytest.fixture
+def plugin(tmp_path) -> Path:
+    path = tmp_path / "myplugin.py"
+    path.write_text(PLUGIN)
+    return path
+
+
+def in_child(code: str, plugins: str, tmp_path: Path, extra_path: str = "") -> dict:
+    """Run `code` (which sets `out`, a JSON-able value) in a child interpreter with RR_PLUGINS=`plugins`."""
+    script = "import json\n" + textwrap.dedent(code) + "\nprint('RESULT', json.dumps(out))\n"
+    env = {**__import__("os").environ, ENV: plugins}
+    env["PYTHONPATH"] = ":".join(p for p in (extra_path, str(ROOT), env.get("PYTHONPATH", "")) if p)
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, cwd=tmp_path, env=env
+    )
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout.rpartition("RESULT ")[2])
+
+
+COMMANDS = """
+from typer.testing import CliRunner
+from cli.main import app
+out = [[r.exit_code, r.output] for r in (CliRunner().invoke(app, args) for args in COMMANDS)]
+"""
+
+
+def commands(*args: list[str]) -> str:
+    return f"COMMANDS = {[list(a) for a in args]!r}\n{COMMANDS}"
+
+
+def test_a_plugins_rule_is_built_counted_and_initialised_as_rr_s_own(plugin, tmp_path):
+    got = in_child(
+        """
+        import torch
+        from rr_model.config import model_config
+        from rr_model.model import GPT
+        from rr_model.plugins import provenance
+        out = {}
+        for variant in ("myrule", "mygate", "review_neutral"):
+            cfg = model_config("tiny", variant, 257)
+            torch.manual_seed(0)
+            model = GPT(cfg)
+            out[variant] = {"d_model": cfg.d_model, "counted": cfg.n_params,
+                            "built": sum(p.numel() for p in model.parameters())}
+        gated = GPT(model_config("tiny", "mygate", 257)).transformer.h
+        out["gate_std"] = torch.cat([b.res_attn.gate.weight for b in gated]).std().item()
+        out["shift"] = torch.cat([b.res_mlp.shift for b in gated]).unique().tolist()
+        out["provenance"] = provenance("myrule")
+        """,
+        str(plugin),
+        tmp_path,
+    )
+    for variant in ("myrule", "mygate", "review_neutral"):
+        assert got[variant]["counted"] == got[variant]["built"], variant
+    assert got["mygate"]["d_model"] == 128 and got["myrule"]["d_model"] > 128  # matched=True: widened
+    widened = got["myrule"]["d_model"]
+    assert (widened - 128) % 4 == 0 and got["myrule"]["counted"] >= got["review_neutral"]["counted"]
+    assert got["gate_std"] == pytest.approx(0.02, rel=0.15)  # drawn with the sublayers' Linears
+    assert got["shift"] == [0.25]  # the plugin's init_published ran
+    sha = hashlib.sha256(plugin.read_bytes()).hexdigest()
+    assert got["provenance"] == {"module": "myplugin", "file": str(plugin), "sha256": sha}
+
+
+def test_every_command_sees_the_plugin_s_rules(plugin, tmp_path):
+    (sizes, gates, depth, train, sweep) = in_child(
+        commands(
+            ["sizes", "--vocab", "257", "--format", "json"],
+            ["gates", "--variant", "mygate"],
+            ["depth-check", "--variants", "mygate,myrule", "--layers", "2", "--format", "json"],
+            ["train", "--size", "tiny", "--variant", "myrule", "--data", "synthetic", "--dry-run"],
+            [
+                "sweep",
+                "--sizes",
+                "tiny",
+                "--seeds",
+                "0",
+                "--variant",
+                "myrule",
+                "--variant",
+                "standard",
+                "--data",
+                "synthetic",
+                "--dry-run",
+            ],
+        ),
+        str(plugin),
+        tmp_path,
+    )
+    assert sizes[0] == 0, sizes[1]
+    rows = {(r["size"], r["variant"]): r for r in json.loads(sizes[1])}
+    assert [v for (s, v) in rows if s == "tiny"] == [*VARIANTS, "myrule", "mygate"]
+    assert rows[("tiny", "myrule")]["d_model"] > 128 and rows[("tiny", "mygate")]["d_model"] == 128
+    assert gates[0] == 0 and gates[1].count("\n") > 8, gates[1]  # 8 gated sublayers, title and header
+    assert depth[0] == 0 and [r["variant"] for r in json.loads(depth[1])] == ["mygate", "myrule"]
+    assert train[0] == 0 and "tiny  myrule" in train[1], train[1]
+    assert sweep[0] == 0 and "2 run(s) to train" in sweep[1], sweep[1]
+
+
+def test_a_run_of_a_plugin_rule_records_the_plugin_s_file(plugin, tmp_path, offline):
+    ladder = tmp_path / "small.toml"  # a shape that trains and evaluates in a second
+    ladder.write_text('["0.01M"]\nd_model = 16\nn_layer = 1\nn_head = 2\nsteps = 2\nseeds = 1\n'
+                      "batch_size = 2\nblock_size = 32\neval_batches = 2\n")  # fmt: skip
+    got = in_child(
+        commands(
+            [
+                "train",
+                "--ladder",
+                str(ladder),
+                "--size",
+                "0.01M",
+                "--variant",
+                "myrule",
+                "--data",
+                "synthetic",
+                "--out",
+                "mine.csv",
+            ]
+        ),  # fmt: skip
+        str(plugin),
+        tmp_path,
+    )
+    assert got[0][0] == 0, got[0][1]
+    assert (tmp_path / "mine.csv").read_text().splitlines()[1].startswith("0.01M,myrule,0,")
+    (record,) = [json.loads(line) for line in (tmp_path / "mine.runs.jsonl").read_text().splitlines()]
+    assert record["variant"] == "myrule" and record["status"] == "ok"
+    assert record["plugin"]["sha256"] == hashlib.sha256(plugin.read_bytes()).hexdigest()
+
+
+def test_an_installed_package_s_entry_point_is_found(tmp_path):
+    site = tmp_path / "site"
+    (site / "epplug-1.0.dist-info").mkdir(parents=True)
+    (site / "epplug-1.0.dist-info" / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: epplug\nVersion: 1.0\n"
+    )
+    (site / "epplug-1.0.dist-info" / "entry_points.txt").write_text("[rr.residuals]\nrules = epplug_rules\n")
+    (site / "epplug_rules.py").write_text(
+        PLUGIN.replace('"myrule"', '"eprule"').replace('"mygate"', '"epgate"')
+    )
+    got = in_child(
+        "from rr_model.config import size_table\nout = sorted({r['variant'] for r in size_table()})",
+        "",
+        tmp_path,
+        str(site),
+    )
+    assert "eprule" in got and "epgate" in got
+
+
+@pytest.mark.parametrize(
+    ("plugins", "message"),
+    [
+        ("no_such_plugin_module", "RR_PLUGINS names the plugin 'no_such_plugin_module', which cannot be imported: "
+         "ModuleNotFoundError: No module named 'no_such_plugin_module'"),
+        ("missing.py", "RR_PLUGINS names the plugin 'missing.py', which cannot be imported: FileNotFoundError"),
+        ("broken.py", "which cannot be imported: ZeroDivisionError: division by zero"),
+    ],
+)  # fmt: skip
+def test_a_plugin_that_fails_to_import_is_one_error_paragraph_and_help_stays_light(
+    tmp_path, plugins, message
+):
+    (tmp_path / "broken.py").write_text("1 / 0\n")
+    env = {**__import__("os").environ, ENV: plugins}
+    for args in (["sizes"], ["train", "--size", "tiny", "--variant", "myrule", "--dry-run"]):
+        result = subprocess.run([sys.executable, "-m", "cli.main", *args], capture_output=True, text=True,
+                                cwd=tmp_path, env={**env, "PYTHONPATH": str(ROOT)})  # fmt: skip
+        assert result.returncode == 2 and result.stderr.startswith("rr: error: "), result.stderr
+        assert message in result.stderr and "Traceback" not in result.stderr
+    helped = subprocess.run([sys.executable, "-m", "cli.main", "--help"], capture_output=True, text=True,
+                            cwd=tmp_path, env={**env, "PYTHONPATH": str(ROOT)})  # fmt: skip
+    assert helped.returncode == 0  # no command asked for variants: no plugin was imported
+
+
+@pytest.mark.parametrize(
+    ("name", "rule", "colour", "message"),
+    [
+        ("MyRule", "module", None, "the name must be a variant name"),
+        ("highway", "module", None, "highway is one of rr's own variants"),
+        ("myrule", "function", None, "the rule must be an nn.Module class"),
+        ("myrule", "module", "red", "colour 'red' must be #RRGGBB"),
+    ],
+)
+def test_register_residual_refuses_what_could_not_be_a_rule(name, rule, colour, message):
+    import torch.nn as nn
+
+    with pytest.raises(InputError, match=message):
+        register_residual(name, nn.Identity if rule == "module" else len, colour=colour)
+    assert "myrule" not in VARIANTS  # nothing was registered
+
+
+def test_a_slurm_job_carries_the_submitter_s_plugins(monkeypatch):
+    pytest.importorskip("submitit")
+    from rr_model.runs import TrainConfig
+    from rr_model.sweep.slurm import TrainJob
+
+    monkeypatch.setenv(ENV, "mylab.rules,./myrule.py")
+    assert TrainJob(TrainConfig("tiny"), "out.csv").plugins == "mylab.rules,./myrule.py"
