@@ -8,6 +8,7 @@ import typer
 
 from cli.errors import known_errors
 from cli.records import FORMAT_HELP, Format, echo_records
+from rr_analysis.numbers import fixed
 
 
 def gates(
@@ -38,7 +39,7 @@ def gates(
         df.to_dict("records"),
         fmt,
         title=f"Gate r per sublayer: {where}; {batch} sequences of synthetic stories",
-        formats={k: "{:.4f}".format for k in ("mean", "std", "frac_open", "frac_closed")},
+        formats={k: lambda v: fixed(v, 4) for k in ("mean", "std", "frac_open", "frac_closed")},
     )
 
 

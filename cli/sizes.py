@@ -9,6 +9,7 @@ import typer
 from cli.errors import known_errors
 from cli.records import FORMAT_HELP, Format, echo_records
 from cli.train import LADDER
+from rr_analysis.numbers import fixed
 
 
 def sizes(
@@ -34,7 +35,7 @@ def sizes(
         table,
         fmt,
         title=f"{which} x variant, vocabulary {vocab:,}",
-        formats={"params": "{:,}".format, "params_M": "{:.2f}".format},
+        formats={"params": "{:,}".format, "params_M": lambda v: fixed(v, 2)},
     )
 
 

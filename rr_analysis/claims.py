@@ -21,6 +21,7 @@ import tomllib
 from rr_analysis.cells import ALPHA
 from rr_analysis.equivalence import DEFAULT_MARGIN, equivalence
 from rr_analysis.notes import recipe_notes
+from rr_analysis.numbers import fixed
 from rr_analysis.stats import gap_table
 from rr_model.core.errors import InputError
 from rr_model.core.variants import REFERENCE, label
@@ -359,12 +360,12 @@ def _evidence(test: str, stat: str, v: dict, adjust: str, m: int) -> str:
     """The recomputed numbers in words; each of them is a column of the row too."""
     lo, hi = v["recomputed_low"], v["recomputed_high"]
     if test == "mean":
-        return f"mean of {v['n']} runs {v['recomputed']:.6f} (within the rows' rounding {lo:.6f} to {hi:.6f}); GRIM: {v['grim']}"
-    spec = ".3f" if stat == "t" else ".4f"
+        return f"mean of {v['n']} runs {fixed(v['recomputed'], 6)} (within the rows' rounding {fixed(lo, 6)} to {fixed(hi, 6)}); GRIM: {v['grim']}"
+    d = 3 if stat == "t" else 4
     name = "Welch" if test == "welch" else "paired"
-    p = "" if stat == "p" else f", p {v['p']:.4f}"
-    shown = f"{name} {stat} {v['recomputed']:{spec}} (within the rows' rounding {lo:{spec}} to {hi:{spec}})"
-    return f"{shown} on {v['df']:.2f} df{p}; {adjust} over {m} {name} tests {v['p_adj']:.4f}"
+    p = "" if stat == "p" else f", p {fixed(v['p'], 4)}"
+    shown = f"{name} {stat} {fixed(v['recomputed'], d)} (within the rows' rounding {fixed(lo, d)} to {fixed(hi, d)})"
+    return f"{shown} on {fixed(v['df'], 2)} df{p}; {adjust} over {m} {name} tests {fixed(v['p_adj'], 4)}"
 
 
 def _number_row(df: pd.DataFrame, r: dict, t: pd.DataFrame) -> dict:
@@ -414,7 +415,7 @@ def _grows(r: dict, t: pd.DataFrame) -> dict:
     for b, g in t.groupby("baseline", sort=False):
         gaps = g.set_index("size")["paired_diff"].reindex(sizes)
         numbers |= {f"gap_{b}_{s}": _number(gaps[s]) for s in sizes}
-        falls += [f"{label(b)} {s0} {gaps[s0]:.4f} -> {s1} {gaps[s1]:.4f}"
+        falls += [f"{label(b)} {s0} {fixed(gaps[s0], 4)} -> {s1} {fixed(gaps[s1], 4)}"
                   for s0, s1 in zip(sizes, sizes[1:], strict=False) if gaps[s1] < gaps[s0]]  # fmt: skip
     return _row(r, test="per-size seed-paired gaps, consecutive sizes", numbers=numbers, verdict=grows_verdict(falls),
                 evidence=("falls: " + "; ".join(falls)) if falls else "rises at every step")  # fmt: skip
@@ -431,7 +432,9 @@ def _emergence(r: dict, e: pd.DataFrame) -> dict:
     test = str(x.get("primary", ""))
     slope, p = x.get(f"{test}_slope"), x.get(f"{test}_p")
     numbers = {"slope_per_decade": _number(slope), "p": _number(p)}
-    shown = f"slope {slope:.4f} per decade, p {p:.3g}" if pd.notna(slope) and pd.notna(p) else "no slope"
+    shown = (
+        f"slope {fixed(slope, 4)} per decade, p {p:.3g}" if pd.notna(slope) and pd.notna(p) else "no slope"
+    )
     return _row(r, variant=r["baseline"], test=f"emergence, primary size-level test ({test})", numbers=numbers,
                 evidence=shown, verdict=x["verdict"], p=_number(p))  # fmt: skip
 
@@ -440,7 +443,7 @@ def _no_advantage(r: dict, t: pd.DataFrame, e: pd.DataFrame, margin: float) -> d
     """ "no advantage through <size>": differences the primary test finds, and whether TOST shows equivalence."""
     small = [s for s in r["sizes"] if s in set(t["size"])]
     cells = t[t["size"].isin(small)]
-    found = [f"{c.size} {label(c.baseline)} {c.gap:+.4f} (p {c.paired_p:.3f}, mixed {c.mixed_p:.3f})"
+    found = [f"{c.size} {label(c.baseline)} {fixed(c.gap, 4, sign=True)} (p {fixed(c.paired_p, 3)}, mixed {fixed(c.mixed_p, 3)})"
              for c in cells.itertuples() if c.paired_p < ALPHA or c.mixed_p < ALPHA]  # fmt: skip
     eq = e[e["size"].isin(small)]
     top = eq["paired_tost_p"].max()
@@ -449,7 +452,7 @@ def _no_advantage(r: dict, t: pd.DataFrame, e: pd.DataFrame, margin: float) -> d
                **{f"gap_{c.baseline}_{c.size}": _number(c.gap) for c in cells.itertuples()},
                **{f"paired_p_{c.baseline}_{c.size}": _number(c.paired_p) for c in cells.itertuples()},
                **{f"mixed_p_{c.baseline}_{c.size}": _number(c.mixed_p) for c in cells.itertuples()}}  # fmt: skip
-    tost = f"; TOST p max {top:.3f}" if eq["paired_tost_p"].notna().any() else "; TOST n/a"
+    tost = f"; TOST p max {fixed(top, 3)}" if eq["paired_tost_p"].notna().any() else "; TOST n/a"
     return _row(r, test=f"paired (primary) and mixed, raw p; TOST paired, margin ±{margin:g}", numbers=numbers,
                 evidence=("differences at 5%: " + "; ".join(found) if found else "no difference at 5%") + tost,
                 verdict=equivalence_verdict(eq["paired_tost_p"], margin), p=_number(top))  # fmt: skip

@@ -15,6 +15,7 @@ import pandas as pd
 
 from rr_analysis.cells import ALPHA, METRIC, STAMP, compare
 from rr_analysis.forecast import LEVEL, forecast
+from rr_analysis.numbers import fixed
 from rr_analysis.power import pooled_resid_sd, seeds_needed
 from rr_model.core.errors import InputError
 from rr_model.core.ladder import ladder_sizes
@@ -196,7 +197,7 @@ def _note(r: pd.Series, why: str, forecast_note: str) -> str:
     if not np.isfinite(r["pred"]):
         notes.append(f"no forecast ({forecast_note})")
     elif not r["pi_low"] > 0:
-        notes.append(f"the prediction interval reaches {r['pi_low']:.4f}: if the true gap is at its low end, "
+        notes.append(f"the prediction interval reaches {fixed(r['pi_low'], 4)}: if the true gap is at its low end, "
                      "no number of seeds shows a gap > 0")  # fmt: skip
     if not np.isfinite(r["minutes_per_run"]):
         notes.append("fewer than 3 cells with recorded minutes, or one amount of work: no time extrapolated")

@@ -19,6 +19,7 @@ from rr_analysis.cells import METRIC, RESPONSE, STAMP, Comparison, compare, size
 from rr_analysis.emergence import emergence
 from rr_analysis.meta import meta_predict
 from rr_analysis.mixed import BlockModel
+from rr_analysis.numbers import fixed
 from rr_analysis.slopes import SizeModel, kenward_roger
 from rr_analysis.stats import paired_table
 from rr_model.config import model_config
@@ -102,7 +103,7 @@ def _extrapolation(decades: float, largest: str, span: float) -> str:
     """A warning whose strength grows with the decades past the largest size."""
     if decades <= 0:
         return f"within the data's range (up to {largest}): an interpolation along the line"
-    how = f"{decades:.2f} decades past {largest}, {decades / span:.1f} times the {span:.2f} decades the sizes span"
+    how = f"{fixed(decades, 2)} decades past {largest}, {fixed(decades / span, 1)} times the {fixed(span, 2)} decades the sizes span"
     if decades <= 0.5:
         return f"extrapolation: {how}; the interval assumes the line holds there"
     if decades <= 1.0:

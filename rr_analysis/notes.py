@@ -7,6 +7,7 @@ from collections.abc import Sequence
 import pandas as pd
 
 from rr_analysis.cells import METRIC, Comparison, compare, sizes_in_order
+from rr_analysis.numbers import fixed
 from rr_model.core.variants import REFERENCE
 
 __all__ = ["recipe_notes", "PARAMS_TOLERANCE"]
@@ -41,7 +42,7 @@ def _non_monotone(df: pd.DataFrame, sizes: list[str], c: Comparison) -> list[dic
             worse = [v for v in means.columns if sign * means.at[larger, v] > sign * means.at[smaller, v]]
             if worse:
                 shown = ", ".join(
-                    f"{v} {means.at[larger, v]:.4f} vs {means.at[smaller, v]:.4f}" for v in worse
+                    f"{v} {fixed(means.at[larger, v], 4)} vs {fixed(means.at[smaller, v], 4)}" for v in worse
                 )
                 out.append({"kind": "larger_size_higher_loss", "size": larger,
                             "message": f"{larger} has a {more} mean {c.metric} than the smaller {smaller} ({shown})"})  # fmt: skip
@@ -77,7 +78,7 @@ def _params(df: pd.DataFrame, sizes: list[str]) -> list[dict]:
         spread = s.max() / s.min() - 1
         if spread > PARAMS_TOLERANCE:
             out.append({"kind": "params_mismatch", "size": size, "message": f"{size}: parameter counts differ by "
-                        f"{_above(spread, PARAMS_TOLERANCE)} ({s.idxmin()} {s.min():.2f}M, {s.idxmax()} {s.max():.2f}M), more than "
+                        f"{_above(spread, PARAMS_TOLERANCE)} ({s.idxmin()} {fixed(s.min(), 2)}M, {s.idxmax()} {fixed(s.max(), 2)}M), more than "
                         f"{PARAMS_TOLERANCE:.0%}: part of a gap may be capacity"})  # fmt: skip
     return out
 

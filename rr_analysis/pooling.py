@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from rr_analysis.cells import ALPHA
+from rr_analysis.numbers import fixed
 from rr_model.core.errors import InputError
 from rr_model.core.ladder import get_size
 from rr_model.core.variants import REFERENCE
@@ -170,7 +171,7 @@ def pool_check(
         verdict = f"the source term cannot be fitted: {note}"
     else:
         shift = "the new rows shift" if fit["p"] < ALPHA else "no shift detected in"
-        verdict = f"{shift} {metric} by {fit['estimate']:+.5f} (p {fit['p']:.3g})"
+        verdict = f"{shift} {metric} by {fixed(fit['estimate'], 5, sign=True)} (p {fit['p']:.3g})"
     if flagged:
         verdict += f"; {flagged} new row(s) flagged: pool them only knowingly"
     test = f"{metric} ~ 0 + size:variant + new + (1 | size:seed), REML, Wald z (statsmodels MixedLM)"

@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from rr_analysis.cells import ALPHA
+from rr_analysis.numbers import fixed
 from rr_model.core.errors import InputError
 from rr_model.results.dataset import bundled_path, load_sweep
 
@@ -163,6 +164,6 @@ def reproduction(
                             f"{NOISE_FRACTION:g} x the published between-seed SD of each size and variant; "
                             "measure it with two re-runs of one seed (docs/statistics.md)")  # fmt: skip
     test["margin_source"] = (f"--margin {margin:g}" if margin is not None else f"{MARGIN_FRACTION:g} x the "
-                             f"pooled published between-seed SD of the cells re-run ({pooled:.5f})")  # fmt: skip
+                             f"pooled published between-seed SD of the cells re-run ({fixed(pooled, 5)})")  # fmt: skip
     test["not_rerun"] = len(published) - len(pairs)
     return pairs.assign(**test)[list(REPRODUCTION_COLUMNS)]

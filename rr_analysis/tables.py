@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -21,6 +22,7 @@ import pandas as pd
 from rr_analysis.cells import METRIC, STAMP
 from rr_analysis.emergence import EMERGENCE_COLUMNS
 from rr_analysis.grid import csv_text, latex_lines, markdown_lines, text_lines
+from rr_analysis.numbers import fixed, p_value
 from rr_analysis.stats import TABLE_COLUMNS
 from rr_model.core.errors import InputError
 from rr_model.core.files import atomic_write, read_regular
@@ -48,12 +50,20 @@ def _missing(v) -> bool:
     return v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v))
 
 
+def _format(v, spec: str) -> str:
+    """`v` in a format spec; fixed decimals ("+.4f") through `rr_analysis.numbers.fixed`, like every view."""
+    decimals = re.fullmatch(r"(\+?)\.(\d+)f", spec)
+    if decimals:
+        return fixed(v, int(decimals[2]), sign=bool(decimals[1]))
+    return format(v, spec)
+
+
 def _num(spec: str) -> Callable:
-    return lambda v: "n/a" if _missing(v) else format(v, spec)
+    return lambda v: "n/a" if _missing(v) else _format(v, spec)
 
 
 def _p(v) -> str:
-    return "n/a" if _missing(v) else ("<0.0001" if v < 1e-4 else f"{v:.4f}")
+    return "n/a" if _missing(v) else p_value(v)
 
 
 @dataclass(frozen=True)
@@ -77,7 +87,7 @@ class View:
 
 
 def _ci(low: str, high: str, spec: str) -> Callable[[pd.Series], str]:
-    return lambda r: "n/a" if _missing(r[low]) else f"[{r[low]:{spec}}, {r[high]:{spec}}]"
+    return lambda r: "n/a" if _missing(r[low]) else f"[{_format(r[low], spec)}, {_format(r[high], spec)}]"
 
 
 def _flip(r) -> str:
@@ -128,7 +138,9 @@ def _reported_cell(r: pd.Series) -> str:
 
 def _primary_cell(r: pd.Series) -> str:
     return (
-        r["primary"] if _missing(r["primary_p_adj"]) else f"{r['primary']} (p adj {r['primary_p_adj']:.4f})"
+        r["primary"]
+        if _missing(r["primary_p_adj"])
+        else f"{r['primary']} (p adj {fixed(r['primary_p_adj'], 4)})"
     )
 
 
@@ -137,13 +149,13 @@ def _reproduction_notes(t: pd.DataFrame) -> list[str]:
     if not len(t):
         return []
     r = t.iloc[0]
-    test = (f"paired t = {r['t']:.2f} on {r['df']:.0f} df, p {_p(r['p'])} (two-sided)" if not _missing(r['t'])
+    test = (f"paired t = {fixed(r['t'], 2)} on {fixed(r['df'], 0)} df, p {_p(r['p'])} (two-sided)" if not _missing(r['t'])
             else f"no t-test: {r['test_note']}")  # fmt: skip
     tost = f"p {_p(r['tost_p'])}" if not _missing(r["tost_p"]) else "n/a"
-    sd = "n/a" if _missing(r["offset_sd"]) else f"{r['offset_sd']:.5f}"
+    sd = "n/a" if _missing(r["offset_sd"]) else f"{fixed(r['offset_sd'], 5)}"
     return [
-        f"over {r['n']} re-run(s): mean offset {r['mean_offset']:+.5f} (SD {sd}, RMS {r['rms_offset']:.5f}); {test}",
-        f"TOST of |mean offset| < {r['margin']:.5f} ({r['margin_source']}): {tost}; pooling is {r['pooling']}",
+        f"over {r['n']} re-run(s): mean offset {fixed(r['mean_offset'], 5, sign=True)} (SD {sd}, RMS {fixed(r['rms_offset'], 5)}); {test}",
+        f"TOST of |mean offset| < {fixed(r['margin'], 5)} ({r['margin_source']}): {tost}; pooling is {r['pooling']}",
         f"same-seed noise: {r['noise_source']}",
         *([f"{r['not_rerun']} published row(s) have no re-run in this file"] if r["not_rerun"] else []),
     ]
@@ -407,7 +419,7 @@ VIEWS: dict[str, View] = {
                 lambda r: (
                     "n/a"
                     if _missing(r["pred"])
-                    else f"{r['pi_low']:.4f}, {r['pred']:.4f}, {r['pi_high']:.4f}"
+                    else f"{fixed(r['pi_low'], 4)}, {fixed(r['pred'], 4)}, {fixed(r['pi_high'], 4)}"
                 ),
                 0,
             ),  # fmt: skip
@@ -417,13 +429,13 @@ VIEWS: dict[str, View] = {
                 lambda r: ", ".join(_num("d")(r[f"seeds_at_{k}"]) for k in ("pi_low", "pred", "pi_high")),
                 0,
             ),  # fmt: skip
-            Col("steps", lambda r: f"{r['steps']:.0f} ({r['steps_source']})", 2),
+            Col("steps", lambda r: f"{fixed(r['steps'], 0)} ({r['steps_source']})", 2),
             Col(
                 "min/run\n(95% PI)",
                 lambda r: (
                     "n/a"
                     if _missing(r["minutes_per_run"])
-                    else f"{r['minutes_per_run']:.1f} ({r['minutes_pi_low']:.1f}-{r['minutes_pi_high']:.1f})"
+                    else f"{fixed(r['minutes_per_run'], 1)} ({fixed(r['minutes_pi_low'], 1)}-{fixed(r['minutes_pi_high'], 1)})"
                 ),
                 1,
             ),  # fmt: skip
@@ -432,7 +444,7 @@ VIEWS: dict[str, View] = {
                 lambda r: (
                     "n/a"
                     if _missing(r["gpu_minutes"])
-                    else f"{r['gpu_minutes']:.0f} ({r['gpu_minutes_low']:.0f}-{r['gpu_minutes_high']:.0f})"
+                    else f"{fixed(r['gpu_minutes'], 0)} ({fixed(r['gpu_minutes_low'], 0)}-{fixed(r['gpu_minutes_high'], 0)})"
                 ),
                 0,
             ),  # fmt: skip
@@ -453,7 +465,7 @@ VIEWS: dict[str, View] = {
             [
                 f"{r['at']}: power {r['power']:g} at alpha {r['alpha']:g}; {r['variants_per_seed']} "
                 f"variants per seed; time fit over {r['minutes_cells']} cells, minutes ~ work^"
-                f"{r['minutes_slope']:.3f}"
+                f"{fixed(r['minutes_slope'], 3)}"
                 for _, r in t.drop_duplicates("at").iterrows()
             ]
             + _row_notes("note")(t)
@@ -489,7 +501,7 @@ VIEWS: dict[str, View] = {
         ),
         notes=lambda t: (
             [
-                f"{r['variant']}: {r['boot_ok']:.0f} of {r['boot']:.0f} bootstrap refits"
+                f"{r['variant']}: {fixed(r['boot_ok'], 0)} of {fixed(r['boot'], 0)} bootstrap refits"
                 for _, r in t.drop_duplicates("variant").iterrows()
                 if not _missing(r["boot_ok"])
             ]

@@ -1,0 +1,46 @@
+"""One number formatter for every view and the docs: a value prints one way wherever it appears."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from rr_analysis.numbers import fixed, p_value
+from rr_analysis.stats import gap_table
+from rr_model.results.dataset import load_sweep
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def table():
+    return gap_table(load_sweep()).set_index(["size", "baseline"])
+
+
+@pytest.mark.parametrize(
+    ("value", "decimals", "shown"),
+    [(0.00405, 4, "0.0041"), (0.0040499999999999998, 4, "0.0041"), (0.00405000000000011, 4, "0.0041"),
+     (-0.00405, 4, "-0.0041"), (0.0774555, 3, "0.077"), (552.5, 0, "553"), (-0.00001, 4, "0.0000"),
+     (1.0, 2, "1.00"), (float("inf"), 2, "inf")],
+)  # fmt: skip
+def test_fixed_rounds_the_decimal_a_float_stands_for_half_away_from_zero(value, decimals, shown):
+    assert fixed(value, decimals) == shown
+
+
+def test_missing_values_and_tiny_p_values_read_as_words():
+    assert fixed(None, 4) == fixed(float("nan"), 2) == p_value(None) == "n/a"
+    assert p_value(0.0) == "<0.0001" and p_value(0.0001) == "0.0001" and fixed(0.5, 1, sign=True) == "+0.5"
+
+
+def test_a_gap_of_two_float_spellings_prints_one_way(table):
+    """320M Highway: the mean gap and the seed-paired mean are 0.00405 either side of the float tie."""
+    r = table.loc[("320M", "highway")]
+    assert r["gap"] != r["paired_diff"] and fixed(r["gap"], 4) == fixed(r["paired_diff"], 4) == "0.0041"
+
+
+def test_the_docs_quote_the_numbers_as_the_formatter_prints_them(table):
+    docs = (ROOT / "docs" / "statistics.md").read_text(encoding="utf-8")
+    p = [fixed(table.loc[("1B", b), "welch_p"], 3) for b in ("highway", "standard")]
+    assert f"Welch p = {p[0]} and {p[1]}" in docs
+    assert f"320M {fixed(table.loc[('320M', 'highway'), 'paired_diff'], 4)})" in docs
