@@ -10,10 +10,11 @@ import typer
 
 from cli import analyze, depth, gates, merge, plot, report, reproduce, sizes, sweep, train, validate
 from cli.errors import run
-from cli.help import CASE_INSENSITIVE
+from cli.help import CASE_INSENSITIVE, RrGroup
 
 app = typer.Typer(
     name="rr",
+    cls=RrGroup,
     help="Review Residuals toolkit: the published sweep, its statistics, the reference model and trainer.",
     no_args_is_help=True,
     invoke_without_command=True,

@@ -24,6 +24,18 @@ def test_help_is_whole_and_flags_carry_no_type(command):
     assert "…" not in result.output  # nothing cut to the terminal's width
 
 
+def test_help_reads_through_rrs_own_option_class_and_typer_is_left_as_it_is():
+    """The type labels come from cli.help.RrOption, a subclass: typer's own method is not replaced."""
+    import typer.core
+
+    from cli.help import RrOption
+
+    assert typer.core.TyperOption.display_type_rich.__module__ == "typer.core"
+    assert RrOption.display_type_rich is not typer.core.TyperOption.display_type_rich
+    out = runner.invoke(app, ["sweep", "--help"], env={"COLUMNS": "100"}).output
+    assert "--variant" in out and "<str>..." in out and "<bool>" not in out
+
+
 def test_command_names_are_read_in_any_case(tmp_path):
     result = runner.invoke(app, ["plot", "Scaling", "-o", str(tmp_path / "s.png"), "--dpi", "20"])
     assert result.exit_code == 0, result.output
