@@ -24,6 +24,7 @@ from cli.train import (
     PRECISION,
     RESULT_FORMATS,
     STEPS,
+    TEXT_FIELD,
     TOKENIZER,
     VARIANT,
     echo_plan,
@@ -241,6 +242,14 @@ def _local(todo: list, out: Path, nproc: int, dry_run: bool) -> None:
         raise typer.Exit(1)
 
 
+def _default_out(reproduce: bool, ladder: str | None) -> Path:
+    """The file a sweep writes without --out: the reproduction file, the ladder file's, or the published."""
+    from rr_model.reproduce import DEFAULT_REPRODUCTION
+    from rr_model.runs import default_out
+
+    return DEFAULT_REPRODUCTION if reproduce else default_out(ladder)
+
+
 def sweep(
     sizes: str | None = SIZES,
     at: str | None = AT,
@@ -250,6 +259,7 @@ def sweep(
     ladder: str | None = LADDER,
     out: Path | None = OUT,
     data: str = DATA,
+    text_field: str = TEXT_FIELD,
     tokenizer: str | None = TOKENIZER,
     precision: str = PRECISION,
     compile_: bool = COMPILE,
@@ -283,13 +293,12 @@ def sweep(
     them. `--effect` plans the seeds a target gap needs instead of `--seeds`.
     """
     from rr_model.core.variants import COMPARED
-    from rr_model.reproduce import DEFAULT_REPRODUCTION, check_reproducible
-    from rr_model.runs import default_out
+    from rr_model.reproduce import check_reproducible
     from rr_model.sweep.local import plan_sweep
 
-    out = out or (DEFAULT_REPRODUCTION if reproduce else default_out(ladder))
+    out = out or _default_out(reproduce, ladder)
     options = dict(data=data, tokenizer=tokenizer, steps=steps, precision=precision, compile=compile_)
-    options |= dict(device=device, checkpoint_every=checkpoint_every, reproduce=reproduce, ladder=ladder and str(ladder))  # fmt: skip
+    options |= dict(device=device, checkpoint_every=checkpoint_every, reproduce=reproduce, ladder=ladder, text_field=text_field)  # fmt: skip
     with known_errors():
         if status or cancel:
             return _status_or_cancel(out, status, cancel)
@@ -306,9 +315,9 @@ def sweep(
             return _local(todo, out, nproc, dry_run)
         if nproc > 1:
             raise InputError("--nproc is the local launcher's; with --launcher slurm give --gpus per run")
-        extra = dict(sbatch=_sbatch(sbatch), setup=tuple(setup or ()), max_timeouts=max_timeouts)
         from rr_model.sweep.sbatch import Resources
 
+        extra = dict(sbatch=_sbatch(sbatch), setup=tuple(setup or ()), max_timeouts=max_timeouts)
         resources = Resources(partition, account, time, gpus, cpus, mem_gb, **extra)
         _slurm(todo, out, resources, per_run_files, dry_run)
 

@@ -25,8 +25,12 @@ OUT = typer.Option(
     show_default=False,
 )
 DATA = typer.Option(
-    "tinystories", "--data", help="tinystories (published), synthetic (offline demo), or a local corpus path."
+    "tinystories",
+    "--data",
+    help="tinystories (published), synthetic (offline demo), a local .txt/.jsonl/.parquet file or a folder "
+    "of them, a token cache folder, or hf:NAME[:SPLIT] (a Hugging Face dataset through `datasets`).",
 )
+TEXT_FIELD = typer.Option("text", "--text-field", help="The text field of a .jsonl, .parquet or hf: corpus.")
 TOKENIZER = typer.Option(
     None, "--tokenizer", help="gpt2 (published) or bytes. Default: the data's own (bytes for synthetic)."
 )
@@ -97,6 +101,7 @@ def train(
     ),
     out: Path | None = OUT,
     data: str = DATA,
+    text_field: str = TEXT_FIELD,
     tokenizer: str | None = TOKENIZER,
     precision: str = PRECISION,
     compile_: bool = COMPILE,
@@ -119,7 +124,7 @@ def train(
     out = out or default_out(ladder)
     lead = os.environ.get("RANK", "0") == "0"  # under torchrun, one process reports
     options = dict(data=data, tokenizer=tokenizer, steps=steps, precision=precision, compile=compile_)
-    options |= dict(ladder=ladder)
+    options |= dict(ladder=ladder, text_field=text_field)
     with known_errors():
         todo, skipped = plan_runs(
             out,

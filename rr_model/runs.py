@@ -70,7 +70,10 @@ class TrainConfig:
     size: str
     variant: str = REFERENCE
     seed: int = 0
-    data: str = "tinystories"  # "tinystories", "synthetic", or a local corpus / token cache path
+    data: str = (
+        "tinystories"  # "tinystories", "synthetic", a local corpus (file, folder) / token cache, hf:NAME
+    )
+    text_field: str = "text"  # the text field of a .jsonl, .parquet or hub corpus
     tokenizer: str | None = None  # "gpt2" or "bytes"; None: the data's own (gpt2, bytes for synthetic)
     steps: int | None = None
     recipe: Recipe | None = None
@@ -133,6 +136,8 @@ def result_config(cfg: TrainConfig) -> dict[str, Any]:
     A ladder file's size adds its file and shape: the file may be edited between a checkpoint and a resume.
     """
     found = {k: v for k, v in asdict(cfg).items() if k in _RESULT_FIELDS}
+    if cfg.text_field != "text":  # stored only where it is not the default, as the ladder below
+        found["text_field"] = cfg.text_field
     if cfg.ladder is not None:
         size = get_size(cfg.size, cfg.ladder)
         found["ladder"] = {

@@ -1,4 +1,5 @@
-"""Token streams for training: TinyStories, the synthetic corpus or a local corpus, cached on disk.
+"""Token streams for training: TinyStories, the synthetic corpus, a local corpus (a file or a folder of
+files) or a Hugging Face dataset (`hf:NAME[:SPLIT]`), cached on disk.
 
 `load_tokens` turns a corpus into one uint16 token stream (each document followed by EOS; the first 97%
 is train, the rest validation, RECIPE.val_frac) and caches it as a memory-mapped file, so only the first
@@ -39,6 +40,7 @@ __all__ = [
     "DataUnavailable",
     "load_tokens",
     "check_data",
+    "corpus_files",
     "sample_batch",
     "encode_bytes",
     "decode_bytes",
@@ -145,17 +147,28 @@ def _tokenizer(name: str) -> _Tokenizer:
 
 
 def _tinystories(n_text: int) -> Iterator[str]:
+    return _hub(TINYSTORIES, f"train[:{n_text}]", "text")
+
+
+def _hub(name: str, split: str, field: str) -> Iterator[str]:
+    """The `field` of every row of a split of a Hugging Face dataset (a hub name or a local folder)."""
     import datasets
 
     try:
-        ds = datasets.load_dataset(TINYSTORIES, split=f"train[:{n_text}]")
+        ds = datasets.load_dataset(name, split=split)
     except OSError as e:  # ConnectionError (offline), DatasetNotFoundError, HTTP errors
-        raise _unavailable(f"the {TINYSTORIES} dataset", e) from e
-    return (text for batch in ds.iter(batch_size=_CHUNK) for text in batch["text"])
+        raise _unavailable(f"the {name} dataset", e) from e
+    except ValueError as e:  # an unknown split, a split slice it cannot read
+        raise InputError(f"--data hf:{name}:{split}: {e}") from None
+    if field not in ds.column_names:
+        raise InputError(f"--data hf:{name}: no {field!r} column (columns: {', '.join(ds.column_names)})")
+    return (text for batch in ds.iter(batch_size=_CHUNK) for text in batch[field])
 
 
-def _txt(path: Path) -> Iterator[str]:
-    """Documents of a .txt file: split at `<|endoftext|>` lines if its first MB has one, else at blank lines."""
+def _txt(path: Path, field: str = "text") -> Iterator[str]:
+    """Documents of a .txt file: split at `<|endoftext|>` lines if its first MB has one, else at blank lines.
+
+    `field` is not read: a .txt file is all text."""
     with open(path, encoding="utf-8") as f:
         eot = EOT in f.read(1 << 20)
         f.seek(0)
@@ -165,27 +178,47 @@ def _txt(path: Path) -> Iterator[str]:
                 yield text
 
 
-def _jsonl(path: Path) -> Iterator[str]:
+def _jsonl(path: Path, field: str = "text") -> Iterator[str]:
     with open(path, encoding="utf-8") as f:
         for i, line in enumerate(f, 1):
             if line.strip():
                 row = json.loads(line)
-                if "text" not in row:
-                    raise InputError(f"{path}:{i}: no 'text' field")
-                yield row["text"]
+                if field not in row:
+                    raise InputError(f"{path}:{i}: no {field!r} field (--text-field names another)")
+                yield row[field]
 
 
-def _parquet(path: Path) -> Iterator[str]:
+def _parquet(path: Path, field: str = "text") -> Iterator[str]:
     import pyarrow.parquet as pq
 
     file = pq.ParquetFile(path)
-    if "text" not in file.schema_arrow.names:
-        raise InputError(f"{path}: no 'text' column (columns: {', '.join(file.schema_arrow.names)})")
-    for batch in file.iter_batches(batch_size=_CHUNK, columns=["text"]):
+    if field not in file.schema_arrow.names:
+        raise InputError(f"{path}: no {field!r} column (columns: {', '.join(file.schema_arrow.names)})")
+    for batch in file.iter_batches(batch_size=_CHUNK, columns=[field]):
         yield from batch.column(0).to_pylist()
 
 
 _READERS = {".txt": _txt, ".jsonl": _jsonl, ".parquet": _parquet}
+
+
+def corpus_files(path: Path) -> list[Path]:
+    """The corpus files of a folder: every .txt, .jsonl and .parquet file under it, in order of their paths."""
+    files = sorted(p for p in path.rglob("*") if p.suffix in _READERS and p.is_file())
+    if not files:
+        raise InputError(f"--data {path}: no {'/'.join(_SUFFIXES)} file in this folder, nor a token cache")
+    return files
+
+
+def _files(files: list[Path], field: str) -> Iterator[str]:
+    for path in files:
+        yield from _READERS[path.suffix](path, field)
+
+
+def _is_cache(path: Path) -> bool:
+    """Whether `path` is a token cache of rr's (its folder, meta.json or tokens.bin), complete or not."""
+    if path.name in ("meta.json", "tokens.bin"):
+        return True
+    return path.is_dir() and any((path / name).exists() for name in ("meta.json", "tokens.bin"))
 
 
 # -------------------------------------------------------------------------------------------------- cache
@@ -273,6 +306,7 @@ def load_tokens(
     n_text: int = RECIPE.n_text,
     cache_dir: str | Path | None = None,
     tokenizer: str | None = None,
+    text_field: str = "text",
 ) -> Tokens:
     """Load a tokenized corpus, tokenizing and caching it on first use.
 
@@ -283,8 +317,11 @@ def load_tokens(
         `datasets` (the published recipe). "synthetic": the project's own story corpus
         (`rr_model.synthetic`, at most 10,000 stories). Otherwise a path: a .txt corpus (documents
         separated by blank lines, or by `<|endoftext|>` lines if the file has them), a .jsonl or .parquet
-        corpus with a "text" field (first `n_text` documents), or a token cache directory written by this
-        function (or its meta.json / tokens.bin), which is loaded as it is, whatever `n_text`.
+        corpus with a "text" field (first `n_text` documents), a folder of such files (read in order of
+        their paths), or a token cache directory written by this function (or its meta.json / tokens.bin),
+        which is loaded as it is, whatever `n_text`. "hf:NAME[:SPLIT]": a dataset through Hugging Face
+        `datasets` (`load_dataset(NAME, split=SPLIT)`, default split "train"; NAME may be a local
+        folder that `datasets` reads).
     n_text
         Documents to use, from the start of the corpus.
     cache_dir
@@ -292,6 +329,8 @@ def load_tokens(
     tokenizer
         "gpt2" (default for TinyStories and local corpora) or "bytes" (default for synthetic; needs no
         download, so it serves offline runs).
+    text_field
+        The field of a .jsonl, .parquet or hub corpus that holds the text.
 
     Returns
     -------
@@ -306,32 +345,24 @@ def load_tokens(
     Notes
     -----
     The cache key hashes (source, tokenizer, n_text, format); for a local corpus the source is its
-    resolved path, size and modification time, so an edited file is tokenized again.
+    resolved path, size and modification time (of every file, for a folder), so an edited file is
+    tokenized again; a `text_field` other than "text" joins the key.
     """
     if tokenizer not in (None, "gpt2", "bytes"):
         raise InputError(f"unknown tokenizer {tokenizer!r}; use 'gpt2' or 'bytes'")
     if n_text < 1:
         raise InputError(f"n_text must be positive, got {n_text}")
     path = Path(data)
-    is_cache = path.is_dir() or path.name in ("meta.json", "tokens.bin")
-    if data not in ("tinystories", "synthetic") and is_cache:
+    if data not in ("tinystories", "synthetic") and not data.startswith("hf:") and _is_cache(path):
         return _given_cache(path.parent if path.is_file() else path, tokenizer)
-
-    if data == "tinystories":
-        source, ident, docs = TINYSTORIES, TINYSTORIES, functools.partial(_tinystories, n_text)
-        tokenizer = tokenizer or "gpt2"
-    elif data == "synthetic":
+    if data == "synthetic":
         n_text = min(n_text, synthetic.N_STORIES)
-        source, ident, docs = "synthetic", "synthetic", functools.partial(synthetic.stories, n_text)
+        ident, docs = "synthetic", functools.partial(synthetic.stories, n_text)
         tokenizer = tokenizer or "bytes"
-    elif path.suffix in _READERS and path.is_file():
-        st = path.stat()
-        source, ident = data, [str(path.resolve()), st.st_size, st.st_mtime_ns]
-        docs = functools.partial(_READERS[path.suffix], path)
-        tokenizer = tokenizer or "gpt2"
     else:
-        raise _no_data(data)
-
+        ident, docs = _corpus(data, n_text, text_field)
+        tokenizer = tokenizer or "gpt2"
+    source = TINYSTORIES if data == "tinystories" else data
     key = _key(ident, tokenizer, n_text)
     directory = Path(cache_dir or default_cache_dir()) / "tokens" / key
     if (tokens := _open(directory, key)) is not None:
@@ -349,26 +380,56 @@ def load_tokens(
     return tokens
 
 
+def _corpus(data: str, n_text: int, field: str) -> tuple[object, Callable[[], Iterable[str]]]:
+    """The cache identity and the document reader of TinyStories, a hub dataset or a local corpus."""
+    extra = [field] if field != "text" else []  # the published keys stay as they were
+    if data == "tinystories":
+        return TINYSTORIES, functools.partial(_tinystories, n_text)
+    if data.startswith("hf:"):
+        name, _, split = data.removeprefix("hf:").partition(":")
+        split = split or "train"
+        split = split if "[" in split else f"{split}[:{n_text}]"  # only the documents used are read
+        return ["hf", name, split, *extra], functools.partial(_hub, name, split, field)
+    path = Path(data)
+    files = (
+        [path]
+        if path.suffix in _READERS and path.is_file()
+        else corpus_files(path)
+        if path.is_dir()
+        else None
+    )
+    if files is None:
+        raise _no_data(data)
+    stats = [(str(p.resolve()), p.stat().st_size, p.stat().st_mtime_ns) for p in files]
+    ident = [*stats[0], *extra] if path.is_file() else ["folder", stats, *extra]
+    return ident, functools.partial(_files, files, field)
+
+
 def _no_data(data: str) -> FileNotFoundError:
     return FileNotFoundError(
         f"--data {data!r}: expected 'tinystories', 'synthetic', an existing {'/'.join(_SUFFIXES)} "
-        "corpus, or a token cache directory"
+        "corpus or a folder of them, a token cache directory, or hf:NAME[:SPLIT]"
     )
 
 
 def check_data(data: str, tokenizer: str | None = None) -> None:
     """Refuse what `load_tokens` would refuse for `data`, without tokenizing or downloading anything.
 
-    For `rr train --dry-run`: the corpus file must exist, a token cache must be complete and match
-    `tokenizer`; whether the hub can be reached is only found out by loading.
+    For `rr train --dry-run`: the corpus file must exist (a folder must hold one), a token cache must be
+    complete and match `tokenizer`; whether the hub can be reached is only found out by loading.
     """
     if tokenizer not in (None, "gpt2", "bytes"):
         raise InputError(f"unknown tokenizer {tokenizer!r}; use 'gpt2' or 'bytes'")
     path = Path(data)
-    if data in ("tinystories", "synthetic") or (path.suffix in _READERS and path.is_file()):
+    if data in ("tinystories", "synthetic") or data.startswith("hf:"):
         return
-    if path.is_dir() or path.name in ("meta.json", "tokens.bin"):
+    if path.suffix in _READERS and path.is_file():
+        return
+    if _is_cache(path):
         _given_cache(path.parent if path.is_file() else path, tokenizer)
+        return
+    if path.is_dir():
+        corpus_files(path)
         return
     raise _no_data(data)
 

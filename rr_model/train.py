@@ -224,7 +224,9 @@ def _setup(cfg: TrainConfig, out: Path, device: torch.device) -> _Run:
     plan = preflight(
         out, [cfg.size], create=True, reproduction=cfg.reproduce, ladder=cfg.ladder
     )  # the file's one reading before training
-    tokens = load_tokens(cfg.data, n_text=r.n_text, cache_dir=cfg.cache_dir, tokenizer=cfg.tokenizer)
+    tokens = load_tokens(
+        cfg.data, n_text=r.n_text, cache_dir=cfg.cache_dir, tokenizer=cfg.tokenizer, text_field=cfg.text_field
+    )
     if rank == 0:
         plan.start()
     plan.guard(cfg, tokens)

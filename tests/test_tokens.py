@@ -155,6 +155,52 @@ def test_bad_local_corpora_are_refused(tmp_path, cache):
         load_tokens("synthetic", tokenizer="sentencepiece", cache_dir=cache)
 
 
+def test_a_folder_of_corpus_files_reads_them_in_path_order_and_a_text_field_can_be_named(tmp_path, cache):
+    folder = tmp_path / "corpus"
+    (folder / "b").mkdir(parents=True)
+    (folder / "a.txt").write_text("\n\n".join(DOCS[:20]), encoding="utf-8")
+    (folder / "b" / "c.jsonl").write_text("".join(json.dumps({"body": d}) + "\n" for d in DOCS[20:40]))
+    pq.write_table(pa.table({"body": DOCS[40:]}), folder / "b" / "d.parquet")
+    (folder / "notes.md").write_text("not a corpus file")
+    t = load_tokens(str(folder), tokenizer="bytes", cache_dir=cache, text_field="body")
+    assert docs_of(stream(t), decode_bytes) == [d + EOT for d in DOCS]
+    assert t.source == str(folder) and t.n_text == len(DOCS)
+    assert tokmod.corpus_files(folder) == [
+        folder / "a.txt",
+        folder / "b" / "c.jsonl",
+        folder / "b" / "d.parquet",
+    ]
+    with pytest.raises(ValueError, match="c.jsonl:1: no 'text' field"):
+        load_tokens(str(folder), tokenizer="bytes", cache_dir=cache)  # the default field is text
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ValueError, match="no .txt/.jsonl/.parquet file in this folder"):
+        tokmod.check_data(str(tmp_path / "empty"))
+
+
+def test_a_text_field_other_than_text_joins_the_cache_key(tmp_path, cache):
+    jsonl = tmp_path / "c.jsonl"
+    jsonl.write_text("".join(json.dumps({"text": d, "body": d.upper()}) + "\n" for d in DOCS))
+    plain = load_tokens(str(jsonl), tokenizer="bytes", cache_dir=cache)
+    body = load_tokens(str(jsonl), tokenizer="bytes", cache_dir=cache, text_field="body")
+    assert load_tokens(str(jsonl), tokenizer="bytes", cache_dir=cache, text_field="text").key == plain.key
+    assert body.key != plain.key and docs_of(stream(body), decode_bytes)[0] == DOCS[0].upper() + EOT
+
+
+def test_a_hugging_face_dataset_by_name_and_split_through_datasets_offline(offline, tmp_path, cache):
+    folder = tmp_path / "hub_copy"  # `datasets` reads a local folder as it reads a hub repository
+    folder.mkdir()
+    (folder / "train.jsonl").write_text("".join(json.dumps({"story": d}) + "\n" for d in DOCS[:50]))
+    (folder / "validation.jsonl").write_text("".join(json.dumps({"story": d}) + "\n" for d in DOCS[50:]))
+    t = load_tokens(f"hf:{folder}:validation", tokenizer="bytes", cache_dir=cache, text_field="story")
+    assert docs_of(stream(t), decode_bytes) == [d + EOT for d in DOCS[50:]]
+    assert t.source == f"hf:{folder}:validation"
+    first = load_tokens(f"hf:{folder}", tokenizer="bytes", n_text=10, cache_dir=cache, text_field="story")
+    assert docs_of(stream(first), decode_bytes) == [d + EOT for d in DOCS[:10]]  # split train, first 10
+    with pytest.raises(ValueError, match="no 'text' column"):
+        load_tokens(f"hf:{folder}", tokenizer="bytes", cache_dir=cache)
+    tokmod.check_data(f"hf:{folder}")  # a dry run cannot know the hub: nothing is loaded
+
+
 def test_gpt2_tokenizer_path_with_a_local_tokenizer(gpt2, cache, txt):
     t = load_tokens(str(txt), cache_dir=cache)  # gpt2 is the default for a local corpus
     assert t.tokenizer == "gpt2"
@@ -423,3 +469,22 @@ def test_sample_batch_offsets_stay_in_range():
     assert seen == {0, 1, 2, 3}
     with pytest.raises(ValueError, match="too short"):
         sample_batch(tokens[: block + 1], rng, 1, block)
+
+
+def test_rr_train_takes_a_corpus_folder_and_its_text_field(tmp_path):
+    from typer.testing import CliRunner
+
+    from cli.main import app
+    from rr_model.runs import TrainConfig
+    from rr_model.sweep.local import train_command
+
+    (tmp_path / "corpus").mkdir()
+    (tmp_path / "corpus" / "a.jsonl").write_text(json.dumps({"body": DOCS[0]}) + "\n")
+    args = ["train", "--size", "tiny", "--tokenizer", "bytes", "--dry-run", "--out", str(tmp_path / "o.csv")]
+    result = CliRunner().invoke(app, [*args, "--data", str(tmp_path / "corpus"), "--text-field", "body"])
+    assert result.exit_code == 0 and "rr train: plan for" in result.output, result.output
+    (tmp_path / "none").mkdir()
+    result = CliRunner().invoke(app, [*args, "--data", str(tmp_path / "none")])
+    assert result.exit_code == 2 and "no .txt/.jsonl/.parquet file in this folder" in result.output
+    cfg = TrainConfig("tiny", data="corpus", text_field="body")
+    assert train_command(cfg, "o.csv")[-2:] == ["--text-field", "body"]

@@ -84,6 +84,7 @@ def train_command(cfg: TrainConfig, out: str | os.PathLike, nproc: int = 1) -> l
     args += ["--checkpoint-every", cfg.checkpoint_every]
     args += ["--tokenizer", cfg.tokenizer] * (cfg.tokenizer is not None) + ["--compile"] * cfg.compile
     args += ["--ladder", cfg.ladder] * (cfg.ladder is not None)
+    args += ["--text-field", cfg.text_field] * (cfg.text_field != "text")
     return [*launcher, "-m", "cli.main", "train", *map(str, args)]
 
 
