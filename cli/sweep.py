@@ -4,8 +4,6 @@ Slurm cluster (one submitit job per run)."""
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 from enum import Enum
 from pathlib import Path
 
@@ -237,9 +235,25 @@ def _local(todo: list, out: Path, nproc: int, dry_run: bool) -> None:
     if summary:
         echo_records(summary, Format.text, title=f"rr sweep: {out}", formats=RESULT_FORMATS)
     if out.exists():
-        subprocess.run([sys.executable, "-m", "cli.main", "analyze", "--table", "--data", str(out)])
+        _closing_table(out)
     if any(r["status"] != "ok" for r in summary):
         raise typer.Exit(1)
+
+
+def _closing_table(out: Path) -> None:
+    """The analysis table of `out`, rendered in-process; a file the default comparison cannot read
+    (a pilot without review_neutral, one size) says so in one line and points to rr analyze's options."""
+    from rr_analysis.stats import gap_table
+    from rr_analysis.tables import render
+    from rr_model.core.errors import RRError
+    from rr_model.results.dataset import load_sweep
+
+    try:
+        typer.echo(render(gap_table(load_sweep(out)), "table", "text", None))
+    except RRError as e:
+        typer.echo(
+            f"rr sweep: no closing table ({e}); see rr analyze --data {out} --reference NAME", err=True
+        )
 
 
 def _default_out(reproduce: bool, ladder: str | None) -> Path:

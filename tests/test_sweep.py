@@ -62,6 +62,8 @@ def test_sweep_trains_each_run_in_its_own_process_and_resumes(tmp_path):
     assert result.exit_code == 0, result.output
     assert "2 run(s) to train, 0 already in" in result.stdout
     assert sorted(load_sweep(out)["seed"]) == [0, 1]
+    # the closing table renders in-process; without review_neutral it says why in one line
+    assert "no closing table (no review_neutral runs" in result.output and "Traceback" not in result.output
     again = rr(*args)
     assert again.exit_code == 0 and "0 run(s) to train, 2 already in" in again.stdout
 
