@@ -47,6 +47,13 @@ CHECKPOINT_EVERY = typer.Option(
     help="Optimiser steps between checkpoints (0: none). Default: a fifth of the run, at most 1000 (tiny: 20).",
     show_default=False,
 )
+LOG = typer.Option(
+    None,
+    "--log",
+    help="Also log metrics to tensorboard or wandb (repeatable; the 'logging' extra). Every run writes "
+    "OUT.metrics/RUN.jsonl anyway. W&B runs offline unless WANDB_API_KEY or WANDB_MODE says otherwise.",
+    show_default=False,
+)
 DRY_RUN = typer.Option(False, "--dry-run", help="Print the plan and an estimate of time; train nothing.")
 LADDER = typer.Option(
     None,
@@ -109,6 +116,7 @@ def train(
     checkpoint_every: int | None = CHECKPOINT_EVERY,
     steps: int | None = STEPS,
     device: str = DEVICE,
+    log: list[str] = LOG,
     dry_run: bool = DRY_RUN,
     ladder: str | None = LADDER,
 ) -> None:
@@ -133,6 +141,7 @@ def train(
             seed,
             device=device,
             checkpoint_every=checkpoint_every,
+            log=tuple(log or ()),
             **options,
         )
         for cfg in skipped:

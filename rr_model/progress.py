@@ -72,13 +72,16 @@ class Progress:
         if self.bar is not None:
             self.bar.update(self.task, completed=step)
 
+    def rates(self, step: int) -> tuple[float, float | None]:
+        """Tokens per second since this segment began, at `step`, and the MFU (None: no known peak)."""
+        rate = (step - self.step0) * self.tokens_per_step / max(time.perf_counter() - self.t0, 1e-9)
+        return rate, mfu(rate, self.flops, self.peak)
+
     def report(self, step: int, loss: float) -> None:
         """A log interval ended at `step` with mean training loss `loss`."""
         if not self.enabled:
             return
-        elapsed = time.perf_counter() - self.t0
-        rate = (step - self.step0) * self.tokens_per_step / max(elapsed, 1e-9)
-        used = mfu(rate, self.flops, self.peak)
+        rate, used = self.rates(step)
         eta = (self.steps - step) * self.tokens_per_step / max(rate, 1e-9)
         stats = f"loss {loss:.4f} | {rate:,.0f} tok/s | MFU {'-' if used is None else f'{used:.1%}'}"
         stats += f" | ETA {_clock(eta)}"

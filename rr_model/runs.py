@@ -24,6 +24,7 @@ from rr_model.core.files import create_new
 from rr_model.core.ladder import LADDER, Recipe, get_size
 from rr_model.core.variants import COMPARED, REFERENCE, VARIANTS, unknown_variant
 from rr_model.flops import assumed_rate, flops_per_token
+from rr_model.metrics import BACKENDS
 from rr_model.plugins import load_plugins
 from rr_model.results.dataset import DataError, bundled_path, check_append, load_sweep, refuse_reference
 from rr_model.results.integrity import check_integrity
@@ -89,10 +90,12 @@ class TrainConfig:
     # guard applies to that file whatever it holds
     reproduce: bool = False
     ladder: str | None = None  # a ladder file (rr_model.core.ladder.load_ladder) holding `size`; None: rr's
+    log: tuple[str, ...] = ()  # metrics backends besides the JSONL log: tensorboard, wandb (rr_model.metrics)
 
     def __post_init__(self) -> None:
         size = get_size(self.size, self.ladder)
         object.__setattr__(self, "size", size.name)  # '150m' is 150M in checkpoints, sidecar and rows
+        object.__setattr__(self, "log", tuple(self.log))
         steps = self.steps or size.steps
         defaults = {
             "steps": size.steps,
@@ -115,6 +118,7 @@ class TrainConfig:
             "device": (self.device in DEVICES, f"must be one of {', '.join(DEVICES)}"),
             "checkpoint_every": (self.checkpoint_every >= 0, "must be >= 0 (0: no checkpoints)"),
             "log_every": (self.log_every > 0, "must be > 0"),
+            "log": (set(self.log) <= set(BACKENDS), f"must name only {' and '.join(BACKENDS)}"),
         }
         for name, (ok, rule) in checks.items():
             if not ok:

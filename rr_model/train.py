@@ -19,6 +19,7 @@ rank 0 writes rows, provenance records and checkpoints.
 from __future__ import annotations
 
 import contextlib
+import json
 import math
 import os
 import time
@@ -41,10 +42,12 @@ from rr_model.core.ladder import Recipe
 from rr_model.evaluate import evaluate
 from rr_model.flops import flops_per_token
 from rr_model.hardware import datasheet_peak, peak_note
+from rr_model.metrics import Metrics
 from rr_model.model import GPT
 from rr_model.numerics import numerics
 from rr_model.plugins import provenance
 from rr_model.progress import Progress
+from rr_model.results.curves import metrics_path
 from rr_model.results.dataset import DataError, append_rows
 from rr_model.results.provenance import append_record, environment, sidecar_path
 from rr_model.runs import DEFAULT_OUT, TrainConfig, dataset_row, preflight, result_config
@@ -118,8 +121,11 @@ def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
-def train_step(model, optimizer, x, y, accum: int, clip: float, autocast, ddp: bool) -> torch.Tensor:
-    """One optimiser step on the batch (x, y), split in `accum` micro-batches; its mean loss, unsynced."""
+def train_step(
+    model, optimizer, x, y, accum: int, clip: float, autocast, ddp: bool
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """One optimiser step on the batch (x, y), split in `accum` micro-batches: its mean loss and the
+    gradient norm before clipping, both unsynced (on the device)."""
     total = torch.zeros((), device=x.device)
     for i, (xm, ym) in enumerate(zip(x.chunk(accum), y.chunk(accum), strict=True)):
         # under DDP, gradients are all-reduced once, on the last micro-batch
@@ -128,10 +134,10 @@ def train_step(model, optimizer, x, y, accum: int, clip: float, autocast, ddp: b
                 _, loss = model(xm, ym)
             (loss / accum).backward()
         total += loss.detach() / accum
-    torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
+    norm = torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
     optimizer.step()
     optimizer.zero_grad(set_to_none=True)
-    return total
+    return total, norm
 
 
 @dataclass
@@ -143,6 +149,7 @@ class _State:
     curve: list[list[float]] = field(default_factory=list)  # [step, mean training loss of the interval]
     started: str = field(default_factory=_now)
     resumed: list[int] = field(default_factory=list)  # steps at which the run was resumed
+    wandb_id: str | None = None  # the W&B run a resumed run continues (rr_model.metrics)
 
 
 @dataclass
@@ -164,6 +171,7 @@ class _Run:
     accum: int = 1  # doubled on CUDA out-of-memory: same batch, same result, smaller micro-batches
     net: torch.nn.Module | None = None  # the model as trained: compiled and/or wrapped in DDP
     progress: Progress | None = None
+    metrics: Metrics | None = None  # the per-step log (JSONL, and TensorBoard / W&B when asked)
     env: dict[str, Any] = field(default_factory=dict)  # software and hardware (rr_model.results.provenance)
     queued: int = 0  # steps of the runs to train after this one: the progress display's total ETA
 
@@ -211,8 +219,11 @@ def train(
         run.queued = queued
         _resume(run, resume)
         _start(run)
-        failure = _loop(run)
-        return _finish(run, failure)
+        try:
+            failure = _loop(run)
+            return _finish(run, failure)
+        finally:
+            run.metrics.close(finished=False)  # a no-op after _finish closed it
 
 
 def _setup(cfg: TrainConfig, out: Path, device: torch.device) -> _Run:
@@ -297,6 +308,17 @@ def _start(run: _Run) -> None:
         run.rank == 0,
         run.queued,
     )
+    run.metrics = Metrics(
+        metrics_path(run.out, *cfg.key),
+        dict(zip(("size", "variant", "seed"), cfg.key, strict=True)),
+        step=run.state.step,
+        backends=cfg.log,
+        resumed=bool(run.state.resumed),
+        wandb_id=run.state.wandb_id,
+        config=asdict(cfg),
+        enabled=run.rank == 0,
+    )
+    run.state.wandb_id = run.metrics.wandb_id  # kept in checkpoints: a resumed run continues it
     fp32 = "" if run.device.type == "cuda" or cfg.precision != "tf32" else " (fp32 arithmetic off CUDA)"
     run.progress.log(
         f"{run.title}: d_model {mcfg.d_model}, {mcfg.n_layer} layers, {mcfg.n_head} heads, "
@@ -314,14 +336,16 @@ def _loop(run: _Run) -> str | None:
     """The optimiser steps from where the run stands to the last; a failure message if the loss diverged."""
     cfg, r, world = run.cfg, run.cfg.recipe, run.world
     per_rank = r.batch_size // world
-    loss_sum, n_sum = torch.zeros((), device=run.device), 0
+    loss_sum, norm_sum, n_sum = torch.zeros((), device=run.device), torch.zeros((), device=run.device), 0
     start = time.perf_counter()
     for step in range(run.state.step, cfg.steps):
         for group in run.optimizer.param_groups:
             group["lr"] = lr_at(step, cfg.steps, r)
         x, y = sample_batch(run.tokens.train, run.data_rng, r.batch_size, r.block_size)  # the global batch
         mine = slice(run.rank * per_rank, (run.rank + 1) * per_rank)
-        loss_sum += _step(run, _to(x[mine], run.device), _to(y[mine], run.device), step)
+        loss, norm = _step(run, _to(x[mine], run.device), _to(y[mine], run.device), step)
+        loss_sum += loss
+        norm_sum += norm  # the same on every rank: gradients are all-reduced before clipping
         n_sum += 1
         done = step + 1
         run.progress.advance(done)
@@ -329,8 +353,11 @@ def _loop(run: _Run) -> str | None:
         if done % cfg.log_every == 0 or done == cfg.steps or at_checkpoint:
             if world > 1:
                 dist.all_reduce(loss_sum)  # every rank sees the same mean, so all stop together
-            mean = loss_sum.item() / n_sum / world
+            total, norms = torch.stack([loss_sum, norm_sum]).tolist()  # the interval's one host sync
+            mean = total / n_sum / world
+            _log(run, done, mean, norms / n_sum, lr_at(step, cfg.steps, r))
             loss_sum.zero_()
+            norm_sum.zero_()
             n_sum = 0
             if not math.isfinite(mean):
                 run.state.seconds += time.perf_counter() - start
@@ -345,7 +372,18 @@ def _loop(run: _Run) -> str | None:
     return None
 
 
-def _step(run: _Run, x: torch.Tensor, y: torch.Tensor, step: int) -> torch.Tensor:
+def _log(run: _Run, done: int, loss: float, grad_norm: float, lr: float) -> None:
+    """One log interval's readings into the metrics log (rank 0); MFU is None where the peak is unknown."""
+    rate, mfu = run.progress.rates(done)
+    cuda = run.device.type == "cuda"
+    memory = torch.cuda.max_memory_allocated(run.device) / 2**30 if cuda else None
+    run.metrics.log(
+        done, loss=loss, lr=lr, grad_norm=grad_norm, tokens_per_s=rate, mfu=mfu, memory_gib=memory,
+        seconds=time.perf_counter() - run.progress.t0,
+    )  # fmt: skip
+
+
+def _step(run: _Run, x: torch.Tensor, y: torch.Tensor, step: int) -> tuple[torch.Tensor, torch.Tensor]:
     """One optimiser step; on CUDA out-of-memory, the same batch again in twice as many micro-batches.
 
     The published script halved the batch instead, which changes the recipe; accumulation keeps it.
@@ -414,13 +452,32 @@ def _finish(run: _Run, failure: str | None) -> dict[str, Any]:
             "minutes": run.state.seconds / 60,
         }
         run.progress.log(f"{run.title}: val_loss {val_loss:.4f}, ece {ece:.4f}, {result['minutes']:.2f} min")
+        run.metrics.evaluation(cfg.steps, val_loss=val_loss, ece=ece, minutes=result["minutes"])
     else:
         run.progress.log(f"{run.title}: diverged: {failure}; no row is written")
+    run.metrics.close(finished=failure is None)
     record = _record(run, failure, result)
     if run.rank == 0:
         _write(run.out, cfg, record, run.ckpt)
+        if result is not None:
+            _keep_weights(run, record)
         run.ckpt.unlink(missing_ok=True)  # the row (or the failure record) supersedes it
     return record
+
+
+def _keep_weights(run: _Run, record: dict[str, Any]) -> None:
+    """The finished run's weights (no optimiser) and what rebuilds them, for rr sample, eval, export, gates."""
+    checkpoint.save(
+        checkpoint.final_path(run.out, *run.cfg.key),
+        {
+            "step": run.cfg.steps,
+            "config": result_config(run.cfg),
+            "model_config": asdict(run.mcfg),
+            "model": run.model.state_dict(),
+            "data": run.tokens.describe(),
+            "record": json.loads(json.dumps(record)),  # plain values (torch's version is a str subclass)
+        },
+    )
 
 
 def _record(run: _Run, failure: str | None, result: dict[str, Any] | None) -> dict[str, Any]:

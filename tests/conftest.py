@@ -7,9 +7,11 @@ run, trained once per session.
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import pytest
 
@@ -36,10 +38,20 @@ def offline(token_cache, monkeypatch) -> Path:
 
 @pytest.fixture(scope="session")
 def tiny_run(token_cache, tmp_path_factory) -> dict[str, Any]:
-    """The provenance record of TINY_RUN trained without interruption, and its dataset at record["out"]."""
+    """The provenance record of TINY_RUN trained without interruption, and its dataset at record["out"].
+
+    It logs to TensorBoard and to W&B in offline mode too (no network, no account; W&B's own folders in
+    the run's temporary folder), so tests/test_metrics.py reads back real event files.
+    """
     from rr_model.runs import TrainConfig
     from rr_model.train import train
 
     out = tmp_path_factory.mktemp("tiny_run") / "whole.csv"
-    record = train(TrainConfig(**TINY_RUN, cache_dir=str(token_cache)), out)
+    wandb_env = {"WANDB_MODE": "offline", "WANDB_SILENT": "true"}
+    wandb_env |= {
+        f"WANDB_{k}_DIR": str(out.parent / f"wandb-{k.lower()}") for k in ("CONFIG", "CACHE", "DATA")
+    }
+    with mock.patch.dict(os.environ, wandb_env):
+        cfg = TrainConfig(**TINY_RUN, cache_dir=str(token_cache), log=("tensorboard", "wandb"))
+        record = train(cfg, out)
     return {**record, "out": out}

@@ -1,0 +1,143 @@
+"""Where a run's metrics go: its JSONL log always, TensorBoard and Weights & Biases when asked.
+
+The trainer calls `Metrics.log` at its log points only (every `log_every` steps, where it reads the loss
+back from the device anyway) and `Metrics.evaluation` once at the end, so logging adds no host sync. The
+JSONL log (`rr_model.results.curves.metrics_path`, its records described there) is written line by line
+and flushed at each log point; TensorBoard's event file lives in ``NAME.metrics/tensorboard/RUN/`` and W&B's
+run folder in ``NAME.metrics/wandb/``. A resumed run appends to its log and continues the same W&B run
+(its id is kept in the checkpoint). Only rank 0 logs.
+
+    rr train --size tiny --data synthetic --log tensorboard    # tensorboard --logdir NAME.metrics/tensorboard
+    WANDB_MODE=offline rr train --size tiny --data synthetic --log wandb
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import uuid
+from pathlib import Path
+from typing import Any
+
+from rr_model.core.errors import InputError
+
+__all__ = ["BACKENDS", "Metrics", "wandb_mode"]
+
+BACKENDS = ("tensorboard", "wandb")  # besides the JSONL log, which every run writes
+
+
+def _finite(value: Any) -> Any:
+    """JSON has no NaN or infinity: a diverged reading is written as null."""
+    return None if isinstance(value, float) and not math.isfinite(value) else value
+
+
+def wandb_mode() -> str:
+    """W&B's mode: $WANDB_MODE if set, else online with an API key in the environment, else offline.
+
+    Offline needs no network and no account: the run is written to its folder, and `wandb sync` uploads
+    it later.
+    """
+    return os.environ.get("WANDB_MODE") or ("online" if os.environ.get("WANDB_API_KEY") else "offline")
+
+
+class Metrics:
+    """The metrics sink of one run (a no-op when `enabled` is False, as on ranks other than 0).
+
+    Parameters
+    ----------
+    path
+        The JSONL log (`rr_model.results.curves.metrics_path`); its folder holds the backends' files too.
+    run
+        The run's size, variant and seed (and anything else for the start record and W&B's config).
+    backends
+        Any of `BACKENDS`.
+    resumed
+        The run continues from a checkpoint: append to its log (else the log starts afresh).
+    wandb_id
+        The W&B run to continue; None starts a new one (its id is then `self.wandb_id`).
+    """
+
+    def __init__(
+        self,
+        path: Path,
+        run: dict[str, Any],
+        *,
+        step: int,
+        backends: tuple[str, ...] = (),
+        resumed: bool = False,
+        wandb_id: str | None = None,
+        config: dict[str, Any] | None = None,
+        enabled: bool = True,
+    ):
+        unknown = set(backends) - set(BACKENDS)
+        if unknown:
+            raise InputError(f"--log {', '.join(sorted(unknown))}: use {' or '.join(BACKENDS)}")
+        self.enabled, self.wandb_id = enabled, wandb_id
+        self.file = self.tensorboard = self.wandb = None
+        if not enabled:
+            return
+        name = f"{run['size']}-{run['variant']}-seed{run['seed']}"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if "tensorboard" in backends:
+            from torch.utils.tensorboard import SummaryWriter  # the 'logging' extra's tensorboard
+
+            self.tensorboard = SummaryWriter(log_dir=str(path.parent / "tensorboard" / name))
+        if "wandb" in backends:
+            self.wandb = self._wandb(path.parent, name, config or run)
+        self.file = open(path, "a" if resumed else "w", encoding="utf-8")  # noqa: SIM115 (closed by close)
+        self._write({"event": "start", "step": step, **run, "resumed": resumed})
+
+    def _wandb(self, folder: Path, name: str, config: dict[str, Any]):
+        import wandb  # the 'logging' extra
+
+        self.wandb_id = self.wandb_id or uuid.uuid4().hex[:12]
+        return wandb.init(
+            project=os.environ.get("WANDB_PROJECT", "rr"),
+            name=name,
+            id=self.wandb_id,
+            resume="allow",
+            dir=str(folder),  # W&B writes into its wandb/ folder
+            mode=wandb_mode(),
+            config=config,
+        )
+
+    def _write(self, record: dict[str, Any]) -> None:
+        self.file.write(json.dumps({k: _finite(v) for k, v in record.items()}) + "\n")
+        self.file.flush()
+
+    def log(self, step: int, **values: float | None) -> None:
+        """One log interval's readings at optimiser step `step` (loss, lr, grad_norm, tokens_per_s, ...)."""
+        if not self.enabled:
+            return
+        self._write({"event": "train", "step": step, **values})
+        scalars = {f"train/{k}": v for k, v in values.items() if v is not None and math.isfinite(v)}
+        if self.tensorboard is not None:
+            for tag, value in scalars.items():
+                self.tensorboard.add_scalar(tag, value, step)
+        if self.wandb is not None:
+            self.wandb.log(scalars, step=step)
+
+    def evaluation(self, step: int, **values: float | None) -> None:
+        """The final evaluation (val_loss, ece, minutes) after `step` steps."""
+        if not self.enabled:
+            return
+        self._write({"event": "eval", "step": step, **values})
+        scalars = {f"eval/{k}": v for k, v in values.items() if v is not None}
+        if self.tensorboard is not None:
+            for tag, value in scalars.items():
+                self.tensorboard.add_scalar(tag, value, step)
+        if self.wandb is not None:
+            self.wandb.log(scalars, step=step)
+
+    def close(self, finished: bool = True) -> None:
+        """Flush and close every backend; a W&B run that did not finish is marked so (exit code 1)."""
+        if self.file is not None:
+            self.file.close()
+            self.file = None
+        if self.tensorboard is not None:
+            self.tensorboard.close()
+            self.tensorboard = None
+        if self.wandb is not None:
+            self.wandb.finish(exit_code=0 if finished else 1)
+            self.wandb = None
