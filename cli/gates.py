@@ -19,7 +19,8 @@ def gates(
     checkpoint: Path | None = typer.Option(
         None,
         "--checkpoint",
-        help="A byte-level checkpoint of rr train (NAME.checkpoints/...pt); its size and variant are used.",
+        help="A byte-level run's weights: OUT.checkpoints/RUN.final.pt (kept when a run finishes), a checkpoint, "
+        "or the folder OUT.checkpoints/ of one run; its size and variant are used.",
         show_default=False,
     ),
     batch: int = typer.Option(8, "--batch", min=1, help="Sequences in the batch, each one block long."),

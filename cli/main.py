@@ -8,7 +8,22 @@ from __future__ import annotations
 
 import typer
 
-from cli import analyze, depth, gates, merge, plot, report, reproduce, sizes, sweep, train, validate
+from cli import (
+    analyze,
+    depth,
+    eval,
+    export,
+    gates,
+    merge,
+    plot,
+    report,
+    reproduce,
+    sample,
+    sizes,
+    sweep,
+    train,
+    validate,
+)
 from cli.errors import run
 from cli.help import CASE_INSENSITIVE, RrGroup
 
@@ -36,7 +51,22 @@ def _root(
         raise typer.Exit()
 
 
-for module in (validate, sizes, depth, gates, plot, analyze, train, reproduce, sweep, merge, report):
+for module in (
+    validate,
+    sizes,
+    depth,
+    gates,
+    plot,
+    analyze,
+    train,
+    reproduce,
+    sample,
+    eval,
+    export,
+    sweep,
+    merge,
+    report,
+):
     module.register(app)
 
 

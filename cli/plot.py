@@ -198,5 +198,45 @@ def calibration(
     )
 
 
+@plot_app.command()
+def curves(
+    runs: list[Path] = typer.Argument(
+        None,
+        help="Metrics folders (OUT.metrics/) or logs (.jsonl) of runs; or use --data.",
+        show_default=False,
+    ),
+    data: Path | None = typer.Option(
+        None,
+        "--data",
+        help="Dataset CSV whose runs to draw (their logs are found through its sidecar in OUT.metrics/).",
+        show_default=False,
+    ),
+    smooth: float = typer.Option(
+        0.6, "--smooth", min=0.0, max=0.99, help="Weight of the moving average of the loss (0: raw)."
+    ),
+    out: Path = _out("curves.png"),
+    dpi: int = DPI,
+    title: str | None = TITLE,
+) -> None:
+    """Training loss (smoothed) and learning rate by step: a facet per size, a line per run, from the
+    metrics logs rr train writes (OUT.metrics/RUN.jsonl)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+
+    from rr_analysis.curves import smooth_curves
+    from rr_analysis.plots import check_writable, curves_figure, save_figure
+    from rr_model.results.curves import load_curves
+
+    with known_errors():
+        check_writable(out)
+        sources = [*(runs or []), *([data] if data else [])]
+        if not sources:
+            raise typer.BadParameter("give --data FILE.csv or at least one metrics folder or log")
+        fig = curves_figure(smooth_curves(load_curves(sources), smooth), title=title)
+        path = save_figure(fig, out, dpi=dpi)
+    typer.echo(str(path))
+
+
 def register(app: typer.Typer) -> None:
     app.add_typer(plot_app, name="plot")

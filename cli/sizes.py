@@ -26,15 +26,22 @@ def sizes(
     """
     from rr_model.config import size_table
     from rr_model.core.ladder import RECIPE
+    from rr_model.tokens import BYTE_EOS
 
     vocab = vocab or RECIPE.vocab_size
     with known_errors():
         table = size_table(vocab, ladder)
     which = "Ladder" if ladder is None else f"Ladder file {ladder} (your sizes, not the published ladder)"
+    byte_vocab = BYTE_EOS + 1
+    # whose vocabulary the counts assume: widths and counts follow it (baselines widen to Review's count)
+    whose = {
+        RECIPE.vocab_size: f"GPT-2's tokenizer, as the published runs; the synthetic demo's bytes: --vocab {byte_vocab}",
+        byte_vocab: f"bytes, as the synthetic demo; the published runs: --vocab {RECIPE.vocab_size}",
+    }.get(vocab, "as given by --vocab")
     echo_records(
         table,
         fmt,
-        title=f"{which} x variant, vocabulary {vocab:,}",
+        title=f"{which} x variant, vocabulary {vocab:,} ({whose})",
         formats={"params": "{:,}".format, "params_M": lambda v: fixed(v, 2)},
     )
 

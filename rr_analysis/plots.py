@@ -23,6 +23,7 @@ import matplotlib as mpl
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 from matplotlib.ticker import NullLocator
 
 from rr_analysis.cells import ALPHA, METRIC, STAMP, compare, sizes_in_order, t_quantile
@@ -30,7 +31,7 @@ from rr_analysis.estimates import adjust_name, cell_means, gap_estimates, requir
 from rr_analysis.stats import PRIMARY_TEST
 from rr_model.core.errors import PlotError
 from rr_model.core.files import atomic_write
-from rr_model.core.ladder import RECIPE
+from rr_model.core.ladder import RECIPE, size_sort_key
 from rr_model.core.variants import REFERENCE, label, matched, order_key, palette
 
 __all__ = [
@@ -46,6 +47,7 @@ __all__ = [
     "scaling_figure",
     "seeds_figure",
     "calibration_figure",
+    "curves_figure",
 ]
 
 FORMATS: tuple[str, ...] = ("png", "pdf", "svg")
@@ -653,3 +655,46 @@ def calibration_figure(
         ax.set_ylim(bottom=0)
         ax.legend(title="Variant (points: seeds)")
     return fig
+
+
+def curves_figure(curves: pd.DataFrame, *, title: str | None = None) -> Figure:
+    """Training loss (smoothed) and learning rate by step: a facet per size, one line per run.
+
+    Parameters
+    ----------
+    curves
+        `rr_analysis.curves.smooth_curves` of `rr_model.results.curves.load_curves`: columns size,
+        variant, seed, step, loss, loss_smooth and lr.
+    title
+        Figure title; None for the default.
+
+    Notes
+    -----
+    Top row: each run's smoothed training loss (a line in its variant's colour; the raw readings faint
+    behind it). Bottom row: its learning rate (runs without a logged lr draw none). Sizes left to right
+    in ladder order; each line's gid is ``loss:VARIANT:SEED`` or ``lr:VARIANT:SEED``.
+    """
+    sizes = sorted(curves["size"].unique(), key=lambda s: (size_sort_key(s), s))
+    colours = palette(_variants_in_order(curves))
+    with mpl.rc_context(_STYLE):
+        fig = _figure(3.2 * len(sizes) + 0.8, 5.2, title or "Training loss and learning rate by step")
+        axes = fig.subplots(2, len(sizes), squeeze=False, sharex="col")
+        for col, size in enumerate(sizes):
+            runs = curves[curves["size"] == size]
+            for (variant, seed), run in runs.groupby(["variant", "seed"], sort=False):
+                _curve(axes[0, col], axes[1, col], run, f"{variant}:{seed}", colours[variant])
+            axes[0, col].set_title(size)
+            axes[1, col].set_xlabel("Optimiser step")
+        axes[0, 0].set_ylabel("Training loss (EMA)")
+        axes[1, 0].set_ylabel("Learning rate")
+        handles = {label(v): Line2D([], [], color=c) for v, c in colours.items()}
+        axes[0, -1].legend(handles.values(), handles.keys(), title="Variant (a line per seed)")
+    return fig
+
+
+def _curve(loss_ax, lr_ax, run: pd.DataFrame, name: str, c: str) -> None:
+    """One run's raw and smoothed loss, and its lr where logged; `name` is VARIANT:SEED."""
+    loss_ax.plot(run["step"], run["loss"], color=c, alpha=0.25, lw=0.8, gid=f"raw:{name}")
+    loss_ax.plot(run["step"], run["loss_smooth"], color=c, lw=1.4, gid=f"loss:{name}")
+    if run["lr"].notna().any():
+        lr_ax.plot(run["step"], run["lr"], color=c, lw=1.2, gid=f"lr:{name}")

@@ -2,7 +2,7 @@
 
 Review and Highway expose their gate as ``rule.r(h, u)`` (`rr_model.model`); `gate_stats` reads it through
 forward hooks during one extra forward pass, so the model's own forward stays untouched. `gates` builds
-the model (fresh at a seed, or from a trainer checkpoint) and its batch: the project's synthetic stories
+the model (fresh at a seed, or from a run's weights) and its batch: the project's synthetic stories
 in bytes (`rr_model.synthetic`), so nothing is downloaded. Imports torch.
 """
 
@@ -15,13 +15,13 @@ import pandas as pd
 import torch
 import torch.nn as nn
 
-from rr_model import checkpoint
 from rr_model.config import model_config
 from rr_model.core.errors import InputError
 from rr_model.core.variants import NAMES, REFERENCE
 from rr_model.model import GPT, RESIDUALS
 from rr_model.synthetic import stories
 from rr_model.tokens import BYTE_EOS, encode_bytes
+from rr_model.trained import load_trained
 
 __all__ = ["gate_stats", "gates", "BYTE_VOCAB", "GATED"]
 
@@ -80,8 +80,10 @@ def gates(
     size, variant
         The model, freshly initialised at `seed` (byte vocabulary). Ignored with `checkpoint_path`.
     checkpoint_path
-        A checkpoint of rr's trainer (``NAME.checkpoints/SIZE-VARIANT-seedS.pt``): its size, variant and
-        weights are used. It must have been trained on bytes (``--tokenizer bytes`` or synthetic data).
+        A run's weights as `rr_model.trained.load_trained` reads them: a finished run's
+        ``NAME.checkpoints/SIZE-VARIANT-seedS.final.pt``, a checkpoint (``...seedS.pt``) or the folder of
+        one run; its size, variant and weights are used. It must have been trained on bytes
+        (``--tokenizer bytes`` or synthetic data).
     batch, seed
         Sequences in the batch, each of the model's block size; `seed` draws them (and the fresh weights).
 
@@ -103,21 +105,17 @@ def gates(
 
 
 def _model(size: str, variant: str, path: str | os.PathLike | None) -> tuple[GPT, str]:
-    """A fresh model of (size, variant) at the byte vocabulary, or the one a checkpoint holds."""
+    """A fresh model of (size, variant) at the byte vocabulary, or the one a run's weights hold."""
     if path is None:
         return GPT(model_config(size, variant, BYTE_VOCAB)), variant
-    saved = checkpoint.load(path)
-    config, weights = saved["config"], saved["model"]
-    vocab = weights["transformer.wte.weight"].shape[0]
+    trained = load_trained(path)
+    vocab = trained.model.config.vocab_size
     if vocab != BYTE_VOCAB:
         raise InputError(
-            f"{path} was trained with a vocabulary of {vocab:,} ({config.get('tokenizer')}); rr gates reads "
+            f"{trained.path} was trained with a vocabulary of {vocab:,} ({trained.tokenizer}); rr gates reads "
             f"its batch as bytes, so it reads checkpoints of byte-level runs ({BYTE_VOCAB} tokens) only"
         )
-    ladder = config.get("ladder", {}).get("file")  # a ladder file's size: its file, as result_config saved it
-    model = GPT(model_config(config["size"], config["variant"], vocab, ladder))
-    model.load_state_dict(weights)
-    return model, config["variant"]
+    return trained.model, trained.config["variant"]
 
 
 def _batch(block: int, batch: int, seed: int) -> torch.Tensor:

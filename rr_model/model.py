@@ -10,7 +10,10 @@ The config and its exact parameter count live torch-free in `rr_model.config`.
 
 from __future__ import annotations
 
+import json
 import math
+import os
+from pathlib import Path
 
 import torch
 import torch.nn as nn
@@ -289,3 +292,56 @@ class GPT(nn.Module):
         params = list(self.parameters())
         fused = all(p.is_cuda for p in params)
         return torch.optim.AdamW(params, lr=lr, betas=betas, weight_decay=weight_decay, fused=fused)
+
+    @torch.no_grad()
+    def generate(
+        self,
+        idx: torch.Tensor,
+        max_new_tokens: int,
+        *,
+        temperature: float = 1.0,
+        top_k: int | None = None,
+        generator: torch.Generator | None = None,
+    ) -> torch.Tensor:
+        """Continue each row of `idx` (B, T) by `max_new_tokens` sampled tokens, as nanoGPT's generate.
+
+        Each new token is drawn from the softmax of the last position's logits divided by `temperature`,
+        restricted to the `top_k` most likely tokens when given; the context is cropped to the last
+        block_size tokens. No KV cache: every step runs the whole (cropped) context. `generator` makes
+        the draws reproducible (torch.multinomial's); temperature 0 takes the most likely token.
+
+        Returns
+        -------
+        (B, T + max_new_tokens) token ids, the prompt first.
+        """
+        for _ in range(max_new_tokens):
+            logits, _ = self(idx[:, -self.config.block_size :])
+            logits = logits[:, -1, :].float()
+            if temperature == 0:
+                nxt = logits.argmax(-1, keepdim=True)
+            else:
+                logits = logits / temperature
+                if top_k is not None:
+                    kth = torch.topk(logits, min(top_k, logits.size(-1))).values[:, [-1]]
+                    logits = logits.masked_fill(logits < kth, -float("inf"))
+                nxt = torch.multinomial(F.softmax(logits, dim=-1), 1, generator=generator)
+            idx = torch.cat([idx, nxt], dim=1)
+        return idx
+
+    @classmethod
+    def from_pretrained(cls, folder: str | os.PathLike) -> GPT:
+        """The model `rr export` wrote to `folder` (config.json and model.safetensors), in eval mode.
+
+        The head's matrix is stored once (as ``lm_head.weight``) and tied to wte again here; building the
+        model draws nothing from the caller's random stream (it is forked and restored).
+        """
+        from safetensors.torch import load_file  # the 'export' extra
+
+        folder = Path(folder)
+        config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+        with torch.random.fork_rng(devices=[]):
+            model = cls(GPTConfig(**config["model"]))
+        weights = load_file(folder / "model.safetensors")
+        weights["transformer.wte.weight"] = weights["lm_head.weight"]  # tied: one tensor, two names
+        model.load_state_dict(weights)
+        return model.eval()

@@ -44,6 +44,10 @@ __all__ = [
     "sample_batch",
     "encode_bytes",
     "decode_bytes",
+    "encode_text",
+    "decode_text",
+    "token_bytes",
+    "eos_id",
     "default_cache_dir",
     "BYTE_EOS",
     "TINYSTORIES",
@@ -119,6 +123,62 @@ def decode_bytes(ids: Iterable[int] | np.ndarray) -> str:
     return EOT.join(bytes(d.astype(np.uint8)).decode("utf-8", errors="replace") for d in docs)
 
 
+@functools.cache
+def _gpt2():
+    from tokenizers import Tokenizer
+
+    try:
+        return Tokenizer.from_pretrained("gpt2")
+    except OSError as e:  # huggingface_hub's offline, not-found and HTTP errors are all OSErrors
+        raise _unavailable("the GPT-2 tokenizer", e) from e
+
+
+def eos_id(tokenizer: str) -> int:
+    """The end-of-document token of `tokenizer` ("bytes": 256; "gpt2": 50256, `<|endoftext|>`)."""
+    return BYTE_EOS if tokenizer == "bytes" else _gpt2().token_to_id(EOT)
+
+
+def encode_text(text: str, tokenizer: str) -> np.ndarray:
+    """Token ids of `text` under `tokenizer` ("bytes" or "gpt2"), no EOS; `<|endoftext|>` ends a document."""
+    docs = text.split(EOT)
+    if tokenizer == "bytes":
+        parts = [encode_bytes(d) for d in docs]
+    else:
+        parts = [
+            np.asarray(e.ids, dtype=_DTYPE) for e in _gpt2().encode_batch(docs, add_special_tokens=False)
+        ]
+    eos = eos_id(tokenizer)
+    joined = [
+        part for i, d in enumerate(parts) for part in ((d,) if i == 0 else (np.array([eos], _DTYPE), d))
+    ]
+    return np.concatenate(joined).astype(_DTYPE)
+
+
+def decode_text(ids: Iterable[int] | np.ndarray, tokenizer: str) -> str:
+    """Text of token ids under `tokenizer`; EOS is written as `<|endoftext|>`."""
+    if tokenizer == "bytes":
+        return decode_bytes(ids)
+    return _gpt2().decode([int(i) for i in ids], skip_special_tokens=False)
+
+
+@functools.cache
+def token_bytes(tokenizer: str) -> np.ndarray:
+    """UTF-8 bytes each token id stands for, by id; EOS counts 1 (the document break it marks).
+
+    Bits per byte divide by the bytes of the scored text (`rr_model.trained.heldout`). Bytes map to ids
+    0-255 one to one; GPT-2's byte-level BPE writes each byte of a token as one character of its
+    vocabulary string, so a token's byte count is that string's length.
+    """
+    if tokenizer == "bytes":
+        return np.ones(BYTE_EOS + 1, dtype=np.int64)
+    tok = _gpt2()
+    lengths = np.zeros(tok.get_vocab_size(), dtype=np.int64)
+    for token, i in tok.get_vocab().items():
+        lengths[i] = len(token)
+    lengths[eos_id(tokenizer)] = 1
+    return lengths
+
+
 @dataclass(frozen=True)
 class _Tokenizer:
     name: str
@@ -130,12 +190,7 @@ class _Tokenizer:
 def _tokenizer(name: str) -> _Tokenizer:
     if name == "bytes":
         return _Tokenizer("bytes", 257, BYTE_EOS, lambda texts: [encode_bytes(t) for t in texts])
-    from tokenizers import Tokenizer
-
-    try:
-        tok = Tokenizer.from_pretrained("gpt2")
-    except OSError as e:  # huggingface_hub's offline, not-found and HTTP errors are all OSErrors
-        raise _unavailable("the GPT-2 tokenizer", e) from e
+    tok = _gpt2()
 
     def encode_batch(texts: list[str]) -> list[np.ndarray]:
         return [np.asarray(e.ids, dtype=_DTYPE) for e in tok.encode_batch(texts, add_special_tokens=False)]
