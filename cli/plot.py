@@ -9,7 +9,7 @@ import typer
 
 from cli import options
 from cli.choices import Adjust, Stat
-from cli.errors import known_errors
+from cli.errors import fail, known_errors
 from cli.help import CASE_INSENSITIVE
 
 plot_app = typer.Typer(
@@ -228,11 +228,11 @@ def curves(
     from rr_analysis.plots import check_writable, curves_figure, save_figure
     from rr_model.results.curves import load_curves
 
+    sources = [*(runs or []), *([data] if data else [])]
+    if not sources:
+        raise fail("give --data FILE.csv or at least one metrics folder or log (OUT.metrics/)")
     with known_errors():
         check_writable(out)
-        sources = [*(runs or []), *([data] if data else [])]
-        if not sources:
-            raise typer.BadParameter("give --data FILE.csv or at least one metrics folder or log")
         fig = curves_figure(smooth_curves(load_curves(sources), smooth), title=title)
         path = save_figure(fig, out, dpi=dpi)
     typer.echo(str(path))

@@ -126,7 +126,7 @@ def heldout(
         The starts come from ``numpy.random.default_rng(seed)`` alone, so every variant of a seed (same
         tokenizer and block size) is scored on the same windows.
     batch
-        Windows per forward pass (memory only; the result does not depend on it).
+        Windows per forward pass: memory only (the result agrees to rounding, the windows are the same).
 
     Returns
     -------

@@ -140,6 +140,42 @@ def test_gates_read_a_checkpoint(tmp_path):
     assert {r["mean"] for r in records[1:]} == {0.5}
 
 
+def test_sizes_say_whose_vocabulary_they_count_with():
+    gpt2 = runner.invoke(app, ["sizes"]).output.splitlines()[0]
+    assert gpt2 == (
+        "Ladder x variant, vocabulary 50,257 (GPT-2's tokenizer, as the published runs; the synthetic "
+        "demo's bytes: --vocab 257)"
+    )
+    byte = runner.invoke(app, ["sizes", "--vocab", "257"]).output.splitlines()[0]
+    assert (
+        byte
+        == "Ladder x variant, vocabulary 257 (bytes, as the synthetic demo; the published runs: --vocab 50257)"
+    )
+
+
+def test_gates_read_a_runs_folder_and_name_the_runs_of_a_folder_of_several(tmp_path):
+    from rr_model import checkpoint
+    from rr_model.config import model_config
+    from rr_model.gates import BYTE_VOCAB
+    from rr_model.model import GPT
+
+    folder = tmp_path / "run.checkpoints"
+    for variant in ("review_neutral", "highway"):
+        model = GPT(model_config("tiny", variant, BYTE_VOCAB))
+        config = {"size": "tiny", "variant": variant, "seed": 0, "tokenizer": "bytes"}
+        checkpoint.save(
+            folder / f"tiny-{variant}-seed0.final.pt", {"config": config, "model": model.state_dict()}
+        )
+        if variant == "review_neutral":
+            assert {r["mean"] for r in gate_records("--checkpoint", str(folder))} == {0.5}  # one run: read
+    result = runner.invoke(app, ["gates", "--checkpoint", str(folder)])
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert (
+        "holds the weights of 2 runs (tiny-highway-seed0.final.pt, tiny-review_neutral-seed0.final.pt)"
+        in (result.output)
+    )
+
+
 def test_gates_of_an_ungated_variant_is_one_line_and_exit_2():
     result = runner.invoke(app, ["gates", "--variant", "standard"])
     assert result.exit_code == 2
