@@ -1,24 +1,70 @@
-"""Shared fixtures: one offline token cache and ONE trained tiny run for the end-to-end tests.
+"""Shared helpers and fixtures: `rr(...)` in-process, the published sweep, a stand-in `Tokens`, one offline
+token cache and ONE trained tiny run for the end-to-end tests.
 
 Training is the slow part of the suite, so the tests that compare against an uninterrupted run (resume
 after a checkpoint, SIGKILL and resume, two DDP processes, out-of-memory accumulation) all read the same
-run, trained once per session.
+run, trained once per session. Test modules import the plain helpers (`from conftest import rr`); the
+fixtures they name as arguments.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from unittest import mock
 
 import pytest
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from click.testing import Result
+
+    from rr_model.tokens import Tokens
 
 # The run every end-to-end comparison uses: 12 steps of tiny standard on the synthetic corpus, with a
 # checkpoint every 4 steps (the loss curve is read at checkpoints too, so a resumed run must match it).
 RR = str(Path(sys.executable).with_name("rr"))  # this interpreter's console script: no PATH lookup
 TINY_RUN = {"size": "tiny", "variant": "standard", "data": "synthetic", "steps": 12, "checkpoint_every": 4}
+
+
+def rr(*args: object) -> Result:
+    """`rr ARGS` in-process through typer's CliRunner, each argument as its string."""
+    from typer.testing import CliRunner
+
+    from cli.main import app
+
+    return CliRunner().invoke(app, [str(a) for a in args])
+
+
+def stub_tokens(**kw: Any) -> Tokens:
+    """A `Tokens` with empty streams that describes the published data (TinyStories, GPT-2, the recipe's
+    n_text); `kw` changes any field."""
+    import numpy as np
+
+    from rr_model.core.ladder import RECIPE
+    from rr_model.tokens import TINYSTORIES, Tokens
+
+    base = dict(source=TINYSTORIES, tokenizer="gpt2", n_text=RECIPE.n_text, vocab_size=50257, eos_id=50256)
+    return Tokens(train=np.zeros(0), val=np.zeros(0), key="k", **{**base, **kw})
+
+
+@pytest.fixture(scope="module")
+def sweep() -> pd.DataFrame:
+    """The published sweep (`load_sweep()` of the packaged copy), loaded once per test module."""
+    from rr_model.results.dataset import load_sweep
+
+    return load_sweep()
+
+
+@pytest.fixture
+def published_copy(tmp_path) -> Path:
+    """A copy of the packaged sweep in the test's own folder (tmp_path / "published.csv"), to append to."""
+    from rr_model.results.dataset import bundled_path
+
+    return Path(shutil.copy(bundled_path(), tmp_path / "published.csv"))
 
 
 @pytest.fixture(scope="session")

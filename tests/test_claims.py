@@ -27,14 +27,8 @@ from rr_analysis.claims import (
 )
 from rr_analysis.stats import gap_table
 from rr_model.core.errors import InputError
-from rr_model.results.dataset import load_sweep
 
 NAN = math.nan
-
-
-@pytest.fixture(scope="module")
-def sweep() -> pd.DataFrame:
-    return load_sweep()
 
 
 @pytest.fixture(scope="module")

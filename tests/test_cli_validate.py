@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sys
 
@@ -76,12 +75,10 @@ def test_results_from_altered_published_rows_warn_once_naming_them(tmp_path, mon
     assert "rr: warning" not in result.stdout
 
 
-def test_validate_several_files_fails_if_any_fails(tmp_path):
-    good = tmp_path / "good.csv"
-    shutil.copy(bundled_path(), good)
-    result = runner.invoke(app, ["validate", str(good), str(tmp_path / "missing.csv")])
+def test_validate_several_files_fails_if_any_fails(tmp_path, published_copy):
+    result = runner.invoke(app, ["validate", str(published_copy), str(tmp_path / "missing.csv")])
     assert result.exit_code == 2
-    assert "good.csv: OK" in result.output and "missing.csv: no such file" in result.output
+    assert "published.csv: OK" in result.output and "missing.csv: no such file" in result.output
 
 
 def run_rr(*args: str) -> subprocess.CompletedProcess:

@@ -18,10 +18,9 @@ from pathlib import Path
 
 import pytest
 import submitit
+from conftest import rr
 from submitit.core.utils import DelayedSubmission
-from typer.testing import CliRunner
 
-from cli.main import app
 from rr_model import checkpoint
 from rr_model.results import provenance
 from rr_model.results.dataset import append_rows, load_sweep
@@ -33,14 +32,9 @@ from rr_model.train import train
 
 
 @pytest.fixture(autouse=True)
-def offline_cache(tmp_path_factory, monkeypatch):
-    monkeypatch.setenv("RR_CACHE", str(tmp_path_factory.getbasetemp() / "cache"))
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+def offline_jobs(offline):
+    """No hub, the session's token cache, and no job state left from another test."""
     submitit.SlurmJob.watcher.clear()  # the state cache submitit shares across jobs of a process
-
-
-def rr(*args):
-    return CliRunner().invoke(app, [str(a) for a in args])
 
 
 def finish(path, seed: int, val_loss: float) -> None:

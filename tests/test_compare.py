@@ -27,16 +27,11 @@ from rr_analysis.power import power_table, seed_plan
 from rr_analysis.stats import gap_table, mixed_table, paired_table, welch_table
 from rr_model.core.errors import InputError
 from rr_model.core.variants import REFERENCE
-from rr_model.results.dataset import load_sweep, write_sweep
+from rr_model.results.dataset import write_sweep
 
 runner = CliRunner()
 GOLDEN = Path(__file__).with_name("golden")
 HW_STD = {"reference": "highway", "baselines": ["standard"]}
-
-
-@pytest.fixture(scope="module")
-def sweep() -> pd.DataFrame:
-    return load_sweep()
 
 
 def arms(df: pd.DataFrame, size: str, column: str = "val_loss") -> tuple[pd.Series, pd.Series]:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import shutil
 from pathlib import Path
 
 import numpy as np
@@ -248,9 +247,8 @@ NEW = {
 }
 
 
-def test_append_keeps_existing_bytes_and_adds_one_line(tmp_path):
-    path = tmp_path / "sweep.csv"
-    shutil.copy(bundled_path(), path)
+def test_append_keeps_existing_bytes_and_adds_one_line(published_copy):
+    path = published_copy
     before = path.read_bytes()
     added = append_rows(path, [NEW])
     after = path.read_bytes()
@@ -281,9 +279,8 @@ def test_append_creates_a_missing_file_with_header(tmp_path):
         ({"variant": "No pe"}, "column variant"),
     ],
 )
-def test_invalid_append_writes_nothing(tmp_path, change, fragment):
-    path = tmp_path / "sweep.csv"
-    shutil.copy(bundled_path(), path)
+def test_invalid_append_writes_nothing(change, fragment, published_copy):
+    path = published_copy
     before = path.read_bytes()
     with pytest.raises(DataError, match=fragment.replace("(", r"\(")):
         append_rows(path, [{**NEW, **change}])

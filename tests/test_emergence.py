@@ -14,7 +14,6 @@ import pytest
 from rr_analysis.emergence import EMERGENCE_COLUMNS, emergence
 from rr_analysis.meta import meta_regression
 from rr_analysis.tables import render
-from rr_model.results.dataset import load_sweep
 
 # R on rr_model/results/published/scaling_v8.csv: lmerTest summary(), summary(ddf = "Kenward-Roger"),
 # metafor::rma(yi, sei = sei, mods = ~ lx, method = "REML", test = "knha"); tightened optimisers.
@@ -31,11 +30,6 @@ R_META = {
     "standard": dict(meta_slope=0.0212475649468, meta_se=0.00173364460215, meta_p=0.00116980023491,
                      meta_tau2=1.98885183653e-06, meta_qe=27.9993659048, meta_qe_p=3.63314979521e-06),
 }  # fmt: skip
-
-
-@pytest.fixture(scope="module")
-def sweep() -> pd.DataFrame:
-    return load_sweep()
 
 
 @pytest.fixture(scope="module")

@@ -17,7 +17,6 @@ from rr_analysis.forecast import FORECAST_COLUMNS, forecast, forecast_size
 from rr_analysis.tables import render
 from rr_model.config import model_config
 from rr_model.core.errors import InputError
-from rr_model.results.dataset import load_sweep
 
 # R 4 / metafor on the published CSV: predict(rma(yi, sei = sei, mods = ~ log10(params), method = "REML",
 # test = "knha", control = list(threshold = 1e-14)), newmods = log10(3e9)): pred, se, ci.lb, ci.ub, pi.lb, pi.ub
@@ -27,11 +26,6 @@ R_3B = {
     "standard": (0.0256337080187, 0.00181529419687, 0.0198566317089, 0.0314107843285, 0.0183181334242,
                  0.0329492826132),
 }  # fmt: skip
-
-
-@pytest.fixture(scope="module")
-def sweep() -> pd.DataFrame:
-    return load_sweep()
 
 
 @pytest.fixture(scope="module")

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
-
 from rr_model.results.dataset import append_rows, bundled_path, load_sweep
 from rr_model.results.integrity import PUBLISHED_DIGEST, check_integrity, digest
 
@@ -23,9 +21,8 @@ def test_published_file_is_intact():
     assert report.summary() == "published rows 42/42 present and unchanged; 0 row(s) added"
 
 
-def test_added_rows_are_counted(tmp_path):
-    path = tmp_path / "s.csv"
-    shutil.copy(bundled_path(), path)
+def test_added_rows_are_counted(published_copy):
+    path = published_copy
     append_rows(
         path, [dict(size="2B", variant="standard", seed=0, params_M=2000.0, steps=5000, val_loss=1.4)]
     )

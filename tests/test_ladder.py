@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 import shutil
 
-import numpy as np
 import pytest
+from conftest import stub_tokens
 from typer.testing import CliRunner
 
 from cli.main import app
@@ -16,7 +16,6 @@ from rr_model.core.ladder import RECIPE, get_size, load_ladder
 from rr_model.results.dataset import bundled_path
 from rr_model.runs import TrainConfig, default_out, preflight, recipe_differences, result_config
 from rr_model.sweep.local import plan_sweep, train_command
-from rr_model.tokens import TINYSTORIES, Tokens
 
 runner = CliRunner()
 PILOT = """
@@ -108,23 +107,18 @@ def test_a_sweep_of_a_ladder_file_plans_its_sizes_and_seeds_into_its_own_file(pi
     assert "ladder" not in result_config(TrainConfig("tiny"))
 
 
-def published_tokens() -> Tokens:
-    stream = np.zeros(8, dtype=np.uint16)
-    return Tokens(stream, stream, 50257, 50256, TINYSTORIES, "gpt2", RECIPE.n_text, "k")
-
-
 def test_a_ladder_size_with_a_published_label_is_refused_beside_the_published_rows(pilot, tmp_path):
     out = tmp_path / "scaling_v8.csv"
     shutil.copy(bundled_path(), out)
     cfg = TrainConfig("60M", ladder=str(pilot))
-    diffs = recipe_differences(cfg, published_tokens())
+    diffs = recipe_differences(cfg, stub_tokens())
     assert diffs[0] == (
         f"shape d_model 64, n_layer 2, n_head 4 from the ladder file {pilot} "
         "(published: d_model 512, n_layer 8, n_head 8)"
     )
     with pytest.raises(RecipeError, match="holds published rows"):
-        preflight(out, [cfg.size], ladder=cfg.ladder).guard(cfg, published_tokens())
-    assert recipe_differences(TrainConfig("60M"), published_tokens()) == []
+        preflight(out, [cfg.size], ladder=cfg.ladder).guard(cfg, stub_tokens())
+    assert recipe_differences(TrainConfig("60M"), stub_tokens()) == []
 
 
 def test_sizes_train_and_sweep_take_a_ladder_file(pilot):

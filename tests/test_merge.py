@@ -6,16 +6,11 @@ from __future__ import annotations
 import shutil
 
 import pytest
-from typer.testing import CliRunner
+from conftest import rr
 
-from cli.main import app
 from rr_model.results.dataset import append_rows, bundled_path, load_sweep
 from rr_model.results.merge import merge_sweeps
 from rr_model.results.provenance import append_record, read_records, sidecar_path
-
-
-def rr(*args):
-    return CliRunner().invoke(app, [str(a) for a in args])
 
 
 def row(seed: int, val_loss: float, variant: str = "highway", steps: int = 8000) -> dict:

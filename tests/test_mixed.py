@@ -10,12 +10,6 @@ import pandas as pd
 import pytest
 
 from rr_analysis.mixed import BlockModel, mixed_table
-from rr_model.results.dataset import load_sweep
-
-
-@pytest.fixture(scope="module")
-def sweep() -> pd.DataFrame:
-    return load_sweep()
 
 
 def statsmodels_fit(df: pd.DataFrame, formula: str, groups, reml: bool = True):

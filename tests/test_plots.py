@@ -24,18 +24,13 @@ SIGNATURES = {"png": b"\x89PNG\r\n\x1a\n", "pdf": b"%PDF-"}
 
 
 @pytest.fixture(scope="module")
-def df() -> pd.DataFrame:
-    return load_sweep()
+def table(sweep) -> pd.DataFrame:
+    return gap_table(sweep)  # the primary family: Holm-adjusted
 
 
 @pytest.fixture(scope="module")
-def table(df) -> pd.DataFrame:
-    return gap_table(df)  # the primary family: Holm-adjusted
-
-
-@pytest.fixture(scope="module")
-def raw(df) -> pd.DataFrame:
-    return gap_table(df, adjust="none")  # the paper's stars: unadjusted p
+def raw(sweep) -> pd.DataFrame:
+    return gap_table(sweep, adjust="none")  # the paper's stars: unadjusted p
 
 
 def drawn(fig: Figure) -> dict[str, dict]:
@@ -134,24 +129,24 @@ def test_emergence_other_views_draw_their_own_estimate_se_and_stars(table, stat,
     assert rows(table, "highway")["params_M"].iloc[-1] in got["highway"]["stars"]
 
 
-def test_emergence_with_a_missing_cell_and_a_one_pair_cell(df):
+def test_emergence_with_a_missing_cell_and_a_one_pair_cell(sweep):
     """No Standard at 320M: its line skips that size. One seed per arm at 150M: a point without a bar."""
-    cut = df[~((df["size"] == "320M") & (df["variant"] == "standard"))]
+    cut = sweep[~((sweep["size"] == "320M") & (sweep["variant"] == "standard"))]
     cut = cut[~((cut["size"] == "150M") & (cut["seed"] > 0))]
     got = drawn(plots.emergence_figure(gap_table(cut), stat="paired"))
     assert len(got["standard"]["x"]) == 4 and len(got["highway"]["x"]) == 5
     assert np.isnan(got["highway"]["hi"][1]) and np.isfinite(got["highway"]["y"][1])
 
 
-def test_scaling_draws_every_run_and_the_seed_means(df):
-    ax = plots.scaling_figure(df).axes[0]
+def test_scaling_draws_every_run_and_the_seed_means(sweep):
+    ax = plots.scaling_figure(sweep).axes[0]
     assert ax.get_xscale() == "log"
-    steps = df.groupby("size")["steps"].first().loc[SIZES]
+    steps = sweep.groupby("size")["steps"].first().loc[SIZES]
     assert [t.get_text() for t in ax.get_xticklabels()] == [f"{s}\n{n} steps" for s, n in steps.items()]
     assert steps.loc["1B"] == 6000 and steps.loc["60M"] == 8000  # the confound the labels show
     (runs,) = ax.collections  # seaborn's scatter: one point per run, coloured by its variant
     points = pd.DataFrame(runs.get_offsets(), columns=["params_M", "val_loss"])
-    want = df.sort_values(["params_M", "val_loss"]).reset_index(drop=True)
+    want = sweep.sort_values(["params_M", "val_loss"]).reset_index(drop=True)
     got = points.assign(c=list(runs.get_facecolor())).sort_values(["params_M", "val_loss"]).reset_index()
     np.testing.assert_allclose(got[["params_M", "val_loss"]], want[["params_M", "val_loss"]])
     assert all(same_color(c[:3], colour(v)) for c, v in zip(got["c"], want["variant"], strict=True))
@@ -159,7 +154,7 @@ def test_scaling_draws_every_run_and_the_seed_means(df):
         (line,) = [
             ln for ln in ax.get_lines() if len(ln.get_xdata()) and same_color(ln.get_color(), colour(v))
         ]
-        cells = df[df["variant"] == v].groupby("size")[["params_M", "val_loss"]].mean().loc[SIZES]
+        cells = sweep[sweep["variant"] == v].groupby("size")[["params_M", "val_loss"]].mean().loc[SIZES]
         np.testing.assert_allclose(line.get_xdata(), cells["params_M"])
         np.testing.assert_allclose(line.get_ydata(), cells["val_loss"])
     assert [t.get_text() for t in ax.get_legend().get_texts()] == ["Review", "Highway", "Standard"]
@@ -172,14 +167,14 @@ def t_interval(x: pd.Series) -> tuple[float, float]:
     return stats.t.interval(0.95, len(x) - 1, loc=x.mean(), scale=stats.sem(x))
 
 
-def test_seeds_has_one_facet_per_size_with_runs_means_intervals_and_seed_lines(df):
-    fig = plots.seeds_figure(df)
+def test_seeds_has_one_facet_per_size_with_runs_means_intervals_and_seed_lines(sweep):
+    fig = plots.seeds_figure(sweep)
     panels = [ax for ax in fig.axes if ax.get_visible()]
     assert [ax.get_title() for ax in panels] == [s + " (2 seeds)" * (s == "320M") for s in SIZES]
     order = ["review_neutral", *BASELINES]
     for ax, size in zip(panels, SIZES, strict=True):
         assert [t.get_text() for t in ax.get_xticklabels()] == ["Review", "Highway", "Standard"]
-        runs = df[df["size"] == size]
+        runs = sweep[sweep["size"] == size]
         for x, (v, strip) in enumerate(zip(order, ax.collections, strict=True)):  # strips, in registry order
             mine = runs[runs["variant"] == v]
             assert same_color(strip.get_facecolor()[0], colour(v))
@@ -204,8 +199,8 @@ def test_seeds_has_one_facet_per_size_with_runs_means_intervals_and_seed_lines(d
             np.testing.assert_allclose(seeds[f"seed:{s}"].get_ydata(), want)
 
 
-def test_scaling_says_nothing_of_steps_when_every_size_trained_alike(df):
-    ax = plots.scaling_figure(df.assign(steps=8000)).axes[0]
+def test_scaling_says_nothing_of_steps_when_every_size_trained_alike(sweep):
+    ax = plots.scaling_figure(sweep.assign(steps=8000)).axes[0]
     assert [t.get_text() for t in ax.get_xticklabels()] == SIZES
 
 
@@ -214,8 +209,8 @@ def test_emergence_marks_the_sizes_with_fewer_seeds(table):
     assert [t.get_text() for t in ax.get_xticklabels()] == [s + "\n2 seeds" * (s == "320M") for s in SIZES]
 
 
-def test_calibration_draws_ece_means_where_measured(df):
-    partial = df.assign(ece=df["ece"].where(df["size"] != "1B"))
+def test_calibration_draws_ece_means_where_measured(sweep):
+    partial = sweep.assign(ece=sweep["ece"].where(sweep["size"] != "1B"))
     ax = plots.calibration_figure(partial).axes[0]
     assert [t.get_text() for t in ax.get_xticklabels()] == SIZES[:-1]
     assert ax.get_xscale() == "log"  # parameters, as in the other figures
@@ -228,14 +223,14 @@ def test_calibration_draws_ece_means_where_measured(df):
 
 
 @pytest.mark.parametrize("fmt", plots.FORMATS)
-def test_each_format_has_its_signature(df, tmp_path, fmt):
-    path = plots.save_figure(plots.scaling_figure(df), tmp_path / f"s.{fmt}", dpi=40)
+def test_each_format_has_its_signature(sweep, tmp_path, fmt):
+    path = plots.save_figure(plots.scaling_figure(sweep), tmp_path / f"s.{fmt}", dpi=40)
     head = path.read_bytes()[:400]
     assert head.startswith(SIGNATURES[fmt]) if fmt in SIGNATURES else b"<svg" in head
     assert [p.name for p in tmp_path.iterdir()] == [f"s.{fmt}"]
 
 
-def test_a_failed_write_leaves_no_file_and_keeps_the_old_one(df, tmp_path, monkeypatch):
+def test_a_failed_write_leaves_no_file_and_keeps_the_old_one(sweep, tmp_path, monkeypatch):
     path = tmp_path / "s.png"
     path.write_bytes(b"old")
 
@@ -245,7 +240,7 @@ def test_a_failed_write_leaves_no_file_and_keeps_the_old_one(df, tmp_path, monke
 
     monkeypatch.setattr(Figure, "savefig", broken)
     with pytest.raises(plots.PlotError, match="No space left on device"):
-        plots.save_figure(plots.scaling_figure(df), path)
+        plots.save_figure(plots.scaling_figure(sweep), path)
     assert [p.name for p in tmp_path.iterdir()] == ["s.png"] and path.read_bytes() == b"old"
 
 
@@ -275,15 +270,15 @@ def test_default_file_name_is_in_the_working_directory(tmp_path, monkeypatch):
     assert again.stderr.endswith("(replacing the file that was there)\n")
 
 
-def one_size(tmp_path, df):
+def one_size(tmp_path, sweep):
     path = tmp_path / "one.csv"
-    df[df["size"] == "590M"].to_csv(path, index=False)
+    sweep[sweep["size"] == "590M"].to_csv(path, index=False)
     return path
 
 
-def no_ece(tmp_path, df):
+def no_ece(tmp_path, sweep):
     path = tmp_path / "no_ece.csv"
-    df.assign(ece=np.nan).to_csv(path, index=False)
+    sweep.assign(ece=np.nan).to_csv(path, index=False)
     return path
 
 
@@ -306,9 +301,9 @@ def no_ece(tmp_path, df):
         (["seeds", "--data", "{tmp}/absent.csv", "--out", "{tmp}/fig.png"], "absent.csv: no such file"),
     ],
 )
-def test_plot_errors_exit_2_with_a_message_and_leave_no_file(tmp_path, df, args, message):
+def test_plot_errors_exit_2_with_a_message_and_leave_no_file(tmp_path, sweep, args, message):
     (tmp_path / "dir.png").mkdir()
-    names = {"tmp": tmp_path, "one": one_size(tmp_path, df), "no_ece": no_ece(tmp_path, df)}
+    names = {"tmp": tmp_path, "one": one_size(tmp_path, sweep), "no_ece": no_ece(tmp_path, sweep)}
     before = sorted(p.name for p in tmp_path.iterdir())
     result = runner.invoke(app, ["plot", *(a.format(**names) for a in args)])
     assert result.exit_code == 2, result.output
@@ -346,9 +341,11 @@ def test_help_does_not_import_matplotlib():
     )
 
 
-def test_an_unregistered_variant_is_labelled_by_its_name_in_a_colour_no_registered_one_has(df):
-    mine = df[df["variant"] == "standard"].assign(variant="myrule", val_loss=lambda d: d["val_loss"] + 0.01)
-    ax = plots.scaling_figure(pd.concat([df, mine], ignore_index=True)).axes[0]
+def test_an_unregistered_variant_is_labelled_by_its_name_in_a_colour_no_registered_one_has(sweep):
+    mine = sweep[sweep["variant"] == "standard"].assign(
+        variant="myrule", val_loss=lambda d: d["val_loss"] + 0.01
+    )
+    ax = plots.scaling_figure(pd.concat([sweep, mine], ignore_index=True)).axes[0]
     assert [t.get_text() for t in ax.get_legend().get_texts()] == ["Review", "Highway", "Standard", "myrule"]
     drawn_colours = [ln.get_color() for ln in ax.get_legend().get_lines()]
     assert same_color(drawn_colours[3], "#CC6677")  # the first extra colour
@@ -369,14 +366,14 @@ def test_a_sweep_given_for_a_gap_table_is_told_which_function_makes_one():
 # ------------------------------------------------------------------ the fitted line and the forecast figure
 
 
-def test_emergence_draws_the_primary_line_and_its_band_when_given(df, table):
+def test_emergence_draws_the_primary_line_and_its_band_when_given(sweep, table):
     from rr_analysis.forecast import forecast, meta_line
 
-    line = meta_line(df)
+    line = meta_line(sweep)
     ax = plots.emergence_figure(table, line=line).axes[0]
     fits = {a.get_gid(): a for a in ax.lines if (a.get_gid() or "").startswith("fit:")}
     assert set(fits) == {"fit:highway", "fit:standard"}
-    at_1b = forecast(df, ["1B"]).set_index("baseline")["pred"]
+    at_1b = forecast(sweep, ["1B"]).set_index("baseline")["pred"]
     for b in BASELINES:
         assert fits[f"fit:{b}"].get_ydata()[-1] == pytest.approx(at_1b[b], rel=1e-4)
     assert {c.get_gid() for c in ax.collections} >= {"fit_ci:highway", "fit_ci:standard"}
@@ -385,11 +382,11 @@ def test_emergence_draws_the_primary_line_and_its_band_when_given(df, table):
     assert not [a for a in plain.lines if (a.get_gid() or "").startswith("fit:")]
 
 
-def test_forecast_figure_draws_both_intervals_past_the_shaded_range(df, table):
+def test_forecast_figure_draws_both_intervals_past_the_shaded_range(sweep, table):
     from rr_analysis.forecast import forecast, meta_line
 
-    fc = forecast(df, ["3B", "7B"])
-    fig = plots.forecast_figure(table, meta_line(df, ["3B", "7B"]), fc)
+    fc = forecast(sweep, ["3B", "7B"])
+    fig = plots.forecast_figure(table, meta_line(sweep, ["3B", "7B"]), fc)
     assert [ax.get_title() for ax in fig.axes] == ["Review vs. Highway", "Review vs. Standard"]
     ax = fig.axes[0]
     pi = next(c for c in ax.containers if c.lines[0] is None)  # fmt="none": the PI bars alone
@@ -402,10 +399,10 @@ def test_forecast_figure_draws_both_intervals_past_the_shaded_range(df, table):
     assert labels[-2:] == ["3B", "7B"]
 
 
-def test_forecast_figure_without_a_line_says_why(df):
+def test_forecast_figure_without_a_line_says_why(sweep):
     from rr_analysis.forecast import forecast, meta_line
 
-    cut = df[df["size"].isin(["60M", "1B"])]
+    cut = sweep[sweep["size"].isin(["60M", "1B"])]
     with pytest.raises(plots.PlotError, match="needs a size-level line"):
         plots.forecast_figure(gap_table(cut), meta_line(cut, ["3B"]), forecast(cut, ["3B"]))
 

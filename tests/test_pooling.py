@@ -13,36 +13,29 @@ from typer.testing import CliRunner
 
 from cli.main import app
 from rr_analysis.pooling import pool_check, row_flags
-from rr_model.results.dataset import append_rows, bundled_path, load_sweep, write_sweep
+from rr_model.results.dataset import append_rows, bundled_path, write_sweep
 from rr_model.results.provenance import append_record, sidecar_path
 
 runner = CliRunner()
 
 
-@pytest.fixture(scope="module")
-def published() -> pd.DataFrame:
-    return load_sweep()
-
-
-def new_seed(
-    published: pd.DataFrame, seed: int = 5, shift: float = 0.004, jitter: float = 0.003
-) -> pd.DataFrame:
-    rows = published[published["seed"] == 0].assign(seed=seed)
+def new_seed(sweep: pd.DataFrame, seed: int = 5, shift: float = 0.004, jitter: float = 0.003) -> pd.DataFrame:
+    rows = sweep[sweep["seed"] == 0].assign(seed=seed)
     rng = np.random.default_rng(seed)
     return rows.assign(val_loss=(rows["val_loss"] + shift + rng.normal(0, jitter, len(rows))).round(4))
 
 
-def test_published_rows_alone_have_nothing_to_check(published):
-    r = pool_check(published).iloc[0]
+def test_published_rows_alone_have_nothing_to_check(sweep):
+    r = pool_check(sweep).iloc[0]
     assert (r["n_published"], r["n_new"], r["n_flagged"]) == (42, 0, 0) and np.isnan(r["estimate"])
     assert r["note"] == "no new rows to compare"
 
 
-def test_source_term_equals_the_between_block_contrast(published):
+def test_source_term_equals_the_between_block_contrast(sweep):
     """Every block (size, seed) holds all three variants with equal weight, so the REML estimate of a term
     constant within blocks is the OLS fit of the block means on size and source (within-block contrasts are
     orthogonal to it): an independent computation of the same number."""
-    merged = pd.concat([published, new_seed(published)], ignore_index=True)
+    merged = pd.concat([sweep, new_seed(sweep)], ignore_index=True)
     r = pool_check(merged).iloc[0]
     blocks = merged.groupby(["size", "seed"], sort=False)["val_loss"].mean().reset_index()
     sizes = pd.get_dummies(blocks["size"]).to_numpy(float)
@@ -53,7 +46,7 @@ def test_source_term_equals_the_between_block_contrast(published):
     assert all(row["flags"] == ["no provenance record: recipe and hardware unknown"] for row in r["rows"])
 
 
-def test_flags_name_recipe_hardware_precision_and_changed_rows(published):
+def test_flags_name_recipe_hardware_precision_and_changed_rows(sweep):
     good = {
         "config": {"precision": "tf32", "data": "tinystories"},
         "environment": {"device_name": "NVIDIA B200"},
@@ -69,16 +62,16 @@ def test_flags_name_recipe_hardware_precision_and_changed_rows(published):
         "data synthetic (published: tinystories)",
         "hardware NVIDIA H200 (published: NVIDIA B200)",
     ]
-    changed = published.copy()
+    changed = sweep.copy()
     changed.loc[0, "val_loss"] += 0.01
     rows = pool_check(changed).iloc[0]["rows"]
     assert len(rows) == 1 and rows[0]["flags"][0] == "changes the published row of this key"
 
 
-def test_merge_keeps_sources_and_pool_check_reads_them(published, tmp_path):
+def test_merge_keeps_sources_and_pool_check_reads_them(sweep, tmp_path):
     a = tmp_path / "a.csv"
     shutil.copy(bundled_path(), a)
-    rows = new_seed(published)
+    rows = new_seed(sweep)
     append_rows(a, rows.to_dict("records"))
     for r in rows.itertuples():
         env = {"device_name": "NVIDIA H100 80GB HBM3"}
@@ -97,8 +90,8 @@ def test_merge_keeps_sources_and_pool_check_reads_them(published, tmp_path):
     assert "verdict: " in text and "15 new row(s) flagged" in text
 
 
-def test_pool_check_on_a_file_without_sidecar(published, tmp_path):
+def test_pool_check_on_a_file_without_sidecar(sweep, tmp_path):
     path = tmp_path / "m.csv"
-    write_sweep(pd.concat([published, new_seed(published)], ignore_index=True), path)
+    write_sweep(pd.concat([sweep, new_seed(sweep)], ignore_index=True), path)
     out = runner.invoke(app, ["analyze", "--data", str(path), "--pool-check", "--format", "csv"])
     assert out.exit_code == 0 and out.output.startswith("term,estimate,se,z,p,")

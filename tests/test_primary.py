@@ -8,7 +8,6 @@ import itertools
 import math
 
 import numpy as np
-import pandas as pd
 import pytest
 from scipy import stats
 
@@ -17,13 +16,6 @@ from rr_analysis.equivalence import equivalence
 from rr_analysis.exact import NORMAL_MAX_ERROR, _monte_carlo, sign_flip
 from rr_analysis.power import pooled_resid_sd, seed_plan, t_test_power
 from rr_analysis.stats import gap_table, paired_table, welch_table
-from rr_model.results.dataset import load_sweep
-
-
-@pytest.fixture(scope="module")
-def sweep() -> pd.DataFrame:
-    return load_sweep()
-
 
 # --- Hedges' g ---------------------------------------------------------------------------------------------
 

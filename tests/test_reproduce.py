@@ -5,29 +5,20 @@ refused by the guard before its first step."""
 
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 import pytest
+from conftest import stub_tokens
 from typer.testing import CliRunner
 
 from cli.main import app
 from rr_model.core.errors import InputError, RecipeError
-from rr_model.core.ladder import get_size
 from rr_model.reproduce import DEFAULT_REPRODUCTION, check_reproducible, plan_reproduction
 from rr_model.results.dataset import append_rows, bundled_path, load_sweep
 from rr_model.results.provenance import environment
 from rr_model.runs import TrainConfig, preflight
 from rr_model.sweep.local import train_command
-from rr_model.tokens import TINYSTORIES, Tokens
 
 runner = CliRunner()
-
-
-def tokens(**kw) -> Tokens:
-    base = dict(source=TINYSTORIES, tokenizer="gpt2", n_text=get_size("60M").recipe.n_text)
-    return Tokens(
-        train=np.zeros(0), val=np.zeros(0), key="k", vocab_size=50257, eos_id=50256, **{**base, **kw}
-    )
 
 
 def test_dry_run_plans_the_published_run_into_its_own_file(tmp_path, monkeypatch):
@@ -78,9 +69,9 @@ def test_plan_through_the_published_seam_and_skips_present_rows(tmp_path):
 def test_the_recipe_guard_holds_on_a_reproduction_file(tmp_path):
     plan = preflight(tmp_path / "new.csv", ["60M"], reproduction=True)
     assert plan.published  # a new, empty reproduction file is guarded
-    plan.guard(TrainConfig("60M", reproduce=True), tokens())  # the published recipe passes
+    plan.guard(TrainConfig("60M", reproduce=True), stub_tokens())  # the published recipe passes
     with pytest.raises(RecipeError, match="is a reproduction file, and this run is off the published recipe"):
-        plan.guard(TrainConfig("60M", precision="bf16", reproduce=True), tokens())
+        plan.guard(TrainConfig("60M", precision="bf16", reproduce=True), stub_tokens())
     assert not preflight(tmp_path / "new.csv", ["60M"]).published  # the same new file, not a reproduction
 
 

@@ -21,21 +21,16 @@ from rr_model.results.dataset import load_sweep, write_sweep
 runner = CliRunner()
 
 
-@pytest.fixture(scope="module")
-def published() -> pd.DataFrame:
-    return load_sweep()
-
-
-def offset(published: pd.DataFrame, sizes=("60M", "150M"), shift=0.0003, jitter=0.0002) -> pd.DataFrame:
+def offset(sweep: pd.DataFrame, sizes=("60M", "150M"), shift=0.0003, jitter=0.0002) -> pd.DataFrame:
     """Re-runs of `sizes`: the published values moved by `shift` plus Gaussian jitter, at 4 decimals."""
-    rows = published[published["size"].isin(sizes)].copy()
+    rows = sweep[sweep["size"].isin(sizes)].copy()
     rng = np.random.default_rng(0)
     rows["val_loss"] = (rows["val_loss"] + shift + rng.normal(0, jitter, len(rows))).round(4)
     return rows
 
 
-def test_exact_copy_is_reproduced_within_rounding(published):
-    r = reproduction(published.copy())
+def test_exact_copy_is_reproduced_within_rounding(sweep):
+    r = reproduction(sweep.copy())
     assert (r["verdict"] == "reproduced within rounding").all() and (r["diff"] == 0).all()
     assert r["pooling"].iloc[0] == "safe: every re-run equals its published row"
     assert np.isnan(r["t"].iloc[0]) and "no spread to test with" in r["test_note"].iloc[0]
@@ -43,10 +38,10 @@ def test_exact_copy_is_reproduced_within_rounding(published):
     assert (r["rounding_high"] - r["published"]).round(10).eq(0.00005).all()
 
 
-def test_small_offset_paired_t_and_tost_against_scipy_and_statsmodels(published):
-    repro = offset(published)
+def test_small_offset_paired_t_and_tost_against_scipy_and_statsmodels(sweep):
+    repro = offset(sweep)
     r = reproduction(repro)
-    pairs = repro.merge(published, on=["size", "variant", "seed"], suffixes=("_r", "_p"))
+    pairs = repro.merge(sweep, on=["size", "variant", "seed"], suffixes=("_r", "_p"))
     a, b = pairs["val_loss_r"].to_numpy(), pairs["val_loss_p"].to_numpy()
     res = stats.ttest_rel(a, b)
     top = r.iloc[0]
@@ -55,7 +50,7 @@ def test_small_offset_paired_t_and_tost_against_scipy_and_statsmodels(published)
     )
     assert top["df"] == len(a) - 1 and top["mean_offset"] == pytest.approx((a - b).mean())
     # the default margin: a tenth of the pooled published between-seed SD of the cells re-run
-    sd = published[published["size"].isin(["60M", "150M"])].groupby(["size", "variant"])["val_loss"].std()
+    sd = sweep[sweep["size"].isin(["60M", "150M"])].groupby(["size", "variant"])["val_loss"].std()
     margin = MARGIN_FRACTION * np.sqrt((sd**2).mean())
     assert top["margin"] == pytest.approx(margin)
     assert top["tost_p"] == pytest.approx(ttost_paired(a, b, -margin, margin)[0], rel=1e-12)
@@ -72,14 +67,14 @@ def test_small_offset_paired_t_and_tost_against_scipy_and_statsmodels(published)
     assert top["not_rerun"] == 42 - 18
 
 
-def test_one_far_off_row_is_outside_noise(published):
-    repro = published.copy()
+def test_one_far_off_row_is_outside_noise(sweep):
+    repro = sweep.copy()
     far = (repro["size"] == "590M") & (repro["variant"] == "highway") & (repro["seed"] == 1)
     repro.loc[far, "val_loss"] += 0.05
     r = reproduction(repro).set_index(["size", "variant", "seed"])
     row = r.loc[("590M", "highway", 1)]
     assert row["verdict"] == "outside same-seed noise" and row["diff"] == pytest.approx(0.05)
-    sd = published[(published["size"] == "590M") & (published["variant"] == "highway")]["val_loss"].std()
+    sd = sweep[(sweep["size"] == "590M") & (sweep["variant"] == "highway")]["val_loss"].std()
     assert row["diff_in_sd"] == pytest.approx(0.05 / sd) and row["noise"] == pytest.approx(
         NOISE_FRACTION * sd
     )
@@ -87,28 +82,28 @@ def test_one_far_off_row_is_outside_noise(published):
     assert r["pooling"].iloc[0].startswith("not shown")  # one row far off: the offset is not shown small
 
 
-def test_noise_and_margin_options_and_their_sources(published):
-    r = reproduction(offset(published), noise=0.0001, margin=0.01)
+def test_noise_and_margin_options_and_their_sources(sweep):
+    r = reproduction(offset(sweep), noise=0.0001, margin=0.01)
     assert (r["noise"] == 0.0001).all() and r["noise_source"].iloc[0] == "--noise 0.0001"
     assert r["margin_source"].iloc[0] == "--margin 0.01"
     assert "outside same-seed noise" in set(r["verdict"])  # 0.0003 offsets are beyond 2 x 0.0001
-    assert "assumed, not measured" in reproduction(published.copy())["noise_source"].iloc[0]
+    assert "assumed, not measured" in reproduction(sweep.copy())["noise_source"].iloc[0]
     with pytest.raises(InputError, match="--noise must be a number >= 0"):
-        reproduction(published.copy(), noise=-1.0)
+        reproduction(sweep.copy(), noise=-1.0)
 
 
-def test_two_reruns_measure_the_same_seed_noise(published):
-    a, b = offset(published, shift=0.0), offset(published, shift=0.0, jitter=0.0003)
+def test_two_reruns_measure_the_same_seed_noise(sweep):
+    a, b = offset(sweep, shift=0.0), offset(sweep, shift=0.0, jitter=0.0003)
     r = reproduction(b, published=a)
     assert r["rms_offset"].iloc[0] == pytest.approx(
         np.sqrt(np.mean((b["val_loss"].to_numpy() - a["val_loss"].to_numpy()) ** 2))
     )
 
 
-def test_a_row_that_is_no_rerun_is_a_sentence(published, tmp_path):
-    new_seed = published.iloc[[0]].assign(seed=9)
+def test_a_row_that_is_no_rerun_is_a_sentence(sweep, tmp_path):
+    new_seed = sweep.iloc[[0]].assign(seed=9)
     path = tmp_path / "repro.csv"
-    write_sweep(pd.concat([published.iloc[:3], new_seed]), path)
+    write_sweep(pd.concat([sweep.iloc[:3], new_seed]), path)
     with pytest.raises(
         InputError, match="1 row\\(s\\) are not re-runs of a published run .*60M review_neutral seed 9"
     ):
@@ -121,9 +116,9 @@ def test_a_row_that_is_no_rerun_is_a_sentence(published, tmp_path):
     )
 
 
-def test_cli_json_carries_every_number(published, tmp_path):
+def test_cli_json_carries_every_number(sweep, tmp_path):
     path = tmp_path / "repro.csv"
-    write_sweep(offset(published), path)
+    write_sweep(offset(sweep), path)
     out = runner.invoke(app, ["analyze", "reproduction", "--data", str(path), "--format", "json"])
     assert out.exit_code == 0, out.output
     rows = json.loads(out.output)

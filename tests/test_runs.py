@@ -4,28 +4,21 @@ the trainer and `rr train` ask of it, and each refusal keeps its sentence."""
 from __future__ import annotations
 
 import os
-import shutil
 from dataclasses import replace
 from pathlib import Path
 
-import numpy as np
 import pytest
+from conftest import stub_tokens
 
 from rr_model.core.errors import InputError, RecipeError
-from rr_model.core.ladder import RECIPE, get_size
+from rr_model.core.ladder import get_size
 from rr_model.results import dataset
 from rr_model.results.dataset import DataError, append_rows, bundled_path
 from rr_model.runs import TrainConfig, plan_runs, preflight
-from rr_model.tokens import TINYSTORIES, Tokens
 
 ROW = dict(
     size="tiny", variant="standard", seed=0, params_M=1.13, steps=8, val_loss=3.0, ece=0.1, minutes=0.1
 )
-
-
-def tokens(**kw) -> Tokens:
-    base = dict(source=TINYSTORIES, tokenizer="gpt2", n_text=RECIPE.n_text, vocab_size=50257, eos_id=50256)
-    return Tokens(train=np.zeros(0), val=np.zeros(0), key="k", **{**base, **kw})
 
 
 @pytest.fixture
@@ -49,7 +42,7 @@ def test_one_reading_answers_every_question(tmp_path, reads):
     plan = preflight(out, ["tiny"], create=True)
     cfg = TrainConfig("tiny", "standard", 1, data="synthetic", steps=8)
     assert plan.keys == {("tiny", "standard", 0)} and not plan.published and not plan.from_published
-    plan.guard(cfg, tokens(source="synthetic"))  # a file of its own: any recipe
+    plan.guard(cfg, stub_tokens(source="synthetic"))  # a file of its own: any recipe
     plan.check_fits(cfg, 1_130_000)
     assert plan_runs(out, "tiny", ("standard",))[0][0].seed == 1  # the CLI's plan: one more reading
     assert [p for p in reads if p == out] == [out, out]  # (published: the reference copy, for the guard)
@@ -67,7 +60,7 @@ def test_the_trainer_reads_its_output_once_before_training_and_once_to_append(tm
     assert [p for p in reads if p == out] == [out, out]  # preflight, then append_rows under its lock
 
 
-def test_each_refusal_keeps_its_sentence(tmp_path, monkeypatch):
+def test_each_refusal_keeps_its_sentence(tmp_path, monkeypatch, published_copy):
     with pytest.raises(DataError, match="is the reference copy of the published sweep installed with rr"):
         preflight(bundled_path())
     (tmp_path / "dir.csv").mkdir()
@@ -75,15 +68,14 @@ def test_each_refusal_keeps_its_sentence(tmp_path, monkeypatch):
         preflight(tmp_path / "dir.csv")
     with pytest.raises(InputError, match="is not a folder, and its parent is none either"):
         preflight(tmp_path / "no" / "such" / "x.csv")
-    published = tmp_path / "published.csv"
-    shutil.copy(bundled_path(), published)
+    published = published_copy
     plan = preflight(published, ["60M"])
     assert plan.published
     with pytest.raises(
         RecipeError, match=r"holds published rows.*steps 20 \(published: 8000\).*--out other.csv"
     ):
-        plan.guard(TrainConfig("60M", steps=20), tokens())
-    plan.guard(TrainConfig("60M"), tokens())  # the published recipe passes
+        plan.guard(TrainConfig("60M", steps=20), stub_tokens())
+    plan.guard(TrainConfig("60M"), stub_tokens())  # the published recipe passes
     with pytest.raises(InputError, match="not training 60M standard 0: its row would be refused") as e:
         plan.check_fits(TrainConfig("60M", "standard", 0), 52_000_000)
     assert "new row 1, column size,variant,seed" in str(e.value) and "duplicate run" in str(e.value)

@@ -13,12 +13,6 @@ from typer.testing import CliRunner
 from cli.main import app
 from rr_analysis.scaling import SCALING_COLUMNS, power_law, scaling_fits
 from rr_analysis.tables import render
-from rr_model.results.dataset import load_sweep
-
-
-@pytest.fixture(scope="module")
-def sweep() -> pd.DataFrame:
-    return load_sweep()
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,6 @@ from scipy import stats
 
 from rr_analysis.cells import baselines_in_order
 from rr_analysis.stats import TABLE_COLUMNS, adjust_p, gap_table, paired_table, welch_table
-from rr_model.results.dataset import load_sweep
 
 # Paper Table 2 and its published script: sizes by parameter count, highway then standard within a size.
 PUBLISHED_T = [0.42, -1.01, 0.81, -0.53, 0.50, 0.39, 3.28, 3.67, 2.31, 2.36]
@@ -25,11 +24,6 @@ PUBLISHED_MEANS = {  # (review, highway, standard) at 4 dp
     "590M": (1.4795, 1.4889, 1.4901),
     "1B": (1.4876, 1.5031, 1.5040),
 }
-
-
-@pytest.fixture(scope="module")
-def sweep() -> pd.DataFrame:
-    return load_sweep()
 
 
 @pytest.fixture(scope="module")

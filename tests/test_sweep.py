@@ -3,30 +3,20 @@ resumability, and a crashed run that does not stop the sweep."""
 
 from __future__ import annotations
 
-import shutil
 import sys
 
 import pytest
-from typer.testing import CliRunner
+from conftest import rr
 
-from cli.main import app
 from rr_analysis.power import seed_plan
-from rr_model.results.dataset import bundled_path, load_sweep
+from rr_model.results.dataset import load_sweep
 from rr_model.runs import TrainConfig
 from rr_model.sweep.local import next_seeds, plan_sweep, train_command
 
-
-@pytest.fixture(autouse=True)
-def offline_cache(tmp_path_factory, monkeypatch):
-    monkeypatch.setenv("RR_CACHE", str(tmp_path_factory.getbasetemp() / "cache"))
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+pytestmark = pytest.mark.usefixtures("offline")  # no hub; the session's token cache
 
 
-def rr(*args):
-    return CliRunner().invoke(app, [str(a) for a in args])
-
-
-def test_default_plan_is_the_published_sweep_biggest_first(tmp_path):
+def test_default_plan_is_the_published_sweep_biggest_first(tmp_path, published_copy):
     todo, skipped = plan_sweep(tmp_path / "new.csv")
     assert len(todo) == 42 and not skipped
     assert [c.size for c in todo[::3]] == ["1B"] * 3 + ["590M"] * 3 + ["320M"] * 2 + ["150M"] * 3 + [
@@ -34,8 +24,7 @@ def test_default_plan_is_the_published_sweep_biggest_first(tmp_path):
     ] * 3
     assert [c.key for c in todo[:3]] == [("1B", v, 0) for v in ("review_neutral", "highway", "standard")]
 
-    published = tmp_path / "published.csv"
-    shutil.copy(bundled_path(), published)
+    published = published_copy
     todo, skipped = plan_sweep(published)
     assert not todo and len(skipped) == 42
     todo, _ = plan_sweep(published, ["60M", "1B"], [3, 4])
@@ -90,9 +79,8 @@ def test_next_seeds_completes_a_crashed_block_first():
     assert next_seeds(keys, "60M", 2) == [0, 1] and next_seeds(keys, "1B", 0) == []
 
 
-def test_effect_plans_the_seeds_the_power_analysis_asks_for(tmp_path):
-    published = tmp_path / "published.csv"
-    shutil.copy(bundled_path(), published)
+def test_effect_plans_the_seeds_the_power_analysis_asks_for(published_copy):
+    published = published_copy
     need = seed_plan(load_sweep(published), 0.003).set_index("size")["seeds_needed"]
     result = rr("sweep", "--effect", 0.003, "--sizes", "1B,320M", "--out", published, "--dry-run")
     assert result.exit_code == 0, result.output

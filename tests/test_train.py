@@ -19,10 +19,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from conftest import RR, TINY_RUN
-from typer.testing import CliRunner
+from conftest import RR, TINY_RUN, rr, stub_tokens
 
-from cli.main import app
 from rr_model import synthetic
 from rr_model.config import model_config
 from rr_model.core.errors import InputError
@@ -32,7 +30,7 @@ from rr_model.model import GPT
 from rr_model.results import provenance
 from rr_model.results.dataset import append_rows, bundled_path, load_sweep
 from rr_model.runs import DEFAULT_OUT, TrainConfig, plan_runs, preflight, recipe_differences
-from rr_model.tokens import TINYSTORIES, Tokens, sample_batch
+from rr_model.tokens import sample_batch
 from rr_model.train import lr_at, train
 
 pytestmark = pytest.mark.usefixtures("offline")
@@ -60,10 +58,6 @@ def tiny_args(out, variant="standard", steps=8, *extra) -> list:
         out,
         *extra,
     ]
-
-
-def rr(*args):
-    return CliRunner().invoke(app, [str(a) for a in args])
 
 
 def rr_subprocess(*args, **popen):
@@ -182,15 +176,10 @@ def test_data_order_is_the_published_stream_from_a_token_cache(tmp_path, monkeyp
     assert (starts[0][1], starts[2][1]) == FIRST_STARTS[seed]
 
 
-def _tokens(**kw) -> Tokens:
-    base = dict(source=TINYSTORIES, tokenizer="gpt2", n_text=RECIPE.n_text, vocab_size=50257, eos_id=50256)
-    return Tokens(train=np.zeros(0), val=np.zeros(0), key="k", **{**base, **kw})
-
-
 def test_recipe_differences_name_each_departure():
-    assert recipe_differences(TrainConfig("60M"), _tokens()) == []
+    assert recipe_differences(TrainConfig("60M"), stub_tokens()) == []
     cfg = TrainConfig("60M", steps=100, precision="bf16")
-    synthetic_data = _tokens(source="synthetic", tokenizer="bytes", n_text=10000)
+    synthetic_data = stub_tokens(source="synthetic", tokenizer="bytes", n_text=10000)
     assert recipe_differences(cfg, synthetic_data) == [
         "steps 100 (published: 8000)",
         "precision bf16 (published: tf32)",
@@ -203,9 +192,8 @@ def test_recipe_differences_name_each_departure():
 # ------------------------------------------------------------------------------------------- planning
 
 
-def test_plan_takes_the_next_unused_seed_and_skips_present_runs(tmp_path):
-    out = tmp_path / "sweep.csv"
-    shutil.copy(bundled_path(), out)
+def test_plan_takes_the_next_unused_seed_and_skips_present_runs(published_copy):
+    out = published_copy
     todo, skipped = plan_runs(out, "60M")
     assert [c.key for c in todo] == [("60M", v, 3) for v in ("review_neutral", "highway", "standard")]
     assert not skipped
