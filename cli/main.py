@@ -11,7 +11,7 @@ import typer
 from cli import (
     analyze,
     depth,
-    eval,
+    evaluate,
     export,
     gates,
     merge,
@@ -61,7 +61,7 @@ for module in (
     train,
     reproduce,
     sample,
-    eval,
+    evaluate,
     export,
     sweep,
     merge,

@@ -69,8 +69,10 @@ def test_analysis_commands_run_on_the_base_install(args, tmp_path):
     assert "an extra: not in the base install" not in result.stderr
 
 
-def _child(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
-    code = f"BLOCKED = {sorted(extras_only())!r}\nARGS = {args!r}\n" + BLOCKER
+def _child(args: list[str], cwd: Path, blocked: set[str] | None = None) -> subprocess.CompletedProcess:
+    """`rr ARGS` in a child interpreter without the `blocked` modules (default: every extra's)."""
+    blocked = extras_only() if blocked is None else blocked
+    code = f"BLOCKED = {sorted(blocked)!r}\nARGS = {args!r}\n" + BLOCKER
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=cwd)
 
 
@@ -103,3 +105,29 @@ def test_the_extra_is_read_from_the_installed_metadata_and_a_bug_stays_a_bug():
     ]
     assert missing_extra("pandas") is None  # a base dependency missing is a broken install, not an extra
     assert missing_extra("no_such_module") is None and missing_extra(None) is None
+
+
+@pytest.mark.parametrize(
+    "args, blocked, extra",
+    [
+        (["--log", "tensorboard"], "tensorboard", "logging"),
+        (["--log", "wandb"], "wandb", "logging"),
+        (["export"], "safetensors", "export"),
+    ],
+    ids=lambda a: a if isinstance(a, str) else " ".join(a),
+)
+def test_a_missing_logging_or_export_extra_is_one_line(args, blocked, extra, tiny_run, offline, tmp_path):
+    """With torch installed but one backend absent: `rr train --log X` and `rr export` say which extra
+    to install, in one line, and leave no row, log or export folder behind."""
+    from rr_model import checkpoint
+
+    if args == ["export"]:
+        final = checkpoint.final_path(tiny_run["out"], "tiny", "standard", 0)
+        args = ["export", "--checkpoint", str(final), "--out", "exported"]
+    else:
+        args = ["train", "--size", "tiny", "--data", "synthetic", "--steps", "2", "--out", "demo.csv", *args]
+    result = _child(args, tmp_path, blocked={blocked})
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr[-3000:]
+    lines = [line for line in result.stderr.splitlines() if line.startswith("rr: error:")]
+    assert len(lines) == 1 and f"comes with rr's '{extra}' extra" in lines[0], result.stderr[-3000:]
+    assert not (tmp_path / "demo.csv").exists() and not (tmp_path / "exported" / "model.safetensors").exists()
