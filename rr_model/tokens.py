@@ -39,6 +39,8 @@ __all__ = [
     "Tokens",
     "DataUnavailable",
     "load_tokens",
+    "Tokenizer",
+    "load_tokenizer",
     "check_data",
     "corpus_files",
     "sample_batch",
@@ -125,10 +127,10 @@ def decode_bytes(ids: Iterable[int] | np.ndarray) -> str:
 
 @functools.cache
 def _gpt2():
-    from tokenizers import Tokenizer
+    import tokenizers
 
     try:
-        return Tokenizer.from_pretrained("gpt2")
+        return tokenizers.Tokenizer.from_pretrained("gpt2")
     except OSError as e:  # huggingface_hub's offline, not-found and HTTP errors are all OSErrors
         raise _unavailable("the GPT-2 tokenizer", e) from e
 
@@ -180,22 +182,29 @@ def token_bytes(tokenizer: str) -> np.ndarray:
 
 
 @dataclass(frozen=True)
-class _Tokenizer:
+class Tokenizer:
+    """A tokenizer as `load_tokens` tokenizes a corpus with it: its vocabulary, EOS id and batch encoder."""
+
     name: str
     vocab_size: int
     eos_id: int
     encode_batch: Callable[[list[str]], list[np.ndarray]]
 
 
-def _tokenizer(name: str) -> _Tokenizer:
+def load_tokenizer(name: str) -> Tokenizer:
+    """The tokenizer `name` ("bytes" or "gpt2") that `load_tokens` builds a token cache with.
+
+    GPT-2's comes from the Hugging Face cache or hub (`DataUnavailable` when neither has it); its documents
+    are encoded without special tokens, as `encode_text` encodes them.
+    """
     if name == "bytes":
-        return _Tokenizer("bytes", 257, BYTE_EOS, lambda texts: [encode_bytes(t) for t in texts])
+        return Tokenizer("bytes", 257, BYTE_EOS, lambda texts: [encode_bytes(t) for t in texts])
     tok = _gpt2()
 
     def encode_batch(texts: list[str]) -> list[np.ndarray]:
         return [np.asarray(e.ids, dtype=_DTYPE) for e in tok.encode_batch(texts, add_special_tokens=False)]
 
-    return _Tokenizer("gpt2", tok.get_vocab_size(), tok.token_to_id(EOT), encode_batch)
+    return Tokenizer("gpt2", tok.get_vocab_size(), tok.token_to_id(EOT), encode_batch)
 
 
 # ------------------------------------------------------------------------------------------------ corpora
@@ -313,7 +322,7 @@ def _open(directory: Path, key: str | None = None) -> Tokens | None:
         return None
 
 
-def _build(directory: Path, key: str, source: str, tok: _Tokenizer, docs: Iterable[str], n_text: int) -> None:
+def _build(directory: Path, key: str, source: str, tok: Tokenizer, docs: Iterable[str], n_text: int) -> None:
     """Tokenize `docs` (at most n_text) and publish the cache at `directory` atomically."""
     tmp = Path(tempfile.mkdtemp(prefix=f".{key}.", dir=directory.parent))
     try:
@@ -425,7 +434,7 @@ def load_tokens(
     directory.parent.mkdir(parents=True, exist_ok=True)
     with locked(directory.with_suffix(".lock")):
         if (tokens := _open(directory, key)) is None:  # nobody built it while we waited for the lock
-            tok = _tokenizer(tokenizer)
+            tok = load_tokenizer(tokenizer)
             log.info("tokenizing %s with %s into %s (first use only)", source, tokenizer, directory)
             start = time.perf_counter()
             _build(directory, key, source, tok, docs(), n_text)

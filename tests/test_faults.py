@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 import os
 import shutil
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -202,10 +203,14 @@ def test_a_read_only_filesystem_is_one_error_line(tmp_path, monkeypatch):
     from cli.main import app
     from rr_model.core import files
 
-    def read_only(path, *args, **kwargs):
-        raise OSError(errno.EROFS, "Read-only file system", str(path))
+    os_open = os.open
 
-    monkeypatch.setattr(files, "_write_synced", read_only)
+    def read_only(path, *args, **kwargs):  # the test's folder is read-only; everything else opens as ever
+        if Path(path).resolve().parent == tmp_path.resolve():
+            raise OSError(errno.EROFS, "Read-only file system", str(path))
+        return os_open(path, *args, **kwargs)
+
+    monkeypatch.setattr(files.os, "open", read_only)
     monkeypatch.chdir(tmp_path)
     result = CliRunner().invoke(app, ["plot", "scaling", "-o", "s.png", "--dpi", "20"])
     assert result.exit_code == 2

@@ -149,7 +149,7 @@ ROW = {"size": "tiny", "variant": "standard", "seed": 0, "params_M": 1.13, "step
 
 
 @pytest.mark.parametrize(
-    "obj, name", [("rr_model.results.dataset", "_parse"), ("rr_model.core.files.os", "link")]
+    "obj, name", [("rr_model.results.dataset", "create_new"), ("rr_model.core.files.os", "link")]
 )
 def test_first_append_killed_midway_leaves_no_file_and_the_next_one_succeeds(tmp_path, obj, name):
     from rr_model.results.dataset import append_rows, load_sweep

@@ -6,7 +6,7 @@ import pytest
 from typer.testing import CliRunner
 
 from cli.main import app
-from rr_analysis.notes import _above
+from rr_analysis.notes import recipe_notes
 from rr_model.core.errors import InputError
 from rr_model.core.ladder import get_size
 
@@ -92,6 +92,15 @@ def test_plan_durations_read_in_minutes_hours_or_days():
     ]
 
 
-def test_a_note_never_reads_as_equal_to_the_limit_it_exceeds():
-    assert _above(0.0204, 0.02) == "2.04%"
-    assert _above(0.035, 0.02) == "3.5%"
+def test_a_note_never_reads_as_equal_to_the_limit_it_exceeds(sweep):
+    """The published 60M counts differ by 60.68 / 59.47 - 1 = 2.035%: the note says 2.03%, not 2.0%, over 2%;
+    3.5% needs no second decimal."""
+
+    def at_60m(df):
+        notes = recipe_notes(df)
+        return notes.loc[(notes["kind"] == "params_mismatch") & (notes["size"] == "60M"), "message"].item()
+
+    assert "differ by 2.03% (review_neutral 59.47M, highway 60.68M), more than 2%:" in at_60m(sweep)
+    highway = (sweep["size"] == "60M") & (sweep["variant"] == "highway")
+    wider = sweep.assign(params_M=sweep["params_M"].mask(highway, 59.47 * 1.035))
+    assert "differ by 3.5% (review_neutral 59.47M, highway 61.55M)" in at_60m(wider)

@@ -123,3 +123,81 @@ def test_collecting_a_test_module_needs_no_rr_on_path(path):
     visitor.visit(ast.parse(path.read_text()))
     looked_up = [c for c in visitor.calls if c.endswith("which") or c.startswith("subprocess.")]
     assert looked_up == []
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+def _root(node: ast.expr) -> str | None:
+    """The name an attribute chain (`a.b.c`) or a dotted string ("rr_model.tokens") starts from."""
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value.split(".")[0]
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def private_uses(path: Path) -> list[str]:
+    """ "file:line name" for each private name of rr a test imports, reads as an attribute or patches by name.
+
+    rr's names are those a module binds by importing from `PACKAGES` (module or object); an attribute chain
+    rooted at one, a dotted string naming rr ("rr_model.files._x", as mock.patch takes it) and a
+    (get|set|del)attr of one by name all count.
+    """
+    tree = ast.parse(path.read_text(), str(path))
+    rr, found = set(PACKAGES), []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] in PACKAGES:
+            rr |= {a.asname or a.name for a in node.names}
+            names = [*node.module.split("."), *(a.name for a in node.names)]
+            found += [(node.lineno, n) for n in names if _private(n)]
+        elif isinstance(node, ast.Import):
+            for a in node.names:
+                if a.name.split(".")[0] in PACKAGES:
+                    rr.add(a.asname or a.name.split(".")[0])
+                    found += [(node.lineno, n) for n in a.name.split(".") if _private(n)]
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and _private(node.attr) and _root(node) in rr:
+            found.append((node.lineno, node.attr))
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and _root(node) in PACKAGES:
+            parts = node.value.split(".")
+            if len(parts) > 1 and all(p.isidentifier() for p in parts):
+                found += [(node.lineno, p) for p in parts if _private(p)]
+        elif isinstance(node, ast.Call) and ast.unparse(node.func).endswith(
+            ("setattr", "getattr", "delattr")
+        ):
+            target, name = (node.args + [None, None])[:2]
+            if target is not None and _root(target) in rr and isinstance(name, ast.Constant):
+                if isinstance(name.value, str) and _private(name.value):
+                    found.append((node.lineno, name.value))
+    return [f"{path.name}:{line} {name}" for line, name in sorted(set(found))]
+
+
+def test_private_uses_finds_imports_attributes_and_patches(tmp_path):
+    probe = tmp_path / "test_probe.py"
+    probe.write_text(
+        "from rr_model.tokens import _x, load_tokens\n"
+        "import rr_model.tokens as tok\n"
+        "import os\n"
+        "tok._y\n"
+        "os._exit\n"
+        "tok.__name__\n"
+        "def test(monkeypatch):\n"
+        "    from rr_model.core import files\n"
+        "    monkeypatch.setattr(files, '_z', None)\n"
+        "    monkeypatch.setattr('rr_model.core.files._w', None)\n"
+        "    monkeypatch.setattr(os, '_v', None)\n"
+    )
+    assert private_uses(probe) == [
+        "test_probe.py:1 _x",
+        "test_probe.py:4 _y",
+        "test_probe.py:9 _z",
+        "test_probe.py:10 _w",
+    ]
+
+
+def test_no_test_reaches_a_private_name_of_rr():
+    """Tests go through rr's public names; a name a test needs is public because it is part of the contract."""
+    uses = [u for path in sorted((ROOT / "tests").glob("*.py")) for u in private_uses(path)]
+    assert uses == []

@@ -13,7 +13,7 @@ from scipy import stats
 
 from rr_analysis.effect import hedges_g, hedges_j
 from rr_analysis.equivalence import equivalence
-from rr_analysis.exact import NORMAL_MAX_ERROR, _monte_carlo, sign_flip
+from rr_analysis.exact import NORMAL_MAX_ERROR, monte_carlo_sign_flip, sign_flip
 from rr_analysis.power import pooled_resid_sd, seed_plan, t_test_power
 from rr_analysis.stats import gap_table, paired_table, welch_table
 
@@ -67,7 +67,7 @@ def test_sign_flip_on_many_pairs_reads_the_normal_limit_and_agrees_with_drawing(
     d = rng.normal(0.00003, 0.003, 10_000)
     p, floor, method = sign_flip(d)
     assert method == "normal approximation, 10,000 pairs" and floor == 0.0  # 2^-9999 underflows
-    drawn, _, _ = _monte_carlo(d, abs(d.sum()))
+    drawn, _, _ = monte_carlo_sign_flip(d, abs(d.sum()))
     assert 0.05 < p < 0.95 and p == pytest.approx(drawn, abs=2 * NORMAL_MAX_ERROR)
     assert sign_flip(d[:2000])[2].startswith("Monte Carlo")  # bound ~0.02: still drawn
     assert sign_flip(np.r_[1.0, d])[2].startswith("Monte Carlo")

@@ -286,7 +286,7 @@ def test_gpt2_tokenizer_gives_gpt2s_ids(monkeypatch):
     tokenizer is in the Hugging Face cache and is skipped (saying so) elsewhere."""
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
     try:
-        tok = tokmod._tokenizer("gpt2")
+        tok = tokmod.load_tokenizer("gpt2")
     except DataUnavailable:
         pytest.skip("GPT-2's tokenizer is not in the Hugging Face cache, and the tests never reach the hub")
     assert tok.encode_batch([GPT2_TEXT])[0].tolist() == GPT2_IDS
@@ -304,7 +304,7 @@ def test_second_load_hits_the_cache(cache, txt, monkeypatch):
     def no_build(*args, **kwargs):
         raise AssertionError("the second load tokenized again")
 
-    monkeypatch.setattr(tokmod, "_build", no_build)
+    monkeypatch.setattr(tokmod, "load_tokenizer", no_build)
     second = load_tokens(str(txt), tokenizer="bytes", cache_dir=cache)
     assert path.stat().st_ino == before.st_ino and path.stat().st_mtime_ns == before.st_mtime_ns
     assert isinstance(second.train, np.memmap) and second.train.dtype == np.uint16
@@ -375,8 +375,10 @@ def test_a_token_cache_directory_or_file_loads_as_data(cache, txt):
 
 def test_concurrent_loads_tokenize_once(cache, txt, monkeypatch):
     builds = []
-    build = tokmod._build
-    monkeypatch.setattr(tokmod, "_build", lambda *a: (builds.append(1), time.sleep(0.2), build(*a)))
+    real = tokmod.load_tokenizer  # loaded only to tokenize, under the cache's lock
+    monkeypatch.setattr(
+        tokmod, "load_tokenizer", lambda *a: (builds.append(1), time.sleep(0.2), real(*a))[-1]
+    )
     results = []
 
     def load():
