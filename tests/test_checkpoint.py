@@ -120,11 +120,15 @@ def test_resume_after_a_checkpoint_is_bitwise_identical(tmp_path, monkeypatch, t
         train(cfg, out)
     with pytest.raises(ValueError, match="another config"):
         train(TrainConfig(**{**TINY_RUN, "steps": 16}), out, resume=True)
+    # An hour already spent before the checkpoint: the row's minutes must carry it, not only the resumed part
+    assert saved["state"]["seconds"] > 0
+    checkpoint.save(ckpt, {**saved, "state": {**saved["state"], "seconds": 3600.0}})
     resumed = train(cfg, out, resume=True)
 
     assert resumed["resumed_at"] == [8] and not ckpt.exists()
     # minutes: both segments' training (up to the checkpoint, then from it) and the evaluation
-    assert resumed["result"]["minutes"] * 60 > saved["state"]["seconds"] > 0
+    assert 60 < resumed["result"]["minutes"] < 60 + tiny_run["result"]["minutes"] + 5
+    assert load_sweep(out)["minutes"].iloc[0] == pytest.approx(resumed["result"]["minutes"], abs=0.05)
     for key in ("val_loss", "ece", "params"):
         assert resumed["result"][key] == tiny_run["result"][key]  # exact, not approximate
     assert resumed["loss_curve"] == tiny_run["loss_curve"]
