@@ -162,6 +162,7 @@ def compare(
 
     Example
     -------
+    >>> from rr_model.results.dataset import load_sweep
     >>> rows, c = compare(load_sweep(), "highway", ["standard"], "ece")
     >>> c.baselines, sorted(rows["variant"].unique()), int(rows["response"].notna().sum())
     (('standard',), ['highway', 'standard'], 28)

@@ -60,6 +60,7 @@ def minutes_fit(df: pd.DataFrame, work: np.ndarray, level: float = LEVEL) -> dic
 
     Example
     -------
+    >>> from rr_model.results.dataset import load_sweep
     >>> m = minutes_fit(load_sweep(), np.array([3e9 * 6000]))
     >>> round(float(m["minutes"][0])), m["cells"]
     (78, 15)
@@ -154,6 +155,7 @@ def confirm_plan(
 
     Example
     -------
+    >>> from rr_model.results.dataset import load_sweep
     >>> p = confirm_plan(load_sweep(), ["3B"])
     >>> p[["seeds_at_pi_low", "seeds_at_pred", "seeds_at_pi_high"]].values.tolist()
     [[7, 3, 2], [3, 3, 2]]

@@ -258,6 +258,7 @@ def emergence(
 
     Example
     -------
+    >>> from rr_model.results.dataset import load_sweep
     >>> e = emergence(load_sweep())
     >>> e["meta_p"].round(3).tolist()
     [0.063, 0.001]

@@ -98,6 +98,7 @@ def equivalence(
 
     Example
     -------
+    >>> from rr_model.results.dataset import load_sweep
     >>> e = equivalence(load_sweep(), 0.005)
     >>> e.loc[e["size"] == "1B", "paired_verdict"].tolist()
     ['different', 'different']

@@ -88,6 +88,7 @@ def gap_estimates(table: pd.DataFrame, stat: str = "welch") -> pd.DataFrame:
 
     Example
     -------
+    >>> from rr_model.results.dataset import load_sweep
     >>> from rr_analysis.stats import gap_table
     >>> e = gap_estimates(gap_table(load_sweep(), adjust="none"), "welch")
     >>> e.loc[e["significant"], "size"].unique().tolist()

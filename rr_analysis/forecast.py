@@ -234,6 +234,7 @@ def forecast(
 
     Example
     -------
+    >>> from rr_model.results.dataset import load_sweep
     >>> f = forecast(load_sweep(), ["3B"])
     >>> f[["baseline", "pred", "pi_low"]].round(4).values.tolist()
     [['highway', 0.0179, 0.0037], ['standard', 0.0256, 0.0183]]
@@ -296,6 +297,7 @@ def meta_line(
 
     Example
     -------
+    >>> from rr_model.results.dataset import load_sweep
     >>> line = meta_line(load_sweep(), points=5)
     >>> line.groupby("baseline").size().tolist()
     [5, 5]

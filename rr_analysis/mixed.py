@@ -263,6 +263,7 @@ def mixed_table(
 
     Example
     -------
+    >>> from rr_model.results.dataset import load_sweep
     >>> m = mixed_table(load_sweep())
     >>> m.loc[(m["size"] == "1B") & (m["baseline"] == "highway"), "mixed_df"].item()
     4.0

@@ -116,6 +116,7 @@ def recipe_notes(
 
     Example
     -------
+    >>> from rr_model.results.dataset import load_sweep
     >>> recipe_notes(load_sweep())["kind"].unique().tolist()
     ['token_budget', 'larger_size_higher_loss', 'fewer_seeds', 'params_mismatch']
     """

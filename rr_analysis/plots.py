@@ -265,6 +265,7 @@ def emergence_figure(
 
     Example
     -------
+    >>> from rr_model.results.dataset import load_sweep
     >>> from rr_analysis.stats import gap_table
     >>> fig = emergence_figure(gap_table(load_sweep()), ci=True)
     """
@@ -346,6 +347,7 @@ def forecast_figure(
 
     Example
     -------
+    >>> from rr_model.results.dataset import load_sweep
     >>> from rr_analysis.forecast import forecast, meta_line
     >>> from rr_analysis.stats import gap_table
     >>> d = load_sweep()

@@ -123,6 +123,7 @@ def power_table(
 
     Example
     -------
+    >>> from rr_model.results.dataset import load_sweep
     >>> p = power_table(load_sweep())
     >>> p.loc[(p["size"] == "1B") & (p["baseline"] == "highway"), ["seeds_unpaired", "seeds_paired"]].values
     array([[6, 2]], dtype=object)
@@ -249,6 +250,7 @@ def seed_plan(
 
     Example
     -------
+    >>> from rr_model.results.dataset import load_sweep
     >>> seed_plan(load_sweep(), 0.003)["seeds_needed"].tolist()
     [8, 8, 8, 8, 8]
     """

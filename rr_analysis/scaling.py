@@ -194,6 +194,7 @@ def scaling_fits(
 
     Example
     -------
+    >>> from rr_model.results.dataset import load_sweep
     >>> s = scaling_fits(load_sweep(), boot=50)
     >>> s[["variant", "identified"]].values.tolist()
     [['review_neutral', True], ['highway', True], ['standard', True]]

@@ -143,6 +143,7 @@ def welch_table(
 
     Example
     -------
+    >>> from rr_model.results.dataset import load_sweep
     >>> w = welch_table(load_sweep())
     >>> w.loc[(w["size"] == "590M") & (w["baseline"] == "standard"), "welch_t"].round(2).item()
     3.67
@@ -226,6 +227,7 @@ def paired_table(
 
     Example
     -------
+    >>> from rr_model.results.dataset import load_sweep
     >>> p = paired_table(load_sweep())
     >>> p.loc[(p["size"] == "1B") & (p["baseline"] == "highway"), "paired_df"].item()
     2.0
@@ -307,6 +309,7 @@ def gap_table(
 
     Example
     -------
+    >>> from rr_model.results.dataset import load_sweep
     >>> t = gap_table(load_sweep())
     >>> t["welch_t"].round(2).tolist()
     [0.42, -1.01, 0.81, -0.53, 0.5, 0.39, 3.28, 3.67, 2.31, 2.36]

@@ -57,7 +57,11 @@ def depth_check(
 
     Example
     -------
-    >>> depth_check(n_layer=24)[["variant", "ratio"]]  # doctest: +SKIP
+    >>> depth_check(n_layer=24).set_index("variant")["ratio"].round(2)
+    variant
+    review_convex     0.00
+    review_neutral    1.05
+    Name: ratio, dtype: float64
     """
     rows = []
     for variant in variants:
