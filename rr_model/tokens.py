@@ -41,6 +41,7 @@ __all__ = [
     "load_tokens",
     "Tokenizer",
     "load_tokenizer",
+    "gpt2_tokenizer",
     "check_data",
     "corpus_files",
     "sample_batch",
@@ -126,7 +127,11 @@ def decode_bytes(ids: Iterable[int] | np.ndarray) -> str:
 
 
 @functools.cache
-def _gpt2():
+def gpt2_tokenizer():
+    """GPT-2's `tokenizers.Tokenizer`, from the Hugging Face cache or hub, loaded once per process.
+
+    `gpt2_tokenizer.cache_clear()` forgets it (the tests serve stand-ins through the hub's loader).
+    """
     import tokenizers
 
     try:
@@ -137,7 +142,7 @@ def _gpt2():
 
 def eos_id(tokenizer: str) -> int:
     """The end-of-document token of `tokenizer` ("bytes": 256; "gpt2": 50256, `<|endoftext|>`)."""
-    return BYTE_EOS if tokenizer == "bytes" else _gpt2().token_to_id(EOT)
+    return BYTE_EOS if tokenizer == "bytes" else gpt2_tokenizer().token_to_id(EOT)
 
 
 def encode_text(text: str, tokenizer: str) -> np.ndarray:
@@ -147,7 +152,8 @@ def encode_text(text: str, tokenizer: str) -> np.ndarray:
         parts = [encode_bytes(d) for d in docs]
     else:
         parts = [
-            np.asarray(e.ids, dtype=_DTYPE) for e in _gpt2().encode_batch(docs, add_special_tokens=False)
+            np.asarray(e.ids, dtype=_DTYPE)
+            for e in gpt2_tokenizer().encode_batch(docs, add_special_tokens=False)
         ]
     eos = eos_id(tokenizer)
     joined = [
@@ -160,7 +166,7 @@ def decode_text(ids: Iterable[int] | np.ndarray, tokenizer: str) -> str:
     """Text of token ids under `tokenizer`; EOS is written as `<|endoftext|>`."""
     if tokenizer == "bytes":
         return decode_bytes(ids)
-    return _gpt2().decode([int(i) for i in ids], skip_special_tokens=False)
+    return gpt2_tokenizer().decode([int(i) for i in ids], skip_special_tokens=False)
 
 
 @functools.cache
@@ -173,7 +179,7 @@ def token_bytes(tokenizer: str) -> np.ndarray:
     """
     if tokenizer == "bytes":
         return np.ones(BYTE_EOS + 1, dtype=np.int64)
-    tok = _gpt2()
+    tok = gpt2_tokenizer()
     lengths = np.zeros(tok.get_vocab_size(), dtype=np.int64)
     for token, i in tok.get_vocab().items():
         lengths[i] = len(token)
@@ -199,7 +205,7 @@ def load_tokenizer(name: str) -> Tokenizer:
     """
     if name == "bytes":
         return Tokenizer("bytes", 257, BYTE_EOS, lambda texts: [encode_bytes(t) for t in texts])
-    tok = _gpt2()
+    tok = gpt2_tokenizer()
 
     def encode_batch(texts: list[str]) -> list[np.ndarray]:
         return [np.asarray(e.ids, dtype=_DTYPE) for e in tok.encode_batch(texts, add_special_tokens=False)]

@@ -49,6 +49,14 @@ def txt(tmp_path):
     return path
 
 
+@pytest.fixture(autouse=True)
+def fresh_gpt2():
+    """Each test loads GPT-2's tokenizer anew: rr keeps the one it loaded, a stand-in of `gpt2` included."""
+    tokmod.gpt2_tokenizer.cache_clear()
+    yield
+    tokmod.gpt2_tokenizer.cache_clear()
+
+
 @pytest.fixture
 def offline(tmp_path, monkeypatch):
     """The real hub code, offline, with empty HF caches in tmp_path (the libraries read these at import)."""
