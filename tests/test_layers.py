@@ -142,8 +142,9 @@ def private_uses(path: Path) -> list[str]:
     """ "file:line name" for each private name of rr a test imports, reads as an attribute or patches by name.
 
     rr's names are those a module binds by importing from `PACKAGES` (module or object); an attribute chain
-    rooted at one, a dotted string naming rr ("rr_model.files._x", as mock.patch takes it) and a
-    (get|set|del)attr of one by name all count.
+    rooted at one, a dotted string naming rr ("rr_model.files._x", as mock.patch takes it), a private name
+    beside an rr module's in a tuple (a parametrized patch target) and a (get|set|del)attr of one by name
+    all count.
     """
     tree = ast.parse(path.read_text(), str(path))
     rr, found = set(PACKAGES), []
@@ -164,6 +165,11 @@ def private_uses(path: Path) -> list[str]:
             parts = node.value.split(".")
             if len(parts) > 1 and all(p.isidentifier() for p in parts):
                 found += [(node.lineno, p) for p in parts if _private(p)]
+        elif isinstance(node, ast.Tuple) and any(_root(e) in PACKAGES for e in node.elts):
+            strings = [e.value for e in node.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)]
+            found += [
+                (node.lineno, v) for v in strings if _private(v)
+            ]  # ("rr_model.x", "_y"): a patch target
         elif isinstance(node, ast.Call) and ast.unparse(node.func).endswith(
             ("setattr", "getattr", "delattr")
         ):
@@ -188,12 +194,14 @@ def test_private_uses_finds_imports_attributes_and_patches(tmp_path):
         "    monkeypatch.setattr(files, '_z', None)\n"
         "    monkeypatch.setattr('rr_model.core.files._w', None)\n"
         "    monkeypatch.setattr(os, '_v', None)\n"
+        "TARGETS = [('rr_model.results.dataset', '_parse'), ('os', '_u')]\n"
     )
     assert private_uses(probe) == [
         "test_probe.py:1 _x",
         "test_probe.py:4 _y",
         "test_probe.py:9 _z",
         "test_probe.py:10 _w",
+        "test_probe.py:12 _parse",
     ]
 
 
