@@ -14,7 +14,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("cli", "rr_analysis", "rr_model")
-SOURCES = [p for folder in (*PACKAGES, "bench") for p in sorted((ROOT / folder).glob("*.py"))]
+SOURCES = [p for folder in (*PACKAGES, "bench") for p in sorted((ROOT / folder).rglob("*.py"))]
 MAX_LINES = 60  # lines of code in one function, docstring, comments and blank lines aside
 
 
