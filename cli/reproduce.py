@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import typer
 
 from cli.errors import known_errors
-from cli.records import Format, echo_records
-from cli.train import CHECKPOINT_EVERY, COMPILE, DEVICE, DRY_RUN, RESULT_FORMATS, echo_plan
+from cli.training import CHECKPOINT_EVERY, COMPILE, DEVICE, DRY_RUN, train_and_report
 
 VARIANT = typer.Option(
     None,
@@ -49,32 +47,12 @@ def reproduce(
     Exit 0 when every run finished, 1 when one diverged, 2 for a run that is not published.
     """
     from rr_model.reproduce import DEFAULT_REPRODUCTION, plan_reproduction
-    from rr_model.runs import describe_runs
-    from rr_model.tokens import check_data
 
     out = out or DEFAULT_REPRODUCTION
-    lead = os.environ.get("RANK", "0") == "0"  # under torchrun, one process reports
     options = dict(data=data, compile=compile_, device=device, checkpoint_every=checkpoint_every)
     with known_errors():
         todo, skipped = plan_reproduction(out, size, seed, tuple(variant or ()) or None, **options)
-        for cfg in skipped:
-            if lead:
-                typer.echo(f"skip: {' '.join(map(str, cfg.key))} is already in {out}")
-        if not todo:
-            return
-        check_data(data, None)
-        if dry_run:
-            echo_plan(describe_runs(todo), f"rr reproduce: plan for {out}")
-            return
-        from rr_model.train import train_runs  # torch: only when training
-
-        records = train_runs(todo, out, resume=resume)
-    from rr_model.train import summarize
-
-    if lead:
-        echo_records(summarize(records), Format.text, title=f"rr reproduce: {out}", formats=RESULT_FORMATS)
-    if any(r["status"] != "ok" for r in records):
-        raise typer.Exit(1)
+    train_and_report("reproduce", todo, skipped, out, resume=resume, dry_run=dry_run)
 
 
 def register(app: typer.Typer) -> None:

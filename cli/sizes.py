@@ -8,7 +8,7 @@ import typer
 
 from cli.errors import known_errors
 from cli.records import FORMAT_HELP, Format, echo_records
-from cli.train import LADDER
+from cli.training import LADDER
 from rr_analysis.numbers import fixed
 
 

@@ -11,7 +11,7 @@ import typer
 
 from cli.errors import known_errors
 from cli.records import Format, echo_records
-from cli.train import (
+from cli.training import (
     CHECKPOINT_EVERY,
     COMPILE,
     DATA,
@@ -144,17 +144,11 @@ def _sbatch(items: list[str] | None) -> dict[str, str | bool]:
 
 
 def _effect_seeds(out: Path, sizes: list[str] | None, effect: float, variants: tuple) -> dict[str, list[int]]:
-    """The new seeds per size that `rr_analysis.power.seed_plan` asks for, printed with the plan's reasons."""
-    from rr_analysis.power import seed_plan
+    """The new seeds per size that `rr_analysis.power.seeds_for_effect` asks for, printed with its reasons."""
+    from rr_analysis.power import seeds_for_effect
     from rr_model.results.dataset import load_sweep
-    from rr_model.sweep.local import next_seeds
 
-    df = load_sweep(out if out.exists() else None)
-    plan = seed_plan(df, effect)
-    plan = plan[plan["size"].isin(sizes)] if sizes else plan
-    keys = set(zip(df["size"], df["variant"], df["seed"].astype(int), strict=True))
-    plan["seeds_to_add"] = plan["seeds_to_add"].fillna(0)
-    plan["new_seeds"] = [next_seeds(keys, r.size, int(r.seeds_to_add), variants) for r in plan.itertuples()]
+    plan = seeds_for_effect(load_sweep(out if out.exists() else None), effect, sizes, variants)
     columns = ["size", "seeds_present", "seeds_needed", "seeds_to_add", "new_seeds", "gpu_minutes", "note"]
     title = f"rr sweep: seeds for 80% power on the seed-paired test at a gap of {effect:g} (seed_plan)"
     echo_records(plan[columns].astype(object).where(plan[columns].notna(), None).to_dict("records"),
@@ -300,8 +294,8 @@ def sweep(
     """Train a plan of runs (default: the published sweep) and append a row per run.
 
     Runs already in the file are skipped and interrupted ones resume from their checkpoints, so a sweep
-    is restarted by running it again. With the local launcher each run is `rr train` in its own process (a
-    crash loses that run only); it ends with a summary and the analysis table of the file, exit 1 if any run
+    is restarted by running it again. With the local launcher each run trains in its own process, as `rr train`
+    would (a crash loses that run only); it ends with a summary and the analysis table of the file, exit 1 if any run
     failed or crashed. With `--launcher slurm` each run is a submitit job that appends its row to the same
     file when it finishes (or to its own file, `--per-run-files`); `--status` and `--cancel` follow and stop
     them. `--effect` plans the seeds a target gap needs instead of `--seeds`.

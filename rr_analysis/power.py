@@ -15,9 +15,18 @@ from rr_analysis.cells import ALPHA, METRIC, RESPONSE, compare, sizes_in_order
 from rr_analysis.mixed import BlockModel
 from rr_analysis.stats import paired_table, welch_table
 from rr_model.core.errors import InputError
-from rr_model.core.variants import REFERENCE
+from rr_model.core.variants import COMPARED, REFERENCE
+from rr_model.sweep.local import next_seeds
 
-__all__ = ["power_table", "seed_plan", "pooled_resid_sd", "t_test_power", "seeds_needed", "MAX_SEEDS"]
+__all__ = [
+    "power_table",
+    "seed_plan",
+    "pooled_resid_sd",
+    "t_test_power",
+    "seeds_needed",
+    "MAX_SEEDS",
+    "seeds_for_effect",
+]
 
 MAX_SEEDS = 100_000  # beyond this a requirement is reported as n/a: the effect is practically zero
 
@@ -281,3 +290,42 @@ def seed_plan(
     for c in ("seeds_needed", "seeds_to_add"):
         out[c] = pd.array(out[c].tolist(), dtype="Int64")
     return comparison.stamp(out)
+
+
+def seeds_for_effect(
+    df: pd.DataFrame, effect: float, sizes: Sequence[str] | None = None, variants: Sequence[str] = COMPARED
+) -> pd.DataFrame:
+    """The new seeds each size needs for the primary (seed-paired) test to detect a gap: what `rr sweep
+    --effect` trains.
+
+    Parameters
+    ----------
+    df
+        A validated sweep (`load_sweep`): the runs present.
+    effect
+        The target gap in val_loss (nats), > 0 (see `seed_plan`).
+    sizes
+        Only these sizes (default: every size `seed_plan` reports).
+    variants
+        The variants each new seed runs.
+
+    Returns
+    -------
+    `seed_plan`'s frame for those sizes (``seeds_to_add`` 0 where n/a), with ``new_seeds``: the
+    ``seeds_to_add`` lowest seeds on which some of `variants` has no run (`rr_model.sweep.local.next_seeds`:
+    a seed a crash left incomplete comes first, so every added seed completes a pairable block).
+
+    Example
+    -------
+    >>> from rr_model.results.dataset import load_sweep
+    >>> seeds_for_effect(load_sweep(), 0.003, ["1B"])[["size", "seeds_present", "new_seeds"]].values.tolist()
+    [['1B', 3, [3, 4, 5, 6, 7]]]
+    """
+    plan = seed_plan(df, effect)
+    plan = plan[plan["size"].isin(sizes)].copy() if sizes else plan
+    keys = set(zip(df["size"], df["variant"], df["seed"].astype(int), strict=True))
+    plan["seeds_to_add"] = plan["seeds_to_add"].fillna(0)
+    plan["new_seeds"] = [
+        next_seeds(keys, r.size, int(r.seeds_to_add), tuple(variants)) for r in plan.itertuples()
+    ]
+    return plan

@@ -80,7 +80,7 @@ def test_a_size_typed_in_any_case_is_planned_and_recorded_by_its_ladder_name():
 
 
 def test_plan_durations_read_in_minutes_hours_or_days():
-    from cli.train import duration
+    from cli.training import duration
 
     assert [duration(m) for m in (12.34, 89.9, 90, 47.9 * 60, 48 * 60, 25137.2 * 3)] == [
         "12.3 minutes",

@@ -15,6 +15,7 @@ from rr_model.core.errors import InputError, RecipeError
 from rr_model.core.ladder import RECIPE, get_size, load_ladder
 from rr_model.results.dataset import bundled_path
 from rr_model.runs import TrainConfig, default_out, preflight, recipe_differences, result_config
+from rr_model.sweep.child import config_from_json
 from rr_model.sweep.local import plan_sweep, train_command
 
 runner = CliRunner()
@@ -102,7 +103,7 @@ def test_a_sweep_of_a_ladder_file_plans_its_sizes_and_seeds_into_its_own_file(pi
         ("0.05M", 2),
     ]
     assert done == [] and todo[0].ladder == str(pilot) and todo[-1].steps == 30
-    assert train_command(todo[0], "p.csv")[-2:] == ["--ladder", str(pilot)]
+    assert config_from_json(train_command(todo[0], "p.csv")[-1]).ladder == str(pilot)
     assert result_config(todo[0])["ladder"] == {"file": str(pilot), "d_model": 64, "n_layer": 2, "n_head": 4}
     assert "ladder" not in result_config(TrainConfig("tiny"))
 

@@ -8,9 +8,10 @@ import sys
 import pytest
 from conftest import rr
 
-from rr_analysis.power import seed_plan
+from rr_analysis.power import seed_plan, seeds_for_effect
 from rr_model.results.dataset import load_sweep
 from rr_model.runs import TrainConfig
+from rr_model.sweep.child import config_from_json
 from rr_model.sweep.local import next_seeds, plan_sweep, train_command
 
 pytestmark = pytest.mark.usefixtures("offline")  # no hub; the session's token cache
@@ -33,11 +34,11 @@ def test_default_plan_is_the_published_sweep_biggest_first(tmp_path, published_c
         plan_sweep(published, ["tiny"])
 
 
-def test_train_command_resumes_and_launches_torchrun_for_several_processes(tmp_path):
-    cfg = TrainConfig("tiny", "highway", 2, data="synthetic", steps=5, compile=True)
+def test_train_command_runs_the_library_child_with_the_whole_config(tmp_path):
+    cfg = TrainConfig("tiny", "highway", 2, data="synthetic", steps=5, compile=True, text_field="body")
     cmd = train_command(cfg, tmp_path / "x.csv")
-    assert cmd[:4] == [sys.executable, "-m", "cli.main", "train"] and "--resume" in cmd and "--compile" in cmd
-    assert cmd[cmd.index("--seed") + 1] == "2" and cmd[cmd.index("--steps") + 1] == "5"
+    assert cmd[:4] == [sys.executable, "-m", "rr_model.sweep.child", str(tmp_path / "x.csv")]
+    assert "cli.main" not in cmd and config_from_json(cmd[4]) == cfg  # every field, not only the flags
     assert train_command(cfg, tmp_path / "x.csv", nproc=4)[1:5] == [
         "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=4"
     ]  # fmt: skip
@@ -113,3 +114,35 @@ def test_at_trains_a_size_past_the_published_ladder_from_a_ladder_file(tmp_path)
     ):
         bad = rr("sweep", *args, "--out", out, "--dry-run")
         assert bad.exit_code == 2 and says in bad.stderr, bad.output
+
+
+def test_seeds_for_effect_plans_what_rr_sweep_effect_planned(sweep):
+    """The seeds `rr sweep --effect ... --dry-run` printed before the planning moved to rr_analysis.power."""
+    published = sweep
+    plan = seeds_for_effect(published, 0.003)
+    assert dict(zip(plan["size"], plan["new_seeds"], strict=True)) == {
+        "60M": [3, 4, 5, 6, 7], "150M": [3, 4, 5, 6, 7], "320M": [2, 3, 4, 5, 6, 7],
+        "590M": [3, 4, 5, 6, 7], "1B": [3, 4, 5, 6, 7],
+    }  # fmt: skip
+    assert plan["seeds_needed"].tolist() == [8, 8, 8, 8, 8]
+    plan = seeds_for_effect(published, 0.01)
+    assert dict(zip(plan["size"], plan["new_seeds"], strict=True)) == {
+        "60M": [], "150M": [], "320M": [2], "590M": [], "1B": []
+    }  # fmt: skip
+    # a block a crash left incomplete (1B highway seed 1 missing) is completed first
+    gap = published[
+        ~((published["size"] == "1B") & (published["variant"] == "highway") & (published["seed"] == 1))
+    ]
+    plan = seeds_for_effect(gap, 0.004, ["1B", "60M"])
+    assert dict(zip(plan["size"], plan["new_seeds"], strict=True)) == {"60M": [3, 4, 5], "1B": [1, 3, 4, 5]}
+    assert plan["seeds_to_add"].tolist() == [3, 4]
+
+
+def test_a_sweep_child_refuses_as_rr_train_did(tmp_path, capsys):
+    from rr_model.sweep.child import config_json, main
+
+    cfg = TrainConfig("tiny", "standard", 0, data="synthetic", steps=2, reproduce=True)
+    assert main([str(tmp_path / "repro.csv"), config_json(cfg)]) == 2  # the reproduction file's recipe guard
+    err = capsys.readouterr().err
+    assert err.startswith("rr: error: ") and "is a reproduction file" in err and "Traceback" not in err
+    assert not (tmp_path / "repro.csv").exists()

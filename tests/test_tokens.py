@@ -486,6 +486,7 @@ def test_rr_train_takes_a_corpus_folder_and_its_text_field(tmp_path):
 
     from cli.main import app
     from rr_model.runs import TrainConfig
+    from rr_model.sweep.child import config_from_json
     from rr_model.sweep.local import train_command
 
     (tmp_path / "corpus").mkdir()
@@ -497,4 +498,4 @@ def test_rr_train_takes_a_corpus_folder_and_its_text_field(tmp_path):
     result = CliRunner().invoke(app, [*args, "--data", str(tmp_path / "none")])
     assert result.exit_code == 2 and "no .txt/.jsonl/.parquet file in this folder" in result.output
     cfg = TrainConfig("tiny", data="corpus", text_field="body")
-    assert train_command(cfg, "o.csv")[-2:] == ["--text-field", "body"]
+    assert config_from_json(train_command(cfg, "o.csv")[-1]).text_field == "body"

@@ -1,7 +1,8 @@
 """Sweeps: a whole plan of runs, biggest size first, each in its own process, resumable.
 
-A run is `rr train` for one (size, variant, seed) in a child process (under torchrun when `nproc` > 1), so
-a hard crash (a segfault, an out-of-memory kill) loses that run only; the sweep records it and goes on.
+A run is one (size, variant, seed) trained by the library in a child process (`rr_model.sweep.child`,
+under torchrun when `nproc` > 1), so a hard crash (a segfault, an out-of-memory kill) loses that run only;
+the sweep records it and goes on.
 Running the same sweep again skips the rows already written and resumes interrupted runs from their
 checkpoints. Replaces the published orchestrator script and notebook.
 """
@@ -20,6 +21,7 @@ from rr_model.core.ladder import PUBLISHED_SIZES, get_size, ladder_sizes, size_s
 from rr_model.core.variants import COMPARED
 from rr_model.results.provenance import read_records, sidecar_path
 from rr_model.runs import TrainConfig, preflight
+from rr_model.sweep.child import config_json
 
 __all__ = ["plan_sweep", "next_seeds", "train_command", "run_sweep"]
 
@@ -72,20 +74,12 @@ def next_seeds(
 
 
 def train_command(cfg: TrainConfig, out: str | os.PathLike, nproc: int = 1) -> list[str]:
-    """The command line that trains `cfg` into `out` in a child process, resuming from a checkpoint."""
+    """The command line that trains `cfg` into `out` in a child process (`rr_model.sweep.child`), resuming
+    from a checkpoint; under torchrun when `nproc` > 1."""
     launcher = [sys.executable]
     if nproc > 1:
         launcher += ["-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={nproc}"]
-    args = ["--size", cfg.size, "--variant", cfg.variant, "--seed", cfg.seed, "--out", out, "--resume"]
-    if cfg.reproduce:  # `rr reproduce`: the published recipe is the command's own
-        args += ["--data", cfg.data, "--device", cfg.device, "--checkpoint-every", cfg.checkpoint_every]
-        return [*launcher, "-m", "cli.main", "reproduce", *map(str, args + ["--compile"] * cfg.compile)]
-    args += ["--data", cfg.data, "--steps", cfg.steps, "--precision", cfg.precision, "--device", cfg.device]
-    args += ["--checkpoint-every", cfg.checkpoint_every]
-    args += ["--tokenizer", cfg.tokenizer] * (cfg.tokenizer is not None) + ["--compile"] * cfg.compile
-    args += ["--ladder", cfg.ladder] * (cfg.ladder is not None)
-    args += ["--text-field", cfg.text_field] * (cfg.text_field != "text")
-    return [*launcher, "-m", "cli.main", "train", *map(str, args)]
+    return [*launcher, "-m", "rr_model.sweep.child", str(out), config_json(cfg)]
 
 
 def run_sweep(runs: list[TrainConfig], out: str | os.PathLike, nproc: int = 1) -> list[dict[str, Any]]:

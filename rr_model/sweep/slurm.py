@@ -33,6 +33,7 @@ from rr_model.core.errors import InputError
 from rr_model.core.files import pid_alive
 from rr_model.plugins import ENV
 from rr_model.runs import TrainConfig, dataset_keys, preflight
+from rr_model.sweep.child import train_planned
 from rr_model.sweep.jobs import add_jobs, read_jobs
 from rr_model.sweep.sbatch import Resources, job_folder, part_path
 
@@ -70,12 +71,7 @@ class TrainJob(Checkpointable):
             os.environ[ENV] = self.plugins
         if submitit.JobEnvironment().num_tasks > 1:
             TorchDistributedEnvironment().export(set_cuda_visible_devices=False, overwrite=True)
-        from rr_model.train import train_runs  # torch: only inside the job
-
-        if self.cfg.key in preflight(self.out, [self.cfg.size], ladder=self.cfg.ladder).keys:
-            return None
-        (record,) = train_runs([self.cfg], self.out, resume=True)
-        return record
+        return train_planned(self.cfg, self.out)
 
     def checkpoint(self) -> DelayedSubmission:
         """Requeue this same job: the trainer's own checkpoint on disk holds the state, not this object."""

@@ -1,0 +1,161 @@
+"""What `rr train`, `rr reproduce` and `rr sweep` share: their options, the plan and results tables, and the
+tail of a command that trains (skip what is there, check the data, show the plan or train and report).
+
+Standard library and typer only at import, so `rr --help` stays light; the library loads inside the calls.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import typer
+
+from cli.errors import known_errors
+from cli.records import Format, echo_records
+
+# Options of the training commands.
+VARIANT = typer.Option(
+    None,
+    "--variant",
+    help="Train only this variant (repeatable). Default: the three compared variants, a pairable block.",
+    show_default=False,
+)
+OUT = typer.Option(
+    None,
+    "--out",
+    help="Dataset to append the rows to. Default: data/scaling_v8.csv here, started from the published rows "
+    "if missing.",  # the default is rr_model.runs.DEFAULT_OUT
+    show_default=False,
+)
+DATA = typer.Option(
+    "tinystories",
+    "--data",
+    help="tinystories (published), synthetic (offline demo), a local .txt/.jsonl/.parquet file or a folder "
+    "of them, a token cache folder, or hf:NAME[:SPLIT] (a Hugging Face dataset through `datasets`).",
+)
+TEXT_FIELD = typer.Option("text", "--text-field", help="The text field of a .jsonl, .parquet or hf: corpus.")
+TOKENIZER = typer.Option(
+    None, "--tokenizer", help="gpt2 (published) or bytes. Default: the data's own (bytes for synthetic)."
+)
+PRECISION = typer.Option("tf32", "--precision", help="tf32 (published), bf16 autocast or fp32.")
+COMPILE = typer.Option(False, "--compile", help="torch.compile the model.")
+STEPS = typer.Option(
+    None, "--steps", min=1, help="Override the size's step count (off-recipe).", show_default=False
+)
+DEVICE = typer.Option("auto", "--device", help="auto (cuda, then mps, then cpu), cuda, mps or cpu.")
+CHECKPOINT_EVERY = typer.Option(
+    None,
+    "--checkpoint-every",
+    min=0,
+    help="Optimiser steps between checkpoints (0: none). Default: a fifth of the run, at most 1000 (tiny: 20).",
+    show_default=False,
+)
+LOG = typer.Option(
+    None,
+    "--log",
+    help="Also log metrics to tensorboard or wandb (repeatable; the 'logging' extra). Every run writes "
+    "OUT.metrics/RUN.jsonl anyway. W&B runs offline unless WANDB_API_KEY or WANDB_MODE says otherwise.",
+    show_default=False,
+)
+DRY_RUN = typer.Option(False, "--dry-run", help="Print the plan and an estimate of time; train nothing.")
+LADDER = typer.Option(
+    None,
+    "--ladder",
+    help="A TOML file of your own sizes (one table per size: d_model, n_layer, n_head, steps, seeds, and any "
+    "recipe override such as batch_size, lr, warmup_steps, block_size), used instead of rr's ladder. Rows go "
+    "to data/FILE-STEM.csv unless --out says otherwise.",
+    show_default=False,
+)
+
+PLAN_FORMATS = {"params": "{:,}".format, "tokens": "{:,}".format, "est_minutes": "{:.1f}".format}
+
+
+def _num(spec: str):
+    return lambda v: "-" if v is None else spec.format(v)
+
+
+RESULT_FORMATS = {"params_M": _num("{:.2f}"), "val_loss": _num("{:.4f}"), "ece": _num("{:.4f}")}
+RESULT_FORMATS["minutes"] = _num("{:.1f}")
+
+
+def duration(minutes: float) -> str:
+    """Minutes in the unit a reader plans with: minutes up to 90, hours up to two days, then days."""
+    if minutes < 90:
+        return f"{minutes:.1f} minutes"
+    if minutes < 48 * 60:
+        return f"{minutes / 60:.1f} hours"
+    return f"{minutes / 1440:,.1f} days"
+
+
+def echo_plan(plan: list[dict], title: str) -> None:
+    """The plan table of `describe_runs` and its total."""
+    table = [{k: v for k, v in r.items() if k != "assumed"} for r in plan]
+    echo_records(table, Format.text, title=title, formats=PLAN_FORMATS)
+    took = duration(sum(r["est_minutes"] for r in plan))
+    typer.echo(
+        f"{len(plan)} run(s), {sum(r['tokens'] for r in plan):,} tokens, about {took} "
+        f"(training FLOPs at the rate assumed for {plan[0]['assumed']}; a rough figure)"
+    )
+
+
+def train_and_report(
+    command: str,
+    todo: list,
+    skipped: list,
+    out: Path,
+    *,
+    resume: bool,
+    dry_run: bool,
+) -> None:
+    """The tail of `rr train` and `rr reproduce` once the runs are planned: say which are skipped, check the
+    data, then show the plan (`dry_run`) or train `todo` and show their results; exit 1 if one diverged."""
+    from rr_model.runs import describe_runs
+    from rr_model.tokens import check_data
+
+    lead = os.environ.get("RANK", "0") == "0"  # under torchrun, one process reports
+    with known_errors():
+        for cfg in skipped:
+            if lead:
+                typer.echo(f"skip: {' '.join(map(str, cfg.key))} is already in {out}")
+        if not todo:
+            return
+        check_data(todo[0].data, todo[0].tokenizer)
+        if dry_run:
+            echo_plan(describe_runs(todo), f"rr {command}: plan for {out}")
+            return
+        records = _train(todo, out, resume)
+    from rr_model.train import summarize
+
+    if lead:
+        echo_records(summarize(records), Format.text, title=f"rr {command}: {out}", formats=RESULT_FORMATS)
+    if any(r["status"] != "ok" for r in records):
+        raise typer.Exit(1)
+
+
+def _train(todo: list, out: Path, resume: bool) -> list[dict]:
+    """Train `todo`; on Ctrl-C, say what was kept and how to continue (exit 130)."""
+    from rr_model.checkpoint import checkpoint_path
+    from rr_model.train import train_runs  # torch: only when training
+
+    try:
+        return train_runs(todo, out, resume=resume)
+    except KeyboardInterrupt:
+        saved = [str(p) for cfg in todo if (p := checkpoint_path(out, *cfg.key)).exists()]
+        every = todo[0].checkpoint_every
+        kept = f"no checkpoint was written yet (one every {every} steps): the run starts over"
+        if saved:
+            kept = f"the interrupted run continues from its checkpoint {', '.join(saved)}"
+        elif not every:
+            kept = "the run starts over (checkpoints were off: --checkpoint-every 0)"
+        rows = (
+            f"Rows already written stay in {out}"
+            if out.exists()
+            else f"No row was written ({out} is not made)"
+        )
+        typer.echo(
+            f"rr: interrupted. {rows}. Run the same command with --resume to go on: finished runs are "
+            f"skipped, and {kept}.",
+            err=True,
+        )
+        raise SystemExit(130) from None

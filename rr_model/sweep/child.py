@@ -1,0 +1,77 @@
+"""One planned run of a sweep, trained by the library: `python -m rr_model.sweep.child OUT CONFIG`.
+
+CONFIG is the run's whole `TrainConfig` as JSON (`config_json`), so a child trains exactly the run the
+sweep planned, every field included (a reproduction, a ladder file's size, the text field, determinism),
+resuming from its checkpoint; `rr_model.sweep.local.train_command` writes the command line. A Slurm job
+(`rr_model.sweep.slurm.TrainJob`) trains its run through the same `train_planned`. The library, not the
+command line, runs here: a sweep never calls `rr`. What a child prints is what `rr train` prints for the
+run: the trainer's progress, and a refusal as one `rr: error:` paragraph.
+
+Exit 0: the row is written (or was already there); 1: the run diverged; 2: it was refused; 130: interrupted.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from dataclasses import asdict
+from typing import Any
+
+from rr_model.core.errors import RRError
+from rr_model.core.ladder import Recipe
+from rr_model.runs import TrainConfig, preflight
+
+__all__ = ["config_json", "config_from_json", "train_planned", "main"]
+
+
+def config_json(cfg: TrainConfig) -> str:
+    """`cfg` as one line of JSON (the recipe as a table).
+
+    Example
+    -------
+    >>> cfg = TrainConfig("tiny", "highway", 2, data="synthetic", steps=5)
+    >>> config_from_json(config_json(cfg)) == cfg
+    True
+    """
+    return json.dumps(asdict(cfg), sort_keys=True)
+
+
+def config_from_json(text: str) -> TrainConfig:
+    """The TrainConfig `config_json` wrote."""
+    fields = json.loads(text)
+    return TrainConfig(**{**fields, "recipe": Recipe(**fields["recipe"])})
+
+
+def train_planned(cfg: TrainConfig, out: str | os.PathLike) -> dict[str, Any] | None:
+    """Train `cfg` into `out`, resuming from its checkpoint; its provenance record, or None when its row is
+    already in `out` (the run finished just before an interruption, or another sweep trained it)."""
+    from rr_model.train import train_runs  # torch: only where a run trains
+
+    if cfg.key in preflight(out, [cfg.size], ladder=cfg.ladder).keys:
+        return None
+    (record,) = train_runs([cfg], out, resume=True)
+    return record
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Train the run of CONFIG into OUT (`argv`: [OUT, CONFIG]); the exit code (see the module)."""
+    out, text = sys.argv[1:] if argv is None else argv
+    try:
+        cfg = config_from_json(text)
+        if (record := train_planned(cfg, out)) is None and os.environ.get("RANK", "0") == "0":
+            print(f"skip: {' '.join(map(str, cfg.key))} is already in {out}", flush=True)
+    except RRError as e:
+        print(f"rr: error: {e}", file=sys.stderr, flush=True)
+        return 2
+    except OSError as e:
+        where = f"{e.filename}: " if e.filename else ""
+        print(f"rr: error: {where}{e.strerror or e}", file=sys.stderr, flush=True)
+        return 2
+    except KeyboardInterrupt:
+        return 130  # the sweep, interrupted with it, says what was kept
+    return 0 if record is None or record["status"] == "ok" else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
