@@ -31,6 +31,16 @@ class View(str, Enum):
 
 
 _ALIAS = "Same as the view `{}`."
+
+COLUMNS = typer.Option(
+    None,
+    "--columns",
+    metavar="A,B,...",
+    help="These columns, comma-separated, in this order (e.g. size,gap,hedges_g). Text, markdown, latex: a "
+    "header in lower case, its words joined by _ (95_ci_of_gap); csv, json: their own header's names. A wrong "
+    "name lists the view's.",
+    show_default=False,
+)
 DATA = typer.Option(
     None,
     "--data",
@@ -139,6 +149,7 @@ def analyze(
     steps: int = STEPS,
     ladder: Path = LADDER,
     wide: bool = typer.Option(False, "--wide", help="Text: every column, whatever the terminal's width."),
+    columns: str | None = COLUMNS,
     claims_file: Path = CLAIMS_FILE,
     noise: float = NOISE,
     against: Path = AGAINST,
@@ -161,25 +172,31 @@ def analyze(
     """
     flags = {"table": table, "emergence": emergence, "power": power, "notes": notes,
              "equivalence": equivalence, "claims": claims, "card": card, "pool-check": pool_check}  # fmt: skip
-    chosen = {View(name) for name, on in flags.items() if on} | ({view} if view else set())
-    if len(chosen) > 1:
-        raise fail(f"choose one view, not {' and '.join(sorted(v.value for v in chosen))}")
-    chosen_view = chosen.pop() if chosen else View.table
+    chosen_view = _one_view(view, flags)
     width = None if wide or fmt is not Format.text else shutil.get_terminal_size().columns
     kw = comparison(reference, baselines, metric, higher_is_better)
     _check_comparison(chosen_view, kw)
     with known_errors():
         from cli.dataload import load_checked
+        from rr_analysis.tables import render
 
         df = load_checked(data, warn=chosen_view is not View.reproduction)  # a re-run differs on purpose
         if chosen_view is View.card:
             _write_card(card_file, data, df, kw)
             return
-        options = dict(adjust=adjust.value, margin=margin, effect=effect, at=at or [])
+        options = dict(adjust=adjust.value, margin=margin, effect=effect, at=at or [], comparison=kw)
         options |= dict(claims_file=claims_file, noise=noise, against=against, power=target_power, steps=steps,
                         ladder=ladder and str(ladder))  # fmt: skip
-        options["comparison"] = kw
-        typer.echo(_compute(chosen_view, df, fmt.value, options, width), nl=False)
+        names = [c.strip() for c in columns.split(",") if c.strip()] if columns else None
+        typer.echo(render(*_compute(chosen_view, df, options), fmt.value, width, names), nl=False)
+
+
+def _one_view(view: View | None, flags: dict[str, bool]) -> View:
+    """The one view chosen by the argument or an old flag (table when none is)."""
+    chosen = {View(name) for name, on in flags.items() if on} | ({view} if view else set())
+    if len(chosen) > 1:
+        raise fail(f"choose one view, not {' and '.join(sorted(v.value for v in chosen))}")
+    return chosen.pop() if chosen else View.table
 
 
 def _check_comparison(view: View, kw: dict) -> None:
@@ -195,11 +212,9 @@ def _check_comparison(view: View, kw: dict) -> None:
         )
 
 
-def _compute(view: View, df, fmt: str, options: dict, width) -> str:
-    """Run the view's library function with the options it reads (``comparison``: the keywords of the
-    comparison), and render it."""
-    from rr_analysis.tables import render
-
+def _compute(view: View, df, options: dict) -> tuple:
+    """The view's frame, from its library function with the options it reads (``comparison``: the keywords
+    of the comparison), and the name `rr_analysis.tables.render` knows it by."""
     adjust, margin, effect, kw = (
         options["adjust"],
         options["margin"],
@@ -209,53 +224,53 @@ def _compute(view: View, df, fmt: str, options: dict, width) -> str:
     if view is View.forecast:
         from rr_analysis.forecast import forecast
 
-        return render(forecast(df, options["at"], **kw, ladder=options["ladder"]), "forecast", fmt, width)
+        return forecast(df, options["at"], **kw, ladder=options["ladder"]), "forecast"
     if view is View.confirm:
         from rr_analysis.confirm import confirm_plan
 
         plan = {k: options[k] for k in ("power", "steps", "ladder")}
         frame = confirm_plan(df, options["at"], **plan, **kw)
-        return render(frame, "confirm", fmt, width)
+        return frame, "confirm"
     if view is View.fits:
         from rr_analysis.scaling import scaling_fits
 
-        return render(scaling_fits(df, options["at"], **kw, ladder=options["ladder"]), "fits", fmt, width)
+        return scaling_fits(df, options["at"], **kw, ladder=options["ladder"]), "fits"
     if view is View.table:
         from rr_analysis.stats import gap_table
 
-        return render(gap_table(df, adjust, **kw), "table", fmt, width)
+        return gap_table(df, adjust, **kw), "table"
     if view is View.emergence:
         from rr_analysis.emergence import emergence
 
-        return render(emergence(df, **kw), "emergence", fmt, width)
+        return emergence(df, **kw), "emergence"
     if view is View.power:
         from rr_analysis.power import power_table, seed_plan
 
         frame = power_table(df, **kw) if effect is None else seed_plan(df, effect, **kw)
-        return render(frame, "power" if effect is None else "plan", fmt, width)
+        return frame, "power" if effect is None else "plan"
     if view is View.notes:
         from rr_analysis.notes import recipe_notes
 
-        return render(recipe_notes(df, **kw), "notes", fmt, width)
+        return recipe_notes(df, **kw), "notes"
     if view is View.pool_check:
         from rr_analysis.pooling import pool_check
 
         pool = pool_check(df, reference=kw["reference"], baselines=kw["baselines"], metric=kw["metric"])
-        return render(pool, "pool", fmt, width)
+        return pool, "pool"
     if view is View.reproduction:
         from rr_analysis.reproduction import reproduction
         from rr_model.results.dataset import load_sweep
 
         against = load_sweep(options["against"]) if options["against"] else None
-        return render(reproduction(df, against, options["noise"], margin), "reproduction", fmt, width)
+        return reproduction(df, against, options["noise"], margin), "reproduction"
     from rr_analysis.equivalence import DEFAULT_MARGIN, equivalence
 
     margin = DEFAULT_MARGIN if margin is None else margin
     if view is View.equivalence:
-        return render(equivalence(df, margin, **kw), "equivalence", fmt, width)
+        return equivalence(df, margin, **kw), "equivalence"
     from rr_analysis.claims import claims
 
-    return render(claims(df, margin, adjust, records=options["claims_file"]), "claims", fmt, width)
+    return claims(df, margin, adjust, records=options["claims_file"]), "claims"
 
 
 def _write_card(path: Path | None, data: Path | None, df, kw: dict) -> None:

@@ -6,12 +6,13 @@ commands that print records stay light.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+import shutil
+from collections.abc import Callable, Collection
 
 import typer
 
 from cli.choices import Format
-from rr_analysis.grid import csv_text, latex_escape, latex_lines, markdown_lines, text_lines
+from rr_analysis.grid import csv_text, latex_escape, latex_lines, markdown_lines, text_lines, wrap_columns
 
 __all__ = ["Format", "FORMAT_HELP", "echo_records"]
 
@@ -23,11 +24,13 @@ def echo_records(
     fmt: Format,
     title: str = "",
     formats: dict[str, Callable[[object], str]] | None = None,
+    wrap: Collection[str] = ("note",),
 ) -> None:
     """Print records in `fmt`; `formats` maps column -> str for the human formats (text, markdown, LaTeX).
 
     JSON and CSV carry the raw values (machine formats); the others show each value through `formats`,
-    numbers right-aligned, and the title above the table (a caption in LaTeX).
+    numbers right-aligned, and the title above the table (a caption in LaTeX). In text, the prose columns
+    named in `wrap` wrap to the terminal's width (`rr_analysis.grid.wrap_columns`); nothing else wraps.
     """
     columns = list(records[0]) if records else []
     if fmt is Format.json:
@@ -39,6 +42,8 @@ def echo_records(
     cells = [[(formats or {}).get(k, str)(r[k]) for k in columns] for r in records]
     numeric = [isinstance(records[0][k], (int, float)) for k in columns] if records else []
     if fmt is Format.text:
+        width = shutil.get_terminal_size().columns
+        cells = wrap_columns(columns, cells, [k in wrap for k in columns], width)
         lines = [*([title] if title else []), *text_lines(columns, cells, numeric)]
     elif fmt is Format.markdown:
         lines = [*([f"**{title}**", ""] if title else []), *markdown_lines(columns, cells, numeric)]

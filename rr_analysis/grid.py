@@ -7,15 +7,29 @@ that print records stay light. What goes in the cells (number formats, which col
 
 A grid is a header (one string per column; ``"\\n"`` splits a text header over lines), rows of cell
 strings (``"\\n"`` splits a text cell over lines too), and which columns are right-aligned (numbers).
+Text alone is fitted to a terminal: `wrap_columns` wraps the prose columns of a grid at spaces; Markdown,
+LaTeX and CSV are never wrapped (a line break there is the reader's).
 """
 
 from __future__ import annotations
 
 import csv
 import io
+import textwrap
 from collections.abc import Sequence
 
-__all__ = ["latex_escape", "text_lines", "markdown_lines", "latex_lines", "csv_text"]
+__all__ = [
+    "WRAP_MIN",
+    "latex_escape",
+    "text_lines",
+    "widths",
+    "wrap_columns",
+    "markdown_lines",
+    "latex_lines",
+    "csv_text",
+]
+
+WRAP_MIN = 24  # a wrapped prose column keeps at least this many characters a line (or its header's width)
 
 # LaTeX's ten special characters, and `<` and `>`, which text-mode LaTeX (OT1) prints as inverted ! and ?.
 _LATEX = {c: "\\" + c for c in "&%$#_{}"} | {
@@ -56,23 +70,76 @@ def text_lines(header: Sequence[str], rows: Sequence[Sequence[str]], right: Sequ
     1B    1.55
     """
     split = [[c.split("\n") for c in row] for row in [header, *rows]]
-    widths = [max(len(line) for row in split for line in row[i]) for i in range(len(header))]
+    drawn = widths(header, rows)
 
     def physical(cells: list[list[str]], top: bool) -> list[str]:
         depth = max(map(len, cells), default=1)
         padded = [c + [""] * (depth - len(c)) if top else [""] * (depth - len(c)) + c for c in cells]
         return [
             "  ".join(
-                c[k].rjust(w) if r else c[k].ljust(w) for c, w, r in zip(padded, widths, right, strict=True)
+                c[k].rjust(w) if r else c[k].ljust(w) for c, w, r in zip(padded, drawn, right, strict=True)
             ).rstrip()
             for k in range(depth)
         ]
 
-    rule = "  ".join("-" * w for w in widths)
+    rule = "  ".join("-" * w for w in drawn)
     return [
         *physical(split[0], top=False),
         rule,
         *(line for row in split[1:] for line in physical(row, top=True)),
+    ]
+
+
+def widths(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[int]:
+    """The width of each column of a text grid: its widest line, header included.
+
+    Examples
+    --------
+    >>> widths(["size", "mean\\nloss"], [["60M", "1.7"], ["1B", "1.5500"]])
+    [4, 6]
+    """
+    return [
+        max(len(line) for row in [header, *rows] for line in row[i].split("\n")) for i in range(len(header))
+    ]
+
+
+def wrap_columns(
+    header: Sequence[str], rows: Sequence[Sequence[str]], wrap: Sequence[bool], width: int
+) -> list[list[str]]:
+    """`rows` with the cells of the columns marked in `wrap` wrapped at spaces so that `text_lines` draws them
+    at most `width` wide, where that can be done: the widest wrappable column narrows first, none below
+    `WRAP_MIN` characters or its header's width; the other columns are left as they are.
+
+    Examples
+    --------
+    >>> rows = wrap_columns(["kind", "note"], [["fewer_seeds", "320M has 2 seeds, the others 3"]], [False, True], 40)
+    >>> print("\\n".join(text_lines(["kind", "note"], rows, [False, False])))
+    kind         note
+    -----------  ---------------------
+    fewer_seeds  320M has 2 seeds, the
+                 others 3
+    """
+    natural = widths(header, rows)
+    target = list(natural)
+    least = {i: max(WRAP_MIN, *map(len, header[i].split("\n"))) for i, w in enumerate(wrap) if w}
+    while (over := sum(target) + 2 * (len(target) - 1) - width) > 0:
+        narrowable = [i for i in least if target[i] > least[i]]
+        if not narrowable:
+            break
+        i = max(narrowable, key=lambda i: (target[i], -i))
+        target[i] = max(least[i], target[i] - over)
+    return [
+        [
+            "\n".join(
+                w
+                for line in c.split("\n")
+                for w in textwrap.wrap(line, target[i], break_on_hyphens=False) or [""]
+            )
+            if target[i] < natural[i]
+            else c
+            for i, c in enumerate(row)
+        ]
+        for row in rows
     ]
 
 

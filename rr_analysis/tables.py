@@ -1,9 +1,11 @@
 """Render the analysis frames as text, Markdown, LaTeX (booktabs), CSV or JSON, and keep the dataset card's
 generated table in step with the data. Nothing here computes a statistic.
 
-Text output fits the terminal: when a table is wider than `width`, the columns of least consequence go first
-(each column has a rank; the primary test's columns stay), and a line names what was left out. JSON and CSV
-always hold every number any format shows.
+Text output fits the terminal: when a table is wider than `width`, prose columns wrap (`rr_analysis.grid.wrap_columns`),
+then the columns of least consequence go first (each column has a rank; the primary test's columns, the gap and
+its CI and Hedges g stay), and a line below the table says what was left out. `columns` chooses the columns of any
+format instead. Markdown, LaTeX, CSV and JSON are never wrapped, and JSON and CSV always hold every number any
+format shows.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import pandas as pd
 
 from rr_analysis.cells import METRIC, STAMP
 from rr_analysis.emergence import EMERGENCE_COLUMNS
-from rr_analysis.grid import csv_text, latex_lines, markdown_lines, text_lines
+from rr_analysis.grid import csv_text, latex_lines, markdown_lines, text_lines, widths, wrap_columns
 from rr_analysis.numbers import fixed, p_value
 from rr_analysis.stats import TABLE_COLUMNS
 from rr_model.core.errors import InputError
@@ -33,6 +35,7 @@ __all__ = [
     "FORMATS",
     "VIEWS",
     "render",
+    "column_names",
     "card_block",
     "update_card",
     "write_card",
@@ -71,6 +74,9 @@ class Col:
     header: str  # "\n" splits a two-line header in text output
     cell: Callable[[pd.Series], str]
     rank: int = 1  # narrow text drops the highest rank first (rightmost first); 0 is never dropped
+    wrap: bool = (
+        False  # prose: narrow text wraps it (`rr_analysis.grid.wrap_columns`) before dropping columns
+    )
 
 
 def _get(key: str, fmt: Callable) -> Callable[[pd.Series], str]:
@@ -219,23 +225,23 @@ VIEWS: dict[str, View] = {
             Col("{ref}\nmean", _get("review_mean", _num(".4f")), 6),
             Col("baseline\nmean", _get("baseline_mean", _num(".4f")), 6),
             Col("gap", _get("gap", _num(".4f")), 0),
-            Col("95% CI\nof gap", _ci("ci_low", "ci_high", ".4f"), 4),
-            Col("Hedges\ng", _get("hedges_g", _num(".2f")), 3),
+            Col("95% CI\nof gap", _ci("ci_low", "ci_high", ".4f"), 1),
+            Col("Hedges\ng", _get("hedges_g", _num(".2f")), 1),
             Col("95% CI\nof g", _ci("g_ci_low", "g_ci_high", ".2f"), 6),
             Col("Welch\nt", _get("welch_t", _num(".2f")), 4),
             Col("Welch\ndf", _get("welch_df", _num(".2f")), 5),
             Col("Welch\np", _get("welch_p", _p), 2),
-            Col("Welch\np adj", _get("p_adj_welch", _p), 2),
+            Col("Welch\np adj", _get("p_adj_welch", _p), 3),
             Col("paired*\nt", _get("paired_t", _num(".2f")), 4),
             Col("paired*\ndf", _get("paired_df", _num(".0f")), 3),
             Col("paired*\np", _get("paired_p", _p), 1),
             Col("paired*\np adj", _get("p_adj_paired", _p), 0),
-            Col("sign-flip\np (floor)", _flip, 1),
+            Col("sign-flip\np (floor)", _flip, 2),
             Col("mixed\ncoef", _get("mixed_coef", _num(".4f")), 6),
             Col("mixed\nSE", _get("mixed_se", _num(".5f")), 6),
             Col("mixed\ndf", _get("mixed_df", _num(".2f")), 5),
             Col("mixed\np", _get("mixed_p", _p), 3),
-            Col("mixed\np adj", _get("p_adj_mixed", _p), 1),
+            Col("mixed\np adj", _get("p_adj_mixed", _p), 2),
         ),
         legend=(
             _GAP,
@@ -325,7 +331,7 @@ VIEWS: dict[str, View] = {
         columns=(
             Col("kind", _get("kind", str)),
             Col("size", _get("size", str)),
-            Col("note", _get("message", str)),
+            Col("note", _get("message", str), wrap=True),
         ),
         legend=(),
         notes=lambda t: [],
@@ -593,15 +599,47 @@ def _machine_columns(view: str, frame: pd.DataFrame) -> list[str]:
 
 
 def _fit(columns: list[Col], cells: list[list[str]], width: int) -> list[int]:
-    """Indices of the columns to show so that the table is at most `width` wide (rank 0 always stays)."""
-    widths = [max(len(line) for text in col for line in text.split("\n")) for col in zip(*cells, strict=True)]
+    """Indices of the columns to show so that the table is at most `width` wide (rank 0 always stays), prose
+    columns counted as narrow as they wrap."""
+    header = cells[0]
+    drawn = widths(header, wrap_columns(header, cells[1:], [c.wrap for c in columns], width))
     keep = list(range(len(columns)))
-    while sum(widths[i] for i in keep) + 2 * (len(keep) - 1) > width:
+    while sum(drawn[i] for i in keep) + 2 * (len(keep) - 1) > width:
         droppable = [i for i in keep if columns[i].rank > 0]
         if not droppable:
             break
         keep.remove(max(droppable, key=lambda i: (columns[i].rank, i)))
     return keep
+
+
+def column_names(view: str, fmt: str, frame: pd.DataFrame) -> list[str]:
+    """The names `render`'s `columns` takes for `view` in `fmt`: for csv and json the machine columns; for
+    the others each display column's header in lower case, its words joined by "_" (``95% CI of gap``:
+    ``95_ci_of_gap``; ``paired* p adj``: ``paired_p_adj``), as the frame's comparison fills it.
+
+    Examples
+    --------
+    >>> from rr_analysis.stats import gap_table
+    >>> from rr_model.results.dataset import load_sweep
+    >>> column_names("table", "text", gap_table(load_sweep()))[5:9]
+    ['baseline_mean', 'gap', '95_ci_of_gap', 'hedges_g']
+    """
+    if fmt in ("csv", "json"):
+        return _machine_columns(view, frame)
+    return ["_".join(re.findall(r"[a-z0-9]+", c.header.lower())) for c in _filled(VIEWS[view], frame).columns]
+
+
+def _chosen(view: str, fmt: str, frame: pd.DataFrame, names: list[str]) -> list[int]:
+    """The indices, among `column_names`, of the columns named, in the order named; a name not there is an
+    `InputError` listing the view's names."""
+    known = column_names(view, fmt, frame)
+    unknown = [n for n in names if n.lower() not in known]
+    if unknown:
+        raise InputError(
+            f"--columns: no column {', '.join(map(repr, unknown))} in the {view} view's {fmt}; its columns: "
+            + ", ".join(known)
+        )
+    return [known.index(n.lower()) for n in names]
 
 
 def _stacked(view: View, frame: pd.DataFrame, width: int | None) -> str:
@@ -619,31 +657,37 @@ def _stacked(view: View, frame: pd.DataFrame, width: int | None) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _hidden(names: list[str], width: int) -> str:
+    """The line below a narrowed table: what it leaves out, by name where one line holds them."""
+    named = f"not shown at width {width}: {', '.join(names)} (--wide shows all, --columns chooses)"
+    return (
+        named
+        if len(named) <= width
+        else f"not shown at width {width}: {len(names)} columns (--wide shows all, --columns chooses)"
+    )
+
+
 def _text(view: View, frame: pd.DataFrame, width: int | None = None) -> str:
-    """Plain aligned text; with `width`, columns are dropped by rank and prose wrapped to fit."""
+    """Plain aligned text; with `width`, prose columns wrap and columns are dropped by rank to fit."""
     if view.stacked:
         return _stacked(view, frame, width)
     cols = list(view.columns)
     cells = [[c.header for c in cols]] + [[c.cell(r) for c in cols] for _, r in frame.iterrows()]
     keep = _fit(cols, cells, width) if width else list(range(len(cols)))
     left = {i for i in keep if any(c[i] != "n/a" and any(ch.isalpha() for ch in c[i]) for c in cells[1:])}
-    grid = text_lines(
-        [cols[i].header for i in keep],
-        [[row[i] for i in keep] for row in cells[1:]],
-        [i not in left for i in keep],
-    )
+    header, rows = [cols[i].header for i in keep], [[row[i] for i in keep] for row in cells[1:]]
+    if width:
+        rows = wrap_columns(header, rows, [cols[i].wrap for i in keep], width)
+    grid = text_lines(header, rows, [i not in left for i in keep])
     hidden = [cols[i].header.replace("\n", " ") for i in range(len(cols)) if i not in keep]
     prose = [*view.legend, *(f"note: {n}" for n in view.notes(frame))]
-    if hidden:
-        prose.append(
-            f"not shown at width {width}: {', '.join(hidden)} (--wide shows all; --format json has every number)"
-        )
     wrap = (
         (lambda p: textwrap.wrap(p, width, subsequent_indent="  ", break_on_hyphens=False))
         if width
         else (lambda p: [p])
     )
-    return "\n".join(wrap(view.title) + grid + [w for p in prose for w in wrap(p)]) + "\n"
+    below = wrap(_hidden(hidden, width)) if hidden else []
+    return "\n".join(wrap(view.title) + grid + below + [w for p in prose for w in wrap(p)]) + "\n"
 
 
 def _grid(view: View, frame: pd.DataFrame) -> tuple[list[str], list[list[str]], list[bool]]:
@@ -675,7 +719,9 @@ def _csv(out: pd.DataFrame) -> str:
     return csv_text(list(out.columns), [{c: value(c, r[c]) for c in out.columns} for _, r in out.iterrows()])
 
 
-def render(frame: pd.DataFrame, view: str, fmt: str, width: int | None = None) -> str:
+def render(
+    frame: pd.DataFrame, view: str, fmt: str, width: int | None = None, columns: list[str] | None = None
+) -> str:
     """One analysis frame as text.
 
     Parameters
@@ -691,22 +737,30 @@ def render(frame: pd.DataFrame, view: str, fmt: str, width: int | None = None) -
         empty/null; the others hold the display columns, a legend of which test each column is, and the n/a
         reasons.
     width
-        For text only: the widest line allowed (a terminal's width); columns are dropped by rank to fit and
-        a line names them. None shows every column.
+        For text only: the widest line allowed (a terminal's width); prose columns (a note) wrap, then columns
+        are dropped by rank to fit and a line below the table says which. None shows every column, unwrapped.
+    columns
+        These columns, in this order, by the names `column_names` gives (text, markdown, latex: e.g.
+        ``["size", "baseline", "gap", "95_ci_of_gap"]``; csv, json: the machine columns); in text none is dropped
+        to fit. None: the view's own.
     """
     v = _filled(VIEWS[view], frame)
+    if fmt not in FORMATS:
+        raise InputError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
+    keys = _machine_columns(view, frame)
+    chosen = _chosen(view, fmt, frame, columns) if columns else None
+    if chosen and fmt in ("csv", "json"):
+        keys = [keys[i] for i in chosen]
+    elif chosen:
+        v = replace(v, columns=tuple(replace(v.columns[i], rank=0) for i in chosen))
     if fmt == "json":
-        keys = _machine_columns(view, frame)
         records = [{k: None if _missing(r[k]) else plain(r[k]) for k in keys} for _, r in frame.iterrows()]
         return json.dumps(records, indent=2, allow_nan=False) + "\n"
     if fmt == "csv":
-        return _csv(frame[_machine_columns(view, frame)])
+        return _csv(frame[keys])
     if fmt == "text":
         return _text(v, frame, width)
-    renderers = {"markdown": _markdown, "latex": _latex}
-    if fmt not in renderers:
-        raise InputError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
-    return renderers[fmt](v, frame)
+    return {"markdown": _markdown, "latex": _latex}[fmt](v, frame)
 
 
 def card_block(table: pd.DataFrame) -> str:

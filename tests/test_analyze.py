@@ -18,7 +18,7 @@ from rr_analysis.emergence import EMERGENCE_COLUMNS
 from rr_analysis.notes import recipe_notes
 from rr_analysis.power import power_table, t_test_power
 from rr_analysis.stats import TABLE_COLUMNS, gap_table
-from rr_analysis.tables import FORMATS, card_mismatch, update_card
+from rr_analysis.tables import FORMATS, VIEWS, card_mismatch, column_names, update_card
 from rr_model.results.dataset import card_path, load_sweep, write_sweep
 
 runner = CliRunner()
@@ -271,3 +271,86 @@ def test_the_card_view_finds_the_packaged_card_from_any_folder(tmp_path, monkeyp
     write_sweep(load_sweep(), own)
     refused = analyze("card", "--data", str(own))
     assert refused.exit_code == 2 and "give --card-file for" in refused.stderr
+
+
+# --- at 80 columns: prose wraps, the answer stays (issue 26.2) ----------------------------------------------
+
+
+def test_notes_at_80_columns_wrap_the_note_text():
+    out = analyze("notes", env={"COLUMNS": "80"}).output
+    lines = out.splitlines()
+    assert lines[:7] == [
+        "Recipe notes",
+        "kind                     size  note",
+        "-----------------------  ----  -------------------------------------------------",
+        "token_budget                   steps differ across sizes (60M, 150M, 320M: 8000;",
+        "                               590M: 7000; 1B: 6000): any trend with size is",
+        "                               confounded with the token budget (tokens = steps",
+        "                               x batch x block)",
+    ]
+    assert max(map(len, lines)) <= 80 and "not shown" not in out
+    continued = " ".join(line[31:] for line in lines[3:])  # the note column's lines, read in order
+    for message in recipe_notes(load_sweep())["message"]:
+        assert message in continued
+
+
+def test_table_at_80_columns_keeps_the_gap_its_ci_and_hedges_g():
+    lines = analyze("table", env={"COLUMNS": "80"}).output.splitlines()
+    assert lines[1:5] == [
+        "                                    95% CI  Hedges   Welch  paired*  paired*",
+        "size  baseline      gap             of gap       g       p        p    p adj",
+        "----  --------  -------  -----------------  ------  ------  -------  -------",
+        "60M   Highway    0.0032  [-0.0203, 0.0267]    0.28  0.6982   0.4455   0.4654",
+    ]
+    assert lines[14] == "not shown at width 80: 16 columns (--wide shows all, --columns chooses)"
+    assert max(map(len, lines)) <= 80
+
+
+def test_a_narrowed_table_names_what_it_hides_below_it_when_one_line_holds_them():
+    lines = analyze("power", env={"COLUMNS": "90"}).output.splitlines()
+    below = next(i for i, line in enumerate(lines) if line.startswith("not shown"))
+    assert lines[below] == "not shown at width 90: Cohen d (--wide shows all, --columns chooses)"
+    assert lines[below - 1].startswith("1B ")  # right below the table's last row
+
+
+def test_columns_choose_and_order_the_columns_and_none_is_dropped():
+    named = "size,baseline,gap,95_ci_of_gap,hedges_g,sign_flip_p_floor,mixed_p_adj,welch_t"
+    lines = analyze("--columns", named, env={"COLUMNS": "80"}).output.splitlines()
+    assert lines[2].split() == ["size", "baseline", "gap", "of", "gap", "g", "p", "(floor)", "p", "adj", "t"]
+    assert lines[4].split() == ["60M", "Highway", "0.0032", "[-0.0203,", "0.0267]", "0.28", "0.5", "(0.25)",
+                                "0.2933", "0.42"]  # fmt: skip
+    assert "not shown" not in "\n".join(lines)
+    md = analyze("--format", "markdown", "--columns", "gap,size").output.splitlines()
+    assert md[:3] == ["| gap | size |", "|---|---|", "| 0.0032 | 60M |"]
+    csv = analyze("--format", "csv", "--columns", "size,gap,ci_low").output.splitlines()
+    gap = gap_table(load_sweep()).iloc[0]
+    assert csv[:2] == ["size,gap,ci_low", f"60M,{float(gap['gap'])!r},{float(gap['ci_low'])!r}"]
+    assert [list(r) for r in json.loads(analyze("--format", "json", "--columns", "hedges_g").output)] == [
+        ["hedges_g"]
+    ] * 10
+
+
+def test_an_unknown_column_is_one_error_naming_the_views_columns():
+    result = analyze("notes", "--columns", "kind,text")
+    assert result.exit_code == 2
+    assert result.output == (
+        "rr: error: --columns: no column 'text' in the notes view's text; its columns: kind, size, note\n"
+    )
+    csv = analyze("--format", "csv", "--columns", "95_ci_of_gap")
+    assert (
+        csv.exit_code == 2
+        and "in the table view's csv; its columns: " + ", ".join(TABLE_COLUMNS) in csv.output
+    )
+
+
+@pytest.mark.parametrize("fmt", ["markdown", "latex", "csv", "json"])
+def test_only_text_wraps(fmt):
+    narrow = analyze("notes", "--format", fmt, env={"COLUMNS": "40"}).output
+    assert narrow == analyze("notes", "--format", fmt, env={"COLUMNS": "300"}).output
+    assert "steps differ across sizes (60M, 150M, 320M: 8000; 590M: 7000; 1B: 6000)" in narrow
+
+
+def test_every_views_column_names_are_distinct():
+    for view in VIEWS:
+        names = column_names(view, "text", pd.DataFrame())  # no comparison stamped: the paper's
+        assert len(set(names)) == len(names) and all(names), (view, names)

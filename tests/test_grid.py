@@ -6,7 +6,16 @@ import pytest
 from typer.testing import CliRunner
 
 from cli.main import app
-from rr_analysis.grid import csv_text, latex_escape, latex_lines, markdown_lines, text_lines
+from cli.records import Format, echo_records
+from rr_analysis.grid import (
+    WRAP_MIN,
+    csv_text,
+    latex_escape,
+    latex_lines,
+    markdown_lines,
+    text_lines,
+    wrap_columns,
+)
 
 SPECIAL = {
     "&": r"\&",
@@ -63,5 +72,32 @@ def test_records_and_analysis_tables_escape_latex_alike():
     runner = CliRunner()
     sizes = runner.invoke(app, ["sizes", "--format", "latex"]).output
     table = runner.invoke(app, ["analyze", "--format", "latex"]).output
-    assert r"review\_neutral" in sizes and r"\caption{Ladder x variant, vocabulary 50,257}" in sizes
+    assert r"review\_neutral" in sizes and r"\caption{Ladder x variant, vocabulary 50,257 " in sizes
     assert "$<$0.0001" in table and "<0.0001" not in table.replace("$<$", "")
+
+
+def test_wrap_columns_narrows_only_prose_to_the_width_and_keeps_its_words():
+    header = ["size", "note"]
+    rows = [["1B", "the largest size trained 6000 steps, the others 8000 or 7000"], ["60M", "-"]]
+    wrapped = wrap_columns(header, rows, [False, True], 40)
+    assert wrapped == [["1B", "the largest size trained 6000\nsteps, the others 8000 or 7000"], ["60M", "-"]]
+    assert max(map(len, text_lines(header, wrapped, [False, False]))) <= 40
+    assert wrap_columns(header, rows, [False, True], 200) == rows  # fits: untouched
+    assert wrap_columns(header, rows, [False, False], 40) == rows  # no prose column: untouched
+    narrow = wrap_columns(header, rows, [False, True], 10)  # never below WRAP_MIN
+    assert max(len(line) for line in narrow[0][1].split("\n")) <= WRAP_MIN < len(rows[0][1])
+
+
+def test_records_wrap_a_note_column_in_text_alone(monkeypatch, capsys):
+    records = [{"size": "1B", "n": 3, "note": "the largest size trained 6000 steps, the others 8000"}]
+    monkeypatch.setenv("COLUMNS", "40")
+    echo_records(records, Format.text, title="plan")
+    assert capsys.readouterr().out.splitlines() == [
+        "plan",
+        "size  n  note",
+        "----  -  -----------------------------",
+        "1B    3  the largest size trained 6000",
+        "         steps, the others 8000",
+    ]
+    echo_records(records, Format.markdown)
+    assert capsys.readouterr().out.splitlines()[2] == f"| 1B | 3 | {records[0]['note']} |"
