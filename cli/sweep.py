@@ -14,6 +14,7 @@ from cli.records import Format, echo_records
 from cli.training import (
     CHECKPOINT_EVERY,
     COMPILE,
+    CONFIG,
     DATA,
     DEVICE,
     DRY_RUN,
@@ -26,6 +27,7 @@ from cli.training import (
     TOKENIZER,
     VARIANT,
     echo_plan,
+    effective_config,
 )
 from rr_model.core.errors import InputError
 
@@ -143,10 +145,15 @@ def _sbatch(items: list[str] | None) -> dict[str, str | bool]:
     return found
 
 
-def _effect_seeds(out: Path, sizes: list[str] | None, effect: float, variants: tuple) -> dict[str, list[int]]:
+def _effect_seeds(
+    out: Path, sizes: list[str] | None, effect: float, variants: tuple, seeds: str | None
+) -> dict[str, list[int]]:
     """The new seeds per size that `rr_analysis.power.seeds_for_effect` asks for, printed with its reasons."""
     from rr_analysis.power import seeds_for_effect
     from rr_model.results.dataset import load_sweep
+
+    if seeds:
+        raise InputError("--effect plans the seeds itself: give --effect or --seeds, not both")
 
     plan = seeds_for_effect(load_sweep(out if out.exists() else None), effect, sizes, variants)
     columns = ["size", "seeds_present", "seeds_needed", "seeds_to_add", "new_seeds", "gpu_minutes", "note"]
@@ -259,6 +266,7 @@ def _default_out(reproduce: bool, ladder: str | None) -> Path:
 
 
 def sweep(
+    ctx: typer.Context,
     sizes: str | None = SIZES,
     at: str | None = AT,
     seeds: str | None = SEEDS,
@@ -290,6 +298,7 @@ def sweep(
     status: bool = STATUS,
     cancel: bool = CANCEL,
     reproduce: bool = REPRODUCE,
+    config: Path | None = CONFIG,
 ) -> None:
     """Train a plan of runs (default: the published sweep) and append a row per run.
 
@@ -307,14 +316,12 @@ def sweep(
     out = out or _default_out(reproduce, ladder)
     options = dict(data=data, tokenizer=tokenizer, steps=steps, precision=precision, compile=compile_)
     options |= dict(device=device, checkpoint_every=checkpoint_every, reproduce=reproduce, ladder=ladder, text_field=text_field)  # fmt: skip
+    options["run_config"] = effective_config(ctx)
     with known_errors():
         if status or cancel:
             return _status_or_cancel(out, status, cancel)
-        variants, plan_seeds, chosen = tuple(variant or COMPARED), _seeds(seeds), _sizes(sizes, at, ladder)
-        if effect is not None:
-            if seeds:
-                raise InputError("--effect plans the seeds itself: give --effect or --seeds, not both")
-            plan_seeds = _effect_seeds(out, chosen, effect, variants)
+        variants, chosen = tuple(variant or COMPARED), _sizes(sizes, at, ladder)
+        plan_seeds = _seeds(seeds) if effect is None else _effect_seeds(out, chosen, effect, variants, seeds)
         todo, skipped = plan_sweep(out, chosen, plan_seeds, variants, **options)
         if reproduce:
             check_reproducible(todo + skipped, out)

@@ -10,6 +10,7 @@ from cli.errors import known_errors
 from cli.training import (
     CHECKPOINT_EVERY,
     COMPILE,
+    CONFIG,
     DATA,
     DEVICE,
     DRY_RUN,
@@ -21,11 +22,13 @@ from cli.training import (
     TEXT_FIELD,
     TOKENIZER,
     VARIANT,
+    effective_config,
     train_and_report,
 )
 
 
 def train(
+    ctx: typer.Context,
     size: str = typer.Option(
         ..., "--size", help="Ladder size to train: 60M, 150M, 320M, 590M, 1B or tiny (or one of --ladder's)."
     ),
@@ -49,6 +52,7 @@ def train(
     log: list[str] = LOG,
     dry_run: bool = DRY_RUN,
     ladder: str | None = LADDER,
+    config: Path | None = CONFIG,
 ) -> None:
     """Train the next seed of a size for every compared variant and append one row per run.
 
@@ -61,6 +65,7 @@ def train(
     out = out or default_out(ladder)
     options = dict(data=data, tokenizer=tokenizer, steps=steps, precision=precision, compile=compile_)
     options |= dict(ladder=ladder, text_field=text_field, device=device, checkpoint_every=checkpoint_every)
+    options["run_config"] = effective_config(ctx)
     with known_errors():
         todo, skipped = plan_runs(
             out, size, tuple(variant or COMPARED), seed, log=tuple(log or ()), **options

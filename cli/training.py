@@ -6,12 +6,13 @@ Standard library and typer only at import, so `rr --help` stays light; the libra
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
 import typer
 
-from cli.errors import known_errors
+from cli.errors import fail, known_errors
 from cli.records import Format, echo_records
 
 # Options of the training commands.
@@ -159,3 +160,125 @@ def _train(todo: list, out: Path, resume: bool) -> list[dict]:
             err=True,
         )
         raise SystemExit(130) from None
+
+
+# ------------------------------------------------------------------------------------ the run config file
+
+
+def _option_keys(command) -> dict:
+    """The keys a run config file may hold for `command`: each option's long name, dashes as underscores."""
+    keys = {}
+    for p in command.params:
+        if p.param_type_name == "option" and p.name != "config":
+            for opt in p.opts:
+                if opt.startswith("--"):
+                    keys[opt[2:].replace("-", "_")] = p
+    return keys
+
+
+def _expected(param) -> tuple[tuple[type, ...], str]:
+    """The TOML value types an option takes, and their name for an error."""
+    annotation = param.type_descriptor.annotation
+    if param.is_flag:
+        return (bool,), "true or false"
+    if param.multiple:
+        return (str,), "a string or a list of strings"
+    if annotation is int:
+        return (int,), "an integer"
+    if annotation is float:
+        return (int, float), "a number"
+    return (str,), "a string"
+
+
+def _config_value(path: Path, key: str, param, value: object, ctx: typer.Context) -> object:
+    """`value` for `param` as the file holds it, refused (one `rr: error:`) unless its type is the option's
+    and the option takes it (its range, its choices)."""
+    types, kind = _expected(param)
+    items = value if param.multiple and isinstance(value, list) else [value]
+    for item in items:
+        if not isinstance(item, types) or (isinstance(item, bool) and bool not in types):
+            raise fail(
+                f"{path}: key {key!r} must be {kind} (as --{key.replace('_', '-')} takes), not {item!r}"
+            )
+    value = items if param.multiple else value
+    try:
+        param.process_value(ctx, value)  # the flag's own checks: its range, its choices
+    except typer.BadParameter as e:
+        raise fail(f"{path}: key {key!r}: {e.message}") from None
+    return value
+
+
+def read_config(ctx: typer.Context, path: Path | None) -> Path | None:
+    """`--config FILE`'s callback: the file's options become the command's defaults (`ctx.default_map`), so a
+    flag given on the command line overrides them and the file overrides rr's defaults. Runs first (eager).
+
+    An unknown key, or a value of the wrong type, is one `rr: error:` naming the file, the key and (for an
+    unknown key) the nearest valid one.
+    """
+    import difflib
+
+    import tomllib
+
+    if path is None or ctx.resilient_parsing:
+        return path
+    try:
+        table = tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as e:
+        raise fail(f"--config {path}: {e.strerror or e}") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+        raise fail(f"--config {path}: not a TOML file ({e})") from None
+    keys, found = _option_keys(ctx.command), {}
+    for key, value in table.items():
+        param = keys.get(key.replace("-", "_"))
+        if param is None:
+            near = difflib.get_close_matches(key.replace("-", "_"), keys, n=1)
+            hint = (
+                f"the nearest valid key is {near[0]!r}" if near else f"valid keys: {', '.join(sorted(keys))}"
+            )
+            raise fail(f"{path}: unknown key {key!r} for rr {ctx.command.name}; {hint}")
+        found[param.name] = _config_value(path, key, param, value, ctx)
+    ctx.default_map = {**(ctx.default_map or {}), **found}
+    return path
+
+
+CONFIG = typer.Option(
+    None,
+    "--config",
+    is_eager=True,
+    callback=read_config,
+    help='A TOML file of this command\'s options (keys: the option names, e.g. size = "tiny", '
+    'checkpoint-every = 4, variant = ["standard"]); flags given here override it. --dry-run prints the '
+    "effective options, and each run's provenance record keeps them.",
+    show_default=False,
+)
+
+
+def _toml(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(_toml(v) for v in value) + "]"
+    return json.dumps(str(getattr(value, "value", value)))  # a TOML basic string; an Enum by its value
+
+
+def effective_config(ctx: typer.Context) -> str | None:
+    """The options the command runs with, as TOML (flag over file over default), when they came from
+    `--config` (None otherwise): what each run's provenance record keeps, printed here under --dry-run."""
+    path = ctx.params.get("config")
+    if path is None:
+        return None
+    lines = [f"# rr {ctx.command.name}: the effective options (--config {path}, overridden by flags)"]
+    names: dict[str, str] = {}
+    for key, param in _option_keys(ctx.command).items():
+        names.setdefault(param.name, key.replace("_", "-"))  # one line per option, by its first long name
+    for name, key in names.items():
+        if name == "dry_run":
+            continue  # an action, not a setting
+        value = ctx.params[name]
+        lines.append(f"# {key} is unset (its default)" if value is None else f"{key} = {_toml(value)}")
+    text = "\n".join(lines) + "\n"
+    if ctx.params.get("dry_run"):
+        typer.echo(text)
+    return text
