@@ -144,7 +144,7 @@ def measure(s: Setting, profile: bool = False) -> dict:
     def steps(n: int) -> float:
         start = time.perf_counter()
         for _ in range(n):
-            loss, _ = train_step(net, optimizer, x, x, 1, recipe.grad_clip, autocast, ddp=False)
+            loss, _ = train_step(net, optimizer, x, x, 1, recipe.grad_clip, autocast)
         loss.item()  # waits for the device, once: no sync inside the timed steps
         return time.perf_counter() - start
 

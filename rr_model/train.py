@@ -8,9 +8,9 @@ how this trainer matches the published script, in docs/faithfulness.md.
 The same seed is the published experiment: `torch.manual_seed(seed)` right before the model is built
 (`GPT.init_published` consumes the stream in the published order), and the data order is
 `numpy.random.RandomState(seed)`, each step drawing the global batch's window starts; the 80 validation
-batches continue the same stream. Runs single-process or under `torchrun` (DDP): every rank draws the
-whole batch and trains on its slice, so the recipe does not depend on the number of processes; only
-rank 0 writes rows, provenance records and checkpoints.
+batches continue the same stream. Runs single-process or under `torchrun` (data parallel): every rank draws
+the whole batch and trains on its slice, the gradients averaged over the ranks, so the recipe does not
+depend on the number of processes; only rank 0 writes rows, provenance records and checkpoints.
 
     rr train --size 150M                     # next unused seed, all three compared variants
     torchrun --nproc_per_node 8 -m cli.main train --size 1B
@@ -32,7 +32,6 @@ from typing import Any
 import numpy as np
 import torch
 import torch.distributed as dist
-from torch.nn.parallel import DistributedDataParallel as DDP
 
 from rr_model import checkpoint
 from rr_model.config import GPTConfig, model_config
@@ -60,6 +59,8 @@ __all__ = [
     "train_runs",
     "summarize",
     "train_step",
+    "accumulate",
+    "apply_gradients",
     "setup_device",
 ]
 
@@ -121,23 +122,47 @@ def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
-def train_step(
-    model, optimizer, x, y, accum: int, clip: float, autocast, ddp: bool
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """One optimiser step on the batch (x, y), split in `accum` micro-batches: its mean loss and the
-    gradient norm before clipping, both unsynced (on the device)."""
+def accumulate(model, x, y, accum: int, autocast) -> torch.Tensor:
+    """Forward and backward of the batch (x, y) in `accum` micro-batches, the gradients summed into the
+    parameters' `.grad`: the batch's mean loss, unsynced (on the device). No collective runs in here."""
     total = torch.zeros((), device=x.device)
-    for i, (xm, ym) in enumerate(zip(x.chunk(accum), y.chunk(accum), strict=True)):
-        # under DDP, gradients are all-reduced once, on the last micro-batch
-        with model.no_sync() if ddp and i < accum - 1 else contextlib.nullcontext():
-            with autocast:
-                _, loss = model(xm, ym)
-            (loss / accum).backward()
+    for xm, ym in zip(x.chunk(accum), y.chunk(accum), strict=True):
+        with autocast:
+            _, loss = model(xm, ym)
+        (loss / accum).backward()
         total += loss.detach() / accum
+    return total
+
+
+def apply_gradients(model, optimizer, clip: float, world: int = 1) -> torch.Tensor:
+    """Average the gradients over the `world` processes (if more than one), clip them and step: the
+    gradient norm before clipping, unsynced (on the device).
+
+    Notes
+    -----
+    Each gradient is divided by `world`, then summed over the processes in place (one asynchronous
+    all-reduce per parameter, all waited for before clipping): DDP's arithmetic, without its copy of the
+    gradients in buckets.
+    """
+    if world > 1:
+        grads = [p.grad for p in model.parameters() if p.grad is not None]
+        for g in grads:
+            g.div_(world)
+        for work in [dist.all_reduce(g, async_op=True) for g in grads]:
+            work.wait()
     norm = torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
     optimizer.step()
     optimizer.zero_grad(set_to_none=True)
-    return total, norm
+    return norm
+
+
+def train_step(
+    model, optimizer, x, y, accum: int, clip: float, autocast
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """One single-process optimiser step on the batch (x, y), split in `accum` micro-batches: its mean loss
+    and the gradient norm before clipping, both unsynced (on the device). The trainer runs the same two
+    calls, `accumulate` then `apply_gradients`, with its out-of-memory check between them."""
+    return accumulate(model, x, y, accum, autocast), apply_gradients(model, optimizer, clip)
 
 
 @dataclass
@@ -169,7 +194,8 @@ class _Run:
     ckpt: Path
     state: _State = field(default_factory=_State)
     accum: int = 1  # doubled on CUDA out-of-memory: same batch, same result, smaller micro-batches
-    net: torch.nn.Module | None = None  # the model as trained: compiled and/or wrapped in DDP
+    net: torch.nn.Module | None = None  # the model as trained: compiled or not (not DDP: see _step)
+    flags: Any = None  # the process group of the out-of-memory flag; None: the default one
     progress: Progress | None = None
     metrics: Metrics | None = None  # the per-step log (JSONL, and TensorBoard / W&B when asked)
     env: dict[str, Any] = field(default_factory=dict)  # software and hardware (rr_model.results.provenance)
@@ -289,11 +315,11 @@ def _resume(run: _Run, resume: bool) -> None:
 
 
 def _start(run: _Run) -> None:
-    """Wrap the model for training (compile, DDP), open the progress display and print the run's shape."""
+    """Compile the model if asked, open the progress display and print the run's shape."""
     cfg, r, mcfg = run.cfg, run.cfg.recipe, run.mcfg
-    fast = torch.compile(run.model) if cfg.compile else run.model
-    ddp_ids = [run.device.index] if run.device.type == "cuda" else None
-    run.net = DDP(fast, device_ids=ddp_ids) if run.world > 1 else fast
+    run.net = torch.compile(run.model) if cfg.compile else run.model
+    if run.world > 1 and dist.get_backend() != "gloo":
+        run.flags = dist.new_group(backend="gloo")  # the out-of-memory flag, on the host (_ran_out)
     tokens_per_step = r.batch_size * r.block_size
     run.env = environment(str(run.device))
     name = run.env["device_name"] if run.device.type == "cuda" else str(run.device)
@@ -387,24 +413,58 @@ def _step(run: _Run, x: torch.Tensor, y: torch.Tensor, step: int) -> tuple[torch
     """One optimiser step; on CUDA out-of-memory, the same batch again in twice as many micro-batches.
 
     The published script halved the batch instead, which changes the recipe; accumulation keeps it.
+
+    Under torchrun the processes must take the same decision, or their collectives stop matching: one
+    retries while the others wait in a gradient all-reduce it never joins. So nothing collective runs in
+    the forward and backward passes (hence no DDP: its all-reduce starts inside the last backward, where
+    a process that runs out leaves the others waiting), then the processes add up their out-of-memory
+    flags (`_ran_out`) and either all retry the step in more micro-batches or all average their gradients
+    and step. The price: the gradient all-reduce no longer overlaps the backward pass. Out of memory in
+    the optimiser step itself is not retried: more micro-batches would not shrink it, and a step partly
+    applied cannot be taken again.
     """
-    per_rank = run.cfg.recipe.batch_size // run.world
     while True:
         try:
-            return train_step(
-                run.net, run.optimizer, x, y, run.accum, run.cfg.recipe.grad_clip, run.autocast, run.world > 1
-            )
-        except torch.OutOfMemoryError:
-            if per_rank // run.accum == 1:
-                raise
-            run.optimizer.zero_grad(set_to_none=True)
-            torch.cuda.empty_cache()
-            run.accum *= 2
-            run.progress.log(
-                f"WARNING: CUDA out of memory at step {step}: continuing with gradient accumulation over "
-                f"{run.accum} micro-batches of {per_rank // run.accum} sequences; the batch stays "
-                f"{run.cfg.recipe.batch_size}."
-            )
+            loss, detail = accumulate(run.net, x, y, run.accum, run.autocast), ""
+        except torch.OutOfMemoryError as e:
+            loss, detail = None, str(e)  # the message alone: its traceback would hold the activations
+        ran_out = _ran_out(run, loss is None)
+        if not ran_out:
+            return loss, apply_gradients(run.net, run.optimizer, run.cfg.recipe.grad_clip, run.world)
+        _more_micro_batches(run, step, ran_out, detail)
+
+
+def _ran_out(run: _Run, mine: bool) -> int:
+    """How many processes ran out of memory in this step's forward and backward passes.
+
+    Under torchrun, one all-reduce of a CPU tensor (over gloo: beside NCCL, a gloo group made in `_start`)
+    per step: CUDA raises out-of-memory on the host, at the allocation, so no process waits for its GPU.
+    """
+    if run.world == 1:
+        return int(mine)
+    flag = torch.tensor([int(mine)])
+    dist.all_reduce(flag, group=run.flags)
+    return int(flag)
+
+
+def _more_micro_batches(run: _Run, step: int, ran_out: int, detail: str) -> None:
+    """After `ran_out` processes ran out of memory: every process drops its gradients and doubles its
+    micro-batches, or raises torch.OutOfMemoryError where they are down to one sequence already."""
+    per_rank = run.cfg.recipe.batch_size // run.world
+    run.optimizer.zero_grad(set_to_none=True)
+    torch.cuda.empty_cache()
+    where = f" on {ran_out} of {run.world} processes" if run.world > 1 else ""
+    if per_rank // run.accum == 1:
+        raise torch.OutOfMemoryError(
+            f"CUDA out of memory at step {step}{where} with micro-batches of one sequence"
+            + (f": {detail}" if detail else "")
+        )
+    run.accum *= 2
+    run.progress.log(
+        f"WARNING: CUDA out of memory at step {step}{where}: continuing with gradient accumulation over "
+        f"{run.accum} micro-batches of {per_rank // run.accum} sequences; the batch stays "
+        f"{run.cfg.recipe.batch_size}."
+    )
 
 
 def _save(run: _Run, done: int, seconds: float) -> None:
@@ -434,7 +494,7 @@ def _finish(run: _Run, failure: str | None) -> dict[str, Any]:
     if failure is None:
         start = time.perf_counter()
         val_loss, ece = evaluate(
-            run.net if run.world == 1 else run.net.module,
+            run.net,
             run.tokens.val,
             rng=run.data_rng,  # the published order: validation continues the training stream
             n_batches=r.eval_batches,
