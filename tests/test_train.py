@@ -408,6 +408,37 @@ def test_cuda_oom_switches_to_gradient_accumulation_with_the_same_batch(tmp_path
     assert rec["result"]["val_loss"] == pytest.approx(tiny_run["result"]["val_loss"], abs=1e-5)
 
 
+def test_out_of_memory_with_one_sequence_per_micro_batch_stops_the_run(tmp_path, monkeypatch):
+    calls = []
+
+    def no_memory(self, idx, targets=None):
+        calls.append(idx.shape[0])
+        raise torch.OutOfMemoryError("CUDA out of memory (simulated)")
+
+    monkeypatch.setattr(GPT, "forward", no_memory)
+    with pytest.raises(torch.OutOfMemoryError, match="at step 0 with micro-batches of one sequence: CUDA"):
+        train(TrainConfig(**TINY_RUN), tmp_path / "b.csv")
+    assert calls == [8, 4, 2, 1]
+    assert not (tmp_path / "b.csv").exists()
+
+
+def test_out_of_memory_in_the_optimiser_step_is_not_retried(tmp_path, monkeypatch):
+    forward, calls = GPT.forward, []
+
+    def counted(self, idx, targets=None):
+        calls.append(idx.shape[0])
+        return forward(self, idx, targets)
+
+    def no_memory(self, closure=None):
+        raise torch.OutOfMemoryError("CUDA out of memory (simulated, optimiser)")
+
+    monkeypatch.setattr(GPT, "forward", counted)
+    monkeypatch.setattr(torch.optim.AdamW, "step", no_memory)  # more micro-batches would not shrink it
+    with pytest.raises(torch.OutOfMemoryError, match=r"^CUDA out of memory \(simulated, optimiser\)$"):
+        train(TrainConfig(**TINY_RUN), tmp_path / "b.csv")
+    assert calls == [8]  # one forward of the whole batch: the step was not taken again
+
+
 # ------------------------------------------------------------------------------------------ evaluation
 
 
