@@ -318,6 +318,8 @@ def _start(run: _Run) -> None:
     """Compile the model if asked, open the progress display and print the run's shape."""
     cfg, r, mcfg = run.cfg, run.cfg.recipe, run.mcfg
     run.net = torch.compile(run.model) if cfg.compile else run.model
+    if run.world > 1:
+        _same_weights(run)
     if run.world > 1 and dist.get_backend() != "gloo":
         run.flags = dist.new_group(backend="gloo")  # the out-of-memory flag, on the host (_ran_out)
     tokens_per_step = r.batch_size * r.block_size
@@ -432,6 +434,14 @@ def _step(run: _Run, x: torch.Tensor, y: torch.Tensor, step: int) -> tuple[torch
         if not ran_out:
             return loss, apply_gradients(run.net, run.optimizer, run.cfg.recipe.grad_clip, run.world)
         _more_micro_batches(run, step, ran_out, detail)
+
+
+def _same_weights(run: _Run) -> None:
+    """Every process starts from rank 0's weights, as DDP's start-up broadcast made sure: the same seed
+    and checkpoint already give them, so this changes nothing unless something went wrong."""
+    with torch.no_grad():
+        for tensor in run.model.state_dict().values():
+            dist.broadcast(tensor, src=0)
 
 
 def _ran_out(run: _Run, mine: bool) -> int:
