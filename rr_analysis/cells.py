@@ -20,8 +20,8 @@ import numpy as np
 import pandas as pd
 
 from rr_model.core.errors import InputError
-from rr_model.core.ladder import size_sort_key
 from rr_model.core.variants import BASELINES, REFERENCE, order_key
+from rr_model.results.dataset import size_order
 
 __all__ = [
     "ALPHA",
@@ -189,9 +189,9 @@ def compare(
 
 
 def sizes_in_order(df: pd.DataFrame) -> list[str]:
-    """The sizes present, ordered by mean parameter count (then by label)."""
-    m = df.groupby("size")["params_M"].mean()
-    return sorted(m.index, key=lambda s: (m[s], size_sort_key(s), s))
+    """The sizes present, ordered by mean parameter count (then by label): `rr_model.results.dataset.size_order`,
+    the order of a loaded sweep's ``size`` categories."""
+    return size_order(df)
 
 
 def baselines_in_order(df: pd.DataFrame, reference: str = REFERENCE) -> list[str]:

@@ -100,8 +100,8 @@ def _source_fit(df: pd.DataFrame, new: np.ndarray, metric: str) -> tuple[dict, s
     import statsmodels.formula.api as smf
 
     data = pd.DataFrame({"y": df[metric].to_numpy(float), "new": new.astype(float),
-                         "cell": (df["size"] + ":" + df["variant"]).to_numpy(str),
-                         "block": (df["size"] + ":" + df["seed"].astype(str)).to_numpy(str)})  # fmt: skip
+                         "cell": (df["size"].astype(str) + ":" + df["variant"]).to_numpy(str),
+                         "block": (df["size"].astype(str) + ":" + df["seed"].astype(str)).to_numpy(str)})  # fmt: skip
     empty = {"estimate": math.nan, "se": math.nan, "z": math.nan, "p": math.nan}
     if not new.any() or new.all():
         return empty, "no new rows to compare" if not new.any() else "no published rows to compare with"

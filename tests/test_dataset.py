@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 
@@ -19,6 +20,7 @@ from rr_model.results.dataset import (
     bundled_path,
     load_sweep,
     read_sweep_text,
+    size_order,
     write_sweep,
 )
 
@@ -216,6 +218,8 @@ def test_any_valid_frame_round_trips_exactly(tmp_path_factory, rows, data):
     path = tmp_path_factory.mktemp("rt") / "sweep.csv"
     write_sweep(df, path, exact=True)
     back = load_sweep(path)
+    assert back["size"].cat.ordered and list(back["size"].cat.categories) == size_order(back)
+    back = back.astype({"size": str})
     pd.testing.assert_frame_equal(back, df, check_dtype=False, check_exact=True)
     assert (back.dtypes == df.astype({"size": str, "variant": str}).dtypes).all()
 
@@ -304,3 +308,20 @@ def test_an_extra_numeric_column_is_read_as_a_metric():
     for header, cell in (("Accuracy", "0.61"), ("accuracy", "inf"), ("accuracy", "high")):
         with pytest.raises(DataError, match=f"column {header} - unknown column"):
             read_sweep_text("\n".join([rows[0] + "," + header, rows[1] + "," + cell]) + "\n", "acc.csv")
+
+
+def test_size_is_an_ordered_categorical_by_parameter_count(tmp_path):
+    path = tmp_path / "s.csv"
+    rows = ["1B,review_neutral,0,1010.5,6000,1.4,,", "60M,review_neutral,0,59.47,8000,1.7,,",
+            "tiny,review_neutral,0,1.13,100,2.2,,", "150M,review_neutral,0,150.2,8000,1.6,,"]  # fmt: skip
+    path.write_text(HEADER + "\n" + "\n".join(rows) + "\n")
+    df = load_sweep(path)
+    assert df["size"].tolist() == ["1B", "60M", "tiny", "150M"]  # rows keep the file's order
+    assert df.sort_values("size")["size"].tolist() == ["tiny", "60M", "150M", "1B"]
+    assert df.groupby("size", observed=True)["val_loss"].mean().index.tolist() == [
+        "tiny",
+        "60M",
+        "150M",
+        "1B",
+    ]
+    assert json.loads(df[["size"]].to_json(orient="records"))[0] == {"size": "1B"}

@@ -76,9 +76,9 @@ def mixedlm(d: pd.DataFrame, formula: str, reml: bool = True, **kw):
 def coded(sweep) -> pd.DataFrame:
     d = sweep.copy()
     lx = np.log10(d[d["variant"] == "review_neutral"].groupby("size")["params_M"].mean())
-    d["lxc"] = d["size"].map(lx - lx.mean())
+    d["lxc"] = d["size"].map(lx - lx.mean()).astype(float)  # map on the categorical keeps its dtype
     d["hw"], d["std"] = (d["variant"] == "highway") * 1.0, (d["variant"] == "standard") * 1.0
-    d["block"], d["seedc"] = d["size"] + ":" + d["seed"].astype(str), d["seed"].astype(str)
+    d["block"], d["seedc"] = d["size"].astype(str) + ":" + d["seed"].astype(str), d["seed"].astype(str)
     return d
 
 

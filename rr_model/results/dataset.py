@@ -35,7 +35,7 @@ from rr_model.core.files import (
     same_file,
     truncate_to,
 )
-from rr_model.core.ladder import size_problem
+from rr_model.core.ladder import size_problem, size_sort_key
 from rr_model.core.variants import variant_problem
 from rr_model.results.schema import COLUMNS, EXTRA_NAME, EXTRA_RULE, GROUP_RULES, KEY, SCHEMA, Problem
 
@@ -48,6 +48,7 @@ __all__ = [
     "check_append",
     "bundled_path",
     "card_path",
+    "size_order",
     "plain",
     "digest",
     "verify_reference",
@@ -350,6 +351,8 @@ def _schema_problems(
         ]
         rows = _schema_problems(df[~np.isin(lines, [p.line for p in unparsed])], lines)
         return cells + [p for p in rows if p.rule in GROUP_RULES or p.column not in df.columns]
+    if isinstance(df["size"].dtype, pd.CategoricalDtype):  # a loaded sweep: the schema checks the labels
+        df = df.astype({"size": str})
     try:
         SCHEMA.validate(df, lazy=True)
         return []
@@ -436,8 +439,9 @@ def load_sweep(path: str | os.PathLike | None = None) -> pd.DataFrame:
 
     Returns
     -------
-    DataFrame with those columns in that order: seed and steps int64, size and variant str, the rest
-    float64 (ece and minutes NaN where not measured); then any extra measured column the file carries, in
+    DataFrame with those columns in that order: seed and steps int64, size an ordered categorical whose
+    categories are the sizes present smallest first (`size_order`: sorting and grouping follow size, and
+    ``df["size"].astype(str)`` gives plain labels), variant str, the rest float64 (ece and minutes NaN where not measured); then any extra measured column the file carries, in
     its order, as float64 (`rr_model.results.schema.EXTRA_NAME` and `EXTRA_RULE`: an ``accuracy`` column for
     ``rr analyze --metric accuracy``). Writers (`write_sweep`, `append_rows`) keep to the schema's columns. Rows keep the file's order;
     ``df.attrs["lines"]`` holds each row's line number in the file (a tuple).
@@ -454,12 +458,22 @@ def load_sweep(path: str | os.PathLike | None = None) -> pd.DataFrame:
     >>> df = load_sweep()
     >>> len(df), df["size"].nunique()
     (42, 5)
+    >>> df.sort_values("size")["size"].unique().tolist()
+    ['60M', '150M', '320M', '590M', '1B']
     """
     path = Path(path) if path is not None else bundled_path()
     df = _parse(_read_bytes(path), path)
     if same_file(path, bundled_path()):
         verify_reference(df, path)
+    df["size"] = pd.Categorical(df["size"], categories=size_order(df), ordered=True)
     return df
+
+
+def size_order(df: pd.DataFrame) -> list[str]:
+    """The sizes present in `df`, smallest first: by mean parameter count, then by the label's nominal count
+    (`rr_model.core.ladder.size_sort_key`), then by label. `load_sweep`'s ``size`` categories follow it."""
+    m = df.groupby("size", observed=True)["params_M"].mean()
+    return sorted(map(str, m.index), key=lambda s: (m[s], size_sort_key(s), s))
 
 
 def format_row(row: Mapping) -> str:
