@@ -325,3 +325,31 @@ def test_size_is_an_ordered_categorical_by_parameter_count(tmp_path):
         "1B",
     ]
     assert json.loads(df[["size"]].to_json(orient="records"))[0] == {"size": "1B"}
+
+
+def test_a_users_own_ladder_sizes_and_unknown_labels_load_in_parameter_order(tmp_path):
+    """The sizes of docs/extending/pilot.toml (labels rr's ladder does not hold) and a count past the published
+    ladder load and sort by parameter count; a label's nominal count breaks a tie in parameters."""
+    from typer.testing import CliRunner
+
+    from cli.main import app
+
+    params = {"0.1M": 0.11, "3B": 2981.0, "0.03M": 0.031, "0.05M": 0.053, "7.5B": 2981.0}
+    rows = [f"{s},standard,{seed},{p},60,{2.0 - p / 1e4:.4f},," for seed in (0, 1) for s, p in params.items()]
+    path = tmp_path / "pilot.csv"
+    path.write_text(HEADER + "\n" + "\n".join(rows) + "\n")
+    df = load_sweep(path)
+    order = ["0.03M", "0.05M", "0.1M", "3B", "7.5B"]
+    assert list(df["size"].cat.categories) == order == size_order(df) and df["size"].cat.ordered
+    assert df.sort_values("size", kind="stable")["size"].unique().tolist() == order
+    assert df["size"].tolist()[:5] == list(params)  # rows keep the file's order
+    published = load_sweep()
+    shuffled = published.sample(frac=1, random_state=3)
+    by_params = shuffled.groupby("size", observed=True)["params_M"].mean().sort_values().index.tolist()
+    assert (
+        shuffled.sort_values("size")["size"].unique().tolist()
+        == by_params
+        == ["60M", "150M", "320M", "590M", "1B"]
+    )
+    out = CliRunner().invoke(app, ["validate", str(path)])
+    assert out.exit_code == 0 and "5 sizes (0.03M, 0.05M, 0.1M, 3B, 7.5B)" in out.output, out.output
