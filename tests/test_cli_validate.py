@@ -137,3 +137,16 @@ def test_validate_joins_the_run_sidecar(tmp_path):
     assert "differs from its run record: (tiny, standard, 1)" in result.output
     assert "no run record: (tiny, standard, 2)" in result.output
     assert "missing:" not in result.output
+
+
+def test_the_bundled_file_is_read_once_and_never_warns(monkeypatch):
+    """Its pinned digest is checked as it loads, so it is not loaded again to be compared with itself."""
+    import rr_model.results.integrity as integrity
+
+    def again(*args):
+        raise AssertionError("the bundled file was loaded a second time")
+
+    monkeypatch.setattr(integrity, "load_sweep", again)
+    for data in ([], ["--data", str(bundled_path())]):
+        result = CliRunner().invoke(app, ["analyze", "notes", "--format", "json", *data])
+        assert result.exit_code == 0 and "rr: warning" not in result.stderr, result.exception
