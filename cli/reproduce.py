@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 
 from cli.errors import known_errors
-from cli.training import CHECKPOINT_EVERY, COMPILE, DEVICE, DRY_RUN, train_and_report
+from cli.training import CHECKPOINT_EVERY, COMPILE, DETERMINISTIC, DEVICE, DRY_RUN, train_and_report
 
 VARIANT = typer.Option(
     None,
@@ -37,6 +37,7 @@ def reproduce(
     checkpoint_every: int | None = CHECKPOINT_EVERY,
     device: str = DEVICE,
     dry_run: bool = DRY_RUN,
+    deterministic: bool = DETERMINISTIC,
 ) -> None:
     """Train a published run again and append its row to a reproduction file; compare the two with
     `rr analyze reproduction --data OUT`.
@@ -50,6 +51,7 @@ def reproduce(
 
     out = out or DEFAULT_REPRODUCTION
     options = dict(data=data, compile=compile_, device=device, checkpoint_every=checkpoint_every)
+    options["deterministic"] = deterministic
     with known_errors():
         todo, skipped = plan_reproduction(out, size, seed, tuple(variant or ()) or None, **options)
     train_and_report("reproduce", todo, skipped, out, resume=resume, dry_run=dry_run)

@@ -16,6 +16,7 @@ from cli.training import (
     COMPILE,
     CONFIG,
     DATA,
+    DETERMINISTIC,
     DEVICE,
     DRY_RUN,
     LADDER,
@@ -192,6 +193,14 @@ def _status_or_cancel(out: Path, status: bool, cancel: bool) -> None:
     )
 
 
+def _resources(partition, account, time, gpus, cpus, mem_gb, sbatch, setup, max_timeouts):
+    """What each job of a Slurm sweep asks for (`rr_model.sweep.sbatch.Resources`), from the options."""
+    from rr_model.sweep.sbatch import Resources
+
+    extra = dict(sbatch=_sbatch(sbatch), setup=tuple(setup or ()), max_timeouts=max_timeouts)
+    return Resources(partition, account, time, gpus, cpus, mem_gb, **extra)
+
+
 def _slurm(todo: list, out: Path, resources, per_run_files: bool, dry_run: bool) -> None:
     """Submit `todo` as a job array (or show it, with the sbatch script, under --dry-run: no submitit needed
     unless jobs are recorded for `out` already)."""
@@ -298,6 +307,7 @@ def sweep(
     status: bool = STATUS,
     cancel: bool = CANCEL,
     reproduce: bool = REPRODUCE,
+    deterministic: bool = DETERMINISTIC,
     config: Path | None = CONFIG,
 ) -> None:
     """Train a plan of runs (default: the published sweep) and append a row per run.
@@ -316,7 +326,7 @@ def sweep(
     out = out or _default_out(reproduce, ladder)
     options = dict(data=data, tokenizer=tokenizer, steps=steps, precision=precision, compile=compile_)
     options |= dict(device=device, checkpoint_every=checkpoint_every, reproduce=reproduce, ladder=ladder, text_field=text_field)  # fmt: skip
-    options["run_config"] = effective_config(ctx)
+    options |= dict(deterministic=deterministic, run_config=effective_config(ctx))
     with known_errors():
         if status or cancel:
             return _status_or_cancel(out, status, cancel)
@@ -330,10 +340,7 @@ def sweep(
             return _local(todo, out, nproc, dry_run)
         if nproc > 1:
             raise InputError("--nproc is the local launcher's; with --launcher slurm give --gpus per run")
-        from rr_model.sweep.sbatch import Resources
-
-        extra = dict(sbatch=_sbatch(sbatch), setup=tuple(setup or ()), max_timeouts=max_timeouts)
-        resources = Resources(partition, account, time, gpus, cpus, mem_gb, **extra)
+        resources = _resources(partition, account, time, gpus, cpus, mem_gb, sbatch, setup, max_timeouts)
         _slurm(todo, out, resources, per_run_files, dry_run)
 
 

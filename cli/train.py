@@ -12,6 +12,7 @@ from cli.training import (
     COMPILE,
     CONFIG,
     DATA,
+    DETERMINISTIC,
     DEVICE,
     DRY_RUN,
     LADDER,
@@ -52,6 +53,7 @@ def train(
     log: list[str] = LOG,
     dry_run: bool = DRY_RUN,
     ladder: str | None = LADDER,
+    deterministic: bool = DETERMINISTIC,
     config: Path | None = CONFIG,
 ) -> None:
     """Train the next seed of a size for every compared variant and append one row per run.
@@ -65,7 +67,7 @@ def train(
     out = out or default_out(ladder)
     options = dict(data=data, tokenizer=tokenizer, steps=steps, precision=precision, compile=compile_)
     options |= dict(ladder=ladder, text_field=text_field, device=device, checkpoint_every=checkpoint_every)
-    options["run_config"] = effective_config(ctx)
+    options |= dict(deterministic=deterministic, run_config=effective_config(ctx))
     with known_errors():
         todo, skipped = plan_runs(
             out, size, tuple(variant or COMPARED), seed, log=tuple(log or ()), **options

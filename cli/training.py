@@ -59,6 +59,15 @@ LOG = typer.Option(
     "OUT.metrics/RUN.jsonl anyway. W&B runs offline unless WANDB_API_KEY or WANDB_MODE says otherwise.",
     show_default=False,
 )
+DETERMINISTIC = typer.Option(
+    False,
+    "--deterministic",
+    help="Bitwise-repeatable runs on one GPU and software stack: torch.use_deterministic_algorithms, cuDNN "
+    "without autotuning and, on CUDA, CUBLAS_WORKSPACE_CONFIG=:4096:8. It costs speed on GPU (slower "
+    "deterministic kernels for index and embedding backward and matmul reductions; an op with no "
+    "deterministic kernel stops the run with an error); on CPU it changes nothing measurable. Recorded in "
+    "the provenance record.",
+)
 DRY_RUN = typer.Option(False, "--dry-run", help="Print the plan and an estimate of time; train nothing.")
 LADDER = typer.Option(
     None,

@@ -91,6 +91,9 @@ class TrainConfig:
     reproduce: bool = False
     ladder: str | None = None  # a ladder file (rr_model.core.ladder.load_ladder) holding `size`; None: rr's
     log: tuple[str, ...] = ()  # metrics backends besides the JSONL log: tensorboard, wandb (rr_model.metrics)
+    # torch's deterministic algorithms for the run (rr_model.numerics); the provenance record's environment
+    # says what was in force (deterministic_algorithms, cudnn_benchmark, cublas_workspace_config)
+    deterministic: bool = False
     # the options of `rr train/sweep --config FILE` as run (TOML: flag over file over default), kept in
     # the provenance record with the rest of the config; None when no run config file was given
     run_config: str | None = None

@@ -240,7 +240,7 @@ def train(
         The corpus cannot be fetched (see its message for --data).
     """
     device = setup_device(cfg.device, int(os.environ.get("LOCAL_RANK", "0")))
-    with numerics(device, cfg.precision):
+    with numerics(device, cfg.precision, cfg.deterministic):
         run = _setup(cfg, Path(out), device)
         run.queued = queued
         _resume(run, resume)

@@ -76,3 +76,52 @@ def test_sweep_takes_a_config_file_and_checks_its_keys(tmp_path):
     config.write_text('sizes = "tiny"\nlauncher = "slurmm"\n')
     bad = rr("sweep", "--config", config, "--dry-run")
     assert bad.exit_code == 2 and "key 'launcher'" in bad.stderr and "'slurmm' is not one of" in bad.stderr
+
+
+def test_deterministic_runs_record_it_and_repeat_their_loss(tmp_path, monkeypatch):
+    import torch
+
+    from rr_model import train as trainer
+
+    seen = []
+    real = trainer.apply_gradients
+
+    def step(*args, **kwargs):  # the trainer's own optimiser step, noting the mode it runs in
+        seen.append(torch.are_deterministic_algorithms_enabled())
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(trainer, "apply_gradients", step)
+    args = ["train", "--size", "tiny", "--variant", "standard", "--data", "synthetic", "--steps", 3]
+    records = []
+    for name in ("a.csv", "b.csv"):
+        result = rr(*args, "--checkpoint-every", 0, "--deterministic", "--out", tmp_path / name)
+        assert result.exit_code == 0, result.output
+        (record,) = read_records(sidecar_path(tmp_path / name))
+        records.append(record)
+    assert seen == [True] * 6 and not torch.are_deterministic_algorithms_enabled()  # on in the run only
+    for record in records:
+        assert record["config"]["deterministic"] is True
+        env = record["environment"]
+        assert env["deterministic_algorithms"] is True and env["cudnn_benchmark"] is False
+    assert records[0]["loss_curve"] == records[1]["loss_curve"]
+    assert records[0]["result"]["val_loss"] == records[1]["result"]["val_loss"]
+
+    plain = rr(*args, "--checkpoint-every", 0, "--out", tmp_path / "c.csv")
+    assert plain.exit_code == 0, plain.output
+    (record,) = read_records(sidecar_path(tmp_path / "c.csv"))
+    assert (
+        record["config"]["deterministic"] is False
+        and record["environment"]["deterministic_algorithms"] is False
+    )
+
+
+def test_sweep_children_get_the_config_file_and_determinism(tmp_path):
+    config, out = tmp_path / "sweep.toml", tmp_path / "s.csv"
+    config.write_text('sizes = "tiny"\nseeds = "2"\nvariant = ["standard"]\ndata = "synthetic"\nsteps = 3\n')
+    result = rr("sweep", "--config", config, "--deterministic", "--checkpoint-every", 0, "--out", out)
+    assert result.exit_code == 0, result.output
+    assert sorted(load_sweep(out)["seed"]) == [2]
+    (record,) = read_records(sidecar_path(out))  # written by the child process
+    assert record["config"]["deterministic"] is True and record["environment"]["deterministic_algorithms"]
+    assert record["config"]["run_config"].startswith("# rr sweep: the effective options (--config")
+    assert "\ndeterministic = true\n" in record["config"]["run_config"]

@@ -85,6 +85,7 @@ def _numerics() -> dict[str, Any]:
     return {
         "cudnn": cudnn.version() if cudnn.is_available() else None,
         "deterministic_algorithms": torch.are_deterministic_algorithms_enabled(),
+        "cublas_workspace_config": os.environ.get("CUBLAS_WORKSPACE_CONFIG"),
         "cudnn_deterministic": cudnn.deterministic,
         "cudnn_benchmark": cudnn.benchmark,
         "float32_matmul_precision": torch.get_float32_matmul_precision(),
