@@ -211,7 +211,7 @@ def cell_frame(rows: pd.DataFrame, c: Comparison) -> pd.DataFrame:
     out = pd.DataFrame(
         {"size": np.repeat(sizes, len(baselines)), "baseline": np.tile(baselines, len(sizes))}, dtype=object
     )
-    ref = rows[rows["variant"] == c.reference].groupby("size")["params_M"].mean()
+    ref = rows[rows["variant"] == c.reference].groupby("size", observed=True)["params_M"].mean()
     out["params_M"] = out["size"].map(ref).astype(float)
     return out
 

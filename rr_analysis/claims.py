@@ -412,7 +412,7 @@ def _number(x) -> float | None:
 def _grows(r: dict, t: pd.DataFrame) -> dict:
     """ "the gap grows across every size": every consecutive pair of sizes, per baseline (paired gaps)."""
     sizes, falls, numbers = list(dict.fromkeys(t["size"])), [], {}
-    for b, g in t.groupby("baseline", sort=False):
+    for b, g in t.groupby("baseline", sort=False, observed=True):
         gaps = g.set_index("size")["paired_diff"].reindex(sizes)
         numbers |= {f"gap_{b}_{s}": _number(gaps[s]) for s in sizes}
         falls += [f"{label(b)} {s0} {fixed(gaps[s0], 4)} -> {s1} {fixed(gaps[s1], 4)}"
@@ -461,7 +461,7 @@ def _no_advantage(r: dict, t: pd.DataFrame, e: pd.DataFrame, margin: float) -> d
 def _budget(r: dict, df: pd.DataFrame) -> dict:
     n = recipe_notes(df)
     across, within = bool((n["kind"] == "token_budget").any()), bool((n["kind"] == "steps_within_size").any())
-    steps = df.groupby("size")["steps"].max()
+    steps = df.groupby("size", observed=True)["steps"].max()
     order = [s for s in dict.fromkeys(df["size"]) if s in steps]
     shown = "/".join(str(int(steps[s])) for s in order)
     return _row(r, test="recipe: steps per run", numbers={f"steps_{s}": int(steps[s]) for s in order},

@@ -69,7 +69,7 @@ def minutes_fit(df: pd.DataFrame, work: np.ndarray, level: float = LEVEL) -> dic
 
     timed = df[df["minutes"].notna() & (df["minutes"] > 0)]
     cells = timed.assign(work=timed["params_M"] * 1e6 * timed["steps"], log_min=np.log(timed["minutes"]))
-    cells = cells.groupby(["size", "variant"], sort=False)[["work", "log_min"]].mean()
+    cells = cells.groupby(["size", "variant"], sort=False, observed=True)[["work", "log_min"]].mean()
     x = np.log(cells["work"].to_numpy(float))
     nan = np.full(len(work), np.nan)
     if len(cells) < 3 or np.ptp(x) == 0:
@@ -91,7 +91,7 @@ def _steps(
     if source == "ladder":
         return float(ladder_sizes(ladder)[name].steps), "ladder"
     ref = df[df["variant"] == reference]
-    largest = ref.groupby("size")["params_M"].mean().idxmax()
+    largest = ref.groupby("size", observed=True)["params_M"].mean().idxmax()
     return float(
         ref.loc[ref["size"] == largest, "steps"].median()
     ), f"assumed: the largest size's ({largest})"

@@ -48,6 +48,6 @@ def smooth_curves(curves: pd.DataFrame, weight: float = SMOOTHING) -> pd.DataFra
     """
     out = curves.sort_values(["size", "variant", "seed", "step"]).reset_index(drop=True)
     out["loss_smooth"] = np.nan
-    for _, idx in out.groupby(["size", "variant", "seed"], sort=False).groups.items():
+    for _, idx in out.groupby(["size", "variant", "seed"], sort=False, observed=True).groups.items():
         out.loc[idx, "loss_smooth"] = ema(out.loc[idx, "loss"].to_numpy(float), weight)
     return out

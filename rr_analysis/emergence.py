@@ -65,7 +65,7 @@ def _design(df: pd.DataFrame, c: Comparison) -> _Design:
     baselines, reference = list(c.baselines), c.reference
     sizes = [s for s in sizes_in_order(df) if ((df["size"] == s) & (df["variant"] == reference)).any()]
     # log10(params_M) + 6, not log10(1e6 params_M): the latter overflows for absurd parameter counts.
-    lx = np.log10(df[df["variant"] == reference].groupby("size")["params_M"].mean()) + 6.0
+    lx = np.log10(df[df["variant"] == reference].groupby("size", observed=True)["params_M"].mean()) + 6.0
     data = df[df["size"].isin(sizes)]
     lxc = data["size"].map(lx - lx[sizes].mean()).to_numpy(float)
     at = {v: int(data.loc[data["variant"] == v, "size"].nunique()) for v in baselines}
@@ -74,7 +74,7 @@ def _design(df: pd.DataFrame, c: Comparison) -> _Design:
     X0 = np.column_stack([(data["size"] == s).to_numpy(float) for s in sizes] + list(ind.values()))
     X = np.column_stack([X0] + [ind[v] * lxc for v in sloped])
     names = [*sizes, *ind, *((v, "slope") for v in sloped)]
-    blocks = data.groupby(["size", "seed"], sort=False).ngroup().to_numpy()
+    blocks = data.groupby(["size", "seed"], sort=False, observed=True).ngroup().to_numpy()
     why = ""
     if len(sizes) < 2:
         why = f"needs at least 2 sizes with {reference} runs"
@@ -198,7 +198,7 @@ def _verdict(r: pd.Series) -> str:
 
 
 def _confound(d: _Design) -> str:
-    ref = d.data[d.data["variant"] == d.reference].groupby("size")["steps"].median()
+    ref = d.data[d.data["variant"] == d.reference].groupby("size", observed=True)["steps"].median()
     steps = [int(ref[s]) for s in d.sizes]
     if len(set(steps)) < 2:
         return ""

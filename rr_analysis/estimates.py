@@ -133,7 +133,7 @@ def cell_means(df: pd.DataFrame, column: str = "val_loss") -> pd.DataFrame:
     DataFrame with columns ``size, variant, params_M, n, mean``, one row per cell with at least one value.
     """
     rows = df[df[column].notna()]
-    out = rows.groupby(["size", "variant"], sort=False).agg(
+    out = rows.groupby(["size", "variant"], sort=False, observed=True).agg(
         params_M=("params_M", "first"), n=(column, "count"), mean=(column, "mean")
     )
     return out.reset_index()

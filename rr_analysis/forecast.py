@@ -90,7 +90,7 @@ def size_gaps(df: pd.DataFrame, baseline: str, c: Comparison = Comparison()) -> 
     """
     p = paired_table(df, **{**c.keywords, "baselines": [baseline]})
     ref = df[df["variant"] == c.reference]
-    lx = np.log10(ref.groupby("size")["params_M"].mean()) + 6.0
+    lx = np.log10(ref.groupby("size", observed=True)["params_M"].mean()) + 6.0
     p = p[(p["baseline"] == baseline) & p["size"].isin(lx.index)]
     left = [f"{s} ({n})" for s, n in zip(p["size"], p["paired_note"], strict=True) if n]
     used = p[p["paired_note"] == ""]
@@ -116,7 +116,7 @@ def _centred_design(df: pd.DataFrame, baselines: list[str], x0: float, reference
     """The rows of sizes with reference runs, and (a)'s design with log size centred at x0: a baseline's
     indicator column is then its gap at x0. Returns (data, X, columns, blocks, baselines seen at 3+ sizes)."""
     sizes = [s for s in sizes_in_order(df) if ((df["size"] == s) & (df["variant"] == reference)).any()]
-    lx = np.log10(df[df["variant"] == reference].groupby("size")["params_M"].mean()) + 6.0
+    lx = np.log10(df[df["variant"] == reference].groupby("size", observed=True)["params_M"].mean()) + 6.0
     data = df[df["size"].isin(sizes)]
     lxc = data["size"].map(lx - x0).to_numpy(float)
     at = {v: int(data.loc[data["variant"] == v, "size"].nunique()) for v in baselines}
@@ -124,7 +124,7 @@ def _centred_design(df: pd.DataFrame, baselines: list[str], x0: float, reference
     cols = [(data["size"] == s).to_numpy(float) for s in sizes] + list(ind.values())
     cols += [ind[v] * lxc for v in baselines if at[v] >= 2]
     names = [*sizes, *ind]
-    blocks = data.groupby(["size", "seed"], sort=False).ngroup().to_numpy()
+    blocks = data.groupby(["size", "seed"], sort=False, observed=True).ngroup().to_numpy()
     return data, np.column_stack(cols), names, blocks, [v for v in baselines if at[v] >= 3]
 
 
@@ -173,7 +173,7 @@ def _sizes_at(df: pd.DataFrame, at: Sequence[str], reference: str, ladder) -> li
     """Each forecast size parsed, checked against the data's smallest size, in the order given, once each."""
     if not at:
         raise InputError("no forecast size: name one or more, such as 3B")
-    ref = df[df["variant"] == reference].groupby("size")["params_M"].mean() * 1e6
+    ref = df[df["variant"] == reference].groupby("size", observed=True)["params_M"].mean() * 1e6
     parsed = list(dict.fromkeys(forecast_size(a, reference, ladder) for a in at))
     for name, n, _ in parsed:
         if len(ref) and n < ref.min():
@@ -243,7 +243,7 @@ def forecast(
     parsed = _sizes_at(rows, at, c.reference, ladder)
     chosen = list(c.baselines)
     ran = emergence(df, **c.keywords).set_index("baseline").reindex(chosen)
-    ref = rows[rows["variant"] == c.reference].groupby("size")["params_M"].mean() * 1e6
+    ref = rows[rows["variant"] == c.reference].groupby("size", observed=True)["params_M"].mean() * 1e6
     lxs = np.log10(ref.to_numpy(float))
     span = float(np.ptp(lxs)) if len(lxs) else np.nan
     x0s = np.log10([n for _, n, _ in parsed])
@@ -299,11 +299,11 @@ def meta_line(
     -------
     >>> from rr_model.results.dataset import load_sweep
     >>> line = meta_line(load_sweep(), points=5)
-    >>> line.groupby("baseline").size().tolist()
+    >>> line.groupby("baseline", observed=True).size().tolist()
     [5, 5]
     """
     rows, c = compare(df, reference, baselines, metric, higher_is_better)
-    ref = rows[rows["variant"] == c.reference].groupby("size")["params_M"].mean() * 1e6
+    ref = rows[rows["variant"] == c.reference].groupby("size", observed=True)["params_M"].mean() * 1e6
     ends = [ref.max(), *(n for _, n, _ in _sizes_at(rows, at, c.reference, ladder))] if at else [ref.max()]
     grid = np.linspace(np.log10(ref.min()), np.log10(max(ends)), points)
     blocks = []

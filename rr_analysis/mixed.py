@@ -199,7 +199,7 @@ def _size_fit(g: pd.DataFrame, reference: str) -> dict[str, dict]:
             return {
                 v: {"mixed_note": "as many variants as runs: no residual degrees of freedom"} for v in others
             }
-        if long.groupby("seed").size().max() < 2:
+        if long.groupby("seed", observed=True).size().max() < 2:
             return {v: {"mixed_note": "no seed is shared by two variants: seed and residual variance are "
                         "not separable"} for v in others}  # fmt: skip
         X = np.column_stack([np.ones(len(long))] + [(long["variant"] == v).to_numpy(float) for v in others])
@@ -271,7 +271,7 @@ def mixed_table(
     data, comparison = compare(df, reference, baselines, metric, higher_is_better)
     out = cell_frame(data, comparison)[["size", "baseline"]]
     rows: dict[tuple[str, str], dict] = {}
-    for size, g in data.groupby("size", sort=False):
+    for size, g in data.groupby("size", sort=False, observed=True):
         if (g["variant"] == comparison.reference).any():
             rows.update({(size, v): r for v, r in _size_fit(g, comparison.reference).items()})
     cols = ["mixed_coef", "mixed_se", "mixed_df", "seed_var", "resid_var", "seed_sd_ratio"]

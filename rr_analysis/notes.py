@@ -16,7 +16,7 @@ PARAMS_TOLERANCE = 0.02  # parameter counts within a size may differ by this fra
 
 
 def _steps(df: pd.DataFrame, sizes: list[str]) -> list[dict]:
-    steps = df.groupby(["size", "variant"])["steps"].first()
+    steps = df.groupby(["size", "variant"], observed=True)["steps"].first()
     out = []
     for size in sizes:
         s = steps[size]
@@ -24,9 +24,9 @@ def _steps(df: pd.DataFrame, sizes: list[str]) -> list[dict]:
             shown = ", ".join(f"{v} {n}" for v, n in s.items())
             out.append({"kind": "steps_within_size", "size": size, "message": f"{size}: variants trained for "
                         f"different numbers of steps ({shown}); the gap is confounded with training length"})  # fmt: skip
-    per_size = steps.groupby(level="size").max().reindex(sizes)
+    per_size = steps.groupby(level="size", observed=True).max().reindex(sizes)
     if per_size.nunique() > 1:
-        groups = per_size.groupby(per_size, sort=False).groups
+        groups = per_size.groupby(per_size, sort=False, observed=True).groups
         shown = "; ".join(f"{', '.join(idx)}: {n}" for n, idx in groups.items())
         out.append({"kind": "token_budget", "size": "", "message": f"steps differ across sizes ({shown}): "
                     "any trend with size is confounded with the token budget (tokens = steps x batch x block)"})  # fmt: skip
@@ -34,7 +34,7 @@ def _steps(df: pd.DataFrame, sizes: list[str]) -> list[dict]:
 
 
 def _non_monotone(df: pd.DataFrame, sizes: list[str], c: Comparison) -> list[dict]:
-    means = df.groupby(["size", "variant"])[c.metric].mean().unstack("variant").reindex(sizes)
+    means = df.groupby(["size", "variant"], observed=True)[c.metric].mean().unstack("variant").reindex(sizes)
     sign, more = (-1, "lower") if c.higher_is_better else (1, "higher")
     out = []
     for i, larger in enumerate(sizes):
@@ -50,7 +50,7 @@ def _non_monotone(df: pd.DataFrame, sizes: list[str], c: Comparison) -> list[dic
 
 
 def _fewer_seeds(df: pd.DataFrame, sizes: list[str]) -> list[dict]:
-    n = df.groupby(["size", "variant"]).size()
+    n = df.groupby(["size", "variant"], observed=True).size()
     most = int(n.max())
     out = []
     for size in sizes:
@@ -71,7 +71,7 @@ def _above(value: float, limit: float) -> str:
 
 
 def _params(df: pd.DataFrame, sizes: list[str]) -> list[dict]:
-    p = df.groupby(["size", "variant"])["params_M"].mean()
+    p = df.groupby(["size", "variant"], observed=True)["params_M"].mean()
     out = []
     for size in sizes:
         s = p[size]

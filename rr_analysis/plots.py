@@ -293,7 +293,9 @@ def emergence_figure(
             _gap_line(ax, est[est["baseline"] == b], b, colours[b], nudge, ci, reference == REFERENCE)
         if line is not None:
             _fitted_lines(ax, line, colours)
-        seeds = table.groupby("size", sort=False)["n_pairs" if stat == "paired" else "n_review"].max()
+        seeds = table.groupby("size", sort=False, observed=True)[
+            "n_pairs" if stat == "paired" else "n_review"
+        ].max()
         _size_ticks(ax, table.drop_duplicates("size").set_index("size")["params_M"][sizes], _few_seeds(seeds))
         ax.margins(x=0.08, y=0.12)
         ax.set_xlabel(f"Parameters ({ref}, log scale)")
@@ -308,7 +310,7 @@ LINE_SAYS = "dotted: size-level meta-regression on log10(params)\n(primary; REML
 
 def _fitted_lines(ax, line: pd.DataFrame, colours: dict[str, str], pi: bool = False) -> None:
     """Each baseline's fitted size-level line with its 95% CI band (and PI band), and one legend entry."""
-    for b, g in line.groupby("baseline", sort=False):
+    for b, g in line.groupby("baseline", sort=False, observed=True):
         c = colours.get(b, "0.4")
         x = g["params_M"].to_numpy(float)
         ax.plot(x, g["pred"], color=c, lw=1.0, ls=":", zorder=2, gid=f"fit:{b}")
@@ -513,7 +515,9 @@ def scaling_figure(
         ax.set_xscale("log")
         sns.lineplot(runs, **hue, errorbar=None, lw=1.5, ax=ax)
         sns.scatterplot(runs, **hue, s=12, alpha=0.5, lw=0, legend=False, ax=ax)
-        _size_ticks(ax, df.groupby("size")["params_M"].mean()[sizes], _steps_per_size(df, sizes))
+        _size_ticks(
+            ax, df.groupby("size", observed=True)["params_M"].mean()[sizes], _steps_per_size(df, sizes)
+        )
         ax.set_xlabel("Parameters (log scale)")
         ax.set_ylabel(axis)
         ax.legend(title="Variant (points: seeds, line: mean)", loc="upper right")
@@ -561,7 +565,7 @@ def seeds_figure(
     with mpl.rc_context(_STYLE):
         fig = _figure(2.3 * ncols + 0.6, 2.7 * nrows + 0.6, title or f"{axis} per seed within each size")
         axes = fig.subplots(nrows, ncols, squeeze=False).ravel()
-        few = _few_seeds(df[df["size"].isin(sizes)].groupby("size")["seed"].nunique())
+        few = _few_seeds(df[df["size"].isin(sizes)].groupby("size", observed=True)["seed"].nunique())
         for ax, size in zip(axes, sizes, strict=True):
             _seed_facet(ax, df[df["size"] == size], metric, reference)
             ax.set_title(f"{size} ({few[size]})" if size in few else size)
@@ -581,7 +585,7 @@ def _seed_facet(ax, runs: pd.DataFrame, metric: str, reference: str) -> None:
 
     runs, labels, palette = _by_label(runs, reference)
     at = runs["Variant"].map({v: i for i, v in enumerate(labels)})
-    for seed, g in runs.assign(x=at).sort_values("x").groupby("seed"):
+    for seed, g in runs.assign(x=at).sort_values("x").groupby("seed", observed=True):
         ax.plot(g["x"], g[metric], color="0.6", lw=0.8, zorder=1, gid=f"seed:{seed}")
     hue = dict(x="Variant", y=metric, hue="Variant", order=labels, hue_order=labels, palette=palette)
     sns.stripplot(runs, **hue, jitter=False, size=5, legend=False, zorder=3, ax=ax)
@@ -683,7 +687,7 @@ def curves_figure(curves: pd.DataFrame, *, title: str | None = None) -> Figure:
         axes = fig.subplots(2, len(sizes), squeeze=False, sharex="col")
         for col, size in enumerate(sizes):
             runs = curves[curves["size"] == size]
-            for (variant, seed), run in runs.groupby(["variant", "seed"], sort=False):
+            for (variant, seed), run in runs.groupby(["variant", "seed"], sort=False, observed=True):
                 _curve(axes[0, col], axes[1, col], run, f"{variant}:{seed}", colours[variant])
             axes[0, col].set_title(size)
             axes[1, col].set_xlabel("Optimiser step")

@@ -199,8 +199,8 @@ def pooled_resid_sd(
     sigma^2 is shared by all sizes. sigma is the run-to-run noise left once the seed's data order is fixed.
     """
     df = compare(df, reference, baselines, metric, higher_is_better)[0]
-    cells = df.groupby(["size", "variant"], sort=False).ngroup().to_numpy()
-    blocks = df.groupby(["size", "seed"], sort=False).ngroup().to_numpy()
+    cells = df.groupby(["size", "variant"], sort=False, observed=True).ngroup().to_numpy()
+    blocks = df.groupby(["size", "seed"], sort=False, observed=True).ngroup().to_numpy()
     X = np.eye(cells.max() + 1)[cells]
     if len(df) - X.shape[1] < 1:
         return (
@@ -275,9 +275,14 @@ def seed_plan(
     plan = []
     for size in sizes_in_order(rows):
         cell = rows[rows["size"] == size]
-        by_seed = cell.groupby("seed")["variant"].agg(set)
+        by_seed = cell.groupby("seed", observed=True)["variant"].agg(set)
         present = int(sum(set(variants) <= seeds for seeds in by_seed))
-        minutes = cell.groupby("variant")["minutes"].mean().reindex(variants).sum(min_count=len(variants))
+        minutes = (
+            cell.groupby("variant", observed=True)["minutes"]
+            .mean()
+            .reindex(variants)
+            .sum(min_count=len(variants))
+        )
         add = max(int(needed) - present, 0) if np.isfinite(needed) else None
         note = why or (
             "" if np.isfinite(minutes) else "no `minutes` recorded for every variant here: no cost"

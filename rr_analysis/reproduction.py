@@ -139,7 +139,7 @@ def reproduction(
     """
     published = load_sweep(bundled_path()) if published is None else published
     pairs = _pairs(repro, published, metric)
-    sd = published.groupby(["size", "variant"])[metric].std(ddof=1)
+    sd = published.groupby(["size", "variant"], observed=True)[metric].std(ddof=1)
     pairs["seed_sd"] = [
         sd.get((s, v), math.nan) for s, v in zip(pairs["size"], pairs["variant"], strict=True)
     ]

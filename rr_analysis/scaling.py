@@ -67,7 +67,7 @@ def power_law(N: np.ndarray, y: np.ndarray, se: np.ndarray) -> tuple[float, floa
 
 def _cells(df: pd.DataFrame, variant: str, metric: str) -> pd.DataFrame:
     """Per size with runs of `variant`: the parameter count, mean metric, seed SD, runs, SE and steps."""
-    g = df[df["variant"] == variant].groupby("size", sort=False)
+    g = df[df["variant"] == variant].groupby("size", sort=False, observed=True)
     c = g.agg(N=("params_M", "mean"), y=(metric, "mean"), sd=(metric, "std"), n=(metric, "count"),
               steps=("steps", "median"))  # fmt: skip
     c["N"] *= 1e6

@@ -99,7 +99,7 @@ def adjust_p(p, method: str = "holm") -> np.ndarray:
 
 
 def _cells(rows: pd.DataFrame) -> pd.DataFrame:
-    return rows.groupby(["size", "variant"])[RESPONSE].agg(n="count", mean="mean", var="var")
+    return rows.groupby(["size", "variant"], observed=True)[RESPONSE].agg(n="count", mean="mean", var="var")
 
 
 def welch_table(
@@ -234,10 +234,12 @@ def paired_table(
     """
     rows, c = compare(df, reference, baselines, metric, higher_is_better)
     out = cell_frame(rows, c)[["size", "baseline"]]
-    y = rows.pivot_table(index=["size", "seed"], columns="variant", values=RESPONSE, aggfunc="first")
+    y = rows.pivot_table(
+        index=["size", "seed"], columns="variant", values=RESPONSE, aggfunc="first", observed=True
+    )
     d = y.drop(columns=c.reference).sub(y[c.reference], axis=0)
     d = d.rename_axis(columns="baseline").stack().rename("d").reset_index()
-    stats = d.groupby(["size", "baseline"])["d"].agg(n="count", mean="mean", sd="std")
+    stats = d.groupby(["size", "baseline"], observed=True)["d"].agg(n="count", mean="mean", sd="std")
     stats = stats.reindex(pd.MultiIndex.from_arrays([out["size"], out["baseline"]]))
     n = np.nan_to_num(stats["n"].to_numpy(dtype=float))
     mean, sd = stats["mean"].to_numpy(dtype=float), stats["sd"].to_numpy(dtype=float)
@@ -267,7 +269,7 @@ def paired_table(
 
 def _sign_flips(d: pd.DataFrame, cells: pd.DataFrame) -> tuple[list, list, list]:
     """`sign_flip` of each cell's seed-matched differences (long frame `d`), in the order of `cells`."""
-    groups = {k: g.dropna().to_numpy(float) for k, g in d.groupby(["size", "baseline"])["d"]}
+    groups = {k: g.dropna().to_numpy(float) for k, g in d.groupby(["size", "baseline"], observed=True)["d"]}
     res = [sign_flip(groups.get(k, [])) for k in zip(cells["size"], cells["baseline"], strict=True)]
     return [r[0] for r in res], [r[1] for r in res], [r[2] for r in res]
 

@@ -10,7 +10,7 @@ from rr_analysis.cells import sizes_in_order
 def describe(df: pd.DataFrame) -> str:
     """'42 rows, 5 sizes (60M..1B), 3 variants (...), seeds per cell 2-3 over 15 cells'."""
     sizes = sizes_in_order(df)
-    per_cell = df.groupby(["size", "variant"]).size()
+    per_cell = df.groupby(["size", "variant"], observed=True).size()
     seeds = f"{per_cell.min()}" if per_cell.min() == per_cell.max() else f"{per_cell.min()}-{per_cell.max()}"
     variants = list(dict.fromkeys(df["variant"]))
     return (

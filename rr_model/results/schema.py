@@ -81,7 +81,7 @@ def _size_ok(s: pd.Series) -> pd.Series:
 
 def _constant_within(col: str) -> pa.Check:
     return pa.Check(
-        lambda df: df.groupby(["size", "variant"])[col].transform("nunique") <= 1,
+        lambda df: df.groupby(["size", "variant"], observed=True)[col].transform("nunique") <= 1,
         error=f"{col} must be the same in every row of a (size, variant)",
     )
 
