@@ -25,8 +25,7 @@ def sizes(
     on --vocab. Counted by arithmetic: instant, no model is built.
     """
     from rr_model.config import size_table
-    from rr_model.core.ladder import RECIPE
-    from rr_model.tokens import BYTE_EOS
+    from rr_model.core.ladder import BYTE_EOS, RECIPE
 
     vocab = vocab or RECIPE.vocab_size
     with known_errors():

@@ -17,10 +17,11 @@ import torch.nn as nn
 
 from rr_model.config import model_config
 from rr_model.core.errors import InputError
+from rr_model.core.ladder import BYTE_EOS
 from rr_model.core.variants import NAMES, REFERENCE
 from rr_model.model import GPT, RESIDUALS
 from rr_model.synthetic import stories
-from rr_model.tokens import BYTE_EOS, encode_bytes
+from rr_model.tokens import encode_bytes
 from rr_model.trained import load_trained
 
 __all__ = ["gate_stats", "gates", "BYTE_VOCAB", "GATED"]

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from rr_model.config import model_config
 from rr_model.core.errors import InputError, RecipeError
 from rr_model.core.files import create_new
-from rr_model.core.ladder import LADDER, Recipe, get_size
+from rr_model.core.ladder import BYTE_EOS, LADDER, Recipe, get_size
 from rr_model.core.variants import COMPARED, REFERENCE, VARIANTS, unknown_variant
 from rr_model.flops import assumed_rate, flops_per_token
 from rr_model.metrics import BACKENDS
@@ -29,7 +29,7 @@ from rr_model.plugins import load_plugins
 from rr_model.results.dataset import DataError, bundled_path, check_append, load_sweep, refuse_reference
 from rr_model.results.integrity import check_integrity
 from rr_model.results.provenance import sidecar_path
-from rr_model.tokens import BYTE_EOS, TINYSTORIES
+from rr_model.tokens import TINYSTORIES
 
 if TYPE_CHECKING:
     import pandas as pd

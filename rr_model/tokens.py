@@ -33,7 +33,7 @@ import numpy as np
 from rr_model import synthetic
 from rr_model.core.errors import InputError, RRError
 from rr_model.core.files import fsync_path, locked
-from rr_model.core.ladder import RECIPE
+from rr_model.core.ladder import BYTE_EOS, RECIPE
 
 __all__ = [
     "Tokens",
@@ -52,14 +52,12 @@ __all__ = [
     "token_bytes",
     "eos_id",
     "default_cache_dir",
-    "BYTE_EOS",
     "TINYSTORIES",
 ]
 
 FORMAT = 1  # bump when the cache layout or the tokenization changes: older caches are then rebuilt
 TINYSTORIES = "roneneldan/TinyStories"
 EOT = "<|endoftext|>"  # GPT-2's end-of-text token; also the story separator in TinyStories' .txt files
-BYTE_EOS = 256  # the byte tokenizer: ids 0-255 are UTF-8 bytes, 256 ends a document
 _DTYPE = np.dtype("<u2")  # fixed byte order, so a cache copied between machines reads the same
 _CHUNK = 4096  # documents per tokenizer call: bounds memory and keeps the tokenizer's threads busy
 _SUFFIXES = (".txt", ".jsonl", ".parquet")

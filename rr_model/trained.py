@@ -22,8 +22,9 @@ import torch.nn.functional as F
 from rr_model import checkpoint
 from rr_model.config import GPTConfig, model_config
 from rr_model.core.errors import InputError
+from rr_model.core.ladder import BYTE_EOS
 from rr_model.model import GPT
-from rr_model.tokens import BYTE_EOS, decode_text, encode_text, eos_id, load_tokens, token_bytes
+from rr_model.tokens import decode_text, encode_text, eos_id, load_tokens, token_bytes
 
 __all__ = ["Trained", "load_trained", "sample", "heldout"]
 

@@ -22,9 +22,8 @@ from tokenizers import models, pre_tokenizers, trainers
 
 import rr_model.tokens as tokmod
 from rr_model import synthetic
-from rr_model.core.ladder import RECIPE
+from rr_model.core.ladder import BYTE_EOS, RECIPE
 from rr_model.tokens import (
-    BYTE_EOS,
     TINYSTORIES,
     DataUnavailable,
     decode_bytes,

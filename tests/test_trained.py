@@ -13,8 +13,9 @@ from typer.testing import CliRunner
 from cli.main import app
 from rr_model import checkpoint
 from rr_model.config import model_config
+from rr_model.core.ladder import BYTE_EOS
 from rr_model.model import GPT
-from rr_model.tokens import BYTE_EOS, load_tokens
+from rr_model.tokens import load_tokens
 from rr_model.trained import heldout, load_trained, sample
 
 runner = CliRunner()

@@ -29,6 +29,7 @@ __all__ = [
     "Recipe",
     "Size",
     "RECIPE",
+    "BYTE_EOS",
     "LADDER",
     "PUBLISHED_SIZES",
     "get_size",
@@ -64,6 +65,7 @@ class Recipe:
 
 
 RECIPE = Recipe()
+BYTE_EOS = 256  # the byte tokenizer (the synthetic demo's): ids 0-255 are UTF-8 bytes, 256 ends a document
 
 
 @dataclass(frozen=True)
