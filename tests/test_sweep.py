@@ -146,3 +146,20 @@ def test_a_sweep_child_refuses_as_rr_train_did(tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.startswith("rr: error: ") and "is a reproduction file" in err and "Traceback" not in err
     assert not (tmp_path / "repro.csv").exists()
+
+
+def test_an_interrupted_sweep_child_says_what_it_kept(tmp_path, capsys, monkeypatch):
+    from rr_model import train as trainer
+    from rr_model.sweep.child import config_json, main
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(trainer, "train_runs", interrupted)
+    cfg = TrainConfig("tiny", "standard", 0, data="synthetic", steps=2)
+    assert main([str(tmp_path / "s.csv"), config_json(cfg)]) == 130
+    err = capsys.readouterr().err
+    assert (
+        err
+        == "rr: interrupted: tiny standard 0 had no checkpoint yet, so the same sweep run again trains it from the start\n"
+    )

@@ -7,7 +7,8 @@ resuming from its checkpoint; `rr_model.sweep.local.train_command` writes the co
 command line, runs here: a sweep never calls `rr`. What a child prints is what `rr train` prints for the
 run: the trainer's progress, and a refusal as one `rr: error:` paragraph.
 
-Exit 0: the row is written (or was already there); 1: the run diverged; 2: it was refused; 130: interrupted.
+Exit 0: the row is written (or was already there); 1: the run diverged; 2: it was refused; 130: interrupted
+(saying whether the run continues from a checkpoint when the sweep runs again).
 """
 
 from __future__ import annotations
@@ -54,12 +55,23 @@ def train_planned(cfg: TrainConfig, out: str | os.PathLike) -> dict[str, Any] | 
     return record
 
 
+def _kept(cfg: TrainConfig, out: str | os.PathLike) -> str:
+    """What an interrupted run leaves for the next run of the same sweep."""
+    from rr_model.checkpoint import checkpoint_path
+
+    key, saved = " ".join(map(str, cfg.key)), checkpoint_path(out, *cfg.key)
+    if saved.exists():
+        return f"{key} continues from its checkpoint {saved} when the same sweep runs again"
+    return f"{key} had no checkpoint yet, so the same sweep run again trains it from the start"
+
+
 def main(argv: list[str] | None = None) -> int:
     """Train the run of CONFIG into OUT (`argv`: [OUT, CONFIG]); the exit code (see the module)."""
     out, text = sys.argv[1:] if argv is None else argv
+    cfg, lead = None, os.environ.get("RANK", "0") == "0"
     try:
-        cfg = config_from_json(text)
-        if (record := train_planned(cfg, out)) is None and os.environ.get("RANK", "0") == "0":
+        cfg = config_from_json(text)  # a plugin's variant, missing here, is refused as rr train refuses it
+        if (record := train_planned(cfg, out)) is None and lead:
             print(f"skip: {' '.join(map(str, cfg.key))} is already in {out}", flush=True)
     except RRError as e:
         print(f"rr: error: {e}", file=sys.stderr, flush=True)
@@ -69,7 +81,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"rr: error: {where}{e.strerror or e}", file=sys.stderr, flush=True)
         return 2
     except KeyboardInterrupt:
-        return 130  # the sweep, interrupted with it, says what was kept
+        if lead and cfg is not None:
+            print(f"rr: interrupted: {_kept(cfg, out)}", file=sys.stderr, flush=True)
+        return 130
     return 0 if record is None or record["status"] == "ok" else 1
 
 
