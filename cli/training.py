@@ -62,8 +62,8 @@ LOG = typer.Option(
 DETERMINISTIC = typer.Option(
     False,
     "--deterministic",
-    help="Bitwise-repeatable runs on one GPU and software stack: torch.use_deterministic_algorithms, cuDNN "
-    "without autotuning and, on CUDA, CUBLAS_WORKSPACE_CONFIG=:4096:8. It costs speed on GPU (slower "
+    help="Bitwise-repeatable runs on one GPU and software stack: torch's deterministic algorithms, cuDNN "
+    "without autotuning and, on CUDA, a fixed cuBLAS workspace (docs/training.md). It costs speed on GPU (slower "
     "deterministic kernels for index and embedding backward and matmul reductions; an op with no "
     "deterministic kernel stops the run with an error); on CPU it changes nothing measurable. Recorded in "
     "the provenance record.",
