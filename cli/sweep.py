@@ -20,6 +20,7 @@ from cli.training import (
     DEVICE,
     DRY_RUN,
     LADDER,
+    LOG,
     OUT,
     PRECISION,
     RESULT_FORMATS,
@@ -308,6 +309,7 @@ def sweep(
     cancel: bool = CANCEL,
     reproduce: bool = REPRODUCE,
     deterministic: bool = DETERMINISTIC,
+    log: list[str] = LOG,
     config: Path | None = CONFIG,
 ) -> None:
     """Train a plan of runs (default: the published sweep) and append a row per run.
@@ -326,7 +328,7 @@ def sweep(
     out = out or _default_out(reproduce, ladder)
     options = dict(data=data, tokenizer=tokenizer, steps=steps, precision=precision, compile=compile_)
     options |= dict(device=device, checkpoint_every=checkpoint_every, reproduce=reproduce, ladder=ladder, text_field=text_field)  # fmt: skip
-    options |= dict(deterministic=deterministic, run_config=effective_config(ctx))
+    options |= dict(deterministic=deterministic, log=tuple(log or ()), run_config=effective_config(ctx))
     with known_errors():
         if status or cancel:
             return _status_or_cancel(out, status, cancel)

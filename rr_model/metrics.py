@@ -13,6 +13,7 @@ run folder in ``NAME.metrics/wandb/``. A resumed run appends to its log and cont
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import math
 import os
@@ -22,9 +23,17 @@ from typing import Any
 
 from rr_model.core.errors import InputError
 
-__all__ = ["BACKENDS", "Metrics", "wandb_mode"]
+__all__ = ["BACKENDS", "Metrics", "require_backends", "wandb_mode"]
 
 BACKENDS = ("tensorboard", "wandb")  # besides the JSONL log, which every run writes
+
+
+def require_backends(backends: tuple[str, ...]) -> None:
+    """Fail before anything trains when a backend asked for is not installed: a ModuleNotFoundError naming
+    its package, which `rr` turns into one line naming the 'logging' extra. Finds, does not import."""
+    for package in backends:
+        if importlib.util.find_spec(package) is None:
+            raise ModuleNotFoundError(f"No module named {package!r}", name=package)
 
 
 def _finite(value: Any) -> Any:

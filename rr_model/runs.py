@@ -24,7 +24,7 @@ from rr_model.core.files import create_new
 from rr_model.core.ladder import BYTE_EOS, LADDER, Recipe, get_size
 from rr_model.core.variants import COMPARED, REFERENCE, VARIANTS, unknown_variant
 from rr_model.flops import assumed_rate, flops_per_token
-from rr_model.metrics import BACKENDS
+from rr_model.metrics import BACKENDS, require_backends
 from rr_model.plugins import load_plugins
 from rr_model.results.dataset import DataError, bundled_path, check_append, load_sweep, refuse_reference
 from rr_model.results.integrity import check_integrity
@@ -129,6 +129,7 @@ class TrainConfig:
         for name, (ok, rule) in checks.items():
             if not ok:
                 raise InputError(f"{name} {getattr(self, name)!r} {rule}")
+        require_backends(self.log)  # a missing extra stops the plan, not each run after its data loads
 
     @property
     def key(self) -> tuple[str, str, int]:

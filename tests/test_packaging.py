@@ -113,6 +113,7 @@ def test_the_extra_is_read_from_the_installed_metadata_and_a_bug_stays_a_bug():
         (["--log", "tensorboard"], "tensorboard", "logging"),
         (["--log", "wandb"], "wandb", "logging"),
         (["export"], "safetensors", "export"),
+        (["sweep", "--log", "tensorboard"], "tensorboard", "logging"),
     ],
     ids=lambda a: a if isinstance(a, str) else " ".join(a),
 )
@@ -125,7 +126,9 @@ def test_a_missing_logging_or_export_extra_is_one_line(args, blocked, extra, tin
         final = checkpoint.final_path(tiny_run["out"], "tiny", "standard", 0)
         args = ["export", "--checkpoint", str(final), "--out", "exported"]
     else:
-        args = ["train", "--size", "tiny", "--data", "synthetic", "--steps", "2", "--out", "demo.csv", *args]
+        command, *args = args if args[0] == "sweep" else ["train", *args]
+        where = ["--sizes", "tiny", "--seeds", "0"] if command == "sweep" else ["--size", "tiny"]
+        args = [command, *where, "--data", "synthetic", "--steps", "2", "--out", "demo.csv", *args]
     result = _child(args, tmp_path, blocked={blocked})
     assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr[-3000:]
     lines = [line for line in result.stderr.splitlines() if line.startswith("rr: error:")]

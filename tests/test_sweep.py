@@ -48,10 +48,14 @@ def test_sweep_trains_each_run_in_its_own_process_and_resumes(tmp_path):
     out = tmp_path / "sweep.csv"
     args = ["sweep", "--sizes", "tiny", "--seeds", "0,1", "--variant", "standard", "--data", "synthetic"]
     args += ["--steps", 6, "--out", out]
-    result = rr(*args)
+    result = rr(*args, "--log", "tensorboard")
     assert result.exit_code == 0, result.output
     assert "2 run(s) to train, 0 already in" in result.stdout
     assert sorted(load_sweep(out)["seed"]) == [0, 1]
+    for seed in (0, 1):  # --log reaches each child: its TensorBoard events beside its JSONL log
+        assert list(
+            (tmp_path / "sweep.metrics" / "tensorboard" / f"tiny-standard-seed{seed}").glob("events.*")
+        )
     # the closing table renders in-process; without review_neutral it says why in one line
     assert "no closing table (no review_neutral runs" in result.output and "Traceback" not in result.output
     again = rr(*args)
