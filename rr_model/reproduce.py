@@ -53,6 +53,7 @@ def check_reproducible(
         )
     keys = published_keys(published)
     for cfg in runs:
+        _check_published_recipe(cfg)
         if cfg.key in keys:
             continue
         seeds = sorted(s for size, v, s in keys if (size, v) == (cfg.size, cfg.variant))
@@ -61,6 +62,21 @@ def check_reproducible(
             f"{cfg.size} {cfg.variant} seed {cfg.seed} is not a published run, so there is nothing to "
             f"reproduce: the published runs of {cfg.size} {cfg.variant} {have}"
         )
+
+
+def _check_published_recipe(cfg: TrainConfig) -> None:
+    """Refuse what `rr reproduce` has no option for (`rr sweep --reproduce --steps 5`): a reproduction
+    trains the published recipe, and its trainer would refuse each run after loading its data."""
+    if cfg.ladder is not None:
+        raise InputError(f"--ladder {cfg.ladder}: a reproduction trains the published ladder's sizes")
+    recipe = {"--steps": (cfg.steps, get_size(cfg.size).steps), "--precision": (cfg.precision, "tf32")}
+    recipe["--tokenizer"] = (cfg.tokenizer or "gpt2", "gpt2")
+    for flag, (given, published) in recipe.items():
+        if given != published:
+            raise InputError(
+                f"{flag} {given}: a reproduction trains the published recipe ({flag} {published} for "
+                f"{cfg.size}); leave {flag} out"
+            )
 
 
 def plan_reproduction(

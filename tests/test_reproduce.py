@@ -50,6 +50,23 @@ def test_what_is_not_a_reproduction_is_a_sentence(tmp_path, monkeypatch, args, m
     assert out.exit_code == 2 and message in out.output and "Traceback" not in out.output
 
 
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--steps", "5"], "--steps 5: a reproduction trains the published recipe (--steps 8000 for 60M)"),
+        (["--precision", "bf16"], "--precision bf16: a reproduction trains the published recipe"),
+        (["--tokenizer", "bytes"], "--tokenizer bytes: a reproduction trains the published recipe"),
+    ],
+)
+def test_sweep_reproduce_refuses_an_off_recipe_option_when_it_plans(tmp_path, monkeypatch, args, message):
+    """rr reproduce has no --steps, --precision or --tokenizer; rr sweep --reproduce refuses them in one
+    line before anything runs, instead of every child's trainer refusing its run after loading data."""
+    monkeypatch.chdir(tmp_path)
+    out = runner.invoke(app, ["sweep", "--reproduce", "--sizes", "60M", *args, "--dry-run"])
+    assert out.exit_code == 2 and message in " ".join(out.output.split()), out.output
+    assert "Traceback" not in out.output and not (tmp_path / "data").exists()
+
+
 def test_plan_through_the_published_seam_and_skips_present_rows(tmp_path):
     """tiny has no published rows: a frame that says it has is the public seam of the plan."""
     row = dict(
