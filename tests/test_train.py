@@ -283,6 +283,31 @@ def test_entry_point_subprocess(tmp_path):
     assert load_sweep(out)["variant"].tolist() == ["standard"]
 
 
+def test_two_processes_appending_at_once_leave_every_row_intact(tmp_path):
+    """The lock behind every row a trainer writes: two processes append 20 rows each, one at a time, into
+    one new file at the same moment; the file holds one header and all 40 rows, each whole."""
+    out, go = tmp_path / "shared.csv", tmp_path / "go"
+    code = (
+        "import sys, time, pathlib\n"
+        "from rr_model.results.dataset import append_rows\n"
+        "while not pathlib.Path(sys.argv[2]).exists(): time.sleep(0.01)\n"
+        "for seed in range(int(sys.argv[3]), int(sys.argv[3]) + 20):\n"
+        "    append_rows(sys.argv[1], [dict(size='tiny', variant='standard', seed=seed, params_M=1.13,\n"
+        "                                   steps=8, val_loss=3.0, ece=0.01, minutes=0.1)])\n"
+    )
+    procs = [
+        subprocess.Popen([sys.executable, "-c", code, str(out), str(go), str(first)], stderr=subprocess.PIPE)
+        for first in (0, 100)
+    ]
+    go.touch()
+    for p in procs:
+        assert p.wait() == 0, p.stderr.read()
+    assert sorted(load_sweep(out)["seed"]) == [*range(20), *range(100, 120)]
+    lines = out.read_text().splitlines()
+    assert len(lines) == 41 and all(line.count(",") == 7 for line in lines)
+
+
+@pytest.mark.slow
 def test_two_concurrent_trainers_append_intact_rows(tmp_path):
     out = tmp_path / "shared.csv"
     env = {**os.environ, "OMP_NUM_THREADS": "1"}  # a core each: oversubscribed OpenMP threads crawl
