@@ -30,6 +30,7 @@ from rr_model.train import train, train_runs
 pytestmark = pytest.mark.usefixtures("offline")
 
 
+@pytest.mark.slow  # the default suite compares two processes with one in the out-of-memory test below
 def test_two_processes_give_the_single_process_val_loss(tmp_path, tiny_run):
     out = tmp_path / "two.csv"
     launch = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2"]
@@ -116,6 +117,13 @@ def test_a_process_out_of_memory_takes_every_process_to_more_micro_batches(tmp_p
     for (_, a), (_, b) in zip(short["loss_curve"], plain["loss_curve"], strict=True):
         assert a == pytest.approx(b, abs=1e-5)
     assert short["result"]["val_loss"] == pytest.approx(plain["result"]["val_loss"], abs=1e-5)
+    # and the two processes train the run one process trains (DDP's arithmetic: the gradient averaged)
+    one = train(
+        TrainConfig(**OOM_RUN, recipe=replace(get_size("tiny").recipe, eval_batches=4)), tmp_path / "one.csv"
+    )
+    for (_, a), (_, b) in zip(plain["loss_curve"], one["loss_curve"], strict=True):
+        assert a == pytest.approx(b, abs=1e-5)
+    assert plain["result"]["val_loss"] == pytest.approx(one["result"]["val_loss"], abs=1e-5)
     other = ranks[1]["short"]  # the processes hold the same weights: rank 1 evaluated the same, bitwise
     assert (other["result"]["val_loss"], other["result"]["ece"]) == (
         short["result"]["val_loss"],

@@ -234,6 +234,7 @@ def test_rr_train_appends_a_row_into_a_new_folder_and_skips_it_after(tmp_path):
     result = rr(*tiny_args(out, "review_neutral", 4))
     assert result.exit_code == 0, result.output
     assert load_sweep(out)[["variant", "params_M", "steps"]].values.tolist() == [["review_neutral", 1.12, 4]]
+    assert "step 4/4 | loss" in result.stderr and "review_neutral" in result.stdout  # progress, then the row
     before = out.read_bytes()
     again = rr(*tiny_args(out, "review_neutral", 4, "--seed", 0))
     assert again.exit_code == 0 and "skip: tiny review_neutral 0 is already in" in again.stdout
@@ -275,6 +276,7 @@ def test_an_unwritable_out_is_refused_before_training(tmp_path, monkeypatch):
     assert result.exit_code == 2 and "dir.csv: is a directory" in result.stderr
 
 
+@pytest.mark.slow  # the console script trains by default in test_checkpoint's SIGKILL test, the output in-process here
 def test_entry_point_subprocess(tmp_path):
     out = tmp_path / "tmp.csv"
     stdout, stderr = (proc := rr_subprocess(*tiny_args(out, "standard", 10))).communicate()
