@@ -30,13 +30,14 @@ RR = str(Path(sys.executable).with_name("rr"))  # this interpreter's console scr
 TINY_RUN = {"size": "tiny", "variant": "standard", "data": "synthetic", "steps": 12, "checkpoint_every": 4}
 
 
-def rr(*args: object) -> Result:
-    """`rr ARGS` in-process through typer's CliRunner, each argument as its string."""
+def rr(*args: object, env: dict[str, str] | None = None) -> Result:
+    """`rr ARGS` in-process through typer's CliRunner, each argument as its string; `env` (e.g. COLUMNS)
+    set for the call only."""
     from typer.testing import CliRunner
 
     from cli.main import app
 
-    return CliRunner().invoke(app, [str(a) for a in args])
+    return CliRunner().invoke(app, [str(a) for a in args], env=env)
 
 
 def stub_tokens(**kw: Any) -> Tokens:

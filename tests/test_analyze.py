@@ -11,9 +11,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from typer.testing import CliRunner
+from conftest import rr
 
-from cli.main import app
 from rr_analysis.emergence import EMERGENCE_COLUMNS
 from rr_analysis.notes import recipe_notes
 from rr_analysis.power import power_table, t_test_power
@@ -21,12 +20,11 @@ from rr_analysis.stats import TABLE_COLUMNS, gap_table
 from rr_analysis.tables import FORMATS, VIEWS, card_mismatch, column_names, update_card
 from rr_model.results.dataset import card_path, load_sweep, write_sweep
 
-runner = CliRunner()
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def analyze(*args: str, env: dict | None = None):
-    return runner.invoke(app, ["analyze", *args], env=env)
+    return rr("analyze", *args, env=env)
 
 
 @pytest.mark.parametrize("fmt", FORMATS)

@@ -12,10 +12,8 @@ import time
 
 import pytest
 import torch
-from conftest import RR, TINY_RUN
-from typer.testing import CliRunner
+from conftest import RR, TINY_RUN, rr
 
-from cli.main import app
 from rr_model import checkpoint
 from rr_model.checkpoint import CheckpointError
 from rr_model.results import provenance
@@ -84,11 +82,11 @@ def test_a_corrupt_or_foreign_checkpoint_is_one_clear_error(tmp_path, content, m
         ckpt.write_bytes(content)
     with pytest.raises(CheckpointError, match=str(ckpt)):
         checkpoint.load(ckpt)
-    run = CliRunner().invoke(app, ["train", *_args(cfg, out), "--resume"])
+    run = rr("train", *_args(cfg, out), "--resume")
     assert run.exit_code == 2 and run.stderr.startswith("rr: error:") and str(ckpt) in run.stderr
     assert "Traceback" not in run.stderr and not (tmp_path / "pwned").exists()
     # without --resume the file is not opened: only named
-    run = CliRunner().invoke(app, ["train", *_args(cfg, out)])
+    run = rr("train", *_args(cfg, out))
     assert run.exit_code == 2 and "pass --resume" in run.stderr
 
 
@@ -148,7 +146,7 @@ def test_sigkill_then_resume_is_bitwise_identical(tmp_path, tiny_run):
     proc.wait()
     assert proc.returncode == -signal.SIGKILL and ckpt.exists() and not out.exists(), "killed too late"
 
-    resumed = CliRunner().invoke(app, [*args, "--resume"])
+    resumed = rr(*args, "--resume")
     assert resumed.exit_code == 0, resumed.output
     rec = result(out)
     assert rec["resumed_at"][0] % cfg.checkpoint_every == 0 and rec["resumed_at"][0] > 0

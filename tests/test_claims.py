@@ -9,10 +9,9 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import rr
 from scipy import stats
-from typer.testing import CliRunner
 
-from cli.main import app
 from rr_analysis.claims import (
     NOT_RUN,
     budget_verdict,
@@ -256,7 +255,7 @@ def test_duplicate_id_and_bad_toml(tmp_path):
 
 
 def test_claims_json_carries_every_number():
-    out = CliRunner().invoke(app, ["analyze", "claims", "--format", "json"])
+    out = rr("analyze", "claims", "--format", "json")
     assert out.exit_code == 0, out.output
     rows = {r["id"]: r for r in json.loads(out.output)}
     t = rows["t_590M_highway"]
@@ -282,9 +281,9 @@ def test_claims_json_carries_every_number():
 
 def test_claims_file_option_and_its_error(tmp_path):
     path = claims_file(tmp_path, 'id = "b"\nwords = "w"\ncheck = "budget"')
-    out = CliRunner().invoke(app, ["analyze", "claims", "--claims-file", path, "--format", "csv"])
+    out = rr("analyze", "claims", "--claims-file", path, "--format", "csv")
     assert out.exit_code == 0 and out.output.count("\n") == 2 and '""steps_60M"": 8000' in out.output
-    bad = CliRunner().invoke(app, ["analyze", "claims", "--claims-file", claims_file(tmp_path, 'id = "b"')])
+    bad = rr("analyze", "claims", "--claims-file", claims_file(tmp_path, 'id = "b"'))
     assert (
         bad.exit_code == 2
         and "needs an id and the paper's words" in bad.output

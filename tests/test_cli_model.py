@@ -10,17 +10,14 @@ import subprocess
 import sys
 
 import pytest
-from typer.testing import CliRunner
+from conftest import rr
 
 from cli.choices import Adjust, Format, Stat
-from cli.main import app
 from rr_model.results.dataset import load_sweep
-
-runner = CliRunner()
 
 
 def test_sizes_json_matches_every_published_cell():
-    result = runner.invoke(app, ["sizes", "--format", "json"])
+    result = rr("sizes", "--format", "json")
     assert result.exit_code == 0, result.output
     records = {(r["size"], r["variant"]): r for r in json.loads(result.output)}
     published = load_sweep().groupby(["size", "variant"]).params_M.first()
@@ -40,7 +37,7 @@ def test_sizes_json_matches_every_published_cell():
 
 
 def test_sizes_text_is_a_whole_table():
-    result = runner.invoke(app, ["sizes"])
+    result = rr("sizes")
     assert result.exit_code == 0
     assert "vocabulary 50,257" in result.output
     line = next(line for line in result.output.splitlines() if "60M" in line and "standard" in line)
@@ -60,7 +57,7 @@ def test_sizes_text_is_a_whole_table():
 
 
 def test_sizes_vocab_rematches_the_baselines():
-    records = json.loads(runner.invoke(app, ["sizes", "--format", "json", "--vocab", "257"]).output)
+    records = json.loads(rr("sizes", "--format", "json", "--vocab", "257").output)
     tiny = {r["variant"]: r["d_model"] for r in records if r["size"] == "tiny"}
     assert tiny == {
         "review_neutral": 128,
@@ -82,7 +79,7 @@ def test_sizes_does_not_import_torch():
 
 def test_depth_check_json():
     args = ["depth-check", "--layers", "12", "--d-model", "32", "--n-head", "2", "--format", "json"]
-    result = runner.invoke(app, args)
+    result = rr(*args)
     assert result.exit_code == 0, result.output
     records = json.loads(result.output)
     assert [(r["variant"], r["n_layer"], r["d_model"]) for r in records] == [
@@ -93,7 +90,7 @@ def test_depth_check_json():
 
 
 def test_depth_check_bad_input_is_one_line_and_exit_2():
-    result = runner.invoke(app, ["depth-check", "--variants", "review_convex,bogus", "--layers", "1"])
+    result = rr("depth-check", "--variants", "review_convex,bogus", "--layers", "1")
     assert result.exit_code == 2
     assert "rr: error: unknown variant 'bogus'; registered: review_neutral" in result.output
     assert "Traceback" not in result.output
@@ -103,7 +100,7 @@ def test_depth_check_bad_input_is_one_line_and_exit_2():
 
 
 def gate_records(*args: str) -> list[dict]:
-    result = runner.invoke(app, ["gates", "--format", "json", "--batch", "2", *args])
+    result = rr("gates", "--format", "json", "--batch", "2", *args)
     assert result.exit_code == 0, result.output
     return json.loads(result.output)
 
@@ -141,12 +138,12 @@ def test_gates_read_a_checkpoint(tmp_path):
 
 
 def test_sizes_say_whose_vocabulary_they_count_with():
-    gpt2 = runner.invoke(app, ["sizes"]).output.splitlines()[0]
+    gpt2 = rr("sizes").output.splitlines()[0]
     assert gpt2 == (
         "Ladder x variant, vocabulary 50,257 (GPT-2's tokenizer, as the published runs; the synthetic "
         "demo's bytes: --vocab 257)"
     )
-    byte = runner.invoke(app, ["sizes", "--vocab", "257"]).output.splitlines()[0]
+    byte = rr("sizes", "--vocab", "257").output.splitlines()[0]
     assert (
         byte
         == "Ladder x variant, vocabulary 257 (bytes, as the synthetic demo; the published runs: --vocab 50257)"
@@ -168,7 +165,7 @@ def test_gates_read_a_runs_folder_and_name_the_runs_of_a_folder_of_several(tmp_p
         )
         if variant == "review_neutral":
             assert {r["mean"] for r in gate_records("--checkpoint", str(folder))} == {0.5}  # one run: read
-    result = runner.invoke(app, ["gates", "--checkpoint", str(folder)])
+    result = rr("gates", "--checkpoint", str(folder))
     assert result.exit_code == 2 and "Traceback" not in result.output
     assert (
         "holds the weights of 2 runs (tiny-highway-seed0.final.pt, tiny-review_neutral-seed0.final.pt)"
@@ -177,7 +174,7 @@ def test_gates_read_a_runs_folder_and_name_the_runs_of_a_folder_of_several(tmp_p
 
 
 def test_gates_of_an_ungated_variant_is_one_line_and_exit_2():
-    result = runner.invoke(app, ["gates", "--variant", "standard"])
+    result = rr("gates", "--variant", "standard")
     assert result.exit_code == 2
     assert "rr: error: standard has no gate to read; the gated variants are review_neutral" in result.output
     assert "Traceback" not in result.output
@@ -198,7 +195,7 @@ def test_option_choices_spell_the_librarys_tuples():
 
 @pytest.mark.parametrize("fmt", list(Format))
 def test_sizes_renders_every_format(fmt):
-    result = runner.invoke(app, ["sizes", "--format", fmt.value, "--vocab", "257"])
+    result = rr("sizes", "--format", fmt.value, "--vocab", "257")
     assert result.exit_code == 0, result.output
     tiny = "tiny & review\\_neutral & 128" if fmt is Format.latex else "tiny"
     assert tiny in result.output

@@ -6,17 +6,13 @@ import subprocess
 import sys
 
 import pytest
-from conftest import RR
-from typer.testing import CliRunner
+from conftest import RR, rr
 
-from cli.main import app
 from rr_model.results.dataset import bundled_path
-
-runner = CliRunner()
 
 
 def test_validate_bundled_data():
-    result = runner.invoke(app, ["validate"])
+    result = rr("validate")
     assert result.exit_code == 0
     assert "42 rows, 5 sizes (60M, 150M, 320M, 590M, 1B), 3 variants" in result.output
     assert "seeds per cell 2-3 over 15 cells" in result.output
@@ -26,7 +22,7 @@ def test_validate_bundled_data():
 def test_validate_bad_file_exits_2_with_problems_and_no_traceback(tmp_path):
     path = tmp_path / "bad.csv"
     path.write_text("size,variant,seed,params_M,steps,val_loss,ece,minutes\n60M,Bogus,0,59.47,8000,1.7,,\n")
-    result = runner.invoke(app, ["validate", str(path)])
+    result = rr("validate", str(path))
     assert result.exit_code == 2
     assert f"{path}: 1 problem found:" in result.output
     assert "line 2, column variant: 'Bogus' - must be a variant name" in result.output
@@ -47,7 +43,7 @@ def altered(tmp_path):
 
 def test_validate_fails_on_a_changed_or_missing_published_row(tmp_path):
     path = altered(tmp_path)
-    result = runner.invoke(app, ["validate", str(path)])
+    result = rr("validate", str(path))
     assert result.exit_code == 2
     assert f"{path}: ALTERED: 41 rows" in result.output
     assert "changed: line 4 (60M, highway, 0), val_loss: published 1.698, found 1.7" in result.output
@@ -57,7 +53,7 @@ def test_validate_fails_on_a_changed_or_missing_published_row(tmp_path):
 def test_added_rows_keep_a_file_valid(tmp_path):
     path = tmp_path / "s.csv"
     path.write_text(bundled_path().read_text() + "2B,standard,0,2000.0,5000,1.4,,\n")
-    result = runner.invoke(app, ["validate", str(path)])
+    result = rr("validate", str(path))
     assert result.exit_code == 0 and "OK" in result.output and "1 row(s) added" in result.output
 
 
@@ -67,7 +63,7 @@ def test_added_rows_keep_a_file_valid(tmp_path):
 def test_results_from_altered_published_rows_warn_once_naming_them(tmp_path, monkeypatch, command):
     monkeypatch.chdir(tmp_path)
     path = altered(tmp_path)
-    result = CliRunner().invoke(app, [*command, "--data", str(path)])
+    result = rr(*command, "--data", str(path))
     assert result.exit_code == 0, result.output
     assert result.stderr.count("rr: warning:") == 1
     assert "changed: line 4 (60M, highway, 0), val_loss: published 1.698, found 1.7" in result.stderr
@@ -76,7 +72,7 @@ def test_results_from_altered_published_rows_warn_once_naming_them(tmp_path, mon
 
 
 def test_validate_several_files_fails_if_any_fails(tmp_path, published_copy):
-    result = runner.invoke(app, ["validate", str(published_copy), str(tmp_path / "missing.csv")])
+    result = rr("validate", str(published_copy), str(tmp_path / "missing.csv"))
     assert result.exit_code == 2
     assert "published.csv: OK" in result.output and "missing.csv: no such file" in result.output
 
@@ -130,7 +126,7 @@ def test_validate_joins_the_run_sidecar(tmp_path):
                 "result": {"val_loss": val_loss, "ece": 0.0296 if seed == 0 else 0.03},
             },
         )
-    result = runner.invoke(app, ["validate", str(path)])
+    result = rr("validate", str(path))
     assert result.exit_code == 0, result.output
     assert "no published rows (a sweep of its own)" in result.output
     assert "provenance: 2 row(s) with a run record, 1 disagree with it" in result.output
@@ -148,5 +144,5 @@ def test_the_bundled_file_is_read_once_and_never_warns(monkeypatch):
 
     monkeypatch.setattr(integrity, "load_sweep", again)
     for data in ([], ["--data", str(bundled_path())]):
-        result = CliRunner().invoke(app, ["analyze", "notes", "--format", "json", *data])
+        result = rr("analyze", "notes", "--format", "json", *data)
         assert result.exit_code == 0 and "rr: warning" not in result.stderr, result.exception

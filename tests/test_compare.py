@@ -15,10 +15,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import rr
 from scipy import stats as sps
-from typer.testing import CliRunner
 
-from cli.main import app
 from rr_analysis.cells import METRIC, STAMP, compare
 from rr_analysis.effect import hedges_j
 from rr_analysis.emergence import emergence
@@ -29,7 +28,6 @@ from rr_model.core.errors import InputError
 from rr_model.core.variants import REFERENCE
 from rr_model.results.dataset import write_sweep
 
-runner = CliRunner()
 GOLDEN = Path(__file__).with_name("golden")
 HW_STD = {"reference": "highway", "baselines": ["standard"]}
 
@@ -58,10 +56,10 @@ def numbers(frame: pd.DataFrame) -> pd.DataFrame:
 
 @pytest.mark.parametrize("view", ["table", "emergence"])
 def test_default_text_is_byte_identical_and_json_only_gains_the_comparison(view):
-    text = runner.invoke(app, ["analyze", view, "--wide"])
+    text = rr("analyze", view, "--wide")
     assert text.exit_code == 0
     assert text.output == (GOLDEN / f"default_{view}.txt").read_text()
-    records = json.loads(runner.invoke(app, ["analyze", view, "--format", "json"]).output)
+    records = json.loads(rr("analyze", view, "--format", "json").output)
     before = json.loads((GOLDEN / f"default_{view}.json").read_text())
     assert [{k: r[k] for k in STAMP} for r in records] == [
         {"reference": "review_neutral", "metric": "val_loss", "higher_is_better": False}
@@ -70,9 +68,9 @@ def test_default_text_is_byte_identical_and_json_only_gains_the_comparison(view)
 
 
 def test_explicit_published_options_give_the_default_output():
-    plain = runner.invoke(app, ["analyze", "--format", "json"]).output
+    plain = rr("analyze", "--format", "json").output
     named = ["--reference", "review_neutral", "--baselines", "highway,standard", "--metric", "val_loss"]
-    assert runner.invoke(app, ["analyze", "--format", "json", *named]).output == plain
+    assert rr("analyze", "--format", "json", *named).output == plain
 
 
 # --- each test for a non-default reference against a direct computation ---------------------------------
@@ -220,7 +218,7 @@ def test_cli_errors_are_one_rr_error_paragraph(tmp_path, sweep):
         (["--metric", "ece", "--data", str(path)], "the metric 'ece' is empty in every row compared"),
         (["claims", "--reference", "highway"], "the claims view is about the paper's own comparison"),
     ]:
-        result = runner.invoke(app, ["analyze", *args])
+        result = rr("analyze", *args)
         assert result.exit_code == 2, args
         assert said in result.output and "Traceback" not in result.output
 
@@ -230,14 +228,12 @@ def test_cli_errors_are_one_rr_error_paragraph(tmp_path, sweep):
 
 def test_text_and_json_state_a_non_default_reference():
     args = ["--reference", "highway", "--baselines", "standard", "--wide"]
-    text = runner.invoke(app, ["analyze", *args]).output
+    text = rr("analyze", *args).output
     assert text.startswith("Highway vs each baseline, val_loss (primary test")
     assert "gap = mean(baseline) - mean(Highway); positive favours Highway (lower loss)." in text
-    ece = runner.invoke(
-        app, ["analyze", "emergence", "--metric", "ece", "--higher-is-better", "--wide"]
-    ).output
+    ece = rr("analyze", "emergence", "--metric", "ece", "--higher-is-better", "--wide").output
     assert "gap = mean(Review) - mean(baseline) of ece; positive favours Review (higher ece is better" in ece
-    records = json.loads(runner.invoke(app, ["analyze", "power", *args[:-1], "--format", "json"]).output)
+    records = json.loads(rr("analyze", "power", *args[:-1], "--format", "json").output)
     assert {(r["reference"], r["baseline"], r["metric"]) for r in records} == {
         ("highway", "standard", METRIC)
     }
@@ -245,9 +241,7 @@ def test_text_and_json_state_a_non_default_reference():
 
 def test_plot_and_report_take_the_comparison(tmp_path):
     svg = tmp_path / "e.svg"
-    result = runner.invoke(
-        app, ["plot", "emergence", "--reference", "highway", "--baselines", "standard", "-o", str(svg)]
-    )
+    result = rr("plot", "emergence", "--reference", "highway", "--baselines", "standard", "-o", str(svg))
     assert result.exit_code == 0, result.output
     drawn = svg.read_text()
     assert (
@@ -257,15 +251,11 @@ def test_plot_and_report_take_the_comparison(tmp_path):
     )
     for kind in ("scaling", "seeds", "calibration"):
         out = tmp_path / f"{kind}.svg"
-        result = runner.invoke(
-            app, ["plot", kind, "--reference", "standard", "--baselines", "highway", "-o", str(out)]
-        )
+        result = rr("plot", kind, "--reference", "standard", "--baselines", "highway", "-o", str(out))
         assert result.exit_code == 0, result.output
         assert "Review" not in out.read_text()  # review_neutral is not among the variants drawn
     report = tmp_path / "report"
-    result = runner.invoke(
-        app, ["report", "-o", str(report), "--reference", "highway", "--baselines", "standard"]
-    )
+    result = rr("report", "-o", str(report), "--reference", "highway", "--baselines", "standard")
     assert result.exit_code == 0, result.output
     text = (report / "report.md").read_text()
     assert "## 1. Highway against each baseline, per size" in text and "Does Highway's advantage" in text
@@ -286,18 +276,16 @@ def test_myrule_as_the_reference_against_standard(tmp_path, sweep):
     path = tmp_path / "mine.csv"
     write_sweep(mine, path)
     args = ["--data", str(path), "--reference", "myrule", "--baselines", "standard", "--format", "json"]
-    table = json.loads(
-        runner.invoke(app, ["analyze", "table", *args]).stdout
-    )  # stderr: not the published rows
+    table = json.loads(rr("analyze", "table", *args).stdout)  # stderr: not the published rows
     expected = gap_table(sweep, **HW_STD)
     assert [r["reference"] for r in table] == ["myrule"] * 5 and [r["baseline"] for r in table] == [
         "standard"
     ] * 5
     np.testing.assert_allclose([r["paired_p"] for r in table], expected["paired_p"], rtol=1e-12)
-    trend = json.loads(runner.invoke(app, ["analyze", "emergence", *args]).stdout)
+    trend = json.loads(rr("analyze", "emergence", *args).stdout)
     assert trend[0]["meta_p"] == pytest.approx(emergence(sweep, **HW_STD)["meta_p"].item(), rel=1e-9)
     svg = tmp_path / "mine.svg"
-    result = runner.invoke(app, ["plot", "emergence", *args[:4], "--reference", "myrule", "-o", str(svg)])
+    result = rr("plot", "emergence", *args[:4], "--reference", "myrule", "-o", str(svg))
     assert result.exit_code == 0, result.output
     assert "myrule vs." in svg.read_text()
 
@@ -306,9 +294,7 @@ def test_an_extra_column_of_the_file_is_a_metric(tmp_path, sweep):
     path = tmp_path / "accuracy.csv"
     sweep.assign(accuracy=(1.0 - sweep["val_loss"] / 10).round(6)).to_csv(path, index=False)
     args = ["--data", str(path), "--format", "json", *("--reference", "highway", "--baselines", "standard")]
-    acc = json.loads(
-        runner.invoke(app, ["analyze", *args, "--metric", "accuracy", "--higher-is-better"]).output
-    )
+    acc = json.loads(rr("analyze", *args, "--metric", "accuracy", "--higher-is-better").output)
     loss = gap_table(sweep, **HW_STD)
     assert {(r["metric"], r["higher_is_better"]) for r in acc} == {("accuracy", True)}
     np.testing.assert_allclose([r["gap"] for r in acc], loss["gap"] / 10, atol=1e-6)
@@ -316,14 +302,12 @@ def test_an_extra_column_of_the_file_is_a_metric(tmp_path, sweep):
 
 
 def test_the_packaged_card_keeps_the_papers_comparison(tmp_path):
-    result = runner.invoke(app, ["analyze", "card", "--reference", "highway"])
+    result = rr("analyze", "card", "--reference", "highway")
     assert result.exit_code == 2 and "the packaged card shows the paper's comparison" in result.output
 
 
 @pytest.mark.parametrize("view", ["power", "notes", "equivalence"])
 def test_a_view_whose_title_has_no_reference_names_another_comparison(view):
-    other = runner.invoke(
-        app, ["analyze", view, "--reference", "standard", "--metric", "ece", "--wide"]
-    ).output
+    other = rr("analyze", view, "--reference", "standard", "--metric", "ece", "--wide").output
     assert other.splitlines()[0].endswith(": Standard against each baseline, ece")
-    assert ": Review against" not in runner.invoke(app, ["analyze", view, "--wide"]).output
+    assert ": Review against" not in rr("analyze", view, "--wide").output

@@ -7,9 +7,8 @@ import shutil
 
 import numpy as np
 import pytest
-from typer.testing import CliRunner
+from conftest import rr
 
-from cli.main import app
 from rr_analysis.curves import ema, smooth_curves
 from rr_analysis.plots import curves_figure
 from rr_model.core.errors import InputError
@@ -17,8 +16,6 @@ from rr_model.core.ladder import get_size
 from rr_model.core.variants import colour
 from rr_model.results.curves import load_curves
 from rr_model.results.provenance import sidecar_path
-
-runner = CliRunner()
 
 
 def _lr(step: int, steps: int) -> float:
@@ -64,10 +61,10 @@ def test_the_figure_draws_the_smoothed_loss_and_lr_of_each_run(tiny_run):
 def test_rr_plot_curves_writes_a_figure_from_a_metrics_folder(tiny_run, tmp_path):
     folder = tiny_run["out"].with_name("whole.metrics")
     out = tmp_path / "curves.png"
-    result = runner.invoke(app, ["plot", "curves", str(folder), "--out", str(out)])
+    result = rr("plot", "curves", str(folder), "--out", str(out))
     assert result.exit_code == 0, result.output
     assert result.output.strip() == str(out) and out.read_bytes()[:4] == b"\x89PNG"
-    none = runner.invoke(app, ["plot", "curves", "--out", str(out)])
+    none = rr("plot", "curves", "--out", str(out))
     assert (
         none.exit_code == 2
         and "rr: error: give --data FILE.csv or at least one metrics folder" in none.output

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import rr
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -330,9 +331,6 @@ def test_size_is_an_ordered_categorical_by_parameter_count(tmp_path):
 def test_a_users_own_ladder_sizes_and_unknown_labels_load_in_parameter_order(tmp_path):
     """The sizes of docs/extending/pilot.toml (labels rr's ladder does not hold) and a count past the published
     ladder load and sort by parameter count; a label's nominal count breaks a tie in parameters."""
-    from typer.testing import CliRunner
-
-    from cli.main import app
 
     params = {"0.1M": 0.11, "3B": 2981.0, "0.03M": 0.031, "0.05M": 0.053, "7.5B": 2981.0}
     rows = [f"{s},standard,{seed},{p},60,{2.0 - p / 1e4:.4f},," for seed in (0, 1) for s, p in params.items()]
@@ -351,5 +349,5 @@ def test_a_users_own_ladder_sizes_and_unknown_labels_load_in_parameter_order(tmp
         == by_params
         == ["60M", "150M", "320M", "590M", "1B"]
     )
-    out = CliRunner().invoke(app, ["validate", str(path)])
+    out = rr("validate", str(path))
     assert out.exit_code == 0 and "5 sizes (0.03M, 0.05M, 0.1M, 3B, 7.5B)" in out.output, out.output

@@ -6,22 +6,19 @@ from __future__ import annotations
 import json
 
 import torch
+from conftest import rr
 from safetensors.torch import load_file
-from typer.testing import CliRunner
 
-from cli.main import app
 from rr_model import checkpoint
 from rr_model.export import FILES
 from rr_model.model import GPT
 from rr_model.trained import load_trained
 
-runner = CliRunner()
-
 
 def test_an_export_loads_back_with_bitwise_equal_logits_and_refuses_to_overwrite(tiny_run, tmp_path):
     final = checkpoint.final_path(tiny_run["out"], "tiny", "standard", 0)
     out = tmp_path / "export"
-    result = runner.invoke(app, ["export", "--checkpoint", str(final), "--out", str(out)])
+    result = rr("export", "--checkpoint", str(final), "--out", str(out))
     assert result.exit_code == 0, result.output
     assert result.output.split() == [str(out / name) for name in FILES]
 
@@ -40,6 +37,6 @@ def test_an_export_loads_back_with_bitwise_equal_logits_and_refuses_to_overwrite
         assert words in card
 
     before = {name: (out / name).read_bytes() for name in FILES}
-    again = runner.invoke(app, ["export", "--checkpoint", str(final), "--out", str(out)])
+    again = rr("export", "--checkpoint", str(final), "--out", str(out))
     assert again.exit_code == 2 and "already holds model.safetensors" in again.output
     assert {name: (out / name).read_bytes() for name in FILES} == before

@@ -8,7 +8,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
+from conftest import rr
 
 from rr_model.results import dataset
 from rr_model.results.dataset import FIELDS, DataError, append_rows, bundled_path, load_sweep, write_sweep
@@ -188,19 +188,17 @@ RECORD = (
     ids=["torn", "incomplete", "not-an-object"],
 )
 def test_a_torn_or_incomplete_sidecar_is_one_error_line(tmp_path, sidecar, message):
-    from cli.main import app
 
     path = tmp_path / "own.csv"
     path.write_text(OWN)
     (tmp_path / "own.runs.jsonl").write_text(sidecar)
-    result = CliRunner().invoke(app, ["validate", str(path)])
+    result = rr("validate", str(path))
     assert result.exit_code == 2
     assert result.stderr.startswith(f"rr: error: {tmp_path / 'own.runs.jsonl'}: ")
     assert message in result.stderr and len(result.stderr.splitlines()) == 1
 
 
 def test_a_read_only_filesystem_is_one_error_line(tmp_path, monkeypatch):
-    from cli.main import app
     from rr_model.core import files
 
     os_open = os.open
@@ -212,7 +210,7 @@ def test_a_read_only_filesystem_is_one_error_line(tmp_path, monkeypatch):
 
     monkeypatch.setattr(files.os, "open", read_only)
     monkeypatch.chdir(tmp_path)
-    result = CliRunner().invoke(app, ["plot", "scaling", "-o", "s.png", "--dpi", "20"])
+    result = rr("plot", "scaling", "-o", "s.png", "--dpi", "20")
     assert result.exit_code == 2
     assert result.stderr == "rr: error: cannot write s.png: Read-only file system\n"
     assert list(tmp_path.iterdir()) == []

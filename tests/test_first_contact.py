@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 import pytest
-from typer.testing import CliRunner
+from conftest import rr
 
-from cli.main import app
 from rr_analysis.notes import recipe_notes
 from rr_model.core.errors import InputError
 from rr_model.core.ladder import get_size
-
-runner = CliRunner()
 
 
 @pytest.mark.parametrize(
@@ -18,7 +15,7 @@ runner = CliRunner()
 )
 def test_help_is_whole_and_flags_carry_no_type(command):
     """Flags show no type and a repeatable option reads <str>... (tested on sweep: --variant, --sbatch)."""
-    result = runner.invoke(app, [*command, "--help"], env={"COLUMNS": "80"})
+    result = rr(*command, "--help", env={"COLUMNS": "80"})
     assert result.exit_code == 0, result.output
     assert "<bool>" not in result.output and "<list[" not in result.output
     assert "…" not in result.output  # nothing cut to the terminal's width
@@ -32,30 +29,27 @@ def test_help_reads_through_rrs_own_option_class_and_typer_is_left_as_it_is():
 
     assert typer.core.TyperOption.display_type_rich.__module__ == "typer.core"
     assert RrOption.display_type_rich is not typer.core.TyperOption.display_type_rich
-    out = runner.invoke(app, ["sweep", "--help"], env={"COLUMNS": "100"}).output
+    out = rr("sweep", "--help", env={"COLUMNS": "100"}).output
     assert "--variant" in out and "<str>..." in out and "<bool>" not in out
 
 
 def test_command_names_are_read_in_any_case(tmp_path):
-    result = runner.invoke(app, ["plot", "Scaling", "-o", str(tmp_path / "s.png"), "--dpi", "20"])
+    result = rr("plot", "Scaling", "-o", str(tmp_path / "s.png"), "--dpi", "20")
     assert result.exit_code == 0, result.output
     assert (tmp_path / "s.png").exists()
 
 
 def test_an_unknown_plot_kind_is_told_the_nearest():
-    result = runner.invoke(app, ["plot", "emergnce"])
+    result = rr("plot", "emergnce")
     assert result.exit_code == 2 and "Did you mean 'emergence'?" in result.output
 
 
 def test_an_unknown_analyze_view_is_told_the_nearest_and_views_read_in_any_case():
-    result = runner.invoke(app, ["analyze", "emergnce"])
+    result = rr("analyze", "emergnce")
     said = " ".join(result.output.replace("│", " ").split())  # the error panel wraps its text
     assert result.exit_code == 2 and "Did you mean 'emergence'?" in said
     assert "the views are table, emergence, power" in said
-    assert (
-        runner.invoke(app, ["analyze", "EMERGENCE"]).output
-        == runner.invoke(app, ["analyze", "emergence"]).output
-    )
+    assert rr("analyze", "EMERGENCE").output == rr("analyze", "emergence").output
 
 
 def test_sizes_are_read_in_any_case_and_an_unknown_one_is_told_the_nearest():
@@ -71,10 +65,10 @@ def test_a_size_typed_in_any_case_is_planned_and_recorded_by_its_ladder_name():
     from rr_model.runs import TrainConfig
 
     assert TrainConfig(size="150m").size == "150M" and TrainConfig(size="TINY").size == "tiny"
-    result = runner.invoke(app, ["train", "--size", "150m", "--seed", "0", "--dry-run"])
+    result = rr("train", "--size", "150m", "--seed", "0", "--dry-run")
     assert result.exit_code == 0, result.output  # seed 0 is published: found under its ladder name
     assert "skip: 150M review_neutral 0 is already in" in result.output and "150m" not in result.output
-    result = runner.invoke(app, ["train", "--size", "150m", "--seed", "7", "--dry-run"])
+    result = rr("train", "--size", "150m", "--seed", "7", "--dry-run")
     assert result.exit_code == 0, result.output
     assert "150M  review_neutral     7" in result.output and "150m" not in result.output
 

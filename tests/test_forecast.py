@@ -10,9 +10,8 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
-from typer.testing import CliRunner
+from conftest import rr
 
-from cli.main import app
 from rr_analysis.forecast import FORECAST_COLUMNS, forecast, forecast_size
 from rr_analysis.tables import render
 from rr_model.config import model_config
@@ -98,12 +97,11 @@ def test_every_number_in_the_text_is_in_the_json(at_3b_7b):
 
 
 def test_cli_forecast_and_its_errors():
-    runner = CliRunner()
-    ok = runner.invoke(app, ["analyze", "forecast", "--at", "3B", "--format", "json"])
+    ok = rr("analyze", "forecast", "--at", "3B", "--format", "json")
     assert ok.exit_code == 0 and {r["at"] for r in json.loads(ok.output)} == {"3B"}
-    bad = runner.invoke(app, ["analyze", "forecast", "--at", "0M"])
+    bad = rr("analyze", "forecast", "--at", "0M")
     assert bad.exit_code == 2 and "not a size" in bad.output
-    none = runner.invoke(app, ["analyze", "forecast"])
+    none = rr("analyze", "forecast")
     assert none.exit_code == 2 and "no forecast size" in none.output
 
 
@@ -166,11 +164,9 @@ def test_an_interval_reaching_zero_gets_no_seed_count_and_a_sentence(sweep):
 
 
 def test_cli_confirm():
-    ok = CliRunner().invoke(
-        app, ["analyze", "confirm", "--at", "3B", "--target-power", "0.9", "--format", "json"]
-    )
+    ok = rr("analyze", "confirm", "--at", "3B", "--target-power", "0.9", "--format", "json")
     assert ok.exit_code == 0 and {r["power"] for r in json.loads(ok.output)} == {0.9}
-    bad = CliRunner().invoke(app, ["analyze", "confirm", "--at", "3B", "--target-power", "1.5"])
+    bad = rr("analyze", "confirm", "--at", "3B", "--target-power", "1.5")
     assert bad.exit_code == 2 and "between 0 and 1" in bad.output
 
 

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from typer.testing import CliRunner
+from conftest import rr
 
-from cli.main import app
 from cli.records import Format, echo_records
 from rr_analysis.grid import (
     WRAP_MIN,
@@ -69,9 +68,8 @@ def test_csv_quotes_only_where_needed_and_writes_none_empty():
 
 def test_records_and_analysis_tables_escape_latex_alike():
     """`rr sizes` (records) and `rr analyze` (tables) draw LaTeX through the same escaper."""
-    runner = CliRunner()
-    sizes = runner.invoke(app, ["sizes", "--format", "latex"]).output
-    table = runner.invoke(app, ["analyze", "--format", "latex"]).output
+    sizes = rr("sizes", "--format", "latex").output
+    table = rr("analyze", "--format", "latex").output
     assert r"review\_neutral" in sizes and r"\caption{Ladder x variant, vocabulary 50,257 " in sizes
     assert "$<$0.0001" in table and "<0.0001" not in table.replace("$<$", "")
 

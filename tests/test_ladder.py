@@ -6,10 +6,8 @@ import re
 import shutil
 
 import pytest
-from conftest import stub_tokens
-from typer.testing import CliRunner
+from conftest import rr, stub_tokens
 
-from cli.main import app
 from rr_model.config import model_config, size_table
 from rr_model.core.errors import InputError, RecipeError
 from rr_model.core.ladder import RECIPE, get_size, load_ladder
@@ -18,7 +16,6 @@ from rr_model.runs import TrainConfig, default_out, preflight, recipe_difference
 from rr_model.sweep.child import config_from_json
 from rr_model.sweep.local import plan_sweep, train_command
 
-runner = CliRunner()
 PILOT = """
 ["0.05M"]
 d_model = 32
@@ -123,13 +120,12 @@ def test_a_ladder_size_with_a_published_label_is_refused_beside_the_published_ro
 
 
 def test_sizes_train_and_sweep_take_a_ladder_file(pilot):
-    result = runner.invoke(app, ["sizes", "--ladder", str(pilot), "--vocab", "257"])
+    result = rr("sizes", "--ladder", str(pilot), "--vocab", "257")
     assert result.exit_code == 0, result.output
     assert result.output.startswith(f"Ladder file {pilot} (your sizes, not the published ladder) x variant")
-    result = runner.invoke(app, ["train", "--ladder", str(pilot), "--size", "0.05M", "--data", "synthetic",
-                                 "--dry-run"])  # fmt: skip
+    result = rr("train", "--ladder", str(pilot), "--size", "0.05M", "--data", "synthetic", "--dry-run")  # fmt: skip
     assert result.exit_code == 0 and "rr train: plan for data/pilot.csv" in result.output
-    result = runner.invoke(app, ["sweep", "--ladder", str(pilot), "--data", "synthetic", "--dry-run"])
+    result = rr("sweep", "--ladder", str(pilot), "--data", "synthetic", "--dry-run")
     assert result.exit_code == 0 and "15 run(s) to train, 0 already in data/pilot.csv" in result.output
-    result = runner.invoke(app, ["sizes", "--ladder", str(pilot.with_name("none.toml"))])
+    result = rr("sizes", "--ladder", str(pilot.with_name("none.toml")))
     assert result.exit_code == 2 and "rr: error:" in result.output and "none.toml" in result.output

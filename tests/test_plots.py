@@ -8,17 +8,15 @@ import sys
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import rr
 from matplotlib.colors import same_color
 from matplotlib.figure import Figure
-from typer.testing import CliRunner
 
-from cli.main import app
 from rr_analysis import plots
 from rr_analysis.stats import gap_table
 from rr_model.core.variants import BASELINES, colour
 from rr_model.results.dataset import load_sweep
 
-runner = CliRunner()
 SIZES = ["60M", "150M", "320M", "590M", "1B"]
 SIGNATURES = {"png": b"\x89PNG\r\n\x1a\n", "pdf": b"%PDF-"}
 
@@ -252,7 +250,7 @@ def test_a_failed_write_leaves_no_file_and_keeps_the_old_one(sweep, tmp_path, mo
 )
 def test_plot_commands_write_the_file_and_print_its_path(tmp_path, kind, fmt):
     out = tmp_path / f"{kind}.{fmt}"
-    result = runner.invoke(app, ["plot", kind, "--out", str(out), "--dpi", "40", "--title", "T"])
+    result = rr("plot", kind, "--out", str(out), "--dpi", "40", "--title", "T")
     assert result.exit_code == 0, result.output
     assert result.stdout.strip() == str(out)
     head = out.read_bytes()[:400]
@@ -261,12 +259,12 @@ def test_plot_commands_write_the_file_and_print_its_path(tmp_path, kind, fmt):
 
 def test_default_file_name_is_in_the_working_directory(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    result = runner.invoke(app, ["plot", "emergence", "--stat", "mixed", "--ci", "--dpi", "30"])
+    result = rr("plot", "emergence", "--stat", "mixed", "--ci", "--dpi", "30")
     assert result.exit_code == 0, result.output
     assert result.stdout.strip() == "emergence.png"
     assert (tmp_path / "emergence.png").read_bytes().startswith(SIGNATURES["png"])
     assert result.stderr == f"rr plot: wrote emergence.png in {tmp_path.resolve()} (a new file)\n"
-    again = runner.invoke(app, ["plot", "emergence", "--dpi", "30"])
+    again = rr("plot", "emergence", "--dpi", "30")
     assert again.stderr.endswith("(replacing the file that was there)\n")
 
 
@@ -305,7 +303,7 @@ def test_plot_errors_exit_2_with_a_message_and_leave_no_file(tmp_path, sweep, ar
     (tmp_path / "dir.png").mkdir()
     names = {"tmp": tmp_path, "one": one_size(tmp_path, sweep), "no_ece": no_ece(tmp_path, sweep)}
     before = sorted(p.name for p in tmp_path.iterdir())
-    result = runner.invoke(app, ["plot", *(a.format(**names) for a in args)])
+    result = rr("plot", *(a.format(**names) for a in args))
     assert result.exit_code == 2, result.output
     assert "rr: error: " in result.output and message.format(**names) in result.output
     assert "Traceback" not in result.output
@@ -321,13 +319,13 @@ def test_plot_errors_exit_2_with_a_message_and_leave_no_file(tmp_path, sweep, ar
 )
 def test_emergence_file_says_which_p_values_its_stars_use(tmp_path, args, says):
     out = tmp_path / "e.svg"
-    result = runner.invoke(app, ["plot", "emergence", "--out", str(out), *args])
+    result = rr("plot", "emergence", "--out", str(out), *args)
     assert result.exit_code == 0, result.output
     assert says in out.read_text()  # SVG keeps its text as text
 
 
 def test_unknown_stat_is_a_usage_error():
-    result = runner.invoke(app, ["plot", "emergence", "--stat", "bayes"])
+    result = rr("plot", "emergence", "--stat", "bayes")
     assert result.exit_code == 2 and "bayes" in result.output
 
 
@@ -409,10 +407,10 @@ def test_forecast_figure_without_a_line_says_why(sweep):
 
 def test_plot_forecast_and_emergence_without_the_fit(tmp_path):
     out = tmp_path / "f.png"
-    result = runner.invoke(app, ["plot", "forecast", "--at", "3B", "--out", str(out), "--dpi", "30"])
+    result = rr("plot", "forecast", "--at", "3B", "--out", str(out), "--dpi", "30")
     assert result.exit_code == 0, result.output
     assert out.read_bytes().startswith(SIGNATURES["png"])
-    bad = runner.invoke(app, ["plot", "forecast", "--at", "0M", "--out", str(out)])
+    bad = rr("plot", "forecast", "--at", "0M", "--out", str(out))
     assert bad.exit_code == 2 and "not a size" in bad.output
-    plain = runner.invoke(app, ["plot", "emergence", "--no-fit", "--out", str(tmp_path / "e.png")])
+    plain = rr("plot", "emergence", "--no-fit", "--out", str(tmp_path / "e.png"))
     assert plain.exit_code == 0

@@ -9,14 +9,11 @@ import shutil
 import numpy as np
 import pandas as pd
 import pytest
-from typer.testing import CliRunner
+from conftest import rr
 
-from cli.main import app
 from rr_analysis.pooling import pool_check, row_flags
 from rr_model.results.dataset import append_rows, bundled_path, write_sweep
 from rr_model.results.provenance import append_record, sidecar_path
-
-runner = CliRunner()
 
 
 def new_seed(sweep: pd.DataFrame, seed: int = 5, shift: float = 0.004, jitter: float = 0.003) -> pd.DataFrame:
@@ -78,20 +75,20 @@ def test_merge_keeps_sources_and_pool_check_reads_them(sweep, tmp_path):
         append_record(sidecar_path(a), {"status": "ok", "size": r.size, "variant": r.variant, "seed": r.seed,
                                          "config": {"precision": "tf32", "data": "tinystories"}, "environment": env})  # fmt: skip
     merged = tmp_path / "merged.csv"
-    assert runner.invoke(app, ["merge", str(a), "--out", str(merged)]).exit_code == 0
-    out = runner.invoke(app, ["analyze", "--data", str(merged), "--pool-check", "--format", "json"])
+    assert rr("merge", str(a), "--out", str(merged)).exit_code == 0
+    out = rr("analyze", "--data", str(merged), "--pool-check", "--format", "json")
     assert out.exit_code == 0, out.output
     r = json.loads(out.output)[0]
     assert isinstance(r["estimate"], float) and isinstance(r["p"], float) and r["n_new"] == 15
     first = r["rows"][0]
     assert first["from"] == f"{a} line 44" and first["device"] == "NVIDIA H100 80GB HBM3"
     assert first["flags"] == ["hardware NVIDIA H100 80GB HBM3 (published: NVIDIA B200)"]
-    text = " ".join(runner.invoke(app, ["analyze", "pool-check", "--data", str(merged)]).output.split())
+    text = " ".join(rr("analyze", "pool-check", "--data", str(merged)).output.split())
     assert "verdict: " in text and "15 new row(s) flagged" in text
 
 
 def test_pool_check_on_a_file_without_sidecar(sweep, tmp_path):
     path = tmp_path / "m.csv"
     write_sweep(pd.concat([sweep, new_seed(sweep)], ignore_index=True), path)
-    out = runner.invoke(app, ["analyze", "--data", str(path), "--pool-check", "--format", "csv"])
+    out = rr("analyze", "--data", str(path), "--pool-check", "--format", "csv")
     assert out.exit_code == 0 and out.output.startswith("term,estimate,se,z,p,")

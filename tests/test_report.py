@@ -6,9 +6,8 @@ import re
 
 import numpy as np
 import pytest
-from typer.testing import CliRunner
+from conftest import rr
 
-from cli.main import app
 from rr_analysis.emergence import emergence
 from rr_analysis.notes import recipe_notes
 from rr_analysis.power import power_table
@@ -16,7 +15,6 @@ from rr_analysis.stats import gap_table
 from rr_analysis.tables import render
 from rr_model.results.dataset import bundled_path, load_sweep
 
-runner = CliRunner()
 LINK = re.compile(r"!\[[^\]]*\]\(([^)]+)\)")
 FIGURES = [
     "emergence.png",
@@ -31,7 +29,7 @@ FIGURES = [
 @pytest.fixture(scope="module")
 def published(tmp_path_factory):
     out = tmp_path_factory.mktemp("report") / "rr-report"
-    result = runner.invoke(app, ["report", "--out", str(out), "--dpi", "30"])
+    result = rr("report", "--out", str(out), "--dpi", "30")
     assert result.exit_code == 0, result.output
     return out, result.output
 
@@ -67,7 +65,7 @@ def test_report_on_one_size_without_ece_says_which_figures_it_cannot_draw(tmp_pa
     out = tmp_path / "r"
     out.mkdir()
     (out / "emergence.png").write_bytes(b"stale, from an earlier run")
-    result = runner.invoke(app, ["report", "--data", str(data), "--out", str(out), "--dpi", "30"])
+    result = rr("report", "--data", str(data), "--out", str(out), "--dpi", "30")
     assert result.exit_code == 0, result.output
     text = (out / "report.md").read_text(encoding="utf-8")
     assert LINK.findall(text) == ["seeds.png"]
@@ -79,16 +77,14 @@ def test_report_on_one_size_without_ece_says_which_figures_it_cannot_draw(tmp_pa
 def test_report_into_a_file_exits_2_and_writes_nothing(tmp_path):
     target = tmp_path / "taken"
     target.write_text("x")
-    result = runner.invoke(app, ["report", "--out", str(target)])
+    result = rr("report", "--out", str(target))
     assert result.exit_code == 2
     assert f"rr: error: cannot write the report into {target}: it is a file, not a folder" in result.output
     assert [p.name for p in tmp_path.iterdir()] == ["taken"]
 
 
 def test_report_on_bad_data_exits_2_before_creating_the_folder(tmp_path):
-    result = runner.invoke(
-        app, ["report", "--data", str(tmp_path / "absent.csv"), "--out", str(tmp_path / "r")]
-    )
+    result = rr("report", "--data", str(tmp_path / "absent.csv"), "--out", str(tmp_path / "r"))
     assert result.exit_code == 2 and "absent.csv: no such file" in result.output
     assert not (tmp_path / "r").exists()
 
@@ -96,7 +92,7 @@ def test_report_on_bad_data_exits_2_before_creating_the_folder(tmp_path):
 def test_a_backtick_in_the_data_path_cannot_inject_markup(tmp_path):
     data = tmp_path / "x`](evil.html)`.csv"
     data.write_bytes(bundled_path().read_bytes())
-    result = runner.invoke(app, ["report", "--data", str(data), "--out", str(tmp_path / "r"), "--dpi", "20"])
+    result = rr("report", "--data", str(data), "--out", str(tmp_path / "r"), "--dpi", "20")
     assert result.exit_code == 0, result.output
     text = (tmp_path / "r" / "report.md").read_text(encoding="utf-8")
     assert f"Data: ``{data}``: 42 rows" in text
@@ -107,20 +103,20 @@ def test_report_replaces_its_folder_whole_and_refuses_one_holding_other_files(tm
     out.mkdir()
     (out / "report.md").write_text("old report")
     (out / "notes.txt").write_text("mine")
-    result = runner.invoke(app, ["report", "--out", str(out), "--dpi", "20"])
+    result = rr("report", "--out", str(out), "--dpi", "20")
     assert result.exit_code == 2
     assert "holds files rr does not write there (notes.txt)" in result.output
     assert (out / "report.md").read_text() == "old report"
     (out / "notes.txt").unlink()
-    result = runner.invoke(app, ["report", "--out", str(out), "--dpi", "20"])
+    result = rr("report", "--out", str(out), "--dpi", "20")
     assert result.exit_code == 0, result.output
     assert sorted(p.name for p in tmp_path.iterdir()) == ["r"]  # no build or old folder left beside it
     assert (out / "report.md").read_text().startswith("# Review Residuals sweep")
 
 
 def test_a_md_path_is_the_report_file_with_its_figures_in_a_folder_beside_it(tmp_path):
-    folder = CliRunner().invoke(app, ["report", "-o", str(tmp_path / "rep"), "--dpi", "20"])
-    result = CliRunner().invoke(app, ["report", "-o", str(tmp_path / "report.md"), "--dpi", "20"])
+    folder = rr("report", "-o", str(tmp_path / "rep"), "--dpi", "20")
+    result = rr("report", "-o", str(tmp_path / "report.md"), "--dpi", "20")
     assert folder.exit_code == 0 and result.exit_code == 0, result.output
     assert result.stdout == f"{tmp_path / 'report.md'}\n"
     md = (tmp_path / "report.md").read_text()
@@ -130,6 +126,6 @@ def test_a_md_path_is_the_report_file_with_its_figures_in_a_folder_beside_it(tmp
     same = (tmp_path / "rep" / "report.md").read_text().replace("](", "](report_files/")
     assert md == same.replace("PNG files beside this file", "PNG files in `report_files/`")
     (tmp_path / "mine.md").write_text("# my notes\n")
-    refused = CliRunner().invoke(app, ["report", "-o", str(tmp_path / "mine.md")])
+    refused = rr("report", "-o", str(tmp_path / "mine.md"))
     assert refused.exit_code == 2 and "it exists and is not a report rr wrote" in refused.stderr
     assert (tmp_path / "mine.md").read_text() == "# my notes\n"

@@ -7,10 +7,8 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
-from conftest import stub_tokens
-from typer.testing import CliRunner
+from conftest import rr, stub_tokens
 
-from cli.main import app
 from rr_model.core.errors import InputError, RecipeError
 from rr_model.reproduce import DEFAULT_REPRODUCTION, check_reproducible, plan_reproduction
 from rr_model.results.dataset import append_rows, bundled_path, load_sweep
@@ -19,18 +17,14 @@ from rr_model.runs import TrainConfig, preflight
 from rr_model.sweep.child import config_from_json
 from rr_model.sweep.local import train_command
 
-runner = CliRunner()
-
 
 def test_dry_run_plans_the_published_run_into_its_own_file(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    out = runner.invoke(
-        app, ["reproduce", "--size", "60M", "--variant", "review_neutral", "--seed", "0", "--dry-run"]
-    )
+    out = rr("reproduce", "--size", "60M", "--variant", "review_neutral", "--seed", "0", "--dry-run")
     assert out.exit_code == 0, out.output
     assert f"plan for {DEFAULT_REPRODUCTION}" in out.output and "1 run(s), 131,072,000 tokens" in out.output
     assert not (tmp_path / "data").exists()  # a dry run creates nothing
-    every = runner.invoke(app, ["reproduce", "--size", "60M", "--seed", "0", "--dry-run", "--out", "r.csv"])
+    every = rr("reproduce", "--size", "60M", "--seed", "0", "--dry-run", "--out", "r.csv")
     assert every.exit_code == 0 and "3 run(s)" in every.output  # all three variants of the seed
 
 
@@ -46,7 +40,7 @@ def test_dry_run_plans_the_published_run_into_its_own_file(tmp_path, monkeypatch
 )
 def test_what_is_not_a_reproduction_is_a_sentence(tmp_path, monkeypatch, args, message):
     monkeypatch.chdir(tmp_path)
-    out = runner.invoke(app, ["reproduce", *args, "--dry-run"])
+    out = rr("reproduce", *args, "--dry-run")
     assert out.exit_code == 2 and message in out.output and "Traceback" not in out.output
 
 
@@ -62,7 +56,7 @@ def test_sweep_reproduce_refuses_an_off_recipe_option_when_it_plans(tmp_path, mo
     """rr reproduce has no --steps, --precision or --tokenizer; rr sweep --reproduce refuses them in one
     line before anything runs, instead of every child's trainer refusing its run after loading data."""
     monkeypatch.chdir(tmp_path)
-    out = runner.invoke(app, ["sweep", "--reproduce", "--sizes", "60M", *args, "--dry-run"])
+    out = rr("sweep", "--reproduce", "--sizes", "60M", *args, "--dry-run")
     assert out.exit_code == 2 and message in " ".join(out.output.split()), out.output
     assert "Traceback" not in out.output and not (tmp_path / "data").exists()
 
@@ -104,10 +98,10 @@ def test_the_trainer_refuses_an_off_recipe_reproduction_before_training(offline,
 
 def test_sweep_reproduce_plans_published_seeds_and_its_children_reproduce(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    out = runner.invoke(app, ["sweep", "--reproduce", "--sizes", "320M", "--dry-run"])
+    out = rr("sweep", "--reproduce", "--sizes", "320M", "--dry-run")
     assert out.exit_code == 0, out.output
     assert f"6 run(s) to train, 0 already in {DEFAULT_REPRODUCTION}" in out.output  # 2 published seeds x 3
-    bad = runner.invoke(app, ["sweep", "--reproduce", "--sizes", "60M", "--seeds", "5", "--dry-run"])
+    bad = rr("sweep", "--reproduce", "--sizes", "60M", "--seeds", "5", "--dry-run")
     assert bad.exit_code == 2 and "60M review_neutral seed 5 is not a published run" in bad.output
     cfg = TrainConfig("60M", "highway", 1, reproduce=True, compile=True)
     cmd = train_command(cfg, "r.csv")

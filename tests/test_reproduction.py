@@ -9,16 +9,13 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import rr
 from scipy import stats
 from statsmodels.stats.weightstats import ttost_paired
-from typer.testing import CliRunner
 
-from cli.main import app
 from rr_analysis.reproduction import MARGIN_FRACTION, NOISE_FRACTION, reproduction
 from rr_model.core.errors import InputError
 from rr_model.results.dataset import load_sweep, write_sweep
-
-runner = CliRunner()
 
 
 def offset(sweep: pd.DataFrame, sizes=("60M", "150M"), shift=0.0003, jitter=0.0002) -> pd.DataFrame:
@@ -108,7 +105,7 @@ def test_a_row_that_is_no_rerun_is_a_sentence(sweep, tmp_path):
         InputError, match="1 row\\(s\\) are not re-runs of a published run .*60M review_neutral seed 9"
     ):
         reproduction(load_sweep(path))
-    out = runner.invoke(app, ["analyze", "reproduction", "--data", str(path)])
+    out = rr("analyze", "reproduction", "--data", str(path))
     assert (
         out.exit_code == 2
         and "not re-runs of a published run" in out.output
@@ -119,7 +116,7 @@ def test_a_row_that_is_no_rerun_is_a_sentence(sweep, tmp_path):
 def test_cli_json_carries_every_number(sweep, tmp_path):
     path = tmp_path / "repro.csv"
     write_sweep(offset(sweep), path)
-    out = runner.invoke(app, ["analyze", "reproduction", "--data", str(path), "--format", "json"])
+    out = rr("analyze", "reproduction", "--data", str(path), "--format", "json")
     assert out.exit_code == 0, out.output
     rows = json.loads(out.output)
     assert len(rows) == 18
@@ -138,7 +135,7 @@ def test_cli_json_carries_every_number(sweep, tmp_path):
         "tost_p",
     ):
         assert isinstance(rows[0][key], float), key
-    text = runner.invoke(app, ["analyze", "reproduction", "--data", str(path)])
+    text = rr("analyze", "reproduction", "--data", str(path))
     assert (
         "rr: warning" not in text.output
         and "pooling is safe" in text.output

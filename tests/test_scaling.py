@@ -8,9 +8,8 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
-from typer.testing import CliRunner
+from conftest import rr
 
-from cli.main import app
 from rr_analysis.scaling import SCALING_COLUMNS, power_law, scaling_fits
 from rr_analysis.tables import render
 
@@ -76,5 +75,5 @@ def test_every_number_in_the_text_is_in_the_json(fits):
 
 
 def test_cli_fits():
-    ok = CliRunner().invoke(app, ["analyze", "fits", "--format", "json"])
+    ok = rr("analyze", "fits", "--format", "json")
     assert ok.exit_code == 0 and [r["variant"] for r in json.loads(ok.output)][0] == "review_neutral"

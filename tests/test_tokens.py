@@ -18,6 +18,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import tokenizers
+from conftest import rr
 from tokenizers import models, pre_tokenizers, trainers
 
 import rr_model.tokens as tokmod
@@ -481,9 +482,7 @@ def test_sample_batch_offsets_stay_in_range():
 
 
 def test_rr_train_takes_a_corpus_folder_and_its_text_field(tmp_path):
-    from typer.testing import CliRunner
 
-    from cli.main import app
     from rr_model.runs import TrainConfig
     from rr_model.sweep.child import config_from_json
     from rr_model.sweep.local import train_command
@@ -491,10 +490,10 @@ def test_rr_train_takes_a_corpus_folder_and_its_text_field(tmp_path):
     (tmp_path / "corpus").mkdir()
     (tmp_path / "corpus" / "a.jsonl").write_text(json.dumps({"body": DOCS[0]}) + "\n")
     args = ["train", "--size", "tiny", "--tokenizer", "bytes", "--dry-run", "--out", str(tmp_path / "o.csv")]
-    result = CliRunner().invoke(app, [*args, "--data", str(tmp_path / "corpus"), "--text-field", "body"])
+    result = rr(*args, "--data", str(tmp_path / "corpus"), "--text-field", "body")
     assert result.exit_code == 0 and "rr train: plan for" in result.output, result.output
     (tmp_path / "none").mkdir()
-    result = CliRunner().invoke(app, [*args, "--data", str(tmp_path / "none")])
+    result = rr(*args, "--data", str(tmp_path / "none"))
     assert result.exit_code == 2 and "no .txt/.jsonl/.parquet file in this folder" in result.output
     cfg = TrainConfig("tiny", data="corpus", text_field="body")
     assert config_from_json(train_command(cfg, "o.csv")[-1]).text_field == "body"

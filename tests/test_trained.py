@@ -8,17 +8,14 @@ import math
 import numpy as np
 import pytest
 import torch
-from typer.testing import CliRunner
+from conftest import rr
 
-from cli.main import app
 from rr_model import checkpoint
 from rr_model.config import model_config
 from rr_model.core.ladder import BYTE_EOS
 from rr_model.model import GPT
 from rr_model.tokens import load_tokens
 from rr_model.trained import heldout, load_trained, sample
-
-runner = CliRunner()
 
 
 @pytest.fixture
@@ -46,9 +43,7 @@ def test_sampling_is_deterministic_for_a_seed(final):
 
 
 def test_rr_sample_prints_the_same_text_as_the_library(final):
-    result = runner.invoke(
-        app, ["sample", "--checkpoint", str(final), "--prompt", "Lily", "--tokens", "12", "--seed", "5"]
-    )
+    result = rr("sample", "--checkpoint", str(final), "--prompt", "Lily", "--tokens", "12", "--seed", "5")
     assert result.exit_code == 0, result.output
     assert result.output == sample(load_trained(final), "Lily", tokens=12, seed=5) + "\n"
 
@@ -88,10 +83,7 @@ def test_bits_per_byte_match_a_direct_computation_on_the_same_windows(final, off
 
 
 def test_rr_eval_compares_two_runs_on_one_corpus(final, offline):
-    result = runner.invoke(
-        app, ["eval", "--checkpoint", str(final), "--checkpoint", str(final.parent), "--data", "synthetic",
-              "--windows", "4", "--format", "json"],
-    )  # fmt: skip
+    result = rr("eval", "--checkpoint", str(final), "--checkpoint", str(final.parent), "--data", "synthetic", "--windows", "4", "--format", "json")  # fmt: skip
     assert result.exit_code == 0, result.output
     import json
 
@@ -103,5 +95,5 @@ def test_rr_eval_compares_two_runs_on_one_corpus(final, offline):
 
 
 def test_no_weights_is_one_line(tmp_path):
-    result = runner.invoke(app, ["sample", "--checkpoint", str(tmp_path)])
+    result = rr("sample", "--checkpoint", str(tmp_path))
     assert result.exit_code == 2 and f"rr: error: {tmp_path}: no weights in it" in result.output
