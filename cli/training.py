@@ -226,16 +226,17 @@ def read_config(ctx: typer.Context, path: Path | None) -> Path | None:
     """
     import difflib
 
-    import tomllib
+    from rr_model.core.errors import InputError
+    from rr_model.core.files import read_toml
 
     if path is None or ctx.resilient_parsing:
         return path
     try:
-        table = tomllib.loads(path.read_text(encoding="utf-8"))
+        table = read_toml(path, f"--config {path}")
     except OSError as e:
         raise fail(f"--config {path}: {e.strerror or e}") from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
-        raise fail(f"--config {path}: not a TOML file ({e})") from None
+    except InputError as e:
+        raise fail(str(e)) from None
     keys, found = _option_keys(ctx.command), {}
     for key, value in table.items():
         param = keys.get(key.replace("-", "_"))

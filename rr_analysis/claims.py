@@ -16,7 +16,6 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import tomllib
 
 from rr_analysis.cells import ALPHA
 from rr_analysis.equivalence import DEFAULT_MARGIN, equivalence
@@ -24,6 +23,7 @@ from rr_analysis.notes import recipe_notes
 from rr_analysis.numbers import fixed
 from rr_analysis.stats import gap_table
 from rr_model.core.errors import InputError
+from rr_model.core.files import read_toml
 from rr_model.core.variants import REFERENCE, label
 
 __all__ = [
@@ -135,10 +135,7 @@ def load_claims(path: str | Path | None = None) -> list[dict]:
     ['t=3.3', 't=3.7']
     """
     path = Path(path) if path is not None else CLAIMS_FILE
-    try:
-        records = tomllib.loads(path.read_text(encoding="utf-8")).get("claim", [])
-    except tomllib.TOMLDecodeError as e:
-        raise InputError(f"{path}: not a TOML claims file ({e})") from None
+    records = read_toml(path, str(path), "TOML claims file").get("claim", [])
     seen: set[str] = set()
     for i, r in enumerate(records, 1):
         problem = _check_record(r) or (f"the id {r['id']!r} is used twice" if r["id"] in seen else None)

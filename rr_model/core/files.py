@@ -8,6 +8,7 @@ place, which fails if the name exists). `read_regular` reads a whole file only i
 bounded size, so a FIFO, a device or a socket named as input never hangs or exhausts memory.
 `append_whole` appends to a locked file whole or not at all: one write whose count is checked, an fsync,
 and on a short write (a full disk, a file-size limit) or any error the file is cut back to its old length.
+`read_toml` is the one reader of rr's TOML inputs (ladder, claims and run config files).
 `locked` is `flock` on an open file: it excludes other processes and other threads of this one (a POSIX
 `lockf` record lock is per process, so two threads would both get it). Linux NFS clients since 2.6.12
 emulate flock with byte-range locks served by the lock manager, so it holds across hosts too.
@@ -28,6 +29,11 @@ from typing import BinaryIO
 
 from rr_model.core.errors import InputError
 
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10: the same parser as a package (a dependency there)
+    import tomli as tomllib
+
 __all__ = [
     "MAX_READ",
     "Foreign",
@@ -41,6 +47,7 @@ __all__ = [
     "locked",
     "pid_alive",
     "read_regular",
+    "read_toml",
     "same_file",
     "temp_name",
     "truncate_to",
@@ -336,3 +343,21 @@ def locked(path: str | os.PathLike, flags: int = os.O_RDWR | os.O_CREAT | os.O_A
         yield fd
     finally:
         os.close(fd)
+
+
+def read_toml(path: str | os.PathLike, label: str, kind: str = "TOML file") -> dict:
+    """The tables of the TOML file at `path`; one that does not parse (or is not UTF-8) is an `InputError`
+    "LABEL: not a KIND (why)". OSErrors (a missing file) pass through to the caller's own handling.
+
+    Example
+    -------
+    >>> import pathlib, tempfile
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "x.toml"
+    >>> _ = path.write_text("steps = 4\\n")
+    >>> read_toml(path, f"--config {path}")
+    {'steps': 4}
+    """
+    try:
+        return tomllib.loads(Path(path).read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+        raise InputError(f"{label}: not a {kind} ({e})") from None

@@ -18,12 +18,8 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-try:
-    import tomllib
-except ModuleNotFoundError:  # Python 3.10: the same parser as a package (a dependency there)
-    import tomli as tomllib
-
 from rr_model.core.errors import InputError
+from rr_model.core.files import read_toml
 
 __all__ = [
     "Recipe",
@@ -244,11 +240,7 @@ def load_ladder(path: str | os.PathLike) -> dict[str, Size]:
     >>> size.d_model, size.sweep_seeds, size.recipe.lr, size.recipe.batch_size, size.published
     (64, 3, 0.001, 64, False)
     """
-    try:
-        with open(path, "rb") as f:
-            tables = tomllib.load(f)
-    except tomllib.TOMLDecodeError as e:
-        raise InputError(f"--ladder {path}: not a TOML file ({e})") from None
+    tables = read_toml(path, f"--ladder {path}")
     if not tables:
         raise InputError(
             f"--ladder {path}: no sizes; give one table per size, e.g. [2M] with {', '.join(LADDER_KEYS)}"
