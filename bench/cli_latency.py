@@ -3,10 +3,12 @@
 The floor of a command is a fresh interpreter importing just the libraries that command truly needs,
 including what those libraries load lazily on first use (typer's pydantic coercion of option values,
 pandera's validation backend, rich's help renderer); the ratio command / floor shows what rr itself adds
-on top. `--audit` checks each floor against `python -X importtime` of the command: it lists the
+on top, less what its exit saves (the "same exit" column below). `--audit` checks each floor against `python -X importtime` of the command: it lists the
 third-party modules the command imports that its floor lacks, and the ones the floor imports that the
 command never needs, so a floor cannot quietly flatter (or punish) a command. Every figure comes from the
-same run: each command and its floor run alternately, and the ratio is the median of the pairs' ratios.
+same run: each command and its floors run alternately, and the ratio is the median of the rounds' ratios.
+The target is judged on the floor as issue 19.8 defines it (a plain import); a second column divides by the
+same floor ended as rr's console script ends (no shutdown collection, `cli.heap`), the like-for-like figure.
 
 The `rr` timed is the console script next to this interpreter, not a pyenv shim on PATH (the shim runs a
 bash script and `pyenv exec` first, ~80 ms that are not rr's); the shim's figure is printed once for
@@ -63,21 +65,24 @@ COMMANDS: dict[str, tuple[list[str], str]] = {
 # import by itself is near 2.5 s on 2 shared cores, so an absolute figure would judge the machine, not rr.
 TARGETS = {"--help": 0.3, "analyze --table": 1.5}
 RATIO_TARGET = 1.3
+# rr's console script skips the interpreter's shutdown collection (cli.heap), ~0.3 s once pandas, scipy and
+# matplotlib are loaded, which a plain `python -c "import ..."` floor still pays; the "same exit" column
+# divides by the floor ended the same way, so it shows what rr's own work adds with no help from that
+EXIT = "; import gc; gc.freeze()"
 OWN = ("cli", "rr_analysis", "rr_model", "__main__")
 
 
-def paired(cmd: list[str], floor: list[str], repeat: int) -> tuple[float, float, float]:
-    """Median wall time of `cmd`, of `floor`, and of their per-pair ratio, the two run alternately.
+def paired(cmd: list[str], floors: list[list[str]], repeat: int) -> tuple[float, list[tuple[float, float]]]:
+    """Median wall time of `cmd`, and for each floor its median and the median per-round ratio cmd / floor.
 
-    Each pair runs back to back, so a burst of load on a shared machine hits both sides of a ratio alike.
+    Each round runs the command and its floors back to back, so a burst of load on a shared machine hits
+    every side of a ratio alike.
     """
-    pairs = [(wall(cmd, 1), wall(floor, 1)) for _ in range(repeat)]
-    ratios = [c / f for c, f in pairs]
-    return (
-        statistics.median(c for c, _ in pairs),
-        statistics.median(f for _, f in pairs),
-        statistics.median(ratios),
-    )
+    rounds = [(wall(cmd, 1), [wall(f, 1) for f in floors]) for _ in range(repeat)]
+    return statistics.median(c for c, _ in rounds), [
+        (statistics.median(fs[i] for _, fs in rounds), statistics.median(c / fs[i] for c, fs in rounds))
+        for i in range(len(floors))
+    ]
 
 
 def wall(cmd: list[str], repeat: int) -> float:
@@ -136,17 +141,23 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         bare = wall([py, "-c", "pass"], args.repeat)
         print(f"CLI latency, median of {args.repeat} cold runs ({env_note}); rr = {rr}")
-        print(f"{'command':<20}{'rr (s)':>8}{'floor (s)':>11}{'ratio':>7}  target")
+        print(f"{'command':<20}{'rr (s)':>8}{'floor (s)':>11}{'ratio':>7}{'same exit':>11}  target")
         print(f"{'python -c pass':<20}{bare:>8.3f}")
         notes = []
         for name, (argv, floor_imports) in COMMANDS.items():
             if args.only and name not in args.only:
                 continue
             argv = [a.format(tmp=tmp) for a in argv]
-            t, floor, ratio = paired([rr, *argv], [py, "-c", floor_imports], args.repeat)
+            # the second floor ends as rr does (cli.heap.skip_exit_collection): a like-for-like ratio
+            t, [(floor, ratio), (_, same_exit)] = paired(
+                [rr, *argv], [[py, "-c", floor_imports], [py, "-c", floor_imports + EXIT]], args.repeat
+            )
             target = f"<{TARGETS[name]} s, " if name in TARGETS else ""
             met = "met" if ratio <= RATIO_TARGET and t <= TARGETS.get(name, t) else "MISSED"
-            print(f"rr {name:<17}{t:>8.3f}{floor:>11.3f}{ratio:>7.2f}  {target}<{RATIO_TARGET}x floor: {met}")
+            print(
+                f"rr {name:<17}{t:>8.3f}{floor:>11.3f}{ratio:>7.2f}{same_exit:>11.2f}"
+                f"  {target}<{RATIO_TARGET}x floor: {met}"
+            )
             if args.audit:
                 notes.append(f"  rr {name}: {audit(rr, argv, floor_imports)}")
         if on_path and Path(on_path).resolve() != Path(rr).resolve():

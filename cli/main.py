@@ -25,6 +25,7 @@ from cli import (
     validate,
 )
 from cli.errors import run
+from cli.heap import skip_exit_collection
 from cli.help import CASE_INSENSITIVE, RrGroup
 
 app = typer.Typer(
@@ -71,7 +72,11 @@ for module in (
 
 
 def main() -> None:
-    run(app)
+    """The `rr` console script: the app, then an exit that skips the shutdown collection (`cli.heap`)."""
+    try:
+        run(app)
+    finally:
+        skip_exit_collection()
 
 
 if __name__ == "__main__":

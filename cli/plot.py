@@ -46,11 +46,14 @@ def _write(data: Path | None, out: Path, dpi: int, draw: Callable) -> None:
     matplotlib.use("Agg")  # headless, whatever the environment says; rr draws files only
 
     from cli.dataload import load_checked
+    from cli.heap import frozen_heap
     from rr_analysis.plots import check_writable, save_figure
 
     with known_errors():
         replaced = check_writable(out).exists()  # before loading or drawing: a bad --out fails at once
-        path = save_figure(draw(load_checked(data)), out, dpi=dpi)
+        df = load_checked(data)
+        with frozen_heap():
+            path = save_figure(draw(df), out, dpi=dpi)
     typer.echo(str(path))
     what = "replacing the file that was there" if replaced else "a new file"
     typer.echo(f"rr plot: wrote {path.name} in {path.resolve().parent} ({what})", err=True)
@@ -224,6 +227,7 @@ def curves(
 
     matplotlib.use("Agg")
 
+    from cli.heap import frozen_heap
     from rr_analysis.curves import smooth_curves
     from rr_analysis.plots import check_writable, curves_figure, save_figure
     from rr_model.results.curves import load_curves
@@ -233,8 +237,9 @@ def curves(
         raise fail("give --data FILE.csv or at least one metrics folder or log (OUT.metrics/)")
     with known_errors():
         check_writable(out)
-        fig = curves_figure(smooth_curves(load_curves(sources), smooth), title=title)
-        path = save_figure(fig, out, dpi=dpi)
+        curves = smooth_curves(load_curves(sources), smooth)
+        with frozen_heap():
+            path = save_figure(curves_figure(curves, title=title), out, dpi=dpi)
     typer.echo(str(path))
 
 
