@@ -17,7 +17,7 @@ from rr_model.core.errors import InputError
 from rr_model.core.ladder import get_size
 from rr_model.core.variants import COMPARED
 from rr_model.results.dataset import bundled_path, load_sweep
-from rr_model.runs import DEFAULT_OUT, TrainConfig, preflight
+from rr_model.runs import DEFAULT_OUT, TrainConfig, preflight, published_settings
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -69,13 +69,17 @@ def _check_published_recipe(cfg: TrainConfig) -> None:
     trains the published recipe, and its trainer would refuse each run after loading its data."""
     if cfg.ladder is not None:
         raise InputError(f"--ladder {cfg.ladder}: a reproduction trains the published ladder's sizes")
-    recipe = {"--steps": (cfg.steps, get_size(cfg.size).steps), "--precision": (cfg.precision, "tf32")}
-    recipe["--tokenizer"] = (cfg.tokenizer or "gpt2", "gpt2")
-    for flag, (given, published) in recipe.items():
-        if given != published:
+    published = published_settings(get_size(cfg.size))
+    given = {
+        "steps": cfg.steps,
+        "precision": cfg.precision,
+        "tokenizer": cfg.tokenizer or published["tokenizer"],
+    }
+    for key, value in given.items():
+        if value != published[key]:
             raise InputError(
-                f"{flag} {given}: a reproduction trains the published recipe ({flag} {published} for "
-                f"{cfg.size}); leave {flag} out"
+                f"--{key} {value}: a reproduction trains the published recipe (--{key} {published[key]} for "
+                f"{cfg.size}); leave --{key} out"
             )
 
 

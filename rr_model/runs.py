@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from rr_model.config import model_config
 from rr_model.core.errors import InputError, RecipeError
 from rr_model.core.files import create_new
-from rr_model.core.ladder import BYTE_EOS, LADDER, Recipe, get_size
+from rr_model.core.ladder import BYTE_EOS, LADDER, Recipe, Size, get_size
 from rr_model.core.variants import COMPARED, REFERENCE, VARIANTS, unknown_variant
 from rr_model.flops import assumed_rate, flops_per_token
 from rr_model.metrics import BACKENDS, require_backends
@@ -50,6 +50,7 @@ __all__ = [
     "plan_runs",
     "describe_runs",
     "recipe_differences",
+    "published_settings",
 ]
 
 PRECISIONS = ("tf32", "bf16", "fp32")  # tf32 is the published setting (fp32 arithmetic off CUDA)
@@ -57,6 +58,12 @@ DEVICES = ("auto", "cuda", "mps", "cpu")
 # Relative: the working directory's dataset, never the copy inside the installed package.
 DEFAULT_OUT = Path("data") / "scaling_v8.csv"
 PUBLISHED_DATA = {"data": TINYSTORIES, "tokenizer": "gpt2"}  # with the recipe's n_text stories
+
+
+def published_settings(size: Size) -> dict[str, object]:
+    """What the published recipe sets for a run of `size` beyond its shape and optimiser: its steps, the
+    precision, the corpus and the tokenizer (`recipe_differences` and `rr reproduce`'s refusals read them)."""
+    return {"steps": size.steps, "precision": PRECISIONS[0], **PUBLISHED_DATA}
 
 
 @dataclass(frozen=True)
@@ -78,7 +85,7 @@ class TrainConfig:
     tokenizer: str | None = None  # "gpt2" or "bytes"; None: the data's own (gpt2, bytes for synthetic)
     steps: int | None = None
     recipe: Recipe | None = None
-    precision: str = "tf32"
+    precision: str = PRECISIONS[0]
     compile: bool = False
     device: str = "auto"  # cuda, then mps, then cpu
     # optimiser steps between checkpoints; 0: none; None: a fifth of the steps, at most 1000 (tiny: 20)
@@ -392,7 +399,7 @@ def recipe_differences(cfg: TrainConfig, tokens: Tokens) -> list[str]:
         "data": tokens.source,
         "tokenizer": tokens.tokenizer,
     }
-    published |= {"steps": size.steps, "precision": "tf32", **PUBLISHED_DATA}
+    published |= published_settings(size)
     for f in fields(Recipe):
         found[f.name], published[f.name] = getattr(cfg.recipe, f.name), getattr(size.recipe, f.name)
     found["n_text"] = tokens.n_text  # the stories actually used (a small corpus may have fewer)
