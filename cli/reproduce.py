@@ -7,7 +7,15 @@ from pathlib import Path
 import typer
 
 from cli.errors import known_errors
-from cli.training import CHECKPOINT_EVERY, COMPILE, DETERMINISTIC, DEVICE, DRY_RUN, train_and_report
+from cli.training import (
+    CHECKPOINT_EVERY,
+    COMPILE,
+    DETERMINISTIC,
+    DEVICE,
+    DRY_RUN,
+    run_options,
+    train_and_report,
+)
 
 VARIANT = typer.Option(
     None,
@@ -27,6 +35,7 @@ DATA = typer.Option(
 
 
 def reproduce(
+    ctx: typer.Context,
     size: str = typer.Option(..., "--size", help="Published size: 60M, 150M, 320M, 590M or 1B."),
     seed: int = typer.Option(..., "--seed", min=0, help="Published seed to train again."),
     variant: list[str] = VARIANT,
@@ -50,10 +59,8 @@ def reproduce(
     from rr_model.reproduce import DEFAULT_REPRODUCTION, plan_reproduction
 
     out = out or DEFAULT_REPRODUCTION
-    options = dict(data=data, compile=compile_, device=device, checkpoint_every=checkpoint_every)
-    options["deterministic"] = deterministic
     with known_errors():
-        todo, skipped = plan_reproduction(out, size, seed, tuple(variant or ()) or None, **options)
+        todo, skipped = plan_reproduction(out, size, seed, tuple(variant or ()) or None, **run_options(ctx))
     train_and_report("reproduce", todo, skipped, out, resume=resume, dry_run=dry_run)
 
 

@@ -29,7 +29,7 @@ from cli.training import (
     TOKENIZER,
     VARIANT,
     echo_plan,
-    effective_config,
+    run_options,
 )
 from rr_model.core.errors import InputError
 
@@ -326,9 +326,7 @@ def sweep(
     from rr_model.sweep.local import plan_sweep
 
     out = out or _default_out(reproduce, ladder)
-    options = dict(data=data, tokenizer=tokenizer, steps=steps, precision=precision, compile=compile_)
-    options |= dict(device=device, checkpoint_every=checkpoint_every, reproduce=reproduce, ladder=ladder, text_field=text_field)  # fmt: skip
-    options |= dict(deterministic=deterministic, log=tuple(log or ()), run_config=effective_config(ctx))
+    options = run_options(ctx)
     with known_errors():
         if status or cancel:
             return _status_or_cancel(out, status, cancel)

@@ -23,7 +23,7 @@ from cli.training import (
     TEXT_FIELD,
     TOKENIZER,
     VARIANT,
-    effective_config,
+    run_options,
     train_and_report,
 )
 
@@ -65,13 +65,8 @@ def train(
     from rr_model.runs import default_out, plan_runs
 
     out = out or default_out(ladder)
-    options = dict(data=data, tokenizer=tokenizer, steps=steps, precision=precision, compile=compile_)
-    options |= dict(ladder=ladder, text_field=text_field, device=device, checkpoint_every=checkpoint_every)
-    options |= dict(deterministic=deterministic, run_config=effective_config(ctx))
     with known_errors():
-        todo, skipped = plan_runs(
-            out, size, tuple(variant or COMPARED), seed, log=tuple(log or ()), **options
-        )
+        todo, skipped = plan_runs(out, size, tuple(variant or COMPARED), seed, **run_options(ctx))
     train_and_report("train", todo, skipped, out, resume=resume, dry_run=dry_run)
 
 

@@ -273,6 +273,34 @@ def _toml(value: object) -> str:
     return json.dumps(str(getattr(value, "value", value)))  # a TOML basic string; an Enum by its value
 
 
+# The TrainConfig field each shared training option sets, by parameter name (`compile_` keeps clear of the
+# builtin); `run_options` reads the ones a command has.
+RUN_FIELDS = {
+    "data": "data",
+    "text_field": "text_field",
+    "tokenizer": "tokenizer",
+    "precision": "precision",
+    "compile_": "compile",
+    "steps": "steps",
+    "device": "device",
+    "checkpoint_every": "checkpoint_every",
+    "ladder": "ladder",
+    "deterministic": "deterministic",
+    "reproduce": "reproduce",
+    "log": "log",
+}
+
+
+def run_options(ctx: typer.Context) -> dict:
+    """The TrainConfig fields this command's options give (`RUN_FIELDS`), and its effective `--config`."""
+    options = {field: ctx.params[name] for name, field in RUN_FIELDS.items() if name in ctx.params}
+    if "log" in options:
+        options["log"] = tuple(options["log"] or ())
+    if "config" in ctx.params:
+        options["run_config"] = effective_config(ctx)
+    return options
+
+
 def effective_config(ctx: typer.Context) -> str | None:
     """The options the command runs with, as TOML (flag over file over default), when they came from
     `--config` (None otherwise): what each run's provenance record keeps, printed here under --dry-run."""
