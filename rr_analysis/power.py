@@ -16,7 +16,6 @@ from rr_analysis.mixed import BlockModel
 from rr_analysis.stats import paired_table, welch_table
 from rr_model.core.errors import InputError
 from rr_model.core.variants import COMPARED, REFERENCE
-from rr_model.sweep.local import next_seeds
 
 __all__ = [
     "power_table",
@@ -326,6 +325,8 @@ def seeds_for_effect(
     >>> seeds_for_effect(load_sweep(), 0.003, ["1B"])[["size", "seeds_present", "new_seeds"]].values.tolist()
     [['1B', 3, [3, 4, 5, 6, 7]]]
     """
+    from rr_model.sweep.local import next_seeds  # the run planner (and its torch-free imports): only here
+
     plan = seed_plan(df, effect)
     plan = plan[plan["size"].isin(sizes)].copy() if sizes else plan
     keys = set(zip(df["size"], df["variant"], df["seed"].astype(int), strict=True))
