@@ -29,11 +29,6 @@ from typing import BinaryIO
 
 from rr_model.core.errors import InputError
 
-try:
-    import tomllib
-except ModuleNotFoundError:  # Python 3.10: the same parser as a package (a dependency there)
-    import tomli as tomllib
-
 __all__ = [
     "MAX_READ",
     "Foreign",
@@ -357,6 +352,10 @@ def read_toml(path: str | os.PathLike, label: str, kind: str = "TOML file") -> d
     >>> read_toml(path, f"--config {path}")
     {'steps': 4}
     """
+    try:  # imported here: ~5 ms that only the commands reading TOML need
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10: the same parser as a package (a dependency there)
+        import tomli as tomllib
     try:
         return tomllib.loads(Path(path).read_text(encoding="utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
