@@ -96,11 +96,21 @@ def wall(cmd: list[str], repeat: int) -> float:
     return statistics.median(times)
 
 
-def imported(cmd: list[str]) -> dict[str, int]:
-    """Module -> its own import time in microseconds, from `python -X importtime`."""
-    err = subprocess.run([sys.executable, "-X", "importtime", *cmd], capture_output=True, text=True).stderr
-    mods = {}
-    for line in err.splitlines():
+# printed at exit by every audited process: the modules it loaded, whatever imported them
+LOADED = "import atexit, sys; atexit.register(lambda: print('LOADED-MODULES', *sorted(sys.modules)))"
+
+
+def imported(code: str) -> dict[str, int]:
+    """Module -> its own import time in microseconds, for every module `python -c code` has loaded at exit.
+
+    Which modules: `sys.modules` at exit, since `-X importtime` has no line for a module imported through
+    `importlib.import_module` (matplotlib loads its backend and checks its dependencies so); those count
+    0 us here, and their own imports are timed as usual.
+    """
+    run = subprocess.run([sys.executable, "-X", "importtime", "-c", f"{LOADED}\n{code}"],
+                         capture_output=True, text=True)  # fmt: skip
+    mods = dict.fromkeys(run.stdout.rpartition("LOADED-MODULES ")[2].split(), 0)
+    for line in run.stderr.splitlines():
         parts = line.removeprefix("import time:").split("|")
         if line.startswith("import time:") and len(parts) == 3 and parts[0].strip().isdigit():
             mods[parts[2].strip()] = int(parts[0])
@@ -109,8 +119,9 @@ def imported(cmd: list[str]) -> dict[str, int]:
 
 def audit(script: str, argv: list[str], floor: str) -> str:
     """What the floor lacks (imported by the command, not rr's own) and what it has in excess, in ms."""
-    cmd = {m: t for m, t in imported([script, *argv]).items() if m.split(".")[0] not in OWN}
-    fl = imported(["-c", floor])
+    command = f"sys.argv = {['rr', *argv]!r}; import runpy; runpy.run_path({script!r}, run_name='__main__')"
+    cmd = {m: t for m, t in imported(command).items() if m.split(".")[0] not in OWN}
+    fl = imported(floor)
 
     def top(mods: dict[str, int]) -> str:
         worst = sorted(mods, key=mods.get, reverse=True)[:3]

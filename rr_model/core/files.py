@@ -17,7 +17,6 @@ emulate flock with byte-range locks served by the lock manager, so it holds acro
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import errno
 import fcntl
 import os
@@ -272,6 +271,8 @@ def _remove_owned(folder: Path, owned: Collection[str] | None) -> None:
 
 def _exchange(new: Path, old: Path) -> bool:
     """Swap two folders' names in one step where the kernel can (True); False where it cannot."""
+    import ctypes  # here: only a swap of two folders needs libc
+
     renameat2 = getattr(ctypes.CDLL(None, use_errno=True), "renameat2", None)
     at_cwd, exchange = -100, 2  # AT_FDCWD, RENAME_EXCHANGE (linux/fcntl.h, linux/fs.h)
     return (
