@@ -29,36 +29,42 @@ import tempfile
 import time
 from pathlib import Path
 
+# What several floors share: typer parsing options (its pydantic coercion loads pydantic's plugin loader on
+# first use); reading and validating a sweep CSV (pandas' pyarrow reader, pandera's schema and the pandas
+# backend it registers on first validation); writing a PNG (matplotlib's Agg canvas, PIL's image plugins,
+# which PIL loads on the first save).
+TYPER = "import typer, typer._adapters, pydantic.plugin._loader"
+READ = "import pandas, pyarrow.csv, pandera.pandas, pandera.backends.pandas.builtin_checks, pandera.backends.pandas.register"
+PNG = (
+    "import matplotlib; matplotlib.use('Agg'); import matplotlib.figure, matplotlib.backends.backend_agg, PIL.Image; "
+    "PIL.Image.preinit()"
+)
+
 # command -> (arguments, the imports it cannot avoid: its floor)
 COMMANDS: dict[str, tuple[list[str], str]] = {
-    "--help": (["--help"], "import typer, typer.rich_utils"),
-    "sizes": (["sizes"], "import typer, typer._adapters"),
-    "validate": (
-        ["validate"],
-        "import typer, typer._adapters, pandas, pandera.pandas, pandera.backends.pandas.builtin_checks",
-    ),
+    "--help": (["--help"], "import typer, typer.rich_utils, rich._emoji_codes"),
+    "sizes": (["sizes"], TYPER),
+    "validate": (["validate"], f"{TYPER}; {READ}"),
     # the table's p-values are adjusted by statsmodels' multipletests (issue 10.2), whose import brings
-    # scipy.stats through statsmodels.tools: ~0.6-0.8 s of both floors below
+    # scipy.stats through statsmodels.tools: ~0.6-0.8 s of both floors below. The table is plain text
+    # (cli.records), so no rich.
     "analyze --table": (
         ["analyze", "--table"],
-        "import typer, typer._adapters, rich.console, rich.table, pandas, pandera.pandas, "
-        "pandera.backends.pandas.builtin_checks, scipy.special, statsmodels.stats.multitest",
+        f"{TYPER}; {READ}; import scipy.special, statsmodels.stats.multitest",
     ),
+    # the fitted line is statsmodels' WLS (rr_analysis.meta), whose module loads statsmodels' formula
+    # support (formulaic, narwhals)
     "plot emergence": (
         ["plot", "emergence", "--out", "{tmp}/e.png"],
-        "import typer, typer._adapters, pandas, pandera.pandas, pandera.backends.pandas.builtin_checks, "
-        "scipy.special, statsmodels.stats.multitest, matplotlib; matplotlib.use('Agg'); "
-        "import matplotlib.figure, matplotlib.backends.backend_agg",
+        f"{TYPER}; {READ}; import scipy.special, statsmodels.stats.multitest, statsmodels.regression.linear_model; "
+        f"{PNG}",
     ),
     # seaborn draws it (issue 19.8: judged against its own floor): seaborn's import brings pandas and
-    # scipy.stats (its kde); reading --data needs pandera and its pandas backend (the schema), typer the
-    # options, matplotlib's Agg canvas the PNG. What the floor leaves out is rr's: its modules, reading and
-    # validating the CSV, the comparison, seaborn's and matplotlib's drawing of the facets and the savefig.
+    # scipy.stats (its kde). What the floor leaves out is rr's: its modules, reading and validating the
+    # CSV, the comparison, seaborn's and matplotlib's drawing of the facets and the savefig.
     "plot seeds": (
         ["plot", "seeds", "--out", "{tmp}/s.png"],
-        "import typer, typer._adapters, pandas, pandera.pandas, pandera.backends.pandas.builtin_checks, "
-        "scipy.special, matplotlib; matplotlib.use('Agg'); import matplotlib.figure, matplotlib.backends.backend_agg, "
-        "seaborn",
+        f"{TYPER}; {READ}; import scipy.special; {PNG}; import seaborn",
     ),
 }
 # Absolute targets where rr sets one; `plot seeds` is judged by its ratio alone (issue 19.8): seaborn's
@@ -121,7 +127,7 @@ def audit(script: str, argv: list[str], floor: str) -> str:
     """What the floor lacks (imported by the command, not rr's own) and what it has in excess, in ms."""
     command = f"sys.argv = {['rr', *argv]!r}; import runpy; runpy.run_path({script!r}, run_name='__main__')"
     cmd = {m: t for m, t in imported(command).items() if m.split(".")[0] not in OWN}
-    fl = imported(floor)
+    fl = {m: t for m, t in imported(floor).items() if m.split(".")[0] not in OWN}
 
     def top(mods: dict[str, int]) -> str:
         worst = sorted(mods, key=mods.get, reverse=True)[:3]
