@@ -3,7 +3,8 @@
 The floor of a command is a fresh interpreter importing just the libraries that command truly needs,
 including what those libraries load lazily on first use (typer's pydantic coercion of option values,
 pandera's validation backend, rich's help renderer); the ratio command / floor shows what rr itself adds
-on top, less what its exit saves (the "same exit" column below). `--audit` checks each floor against `python -X importtime` of the command: it lists the
+on top, less what its exit saves (the "same exit" column below). `--audit` checks each floor against the
+modules the command loads (`sys.modules` at its exit, timed by `python -X importtime`): it lists the
 third-party modules the command imports that its floor lacks, and the ones the floor imports that the
 command never needs, so a floor cannot quietly flatter (or punish) a command. Every figure comes from the
 same run: each command and its floors run alternately, and the ratio is the median of the rounds' ratios.
@@ -107,7 +108,8 @@ LOADED = "import atexit, sys; atexit.register(lambda: print('LOADED-MODULES', *s
 
 
 def imported(code: str) -> dict[str, int]:
-    """Module -> its own import time in microseconds, for every module `python -c code` has loaded at exit.
+    """Module -> its own import time in microseconds, for every module not rr's own (OWN) that `python -c
+    code` has loaded at exit.
 
     Which modules: `sys.modules` at exit, since `-X importtime` has no line for a module imported through
     `importlib.import_module` (matplotlib loads its backend and checks its dependencies so); those count
@@ -120,14 +122,13 @@ def imported(code: str) -> dict[str, int]:
         parts = line.removeprefix("import time:").split("|")
         if line.startswith("import time:") and len(parts) == 3 and parts[0].strip().isdigit():
             mods[parts[2].strip()] = int(parts[0])
-    return mods
+    return {m: t for m, t in mods.items() if m.split(".")[0] not in OWN}
 
 
 def audit(script: str, argv: list[str], floor: str) -> str:
     """What the floor lacks (imported by the command, not rr's own) and what it has in excess, in ms."""
     command = f"sys.argv = {['rr', *argv]!r}; import runpy; runpy.run_path({script!r}, run_name='__main__')"
-    cmd = {m: t for m, t in imported(command).items() if m.split(".")[0] not in OWN}
-    fl = {m: t for m, t in imported(floor).items() if m.split(".")[0] not in OWN}
+    cmd, fl = imported(command), imported(floor)
 
     def top(mods: dict[str, int]) -> str:
         worst = sorted(mods, key=mods.get, reverse=True)[:3]
@@ -139,19 +140,19 @@ def audit(script: str, argv: list[str], floor: str) -> str:
 
 
 def byte_compile() -> str:
-    """Write the bytecode cache of the rr being timed, where it is missing; say why when it was.
+    """Write the bytecode cache of the rr being timed where imports write none; the reason, or "" if not.
 
     The libraries of every floor come compiled (pip byte-compiles what it installs), but an editable rr
     under PYTHONDONTWRITEBYTECODE=1 (set in some containers) recompiles its own modules on every run,
     ~30 ms of `rr plot seeds` that no installed rr pays. The cache is written beside the sources, in
     `__pycache__` folders git ignores.
     """
+    if not os.environ.get("PYTHONDONTWRITEBYTECODE"):
+        return ""  # each module's first import writes its cache
     code = (
         "import compileall, os, cli, rr_analysis, rr_model\n"
         "for m in (cli, rr_analysis, rr_model): compileall.compile_dir(os.path.dirname(m.__file__), quiet=2)\n"
     )
-    if not os.environ.get("PYTHONDONTWRITEBYTECODE"):
-        return ""  # each module's first import writes its cache
     subprocess.run([sys.executable, "-c", code], check=True)
     return "PYTHONDONTWRITEBYTECODE is set here, so imports write no cache"
 

@@ -2,8 +2,9 @@
 
 Once pandas, scipy, matplotlib and seaborn are imported the collector tracks ~2x10^5 objects that live
 until the process ends, and CPython's cyclic collector walks all of them on every full collection: while a
-figure is drawn (matplotlib's allocations trigger one or two, ~70 ms) and at shutdown (~0.3 s on 2 cores). Neither walk finds garbage among those objects, so rr takes them out of it; what is made
-meanwhile is collected as usual. `python bench/cli_latency.py` measures the effect (issue 19.8):
+figure is drawn (matplotlib's allocations trigger one or two, ~70 ms) and at shutdown (~0.3 s on 2 cores).
+Neither walk finds garbage among those objects, so rr takes them out of it; what is made meanwhile is
+collected as usual. `python bench/cli_latency.py` measures the effect (issue 19.8):
 `rr plot seeds` 3.05 -> 2.5 s.
 """
 

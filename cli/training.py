@@ -273,27 +273,27 @@ def _toml(value: object) -> str:
     return json.dumps(str(getattr(value, "value", value)))  # a TOML basic string; an Enum by its value
 
 
-# The TrainConfig field each shared training option sets, by parameter name (`compile_` keeps clear of the
-# builtin); `run_options` reads the ones a command has.
-RUN_FIELDS = {
-    "data": "data",
-    "text_field": "text_field",
-    "tokenizer": "tokenizer",
-    "precision": "precision",
-    "compile_": "compile",
-    "steps": "steps",
-    "device": "device",
-    "checkpoint_every": "checkpoint_every",
-    "ladder": "ladder",
-    "deterministic": "deterministic",
-    "reproduce": "reproduce",
-    "log": "log",
-}
+# The shared training options that set a TrainConfig field, by parameter name: the field is the name
+# without a trailing "_" (`compile_` keeps clear of the builtin); `run_options` reads the ones a command has.
+RUN_OPTIONS = (
+    "data",
+    "text_field",
+    "tokenizer",
+    "precision",
+    "compile_",
+    "steps",
+    "device",
+    "checkpoint_every",
+    "ladder",
+    "deterministic",
+    "reproduce",
+    "log",
+)
 
 
 def run_options(ctx: typer.Context) -> dict:
-    """The TrainConfig fields this command's options give (`RUN_FIELDS`), and its effective `--config`."""
-    options = {field: ctx.params[name] for name, field in RUN_FIELDS.items() if name in ctx.params}
+    """The TrainConfig fields this command's options give (`RUN_OPTIONS`), and its effective `--config`."""
+    options = {name.removesuffix("_"): ctx.params[name] for name in RUN_OPTIONS if name in ctx.params}
     if "log" in options:
         options["log"] = tuple(options["log"] or ())
     if "config" in ctx.params:
