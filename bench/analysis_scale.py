@@ -6,10 +6,10 @@ registered non-convex variants x as many seeds as the row count needs is written
 missing (incomplete seed blocks, so the mixed models take the numerical REML path) and empty ece/minutes
 cells; then, after a warm-up on a small sweep (lazy imports, font cache), each step is timed once:
 
-    validate   rr_model.results.dataset.load_sweep(csv): parse, type, pandera schema
-    table      rr_analysis.stats.gap_table: Welch, paired, mixed model per size, Holm
-    emergence  rr_analysis.emergence.emergence: REML slope per baseline, ML likelihood-ratio test
-    plot       rr_analysis.plots.emergence_figure + save_figure (PNG)
+    validate   rr_core.sweepfile.dataset.load_sweep(csv): parse, type, pandera schema
+    table      rr_analysis.stats.gap_tests.gap_table: Welch, paired, mixed model per size, Holm
+    emergence  rr_analysis.stats.emergence.emergence: REML slope per baseline, ML likelihood-ratio test
+    plot       rr_analysis.figures.gaps.emergence_figure + save_figure (PNG)
 
 Growth between row counts is the exponent k of time ~ rows^k; n log n allows k = 1 + log(log n2 / log n1)
 / log(n2 / n1) (about 1.1 here) and the last column says whether every step stayed within it (+0.1 for
@@ -77,10 +77,11 @@ def maxrss_mib() -> float:
 
 def child(csv: Path, warm: Path, steps: list[str]) -> dict:
     """Time `steps` (in STEPS order) on the sweep `csv` in this process; peak RSS after each step."""
-    from rr_analysis.emergence import emergence
-    from rr_analysis.plots import emergence_figure, save_figure
-    from rr_analysis.stats import gap_table
-    from rr_model.results.dataset import load_sweep
+    from rr_analysis.figures.gaps import emergence_figure
+    from rr_analysis.figures.output import save_figure
+    from rr_analysis.stats.emergence import emergence
+    from rr_analysis.stats.gap_tests import gap_table
+    from rr_core.sweepfile.dataset import load_sweep
 
     def run(path: Path, out: dict | None = None) -> None:
         stamp = time.perf_counter()

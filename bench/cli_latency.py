@@ -53,7 +53,7 @@ COMMANDS: dict[str, tuple[list[str], str]] = {
         ["analyze", "--table"],
         f"{TYPER}; {READ}; import scipy.special, statsmodels.stats.multitest",
     ),
-    # the fitted line is statsmodels' WLS (rr_analysis.meta), whose module loads statsmodels' formula
+    # the fitted line is statsmodels' WLS (rr_analysis.stats.meta), whose module loads statsmodels' formula
     # support (formulaic, narwhals)
     "plot emergence": (
         ["plot", "emergence", "--out", "{tmp}/e.png"],
@@ -76,7 +76,7 @@ RATIO_TARGET = 1.3
 # matplotlib are loaded, which a plain `python -c "import ..."` floor still pays; the "same exit" column
 # divides by the floor ended the same way, so it shows what rr's own work adds with no help from that
 EXIT = "; import gc; gc.freeze()"
-OWN = ("cli", "rr_analysis", "rr_model", "__main__")
+OWN = ("cli", "rr_analysis", "rr_model", "rr_core", "__main__")
 
 
 def paired(cmd: list[str], floors: list[list[str]], repeat: int) -> tuple[float, list[tuple[float, float]]]:

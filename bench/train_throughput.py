@@ -1,6 +1,6 @@
 """Training throughput: tokens/s, step time, peak memory and MFU of a setting, beside a plain baseline.
 
-Times the trainer's own optimiser step (`rr_model.train.train_step`) on random tokens after warm-up steps
+Times the trainer's own optimiser step (`rr_model.step.train_step`) on random tokens after warm-up steps
 (which also absorb torch.compile), for the chosen size, precision, compile and AdamW setting and, in the
 same run, for the baseline: the same model in plain eager fp32 with the unfused AdamW. Each setting runs
 in a fresh process, so its peak memory is its own (CUDA: `torch.cuda.max_memory_allocated`; CPU: the
@@ -119,14 +119,14 @@ def measure(s: Setting, profile: bool = False) -> dict:
 
     import torch
 
-    from rr_model.config import model_config
-    from rr_model.core.ladder import get_size
+    from rr_core.ladder import get_size
+    from rr_core.shapes import model_config
+    from rr_core.sweepfile.provenance import environment
     from rr_model.flops import flops_per_token
     from rr_model.hardware import datasheet_peak
     from rr_model.model import GPT
     from rr_model.numerics import numerics
-    from rr_model.results.provenance import environment
-    from rr_model.train import setup_device, train_step
+    from rr_model.step import setup_device, train_step
 
     recipe = get_size(s.size).recipe
     batch = s.batch or recipe.batch_size
@@ -194,8 +194,8 @@ def run(s: Setting, timeout: float) -> dict:
 
 def published_minutes(size: str) -> float | None:
     """Median `minutes` of the size's review_neutral runs in the published sweep (B200, TF32)."""
-    from rr_model.core.variants import REFERENCE
-    from rr_model.results.dataset import load_sweep
+    from rr_core.sweepfile.dataset import load_sweep
+    from rr_core.variants import REFERENCE
 
     df = load_sweep()
     m = df.loc[(df["size"] == size) & (df["variant"] == REFERENCE), "minutes"].dropna()
@@ -274,9 +274,9 @@ def gpu_check(a: argparse.Namespace) -> None:
 
 
 def main() -> None:
-    from rr_model.core.ladder import LADDER
-    from rr_model.core.variants import COMPARED
-    from rr_model.runs import DEVICES, PRECISIONS
+    from rr_core.ladder import LADDER
+    from rr_core.variants import COMPARED
+    from rr_model.run_config import DEVICES, PRECISIONS
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--size", default="tiny", choices=list(LADDER))

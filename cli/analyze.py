@@ -12,7 +12,7 @@ import typer
 from cli.choices import Adjust, Format
 from cli.errors import fail, known_errors
 from cli.options import BASELINES, HIGHER_IS_BETTER, METRIC, REFERENCE, comparison
-from rr_model.core.errors import InputError
+from rr_core.errors import InputError
 
 
 class View(str, Enum):
@@ -178,7 +178,7 @@ def analyze(
     _check_comparison(chosen_view, kw)
     with known_errors():
         from cli.dataload import load_checked
-        from rr_analysis.tables import render
+        from rr_analysis.tables.render import render
 
         df = load_checked(data, warn=chosen_view is not View.reproduction)  # a re-run differs on purpose
         if chosen_view is View.card:
@@ -222,61 +222,61 @@ def _compute(view: View, df, options: dict) -> tuple:
         options["comparison"],
     )
     if view is View.forecast:
-        from rr_analysis.forecast import forecast
+        from rr_analysis.stats.forecast import forecast
 
         return forecast(df, options["at"], **kw, ladder=options["ladder"]), "forecast"
     if view is View.confirm:
-        from rr_analysis.confirm import confirm_plan
+        from rr_analysis.stats.confirm import confirm_plan
 
         plan = {k: options[k] for k in ("power", "steps", "ladder")}
         frame = confirm_plan(df, options["at"], **plan, **kw)
         return frame, "confirm"
     if view is View.fits:
-        from rr_analysis.scaling import scaling_fits
+        from rr_analysis.stats.scaling import scaling_fits
 
         return scaling_fits(df, options["at"], **kw, ladder=options["ladder"]), "fits"
     if view is View.table:
-        from rr_analysis.stats import gap_table
+        from rr_analysis.stats.gap_tests import gap_table
 
         return gap_table(df, adjust, **kw), "table"
     if view is View.emergence:
-        from rr_analysis.emergence import emergence
+        from rr_analysis.stats.emergence import emergence
 
         return emergence(df, **kw), "emergence"
     if view is View.power:
-        from rr_analysis.power import power_table, seed_plan
+        from rr_analysis.stats.power import power_table, seed_plan
 
         frame = power_table(df, **kw) if effect is None else seed_plan(df, effect, **kw)
         return frame, "power" if effect is None else "plan"
     if view is View.notes:
-        from rr_analysis.notes import recipe_notes
+        from rr_analysis.stats.notes import recipe_notes
 
         return recipe_notes(df, **kw), "notes"
     if view is View.pool_check:
-        from rr_analysis.pooling import pool_check
+        from rr_analysis.stats.pooling import pool_check
 
         pool = pool_check(df, reference=kw["reference"], baselines=kw["baselines"], metric=kw["metric"])
         return pool, "pool"
     if view is View.reproduction:
-        from rr_analysis.reproduction import reproduction
-        from rr_model.results.dataset import load_sweep
+        from rr_analysis.stats.reproduction import reproduction
+        from rr_core.sweepfile.dataset import load_sweep
 
         against = load_sweep(options["against"]) if options["against"] else None
         return reproduction(df, against, options["noise"], margin), "reproduction"
-    from rr_analysis.equivalence import DEFAULT_MARGIN, equivalence
+    from rr_analysis.stats.equivalence import DEFAULT_MARGIN, equivalence
 
     margin = DEFAULT_MARGIN if margin is None else margin
     if view is View.equivalence:
         return equivalence(df, margin, **kw), "equivalence"
-    from rr_analysis.claims import claims
+    from rr_analysis.claims.audit import claims
 
     return claims(df, margin, adjust, records=options["claims_file"]), "claims"
 
 
 def _write_card(path: Path | None, data: Path | None, df, kw: dict) -> None:
-    from rr_analysis.stats import gap_table
-    from rr_analysis.tables import write_card
-    from rr_model.results.dataset import card_path
+    from rr_analysis.stats.gap_tests import gap_table
+    from rr_analysis.tables.card import write_card
+    from rr_core.sweepfile.dataset import card_path
 
     if path is None and data is not None:
         raise InputError(

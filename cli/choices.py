@@ -12,7 +12,7 @@ from enum import Enum
 __all__ = ["Format", "Adjust", "Stat"]
 
 
-class Format(str, Enum):  # rr_analysis.tables.FORMATS
+class Format(str, Enum):  # rr_analysis.tables.render.FORMATS
     text = "text"
     markdown = "markdown"
     latex = "latex"
@@ -20,14 +20,15 @@ class Format(str, Enum):  # rr_analysis.tables.FORMATS
     json = "json"
 
 
-class Adjust(str, Enum):  # rr_analysis.stats.ADJUST_METHODS
+class Adjust(str, Enum):  # rr_analysis.stats.gap_tests.ADJUST_METHODS
     holm = "holm"
     bonferroni = "bonferroni"
     fdr_bh = "fdr_bh"
     none = "none"
 
 
-class Stat(str, Enum):  # rr_analysis.estimates.STATS; the declared primary is rr_analysis.stats.PRIMARY_TEST
+# rr_analysis.figures.estimates.STATS; the declared primary is rr_analysis.stats.gap_tests.PRIMARY_TEST
+class Stat(str, Enum):
     welch = "welch"
     paired = "paired"
     mixed = "mixed"

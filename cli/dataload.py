@@ -10,13 +10,13 @@ import typer
 
 
 def load_checked(data: Path | None, warn: bool = True):
-    """`rr_model.results.dataset.load_sweep(data)`, with `rr: warning:` on stderr naming altered published rows
+    """`rr_core.sweepfile.dataset.load_sweep(data)`, with `rr: warning:` on stderr naming altered published rows
     (unless `warn` is False: a reproduction file's rows differ from the published ones on purpose)."""
-    from rr_model.core.files import same_file
-    from rr_model.core.variants import VARIANTS
-    from rr_model.plugins import load_plugins
-    from rr_model.results.dataset import bundled_path, load_sweep
-    from rr_model.results.integrity import integrity_warning
+    from rr_core.files import same_file
+    from rr_core.plugins import load_plugins
+    from rr_core.sweepfile.dataset import bundled_path, load_sweep
+    from rr_core.sweepfile.integrity import integrity_warning
+    from rr_core.variants import VARIANTS
 
     df = load_sweep(data)
     if not set(df["variant"].unique()) <= set(VARIANTS):

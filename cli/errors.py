@@ -1,6 +1,6 @@
 """How the CLI turns rr's own errors into one clear paragraph and an exit code.
 
-Only `rr_model.core.errors.RRError` (bad input, by rr's own judgement) and OSErrors about paths become
+Only `rr_core.errors.RRError` (bad input, by rr's own judgement) and OSErrors about paths become
 `rr: error:` and exit 2. Anything else is a bug in rr and keeps its traceback, so it gets reported.
 """
 
@@ -12,7 +12,7 @@ import sys
 
 import typer
 
-from rr_model.core.errors import RRError
+from rr_core.errors import RRError
 
 USAGE_OR_DATA = 2  # bad input: a file, an option value
 

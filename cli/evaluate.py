@@ -41,7 +41,7 @@ def evaluate(
     its variant, is scored on the same text; bits per byte divide by the text's UTF-8 bytes, so runs with
     different tokenizers compare too.
     """
-    from rr_model.trained import heldout, load_trained
+    from rr_model.inference import heldout, load_trained
 
     with known_errors():
         rows = []

@@ -19,7 +19,7 @@ def merge(
     refused when they differ; the merged rows are validated together. Never overwrites: `--out` and its
     sidecar must not exist. Exit 2 on a bad input, with nothing written.
     """
-    from rr_model.results.merge import merge_sweeps
+    from rr_core.sweepfile.merge import merge_sweeps
 
     with known_errors():
         done = merge_sweeps(paths, out)

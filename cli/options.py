@@ -1,9 +1,9 @@
 """The options that choose a comparison, declared once for `rr analyze`, `rr plot` and `rr report`.
 
 `--reference`, `--baselines`, `--metric` and `--higher-is-better` become the keyword arguments every analysis
-function takes (`rr_analysis.cells.compare`). Their defaults are the published comparison, spelled here rather
+function takes (`rr_analysis.comparison.compare`). Their defaults are the published comparison, spelled here rather
 than imported so that `rr --help` loads no more than typer (tests/test_cli_model.py checks they agree with
-`rr_model.core.variants.REFERENCE` and `rr_analysis.cells.METRIC`).
+`rr_core.variants.REFERENCE` and `rr_analysis.comparison.METRIC`).
 """
 
 from __future__ import annotations

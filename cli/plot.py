@@ -47,7 +47,7 @@ def _write(data: Path | None, out: Path, dpi: int, draw: Callable) -> None:
 
     from cli.dataload import load_checked
     from cli.heap import frozen_heap
-    from rr_analysis.plots import check_writable, save_figure
+    from rr_analysis.figures.output import check_writable, save_figure
 
     with known_errors():
         replaced = check_writable(out).exists()  # before loading or drawing: a bad --out fails at once
@@ -95,9 +95,9 @@ def emergence(
     kw = options.comparison(reference, baselines, metric, higher_is_better)
 
     def draw(df):
-        from rr_analysis.forecast import meta_line
-        from rr_analysis.plots import emergence_figure
-        from rr_analysis.stats import gap_table
+        from rr_analysis.figures.gaps import emergence_figure
+        from rr_analysis.stats.forecast import meta_line
+        from rr_analysis.stats.gap_tests import gap_table
 
         line = meta_line(df, **kw) if fit else None
         table = gap_table(df, adjust.value, **kw)
@@ -125,10 +125,10 @@ def forecast(
     kw = options.comparison(reference, baselines, metric, higher_is_better)
 
     def draw(df):
-        from rr_analysis.forecast import forecast as predict
-        from rr_analysis.forecast import meta_line
-        from rr_analysis.plots import forecast_figure
-        from rr_analysis.stats import gap_table
+        from rr_analysis.figures.gaps import forecast_figure
+        from rr_analysis.stats.forecast import forecast as predict
+        from rr_analysis.stats.forecast import meta_line
+        from rr_analysis.stats.gap_tests import gap_table
 
         table, line = gap_table(df, **kw), meta_line(df, at, **kw)
         return forecast_figure(table, line, predict(df, at, **kw), title=title)
@@ -151,7 +151,7 @@ def scaling(
 
     Every variant by default; --baselines limits the variants drawn beside the reference.
     """
-    from rr_analysis.plots import scaling_figure
+    from rr_analysis.figures.raw import scaling_figure
 
     kw = options.comparison(reference, baselines, metric, higher_is_better)
     _write(data, out, dpi, lambda df: scaling_figure(df, title=title, **kw))
@@ -172,7 +172,7 @@ def seeds(
 
     Every variant by default; --baselines limits the variants drawn beside the reference.
     """
-    from rr_analysis.plots import seeds_figure
+    from rr_analysis.figures.raw import seeds_figure
 
     kw = options.comparison(reference, baselines, metric, higher_is_better)
     _write(data, out, dpi, lambda df: seeds_figure(df, title=title, **kw))
@@ -191,7 +191,7 @@ def calibration(
 
     Every variant by default; --baselines limits the variants drawn beside the reference.
     """
-    from rr_analysis.plots import calibration_figure
+    from rr_analysis.figures.raw import calibration_figure
 
     _write(
         data,
@@ -228,9 +228,10 @@ def curves(
     matplotlib.use("Agg")
 
     from cli.heap import frozen_heap
-    from rr_analysis.curves import smooth_curves
-    from rr_analysis.plots import check_writable, curves_figure, save_figure
-    from rr_model.results.curves import load_curves
+    from rr_analysis.figures.curves import curves_figure
+    from rr_analysis.figures.output import check_writable, save_figure
+    from rr_analysis.stats.smoothing import smooth_curves
+    from rr_core.sweepfile.metrics_log import load_curves
 
     sources = [*(runs or []), *([data] if data else [])]
     if not sources:

@@ -1,5 +1,5 @@
 """Rendering a list of records for the terminal in any `cli.choices.Format`: aligned text, markdown,
-LaTeX, CSV or JSON, drawn by `rr_analysis.grid` like the analysis tables. Standard library only, so the
+LaTeX, CSV or JSON, drawn by `rr_analysis.tables.grid` like the analysis tables. Standard library only, so the
 commands that print records stay light.
 """
 
@@ -12,7 +12,14 @@ from collections.abc import Callable, Collection
 import typer
 
 from cli.choices import Format
-from rr_analysis.grid import csv_text, latex_escape, latex_lines, markdown_lines, text_lines, wrap_columns
+from rr_analysis.tables.grid import (
+    csv_text,
+    latex_escape,
+    latex_lines,
+    markdown_lines,
+    text_lines,
+    wrap_columns,
+)
 
 __all__ = ["Format", "FORMAT_HELP", "echo_records"]
 
@@ -30,7 +37,7 @@ def echo_records(
 
     JSON and CSV carry the raw values (machine formats); the others show each value through `formats`,
     numbers right-aligned, and the title above the table (a caption in LaTeX). In text, the prose columns
-    named in `wrap` wrap to the terminal's width (`rr_analysis.grid.wrap_columns`); nothing else wraps.
+    named in `wrap` wrap to the terminal's width (`rr_analysis.tables.grid.wrap_columns`); nothing else wraps.
     """
     columns = list(records[0]) if records else []
     if fmt is Format.json:

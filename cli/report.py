@@ -45,7 +45,7 @@ def report(
 
     from cli.dataload import load_checked
     from rr_analysis.report import write_report
-    from rr_model.results.dataset import bundled_path
+    from rr_core.sweepfile.dataset import bundled_path
 
     with known_errors():
         kw = options.comparison(reference, baselines, metric, higher_is_better)

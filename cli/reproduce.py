@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 
 from cli.errors import known_errors
-from cli.training import (
+from cli.run_options import (
     CHECKPOINT_EVERY,
     COMPILE,
     DETERMINISTIC,

@@ -29,8 +29,8 @@ def sample(
     ),
 ) -> None:
     """Print the prompt and a sampled continuation (nanoGPT-style: no KV cache, context cropped to the block)."""
-    from rr_model.trained import load_trained
-    from rr_model.trained import sample as draw
+    from rr_model.inference import load_trained
+    from rr_model.inference import sample as draw
 
     with known_errors():
         text = draw(

@@ -8,7 +8,7 @@ import typer
 
 from cli.errors import known_errors
 from cli.records import FORMAT_HELP, Format, echo_records
-from cli.training import LADDER
+from cli.run_options import LADDER
 from rr_analysis.numbers import fixed
 
 
@@ -24,8 +24,8 @@ def sizes(
     Baselines are widened in steps of n_head to Review's count at the same depth, so their width depends
     on --vocab. Counted by arithmetic: instant, no model is built.
     """
-    from rr_model.config import size_table
-    from rr_model.core.ladder import BYTE_EOS, RECIPE
+    from rr_core.ladder import BYTE_EOS, RECIPE
+    from rr_core.shapes import size_table
 
     vocab = vocab or RECIPE.vocab_size
     with known_errors():

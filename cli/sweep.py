@@ -11,7 +11,7 @@ import typer
 
 from cli.errors import known_errors
 from cli.records import Format, echo_records
-from cli.training import (
+from cli.run_options import (
     CHECKPOINT_EVERY,
     COMPILE,
     CONFIG,
@@ -31,7 +31,7 @@ from cli.training import (
     echo_plan,
     run_options,
 )
-from rr_model.core.errors import InputError
+from rr_core.errors import InputError
 
 
 class Launcher(str, Enum):
@@ -121,7 +121,7 @@ def _items(text: str | None) -> list[str] | None:
 
 def _sizes(sizes: str | None, at: str | None, ladder: Path | None) -> list[str]:
     """--sizes as given, or --at's sizes checked to lie past the published ladder, with shapes from --ladder."""
-    from rr_model.core.ladder import beyond_published
+    from rr_core.ladder import beyond_published
 
     if at and sizes:
         raise InputError("--at names sizes past the published ladder, --sizes any size: give one, not both")
@@ -150,9 +150,9 @@ def _sbatch(items: list[str] | None) -> dict[str, str | bool]:
 def _effect_seeds(
     out: Path, sizes: list[str] | None, effect: float, variants: tuple, seeds: str | None
 ) -> dict[str, list[int]]:
-    """The new seeds per size that `rr_analysis.power.seeds_for_effect` asks for, printed with its reasons."""
-    from rr_analysis.power import seeds_for_effect
-    from rr_model.results.dataset import load_sweep
+    """The new seeds per size that `rr_analysis.stats.power.seeds_for_effect` asks for, printed with its reasons."""
+    from rr_analysis.stats.power import seeds_for_effect
+    from rr_core.sweepfile.dataset import load_sweep
 
     if seeds:
         raise InputError("--effect plans the seeds itself: give --effect or --seeds, not both")
@@ -205,7 +205,7 @@ def _resources(partition, account, time, gpus, cpus, mem_gb, sbatch, setup, max_
 def _slurm(todo: list, out: Path, resources, per_run_files: bool, dry_run: bool) -> None:
     """Submit `todo` as a job array (or show it, with the sbatch script, under --dry-run: no submitit needed
     unless jobs are recorded for `out` already)."""
-    from rr_model.runs import dataset_keys
+    from rr_model.planning import dataset_keys
     from rr_model.sweep.jobs import read_jobs
     from rr_model.sweep.sbatch import job_folder, part_path, sbatch_script
 
@@ -235,7 +235,7 @@ def _slurm(todo: list, out: Path, resources, per_run_files: bool, dry_run: bool)
 
 def _local(todo: list, out: Path, nproc: int, dry_run: bool) -> None:
     """Train `todo` here, one process each (or show the plan under --dry-run); exit 1 if any run failed."""
-    from rr_model.runs import describe_runs
+    from rr_model.planning import describe_runs
     from rr_model.sweep.local import run_sweep
 
     if dry_run:
@@ -254,10 +254,10 @@ def _local(todo: list, out: Path, nproc: int, dry_run: bool) -> None:
 def _closing_table(out: Path) -> None:
     """The analysis table of `out`, rendered in-process; a file the default comparison cannot read
     (a pilot without review_neutral, one size) says so in one line and points to rr analyze's options."""
-    from rr_analysis.stats import gap_table
-    from rr_analysis.tables import render
-    from rr_model.core.errors import RRError
-    from rr_model.results.dataset import load_sweep
+    from rr_analysis.stats.gap_tests import gap_table
+    from rr_analysis.tables.render import render
+    from rr_core.errors import RRError
+    from rr_core.sweepfile.dataset import load_sweep
 
     try:
         typer.echo(render(gap_table(load_sweep(out)), "table", "text", None))
@@ -270,7 +270,7 @@ def _closing_table(out: Path) -> None:
 def _default_out(reproduce: bool, ladder: str | None) -> Path:
     """The file a sweep writes without --out: the reproduction file, the ladder file's, or the published."""
     from rr_model.reproduce import DEFAULT_REPRODUCTION
-    from rr_model.runs import default_out
+    from rr_model.run_config import default_out
 
     return DEFAULT_REPRODUCTION if reproduce else default_out(ladder)
 
@@ -321,7 +321,7 @@ def sweep(
     file when it finishes (or to its own file, `--per-run-files`); `--status` and `--cancel` follow and stop
     them. `--effect` plans the seeds a target gap needs instead of `--seeds`.
     """
-    from rr_model.core.variants import COMPARED
+    from rr_core.variants import COMPARED
     from rr_model.reproduce import check_reproducible
     from rr_model.sweep.local import plan_sweep
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 
 from cli.errors import known_errors
-from cli.training import (
+from cli.run_options import (
     CHECKPOINT_EVERY,
     COMPILE,
     CONFIG,
@@ -61,8 +61,9 @@ def train(
     Runs already in the file are skipped. Each row is validated and appended under a file lock, with a
     provenance record in the sidecar `OUT.runs.jsonl`. Exit 0 when every run finished, 1 when one diverged.
     """
-    from rr_model.core.variants import COMPARED
-    from rr_model.runs import default_out, plan_runs
+    from rr_core.variants import COMPARED
+    from rr_model.planning import plan_runs
+    from rr_model.run_config import default_out
 
     out = out or default_out(ladder)
     with known_errors():

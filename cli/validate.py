@@ -24,7 +24,7 @@ def validate(
     Exit 0 when every file is valid, 2 when any is not (all problems are listed). A file that holds published
     rows but has changed or lost some of them is not valid: rows may be added, never altered.
     """
-    from rr_model.results.dataset import bundled_path
+    from rr_core.sweepfile.dataset import bundled_path
 
     failed = False
     for path in paths or [bundled_path()]:
@@ -38,10 +38,10 @@ def validate(
 
 def _check(path: Path) -> bool:
     """Print what `rr validate` says of one file; whether it is valid. rr's own errors exit via known_errors."""
-    from rr_analysis.summary import describe
-    from rr_model.results.dataset import load_sweep
-    from rr_model.results.integrity import check_integrity
-    from rr_model.results.provenance import join, sidecar_path, summarize_join
+    from rr_analysis.stats.summary import describe
+    from rr_core.sweepfile.dataset import load_sweep
+    from rr_core.sweepfile.integrity import check_integrity
+    from rr_core.sweepfile.provenance import join, sidecar_path, summarize_join
 
     with known_errors():
         df = load_sweep(path)

@@ -20,19 +20,21 @@ from pathlib import Path
 import pandas as pd
 from matplotlib.figure import Figure
 
-from rr_analysis import plots
-from rr_analysis.cells import METRIC
-from rr_analysis.emergence import emergence
-from rr_analysis.estimates import test_name
-from rr_analysis.notes import recipe_notes
-from rr_analysis.power import power_table
-from rr_analysis.stats import gap_table
-from rr_analysis.summary import describe
-from rr_analysis.tables import render
-from rr_model.core.errors import PlotError
-from rr_model.core.files import atomic_dir, read_regular
-from rr_model.core.variants import REFERENCE, label
-from rr_model.results.integrity import check_integrity
+from rr_analysis.comparison import METRIC
+from rr_analysis.figures.estimates import test_name
+from rr_analysis.figures.gaps import emergence_figure
+from rr_analysis.figures.output import save_figure, write_atomic
+from rr_analysis.figures.raw import calibration_figure, scaling_figure, seeds_figure
+from rr_analysis.stats.emergence import emergence
+from rr_analysis.stats.gap_tests import gap_table
+from rr_analysis.stats.notes import recipe_notes
+from rr_analysis.stats.power import power_table
+from rr_analysis.stats.summary import describe
+from rr_analysis.tables.render import render
+from rr_core.errors import PlotError
+from rr_core.files import atomic_dir, read_regular
+from rr_core.sweepfile.integrity import check_integrity
+from rr_core.variants import REFERENCE, label
 
 __all__ = ["REPORT_NAME", "Report", "build_report", "write_report"]
 
@@ -51,6 +53,7 @@ _RAW = (
 )  # fmt: skip
 
 
+_DRAWN = {"scaling.png": scaling_figure, "seeds.png": seeds_figure, "calibration.png": calibration_figure}
 _FILES = (REPORT_NAME, *(name for name, _, _ in _EMERGENCE + _RAW))  # all rr writes into a report folder
 _MARK = "Written by `rr report`"  # a Markdown file holding this is a report rr wrote, which it may replace
 
@@ -105,7 +108,7 @@ def build_report(
     figure_dir
         The folder, relative to the report, its figures are linked from ("": beside it).
     reference, baselines, metric, higher_is_better
-        The comparison every table and figure shows (`rr_analysis.cells.compare`; the calibration figure
+        The comparison every table and figure shows (`rr_analysis.comparison.compare`; the calibration figure
         reads the variants only, its metric is ECE). Default: the paper's.
 
     Returns
@@ -147,14 +150,13 @@ def build_report(
     ]
     for name, stat, caption in _EMERGENCE:
         md += [f"### {test_name(stat)}", ""]
-        md += _figure(report, name, caption, partial(plots.emergence_figure, table, stat=stat), figure_dir)
+        md += _figure(report, name, caption, partial(emergence_figure, table, stat=stat), figure_dir)
     md += ["### Emergence model", "", render(emergence(df, **kw), "emergence", "markdown")]
     md += ["## 3. Recipe notes", "", render(recipe_notes(df, **kw), "notes", "markdown")]
     md += ["## 4. Power: how many seeds?", "", render(power_table(df, **kw), "power", "markdown")]
     md += ["## 5. The raw data", ""]
     for name, heading, caption in _RAW:
-        draw = getattr(plots, f"{name.removesuffix('.png')}_figure")
-        draw = partial(draw, df, **raw[name])
+        draw = partial(_DRAWN[name], df, **raw[name])
         md += [f"### {heading}", "", *_figure(report, name, caption, draw, figure_dir)]
     report.markdown = "\n".join(md).rstrip() + "\n"
     return report
@@ -174,11 +176,11 @@ def write_report(
     """Write `report.md` and its PNG figures into the folder `out_dir`; return the report's path.
 
     Everything is computed before anything is written, so bad data leave the folder untouched. The folder
-    is built beside `out_dir` and swapped into place (`rr_model.core.files.atomic_dir`): a reader sees the old
+    is built beside `out_dir` and swapped into place (`rr_core.files.atomic_dir`): a reader sees the old
     report or the new one whole, and a figure the data cannot support does not survive from an earlier run.
     A missing folder is created (and its parents). Only files rr writes there are ever deleted: a folder that
     holds others is refused before the build, and checked again at the swap (a file saved into it while the
-    report was built), when it is left as it was (`rr_model.core.files.Foreign`).
+    report was built), when it is left as it was (`rr_core.files.Foreign`).
 
     An `out_dir` ending in `.md` is the report file itself: its figures go to the folder beside it named
     after it (`x.md` -> `x_files/`, swapped in the same way), then the Markdown replaces `x.md` whole (an
@@ -219,9 +221,9 @@ def _write_figures(report: Report, out: Path, dpi: int, extra: dict[str, str]) -
 
     def build(folder: Path) -> None:
         for name, fig in report.figures.items():
-            plots.save_figure(fig, folder / name, dpi=dpi)
+            save_figure(fig, folder / name, dpi=dpi)
         for name, text in extra.items():
-            plots.write_atomic(folder / name, lambda f, text=text: f.write(text.encode("utf-8")))
+            write_atomic(folder / name, lambda f, text=text: f.write(text.encode("utf-8")))
 
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -241,5 +243,5 @@ def _write_report_file(df: pd.DataFrame, md: Path, source: str, dpi: int, compar
     _check_folder(folder)
     report = build_report(df, source, figure_dir=folder.name, **comparison)
     _write_figures(report, folder, dpi, extra={})
-    plots.write_atomic(md, lambda f: f.write(report.markdown.encode("utf-8")))
+    write_atomic(md, lambda f: f.write(report.markdown.encode("utf-8")))
     return md

@@ -1,24 +1,25 @@
-"""Reference model, size ladder, the sweep file and the trainer for Review Residuals.
+"""The reference model, its data pipeline and the trainer of Review Residuals.
 
-The ground of the house: rr_analysis and cli import from here, never the other way. Rooms, top floor first
-(`.importlinter` holds the order): `sweep/` launches many runs (local, Slurm); the model and trainer sit at
-this package's top (`model`, `config`, `train`, `runs`, `evaluate`, `checkpoint`, `numerics`, `tokens`,
-`synthetic`, `progress`, `depth`, `gates`); `results/` is the sweep file (schema, dataset, integrity,
-merge, provenance, the packaged published copy); `core/` is the shared vocabulary (errors, files,
-variants, ladder). Importing this package is cheap; torch is imported only by the modules that run a model.
+Stands on `rr_core` (the sweep record, ladder, variants, shapes) and never on `rr_analysis`. Rooms, top floor
+first (`.importlinter` holds the order): `sweep/` launches many runs (local, Slurm); the trainer
+(`trainer`: one run from setup to its row; `step`: the recipe's optimiser step), the model (`model`), its
+final validation (`validation`) and what a trained run is used for (`inference`, `export`, `gates`,
+`reproduce`, `depth`); `run_config` and `planning` say what to train and where its rows go, torch-free;
+`data/` turns a corpus into token streams. Importing this package is cheap; torch is imported only by the
+modules that run a model.
 
-`rr_model.register_residual` (defined in `rr_model.plugins`) plugs a residual rule of your own in.
+`rr_model.register_residual` plugs a residual rule of your own in (docs/extending.md).
 """
 
-from typing import Any
+from rr_core.lazy import lazy_exports
 
-__all__ = ["register_residual"]
+_WHERE = {
+    "register_residual": "rr_core.plugins",
+    "GPT": "rr_model.model",
+    "TrainConfig": "rr_model.run_config",
+    "train": "rr_model.trainer",
+    "train_runs": "rr_model.trainer",
+}
 
-
-def __getattr__(name: str) -> Any:
-    """`rr_model.register_residual`, imported on first use (PEP 562), so `import rr_model` stays cheap."""
-    if name == "register_residual":
-        from rr_model.plugins import register_residual
-
-        return register_residual
-    raise AttributeError(f"module 'rr_model' has no attribute {name!r}")
+__getattr__, __dir__ = lazy_exports(__name__, _WHERE)
+__all__ = list(_WHERE)

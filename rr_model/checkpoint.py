@@ -22,8 +22,8 @@ from typing import Any, BinaryIO
 
 import torch
 
-from rr_model.core.errors import RRError
-from rr_model.core.files import atomic_write
+from rr_core.errors import RRError
+from rr_core.files import atomic_write
 
 __all__ = [
     "CheckpointError",
@@ -35,7 +35,7 @@ __all__ = [
     "load_weights",
 ]
 
-# What rr_model.train writes; a file without them is not one of its checkpoints.
+# What rr_model.trainer writes; a file without them is not one of its checkpoints.
 KEYS = frozenset({"step", "config", "model", "optimizer", "torch_rng", "cuda_rng", "data_rng", "state"})
 # What a finished run keeps (`final_path`): the weights and what rebuilds and describes them.
 FINAL_KEYS = frozenset({"step", "config", "model_config", "model", "data", "record"})
@@ -81,7 +81,7 @@ def final_path(out: str | os.PathLike, size: str, variant: str, seed: int) -> Pa
 
 
 def save(path: str | os.PathLike, state: dict[str, Any]) -> None:
-    """Write `state` to `path` atomically (`rr_model.core.files.atomic_write`).
+    """Write `state` to `path` atomically (`rr_core.files.atomic_write`).
 
     A write that fails (a full disk, a file-size limit) leaves the previous checkpoint whole and raises the
     OSError, naming `path`.

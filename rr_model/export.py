@@ -16,10 +16,10 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
-from rr_model.core.errors import InputError
-from rr_model.core.files import create_new
-from rr_model.core.variants import label
-from rr_model.trained import Trained, load_trained
+from rr_core.errors import InputError
+from rr_core.files import create_new
+from rr_core.variants import label
+from rr_model.inference import Trained, load_trained
 
 __all__ = ["export", "FILES", "PAPER"]
 
@@ -95,7 +95,7 @@ def export(checkpoint_path: str | os.PathLike, out: str | os.PathLike) -> list[P
     Parameters
     ----------
     checkpoint_path
-        What `rr_model.trained.load_trained` reads: final weights, a checkpoint or a checkpoint folder.
+        What `rr_model.inference.load_trained` reads: final weights, a checkpoint or a checkpoint folder.
     out
         The folder; made if missing (its parent must exist). None of `FILES` may exist in it yet.
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import functools
 
-from rr_model.config import GPTConfig
+from rr_core.shapes import GPTConfig
 from rr_model.hardware import cpu_matmul_flops, datasheet_peak, gpu_name
 
 __all__ = ["flops_per_token", "mfu", "ASSUMED_MFU", "assumed_rate"]

@@ -3,7 +3,7 @@
 Review and Highway expose their gate as ``rule.r(h, u)`` (`rr_model.model`); `gate_stats` reads it through
 forward hooks during one extra forward pass, so the model's own forward stays untouched. `gates` builds
 the model (fresh at a seed, or from a run's weights) and its batch: the project's synthetic stories
-in bytes (`rr_model.synthetic`), so nothing is downloaded. Imports torch.
+in bytes (`rr_model.data.synthetic`), so nothing is downloaded. Imports torch.
 """
 
 from __future__ import annotations
@@ -15,14 +15,14 @@ import pandas as pd
 import torch
 import torch.nn as nn
 
-from rr_model.config import model_config
-from rr_model.core.errors import InputError
-from rr_model.core.ladder import BYTE_EOS
-from rr_model.core.variants import NAMES, REFERENCE
+from rr_core.errors import InputError
+from rr_core.ladder import BYTE_EOS
+from rr_core.shapes import model_config
+from rr_core.variants import NAMES, REFERENCE
+from rr_model.data.synthetic import stories
+from rr_model.data.tokenizers import encode_bytes
+from rr_model.inference import load_trained
 from rr_model.model import GPT, RESIDUALS
-from rr_model.synthetic import stories
-from rr_model.tokens import encode_bytes
-from rr_model.trained import load_trained
 
 __all__ = ["gate_stats", "gates", "BYTE_VOCAB", "GATED"]
 
@@ -81,7 +81,7 @@ def gates(
     size, variant
         The model, freshly initialised at `seed` (byte vocabulary). Ignored with `checkpoint_path`.
     checkpoint_path
-        A run's weights as `rr_model.trained.load_trained` reads them: a finished run's
+        A run's weights as `rr_model.inference.load_trained` reads them: a finished run's
         ``NAME.checkpoints/SIZE-VARIANT-seedS.final.pt``, a checkpoint (``...seedS.pt``) or the folder of
         one run; its size, variant and weights are used. It must have been trained on bytes
         (``--tokenizer bytes`` or synthetic data).

@@ -2,7 +2,7 @@
 
 The trainer calls `Metrics.log` at its log points only (every `log_every` steps, where it reads the loss
 back from the device anyway) and `Metrics.evaluation` once at the end, so logging adds no host sync. The
-JSONL log (`rr_model.results.curves.metrics_path`, its records described there) is written line by line
+JSONL log (`rr_core.sweepfile.metrics_log.metrics_path`, its records described there) is written line by line
 and flushed at each log point; TensorBoard's event file lives in ``NAME.metrics/tensorboard/RUN/`` and W&B's
 run folder in ``NAME.metrics/wandb/``. A resumed run appends to its log and continues the same W&B run
 (its id is kept in the checkpoint). Only rank 0 logs.
@@ -21,7 +21,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from rr_model.core.errors import InputError
+from rr_core.errors import InputError
 
 __all__ = ["BACKENDS", "Metrics", "require_backends", "wandb_mode"]
 
@@ -56,7 +56,7 @@ class Metrics:
     Parameters
     ----------
     path
-        The JSONL log (`rr_model.results.curves.metrics_path`); its folder holds the backends' files too.
+        The JSONL log (`rr_core.sweepfile.metrics_log.metrics_path`); its folder holds the backends' files too.
     run
         The run's size, variant and seed (and anything else for the start record and W&B's config).
     backends

@@ -2,10 +2,10 @@
 
 A GPT-2-style decoder (learned token and position embeddings, pre-norm blocks, tied LM head) in which the
 residual rule is the one thing that varies: every sublayer, attention and MLP alike, is added back through
-`residual(config.variant)`: one of `RESIDUALS`, or a rule a plugin registered (`rr_model.plugins`). Modelled on nanoGPT's model.py; names follow it (`wte`, `wpe`, `c_attn`,
+`residual(config.variant)`: one of `RESIDUALS`, or a rule a plugin registered (`rr_core.plugins`). Modelled on nanoGPT's model.py; names follow it (`wte`, `wpe`, `c_attn`,
 `c_proj`, `ln_f`) and the paper (`gate`, `r`, `u`).
 
-The config and its exact parameter count live torch-free in `rr_model.config`.
+The config and its exact parameter count live torch-free in `rr_core.shapes`.
 """
 
 from __future__ import annotations
@@ -19,10 +19,10 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from rr_model.config import GPTConfig
-from rr_model.core.ladder import RECIPE
-from rr_model.core.variants import NAMES
-from rr_model.plugins import residual_rule
+from rr_core.ladder import RECIPE
+from rr_core.plugins import residual_rule
+from rr_core.shapes import GPTConfig
+from rr_core.variants import NAMES
 
 __all__ = ["GPTConfig", "GPT", "RESIDUALS", "residual"]
 
@@ -222,7 +222,7 @@ class GPT(nn.Module):
 
         RMSNorm gains (1) and the LayerScale (0.1) and ReZero (0) scales draw nothing. A plugin's rule
         with a ``gate`` Linear has it drawn in step 1 with the others; a rule that defines
-        ``init_published()`` has it called last, in sublayer order (`rr_model.plugins.register_residual`).
+        ``init_published()`` has it called last, in sublayer order (`rr_core.plugins.register_residual`).
         """
         sublayers = [m for block in self.transformer.h for m in (block.attn, block.mlp)]
         rules = [rule for block in self.transformer.h for rule in (block.res_attn, block.res_mlp)]

@@ -13,11 +13,12 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rr_model.core.errors import InputError
-from rr_model.core.ladder import get_size
-from rr_model.core.variants import COMPARED
-from rr_model.results.dataset import bundled_path, load_sweep
-from rr_model.runs import DEFAULT_OUT, TrainConfig, preflight, published_settings
+from rr_core.errors import InputError
+from rr_core.ladder import get_size
+from rr_core.sweepfile.dataset import bundled_path, load_sweep
+from rr_core.variants import COMPARED
+from rr_model.planning import preflight
+from rr_model.run_config import DEFAULT_OUT, TrainConfig, published_settings
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -43,7 +44,7 @@ def check_reproducible(
     >>> check_reproducible([TrainConfig("60M", "standard", 7)], "repro.csv")
     Traceback (most recent call last):
     ...
-    rr_model.core.errors.InputError: 60M standard seed 7 is not a published run, so there is nothing to reproduce: the published runs of 60M standard are seeds 0, 1, 2
+    rr_core.errors.InputError: 60M standard seed 7 is not a published run, so there is nothing to reproduce: the published runs of 60M standard are seeds 0, 1, 2
     """
     out = Path(out)
     if out == DEFAULT_OUT or out.resolve() == bundled_path().resolve():

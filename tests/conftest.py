@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     import pandas as pd
     from click.testing import Result
 
-    from rr_model.tokens import Tokens
+    from rr_model.data.token_cache import Tokens
 
 # The run every end-to-end comparison uses: 12 steps of tiny standard on the synthetic corpus, with a
 # checkpoint every 4 steps (the loss curve is read at checkpoints too, so a resumed run must match it).
@@ -45,8 +45,9 @@ def stub_tokens(**kw: Any) -> Tokens:
     n_text); `kw` changes any field."""
     import numpy as np
 
-    from rr_model.core.ladder import RECIPE
-    from rr_model.tokens import TINYSTORIES, Tokens
+    from rr_core.ladder import RECIPE
+    from rr_model.data.corpus import TINYSTORIES
+    from rr_model.data.token_cache import Tokens
 
     base = dict(source=TINYSTORIES, tokenizer="gpt2", n_text=RECIPE.n_text, vocab_size=50257, eos_id=50256)
     return Tokens(train=np.zeros(0), val=np.zeros(0), key="k", **{**base, **kw})
@@ -55,7 +56,7 @@ def stub_tokens(**kw: Any) -> Tokens:
 @pytest.fixture(scope="module")
 def sweep() -> pd.DataFrame:
     """The published sweep (`load_sweep()` of the packaged copy), loaded once per test module."""
-    from rr_model.results.dataset import load_sweep
+    from rr_core.sweepfile.dataset import load_sweep
 
     return load_sweep()
 
@@ -63,7 +64,7 @@ def sweep() -> pd.DataFrame:
 @pytest.fixture
 def published_copy(tmp_path) -> Path:
     """A copy of the packaged sweep in the test's own folder (tmp_path / "published.csv"), to append to."""
-    from rr_model.results.dataset import bundled_path
+    from rr_core.sweepfile.dataset import bundled_path
 
     return Path(shutil.copy(bundled_path(), tmp_path / "published.csv"))
 
@@ -90,8 +91,8 @@ def tiny_run(token_cache, tmp_path_factory) -> dict[str, Any]:
     It logs to TensorBoard and to W&B in offline mode too (no network, no account; W&B's own folders in
     the run's temporary folder), so tests/test_metrics.py reads back real event files.
     """
-    from rr_model.runs import TrainConfig
-    from rr_model.train import train
+    from rr_model.run_config import TrainConfig
+    from rr_model.trainer import train
 
     out = tmp_path_factory.mktemp("tiny_run") / "whole.csv"
     wandb_env = {"WANDB_MODE": "offline", "WANDB_SILENT": "true"}

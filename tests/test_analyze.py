@@ -13,12 +13,14 @@ import pandas as pd
 import pytest
 from conftest import rr
 
-from rr_analysis.emergence import EMERGENCE_COLUMNS
-from rr_analysis.notes import recipe_notes
-from rr_analysis.power import power_table, t_test_power
-from rr_analysis.stats import TABLE_COLUMNS, gap_table
-from rr_analysis.tables import FORMATS, VIEWS, card_mismatch, column_names, update_card
-from rr_model.results.dataset import card_path, load_sweep, write_sweep
+from rr_analysis.stats.emergence import EMERGENCE_COLUMNS
+from rr_analysis.stats.gap_tests import TABLE_COLUMNS, gap_table
+from rr_analysis.stats.notes import recipe_notes
+from rr_analysis.stats.power import power_table, t_test_power
+from rr_analysis.tables.card import card_mismatch, update_card
+from rr_analysis.tables.render import FORMATS, column_names
+from rr_analysis.tables.views import VIEWS
+from rr_core.sweepfile.dataset import card_path, load_sweep, write_sweep
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -14,12 +14,12 @@ import pytest
 import torch
 from conftest import RR, TINY_RUN, rr
 
+from rr_core.sweepfile import provenance
+from rr_core.sweepfile.dataset import load_sweep
 from rr_model import checkpoint
 from rr_model.checkpoint import CheckpointError
-from rr_model.results import provenance
-from rr_model.results.dataset import load_sweep
-from rr_model.runs import TrainConfig
-from rr_model.train import train
+from rr_model.run_config import TrainConfig
+from rr_model.trainer import train
 
 pytestmark = pytest.mark.usefixtures("offline")
 

@@ -12,20 +12,19 @@ import pytest
 from conftest import rr
 from scipy import stats
 
-from rr_analysis.claims import (
+from rr_analysis.claims.audit import claims
+from rr_analysis.claims.reported import load_claims, parse_reported
+from rr_analysis.claims.verdicts import (
     NOT_RUN,
     budget_verdict,
-    claims,
     equivalence_verdict,
     grim_possible,
     grows_verdict,
     judge,
-    load_claims,
-    parse_reported,
     primary_verdict,
 )
-from rr_analysis.stats import gap_table
-from rr_model.core.errors import InputError
+from rr_analysis.stats.gap_tests import gap_table
+from rr_core.errors import InputError
 
 NAN = math.nan
 

@@ -13,7 +13,7 @@ import pytest
 from conftest import rr
 
 from cli.choices import Adjust, Format, Stat
-from rr_model.results.dataset import load_sweep
+from rr_core.sweepfile.dataset import load_sweep
 
 
 def test_sizes_json_matches_every_published_cell():
@@ -119,8 +119,8 @@ def test_gates_read_a_checkpoint(tmp_path):
     """A checkpoint whose first gate has bias 5 (weights zero): r = sigmoid(5) there, 0.5 elsewhere."""
     import torch
 
+    from rr_core.shapes import model_config
     from rr_model import checkpoint
-    from rr_model.config import model_config
     from rr_model.gates import BYTE_VOCAB
     from rr_model.model import GPT
 
@@ -151,8 +151,8 @@ def test_sizes_say_whose_vocabulary_they_count_with():
 
 
 def test_gates_read_a_runs_folder_and_name_the_runs_of_a_folder_of_several(tmp_path):
+    from rr_core.shapes import model_config
     from rr_model import checkpoint
-    from rr_model.config import model_config
     from rr_model.gates import BYTE_VOCAB
     from rr_model.model import GPT
 
@@ -184,9 +184,9 @@ def test_gates_of_an_ungated_variant_is_one_line_and_exit_2():
 
 
 def test_option_choices_spell_the_librarys_tuples():
-    from rr_analysis.estimates import STATS
-    from rr_analysis.stats import ADJUST_METHODS
-    from rr_analysis.tables import FORMATS
+    from rr_analysis.figures.estimates import STATS
+    from rr_analysis.stats.gap_tests import ADJUST_METHODS
+    from rr_analysis.tables.render import FORMATS
 
     assert [f.value for f in Format] == list(FORMATS)
     assert [a.value for a in Adjust] == list(ADJUST_METHODS)

@@ -8,7 +8,7 @@ import sys
 import pytest
 from conftest import RR, rr
 
-from rr_model.results.dataset import bundled_path
+from rr_core.sweepfile.dataset import bundled_path
 
 
 def test_validate_bundled_data():
@@ -101,7 +101,7 @@ def test_help_imports_nothing_heavy():
 
 
 def test_validate_joins_the_run_sidecar(tmp_path):
-    from rr_model.results.provenance import append_record, sidecar_path
+    from rr_core.sweepfile.provenance import append_record, sidecar_path
 
     path = tmp_path / "own.csv"
     path.write_text(
@@ -137,7 +137,7 @@ def test_validate_joins_the_run_sidecar(tmp_path):
 
 def test_the_bundled_file_is_read_once_and_never_warns(monkeypatch):
     """Its pinned digest is checked as it loads, so it is not loaded again to be compared with itself."""
-    import rr_model.results.integrity as integrity
+    import rr_core.sweepfile.integrity as integrity
 
     def again(*args):
         raise AssertionError("the bundled file was loaded a second time")

@@ -18,15 +18,15 @@ import pytest
 from conftest import rr
 from scipy import stats as sps
 
-from rr_analysis.cells import METRIC, STAMP, compare
-from rr_analysis.effect import hedges_j
-from rr_analysis.emergence import emergence
-from rr_analysis.equivalence import equivalence
-from rr_analysis.power import power_table, seed_plan
-from rr_analysis.stats import gap_table, mixed_table, paired_table, welch_table
-from rr_model.core.errors import InputError
-from rr_model.core.variants import REFERENCE
-from rr_model.results.dataset import write_sweep
+from rr_analysis.comparison import METRIC, STAMP, compare
+from rr_analysis.stats.effect import hedges_j
+from rr_analysis.stats.emergence import emergence
+from rr_analysis.stats.equivalence import equivalence
+from rr_analysis.stats.gap_tests import gap_table, mixed_table, paired_table, welch_table
+from rr_analysis.stats.power import power_table, seed_plan
+from rr_core.errors import InputError
+from rr_core.sweepfile.dataset import write_sweep
+from rr_core.variants import REFERENCE
 
 GOLDEN = Path(__file__).with_name("golden")
 HW_STD = {"reference": "highway", "baselines": ["standard"]}

@@ -1,5 +1,5 @@
-"""Training curves: the tiny run's metrics log read back (rr_model.results.curves), smoothed
-(rr_analysis.curves) and drawn by `rr plot curves` (rr_analysis.plots.curves_figure)."""
+"""Training curves: the tiny run's metrics log read back (rr_core.sweepfile.metrics_log), smoothed
+(rr_analysis.stats.smoothing) and drawn by `rr plot curves` (rr_analysis.figures.curves.curves_figure)."""
 
 from __future__ import annotations
 
@@ -9,17 +9,17 @@ import numpy as np
 import pytest
 from conftest import rr
 
-from rr_analysis.curves import ema, smooth_curves
-from rr_analysis.plots import curves_figure
-from rr_model.core.errors import InputError
-from rr_model.core.ladder import get_size
-from rr_model.core.variants import colour
-from rr_model.results.curves import load_curves
-from rr_model.results.provenance import sidecar_path
+from rr_analysis.figures.curves import curves_figure
+from rr_analysis.stats.smoothing import ema, smooth_curves
+from rr_core.errors import InputError
+from rr_core.ladder import get_size
+from rr_core.sweepfile.metrics_log import load_curves
+from rr_core.sweepfile.provenance import sidecar_path
+from rr_core.variants import colour
 
 
 def _lr(step: int, steps: int) -> float:
-    """The published schedule by hand: linear warmup, cosine to a tenth (rr_model.train.lr_at's Notes)."""
+    """The published schedule by hand: linear warmup, cosine to a tenth (rr_model.step.lr_at's Notes)."""
     r = get_size("tiny").recipe
     if step < r.warmup_steps:
         return r.lr * (step + 1) / r.warmup_steps

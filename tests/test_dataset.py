@@ -13,10 +13,8 @@ from conftest import rr
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rr_model.core.variants import NAMES
-from rr_model.results.dataset import (
-    FIELDS,
-    DataError,
+from rr_core.sweepfile.csv_text import FIELDS, DataError
+from rr_core.sweepfile.dataset import (
     append_rows,
     bundled_path,
     load_sweep,
@@ -24,6 +22,7 @@ from rr_model.results.dataset import (
     size_order,
     write_sweep,
 )
+from rr_core.variants import NAMES
 
 REPO = Path(__file__).resolve().parents[1]
 HEADER = ",".join(FIELDS)

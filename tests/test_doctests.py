@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("cli", "rr_analysis", "rr_model")
+PACKAGES = ("cli", "rr_analysis", "rr_model", "rr_core")
 
 
 def _owners(body: list[ast.stmt], prefix: str):
@@ -57,7 +57,9 @@ EXAMPLES = examples()
 
 
 def test_the_examples_are_found():
-    assert len(EXAMPLES) >= 60 and ("rr_analysis.exact", "rr_analysis.exact.sign_flip") in EXAMPLES
+    assert (
+        len(EXAMPLES) >= 60 and ("rr_analysis.stats.exact", "rr_analysis.stats.exact.sign_flip") in EXAMPLES
+    )
 
 
 @pytest.mark.parametrize("module, name", EXAMPLES, ids=[name for _, name in EXAMPLES])

@@ -11,11 +11,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from rr_analysis.emergence import EMERGENCE_COLUMNS, emergence
-from rr_analysis.meta import meta_regression
-from rr_analysis.tables import render
+from rr_analysis.stats.emergence import EMERGENCE_COLUMNS, emergence
+from rr_analysis.stats.meta import meta_regression
+from rr_analysis.tables.render import render
 
-# R on rr_model/results/published/scaling_v8.csv: lmerTest summary(), summary(ddf = "Kenward-Roger"),
+# R on rr_core/sweepfile/published/scaling_v8.csv: lmerTest summary(), summary(ddf = "Kenward-Roger"),
 # metafor::rma(yi, sei = sei, mods = ~ lx, method = "REML", test = "knha"); tightened optimisers.
 R_DEV = {
     "highway": dict(dev_slope=0.009024643148, dev_se=0.0025803798334, dev_df=3.148432401, dev_p=0.03665446335,

@@ -11,8 +11,8 @@ from safetensors.torch import load_file
 
 from rr_model import checkpoint
 from rr_model.export import FILES
+from rr_model.inference import load_trained
 from rr_model.model import GPT
-from rr_model.trained import load_trained
 
 
 def test_an_export_loads_back_with_bitwise_equal_logits_and_refuses_to_overwrite(tiny_run, tmp_path):

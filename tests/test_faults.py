@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 from conftest import rr
 
-from rr_model.results import dataset
-from rr_model.results.dataset import FIELDS, DataError, append_rows, bundled_path, load_sweep, write_sweep
+from rr_core.sweepfile import dataset
+from rr_core.sweepfile.csv_text import FIELDS, DataError
+from rr_core.sweepfile.dataset import append_rows, bundled_path, load_sweep, write_sweep
 
 HEADER = ",".join(FIELDS)
 ROW = "60M,review_neutral,{seed},59.47,8000,1.7016,0.0087,6.9"
@@ -199,7 +200,7 @@ def test_a_torn_or_incomplete_sidecar_is_one_error_line(tmp_path, sidecar, messa
 
 
 def test_a_read_only_filesystem_is_one_error_line(tmp_path, monkeypatch):
-    from rr_model.core import files
+    from rr_core import files
 
     os_open = os.open
 
@@ -220,7 +221,7 @@ def test_only_rr_errors_become_exit_2_and_a_bug_keeps_its_traceback():
     import typer
 
     from cli.errors import known_errors
-    from rr_model.core.errors import InputError
+    from rr_core.errors import InputError
 
     with pytest.raises(typer.Exit) as done, known_errors():
         raise InputError("a bad option")

@@ -1,4 +1,4 @@
-"""rr_model.core.files: what a reader refuses, what a killed writer leaves, and how a file is named."""
+"""rr_core.files: what a reader refuses, what a killed writer leaves, and how a file is named."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from rr_model.core.files import (
+from rr_core.files import (
     MAX_READ,
     Unreadable,
     atomic_dir,
@@ -110,7 +110,7 @@ def test_the_next_write_removes_what_killed_writers_left(tmp_path):
 STALL = """
 import os, sys, time
 from pathlib import Path
-import rr_model.results.dataset, rr_model.core.files
+import rr_core.sweepfile.dataset, rr_core.files
 obj = {obj}
 
 def stalled(*args, **kwargs):
@@ -137,8 +137,8 @@ def kill_midway(tmp_path: Path, obj: str, name: str, call: str, target: Path) ->
 
 def test_a_writer_killed_before_its_rename_leaves_a_temporary_file_the_next_write_removes(tmp_path):
     target = tmp_path / "fig.png"
-    call = "rr_model.core.files.atomic_write(sys.argv[1], lambda f: f.write(b'half'))"
-    kill_midway(tmp_path, "rr_model.core.files.os", "replace", call, target)
+    call = "rr_core.files.atomic_write(sys.argv[1], lambda f: f.write(b'half'))"
+    kill_midway(tmp_path, "rr_core.files.os", "replace", call, target)
     leftovers = list(tmp_path.glob(".fig.png.*.rr-tmp"))
     assert len(leftovers) == 1 and not target.exists()
     atomic_write(target, lambda f: f.write(b"whole"))
@@ -149,13 +149,13 @@ ROW = {"size": "tiny", "variant": "standard", "seed": 0, "params_M": 1.13, "step
 
 
 @pytest.mark.parametrize(
-    "obj, name", [("rr_model.results.dataset", "create_new"), ("rr_model.core.files.os", "link")]
+    "obj, name", [("rr_core.sweepfile.dataset", "create_new"), ("rr_core.files.os", "link")]
 )
 def test_first_append_killed_midway_leaves_no_file_and_the_next_one_succeeds(tmp_path, obj, name):
-    from rr_model.results.dataset import append_rows, load_sweep
+    from rr_core.sweepfile.dataset import append_rows, load_sweep
 
     target = tmp_path / "new.csv"
-    kill_midway(tmp_path, obj, name, f"rr_model.results.dataset.append_rows(sys.argv[1], [{ROW!r}])", target)
+    kill_midway(tmp_path, obj, name, f"rr_core.sweepfile.dataset.append_rows(sys.argv[1], [{ROW!r}])", target)
     assert not target.exists()  # not an empty file that would block the next `rr train --out`
     append_rows(target, [ROW])
     assert load_sweep(target)["seed"].tolist() == [0]

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from conftest import rr
 
-from rr_analysis.notes import recipe_notes
-from rr_model.core.errors import InputError
-from rr_model.core.ladder import get_size
+from rr_analysis.stats.notes import recipe_notes
+from rr_core.errors import InputError
+from rr_core.ladder import get_size
 
 
 @pytest.mark.parametrize(
@@ -62,7 +62,7 @@ def test_sizes_are_read_in_any_case_and_an_unknown_one_is_told_the_nearest():
 
 
 def test_a_size_typed_in_any_case_is_planned_and_recorded_by_its_ladder_name():
-    from rr_model.runs import TrainConfig
+    from rr_model.run_config import TrainConfig
 
     assert TrainConfig(size="150m").size == "150M" and TrainConfig(size="TINY").size == "tiny"
     result = rr("train", "--size", "150m", "--seed", "0", "--dry-run")
@@ -74,7 +74,7 @@ def test_a_size_typed_in_any_case_is_planned_and_recorded_by_its_ladder_name():
 
 
 def test_plan_durations_read_in_minutes_hours_or_days():
-    from cli.training import duration
+    from cli.run_options import duration
 
     assert [duration(m) for m in (12.34, 89.9, 90, 47.9 * 60, 48 * 60, 25137.2 * 3)] == [
         "12.3 minutes",

@@ -12,10 +12,10 @@ import pandas as pd
 import pytest
 from conftest import rr
 
-from rr_analysis.forecast import FORECAST_COLUMNS, forecast, forecast_size
-from rr_analysis.tables import render
-from rr_model.config import model_config
-from rr_model.core.errors import InputError
+from rr_analysis.stats.forecast import FORECAST_COLUMNS, forecast, forecast_size
+from rr_analysis.tables.render import render
+from rr_core.errors import InputError
+from rr_core.shapes import model_config
 
 # R 4 / metafor on the published CSV: predict(rma(yi, sei = sei, mods = ~ log10(params), method = "REML",
 # test = "knha", control = list(threshold = 1e-14)), newmods = log10(3e9)): pred, se, ci.lb, ci.ub, pi.lb, pi.ub
@@ -105,13 +105,13 @@ def test_cli_forecast_and_its_errors():
     assert none.exit_code == 2 and "no forecast size" in none.output
 
 
-# --- planning the confirming run (rr_analysis.confirm) ---
+# --- planning the confirming run (rr_analysis.stats.confirm) ---
 
 
 def test_seeds_per_arm_match_statsmodels_solve_power(sweep):
     from statsmodels.stats.power import TTestPower
 
-    from rr_analysis.confirm import confirm_plan
+    from rr_analysis.stats.confirm import confirm_plan
 
     p = confirm_plan(sweep, ["3B", "7B"])
     for _, r in p.iterrows():
@@ -129,7 +129,7 @@ def test_seeds_per_arm_match_statsmodels_solve_power(sweep):
 
 
 def test_minutes_extrapolate_a_log_log_fit_of_the_cells(sweep):
-    from rr_analysis.confirm import confirm_plan, minutes_fit
+    from rr_analysis.stats.confirm import confirm_plan, minutes_fit
 
     cells = sweep.assign(w=np.log(sweep["params_M"] * 1e6 * sweep["steps"]), m=np.log(sweep["minutes"]))
     cells = cells.groupby(["size", "variant"])[["w", "m"]].mean()
@@ -143,7 +143,7 @@ def test_minutes_extrapolate_a_log_log_fit_of_the_cells(sweep):
 
 
 def test_steps_come_from_the_ladder_the_option_or_the_largest_size(sweep):
-    from rr_analysis.confirm import confirm_plan
+    from rr_analysis.stats.confirm import confirm_plan
 
     p = confirm_plan(sweep, ["1B", "3B"]).drop_duplicates("at").set_index("at")
     assert p.loc["1B", ["steps", "steps_source"]].tolist() == [6000.0, "ladder"]
@@ -152,7 +152,7 @@ def test_steps_come_from_the_ladder_the_option_or_the_largest_size(sweep):
 
 
 def test_an_interval_reaching_zero_gets_no_seed_count_and_a_sentence(sweep):
-    from rr_analysis.confirm import confirm_plan
+    from rr_analysis.stats.confirm import confirm_plan
 
     p = confirm_plan(sweep[sweep["size"].isin(["60M", "150M", "320M"])], ["3B"]).set_index("baseline")
     assert pd.isna(p.loc["highway", "seeds_at_pi_low"]) and p.loc["highway", "seeds_at_pred"] >= 2
@@ -171,9 +171,9 @@ def test_cli_confirm():
 
 
 def test_any_comparison_forecasts_its_own_paired_gaps(sweep):
-    from rr_analysis.cells import Comparison
-    from rr_analysis.forecast import size_gaps
-    from rr_analysis.meta import meta_predict
+    from rr_analysis.comparison import Comparison
+    from rr_analysis.stats.forecast import size_gaps
+    from rr_analysis.stats.meta import meta_predict
 
     f = forecast(sweep, ["3B"], reference="highway", baselines=["standard"])
     assert f[["reference", "metric", "higher_is_better"]].values.tolist() == [["highway", "val_loss", False]]
@@ -184,7 +184,7 @@ def test_any_comparison_forecasts_its_own_paired_gaps(sweep):
 
 
 def test_a_ladder_file_gives_a_forecast_size_its_exact_count_and_steps(sweep, tmp_path):
-    from rr_analysis.confirm import confirm_plan
+    from rr_analysis.stats.confirm import confirm_plan
 
     ladder = tmp_path / "next.toml"
     ladder.write_text('["3B"]\nd_model = 2560\nn_layer = 32\nn_head = 20\nsteps = 5000\nseeds = 3\n')

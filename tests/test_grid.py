@@ -6,7 +6,7 @@ import pytest
 from conftest import rr
 
 from cli.records import Format, echo_records
-from rr_analysis.grid import (
+from rr_analysis.tables.grid import (
     WRAP_MIN,
     csv_text,
     latex_escape,

@@ -10,8 +10,8 @@ import weakref
 from conftest import rr
 
 from cli.heap import frozen_heap
-from rr_analysis import plots
-from rr_model.results.dataset import load_sweep
+from rr_analysis import figures as plots
+from rr_core.sweepfile.dataset import load_sweep
 
 
 class Node:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from rr_model.results.dataset import append_rows, bundled_path, load_sweep
-from rr_model.results.integrity import PUBLISHED_DIGEST, check_integrity, digest
+from rr_core.sweepfile.dataset import append_rows, bundled_path, load_sweep
+from rr_core.sweepfile.integrity import PUBLISHED_DIGEST, check_integrity, digest
 
 
 def test_reference_copy_matches_pinned_digest():

@@ -8,11 +8,12 @@ import shutil
 import pytest
 from conftest import rr, stub_tokens
 
-from rr_model.config import model_config, size_table
-from rr_model.core.errors import InputError, RecipeError
-from rr_model.core.ladder import RECIPE, get_size, load_ladder
-from rr_model.results.dataset import bundled_path
-from rr_model.runs import TrainConfig, default_out, preflight, recipe_differences, result_config
+from rr_core.errors import InputError, RecipeError
+from rr_core.ladder import RECIPE, get_size, load_ladder
+from rr_core.shapes import model_config, size_table
+from rr_core.sweepfile.dataset import bundled_path
+from rr_model.planning import preflight
+from rr_model.run_config import TrainConfig, default_out, recipe_differences, result_config
 from rr_model.sweep.child import config_from_json
 from rr_model.sweep.local import plan_sweep, train_command
 

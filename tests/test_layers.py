@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("cli", "rr_analysis", "rr_model")
+PACKAGES = ("cli", "rr_analysis", "rr_model", "rr_core")
 SOURCES = [p for folder in (*PACKAGES, "bench") for p in sorted((ROOT / folder).rglob("*.py"))]
 MAX_LINES = 60  # lines of code in one function, docstring, comments and blank lines aside
 
@@ -130,7 +130,7 @@ def _private(name: str) -> bool:
 
 
 def _root(node: ast.expr) -> str | None:
-    """The name an attribute chain (`a.b.c`) or a dotted string ("rr_model.tokens") starts from."""
+    """The name an attribute chain (`a.b.c`) or a dotted string ("rr_model.data.token_cache") starts from."""
     while isinstance(node, ast.Attribute):
         node = node.value
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
@@ -183,18 +183,18 @@ def private_uses(path: Path) -> list[str]:
 def test_private_uses_finds_imports_attributes_and_patches(tmp_path):
     probe = tmp_path / "test_probe.py"
     probe.write_text(
-        "from rr_model.tokens import _x, load_tokens\n"
-        "import rr_model.tokens as tok\n"
+        "from rr_model.data.token_cache import _x, load_tokens\n"
+        "import rr_model.data.token_cache as tok\n"
         "import os\n"
         "tok._y\n"
         "os._exit\n"
         "tok.__name__\n"
         "def test(monkeypatch):\n"
-        "    from rr_model.core import files\n"
+        "    from rr_core import files\n"
         "    monkeypatch.setattr(files, '_z', None)\n"
-        "    monkeypatch.setattr('rr_model.core.files._w', None)\n"
+        "    monkeypatch.setattr('rr_core.files._w', None)\n"
         "    monkeypatch.setattr(os, '_v', None)\n"
-        "TARGETS = [('rr_model.results.dataset', '_parse'), ('os', '_u')]\n"
+        "TARGETS = [('rr_core.sweepfile.dataset', '_parse'), ('os', '_u')]\n"
     )
     assert private_uses(probe) == [
         "test_probe.py:1 _x",
@@ -233,3 +233,42 @@ def test_every_grouping_states_observed_true():
     Stating observed=True gives the same result under both."""
     found = [f for path in SOURCES for f in unobserved_groupings(path)]
     assert not found, f"groupby/pivot_table without observed=True: {', '.join(found)}"
+
+
+def test_no_two_library_modules_share_a_name():
+    """One name, one module: rr_core, rr_model and rr_analysis never hold two modules of one name (a reader
+    who finds `curves.py` knows which it is); cli's modules are named for their commands."""
+    seen: dict[str, list[str]] = {}
+    for folder in ("rr_core", "rr_model", "rr_analysis"):
+        for path in (ROOT / folder).rglob("*.py"):
+            if path.name != "__init__.py":
+                seen.setdefault(path.stem, []).append(str(path.relative_to(ROOT)))
+    assert {name: paths for name, paths in seen.items() if len(paths) > 1} == {}
+
+
+def test_importing_the_ground_loads_no_torch_and_no_pandas():
+    """`import rr_core` and its lazy names: the ground is torch-free, and pandas loads with the sweep file."""
+    code = (
+        "import sys, rr_core, rr_core.shapes, rr_core.plugins, rr_core.ladder; "
+        "print(sorted(m for m in ('torch', 'pandas', 'scipy') if m in sys.modules)); "
+        "from rr_core import load_sweep; load_sweep(); "
+        "print(sorted(m for m in ('torch', 'pandas') if m in sys.modules))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True
+    )
+    assert result.stdout.split("\n")[:2] == ["[]", "['pandas']"]
+
+
+def test_notebook_names_come_from_the_packages_users_think_in():
+    """`from rr_analysis import load_sweep, gap_table, emergence_figure` works, lazily: the package loads no
+    pandas until a name is used, and each name is the object of the module that defines it."""
+    import rr_analysis
+    from rr_analysis import emergence_figure, gap_table, load_sweep
+    from rr_analysis.figures.gaps import emergence_figure as defined
+    from rr_analysis.stats.gap_tests import gap_table as gap_defined
+
+    assert emergence_figure is defined and gap_table is gap_defined and callable(load_sweep)
+    assert {"load_sweep", "gap_table", "emergence_figure", "write_report"} <= set(dir(rr_analysis))
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        rr_analysis.nope  # noqa: B018

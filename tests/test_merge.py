@@ -8,9 +8,9 @@ import shutil
 import pytest
 from conftest import rr
 
-from rr_model.results.dataset import append_rows, bundled_path, load_sweep
-from rr_model.results.merge import merge_sweeps
-from rr_model.results.provenance import append_record, read_records, sidecar_path
+from rr_core.sweepfile.dataset import append_rows, bundled_path, load_sweep
+from rr_core.sweepfile.merge import merge_sweeps
+from rr_core.sweepfile.provenance import append_record, read_records, sidecar_path
 
 
 def row(seed: int, val_loss: float, variant: str = "highway", steps: int = 8000) -> dict:

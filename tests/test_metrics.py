@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from rr_model.results.curves import load_curves, metrics_path, read_metrics
+from rr_core.sweepfile.metrics_log import load_curves, metrics_path, read_metrics
 
 
 def wandb_history(run_file: Path) -> list[dict]:
@@ -113,8 +113,8 @@ def test_a_resumed_run_continues_its_wandb_run_and_log(tmp_path, monkeypatch):
 
 
 def test_an_unknown_backend_is_refused():
-    from rr_model.core.errors import InputError
-    from rr_model.runs import TrainConfig
+    from rr_core.errors import InputError
+    from rr_model.run_config import TrainConfig
 
     with pytest.raises(InputError, match="log .* must name only tensorboard and wandb"):
         TrainConfig(size="tiny", log=("mlflow",))

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from rr_analysis.mixed import BlockModel, mixed_table
+from rr_analysis.stats.mixed import BlockModel, mixed_table
 
 
 def statsmodels_fit(df: pd.DataFrame, formula: str, groups, reml: bool = True):

@@ -7,8 +7,8 @@ import math
 import pytest
 import torch
 
-from rr_model.core.ladder import RECIPE
-from rr_model.core.variants import NAMES
+from rr_core.ladder import RECIPE
+from rr_core.variants import NAMES
 from rr_model.model import GPT, RESIDUALS, GPTConfig
 
 GATED = ("review_neutral", "highway", "review_convex")

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from rr_analysis.numbers import fixed, p_value
-from rr_analysis.stats import gap_table
-from rr_model.results.dataset import load_sweep
+from rr_analysis.stats.gap_tests import gap_table
+from rr_core.sweepfile.dataset import load_sweep
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -12,10 +12,10 @@ from conftest import rr
 from matplotlib.colors import same_color
 from matplotlib.figure import Figure
 
-from rr_analysis import plots
-from rr_analysis.stats import gap_table
-from rr_model.core.variants import BASELINES, colour
-from rr_model.results.dataset import load_sweep
+from rr_analysis import figures as plots
+from rr_analysis.stats.gap_tests import gap_table
+from rr_core.sweepfile.dataset import load_sweep
+from rr_core.variants import BASELINES, colour
 
 SIZES = ["60M", "150M", "320M", "590M", "1B"]
 SIGNATURES = {"png": b"\x89PNG\r\n\x1a\n", "pdf": b"%PDF-"}
@@ -351,12 +351,12 @@ def test_an_unregistered_variant_is_labelled_by_its_name_in_a_colour_no_register
 
 
 def test_a_sweep_given_for_a_gap_table_is_told_which_function_makes_one():
-    from rr_model.core.errors import InputError
+    from rr_core.errors import InputError
 
     with pytest.raises(InputError) as err:
         plots.emergence_figure(load_sweep())
     assert str(err.value) == (
-        "emergence_figure reads the per-size gap table that rr_analysis.stats.gap_table makes, not a sweep "
+        "emergence_figure reads the per-size gap table that rr_analysis.stats.gap_tests.gap_table makes, not a sweep "
         "(the rows of load_sweep): pass it gap_table(df), e.g. emergence_figure(gap_table(load_sweep()))"
     )
 
@@ -365,7 +365,7 @@ def test_a_sweep_given_for_a_gap_table_is_told_which_function_makes_one():
 
 
 def test_emergence_draws_the_primary_line_and_its_band_when_given(sweep, table):
-    from rr_analysis.forecast import forecast, meta_line
+    from rr_analysis.stats.forecast import forecast, meta_line
 
     line = meta_line(sweep)
     ax = plots.emergence_figure(table, line=line).axes[0]
@@ -381,7 +381,7 @@ def test_emergence_draws_the_primary_line_and_its_band_when_given(sweep, table):
 
 
 def test_forecast_figure_draws_both_intervals_past_the_shaded_range(sweep, table):
-    from rr_analysis.forecast import forecast, meta_line
+    from rr_analysis.stats.forecast import forecast, meta_line
 
     fc = forecast(sweep, ["3B", "7B"])
     fig = plots.forecast_figure(table, meta_line(sweep, ["3B", "7B"]), fc)
@@ -398,7 +398,7 @@ def test_forecast_figure_draws_both_intervals_past_the_shaded_range(sweep, table
 
 
 def test_forecast_figure_without_a_line_says_why(sweep):
-    from rr_analysis.forecast import forecast, meta_line
+    from rr_analysis.stats.forecast import forecast, meta_line
 
     cut = sweep[sweep["size"].isin(["60M", "1B"])]
     with pytest.raises(plots.PlotError, match="needs a size-level line"):

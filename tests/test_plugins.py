@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from rr_model.core.errors import InputError
-from rr_model.core.variants import VARIANTS
-from rr_model.plugins import ENV, register_residual
+from rr_core.errors import InputError
+from rr_core.plugins import ENV, register_residual
+from rr_core.variants import VARIANTS
 
 ROOT = Path(__file__).resolve().parent.parent
 PLUGIN = '''
@@ -96,9 +96,9 @@ def test_a_plugins_rule_is_built_counted_and_initialised_as_rr_s_own(plugin, tmp
     got = in_child(
         """
         import torch
-        from rr_model.config import model_config
+        from rr_core.shapes import model_config
         from rr_model.model import GPT
-        from rr_model.plugins import provenance
+        from rr_core.plugins import provenance
         out = {}
         for variant in ("myrule", "mygate", "review_neutral"):
             cfg = model_config("tiny", variant, 257)
@@ -201,7 +201,7 @@ def test_an_installed_package_s_entry_point_is_found(tmp_path):
         PLUGIN.replace('"myrule"', '"eprule"').replace('"mygate"', '"epgate"')
     )
     got = in_child(
-        "from rr_model.config import size_table\nout = sorted({r['variant'] for r in size_table()})",
+        "from rr_core.shapes import size_table\nout = sorted({r['variant'] for r in size_table()})",
         "",
         tmp_path,
         str(site),
@@ -252,7 +252,7 @@ def test_register_residual_refuses_what_could_not_be_a_rule(name, rule, colour, 
 
 def test_a_slurm_job_carries_the_submitter_s_plugins(monkeypatch):
     pytest.importorskip("submitit")
-    from rr_model.runs import TrainConfig
+    from rr_model.run_config import TrainConfig
     from rr_model.sweep.slurm import TrainJob
 
     monkeypatch.setenv(ENV, "mylab.rules,./myrule.py")

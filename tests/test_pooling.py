@@ -11,9 +11,9 @@ import pandas as pd
 import pytest
 from conftest import rr
 
-from rr_analysis.pooling import pool_check, row_flags
-from rr_model.results.dataset import append_rows, bundled_path, write_sweep
-from rr_model.results.provenance import append_record, sidecar_path
+from rr_analysis.stats.pooling import pool_check, row_flags
+from rr_core.sweepfile.dataset import append_rows, bundled_path, write_sweep
+from rr_core.sweepfile.provenance import append_record, sidecar_path
 
 
 def new_seed(sweep: pd.DataFrame, seed: int = 5, shift: float = 0.004, jitter: float = 0.003) -> pd.DataFrame:

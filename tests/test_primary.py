@@ -11,11 +11,11 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from rr_analysis.effect import hedges_g, hedges_j
-from rr_analysis.equivalence import equivalence
-from rr_analysis.exact import NORMAL_MAX_ERROR, monte_carlo_sign_flip, sign_flip
-from rr_analysis.power import pooled_resid_sd, seed_plan, t_test_power
-from rr_analysis.stats import gap_table, paired_table, welch_table
+from rr_analysis.stats.effect import hedges_g, hedges_j
+from rr_analysis.stats.equivalence import equivalence
+from rr_analysis.stats.exact import NORMAL_MAX_ERROR, monte_carlo_sign_flip, sign_flip
+from rr_analysis.stats.gap_tests import gap_table, paired_table, welch_table
+from rr_analysis.stats.power import pooled_resid_sd, seed_plan, t_test_power
 
 # --- Hedges' g ---------------------------------------------------------------------------------------------
 
@@ -112,7 +112,7 @@ def test_equivalence_verdicts_on_published_data(sweep):
 
 
 def test_pooled_residual_sd_is_the_df_weighted_block_anova(sweep):
-    from rr_analysis.mixed import mixed_table
+    from rr_analysis.stats.mixed import mixed_table
 
     m = mixed_table(sweep).drop_duplicates("size")
     pooled = np.sqrt((m["resid_var"] * m["mixed_df"]).sum() / m["mixed_df"].sum())

@@ -19,10 +19,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rr_analysis.emergence import emergence
-from rr_analysis.forecast import forecast
-from rr_analysis.mixed import mixed_table
-from rr_model.results.dataset import load_sweep
+from rr_analysis.stats.emergence import emergence
+from rr_analysis.stats.forecast import forecast
+from rr_analysis.stats.mixed import mixed_table
+from rr_core.sweepfile.dataset import load_sweep
 
 ORACLE = Path(__file__).with_name("oracle.R")
 PACKAGES = ("lmerTest", "metafor", "jsonlite", "pbkrtest")

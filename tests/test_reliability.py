@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from rr_model.results.dataset import FIELDS, append_rows, format_row, load_sweep
+from rr_core.sweepfile.csv_text import FIELDS
+from rr_core.sweepfile.dataset import append_rows, format_row, load_sweep
 
 HEADER = ",".join(FIELDS)
 LINE = "60M,review_neutral,{seed},59.47,8000,1.7016,0.0087,6.9"
@@ -27,9 +28,9 @@ ROW = {"size": "60M", "variant": "review_neutral", "seed": 9, "params_M": 59.47,
 # Runs `call` in a child whose files may grow to argv[1] bytes at most; prints the rr error it raised.
 LIMITED = """
 import resource, sys
-from rr_model.core.errors import RRError
-from rr_model.results.dataset import append_rows
-from rr_model.results.provenance import append_record
+from rr_core.errors import RRError
+from rr_core.sweepfile.dataset import append_rows
+from rr_core.sweepfile.provenance import append_record
 resource.setrlimit(resource.RLIMIT_FSIZE, (int(sys.argv[1]), resource.RLIM_INFINITY))
 try:
     {call}
@@ -77,8 +78,8 @@ def test_a_run_record_that_does_not_fit_leaves_the_sidecar_as_it_was(tmp_path):
 # row into the page it has and fails on the next: the short write that once left a torn `minutes` value.
 TMPFS = """
 import errno, os, sys
-from rr_model.core.errors import RRError
-from rr_model.results.dataset import append_rows, load_sweep
+from rr_core.errors import RRError
+from rr_core.sweepfile.dataset import append_rows, load_sweep
 mnt, header, line, row = sys.argv[1], sys.argv[2], sys.argv[3], eval(sys.argv[4])
 if os.system(f"mount -t tmpfs -o size=64k tmpfs {mnt}") != 0:
     sys.exit(77)
@@ -141,7 +142,7 @@ def test_a_failed_write_names_the_file_meant_not_its_temporary_name(tmp_path):
     target = tmp_path / "fig.png"
     code = textwrap.dedent(f"""
         import resource
-        from rr_model.core.files import atomic_write
+        from rr_core.files import atomic_write
         resource.setrlimit(resource.RLIMIT_FSIZE, (100, resource.RLIM_INFINITY))
         try:
             atomic_write({str(target)!r}, lambda f: f.write(b"x" * 1000))
@@ -159,11 +160,11 @@ def test_a_run_whose_row_does_not_fit_keeps_its_checkpoint_and_resume_writes_the
 ):
     from conftest import TINY_RUN
 
-    from rr_model import train as trainer
-    from rr_model.core.errors import InputError
-    from rr_model.core.files import Unwritten
-    from rr_model.results.provenance import read_records, sidecar_path
-    from rr_model.runs import TrainConfig
+    from rr_core.errors import InputError
+    from rr_core.files import Unwritten
+    from rr_core.sweepfile.provenance import read_records, sidecar_path
+    from rr_model import trainer as trainer
+    from rr_model.run_config import TrainConfig
 
     out, real = tmp_path / "full.csv", trainer.append_rows
 
@@ -191,7 +192,7 @@ def test_a_run_whose_row_does_not_fit_keeps_its_checkpoint_and_resume_writes_the
 
 def merge_inputs(tmp_path: Path, curve: int) -> list[Path]:
     """Two sweep files of one row each, the second with a run record whose loss curve has `curve` points."""
-    from rr_model.results.provenance import append_record, sidecar_path
+    from rr_core.sweepfile.provenance import append_record, sidecar_path
 
     a, b = sweep_file(tmp_path / "a", seeds=(0,)), sweep_file(tmp_path / "b", seeds=(1,))
     record = {"size": "60M", "variant": "review_neutral", "seed": 1, "loss_curve": [[1, 2.5]] * curve}
@@ -205,12 +206,12 @@ def test_a_merge_out_of_space_leaves_neither_file_and_the_rerun_succeeds(tmp_pat
     inputs, out = merge_inputs(tmp_path, curve), tmp_path / "m.csv"
     sizes = {"csv": len(HEADER) + 2 * len(LINE) + 10, "sidecar": 30 + 10 * curve}
     limit = min(sizes.values()) + abs(sizes["csv"] - sizes["sidecar"]) // 2  # room for the smaller only
-    call = f"from rr_model.results.merge import merge_sweeps; merge_sweeps({list(map(str, inputs))!r}, {str(out)!r})"
+    call = f"from rr_core.sweepfile.merge import merge_sweeps; merge_sweeps({list(map(str, inputs))!r}, {str(out)!r})"
     code = LIMITED.format(call=call).replace("except RRError", "except OSError")
     done = subprocess.run([sys.executable, "-c", code, str(limit)], capture_output=True, text=True)
     assert done.returncode == 3 and "File too large" in done.stdout, done.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a", "b"]
-    from rr_model.results.merge import merge_sweeps
+    from rr_core.sweepfile.merge import merge_sweeps
 
     assert merge_sweeps(inputs, out)["records"] == 1
 
@@ -220,7 +221,7 @@ def test_a_merge_reads_each_file_and_its_sidecar_under_the_file_lock(tmp_path, m
     import fcntl
     import os
 
-    from rr_model.results import merge
+    from rr_core.sweepfile import merge
 
     (tmp_path / "a").mkdir(), (tmp_path / "b").mkdir()
     inputs = merge_inputs(tmp_path, 1)
@@ -246,7 +247,7 @@ def test_a_row_and_its_record_are_appended_under_the_row_lock(tmp_path):
     import fcntl
     import os
 
-    from rr_model.results.provenance import append_record, read_records, sidecar_path
+    from rr_core.sweepfile.provenance import append_record, read_records, sidecar_path
 
     path = sweep_file(tmp_path)
     held = []
@@ -269,20 +270,20 @@ def test_a_row_and_its_record_are_appended_under_the_row_lock(tmp_path):
 
 
 def test_a_file_saved_into_the_report_folder_during_the_build_is_never_deleted(tmp_path, monkeypatch):
-    from rr_analysis import plots
+    from rr_analysis import report
     from rr_analysis.report import write_report
-    from rr_model.core.files import Foreign
+    from rr_core.files import Foreign
 
     out = tmp_path / "rep"
     write_report(load_sweep(), out, dpi=20)
     before = {p.name: p.read_bytes() for p in out.iterdir()}
-    real = plots.save_figure
+    real = report.save_figure
 
     def user_saves_meanwhile(fig, path, **kwargs):  # the instant between rr's check and its swap
         (out / "notes.txt").write_text("mine")
         return real(fig, path, **kwargs)
 
-    monkeypatch.setattr(plots, "save_figure", user_saves_meanwhile)
+    monkeypatch.setattr(report, "save_figure", user_saves_meanwhile)
     with pytest.raises(Foreign, match=f"{out} changed while rr was writing it: .*notes.txt"):
         write_report(load_sweep(), out, dpi=20)
     assert (out / "notes.txt").read_text() == "mine"
@@ -291,7 +292,7 @@ def test_a_file_saved_into_the_report_folder_during_the_build_is_never_deleted(t
 
 
 def test_atomic_dir_deletes_only_the_names_it_owns(tmp_path):
-    from rr_model.core.files import atomic_dir
+    from rr_core.files import atomic_dir
 
     out = tmp_path / "d"
     out.mkdir()
@@ -305,9 +306,9 @@ def test_atomic_dir_deletes_only_the_names_it_owns(tmp_path):
 
 
 def test_an_edit_saved_into_the_card_while_rr_rewrites_it_is_kept(tmp_path, monkeypatch):
-    from rr_analysis import tables
-    from rr_analysis.stats import gap_table
-    from rr_model.core.files import Foreign
+    from rr_analysis.stats.gap_tests import gap_table
+    from rr_analysis.tables import card as tables
+    from rr_core.files import Foreign
 
     card = tmp_path / "README.md"
     card.write_text(f"intro\n{tables.CARD_BEGIN}\nold\n{tables.CARD_END}\n")
@@ -331,8 +332,8 @@ def test_an_edit_saved_into_the_card_while_rr_rewrites_it_is_kept(tmp_path, monk
 WRITERS = {
     "checkpoint": "from rr_model import checkpoint; import torch\n"
     "checkpoint.save(target, {'step': 1, 'w': torch.zeros(4096)})",
-    "figure": "import matplotlib; matplotlib.use('Agg')\nfrom rr_analysis.plots import save_figure, scaling_figure\n"
-    "from rr_model.results.dataset import load_sweep\nfig = scaling_figure(load_sweep())\n"
+    "figure": "import matplotlib; matplotlib.use('Agg')\nfrom rr_analysis.figures import save_figure, scaling_figure\n"
+    "from rr_core.sweepfile.dataset import load_sweep\nfig = scaling_figure(load_sweep())\n"
     "setrlimit()\nsave_figure(fig, target, dpi=60)",
     "sweep state": "from rr_model.sweep.jobs import add_jobs\n"
     "add_jobs(target.with_name('s.csv'), [{'job_id': str(i), 'note': 'x' * 100} for i in range(40)])",
@@ -340,7 +341,7 @@ WRITERS = {
 WRITER = """
 import resource, sys
 from pathlib import Path
-from rr_model.core.errors import RRError
+from rr_core.errors import RRError
 target = Path(sys.argv[1])
 def setrlimit():
     resource.setrlimit(resource.RLIMIT_FSIZE, (int(sys.argv[2]), resource.RLIM_INFINITY))

@@ -8,12 +8,12 @@ import numpy as np
 import pytest
 from conftest import rr
 
-from rr_analysis.emergence import emergence
-from rr_analysis.notes import recipe_notes
-from rr_analysis.power import power_table
-from rr_analysis.stats import gap_table
-from rr_analysis.tables import render
-from rr_model.results.dataset import bundled_path, load_sweep
+from rr_analysis.stats.emergence import emergence
+from rr_analysis.stats.gap_tests import gap_table
+from rr_analysis.stats.notes import recipe_notes
+from rr_analysis.stats.power import power_table
+from rr_analysis.tables.render import render
+from rr_core.sweepfile.dataset import bundled_path, load_sweep
 
 LINK = re.compile(r"!\[[^\]]*\]\(([^)]+)\)")
 FIGURES = [

@@ -13,9 +13,9 @@ from conftest import rr
 from scipy import stats
 from statsmodels.stats.weightstats import ttost_paired
 
-from rr_analysis.reproduction import MARGIN_FRACTION, NOISE_FRACTION, reproduction
-from rr_model.core.errors import InputError
-from rr_model.results.dataset import load_sweep, write_sweep
+from rr_analysis.stats.reproduction import MARGIN_FRACTION, NOISE_FRACTION, reproduction
+from rr_core.errors import InputError
+from rr_core.sweepfile.dataset import load_sweep, write_sweep
 
 
 def offset(sweep: pd.DataFrame, sizes=("60M", "150M"), shift=0.0003, jitter=0.0002) -> pd.DataFrame:

@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 from conftest import rr
 
-from rr_analysis.scaling import SCALING_COLUMNS, power_law, scaling_fits
-from rr_analysis.tables import render
+from rr_analysis.stats.scaling import SCALING_COLUMNS, power_law, scaling_fits
+from rr_analysis.tables.render import render
 
 
 @pytest.fixture(scope="module")

@@ -11,8 +11,8 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from rr_analysis.cells import baselines_in_order
-from rr_analysis.stats import TABLE_COLUMNS, adjust_p, gap_table, paired_table, welch_table
+from rr_analysis.comparison import baselines_in_order
+from rr_analysis.stats.gap_tests import TABLE_COLUMNS, adjust_p, gap_table, paired_table, welch_table
 
 # Paper Table 2 and its published script: sizes by parameter count, highway then standard within a size.
 PUBLISHED_T = [0.42, -1.01, 0.81, -0.53, 0.50, 0.39, 3.28, 3.67, 2.31, 2.36]

@@ -8,11 +8,11 @@ import sys
 import pytest
 from conftest import rr
 
-from rr_analysis.power import seed_plan, seeds_for_effect
-from rr_model.results.dataset import load_sweep
-from rr_model.runs import TrainConfig
+from rr_analysis.stats.power import seed_plan, seeds_for_effect
+from rr_core.sweepfile.dataset import load_sweep, next_seeds
+from rr_model.run_config import TrainConfig
 from rr_model.sweep.child import config_from_json
-from rr_model.sweep.local import next_seeds, plan_sweep, train_command
+from rr_model.sweep.local import plan_sweep, train_command
 
 pytestmark = pytest.mark.usefixtures("offline")  # no hub; the session's token cache
 
@@ -121,7 +121,7 @@ def test_at_trains_a_size_past_the_published_ladder_from_a_ladder_file(tmp_path)
 
 
 def test_seeds_for_effect_plans_what_rr_sweep_effect_planned(sweep):
-    """The seeds `rr sweep --effect ... --dry-run` printed before the planning moved to rr_analysis.power."""
+    """The seeds `rr sweep --effect ... --dry-run` printed before the planning moved to rr_analysis.stats.power."""
     published = sweep
     plan = seeds_for_effect(published, 0.003)
     assert dict(zip(plan["size"], plan["new_seeds"], strict=True)) == {
@@ -153,7 +153,7 @@ def test_a_sweep_child_refuses_as_rr_train_did(tmp_path, capsys):
 
 
 def test_an_interrupted_sweep_child_says_what_it_kept(tmp_path, capsys, monkeypatch):
-    from rr_model import train as trainer
+    from rr_model import trainer as trainer
     from rr_model.sweep.child import config_json, main
 
     def interrupted(*args, **kwargs):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rr_model.core.variants import (
+from rr_core.variants import (
     EXTRA_COLOURS,
     VARIANTS,
     label,

@@ -19,9 +19,10 @@ import sys
 from dataclasses import asdict
 from typing import Any
 
-from rr_model.core.errors import RRError
-from rr_model.core.ladder import Recipe
-from rr_model.runs import TrainConfig, preflight
+from rr_core.errors import RRError
+from rr_core.ladder import Recipe
+from rr_model.planning import preflight
+from rr_model.run_config import TrainConfig
 
 __all__ = ["config_json", "config_from_json", "train_planned", "main"]
 
@@ -47,7 +48,7 @@ def config_from_json(text: str) -> TrainConfig:
 def train_planned(cfg: TrainConfig, out: str | os.PathLike) -> dict[str, Any] | None:
     """Train `cfg` into `out`, resuming from its checkpoint; its provenance record, or None when its row is
     already in `out` (the run finished just before an interruption, or another sweep trained it)."""
-    from rr_model.train import train_runs  # torch: only where a run trains
+    from rr_model.trainer import train_runs  # torch: only where a run trains
 
     if cfg.key in preflight(out, [cfg.size], ladder=cfg.ladder).keys:
         return None

@@ -9,21 +9,21 @@ checkpoints. Replaces the published orchestrator script and notebook.
 
 from __future__ import annotations
 
-import itertools
 import os
 import subprocess
 import sys
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from rr_model.core.errors import InputError
-from rr_model.core.ladder import PUBLISHED_SIZES, get_size, ladder_sizes, size_sort_key
-from rr_model.core.variants import COMPARED
-from rr_model.results.provenance import read_records, sidecar_path
-from rr_model.runs import TrainConfig, preflight
+from rr_core.errors import InputError
+from rr_core.ladder import PUBLISHED_SIZES, get_size, ladder_sizes, size_sort_key
+from rr_core.sweepfile.provenance import read_records, sidecar_path
+from rr_core.variants import COMPARED
+from rr_model.planning import preflight
+from rr_model.run_config import TrainConfig
 from rr_model.sweep.child import config_json
 
-__all__ = ["plan_sweep", "next_seeds", "train_command", "run_sweep"]
+__all__ = ["plan_sweep", "train_command", "run_sweep"]
 
 
 def plan_sweep(
@@ -40,7 +40,7 @@ def plan_sweep(
     sizes
         Ladder sizes; default the published ones (with a ``ladder`` option, every size of that file).
     seeds
-        Seeds for every size, or per size ({size: seeds}, as `next_seeds` gives); default each size's
+        Seeds for every size, or per size ({size: seeds}, as `rr_core.sweepfile.dataset.next_seeds` gives); default each size's
         published seeds (0 .. published_seeds - 1), so the default plan is the published sweep, or a
         ladder file's seeds.
     options
@@ -60,17 +60,6 @@ def plan_sweep(
         runs += [TrainConfig(size, v, s, **options) for s in size_seeds for v in variants]
     done = preflight(out, sizes, ladder=ladder).keys  # a new default file extends the published
     return [r for r in runs if r.key not in done], [r for r in runs if r.key in done]
-
-
-def next_seeds(
-    keys: set[tuple[str, str, int]], size: str, n: int, variants: tuple[str, ...] = COMPARED
-) -> list[int]:
-    """The `n` lowest seeds of `size` on which some of `variants` has no run in `keys`: the seeds to add.
-
-    A seed that a crash left incomplete comes first, so every added seed completes a pairable block.
-    """
-    missing = (s for s in itertools.count() if any((size, v, s) not in keys for v in variants))
-    return list(itertools.islice(missing, n))
 
 
 def train_command(cfg: TrainConfig, out: str | os.PathLike, nproc: int = 1) -> list[str]:

@@ -29,10 +29,11 @@ from typing import Any
 import submitit
 from submitit.helpers import Checkpointable, DelayedSubmission, TorchDistributedEnvironment
 
-from rr_model.core.errors import InputError
-from rr_model.core.files import pid_alive
-from rr_model.plugins import ENV
-from rr_model.runs import TrainConfig, dataset_keys, preflight
+from rr_core.errors import InputError
+from rr_core.files import pid_alive
+from rr_core.plugins import ENV
+from rr_model.planning import dataset_keys, preflight
+from rr_model.run_config import TrainConfig
 from rr_model.sweep.child import train_planned
 from rr_model.sweep.jobs import add_jobs, read_jobs
 from rr_model.sweep.sbatch import Resources, job_folder, part_path

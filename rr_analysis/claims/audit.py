@@ -1,0 +1,259 @@
+"""The paper's claims audited statcheck-style: each reported number recomputed from the data and judged over
+the interval its rounding allows, next to what the declared primary analysis says.
+
+The claims are data, not code: one record per reported number in `claims.toml`, shipped in the package
+(`CLAIMS_FILE`; its header lists the fields). Qualitative claims ("the gap grows across every size") are
+records too, each naming the check that judges it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from rr_analysis.claims.reported import load_claims, parse_reported
+from rr_analysis.claims.verdicts import (
+    budget_verdict,
+    claims_significant,
+    equivalence_verdict,
+    grim_possible,
+    grows_verdict,
+    judge,
+    primary_verdict,
+    recompute,
+    statistic_of,
+)
+from rr_analysis.comparison import ALPHA
+from rr_analysis.numbers import fixed
+from rr_analysis.stats.equivalence import DEFAULT_MARGIN, equivalence
+from rr_analysis.stats.gap_tests import gap_table
+from rr_analysis.stats.notes import recipe_notes
+from rr_core.variants import REFERENCE, label
+
+__all__ = [
+    "claims",
+    "CLAIM_COLUMNS",
+]
+
+
+CLAIM_COLUMNS: tuple[str, ...] = (
+    "id", "claim", "source", "size", "variant", "test", "sided", "reported", "statistic", "relation",
+    "reported_value", "reported_low", "reported_high", "n", "recomputed", "recomputed_low", "recomputed_high",
+    "df", "p", "p_adj", "grim", "verdict", "primary_p_adj", "primary", "evidence", "numbers",
+)  # fmt: skip
+
+
+def _arrays(df: pd.DataFrame, r: dict) -> tuple[list[np.ndarray], str]:
+    """The cell's runs a record is recomputed from, and why there are too few ("" when there are enough)."""
+    cell = df[df["size"] == r["size"]]
+    if r["test"] == "mean":
+        y = cell.loc[cell["variant"] == r["variant"], "val_loss"].to_numpy(float)
+        return [y], "" if len(y) else f"no {r['variant']} runs at {r['size']} in the data"
+    b = cell[cell["variant"] == r["baseline"]].set_index("seed")["val_loss"]
+    a = cell[cell["variant"] == REFERENCE].set_index("seed")["val_loss"]
+    if r["test"] == "paired":
+        shared = b.index.intersection(a.index)
+        b, a = b[shared], a[shared]
+    arrays = [b.to_numpy(float), a.to_numpy(float)]
+    few = min(len(x) for x in arrays) < 2
+    return arrays, f"fewer than 2 runs of {r['baseline']} or {REFERENCE} at {r['size']}" if few else ""
+
+
+def _row(r: dict, **fields) -> dict:
+    """A claims row: the record's id, words and source, `fields`, and NaN/"" for the rest."""
+    text = {"id", "claim", "source", "size", "variant", "test", "sided", "reported", "statistic", "relation",
+            "grim", "verdict", "primary", "evidence"}  # fmt: skip
+    row = {c: "" if c in text else math.nan for c in CLAIM_COLUMNS}
+    row.update(id=r["id"], claim=r["words"], source=r.get("source", ""), numbers={})
+    return {**row, **fields}
+
+
+def _evidence(test: str, stat: str, v: dict, adjust: str, m: int) -> str:
+    """The recomputed numbers in words; each of them is a column of the row too."""
+    lo, hi = v["recomputed_low"], v["recomputed_high"]
+    if test == "mean":
+        return f"mean of {v['n']} runs {fixed(v['recomputed'], 6)} (within the rows' rounding {fixed(lo, 6)} to {fixed(hi, 6)}); GRIM: {v['grim']}"
+    d = 3 if stat == "t" else 4
+    name = "Welch" if test == "welch" else "paired"
+    p = "" if stat == "p" else f", p {fixed(v['p'], 4)}"
+    shown = f"{name} {stat} {fixed(v['recomputed'], d)} (within the rows' rounding {fixed(lo, d)} to {fixed(hi, d)})"
+    return f"{shown} on {fixed(v['df'], 2)} df{p}; {adjust} over {m} {name} tests {fixed(v['p_adj'], 4)}"
+
+
+def _number_row(df: pd.DataFrame, r: dict, t: pd.DataFrame) -> dict:
+    """One reported number: recomputed from its cell's runs, judged, and read by the primary test."""
+    rep, sided = parse_reported(r["reported"], r.get("statistic")), r.get("sided", "two-sided")
+    low, high = rep.interval()
+    variant = r.get("baseline", r.get("variant"))
+    fields = dict(size=r["size"], variant=variant, test=r["test"], sided="" if r["test"] == "mean" else sided,
+                  reported=r["reported"], statistic=rep.statistic, relation=rep.relation, reported_value=rep.value,
+                  reported_low=low if np.isfinite(low) else math.nan,
+                  reported_high=high if np.isfinite(high) else math.nan)  # fmt: skip
+    arrays, short = _arrays(df, r)
+    if short:
+        return _row(r, **fields, n=min(len(a) for a in arrays), verdict=f"n/a: {short}", evidence=short)
+    stat = statistic_of(r["test"], sided)
+    at = 2 if rep.statistic == "p" else 0
+    v = dict(
+        zip(
+            ("recomputed", "recomputed_low", "recomputed_high"),
+            recompute(lambda a: stat(a)[at], arrays),
+            strict=True,
+        )
+    )
+    _, v["df"], v["p"] = stat(arrays)
+    v["n"] = min(len(a) for a in arrays)
+    claimed, found = claims_significant(rep, v["df"], sided), None if r["test"] == "mean" else v["p"] < ALPHA
+    verdict = judge(rep, v["recomputed"], v["recomputed_low"], v["recomputed_high"], claimed, found)
+    if r["test"] == "mean":
+        v["grim"] = "possible" if grim_possible(rep, v["n"]) else "impossible"
+        return _row(r, **fields, **v, verdict=verdict, primary="n/a: a mean, not a comparison",
+                    evidence=_evidence("mean", "mean", v, "", 0))  # fmt: skip
+    cell = t[(t["size"] == r["size"]) & (t["baseline"] == variant)]
+    v["p_adj"] = float(cell[f"p_adj_{r['test']}"].iloc[0]) if len(cell) else math.nan
+    primary = float(cell["p_adj_paired"].iloc[0]) if len(cell) else math.nan
+    m = int(t[f"family_m_{r['test']}"].iloc[0])
+    return _row(r, **fields, **v, verdict=verdict, primary_p_adj=primary, primary=primary_verdict(primary, claimed),
+                evidence=_evidence(r["test"], rep.statistic, v, t["adjust"].iloc[0], m))  # fmt: skip
+
+
+def _number(x) -> float | None:
+    return None if pd.isna(x) else float(x)
+
+
+def _grows(r: dict, t: pd.DataFrame) -> dict:
+    """ "the gap grows across every size": every consecutive pair of sizes, per baseline (paired gaps)."""
+    sizes, falls, numbers = list(dict.fromkeys(t["size"])), [], {}
+    for b, g in t.groupby("baseline", sort=False, observed=True):
+        gaps = g.set_index("size")["paired_diff"].reindex(sizes)
+        numbers |= {f"gap_{b}_{s}": _number(gaps[s]) for s in sizes}
+        falls += [f"{label(b)} {s0} {fixed(gaps[s0], 4)} -> {s1} {fixed(gaps[s1], 4)}"
+                  for s0, s1 in zip(sizes, sizes[1:], strict=False) if gaps[s1] < gaps[s0]]  # fmt: skip
+    return _row(r, test="per-size seed-paired gaps, consecutive sizes", numbers=numbers, verdict=grows_verdict(falls),
+                evidence=("falls: " + "; ".join(falls)) if falls else "rises at every step")  # fmt: skip
+
+
+def _emergence(r: dict, e: pd.DataFrame) -> dict:
+    """The emergence module's primary size-level verdict for the record's baseline, when it gives one."""
+    row = e[e["baseline"] == r["baseline"]] if "verdict" in e else e.iloc[:0]
+    if not len(row):
+        return _row(
+            r, variant=r["baseline"], verdict=f"n/a: no size-level test of {r['baseline']} on these data"
+        )
+    x = row.iloc[0]
+    test = str(x.get("primary", ""))
+    slope, p = x.get(f"{test}_slope"), x.get(f"{test}_p")
+    numbers = {"slope_per_decade": _number(slope), "p": _number(p)}
+    shown = (
+        f"slope {fixed(slope, 4)} per decade, p {p:.3g}" if pd.notna(slope) and pd.notna(p) else "no slope"
+    )
+    return _row(r, variant=r["baseline"], test=f"emergence, primary size-level test ({test})", numbers=numbers,
+                evidence=shown, verdict=x["verdict"], p=_number(p))  # fmt: skip
+
+
+def _no_advantage(r: dict, t: pd.DataFrame, e: pd.DataFrame, margin: float) -> dict:
+    """ "no advantage through <size>": differences the primary test finds, and whether TOST shows equivalence."""
+    small = [s for s in r["sizes"] if s in set(t["size"])]
+    cells = t[t["size"].isin(small)]
+    found = [f"{c.size} {label(c.baseline)} {fixed(c.gap, 4, sign=True)} (p {fixed(c.paired_p, 3)}, mixed {fixed(c.mixed_p, 3)})"
+             for c in cells.itertuples() if c.paired_p < ALPHA or c.mixed_p < ALPHA]  # fmt: skip
+    eq = e[e["size"].isin(small)]
+    top = eq["paired_tost_p"].max()
+    numbers = {"margin": margin, "tost_p_max": _number(top), "cells": len(eq),
+               "cells_failing": int((~(eq["paired_tost_p"] < ALPHA)).sum()),
+               **{f"gap_{c.baseline}_{c.size}": _number(c.gap) for c in cells.itertuples()},
+               **{f"paired_p_{c.baseline}_{c.size}": _number(c.paired_p) for c in cells.itertuples()},
+               **{f"mixed_p_{c.baseline}_{c.size}": _number(c.mixed_p) for c in cells.itertuples()}}  # fmt: skip
+    tost = f"; TOST p max {fixed(top, 3)}" if eq["paired_tost_p"].notna().any() else "; TOST n/a"
+    return _row(r, test=f"paired (primary) and mixed, raw p; TOST paired, margin ±{margin:g}", numbers=numbers,
+                evidence=("differences at 5%: " + "; ".join(found) if found else "no difference at 5%") + tost,
+                verdict=equivalence_verdict(eq["paired_tost_p"], margin), p=_number(top))  # fmt: skip
+
+
+def _budget(r: dict, df: pd.DataFrame) -> dict:
+    n = recipe_notes(df)
+    across, within = bool((n["kind"] == "token_budget").any()), bool((n["kind"] == "steps_within_size").any())
+    steps = df.groupby("size", observed=True)["steps"].max()
+    order = [s for s in dict.fromkeys(df["size"]) if s in steps]
+    shown = "/".join(str(int(steps[s])) for s in order)
+    return _row(r, test="recipe: steps per run", numbers={f"steps_{s}": int(steps[s]) for s in order},
+                evidence=f"steps by size {shown}; "
+                + ("variants differ within a size" if within else "identical within each size"),
+                verdict=budget_verdict(across, within))  # fmt: skip
+
+
+def claims(
+    df: pd.DataFrame,
+    margin: float = DEFAULT_MARGIN,
+    adjust: str = "holm",
+    records: str | Path | None = None,
+    baselines: Sequence[str] | None = None,
+) -> pd.DataFrame:
+    """The paper's claims audited: each reported number recomputed and judged statcheck-style.
+
+    Parameters
+    ----------
+    df
+        A validated sweep (`load_sweep`); the claims are read on this data.
+    margin
+        Equivalence margin (nats) for "no advantage" (`rr_analysis.stats.equivalence`).
+    adjust
+        Multiple-testing adjustment of each test's family (`rr_analysis.stats.gap_tests.ADJUST_METHODS`).
+    records
+        A claims file (`load_claims`); default `CLAIMS_FILE`, the paper's.
+    baselines
+        Audit only the claims about these baselines (and the claims that name none); None: every claim.
+
+    Returns
+    -------
+    DataFrame with `CLAIM_COLUMNS`, one row per record, in the file's order: ``id, claim`` (the paper's
+    words), ``source``, ``size, variant`` (the baseline compared with Review, or the arm of a mean),
+    ``test, sided``, ``reported`` (as written), ``statistic, relation, reported_value, reported_low,
+    reported_high`` (the interval the written number stands for; empty where unbounded), ``n`` (runs per
+    arm), ``recomputed, recomputed_low, recomputed_high`` (from the data, and its range within the data's own
+    4-decimal rounding), ``df, p`` (the recomputed test), ``p_adj`` (that test adjusted over its family),
+    ``grim`` (means: "possible" or "impossible"), ``verdict`` (one of `VERDICTS` for a number, the check's
+    statement for a qualitative claim, "n/a: <reason>" where the data cannot say), ``primary_p_adj,
+    primary`` (the primary test's adjusted p for the cell and what it says of the claim), ``evidence``
+    (the numbers in words) and ``numbers`` (a qualitative claim's numbers by name; {} for a number).
+
+    Notes
+    -----
+    A number written with d decimals stands for [v - h, v + h), h = 0.5 10^-d (p < 0.05 for (-inf, 0.05)).
+    "decision error": the significance at 0.05 that the written number states (for t, through the
+    recomputed df) differs from the recomputed one. The primary analysis is the seed-paired t-test per size,
+    adjusted over its family (`gap_table`); Welch is the paper's test.
+
+    Example
+    -------
+    >>> from rr_core.sweepfile.dataset import load_sweep
+    >>> c = claims(load_sweep()).set_index("id")
+    >>> round(float(c.loc["t_590M_highway", "recomputed"]), 2), c.loc["t_590M_highway", "verdict"]
+    (3.28, 'consistent')
+    """
+    t, rows, fits = gap_table(df, adjust), [], {}
+    for r in load_claims(records):
+        if baselines is not None and r.get("baseline") not in (None, *baselines):
+            continue
+        if "check" not in r:
+            sizes = set(df["size"])
+            rows.append(_number_row(df, r, t) if r["size"] in sizes else _row(
+                r, size=r["size"], variant=r.get("baseline", r.get("variant")), reported=r["reported"],
+                verdict=f"n/a: no runs at {r['size']} in the data"))  # fmt: skip
+        elif r["check"] == "grows":
+            rows.append(_grows(r, t))
+        elif r["check"] == "emergence":
+            from rr_analysis.stats.emergence import emergence
+
+            fits.setdefault("emergence", emergence(df))
+            rows.append(_emergence(r, fits["emergence"]))
+        elif r["check"] == "no_advantage":
+            rows.append(_no_advantage(r, t, equivalence(df, margin), margin))
+        else:
+            rows.append(_budget(r, df))
+    out = pd.DataFrame(rows, columns=list(CLAIM_COLUMNS))
+    return out.astype({"n": "Int64"})

@@ -1,0 +1,251 @@
+"""Figures of the gap by size: the paper's Figure 2 (`emergence_figure`) with the primary size-level line
+and its band, and the same line carried past the sweep (`forecast_figure`).
+"""
+
+from __future__ import annotations
+
+import matplotlib as mpl
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+
+from rr_analysis.comparison import ALPHA
+from rr_analysis.figures.axes import STYLE, compared, few_seeds, gap_axis, new_figure, size_ticks
+from rr_analysis.figures.estimates import adjust_name, gap_estimates, require_gap_table, test_name
+from rr_analysis.stats.gap_tests import PRIMARY_TEST
+from rr_core.errors import PlotError
+from rr_core.variants import REFERENCE, label, matched, palette
+
+__all__ = [
+    "emergence_figure",
+    "forecast_figure",
+]
+
+
+def emergence_figure(
+    table: pd.DataFrame,
+    *,
+    stat: str = PRIMARY_TEST,
+    ci: bool = False,
+    title: str | None = None,
+    line: pd.DataFrame | None = None,
+) -> Figure:
+    """The paper's Figure 2: Review's (the reference's) advantage over each baseline against model size.
+
+    Parameters
+    ----------
+    table
+        `rr_analysis.stats.gap_tests.gap_table` of the sweep; its ``adjust`` method decides the stars, its comparison
+        columns (`rr_analysis.comparison.STAMP`) the reference and metric the labels name. Needs a gap at two
+        sizes or more.
+    stat
+        Which test's estimate, error bar and significance are drawn: ``"paired"`` (the declared primary,
+        `rr_analysis.stats.gap_tests.PRIMARY_TEST`), ``"mixed"`` or ``"welch"`` (the paper's; see
+        `rr_analysis.figures.estimates.gap_estimates`).
+    ci
+        Draw the 95% confidence interval instead of +-1 standard error.
+    title
+        Figure title; None for the default.
+    line
+        `rr_analysis.stats.forecast.meta_line`: the primary size-level model's fitted line per baseline, drawn
+        with its 95% confidence band; None draws none.
+
+    Notes
+    -----
+    x: the reference's mean parameter count at each size (log scale, ticks labelled with the size names). y:
+    the test's estimate of gap = baseline loss - reference loss (of the table's metric; reference - baseline
+    when higher is better), one line per baseline, positive favours the reference. A
+    dashed line marks zero; a star marks an adjusted p < `rr_analysis.comparison.ALPHA` (the table's method
+    over its family of cells, named in the subtitle) and sits beyond the bar on the estimate's side of
+    zero. The paper's figure is ``stat="welch"`` on ``gap_table(df, adjust="none")``. The baselines are
+    nudged a few points apart horizontally so their bars do not hide each other; the data coordinates stay
+    exact. A point whose test is n/a is drawn without a bar (its reason is in the table).
+
+    Example
+    -------
+    >>> from rr_core.sweepfile.dataset import load_sweep
+    >>> from rr_analysis.stats.gap_tests import gap_table
+    >>> fig = emergence_figure(gap_table(load_sweep()), ci=True)
+    """
+    require_gap_table(table, "emergence_figure")
+    reference, metric, higher = compared(table)
+    ref = label(reference)
+    est = gap_estimates(table, stat)
+    est = est[np.isfinite(est["estimate"])]
+    sizes = list(dict.fromkeys(table["size"]))
+    drawn = [s for s in sizes if s in set(est["size"])]
+    if len(drawn) < 2:
+        raise PlotError(
+            f"the emergence plot needs the gap at two sizes or more ({ref} and a baseline both run there); "
+            f"the data have it at {len(drawn)} ({', '.join(drawn) or 'none'})"
+        )
+    baselines = list(dict.fromkeys(est["baseline"]))
+    colours = palette(baselines)
+    with mpl.rc_context(STYLE):
+        fig = new_figure(6.4, 4.4, title or f"{ref}'s advantage over each baseline, by model size")
+        ax = fig.add_subplot()
+        ax.axhline(0.0, color="0.35", ls="--", lw=0.9, zorder=1, gid="zero")
+        for i, b in enumerate(baselines):
+            points = (i - (len(baselines) - 1) / 2) * 5 / 72
+            nudge = ax.transData + mpl.transforms.ScaledTranslation(points, 0, fig.dpi_scale_trans)
+            _gap_line(ax, est[est["baseline"] == b], b, colours[b], nudge, ci, reference == REFERENCE)
+        if line is not None:
+            _fitted_lines(ax, line, colours)
+        seeds = table.groupby("size", sort=False, observed=True)[
+            "n_pairs" if stat == "paired" else "n_review"
+        ].max()
+        size_ticks(ax, table.drop_duplicates("size").set_index("size")["params_M"][sizes], few_seeds(seeds))
+        ax.margins(x=0.08, y=0.12)
+        ax.set_xlabel(f"Parameters ({ref}, log scale)")
+        ax.set_ylabel(gap_axis(reference, metric, higher))
+        ax.set_title(_stars_say(table, stat, ci), loc="left", fontsize=8, color="0.3")
+        ax.legend(title=f"{ref} vs.", loc="best")
+    return fig
+
+
+LINE_SAYS = "dotted: size-level meta-regression on log10(params)\n(primary; REML, Knapp-Hartung), band 95% CI"
+
+
+def _fitted_lines(ax, line: pd.DataFrame, colours: dict[str, str], pi: bool = False) -> None:
+    """Each baseline's fitted size-level line with its 95% CI band (and PI band), and one legend entry."""
+    for b, g in line.groupby("baseline", sort=False, observed=True):
+        c = colours.get(b, "0.4")
+        x = g["params_M"].to_numpy(float)
+        ax.plot(x, g["pred"], color=c, lw=1.0, ls=":", zorder=2, gid=f"fit:{b}")
+        ax.fill_between(x, g["ci_low"], g["ci_high"], color=c, alpha=0.15, lw=0, zorder=1, gid=f"fit_ci:{b}")
+        if pi:
+            ax.fill_between(
+                x, g["pi_low"], g["pi_high"], color=c, alpha=0.07, lw=0, zorder=1, gid=f"fit_pi:{b}"
+            )
+    if len(line):
+        ax.plot([], [], color="0.4", lw=1.0, ls=":", label=LINE_SAYS + (", light band 95% PI" if pi else ""))
+
+
+def forecast_figure(
+    table: pd.DataFrame, line: pd.DataFrame, forecast: pd.DataFrame, *, title: str | None = None
+) -> Figure:
+    """The primary size-level line carried past the sweep: observed gaps, the line, and each forecast point.
+
+    Parameters
+    ----------
+    table
+        `rr_analysis.stats.gap_tests.gap_table` of the sweep: the observed seed-paired gaps and their 95% CIs.
+    line
+        `rr_analysis.stats.forecast.meta_line` reaching the forecast sizes: the line with its CI and PI bands.
+    forecast
+        `rr_analysis.stats.forecast.forecast`: each forecast size's predicted gap, 95% CI (thick bar) and 95% PI
+        (thin bar).
+    title
+        Figure title; None for the default.
+
+    Notes
+    -----
+    One facet per baseline. x: Review's parameter count (log scale; ticks at the sweep's sizes and the
+    forecast sizes), y: gap = baseline loss - Review loss. Shaded: past the largest size of the sweep, where
+    the line is an extrapolation (its warning is in the forecast table). The line is the primary size-level
+    test's model, the band its 95% CI, the lighter band its 95% PI.
+
+    Example
+    -------
+    >>> from rr_core.sweepfile.dataset import load_sweep
+    >>> from rr_analysis.stats.forecast import forecast, meta_line
+    >>> from rr_analysis.stats.gap_tests import gap_table
+    >>> d = load_sweep()
+    >>> fig = forecast_figure(gap_table(d), meta_line(d, ["3B"]), forecast(d, ["3B"]))
+    """
+    require_gap_table(table, "forecast_figure")
+    fc = forecast[np.isfinite(forecast["pred"].to_numpy(float))]
+    if fc.empty:
+        raise PlotError(
+            "the forecast plot needs a size-level line (3 or more sizes with a paired gap) for a baseline; "
+            "there is none here (rr analyze forecast says why)"
+        )
+    baselines = list(dict.fromkeys(fc["baseline"]))
+    colours, est = palette(baselines), gap_estimates(table, "paired")
+    ref = label(fc["reference"].iloc[0]) if "reference" in fc else label(REFERENCE)
+    sizes = table.drop_duplicates("size").set_index("size")["params_M"]
+    ticks = pd.concat([sizes, fc.drop_duplicates("at").set_index("at")["params"] / 1e6])
+    with mpl.rc_context(STYLE):
+        fig = new_figure(
+            4.2 * len(baselines) + 0.6, 4.4, title or f"{ref}'s advantage, forecast past the sweep"
+        )
+        axes = fig.subplots(1, len(baselines), squeeze=False, sharey=True).ravel()
+        for ax, b in zip(axes, baselines, strict=True):
+            ax.set_xscale("log")
+            _forecast_facet(ax, est[est["baseline"] == b], line[line["baseline"] == b], fc[fc["baseline"] == b],
+                            colours[b], sizes.max(), ticks.max() * 1.4)  # fmt: skip
+            size_ticks(ax, ticks[~ticks.index.duplicated()])
+            ax.set_xlim(ticks.min() / 1.4, ticks.max() * 1.4)
+            ax.set_title(f"{ref} vs. {label(b)}")
+        axes[0].set_ylabel(f"Baseline \u2212 {ref} (the gap)\n(positive: {ref} better)")
+        axes[0].legend(loc="upper left", fontsize=7)
+        fig.supxlabel(
+            f"Parameters ({ref}, log scale); shaded: past the largest size in the sweep", fontsize=8
+        )
+    return fig
+
+
+def _forecast_facet(ax, e, line, fc, colour: str, largest: float, right: float) -> None:
+    """One baseline: the zero line, the shaded extrapolation, observed gaps, the fitted line, forecasts."""
+    ax.axhline(0.0, color="0.35", ls="--", lw=0.9, zorder=1, gid="zero")
+    ax.axvspan(largest, right, color="0.93", lw=0, zorder=0, gid="beyond")
+    e = e[np.isfinite(e["estimate"].to_numpy(float))]
+    y = e["estimate"].to_numpy(float)
+    ax.errorbar(e["params_M"].to_numpy(float), y, yerr=[y - e["ci_low"], e["ci_high"] - y], fmt="o",
+                color=colour, ms=5, elinewidth=1.0, capsize=3, label="observed: seed-paired gap, 95% CI",
+                gid="observed")  # fmt: skip
+    _fitted_lines(ax, line, {line["baseline"].iloc[0]: colour} if len(line) else {}, pi=True)
+    x, p = fc["params"].to_numpy(float) / 1e6, fc["pred"].to_numpy(float)
+    ax.errorbar(x, p, yerr=[p - fc["pi_low"], fc["pi_high"] - p], fmt="none", ecolor=colour, elinewidth=1.0,
+                capsize=5, gid="forecast_pi")  # fmt: skip
+    ax.errorbar(x, p, yerr=[p - fc["ci_low"], fc["ci_high"] - p], fmt="D", color=colour, mfc="white", ms=6,
+                elinewidth=3.0, capsize=0, label="forecast: 95% CI (thick), 95% PI (thin)", gid="forecast")  # fmt: skip
+
+
+def _stars_say(table: pd.DataFrame, stat: str, ci: bool) -> str:
+    """The subtitle: which test, which bars, and which p-values the stars use over which family."""
+    method = table["adjust"].iloc[0]
+    family = f" over {int(table[f'family_m_{stat}'].iloc[0])} cells" if method != "none" else ""
+    bars = "95% CI" if ci else "\u00b11 SE"
+    return f"{test_name(stat)}; bars {bars}; * {adjust_name(method)} p < {ALPHA:g}{family}"
+
+
+def _gap_line(ax, e: pd.DataFrame, baseline: str, colour: str, nudge, ci: bool, published: bool) -> None:
+    """One baseline's gaps with their bars, and a star beyond the bar where the adjusted p is small.
+
+    `published`: the reference is the published one, to whose parameter count the registry's matched
+    baselines are widened, so their legend says so."""
+    y = e["estimate"].to_numpy()
+    lo, hi = (e["ci_low"].to_numpy(), e["ci_high"].to_numpy()) if ci else (y - e["se"], y + e["se"])
+    bars = ax.errorbar(
+        e["params_M"].to_numpy(float),
+        y,
+        yerr=[y - lo, hi - y],
+        fmt="-o",
+        color=colour,
+        ms=5,
+        lw=1.6,
+        elinewidth=1.1,
+        capsize=3,
+        label=label(baseline) + " (parameter-matched)" * (published and matched(baseline)),
+        gid=baseline,
+    )
+    for artist in (bars.lines[0], *bars.lines[1], *bars.lines[2]):
+        artist.set_transform(nudge)  # after autoscaling, which used exact x
+    star = e["significant"].to_numpy()
+    above = y[star] >= 0
+    ends = np.where(above, np.fmax(hi, y)[star], np.fmin(lo, y)[star])
+    for x, end, up in zip(e["params_M"][star], ends, above, strict=True):
+        ax.annotate(
+            "*",
+            (x, end),
+            xytext=(0, 1 if up else -1),
+            textcoords="offset points",
+            xycoords=nudge,
+            ha="center",
+            va="bottom" if up else "top",
+            fontsize=13,
+            fontweight="bold",
+            color=colour,
+            gid=f"star:{baseline}",
+        )

@@ -1,0 +1,247 @@
+"""Figures of the runs themselves: the loss against parameters (`scaling_figure`), every seed with each
+mean's 95% t interval (`seeds_figure`) and calibration (`calibration_figure`). Seaborn draws the strip,
+point and line plots, imported inside the functions that use it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import matplotlib as mpl
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+
+from rr_analysis.comparison import METRIC, compare, sizes_in_order, t_quantile
+from rr_analysis.figures.axes import (
+    STYLE,
+    few_seeds,
+    metric_axis,
+    new_figure,
+    require_sizes,
+    run_rows,
+    size_positions,
+    size_ticks,
+    steps_per_size,
+    variants_in_order,
+)
+from rr_analysis.figures.estimates import cell_means
+from rr_core.errors import PlotError
+from rr_core.ladder import RECIPE
+from rr_core.variants import REFERENCE, label, palette
+
+__all__ = [
+    "scaling_figure",
+    "seeds_figure",
+    "calibration_figure",
+]
+
+
+def _t_interval(values) -> tuple[float, float]:
+    """95% t interval of a mean, mean -/+ t_{0.975, n-1} sd / sqrt(n): seaborn's `errorbar` for seed means.
+
+    Seaborn's own "ci" bootstraps, which with three seeds is both random and too narrow.
+    """
+    x = np.asarray(values, dtype=float)
+    if len(x) < 2:
+        return (np.nan, np.nan)
+    half = float(t_quantile(0.975, len(x) - 1)) * x.std(ddof=1) / np.sqrt(len(x))
+    return (x.mean() - half, x.mean() + half)
+
+
+def _by_label(df: pd.DataFrame, reference: str = REFERENCE) -> tuple[pd.DataFrame, list[str], dict[str, str]]:
+    """`df` with a ``Variant`` column of registry labels, the labels in order and their registry colours.
+
+    Seaborn names hue levels by their values, so legends and tick labels read "Review", not "review_neutral".
+    """
+    order = variants_in_order(df, reference)
+    labels = [label(v) for v in order]
+    colours = palette(order)
+    return df.assign(Variant=df["variant"].map(label)), labels, {label(v): colours[v] for v in order}
+
+
+def scaling_figure(
+    df: pd.DataFrame,
+    *,
+    title: str | None = None,
+    reference: str = REFERENCE,
+    baselines: Sequence[str] | None = None,
+    metric: str = METRIC,
+    higher_is_better: bool = False,
+) -> Figure:
+    """Validation loss (or another metric) against parameter count: every run a point, each variant's seed
+    mean a line.
+
+    Parameters
+    ----------
+    df
+        A loaded sweep (`load_sweep`). Needs at least two sizes.
+    title
+        Figure title; None for the default.
+    reference, baselines, metric, higher_is_better
+        Which variants and which metric are drawn (`rr_analysis.comparison.compare`, descriptive): by default every
+        variant, on val_loss; the reference is drawn first, and named baselines limit the variants.
+
+    Notes
+    -----
+    Drawn by seaborn: a scatter of the runs and, per variant, a line through the mean of its seeds at
+    each size (the seeds figure shows each mean's interval). x is each variant's own parameter count (log
+    scale; ticks at each size's mean count, labelled with the size name), y the validation loss.
+    """
+    import seaborn as sns
+
+    df = compare(df, reference, baselines, metric, higher_is_better, require_reference=False)[0]
+    sizes = require_sizes(df, "scaling")
+    runs, labels, palette = _by_label(df, reference)
+    hue = dict(x="params_M", y=metric, hue="Variant", hue_order=labels, palette=palette)
+    axis = metric_axis(metric, higher_is_better)
+    with mpl.rc_context(STYLE):
+        fig = new_figure(6.4, 4.2, title or f"{axis} against model size")
+        ax = fig.add_subplot()
+        ax.set_xscale("log")
+        sns.lineplot(runs, **hue, errorbar=None, lw=1.5, ax=ax)
+        sns.scatterplot(runs, **hue, s=12, alpha=0.5, lw=0, legend=False, ax=ax)
+        size_ticks(ax, df.groupby("size", observed=True)["params_M"].mean()[sizes], steps_per_size(df, sizes))
+        ax.set_xlabel("Parameters (log scale)")
+        ax.set_ylabel(axis)
+        ax.legend(title="Variant (points: seeds, line: mean)", loc="upper right")
+    return fig
+
+
+def seeds_figure(
+    df: pd.DataFrame,
+    *,
+    title: str | None = None,
+    reference: str = REFERENCE,
+    baselines: Sequence[str] | None = None,
+    metric: str = METRIC,
+    higher_is_better: bool = False,
+) -> Figure:
+    """One facet per size: each run, each variant's mean with its interval, and lines joining a seed's runs.
+
+    Parameters
+    ----------
+    df
+        A loaded sweep (`load_sweep`). Needs a size with at least two variants.
+    title
+        Figure title; None for the default.
+    reference, baselines, metric, higher_is_better
+        Which variants and which metric are drawn (`rr_analysis.comparison.compare`, descriptive): by default every
+        variant, on val_loss; the reference is drawn first, and named baselines limit the variants.
+
+    Notes
+    -----
+    One facet per size, each with its own y scale. Seaborn draws a strip plot of the runs (no jitter, so
+    a run sits exactly on its variant) and a point plot of each variant's seed mean with its 95% t
+    interval (`_t_interval`); a grey line per seed joins its runs. Within a size a seed fixes the data
+    order for every variant, so runs of the same seed are matched: lines that run parallel mean the seed
+    shifts every variant alike (a block effect the paired and mixed tests remove); crossing lines mean
+    the ranking changes with the seed. The facets are axes of one Figure made here rather than a
+    figure-level grid, so drawing registers no figure globally.
+    """
+    df = compare(df, reference, baselines, metric, higher_is_better, require_reference=False)[0]
+    sizes = [s for s in sizes_in_order(df) if df.loc[df["size"] == s, "variant"].nunique() >= 2]
+    axis = metric_axis(metric, higher_is_better)
+    if not sizes:
+        raise PlotError("the seeds plot needs a size with at least two variants; every size here has one")
+    ncols = min(len(sizes), 5)
+    nrows = -(-len(sizes) // ncols)
+    with mpl.rc_context(STYLE):
+        fig = new_figure(2.3 * ncols + 0.6, 2.7 * nrows + 0.6, title or f"{axis} per seed within each size")
+        axes = fig.subplots(nrows, ncols, squeeze=False).ravel()
+        few = few_seeds(df[df["size"].isin(sizes)].groupby("size", observed=True)["seed"].nunique())
+        for ax, size in zip(axes, sizes, strict=True):
+            _seed_facet(ax, df[df["size"] == size], metric, reference)
+            ax.set_title(f"{size} ({few[size]})" if size in few else size)
+        for ax in axes[len(sizes) :]:
+            ax.set_visible(False)
+        axes[0].set_ylabel(axis)
+        fig.supxlabel(
+            "points: runs; grey lines: one seed's runs; diamond and bar: the mean and its 95% t interval",
+            fontsize=8,
+        )
+    return fig
+
+
+def _seed_facet(ax, runs: pd.DataFrame, metric: str, reference: str) -> None:
+    """One size of `seeds_figure`: a line per seed, then each variant's runs and mean on top."""
+    import seaborn as sns
+
+    runs, labels, palette = _by_label(runs, reference)
+    at = runs["Variant"].map({v: i for i, v in enumerate(labels)})
+    for seed, g in runs.assign(x=at).sort_values("x").groupby("seed", observed=True):
+        ax.plot(g["x"], g[metric], color="0.6", lw=0.8, zorder=1, gid=f"seed:{seed}")
+    hue = dict(x="Variant", y=metric, hue="Variant", order=labels, hue_order=labels, palette=palette)
+    sns.stripplot(runs, **hue, jitter=False, size=5, legend=False, zorder=3, ax=ax)
+    sns.pointplot(
+        runs,
+        **hue,
+        errorbar=_t_interval,
+        linestyle="none",
+        marker="D",
+        markersize=4,
+        capsize=0.12,
+        err_kws={"linewidth": 1.0, "alpha": 0.7},
+        legend=False,
+        ax=ax,
+    )
+    ax.tick_params(axis="x", labelrotation=30)
+    ax.set_xlim(-0.5, len(labels) - 0.5)
+    ax.set(xlabel="", ylabel="")
+    ax.grid(axis="x", visible=False)
+
+
+def calibration_figure(
+    df: pd.DataFrame,
+    *,
+    title: str | None = None,
+    reference: str = REFERENCE,
+    baselines: Sequence[str] | None = None,
+) -> Figure:
+    """Expected calibration error by size and variant, where ECE was measured.
+
+    Parameters
+    ----------
+    df
+        A loaded sweep (`load_sweep`). Needs at least one ECE value; rows without one are left out.
+    title
+        Figure title; None for the default.
+    reference, baselines
+        Which variants are drawn (`rr_analysis.comparison.compare`, descriptive): by default every variant; the
+        reference is drawn first and sets each size's x position, and named baselines limit the variants.
+        The metric is ECE by definition.
+
+    Notes
+    -----
+    x: Review's mean parameter count at each size with any ECE value (log scale, ticks labelled with the
+    size names), as in the other figures; the variants are nudged a few points apart around it. Each seed
+    is a small point, each variant's seed mean a larger marker joined across sizes.
+    """
+    measured = df[df["ece"].notna()]
+    if measured.empty:
+        raise PlotError("the calibration plot needs ECE values; the column ece is empty in every row")
+    measured = compare(measured, reference, baselines, "ece", require_reference=False)[0]
+    sizes, order = sizes_in_order(measured), variants_in_order(measured, reference)
+    colours = palette(order)
+    means = cell_means(measured, "ece")
+    at = size_positions(measured, sizes, reference)
+    with mpl.rc_context(STYLE):
+        fig = new_figure(max(4.5, 1.1 * len(sizes) + 2.5), 4.0, title or "Calibration by size and variant")
+        ax = fig.add_subplot()
+        for i, v in enumerate(order):
+            points = (i - (len(order) - 1) / 2) * 6 / 72
+            nudge = ax.transData + mpl.transforms.ScaledTranslation(points, 0, fig.dpi_scale_trans)
+            runs = measured[measured["variant"] == v]
+            line = means[means["variant"] == v].set_index("size")["mean"]
+            line = line.reindex([s for s in sizes if s in line.index])
+            ax.plot(at[line.index], line, "-D", color=colours[v], ms=5, lw=1.2, label=label(v), gid=v)
+            run_rows(ax, runs["size"].map(at), runs["ece"], v, colours[v], ms=3, alpha=0.5)
+            for artist in ax.get_lines()[-2:]:
+                artist.set_transform(nudge)
+        size_ticks(ax, at)
+        ax.margins(x=0.1)
+        ax.set_xlabel(f"Parameters ({label(reference)}, log scale)")
+        ax.set_ylabel(f"Expected calibration error ({RECIPE.ece_bins} bins)")
+        ax.set_ylim(bottom=0)
+        ax.legend(title="Variant (points: seeds)")
+    return fig

@@ -1,0 +1,297 @@
+"""Does Review's advantage grow with size? The gap's slope per decade of parameters, per baseline, at three
+levels of evidence: per run (a), with each size's gap free to leave the line (b), and per size (c, primary).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from rr_analysis.comparison import (
+    ALPHA,
+    METRIC,
+    RESPONSE,
+    STAMP,
+    Comparison,
+    cell_frame,
+    compare,
+    sizes_in_order,
+    t_sf2,
+)
+from rr_analysis.stats.gap_tests import paired_table
+from rr_analysis.stats.meta import meta_regression
+from rr_analysis.stats.mixed import SINGULAR_RATIO, BlockModel
+from rr_analysis.stats.slopes import SizeModel, kenward_roger
+from rr_core.variants import REFERENCE
+
+__all__ = ["emergence", "EMERGENCE_COLUMNS", "PRIMARY_LEVEL"]
+
+# The columns of `emergence` that `rr analyze --emergence --format json/csv` emits, in order.
+EMERGENCE_COLUMNS: tuple[str, ...] = (
+    "baseline", "n_sizes", "primary", "verdict",
+    "meta_slope", "meta_se", "meta_df", "meta_p", "meta_tau2", "meta_qe", "meta_qe_df", "meta_qe_p",
+    "meta_sizes",
+    "dev_slope", "dev_se", "dev_df", "dev_p", "dev_kr_se", "dev_kr_df", "dev_kr_p",
+    "dev_var_seed", "dev_var_size", "dev_var_resid", "dev_singular",
+    "run_slope", "run_se", "run_df", "run_p", "run_gap_at_centre", "lrt_chi2", "lrt_df", "lrt_p",
+    "confound", "note", *STAMP,
+)  # fmt: skip
+PRIMARY_LEVEL = "meta"  # the size-level two-stage meta-regression (c): the question is about sizes, not runs
+KR_MAX_RUNS = 2000  # Kenward-Roger is dense per size: O(n_size^3)
+MAX_DECADES = 20.0  # a ladder wider than 10^20 in parameter count is a data error, not a scaling study
+
+
+@dataclass
+class _Design:
+    """The rows, sizes and design matrices shared by the per-run (a) and size-deviation (b) models."""
+
+    reference: str
+    sizes: list[str]  # sizes with reference (Review) runs, in order
+    lx: pd.Series  # log10(the reference's parameter count) per size
+    at: dict[str, int]  # baseline -> number of those sizes it ran at
+    data: pd.DataFrame
+    X0: np.ndarray  # size intercepts + baseline indicators
+    X: np.ndarray  # X0 + indicator x centred lx for baselines at >= 2 sizes
+    names: list  # the columns of X
+    blocks: np.ndarray
+    why: str  # why no model can be fitted, "" when one can
+
+
+def _design(df: pd.DataFrame, c: Comparison) -> _Design:
+    """`df`: the rows `compare` returns for `c`."""
+    baselines, reference = list(c.baselines), c.reference
+    sizes = [s for s in sizes_in_order(df) if ((df["size"] == s) & (df["variant"] == reference)).any()]
+    # log10(params_M) + 6, not log10(1e6 params_M): the latter overflows for absurd parameter counts.
+    lx = np.log10(df[df["variant"] == reference].groupby("size", observed=True)["params_M"].mean()) + 6.0
+    data = df[df["size"].isin(sizes)]
+    lxc = data["size"].map(lx - lx[sizes].mean()).to_numpy(float)
+    at = {v: int(data.loc[data["variant"] == v, "size"].nunique()) for v in baselines}
+    ind = {v: (data["variant"] == v).to_numpy(float) for v in baselines if at[v] >= 1}
+    sloped = [v for v in baselines if at[v] >= 2]
+    X0 = np.column_stack([(data["size"] == s).to_numpy(float) for s in sizes] + list(ind.values()))
+    X = np.column_stack([X0] + [ind[v] * lxc for v in sloped])
+    names = [*sizes, *ind, *((v, "slope") for v in sloped)]
+    blocks = data.groupby(["size", "seed"], sort=False, observed=True).ngroup().to_numpy()
+    why = ""
+    if len(sizes) < 2:
+        why = f"needs at least 2 sizes with {reference} runs"
+    elif not np.isfinite(lx[sizes]).all() or np.ptp(lx[sizes].to_numpy()) > MAX_DECADES:
+        why = (f"{reference}'s parameter counts (params_M {df['params_M'].min():.3g} to "
+               f"{df['params_M'].max():.3g}) span over {MAX_DECADES:g} decades or overflow: not a size ladder; "
+               "no slope is fitted")  # fmt: skip
+    elif len(data) - X.shape[1] < 1:
+        why = "no residual degrees of freedom"
+    elif np.bincount(blocks).max() < 2:
+        why = "no size:seed block holds two runs: seed and residual variance are not separable"
+    elif np.linalg.matrix_rank(X) < X.shape[1]:
+        why = "the fixed effects are not identifiable from these cells"
+    return _Design(reference, sizes, lx, at, data, X0, X, names, blocks, why)
+
+
+def _p(est: np.ndarray, se: np.ndarray, dof: np.ndarray) -> np.ndarray:
+    ok = np.isfinite(est) & np.isfinite(dof) & (se > 0)
+    return np.where(ok, t_sf2(np.where(ok, est / np.where(ok, se, 1.0), 0.0), np.where(ok, dof, 1.0)), np.nan)
+
+
+def _per_run(d: _Design, baselines: list[str]) -> tuple[dict, list[str]]:
+    """(a): every run as evidence, the gap exactly linear in log size; LRT of all slopes by ML refits."""
+    from scipy.special import chdtrc
+
+    cols = {
+        c: np.full(len(baselines), np.nan) for c in ("run_slope", "run_se", "run_df", "run_gap_at_centre")
+    }
+    cols.update({c: np.nan for c in ("lrt_chi2", "lrt_df", "lrt_p")})
+    y = d.data[RESPONSE].to_numpy(float)
+    fit = BlockModel(y, d.X, d.blocks).fit(reml=True)
+    se = np.sqrt(np.diag(fit.cov))
+    for i, v in enumerate(baselines):
+        if v in d.names:
+            cols["run_gap_at_centre"][i] = fit.beta[d.names.index(v)]
+        if (v, "slope") in d.names:
+            j = d.names.index((v, "slope"))
+            cols["run_slope"][i], cols["run_se"][i], cols["run_df"][i] = fit.beta[j], se[j], fit.df[j]
+    cols["run_p"] = _p(cols["run_slope"], cols["run_se"], cols["run_df"])
+    k = d.X.shape[1] - d.X0.shape[1]
+    if k:
+        ml = [BlockModel(y, X, d.blocks).fit(reml=False).deviance for X in (d.X0, d.X)]
+        chi2 = max(ml[0] - ml[1], 0.0)
+        cols.update(lrt_chi2=chi2, lrt_df=float(k), lrt_p=float(chdtrc(k, chi2)))
+    notes = []
+    if fit.ratio < SINGULAR_RATIO:
+        notes.append(f"(a) singular fit: sd(seed)/sd(residual) = {fit.ratio:.1e} < {SINGULAR_RATIO:g}")
+    return cols, notes
+
+
+def _size_dev(d: _Design, baselines: list[str]) -> tuple[dict, list[str]]:
+    """(b): seed blocks plus a random size deviation per baseline seen at >= 3 sizes; Satterthwaite and KR."""
+    keys = ("dev_slope", "dev_se", "dev_df", "dev_kr_se", "dev_kr_df", "dev_var_size")
+    cols = {c: np.full(len(baselines), np.nan) for c in keys}
+    cols.update(dev_var_seed=np.nan, dev_var_resid=np.nan, dev_singular=False)
+    varied = [v for v in baselines if d.at[v] >= 3]
+    if not varied:
+        return cols, []
+    U = np.column_stack([(d.data["variant"] == v).to_numpy(float) for v in varied])
+    model = SizeModel(d.data[RESPONSE].to_numpy(float), d.X, d.data["size"].to_numpy(), d.blocks, U)
+    fit = model.fit()
+    se = np.sqrt(np.diag(fit.cov))
+    big = int(d.data["size"].value_counts().max()) > KR_MAX_RUNS
+    kr_se, kr_df = (np.full(len(se), np.nan),) * 2 if big else kenward_roger(model, fit)
+    for i, v in enumerate(baselines):
+        if v in varied:
+            j = d.names.index((v, "slope"))
+            cols["dev_slope"][i], cols["dev_se"][i], cols["dev_df"][i] = fit.beta[j], se[j], fit.df[j]
+            cols["dev_kr_se"][i], cols["dev_kr_df"][i] = kr_se[j], kr_df[j]
+            cols["dev_var_size"][i] = fit.sigma2 * fit.theta[1 + varied.index(v)] ** 2
+    cols.update(dev_var_seed=fit.sigma2 * fit.theta[0] ** 2, dev_var_resid=fit.sigma2)
+    low = [n for n, t in zip(["seed", *(f"size deviation of {v}" for v in varied)], fit.theta, strict=True)
+           if t < SINGULAR_RATIO]  # fmt: skip
+    cols["dev_singular"] = bool(low)
+    notes = [f"Kenward-Roger not computed: a size holds over {KR_MAX_RUNS} runs"] if big else []
+    if low:
+        notes.append(
+            f"(b) singular fit: sd/sd(residual) < {SINGULAR_RATIO:g} for {', '.join(low)} (lme4's rule); "
+            "Satterthwaite then drops that component and its df can far exceed the sizes, Kenward-Roger keeps it"
+        )
+    return cols, notes
+
+
+def _meta(p: pd.DataFrame, d: _Design, baseline: str) -> tuple[dict, str]:
+    """(c), primary: the per-size seed-paired gaps and their SEs (`p`: `paired_table`), meta-regressed on
+    log10(params)."""
+    p = p[(p["baseline"] == baseline) & p["size"].isin(d.sizes)]
+    used = p[p["paired_note"] == ""]
+    left = [f"{s} ({n})" for s, n in zip(p["size"], p["paired_note"], strict=True) if n]
+    note = f"(c) left out {', '.join(left)}" if left else ""
+    out = {"meta_sizes": len(used)}
+    if len(used) < 3:
+        why = f"(c) no size-level test: {len(used)} size(s) with a paired gap and SE; a line needs 3 or more"
+        return out, "; ".join(filter(None, [note, why]))
+    x = used["size"].map(d.lx).to_numpy(float)
+    r = meta_regression(used["paired_diff"].to_numpy(float), used["paired_se"].to_numpy(float), x)
+    out.update({f"meta_{k}": val for k, val in r.items()})
+    if len(used) < 5:
+        note = "; ".join(
+            filter(None, [note, f"only {len(used)} sizes: the size-level df ({len(used) - 2}) are few"])
+        )
+    return out, note
+
+
+def _verdict(r: pd.Series) -> str:
+    """One line in words, led by the primary test and checked against the size-deviation model."""
+    if not np.isfinite(r["meta_p"]):
+        return "not testable at the size level (see the notes)"
+    way = "grows" if r["meta_slope"] > 0 else "shrinks"
+    dev = np.nanmax([r["dev_p"], r["dev_kr_p"]]) if np.isfinite([r["dev_p"], r["dev_kr_p"]]).any() else np.nan
+    if r["meta_p"] < ALPHA and dev < ALPHA:
+        return f"{way} with size: robust (primary p = {r['meta_p']:.2g}, size-deviation model p = {dev:.2g})"
+    if r["meta_p"] < ALPHA:
+        return (
+            f"{way} with size in the primary test (p = {r['meta_p']:.2g}) but not in the size-deviation model"
+        )
+    if dev < ALPHA or r["run_p"] < ALPHA:
+        return (f"suggestive, not robust: the primary size-level test gives p = {r['meta_p']:.2g}; only "
+                "models that lean on the runs or on the line's shape reach p < 0.05")  # fmt: skip
+    return f"no evidence that the gap changes with size (primary p = {r['meta_p']:.2g})"
+
+
+def _confound(d: _Design) -> str:
+    ref = d.data[d.data["variant"] == d.reference].groupby("size", observed=True)["steps"].median()
+    steps = [int(ref[s]) for s in d.sizes]
+    if len(set(steps)) < 2:
+        return ""
+    way = "fall" if all(a >= b for a, b in zip(steps, steps[1:], strict=False)) else "differ"
+    listed = ", ".join(f"{s} {n}" for s, n in zip(d.sizes, steps, strict=True))
+    return (f"steps {way} with size ({listed}): every slope is per decade of parameters and a different "
+            "training length; scale and token budget are confounded")  # fmt: skip
+
+
+def emergence(
+    df: pd.DataFrame,
+    *,
+    reference: str = REFERENCE,
+    baselines: Sequence[str] | None = None,
+    metric: str = METRIC,
+    higher_is_better: bool = False,
+) -> pd.DataFrame:
+    """Does the reference's (Review's) advantage grow with size? The gap's slope per decade of parameters, at
+    three levels.
+
+    Parameters
+    ----------
+    df
+        A validated sweep (`load_sweep`).
+    reference, baselines, metric, higher_is_better
+        The comparison (`rr_analysis.comparison.compare`): the reference variant, the baselines in order (None:
+        every other variant present), the numeric column compared and whether higher is better.
+
+    Returns
+    -------
+    DataFrame, one row per baseline. ``baseline, n_sizes`` (sizes it ran at beside Review), ``primary``
+    (`PRIMARY_LEVEL`: which test the verdict leads with), ``verdict`` (one line in words);
+    (c), primary, ``meta_slope, meta_se, meta_df, meta_p`` (Knapp-Hartung), ``meta_tau2`` (REML between-size
+    variance), ``meta_qe, meta_qe_df, meta_qe_p`` (residual heterogeneity), ``meta_sizes`` (sizes used);
+    (b) ``dev_slope, dev_se, dev_df, dev_p`` (Satterthwaite), ``dev_kr_se, dev_kr_df, dev_kr_p``
+    (Kenward-Roger), ``dev_var_seed, dev_var_size, dev_var_resid`` (REML variance components; dev_var_size
+    is this baseline's), ``dev_singular`` (lme4's rule); (a) ``run_slope, run_se, run_df, run_p``
+    (Satterthwaite), ``run_gap_at_centre``, ``lrt_chi2, lrt_df, lrt_p`` (joint LRT of all slopes under (a));
+    ``confound`` (steps that change with size), ``note`` (n/a reasons, singular fits, few sizes), then
+    `rr_analysis.comparison.STAMP`. Slopes are changes of the gap (baseline - reference of the response, positive
+    favours the reference) per decade of the reference's parameter count; positive: the gap grows.
+
+    Notes
+    -----
+    lxc = log10(Review's parameter count at the size), centred over the sizes with Review runs; x_v the 0/1
+    indicator of baseline v.
+    The response y is the metric (val_loss by default), negated when higher is better.
+    (a) ``y ~ 0 + size + sum_v (x_v + x_v:lxc) + (1 | size:seed)``, REML (`mixed.BlockModel`): every
+    run is evidence and each gap lies exactly on the line, so its df come from within-block residuals.
+    (b) (a) plus ``(0 + x_v | size)`` per baseline seen at 3+ sizes: each size's gap may leave the line, so the
+    slope's evidence is the between-size scatter (`slopes.SizeModel`); lmerTest's Satterthwaite df and
+    pbkrtest's Kenward-Roger adjusted SE and df.
+    (c) seed-paired gap per size (`stats.paired_table`) and its SE, regressed on lx with REML tau^2 and the
+    Knapp-Hartung t on (sizes - 2) df (`meta.meta_regression`, metafor's ``rma(..., test = "knha")``).
+    Fewer than 3 sizes: no size-level p. The verdict: robust when (c) and the more conservative of (b)'s two
+    p are below 0.05; suggestive when only (b) or (a) is.
+
+    Example
+    -------
+    >>> from rr_core.sweepfile.dataset import load_sweep
+    >>> e = emergence(load_sweep())
+    >>> e["meta_p"].round(3).tolist()
+    [0.063, 0.001]
+    """
+    rows, comparison = compare(df, reference, baselines, metric, higher_is_better)
+    cell_frame(rows, comparison)  # no baseline: a clear InputError
+    baselines = list(comparison.baselines)
+    d = _design(rows, comparison)
+    out = pd.DataFrame({"baseline": baselines, "n_sizes": [d.at[v] for v in baselines]})
+    out["primary"] = PRIMARY_LEVEL
+    notes = {v: [] for v in baselines}
+    if not d.why:
+        for part in (_per_run, _size_dev):
+            cols, shared = part(d, baselines)
+            for c, vals in cols.items():
+                out[c] = vals
+            notes = {v: notes[v] + shared for v in baselines}
+    for c in ("dev_p", "dev_kr_p"):
+        if not d.why:
+            out[c] = _p(out["dev_slope"], out[c.replace("_p", "_se")], out[c.replace("_p", "_df")])
+    paired = paired_table(df, **comparison.keywords) if not d.why else None
+    metas = [_meta(paired, d, v) if not d.why else ({}, "") for v in baselines]
+    for c in EMERGENCE_COLUMNS:
+        if c.startswith("meta_"):
+            out[c] = [m[0].get(c, np.nan) for m in metas]
+    for c in EMERGENCE_COLUMNS:
+        if c not in out and c not in STAMP:
+            out[c] = False if c == "dev_singular" else np.nan
+    out["meta_sizes"] = out["meta_sizes"].fillna(0).astype("int64")
+    out["verdict"] = [_verdict(r) for _, r in out.iterrows()]
+    out["confound"] = _confound(d) if len(d.sizes) else ""
+    for i, v in enumerate(baselines):
+        few = "" if d.at[v] >= 3 else f"at {d.at[v]} size(s) with {d.reference}: no size-level slope test"
+        notes[v] = [d.why or few, metas[i][1], *notes[v]]
+    out["note"] = ["; ".join(n for n in notes[v] if n) for v in baselines]
+    return comparison.stamp(out)[list(EMERGENCE_COLUMNS)]

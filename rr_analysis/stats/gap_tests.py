@@ -1,0 +1,336 @@
+"""Review against each baseline at each size: Welch, paired and mixed-model tests, side by side.
+
+Every function takes the validated sweep (`rr_core.sweepfile.dataset.load_sweep`) and returns a tidy DataFrame
+with one row per (size, baseline), sizes ordered by parameter count and baselines in registry order. Any
+comparison: the keywords ``reference``, ``baselines``, ``metric`` and ``higher_is_better``
+(`rr_analysis.comparison.compare`) choose it; the defaults are the paper's, review_neutral against highway and
+standard on val_loss. Every frame ends with the columns `rr_analysis.comparison.STAMP` (reference, metric,
+higher_is_better). Sign convention everywhere: gap = mean(baseline) - mean(reference) of the response (the
+metric, negated when higher is better); positive favours the reference. The columns named ``review`` hold the
+reference's numbers (the names are kept from the paper's comparison). A statistic that does not exist for a cell is NaN with the reason in the `*_note` column;
+never inf.
+
+The declared primary per-size test is the seed-paired t-test (`PRIMARY_TEST`): the design blocks by seed, and the
+paired test is the comparison that uses the blocks with the fewest assumptions; the per-size mixed model is its
+twin (same blocks, residual pooled over the variants of a size). Welch reproduces the paper's Table 2.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from rr_analysis.comparison import METRIC, RESPONSE, STAMP, cell_frame, compare, t_quantile, t_sf2
+from rr_analysis.stats.effect import hedges_g
+from rr_analysis.stats.exact import sign_flip
+from rr_analysis.stats.mixed import mixed_table
+from rr_core.errors import InputError
+from rr_core.variants import REFERENCE
+
+__all__ = [
+    "adjust_p",
+    "welch_table",
+    "paired_table",
+    "gap_table",
+    "TABLE_COLUMNS",
+    "ADJUST_METHODS",
+    "PRIMARY_TEST",
+    "TESTS",
+]
+
+PRIMARY_TEST = "paired"  # the declared primary per-size test; "mixed" is its twin, "welch" the paper's
+TESTS: tuple[str, ...] = ("welch", "paired", "mixed")
+ADJUST_METHODS: tuple[str, ...] = ("holm", "bonferroni", "fdr_bh", "none")
+
+# The columns of `gap_table` that `rr analyze table --format json/csv` emits, in order.
+TABLE_COLUMNS: tuple[str, ...] = (
+    "size", "baseline", "params_M", "n_review", "n_baseline", "n_pairs", "review_mean", "baseline_mean", "gap",
+    "welch_t", "welch_df", "welch_p", "ci_low", "ci_high", "hedges_g", "g_ci_low", "g_ci_high",
+    "paired_diff", "paired_se", "paired_t", "paired_df", "paired_p", "signflip_p", "signflip_floor",
+    "mixed_coef", "mixed_se", "mixed_df", "mixed_p", "seed_var", "resid_var", "singular",
+    "p_adj_welch", "p_adj_paired", "p_adj_mixed", "adjust", "primary",
+    "family_m_welch", "family_m_paired", "family_m_mixed",
+    "welch_note", "paired_note", "mixed_note", "signflip_method", "mixed_method", *STAMP,
+)  # fmt: skip
+
+
+def _reasons(rules: list[tuple[np.ndarray, str]], n: int) -> np.ndarray:
+    """The first rule that applies to each row, or "" where none does."""
+    out = np.full(n, "", dtype=object)
+    for mask, reason in reversed(rules):
+        out[np.asarray(mask, dtype=bool)] = reason
+    return out
+
+
+def adjust_p(p, method: str = "holm") -> np.ndarray:
+    """Adjust a family of p-values for multiple testing; NaN (a test that did not run) stays NaN, uncounted.
+
+    Parameters
+    ----------
+    p
+        The family's raw p-values.
+    method
+        One of `ADJUST_METHODS`: ``holm`` (step-down, family-wise error under any dependence), ``bonferroni``,
+        ``fdr_bh`` (Benjamini-Hochberg false discovery rate, independent or positively dependent tests) or
+        ``none``.
+
+    Notes
+    -----
+    statsmodels' `multipletests` on the m non-missing p-values. Holm: with p_(1) <= ... <= p_(m),
+    p_holm_(i) = min(1, max_{j <= i} (m - j + 1) p_(j)).
+
+    Example
+    -------
+    >>> adjust_p([0.01, 0.04, float("nan"), 0.03]).round(2).tolist()
+    [0.03, 0.06, nan, 0.06]
+    """
+    if method not in ADJUST_METHODS:
+        raise InputError(f"unknown adjustment {method!r}; choose one of {', '.join(ADJUST_METHODS)}")
+    p = np.asarray(p, dtype=float)
+    out = p.copy()
+    ok = ~np.isnan(p)
+    if method != "none" and ok.any():
+        from statsmodels.stats.multitest import multipletests
+
+        out[ok] = multipletests(p[ok], method=method)[1]
+    return out
+
+
+def _cells(rows: pd.DataFrame) -> pd.DataFrame:
+    return rows.groupby(["size", "variant"], observed=True)[RESPONSE].agg(n="count", mean="mean", var="var")
+
+
+def welch_table(
+    df: pd.DataFrame,
+    *,
+    reference: str = REFERENCE,
+    baselines: Sequence[str] | None = None,
+    metric: str = METRIC,
+    higher_is_better: bool = False,
+) -> pd.DataFrame:
+    """Welch's unequal-variance t-test of each baseline against the reference (Review) at each size.
+
+    Parameters
+    ----------
+    df
+        A validated sweep (`load_sweep`).
+    reference, baselines, metric, higher_is_better
+        The comparison (`rr_analysis.comparison.compare`): the reference variant, the baselines in order (None:
+        every other variant present), the numeric column compared and whether higher is better.
+
+    Returns
+    -------
+    DataFrame, one row per (size, baseline), with columns
+    ``size, baseline, params_M`` (the reference's parameter count at that size), ``n_review, n_baseline``,
+    ``review_mean, baseline_mean`` (the reference's and the baseline's mean of the metric), ``gap`` (baseline -
+    reference of the response: positive favours the reference), ``welch_se, welch_t, welch_df, welch_p``
+    (two-sided), ``ci_low, ci_high`` (95% CI of the gap), ``pooled_sd``, ``hedges_g, g_ci_low, g_ci_high``
+    (Hedges' g and the 95% CI of the standardised effect, `rr_analysis.stats.effect.hedges_g`) and ``welch_note``
+    (why the test is n/a, "" when it ran), then `STAMP`. Statistics that do not exist are NaN.
+
+    Notes
+    -----
+    Two-sample t-test without assuming equal variances (Welch 1947); runs of one seed are independent draws.
+    With sample means m, variances s^2 and sizes n of baseline (b) and Review (r):
+    SE = sqrt(s_b^2/n_b + s_r^2/n_r), t = (m_b - m_r) / SE, Welch-Satterthwaite
+    df = SE^4 / ((s_b^2/n_b)^2/(n_b-1) + (s_r^2/n_r)^2/(n_r-1)), p = 2 P(T_df > |t|),
+    CI = gap -/+ t_{0.975, df} SE. Hedges' g = J (m_b - m_r)/s_pooled with
+    s_pooled^2 = ((n_b-1) s_b^2 + (n_r-1) s_r^2)/(n_b+n_r-2) and the exact J of `rr_analysis.stats.effect.hedges_j`
+    on n_b+n_r-2 df; its CI inverts the noncentral t. m is the mean of the response (the metric, or minus it
+    when higher is better), so positive favours the reference. Needs at least 2 runs per arm.
+
+    Example
+    -------
+    >>> from rr_core.sweepfile.dataset import load_sweep
+    >>> w = welch_table(load_sweep())
+    >>> w.loc[(w["size"] == "590M") & (w["baseline"] == "standard"), "welch_t"].round(2).item()
+    3.67
+    >>> w = welch_table(load_sweep(), reference="highway", baselines=["standard"])
+    >>> w.loc[w["size"] == "590M", "welch_t"].round(2).item()
+    0.42
+    """
+    rows, c = compare(df, reference, baselines, metric, higher_is_better)
+    out = cell_frame(rows, c)
+    cells = _cells(rows)
+    ref = cells.xs(c.reference, level="variant").reindex(out["size"])
+    base = cells.reindex(pd.MultiIndex.from_arrays([out["size"], out["baseline"]]))
+    n_r, m_r, v_r = (ref[c].to_numpy(dtype=float) for c in ("n", "mean", "var"))
+    n_b, m_b, v_b = (base[c].to_numpy(dtype=float) for c in ("n", "mean", "var"))
+    n_r, n_b = np.nan_to_num(n_r), np.nan_to_num(n_b)
+    gap = m_b - m_r
+    with np.errstate(divide="ignore", invalid="ignore"):
+        a, b = v_b / n_b, v_r / n_r
+        se = np.sqrt(a + b)
+        dof = (a + b) ** 2 / (a**2 / (n_b - 1) + b**2 / (n_r - 1))
+        s_pool = np.sqrt(((n_b - 1) * v_b + (n_r - 1) * v_r) / (n_b + n_r - 2))
+    note = _reasons(
+        [
+            (n_r == 0, f"no {c.reference} runs at this size"),
+            (n_b == 0, "no runs of this baseline at this size"),
+            ((n_r < 2) | (n_b < 2), "fewer than 2 runs in an arm: no variance"),
+            (~(se > 0), "zero variance in both arms"),
+        ],
+        len(out),
+    )
+    ok = note == ""
+    t = np.where(ok, gap / np.where(ok, se, 1.0), np.nan)
+    dof = np.where(ok, dof, np.nan)
+    half = t_quantile(0.975, np.where(ok, dof, 1.0)) * se
+    out["n_review"], out["n_baseline"] = n_r.astype("int64"), n_b.astype("int64")
+    sign = -1.0 if c.higher_is_better else 1.0  # back from the response to the metric (exact: a negation)
+    out["review_mean"], out["baseline_mean"], out["gap"] = sign * m_r, sign * m_b, gap
+    out["welch_se"] = np.where(ok, se, np.nan)
+    out["welch_t"], out["welch_df"] = t, dof
+    out["welch_p"] = np.where(ok, t_sf2(np.nan_to_num(t), np.where(ok, dof, 1.0)), np.nan)
+    out["ci_low"], out["ci_high"] = np.where(ok, gap - half, np.nan), np.where(ok, gap + half, np.nan)
+    out["pooled_sd"] = np.where(ok, s_pool, np.nan)
+    g, g_low, g_high = hedges_g(np.where(ok, gap, np.nan), s_pool, n_b, n_r)
+    out["hedges_g"], out["g_ci_low"], out["g_ci_high"] = g, g_low, g_high
+    out["welch_note"] = note
+    return c.stamp(out)
+
+
+def paired_table(
+    df: pd.DataFrame,
+    *,
+    reference: str = REFERENCE,
+    baselines: Sequence[str] | None = None,
+    metric: str = METRIC,
+    higher_is_better: bool = False,
+) -> pd.DataFrame:
+    """Seed-matched paired t-test of each baseline against the reference (Review) at each size.
+
+    Parameters
+    ----------
+    df
+        A validated sweep (`load_sweep`).
+    reference, baselines, metric, higher_is_better
+        The comparison (`rr_analysis.comparison.compare`), as in `welch_table`.
+
+    Returns
+    -------
+    DataFrame, one row per (size, baseline), with columns ``size, baseline, n_pairs, paired_diff`` (mean of
+    baseline - reference of the response over the seeds present in both arms), ``paired_sd`` (SD of those differences),
+    ``paired_se`` (sd / sqrt(n_pairs), the SE of paired_diff), ``paired_t, paired_df, paired_p`` (two-sided),
+    ``signflip_p, signflip_floor, signflip_method`` (the exact sign-flip test of the same differences and the
+    smallest p it can reach, `rr_analysis.stats.exact.sign_flip`), ``paired_note`` (why the t-test is n/a, ""
+    when it ran) and `STAMP`.
+
+    Notes
+    -----
+    Within a size, seed s fixes the data order for every variant, so d_s = y_baseline,s - y_reference,s removes
+    the seed's effect. t = mean(d) / (sd(d)/sqrt(n)), df = n - 1, p = 2 P(T_df > |t|), the one-sample t-test
+    of the differences (scipy.stats.ttest_rel). Seeds present in only one arm are left out. Needs n >= 2
+    pairs and differences that are not all equal.
+
+    Example
+    -------
+    >>> from rr_core.sweepfile.dataset import load_sweep
+    >>> p = paired_table(load_sweep())
+    >>> p.loc[(p["size"] == "1B") & (p["baseline"] == "highway"), "paired_df"].item()
+    2.0
+    """
+    rows, c = compare(df, reference, baselines, metric, higher_is_better)
+    out = cell_frame(rows, c)[["size", "baseline"]]
+    y = rows.pivot_table(
+        index=["size", "seed"], columns="variant", values=RESPONSE, aggfunc="first", observed=True
+    )
+    d = y.drop(columns=c.reference).sub(y[c.reference], axis=0)
+    d = d.rename_axis(columns="baseline").stack().rename("d").reset_index()
+    stats = d.groupby(["size", "baseline"], observed=True)["d"].agg(n="count", mean="mean", sd="std")
+    stats = stats.reindex(pd.MultiIndex.from_arrays([out["size"], out["baseline"]]))
+    n = np.nan_to_num(stats["n"].to_numpy(dtype=float))
+    mean, sd = stats["mean"].to_numpy(dtype=float), stats["sd"].to_numpy(dtype=float)
+    # "All differences equal" relative to their size: rounding in the CSV makes an exact 0 test too strict.
+    flat = ~(sd > 1e-12 * np.maximum(np.abs(mean), 1e-12))
+    note = _reasons(
+        [
+            (n == 0, "no seed present in both arms"),
+            (n < 2, "fewer than 2 seed-matched pairs"),
+            (flat, "the seed-matched differences have zero variance"),
+        ],
+        len(out),
+    )
+    ok = note == ""
+    t = np.where(ok, mean / np.where(ok, sd / np.sqrt(np.maximum(n, 1)), 1.0), np.nan)
+    out["n_pairs"] = n.astype("int64")
+    out["paired_diff"] = np.where(n > 0, mean, np.nan)
+    out["paired_sd"] = np.where(n > 1, sd, np.nan)
+    out["paired_se"] = np.where(n > 1, sd / np.sqrt(np.maximum(n, 1)), np.nan)
+    out["paired_t"], out["paired_df"] = t, np.where(ok, n - 1, np.nan)
+    out["paired_p"] = np.where(ok, t_sf2(np.nan_to_num(t), np.maximum(n - 1, 1)), np.nan)
+    out["paired_note"] = note
+    flips = _sign_flips(d, out)
+    out["signflip_p"], out["signflip_floor"], out["signflip_method"] = flips
+    return c.stamp(out)
+
+
+def _sign_flips(d: pd.DataFrame, cells: pd.DataFrame) -> tuple[list, list, list]:
+    """`sign_flip` of each cell's seed-matched differences (long frame `d`), in the order of `cells`."""
+    groups = {k: g.dropna().to_numpy(float) for k, g in d.groupby(["size", "baseline"], observed=True)["d"]}
+    res = [sign_flip(groups.get(k, [])) for k in zip(cells["size"], cells["baseline"], strict=True)]
+    return [r[0] for r in res], [r[1] for r in res], [r[2] for r in res]
+
+
+def gap_table(
+    df: pd.DataFrame,
+    adjust: str = "holm",
+    *,
+    reference: str = REFERENCE,
+    baselines: Sequence[str] | None = None,
+    metric: str = METRIC,
+    higher_is_better: bool = False,
+) -> pd.DataFrame:
+    """The full comparison: Welch, paired (primary) and per-size mixed model, each adjusted over its family.
+
+    Parameters
+    ----------
+    df
+        A validated sweep (`load_sweep`).
+    adjust
+        Multiple-testing adjustment, one of `ADJUST_METHODS` (default Holm).
+    reference, baselines, metric, higher_is_better
+        The comparison (`rr_analysis.comparison.compare`), as in `welch_table`.
+
+    Returns
+    -------
+    DataFrame, one row per (size, baseline): the columns of `welch_table`, `paired_table` and
+    `rr_analysis.stats.mixed.mixed_table` (see those), then ``p_adj_welch, p_adj_paired, p_adj_mixed`` (adjusted
+    p), ``adjust`` (the method), ``primary`` (the name of the declared primary test, `PRIMARY_TEST`) and
+    ``family_m_welch, family_m_paired, family_m_mixed`` (how many tests each family holds), then `STAMP`.
+    `TABLE_COLUMNS` lists the stable subset the CLI emits as JSON/CSV.
+
+    Notes
+    -----
+    Each test forms its own family: the size x baseline cells where it ran. Cells where it is n/a (the
+    reason is in ``*_note``) are not counted in m. The paired family is the primary one; the Welch family
+    reproduces the paper's ten tests; the mixed family is the primary test's twin. The sign-flip p is shown
+    raw, with its floor: it is a check on the t-tests' normality, not a family of its own.
+
+    Example
+    -------
+    >>> from rr_core.sweepfile.dataset import load_sweep
+    >>> t = gap_table(load_sweep())
+    >>> t["welch_t"].round(2).tolist()
+    [0.42, -1.01, 0.81, -0.53, 0.5, 0.39, 3.28, 3.67, 2.31, 2.36]
+    """
+    kw = {
+        "reference": reference,
+        "baselines": baselines,
+        "metric": metric,
+        "higher_is_better": higher_is_better,
+    }
+    key = ["size", "baseline", *STAMP]
+    out = (
+        welch_table(df, **kw)
+        .merge(paired_table(df, **kw), on=key, how="left")
+        .merge(mixed_table(df, **kw), on=key, how="left")
+    )
+    for test in TESTS:
+        out[f"p_adj_{test}"] = adjust_p(out[f"{test}_p"], adjust)
+    out["adjust"], out["primary"] = adjust, PRIMARY_TEST
+    for test in TESTS:
+        out[f"family_m_{test}"] = int(out[f"{test}_p"].notna().sum())
+    return out[[c for c in out if c not in STAMP] + list(STAMP)]

@@ -1,0 +1,126 @@
+"""Recipe notes: facts about a sweep's design that change how its comparisons should be read."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pandas as pd
+
+from rr_analysis.comparison import METRIC, Comparison, compare, sizes_in_order
+from rr_analysis.numbers import fixed
+from rr_core.variants import REFERENCE
+
+__all__ = ["recipe_notes", "PARAMS_TOLERANCE"]
+
+PARAMS_TOLERANCE = 0.02  # parameter counts within a size may differ by this fraction before it is noted
+
+
+def _steps(df: pd.DataFrame, sizes: list[str]) -> list[dict]:
+    steps = df.groupby(["size", "variant"], observed=True)["steps"].first()
+    out = []
+    for size in sizes:
+        s = steps[size]
+        if s.nunique() > 1:
+            shown = ", ".join(f"{v} {n}" for v, n in s.items())
+            out.append({"kind": "steps_within_size", "size": size, "message": f"{size}: variants trained for "
+                        f"different numbers of steps ({shown}); the gap is confounded with training length"})  # fmt: skip
+    per_size = steps.groupby(level="size", observed=True).max().reindex(sizes)
+    if per_size.nunique() > 1:
+        groups = per_size.groupby(per_size, sort=False, observed=True).groups
+        shown = "; ".join(f"{', '.join(idx)}: {n}" for n, idx in groups.items())
+        out.append({"kind": "token_budget", "size": "", "message": f"steps differ across sizes ({shown}): "
+                    "any trend with size is confounded with the token budget (tokens = steps x batch x block)"})  # fmt: skip
+    return out
+
+
+def _non_monotone(df: pd.DataFrame, sizes: list[str], c: Comparison) -> list[dict]:
+    means = df.groupby(["size", "variant"], observed=True)[c.metric].mean().unstack("variant").reindex(sizes)
+    sign, more = (-1, "lower") if c.higher_is_better else (1, "higher")
+    out = []
+    for i, larger in enumerate(sizes):
+        for smaller in sizes[:i]:
+            worse = [v for v in means.columns if sign * means.at[larger, v] > sign * means.at[smaller, v]]
+            if worse:
+                shown = ", ".join(
+                    f"{v} {fixed(means.at[larger, v], 4)} vs {fixed(means.at[smaller, v], 4)}" for v in worse
+                )
+                out.append({"kind": "larger_size_higher_loss", "size": larger,
+                            "message": f"{larger} has a {more} mean {c.metric} than the smaller {smaller} ({shown})"})  # fmt: skip
+    return out
+
+
+def _fewer_seeds(df: pd.DataFrame, sizes: list[str]) -> list[dict]:
+    n = df.groupby(["size", "variant"], observed=True).size()
+    most = int(n.max())
+    out = []
+    for size in sizes:
+        short = n[size][n[size] < most]
+        if len(short):
+            shown = ", ".join(f"{v} {k}" for v, k in short.items())
+            out.append({"kind": "fewer_seeds", "size": size, "message": f"{size}: fewer seeds than the other "
+                        f"cells ({shown}; most cells have {most})"})  # fmt: skip
+    return out
+
+
+def _above(value: float, limit: float) -> str:
+    """`value` as a percentage with the decimals it needs to read above `limit` (2.04%, not 2.0%, over 2%)."""
+    decimals = 1
+    while round(value * 100, decimals) <= limit * 100 and decimals < 6:
+        decimals += 1
+    return f"{value:.{decimals}%}"
+
+
+def _params(df: pd.DataFrame, sizes: list[str]) -> list[dict]:
+    p = df.groupby(["size", "variant"], observed=True)["params_M"].mean()
+    out = []
+    for size in sizes:
+        s = p[size]
+        spread = s.max() / s.min() - 1
+        if spread > PARAMS_TOLERANCE:
+            out.append({"kind": "params_mismatch", "size": size, "message": f"{size}: parameter counts differ by "
+                        f"{_above(spread, PARAMS_TOLERANCE)} ({s.idxmin()} {fixed(s.min(), 2)}M, {s.idxmax()} {fixed(s.max(), 2)}M), more than "
+                        f"{PARAMS_TOLERANCE:.0%}: part of a gap may be capacity"})  # fmt: skip
+    return out
+
+
+def recipe_notes(
+    df: pd.DataFrame,
+    *,
+    reference: str = REFERENCE,
+    baselines: Sequence[str] | None = None,
+    metric: str = METRIC,
+    higher_is_better: bool = False,
+) -> pd.DataFrame:
+    """What a careful reader must know about the design of a sweep, computed from the data.
+
+    Parameters
+    ----------
+    df
+        A validated sweep (`load_sweep`).
+    reference, baselines, metric, higher_is_better
+        The comparison (`rr_analysis.comparison.compare`, descriptive: by default every variant, and a sweep
+        without the reference is described too): the rows noted and the metric whose means should fall with size.
+
+    Returns
+    -------
+    DataFrame with columns ``kind, size, message`` (``size`` is "" for a note about the whole sweep), one row
+    per finding, in this order of kinds: ``token_budget`` and ``steps_within_size`` (steps differ across
+    sizes, or across variants of one size), ``larger_size_higher_loss`` (a variant's mean metric at a larger
+    size worse than its mean at a smaller one: higher, or lower when higher is better), ``fewer_seeds`` (a (size, variant) cell with fewer runs than the
+    fullest cell), ``params_mismatch`` (parameter counts within a size differ by more than
+    `PARAMS_TOLERANCE` relative to the smallest); then `rr_analysis.comparison.STAMP`. Empty when none applies.
+
+    Notes
+    -----
+    Sizes are ordered by mean parameter count (`sizes_in_order`). Means are over seeds.
+
+    Example
+    -------
+    >>> from rr_core.sweepfile.dataset import load_sweep
+    >>> recipe_notes(load_sweep())["kind"].unique().tolist()
+    ['token_budget', 'larger_size_higher_loss', 'fewer_seeds', 'params_mismatch']
+    """
+    df, c = compare(df, reference, baselines, metric, higher_is_better, require_reference=False)
+    sizes = sizes_in_order(df)
+    rows = [*_steps(df, sizes), *_non_monotone(df, sizes, c), *_fewer_seeds(df, sizes), *_params(df, sizes)]
+    return c.stamp(pd.DataFrame(rows, columns=["kind", "size", "message"]))

@@ -1,0 +1,181 @@
+"""Can new rows be pooled with the published ones? Flag the rows that were not trained the published way,
+and fit the primary model with a source term (published vs new) to see whether new seeds shifted the losses.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from rr_analysis.comparison import ALPHA
+from rr_analysis.numbers import fixed
+from rr_core.errors import InputError
+from rr_core.ladder import get_size
+from rr_core.sweepfile.csv_text import FIELDS
+from rr_core.sweepfile.dataset import bundled_path, load_sweep
+from rr_core.sweepfile.provenance import PUBLISHED_ENVIRONMENT, read_records, sidecar_path
+from rr_core.variants import REFERENCE
+
+__all__ = ["pool_check", "row_flags", "POOL_COLUMNS"]
+
+POOL_COLUMNS: tuple[str, ...] = (
+    "term", "estimate", "se", "z", "p", "test", "n_published", "n_new", "n_flagged", "verdict", "note", "rows",
+)  # fmt: skip
+KEY = ["size", "variant", "seed"]
+
+
+def _records(df: pd.DataFrame, sidecar: str | Path | None) -> tuple[dict[tuple, dict], dict[tuple, str]]:
+    """The last "ok" provenance record of each key, and the input each row came from (`rr merge`'s "source"
+    records), from the data's sidecar (none for the packaged file)."""
+    path = Path(sidecar) if sidecar is not None else sidecar_path(df.attrs.get("path") or bundled_path())
+    records, ok, sources = read_records(path), {}, {}
+    for r in records:
+        key = (r.get("size"), r.get("variant"), r.get("seed"))
+        if r.get("status") == "ok":
+            ok[key] = r
+        elif r.get("status") == "source":
+            sources[key] = r.get("source")
+    return ok, sources
+
+
+def row_flags(row: pd.Series, record: dict | None) -> list[str]:
+    """Why a new row may not pool with the published ones: its recipe or provenance, one phrase each.
+
+    Example
+    -------
+    >>> row = pd.Series({"size": "60M", "steps": 4000})
+    >>> row_flags(row, {"config": {"precision": "bf16", "data": "tinystories"}, "environment": {"device_name": "NVIDIA H100"}})
+    ['steps 4000 (published: 8000)', 'precision bf16 (published: tf32)', 'hardware NVIDIA H100 (published: NVIDIA B200)']
+    """
+    flags = []
+    try:
+        published_steps = get_size(row["size"]).steps if get_size(row["size"]).published else None
+    except InputError:
+        published_steps = None  # a size off the ladder: its steps have no published value
+    if published_steps is not None and int(row["steps"]) != published_steps:
+        flags.append(f"steps {int(row['steps'])} (published: {published_steps})")
+    if record is None:
+        return [*flags, "no provenance record: recipe and hardware unknown"]
+    config, env = record.get("config", {}), record.get("environment", {})
+    if config.get("precision") != PUBLISHED_ENVIRONMENT["precision"]:
+        flags.append(f"precision {config.get('precision')} (published: {PUBLISHED_ENVIRONMENT['precision']})")
+    if config.get("data") != "tinystories":
+        flags.append(f"data {config.get('data')} (published: tinystories)")
+    device = env.get("device_name") or "unknown"
+    if PUBLISHED_ENVIRONMENT["device_name"].split()[-1] not in device:
+        flags.append(f"hardware {device} (published: {PUBLISHED_ENVIRONMENT['device_name']})")
+    return flags
+
+
+def _new_rows(
+    df: pd.DataFrame, published: pd.DataFrame, records: dict, sources: dict
+) -> tuple[np.ndarray, list[dict]]:
+    """Which rows are not published rows unchanged, and each such row with its flags."""
+    values = [c for c in FIELDS if c not in KEY]
+    pub = published.set_index(KEY)[values]
+    new, rows = np.zeros(len(df), dtype=bool), []
+    for i, (_, r) in enumerate(df.iterrows()):
+        key = (r["size"], r["variant"], int(r["seed"]))
+        same = key in pub.index and all(
+            (pd.isna(a) and pd.isna(b)) or a == b for a, b in zip(pub.loc[key], r[values], strict=True)
+        )
+        if same:
+            continue
+        new[i] = True
+        record = records.get(key)
+        flags = ["changes the published row of this key"] * (key in pub.index) + row_flags(r, record)
+        env = (record or {}).get("environment", {})
+        rows.append({"size": key[0], "variant": key[1], "seed": key[2], "from": sources.get(key),
+                     "device": env.get("device_name"), "precision": (record or {}).get("config", {}).get("precision"),
+                     "flags": flags})  # fmt: skip
+    return new, rows
+
+
+def _source_fit(df: pd.DataFrame, new: np.ndarray, metric: str) -> tuple[dict, str]:
+    """REML fit of metric ~ 0 + size:variant + new + (1 | size:seed): the source term, or why it did not run."""
+    import statsmodels.formula.api as smf
+
+    data = pd.DataFrame({"y": df[metric].to_numpy(float), "new": new.astype(float),
+                         "cell": (df["size"].astype(str) + ":" + df["variant"]).to_numpy(str),
+                         "block": (df["size"].astype(str) + ":" + df["seed"].astype(str)).to_numpy(str)})  # fmt: skip
+    empty = {"estimate": math.nan, "se": math.nan, "z": math.nan, "p": math.nan}
+    if not new.any() or new.all():
+        return empty, "no new rows to compare" if not new.any() else "no published rows to compare with"
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fit = smf.mixedlm("y ~ 0 + C(cell) + new", data, groups=data["block"]).fit(reml=True)
+    out = {"estimate": float(fit.params["new"]), "se": float(fit.bse["new"]), "z": float(fit.tvalues["new"]),
+           "p": float(fit.pvalues["new"])}  # fmt: skip
+    note = "; ".join(sorted({str(w.message).split("\n")[0] for w in caught}))
+    return out, f"fit warnings: {note}" if note else ""
+
+
+def pool_check(
+    df: pd.DataFrame,
+    sidecar: str | Path | None = None,
+    published: pd.DataFrame | None = None,
+    reference: str = REFERENCE,
+    baselines: Sequence[str] | None = None,
+    metric: str = "val_loss",
+) -> pd.DataFrame:
+    """Whether the rows of a sweep that are not published rows can be pooled with the published ones.
+
+    Parameters
+    ----------
+    df
+        A sweep (`load_sweep`): the published rows and new ones (a merge, `rr merge`).
+    sidecar
+        Its provenance sidecar; default the file's own (`sidecar_path`).
+    published
+        The published rows; default the packaged copy.
+    reference, baselines
+        The variants compared (default Review and every other variant present); other rows are left out.
+    metric
+        The column modelled.
+
+    Returns
+    -------
+    DataFrame with `POOL_COLUMNS`, one row per term of the model (today one: "source: new - published"):
+    ``estimate, se, z, p`` (the source term: mean shift of the new rows' metric, Wald z, two-sided),
+    ``test`` (the model), ``n_published, n_new, n_flagged``, ``verdict``, ``note`` (why the fit did not run,
+    or its warnings) and ``rows``: each new row's key, ``from`` (the input `rr merge` took it from), device,
+    precision and ``flags`` (why it may not pool:
+    off the published recipe, other hardware or precision, no provenance record, a changed published row).
+
+    Notes
+    -----
+    The per-size mixed model of the primary test's twin, pooled over sizes with one source term:
+    metric ~ 0 + size:variant + new + (1 | size:seed), REML (statsmodels MixedLM), where new = 1 for a row
+    that is not a published row unchanged. New seeds share no block with published ones, so the source term
+    is a contrast between seed blocks, judged against the between-seed variance.
+
+    Example
+    -------
+    >>> from rr_core.sweepfile.dataset import load_sweep
+    >>> pool_check(load_sweep())["verdict"].item()
+    'nothing to check: every row is a published row unchanged'
+    """
+    published = load_sweep(bundled_path()) if published is None else published
+    keep = [reference, *(baselines if baselines is not None else sorted(set(df["variant"]) - {reference}))]
+    df = df[df["variant"].isin(keep)]
+    new, rows = _new_rows(df, published, *_records(df, sidecar))
+    fit, note = _source_fit(df, new, metric)
+    flagged = sum(bool(r["flags"]) for r in rows)
+    if not new.any():
+        verdict = "nothing to check: every row is a published row unchanged"
+    elif math.isnan(fit["p"]):
+        verdict = f"the source term cannot be fitted: {note}"
+    else:
+        shift = "the new rows shift" if fit["p"] < ALPHA else "no shift detected in"
+        verdict = f"{shift} {metric} by {fixed(fit['estimate'], 5, sign=True)} (p {fit['p']:.3g})"
+    if flagged:
+        verdict += f"; {flagged} new row(s) flagged: pool them only knowingly"
+    test = f"{metric} ~ 0 + size:variant + new + (1 | size:seed), REML, Wald z (statsmodels MixedLM)"
+    return pd.DataFrame([{"term": "source: new - published", **fit, "test": test, "n_published": int((~new).sum()),
+                          "n_new": int(new.sum()), "n_flagged": flagged, "verdict": verdict, "note": note,
+                          "rows": rows}], columns=list(POOL_COLUMNS))  # fmt: skip

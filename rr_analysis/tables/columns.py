@@ -1,0 +1,107 @@
+"""A view's columns and how their cells read: the `Col` and `View` records, the one missing-value
+spelling ("n/a") and fixed decimals through `rr_analysis.numbers`, and the comparison a frame states filled
+into titles, headers and legends (`filled`).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+import pandas as pd
+
+from rr_analysis.comparison import METRIC, STAMP
+from rr_analysis.numbers import fixed, p_value
+from rr_core.variants import REFERENCE, label
+
+
+def missing(v) -> bool:
+    return v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v))
+
+
+def formatted(v, spec: str) -> str:
+    """`v` in a format spec; fixed decimals ("+.4f") through `rr_analysis.numbers.fixed`, like every view."""
+    decimals = re.fullmatch(r"(\+?)\.(\d+)f", spec)
+    if decimals:
+        return fixed(v, int(decimals[2]), sign=bool(decimals[1]))
+    return format(v, spec)
+
+
+def number(spec: str) -> Callable:
+    return lambda v: "n/a" if missing(v) else formatted(v, spec)
+
+
+def p_cell(v) -> str:
+    return "n/a" if missing(v) else p_value(v)
+
+
+@dataclass(frozen=True)
+class Col:
+    header: str  # "\n" splits a two-line header in text output
+    cell: Callable[[pd.Series], str]
+    rank: int = 1  # narrow text drops the highest rank first (rightmost first); 0 is never dropped
+    wrap: bool = (
+        False  # prose: narrow text wraps it (`rr_analysis.tables.grid.wrap_columns`) before dropping columns
+    )
+
+
+def cell_of(key: str, fmt: Callable) -> Callable[[pd.Series], str]:
+    return lambda r: fmt(r[key])
+
+
+@dataclass(frozen=True)
+class View:
+    title: str
+    columns: tuple[Col, ...]
+    legend: tuple[str, ...]  # which test each column is
+    notes: Callable[[pd.DataFrame], list[str]]
+    stacked: bool = False  # text: one block of labelled lines per row instead of a table (long prose cells)
+
+
+GAP = "{gap}"  # the sign convention in words, for the frame's comparison (`context`)
+
+
+def context(frame: pd.DataFrame) -> dict[str, str]:
+    """What a view's texts say about the comparison, read from the frame's `STAMP` columns (the paper's when
+    it has none): the reference's label, the metric, the response the tests ran on, and the gap in words.
+
+    The published comparison reads as it always has ("Review", "val_loss", "(lower loss)"); any other states
+    its metric and direction in the title and the gap line.
+    """
+    ref, metric, higher = REFERENCE, METRIC, False
+    if len(frame) and set(STAMP) <= set(frame.columns):
+        ref, metric, higher = (
+            frame["reference"].iloc[0],
+            frame["metric"].iloc[0],
+            bool(frame["higher_is_better"].iloc[0]),
+        )
+    name = label(ref)
+    if higher:
+        gap = (f"gap = mean({name}) - mean(baseline) of {metric}; positive favours {name} (higher {metric} is "
+               f"better; the tests run on -{metric}).")  # fmt: skip
+    else:
+        of = "" if metric == METRIC else f" of {metric}"
+        gap = f"gap = mean(baseline) - mean({name}){of}; positive favours {name} (lower {'loss' if metric == METRIC else metric})."
+    shown = f"{metric}, higher is better" if higher else metric
+    return {"ref": name, "metric": shown, "response": f"-{metric}" if higher else metric, "gap": gap}
+
+
+def filled(view: View, frame: pd.DataFrame) -> View:
+    """`view` with its title, headers and legend stating the frame's comparison (`context`).
+
+    A title that does not name the reference gets the comparison appended when it is not the paper's, so
+    every text view of another comparison says which it is in its first line.
+    """
+    ctx = context(frame)
+    columns = tuple(replace(c, header=c.header.format(**ctx)) for c in view.columns)
+    title = view.title
+    if "{ref}" not in title and (ctx["ref"], ctx["metric"]) != (label(REFERENCE), METRIC):
+        title += ": {ref} against each baseline, {metric}"
+    return replace(
+        view,
+        title=title.format(**ctx),
+        columns=columns,
+        legend=tuple(t.format(**ctx) for t in view.legend),
+    )

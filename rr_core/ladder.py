@@ -1,0 +1,280 @@
+"""The size ladder and training recipe of the published sweep: the one source of truth.
+
+Everything that needs a size's shape, step count or the optimiser settings (model, trainer, analysis,
+CLI) reads them from here. A researcher's own ladder is a TOML file (`load_ladder`); every function that
+takes a size takes `ladder=` (a file, None for rr's own), and a file's sizes say where they come from
+(`Size.ladder`). This module imports nothing heavy so that `rr --help` and the analysis stay torch-free.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import re
+import unicodedata
+from collections.abc import Mapping
+from dataclasses import dataclass, fields, replace
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+from rr_core.errors import InputError
+from rr_core.files import read_toml
+
+__all__ = [
+    "Recipe",
+    "Size",
+    "RECIPE",
+    "BYTE_EOS",
+    "LADDER",
+    "PUBLISHED_SIZES",
+    "get_size",
+    "beyond_published",
+    "load_ladder",
+    "ladder_sizes",
+    "LADDER_KEYS",
+    "size_sort_key",
+    "SIZE_LABEL",
+    "canonical_size",
+    "size_problem",
+]
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """Optimisation and evaluation settings shared by every size (Kramer 2026, Section 4)."""
+
+    block_size: int = 256
+    batch_size: int = 64
+    lr: float = 2e-4
+    warmup_steps: int = 500
+    min_lr_frac: float = 0.1  # cosine decays to 10% of the peak
+    weight_decay: float = 0.1
+    beta1: float = 0.9
+    beta2: float = 0.95
+    grad_clip: float = 1.0
+    eval_batches: int = 80
+    ece_bins: int = 15
+    n_text: int = 400_000  # first TinyStories training stories used
+    val_frac: float = 0.03  # 97/3 train/validation split of the token stream
+    vocab_size: int = 50257  # GPT-2 tokenizer
+
+
+RECIPE = Recipe()
+BYTE_EOS = 256  # the byte tokenizer (the synthetic demo's): ids 0-255 are UTF-8 bytes, 256 ends a document
+
+
+@dataclass(frozen=True)
+class Size:
+    """One rung of the ladder: the Review model's shape, its step budget and its recipe."""
+
+    name: str
+    d_model: int
+    n_layer: int
+    n_head: int
+    steps: int
+    published_seeds: int  # seeds per variant in the published sweep (0: not part of it)
+    recipe: Recipe = RECIPE  # every published size trains with the one published recipe
+    ladder: str | None = None  # the ladder file the size comes from; None: rr's own ladder
+    seeds: int | None = None  # seeds a sweep trains by default; None: the published seeds
+
+    @property
+    def published(self) -> bool:
+        return self.published_seeds > 0
+
+    @property
+    def sweep_seeds(self) -> int:
+        """Seeds per variant `rr sweep` trains when none are given: the ladder file's, else the published."""
+        return self.published_seeds if self.seeds is None else self.seeds
+
+
+# Published ladder (paper Table 1). Baselines are widened from d_model in steps of n_head
+# until they reach Review's parameter count ("parameter-matched up"); see rr_core.shapes.model_config.
+LADDER: dict[str, Size] = {
+    s.name: s
+    for s in (
+        Size("60M", 512, 8, 8, 8000, 3),
+        Size("150M", 768, 12, 12, 8000, 3),
+        Size("320M", 1024, 16, 16, 8000, 2),
+        Size("590M", 1280, 20, 20, 7000, 3),
+        Size("1B", 1536, 24, 16, 6000, 3),
+        # Not published: an offline demo/test size whose three variants train on 2 CPU cores in under a
+        # minute. The published batch (64 x 256 tokens) costs ~0.5 s a step there, so tiny takes 8
+        # sequences a step (~0.12 s), and a higher peak lr with a short warmup so the loss falls visibly
+        # (from 5.5 to about 2.2) in 100 steps.
+        Size("tiny", 128, 4, 4, 100, 0, replace(RECIPE, batch_size=8, lr=1e-3, warmup_steps=15)),
+    )
+}
+
+PUBLISHED_SIZES: tuple[str, ...] = tuple(name for name, s in LADDER.items() if s.published)
+
+# A size label in a dataset: a ladder name or a "<number><K|M|B>" parameter count in its one spelling:
+# ASCII digits, no leading zeros, no trailing zeros after a point, not zero ("60M", "1.5B", "0.5M").
+SIZE_LABEL = re.compile(r"([1-9][0-9]*(?:\.[0-9]*[1-9])?|0\.[0-9]*[1-9])([KMB])", re.ASCII)
+_SCALE = {"K": 1e3, "M": 1e6, "B": 1e9}
+# What a user may have meant: digits of any script, any case, a redundant point or zero, spaces.
+_LOOSE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([KMBkmb])\s*")
+
+
+def canonical_size(label: str) -> str | None:
+    """The one spelling of a parameter-count label ('60.0M', '060m', fullwidth '６０M' -> '60M').
+
+    None if `label` does not read as a count greater than zero.
+    """
+    m = _LOOSE.fullmatch(unicodedata.normalize("NFKC", label))
+    if m is None:
+        return None
+    number = Decimal(m.group(1))  # Decimal reads digits of any script, as int() does
+    if number == 0:
+        return None
+    return f"{number.normalize():f}{m.group(2).upper()}"
+
+
+def _by_case(name: str, sizes: Mapping[str, Size] = LADDER) -> Size | None:
+    """The ladder size whose name equals `name` but for case ("TINY", "150m")."""
+    return {n.lower(): size for n, size in sizes.items()}.get(name.lower())
+
+
+def size_problem(label: str) -> str | None:
+    """Why `label` is not a size label a dataset may hold, naming the spelling to use; None if it is one."""
+    if label in LADDER or SIZE_LABEL.fullmatch(label):
+        return None
+    size = _by_case(label)
+    canon = size.name if size is not None else canonical_size(label)
+    if canon is not None:
+        return f"is another spelling of the size {canon}; write it {canon} (the one spelling rr accepts)"
+    return "must be a ladder size or a <number><K|M|B> label in ASCII digits, greater than zero (e.g. 590M)"
+
+
+def get_size(name: str, ladder: str | os.PathLike | None = None) -> Size:
+    """Look up a size by name in any case ('150m'); an unknown name is told the nearest valid one.
+
+    `ladder`: a ladder file (`load_ladder`) whose sizes are looked up instead of rr's own.
+    """
+    sizes = ladder_sizes(ladder)
+    if (size := _by_case(name, sizes)) is not None:
+        return size
+    guess = canonical_size(name)
+    lower = {n.lower(): n for n in sizes}
+    near = (
+        [guess]
+        if guess in sizes
+        else [lower[n] for n in difflib.get_close_matches(name.lower(), lower, 1, 0.5)]
+    )
+    hint = f" (did you mean {near[0]}?)" if near else ""
+    where = "the ladder" if ladder is None else f"the ladder file {ladder}"
+    raise InputError(f"unknown size {name!r}{hint}; {where} has {', '.join(sizes)}")
+
+
+def beyond_published(name: str, ladder: str | os.PathLike | None) -> str:
+    """A size past the published ladder (`rr sweep --at 3B`), as the ladder file names it.
+
+    The size must come from a ladder file, which gives its shape, and must not be a published rung: a
+    forecast size is never trained as if it were one. InputError otherwise, saying what to do.
+    """
+    if _by_case(name, LADDER) is not None and _by_case(name, LADDER).published:
+        raise InputError(
+            f"--at {name}: {name} is a published size; train more of its seeds with --sizes {name}"
+        )
+    if ladder is None:
+        raise InputError(
+            f"--at {name}: rr's ladder has no {name}; give its shape in a ladder file (--ladder FILE with a "
+            f"[{canonical_size(name) or name}] table: {', '.join(LADDER_KEYS)})"
+        )
+    return get_size(name, ladder).name
+
+
+def size_sort_key(label: str) -> float:
+    """Nominal parameter count of a size label ("590M" -> 5.9e8), for ordering sizes.
+
+    Ladder names that are not counts (e.g. "tiny") sort first.
+    """
+    m = SIZE_LABEL.fullmatch(label)
+    return float(m.group(1)) * _SCALE[m.group(2)] if m else 0.0
+
+
+# ------------------------------------------------------------------------------------------ ladder files
+
+LADDER_KEYS: dict[str, type] = {"d_model": int, "n_layer": int, "n_head": int, "steps": int, "seeds": int}
+# Recipe fields a ladder file may override per size; the vocabulary follows the tokenizer, not the size.
+_OVERRIDES: dict[str, type] = {
+    f.name: type(getattr(RECIPE, f.name)) for f in fields(Recipe) if f.name != "vocab_size"
+}
+
+
+def ladder_sizes(ladder: str | os.PathLike | None = None) -> dict[str, Size]:
+    """The sizes of a ladder file (`load_ladder`), or rr's own `LADDER` when `ladder` is None."""
+    return LADDER if ladder is None else load_ladder(ladder)
+
+
+def load_ladder(path: str | os.PathLike) -> dict[str, Size]:
+    """A researcher's own size ladder from a TOML file: one table per size, in the file's order.
+
+    Parameters
+    ----------
+    path
+        A TOML file. Each table is named by its size label, a ``<number><K|M|B>`` count as a sweep file
+        holds it (``[2M]``, ``["0.5M"]``), and holds d_model, n_layer, n_head, steps and seeds (the seeds
+        `rr sweep` trains by default), all integers > 0 with d_model a multiple of n_head. Any field of
+        `Recipe` but vocab_size (batch_size, lr, warmup_steps, block_size, ...) may follow; the rest of the
+        recipe is the published one.
+
+    Returns
+    -------
+    {label: Size}, each with ``ladder`` set to `path` and no published seeds, so no size of a file is
+    taken for a published one (a file's "60M" is refused beside the published rows; see
+    `rr_model.run_config.recipe_differences`).
+
+    Raises
+    ------
+    InputError
+        Naming the file, the table and the key: not TOML, no tables, a bad label, a missing, unknown or
+        mistyped key.
+
+    Example
+    -------
+    >>> import pathlib, tempfile
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "pilot.toml"
+    >>> _ = path.write_text("[1M]\\nd_model = 64\\nn_layer = 2\\nn_head = 2\\nsteps = 50\\nseeds = 3\\nlr = 1e-3\\n")
+    >>> size = load_ladder(path)["1M"]
+    >>> size.d_model, size.sweep_seeds, size.recipe.lr, size.recipe.batch_size, size.published
+    (64, 3, 0.001, 64, False)
+    """
+    tables = read_toml(path, f"--ladder {path}")
+    if not tables:
+        raise InputError(
+            f"--ladder {path}: no sizes; give one table per size, e.g. [2M] with {', '.join(LADDER_KEYS)}"
+        )
+    return {name: _ladder_size(Path(path), name, table) for name, table in tables.items()}
+
+
+def _ladder_size(path: Path, name: str, table: Any) -> Size:
+    """One table of a ladder file as a Size, or InputError naming the file, the table and what is wrong."""
+    where = f"--ladder {path}, [{name}]"
+    if not isinstance(table, dict):
+        raise InputError(f"--ladder {path}: {name} = {table!r} is not a table; give one table per size")
+    if not (name in LADDER or SIZE_LABEL.fullmatch(name)):
+        raise InputError(
+            f"{where}: a size label {size_problem(name) or 'is not valid'}, as a sweep file holds it"
+        )
+    allowed = {**LADDER_KEYS, **_OVERRIDES}
+    for key, value in table.items():
+        if key not in allowed:
+            near = difflib.get_close_matches(key, list(allowed), 1, 0.6)
+            hint = f" (did you mean {near[0]}?)" if near else ""
+            raise InputError(f"{where}: unknown key {key!r}{hint}; a size has {', '.join(allowed)}")
+        kind = allowed[key]
+        ok = isinstance(value, (int, float) if kind is float else kind) and not isinstance(value, bool)
+        if not ok or (kind is int and value <= 0) or (kind is float and value < 0):
+            raise InputError(
+                f"{where}: {key} = {value!r} must be {'an integer > 0' if kind is int else 'a number >= 0'}"
+            )
+    if missing := [k for k in LADDER_KEYS if k not in table]:
+        raise InputError(f"{where}: missing {', '.join(missing)} (a size has {', '.join(LADDER_KEYS)})")
+    if table["d_model"] % table["n_head"]:
+        raise InputError(
+            f"{where}: d_model ({table['d_model']}) must be a multiple of n_head ({table['n_head']})"
+        )
+    recipe = replace(RECIPE, **{k: kind(table[k]) for k, kind in _OVERRIDES.items() if k in table})
+    shape = {k: table[k] for k in ("d_model", "n_layer", "n_head", "steps")}
+    return Size(name, **shape, published_seeds=0, recipe=recipe, ladder=str(path), seeds=table["seeds"])

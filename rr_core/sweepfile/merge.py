@@ -1,0 +1,168 @@
+"""Merging sweep files: per-job results files (or sweeps from several machines) into one new dataset.
+
+Where the shared results file cannot be locked across hosts (see the README, "On a cluster"), each job
+writes its own file and `merge_sweeps` joins them afterwards: every input is validated, a run present in
+several inputs must have the same values everywhere (identical copies are kept once; the published rows
+that each file started from are such copies), the merged rows must pass the schema together (same steps and
+params_M across seeds of a size and variant), and the provenance sidecars (`A.runs.jsonl`, ...) are merged
+into the new file's. Nothing is ever overwritten: the output and its sidecar must not exist. Each input is
+read with its sidecar under the input's lock, so a trainer appending meanwhile adds its row and record to the
+merge together or not at all; the output and its sidecar are written as one unit, both whole or neither left
+behind (a full disk included). Torch-free.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from rr_core.errors import InputError
+from rr_core.files import create_new, locked
+from rr_core.sweepfile.csv_text import FIELDS, DataError
+from rr_core.sweepfile.dataset import bundled_path, load_sweep, plain, write_sweep
+from rr_core.sweepfile.provenance import read_records, sidecar_path
+from rr_core.sweepfile.schema import KEY
+
+__all__ = ["merge_sweeps"]
+
+
+def _same(a: Any, b: Any) -> bool:
+    return (pd.isna(a) and pd.isna(b)) or a == b
+
+
+def _snapshot(path: Path) -> tuple[pd.DataFrame, list[dict[str, Any]]]:
+    """A sweep file's rows and its sidecar's records as one snapshot, read under the file's lock.
+
+    The trainer appends a run's row and its record under that lock (`append_rows(then=...)`), so a run being
+    appended meanwhile is in both or in neither, never a row without its record.
+    """
+    if not path.is_file():
+        return load_sweep(path), []  # load_sweep says what it is instead (no such file, a FIFO, a folder)
+    with locked(path, os.O_RDONLY | os.O_NONBLOCK):
+        return load_sweep(path), read_records(sidecar_path(path))
+
+
+def _combine(snapshots: Sequence[tuple[Path, pd.DataFrame]]) -> tuple[pd.DataFrame, list[str], int]:
+    """The rows of all inputs in order, each run once: (rows, each row's origin "file line N", copies dropped).
+
+    Raises InputError listing every run whose copies disagree, with both places and the differing column.
+    """
+    first: dict[tuple, tuple[pd.Series, str]] = {}
+    parts, origins, conflicts = [], [], []
+    for path, df in snapshots:
+        keep = []
+        for (_, row), line in zip(df.iterrows(), df.attrs["lines"], strict=True):
+            key, where = tuple(plain(row[k]) for k in KEY), f"{path} line {line}"
+            keep.append(key not in first)
+            if keep[-1]:
+                first[key] = (row, where)
+                origins.append(where)
+            elif diff := [c for c in FIELDS if not _same(row[c], first[key][0][c])]:
+                seen, there = first[key]
+                conflicts.append(
+                    f"  {where}: {' '.join(map(str, key))} has {diff[0]} {plain(row[diff[0]])!r}, "
+                    f"{there} has {plain(seen[diff[0]])!r}"
+                )
+        parts.append((df, keep))
+    if conflicts:
+        raise InputError(
+            f"{len(conflicts)} run(s) appear with different values in the inputs; rr merge keeps one copy of "
+            "identical rows only. Remove the wrong row, then merge again:\n" + "\n".join(conflicts)
+        )
+    merged = pd.concat([df[keep] for df, keep in parts], ignore_index=True)
+    return merged, origins, sum(len(df) for df, _ in parts) - len(merged)
+
+
+def _merged_records(sidecars: Sequence[list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """Every provenance record of the inputs' sidecars, in input order, each distinct record once."""
+    seen, records = set(), []
+    for sidecar in sidecars:
+        for record in sidecar:
+            text = json.dumps(record, sort_keys=True)
+            if text not in seen:
+                seen.add(text)
+                records.append(record)
+    return records
+
+
+def merge_sweeps(paths: Sequence[str | os.PathLike], out: str | os.PathLike) -> dict[str, Any]:
+    """Merge sweep files into the new file `out`, and their provenance sidecars into its sidecar.
+
+    Parameters
+    ----------
+    paths
+        Sweep CSVs, each valid on its own (`load_sweep`). Rows keep their order, inputs in the given order;
+        a run already taken from an earlier input is dropped if identical, refused if it differs.
+    out
+        The merged dataset; neither it nor its sidecar may exist. Values are written at full precision.
+
+    Returns
+    -------
+    A summary: out, rows (written), copies (identical rows dropped), records (the inputs' provenance records
+    written to the sidecar `out.runs.jsonl`). The sidecar also holds one "source" record per merged row: the
+    input file and line it came from, and whether it is a published row unchanged.
+
+    Raises
+    ------
+    DataError
+        An input is not a valid sweep (every problem, by line and column).
+    InputError
+        `out` or its sidecar exists; no input; runs whose copies disagree (each listed with both places);
+        or merged rows that break a rule together (say, two step counts for one size and variant), each
+        named by the input file and line it comes from.
+    """
+    paths, out = [Path(p) for p in paths], Path(out)
+    if not paths:
+        raise InputError("rr merge needs at least one sweep file to read")
+    for target in (out, sidecar_path(out)):
+        if target.exists():
+            raise InputError(f"{target} exists; rr merge writes a new file and never overwrites one")
+    snapshots = [_snapshot(path) for path in paths]
+    merged, origins, copies = _combine([(p, df) for p, (df, _) in zip(paths, snapshots, strict=True)])
+    records = _merged_records([records for _, records in snapshots])
+    _write_merged(merged, records + _source_records(merged, origins), out, origins)
+    return {"out": str(out), "rows": len(merged), "copies": copies, "records": len(records)}
+
+
+def _source_records(merged: pd.DataFrame, origins: list[str]) -> list[dict[str, Any]]:
+    """One "source" record per merged row: the input file and line it came from, and whether it is a
+    published row unchanged (what `rr analyze --pool-check` reads beside the run records)."""
+    published = load_sweep(bundled_path())
+    values = [c for c in FIELDS if c not in KEY]
+    pub = {tuple(plain(v) for v in k): tuple(r) for k, r in zip(published[KEY].itertuples(index=False),
+           published[values].itertuples(index=False), strict=True)}  # fmt: skip
+    out = []
+    for (_, row), origin in zip(merged.iterrows(), origins, strict=True):
+        key = tuple(plain(row[k]) for k in KEY)
+        same = key in pub and all(_same(a, b) for a, b in zip(pub[key], row[values], strict=True))
+        out.append(
+            {"status": "source", **dict(zip(KEY, key, strict=True)), "source": origin, "published": same}
+        )
+    return out
+
+
+def _write_merged(merged: pd.DataFrame, records: list[dict[str, Any]], out: Path, origins: list[str]) -> None:
+    """Write the merged rows to `out` and the records to its sidecar as one unit: both whole, or neither.
+
+    The sidecar is created first and removed again if the CSV cannot be written (a full disk, a rule across
+    rows of different inputs), so `out` never appears without its records and a rerun is not blocked.
+    """
+    sidecar = sidecar_path(out)
+    if records:
+        text = "".join(json.dumps(r, sort_keys=True, allow_nan=False) + "\n" for r in records)
+        if not create_new(sidecar, lambda f: f.write(text.encode("utf-8"))):
+            raise InputError(f"{sidecar} exists; rr merge writes a new file and never overwrites one")
+    try:
+        write_sweep(merged, out, exact=True)
+    except BaseException as e:
+        if records:  # the sidecar made above, and only that one: never a file rr merge did not write
+            sidecar.unlink(missing_ok=True)
+        if not isinstance(e, DataError):
+            raise
+        lines = [f"  {origins[p.line - 2]}, column {p.column}: {p.value!r} - {p.rule}" for p in e.problems]
+        raise InputError("the merged rows break the schema together:\n" + "\n".join(lines)) from None

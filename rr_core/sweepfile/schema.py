@@ -1,0 +1,121 @@
+"""The sweep CSV's schema: columns, types and rules, in one place.
+
+`SCHEMA` (pandera) checks values once a file has been parsed and typed; `COLUMNS` drives parsing.
+The rules are written as short human phrases because they end up verbatim in error messages. What each
+column means is told once, in the dataset card (rr_core/sweepfile/published/README.md, `card_path()`).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import pandera.pandas as pa
+
+from rr_core.ladder import LADDER, SIZE_LABEL
+from rr_core.variants import VARIANT_NAME, VARIANT_RULE
+
+__all__ = ["Column", "COLUMNS", "KEY", "SCHEMA", "Problem", "GROUP_RULES", "EXTRA_NAME", "EXTRA_RULE"]
+
+
+MAX_PARAMS_M = 1e7  # 10^13 parameters: a typo guard (a count in units, not millions), far above any model
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    kind: str  # "str", "int" or "float"
+    optional: bool  # may be empty ("where measured")
+    rule: str  # the constraint, as a reader would say it
+
+
+COLUMNS: tuple[Column, ...] = (
+    Column("size", "str", False, "a ladder size or a <number><K|M|B> label"),
+    Column("variant", "str", False, VARIANT_RULE),
+    Column("seed", "int", False, "an integer >= 0"),
+    Column("params_M", "float", False, f"a number > 0 and at most {MAX_PARAMS_M:g} (10T parameters)"),
+    Column("steps", "int", False, "an integer > 0"),
+    Column("val_loss", "float", False, "a finite number in (0, 20)"),
+    Column("ece", "float", True, "in [0, 1] or empty"),
+    Column("minutes", "float", True, "a number >= 0 or empty"),
+)
+KEY: list[str] = ["size", "variant", "seed"]
+# A column beyond COLUMNS is an extra measured metric (an accuracy, a downstream score), read as float64 for
+# `rr analyze --metric`, when its name is a plain identifier and every cell is a finite number or empty.
+EXTRA_NAME = re.compile(r"[a-z][a-z0-9_]{0,39}")
+EXTRA_RULE = "an extra column is read as a measured metric only when every cell is a finite number or empty"
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with one cell (or row) of a file."""
+
+    line: int | None  # 1-based line in the file; None for whole-file problems
+    column: str | None
+    value: object
+    rule: str
+    row: str | None = None  # where a row not in the file is (an appended one): "new row 2"
+
+    def __str__(self) -> str:
+        where = [f"line {self.line}"] if self.line is not None else []
+        where += [self.row] if self.row is not None else []
+        if self.column is not None:
+            where.append(f"column {self.column}")
+        return f"{', '.join(where) or 'file'}{_shown(self.value)} - {self.rule}"
+
+
+def _shown(value: object) -> str:
+    """A cell value as a message shows it: numpy scalars as plain numbers, and text escaped to ASCII so that
+    a look-alike letter is seen for what it is (Cyrillic 'і' in 'hіghway' reads 'h\\u0456ghway')."""
+    if value is None:
+        return ""
+    value = value.item() if isinstance(value, np.generic) else value
+    return f": {ascii(value) if isinstance(value, str) else repr(value)}"
+
+
+def _size_ok(s: pd.Series) -> pd.Series:
+    return s.isin(list(LADDER)) | s.str.fullmatch(SIZE_LABEL.pattern)
+
+
+def _constant_within(col: str) -> pa.Check:
+    return pa.Check(
+        lambda df: df.groupby(["size", "variant"], observed=True)[col].transform("nunique") <= 1,
+        error=f"{col} must be the same in every row of a (size, variant)",
+    )
+
+
+# Row-level rules that span columns: the column each one is reported against.
+GROUP_RULES: dict[str, str] = {
+    "params_M must be the same in every row of a (size, variant)": "params_M",
+    "steps must be the same in every row of a (size, variant)": "steps",
+}
+
+_RULE = {c.name: c.rule for c in COLUMNS}
+
+SCHEMA = pa.DataFrameSchema(
+    {
+        "size": pa.Column(str, pa.Check(_size_ok, error=_RULE["size"])),
+        "variant": pa.Column(
+            str, pa.Check(lambda s: s.str.fullmatch(VARIANT_NAME.pattern), error=_RULE["variant"])
+        ),
+        "seed": pa.Column("int64", pa.Check.ge(0, error=_RULE["seed"])),
+        "params_M": pa.Column(
+            "float64", pa.Check(lambda s: (s > 0) & (s <= MAX_PARAMS_M), error=_RULE["params_M"])
+        ),
+        "steps": pa.Column("int64", pa.Check.gt(0, error=_RULE["steps"])),
+        "val_loss": pa.Column(
+            "float64", pa.Check(lambda s: np.isfinite(s) & (s > 0) & (s < 20), error=_RULE["val_loss"])
+        ),
+        "ece": pa.Column("float64", pa.Check.in_range(0, 1, error=_RULE["ece"]), nullable=True),
+        "minutes": pa.Column(
+            "float64", pa.Check(lambda s: np.isfinite(s) & (s >= 0), error=_RULE["minutes"]), nullable=True
+        ),
+    },
+    checks=[_constant_within("params_M"), _constant_within("steps")],
+    unique=KEY,
+    report_duplicates="all",
+    strict=True,
+    ordered=False,
+)

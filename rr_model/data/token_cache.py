@@ -1,0 +1,293 @@
+"""Token streams for training: TinyStories, the synthetic corpus, a local corpus (a file or a folder of
+files) or a Hugging Face dataset (`hf:NAME[:SPLIT]`), cached on disk.
+
+`load_tokens` turns a corpus into one uint16 token stream (each document followed by EOS; the first 97%
+is train, the rest validation, RECIPE.val_frac) and caches it as a memory-mapped file, so only the first
+run tokenizes and later runs start at once, offline too. `sample_batch` draws the random training windows.
+Torch-free: the trainer turns the windows into tensors.
+
+A cache is a directory `<cache_dir>/tokens/<key>/` holding `tokens.bin` (raw little-endian uint16) and
+`meta.json` (provenance and lengths). It is written to a temporary directory, fsynced and renamed into
+place, and it is only trusted when its meta is current and matches the file's length, so a killed run
+never leaves a cache that loads. Such a directory is also a valid `data` path: copy it to an offline
+machine and point `--data` at it.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import itertools
+import json
+import logging
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from rr_core.errors import InputError
+from rr_core.files import fsync_path, locked
+from rr_core.ladder import RECIPE
+from rr_model.data import synthetic
+from rr_model.data.corpus import READERS, TINYSTORIES, corpus_files, corpus_reader, no_data
+from rr_model.data.tokenizers import CHUNK, TOKEN_DTYPE, Tokenizer, load_tokenizer
+
+__all__ = [
+    "Tokens",
+    "load_tokens",
+    "check_data",
+    "sample_batch",
+    "default_cache_dir",
+]
+
+
+FORMAT = 1  # bump when the cache layout or the tokenization changes: older caches are then rebuilt
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Tokens:
+    """A tokenized corpus: memory-mapped train and validation streams, and where they came from."""
+
+    train: np.ndarray
+    val: np.ndarray
+    vocab_size: int
+    eos_id: int
+    source: str  # "roneneldan/TinyStories", "synthetic" or the local path given
+    tokenizer: str  # "gpt2" or "bytes"
+    n_text: int  # documents used
+    key: str  # names the cache: hash of (source, tokenizer, n_text, FORMAT)
+
+    def describe(self) -> dict:
+        """JSON-able provenance for the run record."""
+        return {
+            "source": self.source,
+            "tokenizer": self.tokenizer,
+            "n_text": self.n_text,
+            "key": self.key,
+            "vocab_size": self.vocab_size,
+            "eos_id": self.eos_id,
+            "train_tokens": len(self.train),
+            "val_tokens": len(self.val),
+        }
+
+
+def _is_cache(path: Path) -> bool:
+    """Whether `path` is a token cache of rr's (its folder, meta.json or tokens.bin), complete or not."""
+    if path.name in ("meta.json", "tokens.bin"):
+        return True
+    return path.is_dir() and any((path / name).exists() for name in ("meta.json", "tokens.bin"))
+
+
+# -------------------------------------------------------------------------------------------------- cache
+
+
+def default_cache_dir() -> Path:
+    """$RR_CACHE, else ~/.cache/rr."""
+    return Path(os.environ.get("RR_CACHE") or Path.home() / ".cache" / "rr")
+
+
+def _key(*parts: object) -> str:
+    return hashlib.sha256(json.dumps([FORMAT, *parts]).encode()).hexdigest()[:16]
+
+
+def _open(directory: Path, key: str | None = None) -> Tokens | None:
+    """The cache in `directory`, or None when it is missing, partial, stale or not for `key`."""
+    try:
+        meta = json.loads((directory / "meta.json").read_text())
+        n, n_train = meta["n_tokens"], meta["n_train"]
+        path = directory / "tokens.bin"
+        if meta["format"] != FORMAT or key not in (None, meta["key"]) or not 0 < n_train < n:
+            return None
+        if path.stat().st_size != n * TOKEN_DTYPE.itemsize:
+            return None
+        stream = np.memmap(path, dtype=TOKEN_DTYPE, mode="r", shape=(n,))
+        return Tokens(
+            train=stream[:n_train],
+            val=stream[n_train:],
+            vocab_size=meta["vocab_size"],
+            eos_id=meta["eos_id"],
+            source=meta["source"],
+            tokenizer=meta["tokenizer"],
+            n_text=meta["n_text"],
+            key=meta["key"],
+        )
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _build(directory: Path, key: str, source: str, tok: Tokenizer, docs: Iterable[str], n_text: int) -> None:
+    """Tokenize `docs` (at most n_text) and publish the cache at `directory` atomically."""
+    tmp = Path(tempfile.mkdtemp(prefix=f".{key}.", dir=directory.parent))
+    try:
+        tmp.chmod(0o755)  # mkdtemp makes it private; a shared cache should be readable like the files in it
+        n_docs = n_tokens = 0
+        eos = np.array([tok.eos_id], dtype=TOKEN_DTYPE)
+        docs = iter(docs)
+        with open(tmp / "tokens.bin", "wb") as f:
+            while chunk := list(itertools.islice(docs, min(CHUNK, n_text - n_docs))):
+                ids = np.concatenate([part for d in tok.encode_batch(chunk) for part in (d, eos)])
+                f.write(ids.tobytes())
+                n_docs += len(chunk)
+                n_tokens += len(ids)
+        n_train = int(n_tokens * (1 - RECIPE.val_frac))
+        if not 0 < n_train < n_tokens:
+            raise InputError(f"{source}: {n_docs} documents, {n_tokens} tokens: too few to split train/val")
+        meta = {
+            "format": FORMAT,
+            "key": key,
+            "source": source,
+            "tokenizer": tok.name,
+            "n_text": n_docs,
+            "vocab_size": tok.vocab_size,
+            "eos_id": tok.eos_id,
+            "n_tokens": n_tokens,
+            "n_train": n_train,
+        }
+        (tmp / "meta.json").write_text(json.dumps(meta, indent=1))
+        for path in (tmp / "tokens.bin", tmp / "meta.json", tmp):
+            fsync_path(path)
+        if directory.exists():  # an invalid cache (we hold the lock and found none valid): replace it
+            shutil.rmtree(directory)
+        os.rename(tmp, directory)
+        fsync_path(directory.parent)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)  # gone already after a successful rename
+
+
+# ---------------------------------------------------------------------------------------------------- API
+
+
+def load_tokens(
+    data: str = "tinystories",
+    *,
+    n_text: int = RECIPE.n_text,
+    cache_dir: str | Path | None = None,
+    tokenizer: str | None = None,
+    text_field: str = "text",
+) -> Tokens:
+    """Load a tokenized corpus, tokenizing and caching it on first use.
+
+    Parameters
+    ----------
+    data
+        "tinystories": the first `n_text` training stories of roneneldan/TinyStories via Hugging Face
+        `datasets` (the published recipe). "synthetic": the project's own story corpus
+        (`rr_model.data.synthetic`, at most 10,000 stories). Otherwise a path: a .txt corpus (documents
+        separated by blank lines, or by `<|endoftext|>` lines if the file has them), a .jsonl or .parquet
+        corpus with a "text" field (first `n_text` documents), a folder of such files (read in order of
+        their paths), or a token cache directory written by this function (or its meta.json / tokens.bin),
+        which is loaded as it is, whatever `n_text`. "hf:NAME[:SPLIT]": a dataset through Hugging Face
+        `datasets` (`load_dataset(NAME, split=SPLIT)`, default split "train"; NAME may be a local
+        folder that `datasets` reads).
+    n_text
+        Documents to use, from the start of the corpus.
+    cache_dir
+        Root of rr's caches; tokens live in its `tokens/` folder. Default $RR_CACHE, else ~/.cache/rr.
+    tokenizer
+        "gpt2" (default for TinyStories and local corpora) or "bytes" (default for synthetic; needs no
+        download, so it serves offline runs).
+    text_field
+        The field of a .jsonl, .parquet or hub corpus that holds the text.
+
+    Returns
+    -------
+    Tokens
+        Memory-mapped train and validation streams with their provenance.
+
+    Raises
+    ------
+    DataUnavailable
+        The hub cannot be reached for the dataset or the GPT-2 tokenizer and neither is cached.
+
+    Notes
+    -----
+    The cache key hashes (source, tokenizer, n_text, format); for a local corpus the source is its
+    resolved path, size and modification time (of every file, for a folder), so an edited file is
+    tokenized again; a `text_field` other than "text" joins the key.
+    """
+    if tokenizer not in (None, "gpt2", "bytes"):
+        raise InputError(f"unknown tokenizer {tokenizer!r}; use 'gpt2' or 'bytes'")
+    if n_text < 1:
+        raise InputError(f"n_text must be positive, got {n_text}")
+    path = Path(data)
+    if data not in ("tinystories", "synthetic") and not data.startswith("hf:") and _is_cache(path):
+        return _given_cache(path.parent if path.is_file() else path, tokenizer)
+    if data == "synthetic":
+        n_text = min(n_text, synthetic.N_STORIES)
+        ident, docs = "synthetic", functools.partial(synthetic.stories, n_text)
+        tokenizer = tokenizer or "bytes"
+    else:
+        ident, docs = corpus_reader(data, n_text, text_field)
+        tokenizer = tokenizer or "gpt2"
+    source = TINYSTORIES if data == "tinystories" else data
+    key = _key(ident, tokenizer, n_text)
+    directory = Path(cache_dir or default_cache_dir()) / "tokens" / key
+    if (tokens := _open(directory, key)) is not None:
+        return tokens
+    directory.parent.mkdir(parents=True, exist_ok=True)
+    with locked(directory.with_suffix(".lock")):
+        if (tokens := _open(directory, key)) is None:  # nobody built it while we waited for the lock
+            tok = load_tokenizer(tokenizer)
+            log.info("tokenizing %s with %s into %s (first use only)", source, tokenizer, directory)
+            start = time.perf_counter()
+            _build(directory, key, source, tok, docs(), n_text)
+            tokens = _open(directory, key)
+            n = len(tokens.train) + len(tokens.val)
+            log.info("%d tokens cached in %.1fs", n, time.perf_counter() - start)
+    return tokens
+
+
+def check_data(data: str, tokenizer: str | None = None) -> None:
+    """Refuse what `load_tokens` would refuse for `data`, without tokenizing or downloading anything.
+
+    For `rr train --dry-run`: the corpus file must exist (a folder must hold one), a token cache must be
+    complete and match `tokenizer`; whether the hub can be reached is only found out by loading.
+    """
+    if tokenizer not in (None, "gpt2", "bytes"):
+        raise InputError(f"unknown tokenizer {tokenizer!r}; use 'gpt2' or 'bytes'")
+    path = Path(data)
+    if data in ("tinystories", "synthetic") or data.startswith("hf:"):
+        return
+    if path.suffix in READERS and path.is_file():
+        return
+    if _is_cache(path):
+        _given_cache(path.parent if path.is_file() else path, tokenizer)
+        return
+    if path.is_dir():
+        corpus_files(path)
+        return
+    raise no_data(data)
+
+
+def _given_cache(directory: Path, tokenizer: str | None) -> Tokens:
+    tokens = _open(directory)
+    if tokens is None:
+        raise InputError(
+            f"{directory}: not a complete token cache written by rr (partial, corrupt, outdated)"
+        )
+    if tokenizer not in (None, tokens.tokenizer):
+        raise InputError(f"{directory}: the cache was tokenized with {tokens.tokenizer!r}, not {tokenizer!r}")
+    return tokens
+
+
+def sample_batch(
+    data: np.ndarray, rng: np.random.RandomState, batch: int, block: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Random windows of a token stream: inputs `x` and next-token targets `y`, each (batch, block) int64.
+
+    Window starts are `rng.randint(0, len(data) - block - 1, size=batch)`, the published script's draw
+    from numpy's legacy Mersenne Twister, so a seed's batches are the published ones and a given rng state
+    always gives the same batch; only the selected windows are read from the memory map.
+    """
+    if len(data) < block + 2:
+        raise InputError(f"a stream of {len(data)} tokens is too short for blocks of {block}")
+    offsets = rng.randint(0, len(data) - block - 1, size=batch)
+    windows = np.lib.stride_tricks.sliding_window_view(data, block + 1)[offsets].astype(np.int64)
+    return np.ascontiguousarray(windows[:, :-1]), np.ascontiguousarray(windows[:, 1:])

@@ -1,0 +1,247 @@
+"""Which runs to make and where their rows go: the one reading of a run's output file before training
+(`preflight`, whose `OutputPlan` answers every question asked of the file: present runs, the published
+start, the recipe guard, whether a row fits), the plan behind `rr train` (`plan_runs`) and the time
+estimate of `--dry-run` (`describe_runs`). Torch-free, so planning and dry runs start at once.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from rr_core.errors import InputError, RecipeError
+from rr_core.files import create_new
+from rr_core.ladder import BYTE_EOS, get_size
+from rr_core.shapes import model_config
+from rr_core.sweepfile.csv_text import DataError
+from rr_core.sweepfile.dataset import (
+    bundled_path,
+    check_append,
+    load_sweep,
+    next_seeds,
+    refuse_reference,
+    run_keys,
+)
+from rr_core.sweepfile.integrity import check_integrity
+from rr_core.sweepfile.provenance import sidecar_path
+from rr_core.variants import COMPARED
+from rr_model.flops import assumed_rate, flops_per_token
+from rr_model.run_config import DEFAULT_OUT, TrainConfig, recipe_differences
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from rr_model.data.token_cache import Tokens
+
+__all__ = [
+    "OutputPlan",
+    "preflight",
+    "dataset_keys",
+    "dataset_row",
+    "plan_runs",
+    "describe_runs",
+]
+
+
+# ---------------------------------------------------------------------------------------------- planning
+
+
+@dataclass(frozen=True)
+class OutputPlan:
+    """What a run's output file holds, and what may be written to it: `preflight`'s one reading of it.
+
+    `rows` are the file's rows, or the published rows it will start as (`from_published`); None for a new
+    file. Every question the trainer and the CLI ask of the file before training is answered from them:
+    which runs are present (`keys`), whether it holds published rows (`guard`), whether a run's row would
+    be accepted (`check_fits`).
+    """
+
+    out: Path
+    rows: pd.DataFrame | None
+    from_published: bool  # a missing default dataset, trained at a published size: `start` copies the rows
+    reproduction: bool = False  # a reproduction file (`rr reproduce`): only the published recipe goes to it
+
+    @functools.cached_property
+    def keys(self) -> set[tuple[str, str, int]]:
+        """The (size, variant, seed) of every row."""
+        return set() if self.rows is None else run_keys(self.rows)
+
+    @functools.cached_property
+    def published(self) -> bool:
+        """Whether the file holds (or will start as) published rows, or is a reproduction file, so the recipe
+        guard applies."""
+        if self.reproduction:
+            return True
+        return self.rows is not None and (self.from_published or check_integrity(self.rows).present > 0)
+
+    def start(self) -> None:
+        """Create the default dataset as a copy of the published rows when it starts from them."""
+        if not self.from_published:
+            return
+        self.out.parent.mkdir(parents=True, exist_ok=True)
+        published = bundled_path().read_bytes()
+        create_new(self.out, lambda f: f.write(published))  # whole or not at all; of several, one writes
+
+    def guard(self, cfg: TrainConfig, tokens: Tokens) -> None:
+        """Refuse an off-recipe run for a file that holds published rows, naming every difference."""
+        if self.published and (diffs := recipe_differences(cfg, tokens)):
+            what = "is a reproduction file" if self.reproduction else "holds published rows"
+            raise RecipeError(
+                f"{self.out} {what}, and this run is off the published recipe of {cfg.size}: "
+                f"{'; '.join(diffs)}. Rows trained another way would be analysed as if they were comparable; "
+                "write them to a separate file with --out other.csv."
+            )
+
+    def check_fits(self, cfg: TrainConfig, params: int) -> None:
+        """Refuse before training, not after, a run whose row the file's schema would reject: a run already
+        in the file, or steps or params_M unlike the file's other rows of the same (size, variant)."""
+        if self.rows is None:
+            return
+        placeholder = {"params": params, "val_loss": 1.0, "ece": None, "minutes": None}  # any valid result
+        try:
+            check_append(self.rows, [dataset_row(cfg, placeholder)], self.out)
+        except DataError as e:
+            key = " ".join(map(str, cfg.key))
+            raise InputError(
+                f"not training {key}: its row would be refused (new row 1 below).\n{e}"
+            ) from None
+
+
+def preflight(
+    out: str | os.PathLike,
+    sizes: Iterable[str] = (),
+    *,
+    create: bool = False,
+    reproduction: bool = False,
+    ladder: str | os.PathLike | None = None,
+) -> OutputPlan:
+    """Read a run's output file once, refusing before any training a file that its rows cannot go to.
+
+    Parameters
+    ----------
+    out
+        The dataset the rows are appended to.
+    sizes
+        The sizes to be trained: a missing default dataset (`DEFAULT_OUT`) trained at a published size
+        starts as the published sweep, so `rr train --size 150M` in a fresh directory adds seed 3, not a
+        second seed 0. Any other new file (an explicit --out, or the tiny demo size) starts empty.
+    create
+        Make a missing folder for `out` (only when its parent exists, so a mistyped path is an error
+        rather than a new tree of folders); a dry run creates nothing.
+    reproduction
+        `out` is a reproduction file (`rr_model.reproduce`): the recipe guard applies whatever it holds.
+    ladder
+        The ladder file `sizes` come from (None: rr's own); none of its sizes is a published one, so a
+        missing file of them starts empty.
+
+    Raises
+    ------
+    DataError
+        `out` is the packaged reference copy (under any name), or not a valid sweep file.
+    InputError
+        `out` or its sidecar cannot be written.
+
+    Example
+    -------
+    >>> import tempfile
+    >>> plan = preflight(Path(tempfile.mkdtemp()) / "new.csv", ["tiny"])
+    >>> plan.rows is None, plan.keys, plan.from_published
+    (True, set(), False)
+    """
+    out = Path(out)
+    refuse_reference(out)  # by device and inode: a hard link or symlink to the packaged copy is refused too
+    from_published = (
+        out == DEFAULT_OUT and not out.exists() and any(get_size(s, ladder).published for s in sizes)
+    )
+    source = bundled_path() if from_published else out
+    rows = load_sweep(source) if source.exists() else None
+    _check_writable(out, create)
+    return OutputPlan(out, rows, from_published, reproduction)
+
+
+def _check_writable(out: Path, create: bool) -> None:
+    """Refuse a dataset `out` that it and its sidecar could not be written to."""
+    folder = out.parent
+    if out.exists() and not out.is_file():
+        raise InputError(f"--out {out}: not a regular file")
+    if not folder.is_dir():
+        if folder.exists() or not folder.parent.is_dir():
+            raise InputError(f"--out {out}: {folder} is not a folder, and its parent is none either")
+        if not create:
+            folder = folder.parent  # where the folder would be made
+        else:
+            folder.mkdir()
+    for path in (out, sidecar_path(out)):
+        target = path if path.exists() else folder
+        if not os.access(target, os.W_OK | (os.X_OK if target.is_dir() else 0)):
+            raise InputError(f"--out {out}: {target} is not writable here, so the run's result would be lost")
+
+
+def dataset_keys(path: str | os.PathLike) -> set[tuple[str, str, int]]:
+    """The (size, variant, seed) of every row in a sweep file (empty if there is no file yet), for reading
+    a file no run is planned against here (a job's own part file, a sweep's status)."""
+    path = Path(path)
+    return run_keys(load_sweep(path)) if path.exists() else set()
+
+
+def dataset_row(cfg: TrainConfig, result: dict[str, Any]) -> dict[str, Any]:
+    """The dataset row of `cfg` with these results (params, val_loss, ece, minutes)."""
+    row = {"size": cfg.size, "variant": cfg.variant, "seed": cfg.seed, "params_M": result["params"] / 1e6}
+    return {**row, "steps": cfg.steps, **{k: result[k] for k in ("val_loss", "ece", "minutes")}}
+
+
+def plan_runs(
+    out: str | os.PathLike,
+    size: str,
+    variants: tuple[str, ...] = COMPARED,
+    seed: int | None = None,
+    **options: Any,
+) -> tuple[list[TrainConfig], list[TrainConfig]]:
+    """The runs `rr train` makes: (to train, already in `out` and skipped).
+
+    `out` is read once (`preflight`) and refused if no row could go to it. Without `seed`, the lowest seed
+    for which some of `variants` has no row yet: the next complete, pairable block (or the rest of one a crash left incomplete). `options` are further TrainConfig fields.
+    """
+    done = preflight(out, [size], ladder=options.get("ladder")).keys
+    if seed is None:
+        seed = next_seeds(done, size, 1, variants)[0]
+    runs = [TrainConfig(size=size, variant=v, seed=seed, **options) for v in variants]
+    return [r for r in runs if r.key not in done], [r for r in runs if r.key in done]
+
+
+def describe_runs(runs: list[TrainConfig]) -> list[dict[str, Any]]:
+    """What `runs` would be, without loading data, torch or training: one record per run.
+
+    Returns
+    -------
+    Records with size, variant, seed, d_model, n_layer, n_head, params (exact), steps, tokens (trained
+    on), est_minutes and assumed (the device and rate behind the estimate, see
+    `rr_model.flops.assumed_rate`): training FLOPs (`flops_per_token` x tokens) at that rate.
+    A rough figure: evaluation and start-up are not counted.
+    """
+    records = []
+    for cfg in runs:
+        bytes_ = cfg.tokenizer == "bytes" or (cfg.tokenizer is None and cfg.data == "synthetic")
+        vocab = BYTE_EOS + 1 if bytes_ else cfg.recipe.vocab_size  # the byte tokenizer: 256 bytes and EOS
+        mcfg = replace(
+            model_config(cfg.size, cfg.variant, vocab, cfg.ladder), block_size=cfg.recipe.block_size
+        )
+        tokens = cfg.steps * cfg.recipe.batch_size * cfg.recipe.block_size
+        rate, assumed = assumed_rate(cfg.device, cfg.precision)
+        shape = {k: getattr(mcfg, k) for k in ("d_model", "n_layer", "n_head")}
+        records.append(
+            {
+                **dict(zip(("size", "variant", "seed"), cfg.key, strict=True)),
+                **shape,
+                "params": mcfg.n_params,
+                "steps": cfg.steps,
+                "tokens": tokens,
+                "est_minutes": flops_per_token(mcfg) * tokens / rate / 60,
+                "assumed": assumed,
+            }
+        )
+    return records

@@ -1,0 +1,127 @@
+"""One optimiser step of the published recipe, and what it runs on: the learning-rate schedule, the device,
+the process group torchrun describes, and the step itself (`accumulate` then `apply_gradients`).
+
+Kept apart from `rr_model.trainer` (one run from setup to its row) because these pieces are the recipe's
+arithmetic, tested one by one against the published loop, while the trainer is the run's bookkeeping.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from datetime import datetime, timezone
+
+import numpy as np
+import torch
+import torch.distributed as dist
+
+from rr_core.errors import InputError
+from rr_core.ladder import Recipe
+
+__all__ = [
+    "lr_factor",
+    "lr_at",
+    "train_step",
+    "accumulate",
+    "apply_gradients",
+    "setup_device",
+]
+
+
+# ------------------------------------------------------------------------------------------- schedule
+
+
+def lr_factor(step: int, steps: int, recipe: Recipe) -> float:
+    """The published schedule's multiplier of the peak lr at optimiser step `step` (0-based).
+
+    Notes
+    -----
+    (step + 1) / warmup for step < warmup, then min_frac + (1 - min_frac) * 0.5 * (1 + cos(pi * p)) with
+    p = min(1, (step - warmup) / max(1, steps - warmup)): torch's LambdaLR, read before the step.
+    """
+    if step < recipe.warmup_steps:
+        return (step + 1) / recipe.warmup_steps
+    progress = min(1.0, (step - recipe.warmup_steps) / max(1, steps - recipe.warmup_steps))
+    return recipe.min_lr_frac + (1 - recipe.min_lr_frac) * 0.5 * (1 + math.cos(math.pi * progress))
+
+
+def lr_at(step: int, steps: int, recipe: Recipe) -> float:
+    """Learning rate of optimiser step `step`: the peak times `lr_factor`, as LambdaLR computes it."""
+    return recipe.lr * lr_factor(step, steps, recipe)
+
+
+# ------------------------------------------------------------------------------------------ machinery
+
+
+def setup_device(choice: str, local_rank: int = 0) -> torch.device:
+    """The device a run uses: `choice`, or for "auto" cuda, then mps, then cpu."""
+    available = {"cuda": torch.cuda.is_available(), "mps": torch.backends.mps.is_available(), "cpu": True}
+    if not available.get(choice, True):
+        raise InputError(f"--device {choice}: not available on this machine (torch {torch.__version__})")
+    if choice == "cuda" or (choice == "auto" and available["cuda"]):
+        torch.cuda.set_device(local_rank)
+        return torch.device("cuda", local_rank)
+    if choice == "mps" or (choice == "auto" and available["mps"]):
+        return torch.device("mps")
+    return torch.device("cpu")
+
+
+def join_process_group(device: torch.device) -> tuple[int, int]:
+    """(rank, world size), joining the process group torchrun describes in the environment."""
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    if world > 1 and not dist.is_initialized():
+        dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
+    return int(os.environ.get("RANK", "0")), world
+
+
+def to_device(t: np.ndarray, device: torch.device) -> torch.Tensor:
+    t = torch.from_numpy(t)
+    if device.type == "cuda":  # pinned host memory lets the copy overlap with compute
+        return t.pin_memory().to(device, non_blocking=True)
+    return t.to(device)
+
+
+def utc_now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def accumulate(model, x, y, accum: int, autocast) -> torch.Tensor:
+    """Forward and backward of the batch (x, y) in `accum` micro-batches, the gradients summed into the
+    parameters' `.grad`: the batch's mean loss, unsynced (on the device). No collective runs in here."""
+    total = torch.zeros((), device=x.device)
+    for xm, ym in zip(x.chunk(accum), y.chunk(accum), strict=True):
+        with autocast:
+            _, loss = model(xm, ym)
+        (loss / accum).backward()
+        total += loss.detach() / accum
+    return total
+
+
+def apply_gradients(model, optimizer, clip: float, world: int = 1) -> torch.Tensor:
+    """Average the gradients over the `world` processes (if more than one), clip them and step: the
+    gradient norm before clipping, unsynced (on the device).
+
+    Notes
+    -----
+    Each gradient is divided by `world`, then summed over the processes in place (one asynchronous
+    all-reduce per parameter, all waited for before clipping): DDP's arithmetic, without its copy of the
+    gradients in buckets.
+    """
+    if world > 1:
+        grads = [p.grad for p in model.parameters() if p.grad is not None]
+        torch._foreach_div_(grads, world)  # one fused kernel launch per device and dtype, as optimisers do
+        for work in [dist.all_reduce(g, async_op=True) for g in grads]:
+            work.wait()
+    norm = torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
+    optimizer.step()
+    optimizer.zero_grad(set_to_none=True)
+    return norm
+
+
+def train_step(
+    model, optimizer, x, y, accum: int, clip: float, autocast
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """One single-process optimiser step on the batch (x, y), split in `accum` micro-batches: its mean loss
+    and the gradient norm before clipping, both unsynced (on the device). The trainer runs the same two
+    calls, `accumulate` then `apply_gradients`, with its out-of-memory check between them."""
+    return accumulate(model, x, y, accum, autocast), apply_gradients(model, optimizer, clip)

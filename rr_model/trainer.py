@@ -1,0 +1,539 @@
+"""The trainer: one run of (size, variant, seed) under the published recipe, appended to a dataset as a row.
+
+Read top to bottom, in the manner of nanoGPT's train.py: `train` in four rooms (setup, resume, loop,
+finish). The recipe's arithmetic (the schedule, one optimiser step, the device and process group) is in
+`rr_model.step`; what to run and whether it is the published experiment lives torch-free in
+`rr_model.run_config` (TrainConfig, the recipe's departures) and `rr_model.planning` (the plan, the output
+file's pre-flight, the recipe guard); what the recipe is, in `rr_core.ladder`; how this trainer matches the
+published script, in docs/faithfulness.md.
+
+The same seed is the published experiment: `torch.manual_seed(seed)` right before the model is built
+(`GPT.init_published` consumes the stream in the published order), and the data order is
+`numpy.random.RandomState(seed)`, each step drawing the global batch's window starts; the 80 validation
+batches continue the same stream. Runs single-process or under `torchrun` (data parallel): every rank draws
+the whole batch and trains on its slice, the gradients averaged over the ranks, so the recipe does not
+depend on the number of processes; only rank 0 writes rows, provenance records and checkpoints.
+
+    rr train --size 150M                     # next unused seed, all three compared variants
+    torchrun --nproc_per_node 8 -m cli.main train --size 1B
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import os
+import time
+import uuid
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+import torch.distributed as dist
+
+from rr_core.errors import InputError
+from rr_core.files import Unwritten
+from rr_core.plugins import provenance
+from rr_core.shapes import GPTConfig, model_config
+from rr_core.sweepfile.csv_text import DataError
+from rr_core.sweepfile.dataset import append_rows
+from rr_core.sweepfile.metrics_log import metrics_path
+from rr_core.sweepfile.provenance import append_record, environment, sidecar_path
+from rr_model import checkpoint
+from rr_model.data.token_cache import Tokens, load_tokens, sample_batch
+from rr_model.flops import flops_per_token
+from rr_model.hardware import datasheet_peak, peak_note
+from rr_model.metrics import Metrics
+from rr_model.model import GPT
+from rr_model.numerics import numerics
+from rr_model.planning import dataset_row, preflight
+from rr_model.progress import Progress
+from rr_model.run_config import DEFAULT_OUT, TrainConfig, result_config
+from rr_model.step import (
+    accumulate,
+    apply_gradients,
+    join_process_group,
+    lr_at,
+    setup_device,
+    to_device,
+    utc_now,
+)
+from rr_model.validation import evaluate
+
+__all__ = [
+    "train",
+    "train_runs",
+    "summarize",
+]
+
+
+@dataclass
+class _State:
+    """What a checkpoint restores besides the model, the optimiser and the random streams."""
+
+    step: int = 0  # optimiser steps done
+    seconds: float = 0.0  # wall-clock of training (and, once done, the final evaluation) so far
+    curve: list[list[float]] = field(default_factory=list)  # [step, mean training loss of the interval]
+    started: str = field(default_factory=utc_now)
+    resumed: list[int] = field(default_factory=list)  # steps at which the run was resumed
+    wandb_id: str | None = None  # the W&B run a resumed run continues (rr_model.metrics)
+
+
+@dataclass
+class _Run:
+    """Everything one run holds while it trains: built by `_setup`, read by the other rooms."""
+
+    cfg: TrainConfig
+    out: Path
+    device: torch.device
+    rank: int
+    world: int
+    tokens: Tokens
+    mcfg: GPTConfig
+    model: GPT
+    optimizer: torch.optim.Optimizer
+    data_rng: np.random.RandomState
+    ckpt: Path
+    state: _State = field(default_factory=_State)
+    accum: int = 1  # doubled on CUDA out-of-memory: same batch, same result, smaller micro-batches
+    net: torch.nn.Module | None = None  # the model as trained: compiled or not (not DDP: see _step)
+    flags: Any = None  # the process group of the out-of-memory flag; None: the default one
+    progress: Progress | None = None
+    metrics: Metrics | None = None  # the per-step log (JSONL, and TensorBoard / W&B when asked)
+    env: dict[str, Any] = field(default_factory=dict)  # software and hardware (rr_core.sweepfile.provenance)
+    queued: int = 0  # steps of the runs to train after this one: the progress display's total ETA
+
+    @property
+    def title(self) -> str:
+        return f"{self.cfg.size} {self.cfg.variant} seed {self.cfg.seed}"
+
+    @property
+    def autocast(self) -> contextlib.AbstractContextManager:
+        if self.cfg.precision == "bf16":
+            return torch.autocast(self.device.type, dtype=torch.bfloat16)
+        return contextlib.nullcontext()
+
+
+# ------------------------------------------------------------------------------------------------ train
+
+
+def train(
+    cfg: TrainConfig, out: str | os.PathLike = DEFAULT_OUT, *, resume: bool = False, queued: int = 0
+) -> dict[str, Any]:
+    """Train one run, evaluate it, and append its row to `out` (and its provenance to the sidecar).
+
+    `cfg.data` may be a token-cache directory (tokens.bin + meta.json), so a run can be audited against
+    the published script on the very same tokens. `queued`: the steps of runs to train after this one,
+    counted in the ETA shown (`train_runs` passes them).
+
+    Returns the provenance record: ``record["status"]`` is "ok" (row appended; ``record["result"]`` has
+    params, val_loss, ece and minutes at full precision) or "failed" (non-finite loss; no row).
+
+    Raises
+    ------
+    RecipeError
+        Off-recipe run for a file holding the published rows.
+    InputError
+        `out` cannot be written, its row would be refused, or a checkpoint of this run exists but `resume`
+        is False, or it was written under another config.
+    rr_model.checkpoint.CheckpointError
+        Resuming from a file that is not a readable checkpoint of this trainer.
+    rr_model.data.tokenizers.DataUnavailable
+        The corpus cannot be fetched (see its message for --data).
+    """
+    device = setup_device(cfg.device, int(os.environ.get("LOCAL_RANK", "0")))
+    with numerics(device, cfg.precision, cfg.deterministic):
+        run = _setup(cfg, Path(out), device)
+        run.queued = queued
+        _resume(run, resume)
+        _start(run)
+        try:
+            failure = _loop(run)
+            return _finish(run, failure)
+        finally:
+            run.metrics.close(finished=False)  # a no-op after _finish closed it
+
+
+def _setup(cfg: TrainConfig, out: Path, device: torch.device) -> _Run:
+    """Check that the run may go ahead and where its row goes, load its tokens, build model and optimiser."""
+    rank, world = join_process_group(device)
+    r = cfg.recipe
+    if r.batch_size % world:
+        raise InputError(f"the batch of {r.batch_size} sequences does not split over {world} processes")
+    plan = preflight(
+        out, [cfg.size], create=True, reproduction=cfg.reproduce, ladder=cfg.ladder
+    )  # the file's one reading before training
+    tokens = load_tokens(
+        cfg.data, n_text=r.n_text, cache_dir=cfg.cache_dir, tokenizer=cfg.tokenizer, text_field=cfg.text_field
+    )
+    if rank == 0:
+        plan.start()
+    plan.guard(cfg, tokens)
+    mcfg = replace(
+        model_config(cfg.size, cfg.variant, tokens.vocab_size, cfg.ladder), block_size=r.block_size
+    )
+    plan.check_fits(cfg, mcfg.n_params)
+
+    torch.manual_seed(cfg.seed)  # right before the model: its initial weights are the published draws
+    model = GPT(mcfg).to(device)
+    return _Run(
+        cfg=cfg,
+        out=out,
+        device=device,
+        rank=rank,
+        world=world,
+        tokens=tokens,
+        mcfg=mcfg,
+        model=model,
+        optimizer=model.configure_optimizers(r.weight_decay, r.lr, (r.beta1, r.beta2)),  # fused on CUDA
+        data_rng=np.random.RandomState(cfg.seed),  # the data order: the seed's alone, same for every variant
+        ckpt=checkpoint.checkpoint_path(out, *cfg.key),
+    )
+
+
+def _resume(run: _Run, resume: bool) -> None:
+    """Continue from the run's checkpoint when asked; the file is opened only then."""
+    if not run.ckpt.exists():
+        return
+    if not resume:
+        raise InputError(f"{run.ckpt} holds a checkpoint of this run: pass --resume to continue it")
+    saved = checkpoint.load(run.ckpt)
+    if saved["config"] != result_config(run.cfg):
+        raise InputError(
+            f"{run.ckpt} was written under another config ({saved['config']}); delete it to start over"
+        )
+    try:
+        run.model.load_state_dict(saved["model"])
+        run.optimizer.load_state_dict(saved["optimizer"])
+        torch.set_rng_state(saved["torch_rng"])
+        if run.device.type == "cuda":
+            torch.cuda.set_rng_state(saved["cuda_rng"], run.device)
+        name, keys, *rest = saved["data_rng"]
+        run.data_rng.set_state((name, np.array(keys, dtype=np.uint32), *rest))
+        run.state = _State(**saved["state"])
+    except (RuntimeError, ValueError, TypeError, KeyError) as e:
+        raise checkpoint.refused(run.ckpt, "its contents do not fit this run", e) from None
+    run.state.resumed.append(run.state.step)
+
+
+def _start(run: _Run) -> None:
+    """Compile the model if asked, open the progress display and print the run's shape."""
+    cfg, r, mcfg = run.cfg, run.cfg.recipe, run.mcfg
+    run.net = torch.compile(run.model) if cfg.compile else run.model
+    if run.world > 1:
+        _same_weights(run)
+    if run.world > 1 and dist.get_backend() != "gloo":
+        run.flags = dist.new_group(backend="gloo")  # the out-of-memory flag, on the host (_ran_out)
+    tokens_per_step = r.batch_size * r.block_size
+    run.env = environment(str(run.device))
+    name = run.env["device_name"] if run.device.type == "cuda" else str(run.device)
+    peak = datasheet_peak(name, cfg.precision)
+    run.progress = Progress(
+        run.title,
+        cfg.steps,
+        run.state.step,
+        tokens_per_step,
+        flops_per_token(mcfg),
+        peak and peak * run.world,
+        run.rank == 0,
+        run.queued,
+    )
+    run.metrics = Metrics(
+        metrics_path(run.out, *cfg.key),
+        dict(zip(("size", "variant", "seed"), cfg.key, strict=True)),
+        step=run.state.step,
+        backends=cfg.log,
+        resumed=bool(run.state.resumed),
+        wandb_id=run.state.wandb_id,
+        config=asdict(cfg),
+        enabled=run.rank == 0,
+    )
+    run.state.wandb_id = run.metrics.wandb_id  # kept in checkpoints: a resumed run continues it
+    fp32 = "" if run.device.type == "cuda" or cfg.precision != "tf32" else " (fp32 arithmetic off CUDA)"
+    run.progress.log(
+        f"{run.title}: d_model {mcfg.d_model}, {mcfg.n_layer} layers, {mcfg.n_head} heads, "
+        f"{mcfg.n_params / 1e6:.2f}M params | {cfg.steps} steps x {r.batch_size} x {r.block_size} = "
+        f"{cfg.steps * tokens_per_step / 1e6:.1f}M tokens | lr {r.lr:g}, warmup {r.warmup_steps}, cosine to "
+        f"{r.lr * r.min_lr_frac:g} | {run.device}, {cfg.precision}{fp32}, {run.world} process(es) x "
+        f"{r.batch_size // run.world} sequences | data {run.tokens.source} ({run.tokens.tokenizer}, "
+        f"{len(run.tokens.train) / 1e6:.1f}M train tokens) | checkpoint every {cfg.checkpoint_every or '-'}"
+        + (f" | resumed at step {run.state.step}" if run.state.resumed else "")
+        + f" | {peak_note(name, cfg.precision)}"
+    )
+
+
+def _loop(run: _Run) -> str | None:
+    """The optimiser steps from where the run stands to the last; a failure message if the loss diverged."""
+    cfg, r, world = run.cfg, run.cfg.recipe, run.world
+    per_rank = r.batch_size // world
+    loss_sum, norm_sum, n_sum = torch.zeros((), device=run.device), torch.zeros((), device=run.device), 0
+    start = time.perf_counter()
+    for step in range(run.state.step, cfg.steps):
+        for group in run.optimizer.param_groups:
+            group["lr"] = lr_at(step, cfg.steps, r)
+        x, y = sample_batch(run.tokens.train, run.data_rng, r.batch_size, r.block_size)  # the global batch
+        mine = slice(run.rank * per_rank, (run.rank + 1) * per_rank)
+        loss, norm = _step(run, to_device(x[mine], run.device), to_device(y[mine], run.device), step)
+        loss_sum += loss
+        norm_sum += norm  # the same on every rank: gradients are all-reduced before clipping
+        n_sum += 1
+        done = step + 1
+        run.progress.advance(done)
+        at_checkpoint = cfg.checkpoint_every and done % cfg.checkpoint_every == 0 and done < cfg.steps
+        if done % cfg.log_every == 0 or done == cfg.steps or at_checkpoint:
+            if world > 1:
+                dist.all_reduce(loss_sum)  # every rank sees the same mean, so all stop together
+            total, norms = torch.stack([loss_sum, norm_sum]).tolist()  # the interval's one host sync
+            mean = total / n_sum / world
+            _log(run, done, mean, norms / n_sum, lr_at(step, cfg.steps, r))
+            loss_sum.zero_()
+            norm_sum.zero_()
+            n_sum = 0
+            if not math.isfinite(mean):
+                run.state.seconds += time.perf_counter() - start
+                return f"non-finite training loss ({mean}) in the steps up to {done}"
+            run.state.curve.append([done, mean])
+            run.progress.report(done, mean)
+        if at_checkpoint and run.rank == 0:
+            _save(run, done, run.state.seconds + time.perf_counter() - start)
+    if run.device.type == "cuda":
+        torch.cuda.synchronize(run.device)
+    run.state.seconds += time.perf_counter() - start
+    return None
+
+
+def _log(run: _Run, done: int, loss: float, grad_norm: float, lr: float) -> None:
+    """One log interval's readings into the metrics log (rank 0); MFU is None where the peak is unknown."""
+    rate, mfu = run.progress.rates(done)
+    cuda = run.device.type == "cuda"
+    memory = torch.cuda.max_memory_allocated(run.device) / 2**30 if cuda else None
+    run.metrics.log(
+        done, loss=loss, lr=lr, grad_norm=grad_norm, tokens_per_s=rate, mfu=mfu, memory_gib=memory,
+        seconds=time.perf_counter() - run.progress.t0,
+    )  # fmt: skip
+
+
+def _step(run: _Run, x: torch.Tensor, y: torch.Tensor, step: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """One optimiser step; on CUDA out-of-memory, the same batch again in twice as many micro-batches.
+
+    The published script halved the batch instead, which changes the recipe; accumulation keeps it.
+
+    Under torchrun the processes must take the same decision, or their collectives stop matching: one
+    retries while the others wait in a gradient all-reduce it never joins. So nothing collective runs in
+    the forward and backward passes (hence no DDP: its all-reduce starts inside the last backward, where
+    a process that runs out leaves the others waiting), then the processes add up their out-of-memory
+    flags (`_ran_out`) and either all retry the step in more micro-batches or all average their gradients
+    and step. The price: the gradient all-reduce no longer overlaps the backward pass. Out of memory in
+    the optimiser step itself is not retried: more micro-batches would not shrink it, and a step partly
+    applied cannot be taken again.
+    """
+    while True:
+        try:
+            loss, detail = accumulate(run.net, x, y, run.accum, run.autocast), ""
+        except torch.OutOfMemoryError as e:
+            loss, detail = None, str(e)  # the message alone: its traceback would hold the activations
+        ran_out = _ran_out(run, loss is None)
+        if not ran_out:
+            return loss, apply_gradients(run.net, run.optimizer, run.cfg.recipe.grad_clip, run.world)
+        _more_micro_batches(run, step, ran_out, detail)
+
+
+def _same_weights(run: _Run) -> None:
+    """Every process starts from rank 0's weights, as DDP's start-up broadcast made sure: the same seed
+    and checkpoint already give them, so this changes nothing unless something went wrong."""
+    with torch.no_grad():
+        for tensor in run.model.state_dict().values():
+            dist.broadcast(tensor, src=0)
+
+
+def _ran_out(run: _Run, mine: bool) -> int:
+    """How many processes ran out of memory in this step's forward and backward passes.
+
+    Under torchrun, one all-reduce of a CPU tensor (over gloo: beside NCCL, a gloo group made in `_start`)
+    per step: CUDA raises out-of-memory on the host, at the allocation, so no process waits for its GPU.
+    """
+    if run.world == 1:
+        return int(mine)
+    flag = torch.tensor([int(mine)])
+    dist.all_reduce(flag, group=run.flags)
+    return int(flag)
+
+
+def _more_micro_batches(run: _Run, step: int, ran_out: int, detail: str) -> None:
+    """After `ran_out` processes ran out of memory: every process drops its gradients and doubles its
+    micro-batches, or raises torch.OutOfMemoryError where they are down to one sequence already."""
+    per_rank = run.cfg.recipe.batch_size // run.world
+    run.optimizer.zero_grad(set_to_none=True)
+    torch.cuda.empty_cache()
+    where = f" on {ran_out} of {run.world} processes" if run.world > 1 else ""
+    if per_rank // run.accum == 1:
+        raise torch.OutOfMemoryError(
+            f"CUDA out of memory at step {step}{where} with micro-batches of one sequence"
+            + (f": {detail}" if detail else "")
+        )
+    run.accum *= 2
+    run.progress.log(
+        f"WARNING: CUDA out of memory at step {step}{where}: continuing with gradient accumulation over "
+        f"{run.accum} micro-batches of {per_rank // run.accum} sequences; the batch stays "
+        f"{run.cfg.recipe.batch_size}."
+    )
+
+
+def _save(run: _Run, done: int, seconds: float) -> None:
+    """Checkpoint the run after `done` steps: weights, optimiser, every random stream and the state."""
+    cuda = run.device.type == "cuda"
+    name, keys, *rest = run.data_rng.get_state()  # as plain values: weights_only loading takes no arrays
+    checkpoint.save(
+        run.ckpt,
+        {
+            "step": done,
+            "config": result_config(run.cfg),
+            "model": run.model.state_dict(),
+            "optimizer": run.optimizer.state_dict(),
+            "torch_rng": torch.get_rng_state(),
+            "cuda_rng": torch.cuda.get_rng_state(run.device) if cuda else None,
+            "data_rng": [name, keys.tolist(), *rest],
+            "state": asdict(replace(run.state, step=done, seconds=seconds)),
+        },
+    )
+
+
+def _finish(run: _Run, failure: str | None) -> dict[str, Any]:
+    """Evaluate (unless the run diverged), then write the row and the provenance record; the record."""
+    cfg, r = run.cfg, run.cfg.recipe
+    run.progress.close()
+    result = None
+    if failure is None:
+        start = time.perf_counter()
+        val_loss, ece = evaluate(
+            run.net,
+            run.tokens.val,
+            rng=run.data_rng,  # the published order: validation continues the training stream
+            n_batches=r.eval_batches,
+            batch_size=r.batch_size,
+            block_size=r.block_size,
+            n_bins=r.ece_bins,
+            device=run.device,
+            autocast=run.autocast,
+        )
+        run.state.seconds += time.perf_counter() - start  # minutes: training and the final evaluation
+        result = {
+            "params": run.mcfg.n_params,
+            "val_loss": val_loss,
+            "ece": ece,
+            "minutes": run.state.seconds / 60,
+        }
+        run.progress.log(f"{run.title}: val_loss {val_loss:.4f}, ece {ece:.4f}, {result['minutes']:.2f} min")
+        run.metrics.evaluation(cfg.steps, val_loss=val_loss, ece=ece, minutes=result["minutes"])
+    else:
+        run.progress.log(f"{run.title}: diverged: {failure}; no row is written")
+    run.metrics.close(finished=failure is None)
+    record = _record(run, failure, result)
+    if run.rank == 0:
+        _write(run.out, cfg, record, run.ckpt)
+        if result is not None:
+            _keep_weights(run, record)
+        run.ckpt.unlink(missing_ok=True)  # the row (or the failure record) supersedes it
+    return record
+
+
+def _keep_weights(run: _Run, record: dict[str, Any]) -> None:
+    """The finished run's weights (no optimiser) and what rebuilds them, for rr sample, eval, export, gates."""
+    checkpoint.save(
+        checkpoint.final_path(run.out, *run.cfg.key),
+        {
+            "step": run.cfg.steps,
+            "config": result_config(run.cfg),
+            "model_config": asdict(run.mcfg),
+            "model": run.model.state_dict(),
+            "data": run.tokens.describe(),
+            "record": json.loads(json.dumps(record)),  # plain values (torch's version is a str subclass)
+        },
+    )
+
+
+def _record(run: _Run, failure: str | None, result: dict[str, Any] | None) -> dict[str, Any]:
+    """The run's provenance record for the sidecar; a plugin's variant adds its module, file and sha256."""
+    plugin = provenance(run.cfg.variant)
+    return {
+        "run_id": uuid.uuid4().hex[:12],
+        "size": run.cfg.size,
+        "variant": run.cfg.variant,
+        "seed": run.cfg.seed,
+        "status": "failed" if failure else "ok",
+        "error": failure,
+        "config": asdict(run.cfg),
+        "model": asdict(run.mcfg),
+        "data": run.tokens.describe(),
+        "environment": run.env,
+        "world_size": run.world,
+        "grad_accum": run.accum,
+        "started": run.state.started,
+        "ended": utc_now(),
+        "resumed_at": run.state.resumed,
+        "loss_curve": run.state.curve,
+        "result": result,
+        **({"plugin": plugin} if plugin else {}),
+    }
+
+
+# ----------------------------------------------------------------------------------------------- output
+
+
+def _write(out: Path, cfg: TrainConfig, record: dict[str, Any], ckpt: Path) -> None:
+    """Append the run's row (if it finished) and its provenance record as one unit, under the row's lock (a
+    reader holding it sees both or neither); a refused row is recorded as failed. A row that does not fit
+    (full disk) is not written, nor its record, and the checkpoint `ckpt` is kept to write it later."""
+    sidecar = sidecar_path(out)
+    if record["result"] is None:
+        append_record(sidecar, record)
+        return
+    try:
+        append_rows(out, [dataset_row(cfg, record["result"])], then=lambda: append_record(sidecar, record))
+    except DataError as e:  # e.g. another trainer appended the same run meanwhile
+        record.update(status="failed", error=f"row refused: {e}")
+        append_record(sidecar, record)
+        raise
+    except Unwritten as e:
+        where = (
+            f"continues from its checkpoint {ckpt}" if ckpt.exists() else "trains it again (no checkpoint)"
+        )
+        raise InputError(
+            f"{e}: the run's row and record were not written. Once space is freed, the same rr train command "
+            f"with --resume {where} and writes them (resuming is bitwise, so the row is the same)"
+        ) from None
+
+
+def summarize(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One flat record per run record: size, variant, seed, status, params_M, val_loss, ece, minutes
+    (the last four None for a failed run)."""
+    rows = []
+    for r in records:
+        res = r["result"] or {}
+        rows.append(
+            {
+                **{k: r[k] for k in ("size", "variant", "seed", "status")},
+                "params_M": res["params"] / 1e6 if res else None,
+                **{k: res.get(k) for k in ("val_loss", "ece", "minutes")},
+            }
+        )
+    return rows
+
+
+def train_runs(
+    runs: list[TrainConfig], out: str | os.PathLike = DEFAULT_OUT, *, resume: bool = False
+) -> list[dict]:
+    """Train `runs` one after another (see `train`), the ETA shown covering them all; the provenance record
+    of each, in order."""
+    try:
+        later = [sum(c.steps for c in runs[i + 1 :]) for i in range(len(runs))]
+        records = [train(cfg, out, resume=resume, queued=n) for cfg, n in zip(runs, later, strict=True)]
+        if dist.is_initialized():
+            dist.barrier()  # leave together: gloo aborts a process whose peer tears down mid-way
+        return records
+    finally:
+        if dist.is_initialized():
+            dist.destroy_process_group()

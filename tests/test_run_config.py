@@ -1,0 +1,90 @@
+"""The pre-flight of a run's output file (`rr_model.planning.preflight`): one reading answers every question
+the trainer and `rr train` ask of it, and each refusal keeps its sentence."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from conftest import stub_tokens
+
+from rr_core.errors import InputError, RecipeError
+from rr_core.ladder import get_size
+from rr_core.sweepfile import csv_text
+from rr_core.sweepfile.csv_text import DataError
+from rr_core.sweepfile.dataset import append_rows, bundled_path
+from rr_model.planning import plan_runs, preflight
+from rr_model.run_config import TrainConfig
+
+ROW = dict(
+    size="tiny", variant="standard", seed=0, params_M=1.13, steps=8, val_loss=3.0, ece=0.1, minutes=0.1
+)
+
+
+@pytest.fixture
+def reads(monkeypatch) -> list[Path]:
+    """Every sweep file the loader reads from now on (through `rr_core.files.read_regular`)."""
+    seen: list[Path] = []
+    read = csv_text.read_regular
+
+    def spy(path, *args, **kwargs):
+        seen.append(Path(path))
+        return read(path, *args, **kwargs)
+
+    monkeypatch.setattr(csv_text, "read_regular", spy)
+    return seen
+
+
+def test_one_reading_answers_every_question(tmp_path, reads):
+    out = tmp_path / "x.csv"
+    append_rows(out, [ROW])
+    reads.clear()
+    plan = preflight(out, ["tiny"], create=True)
+    cfg = TrainConfig("tiny", "standard", 1, data="synthetic", steps=8)
+    assert plan.keys == {("tiny", "standard", 0)} and not plan.published and not plan.from_published
+    plan.guard(cfg, stub_tokens(source="synthetic"))  # a file of its own: any recipe
+    plan.check_fits(cfg, 1_130_000)
+    assert plan_runs(out, "tiny", ("standard",))[0][0].seed == 1  # the CLI's plan: one more reading
+    assert [p for p in reads if p == out] == [out, out]  # (published: the reference copy, for the guard)
+
+
+def test_the_trainer_reads_its_output_once_before_training_and_once_to_append(tmp_path, reads, offline):
+    from rr_model.trainer import train
+
+    out = tmp_path / "x.csv"
+    append_rows(out, [ROW])
+    reads.clear()
+    recipe = replace(get_size("tiny").recipe, eval_batches=1)
+    cfg = TrainConfig("tiny", "highway", 0, data="synthetic", steps=2, recipe=recipe, checkpoint_every=0)
+    assert train(cfg, out)["status"] == "ok"
+    assert [p for p in reads if p == out] == [out, out]  # preflight, then append_rows under its lock
+
+
+def test_each_refusal_keeps_its_sentence(tmp_path, monkeypatch, published_copy):
+    with pytest.raises(DataError, match="is the reference copy of the published sweep installed with rr"):
+        preflight(bundled_path())
+    (tmp_path / "dir.csv").mkdir()
+    with pytest.raises(DataError, match="dir.csv: is a directory"):
+        preflight(tmp_path / "dir.csv")
+    with pytest.raises(InputError, match="is not a folder, and its parent is none either"):
+        preflight(tmp_path / "no" / "such" / "x.csv")
+    published = published_copy
+    plan = preflight(published, ["60M"])
+    assert plan.published
+    with pytest.raises(
+        RecipeError, match=r"holds published rows.*steps 20 \(published: 8000\).*--out other.csv"
+    ):
+        plan.guard(TrainConfig("60M", steps=20), stub_tokens())
+    plan.guard(TrainConfig("60M"), stub_tokens())  # the published recipe passes
+    with pytest.raises(InputError, match="not training 60M standard 0: its row would be refused") as e:
+        plan.check_fits(TrainConfig("60M", "standard", 0), 52_000_000)
+    assert "new row 1, column size,variant,seed" in str(e.value) and "duplicate run" in str(e.value)
+    own = tmp_path / "own.csv"
+    append_rows(own, [ROW])
+    with pytest.raises(InputError, match="steps must be the same in every row of a \\(size, variant\\)"):
+        preflight(own).check_fits(TrainConfig("tiny", "standard", 1, steps=9), 1_130_000)
+    monkeypatch.setattr(os, "access", lambda path, mode: Path(path) != tmp_path)  # root passes chmod
+    with pytest.raises(InputError, match="is not writable here, so the run's result would be lost"):
+        preflight(tmp_path / "new.csv")
