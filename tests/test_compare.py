@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import rr
+from conftest import close, rr
 from scipy import stats as sps
 
 from rr_analysis.comparison import METRIC, STAMP, compare
@@ -64,7 +64,9 @@ def test_default_text_is_byte_identical_and_json_only_gains_the_comparison(view)
     assert [{k: r[k] for k in STAMP} for r in records] == [
         {"reference": "review_neutral", "metric": "val_loss", "higher_is_better": False}
     ] * len(before)
-    assert [{k: v for k, v in r.items() if k not in STAMP} for r in records] == before
+    # numbers to 1e-6 relative: the REML and Kenward-Roger fits are optimiser results, which move in the 7th
+    # digit between statsmodels and scipy releases; the text above, rounded as printed, stays byte-identical
+    assert close([{k: v for k, v in r.items() if k not in STAMP} for r in records], before, rel=1e-6)
 
 
 def test_explicit_published_options_give_the_default_output():
