@@ -60,8 +60,8 @@ def reproduce(
 
     out = out or DEFAULT_REPRODUCTION
     with known_errors():
-        todo, skipped = plan_reproduction(out, size, seed, tuple(variant or ()) or None, **run_options(ctx))
-    train_and_report("reproduce", todo, skipped, out, resume=resume, dry_run=dry_run)
+        runs = plan_reproduction(out, size, seed, tuple(variant or ()) or None, **run_options(ctx))
+    train_and_report("reproduce", runs, out, resume=resume, dry_run=dry_run)
 
 
 def register(app: typer.Typer) -> None:

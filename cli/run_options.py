@@ -109,32 +109,25 @@ def echo_plan(plan: list[dict], title: str) -> None:
     )
 
 
-def train_and_report(
-    command: str,
-    todo: list,
-    skipped: list,
-    out: Path,
-    *,
-    resume: bool,
-    dry_run: bool,
-) -> None:
-    """The tail of `rr train` and `rr reproduce` once the runs are planned: say which are skipped, check the
-    data, then show the plan (`dry_run`) or train `todo` and show their results; exit 1 if one diverged."""
+def train_and_report(command: str, runs, out: Path, *, resume: bool, dry_run: bool) -> None:
+    """The tail of `rr train` and `rr reproduce` once the runs are planned (`rr_model.planning.Runs`): say
+    which are skipped, check the data, then show the plan (`dry_run`) or train the runs to do and show
+    their results; exit 1 if one diverged."""
     from rr_model.data.token_cache import check_data
     from rr_model.planning import describe_runs
 
     lead = os.environ.get("RANK", "0") == "0"  # under torchrun, one process reports
     with known_errors():
-        for cfg in skipped:
+        for cfg in runs.skipped:
             if lead:
                 typer.echo(f"skip: {' '.join(map(str, cfg.key))} is already in {out}")
-        if not todo:
+        if not runs.todo:
             return
-        check_data(todo[0].data, todo[0].tokenizer)
+        check_data(runs.todo[0].data, runs.todo[0].tokenizer)
         if dry_run:
-            echo_plan(describe_runs(todo), f"rr {command}: plan for {out}")
+            echo_plan(describe_runs(runs.todo), f"rr {command}: plan for {out}")
             return
-        records = _train(todo, out, resume)
+        records = _train(runs, out, resume)
     from rr_model.trainer import summarize
 
     if lead:
@@ -143,13 +136,15 @@ def train_and_report(
         raise typer.Exit(1)
 
 
-def _train(todo: list, out: Path, resume: bool) -> list[dict]:
-    """Train `todo`; on Ctrl-C, say what was kept and how to continue (exit 130)."""
+def _train(runs, out: Path, resume: bool) -> list[dict]:
+    """Train the runs to do, on the plan's reading of `out`; on Ctrl-C, say what was kept and how to
+    continue (exit 130)."""
     from rr_model.checkpoint import checkpoint_path
     from rr_model.trainer import train_runs  # torch: only when training
 
+    todo = runs.todo
     try:
-        return train_runs(todo, out, resume=resume)
+        return train_runs(todo, out, resume=resume, plan=runs.output)
     except KeyboardInterrupt:
         saved = [str(p) for cfg in todo if (p := checkpoint_path(out, *cfg.key)).exists()]
         every = todo[0].checkpoint_every

@@ -332,7 +332,7 @@ def sweep(
             return _status_or_cancel(out, status, cancel)
         variants, chosen = tuple(variant or COMPARED), _sizes(sizes, at, ladder)
         plan_seeds = _seeds(seeds) if effect is None else _effect_seeds(out, chosen, effect, variants, seeds)
-        todo, skipped = plan_sweep(out, chosen, plan_seeds, variants, **options)
+        todo, skipped, _ = plan_sweep(out, chosen, plan_seeds, variants, **options)
         if reproduce:
             check_reproducible(todo + skipped, out)
         typer.echo(f"rr sweep: {len(todo)} run(s) to train, {len(skipped)} already in {out}")

@@ -67,8 +67,8 @@ def train(
 
     out = out or default_out(ladder)
     with known_errors():
-        todo, skipped = plan_runs(out, size, tuple(variant or COMPARED), seed, **run_options(ctx))
-    train_and_report("train", todo, skipped, out, resume=resume, dry_run=dry_run)
+        runs = plan_runs(out, size, tuple(variant or COMPARED), seed, **run_options(ctx))
+    train_and_report("train", runs, out, resume=resume, dry_run=dry_run)
 
 
 def register(app: typer.Typer) -> None:

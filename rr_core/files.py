@@ -358,6 +358,6 @@ def read_toml(path: str | os.PathLike, label: str, kind: str = "TOML file") -> d
     except ModuleNotFoundError:  # Python 3.10: the same parser as a package (a dependency there)
         import tomli as tomllib
     try:
-        return tomllib.loads(Path(path).read_text(encoding="utf-8"))
+        return tomllib.loads(read_regular(path).decode("utf-8"))  # a FIFO named as a file never hangs
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
         raise InputError(f"{label}: not a {kind} ({e})") from None

@@ -207,8 +207,16 @@ def ladder_sizes(ladder: str | os.PathLike | None = None) -> dict[str, Size]:
     return LADDER if ladder is None else load_ladder(ladder)
 
 
+# Each ladder file as last parsed in this process, by its path as given: (its stamp, its sizes).
+_PARSED: dict[str, tuple[tuple[int, ...], dict[str, Size]]] = {}
+
+
 def load_ladder(path: str | os.PathLike) -> dict[str, Size]:
     """A researcher's own size ladder from a TOML file: one table per size, in the file's order.
+
+    The file is parsed once per process however often a size is looked up in it (a run's config, its
+    shape, its recipe guard and its checkpoint all ask): a later call only stats it, and parses it again
+    when its device, inode, size or modification time differ, so a file edited between runs is seen.
 
     Parameters
     ----------
@@ -240,6 +248,16 @@ def load_ladder(path: str | os.PathLike) -> dict[str, Size]:
     >>> size.d_model, size.sweep_seeds, size.recipe.lr, size.recipe.batch_size, size.published
     (64, 3, 0.001, 64, False)
     """
+    st = os.stat(path)
+    stamp = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+    held = _PARSED.get(str(path))
+    if held is None or held[0] != stamp:
+        held = _PARSED[str(path)] = (stamp, _read_ladder(path))
+    return dict(held[1])  # a copy: the cached sizes stay as read
+
+
+def _read_ladder(path: str | os.PathLike) -> dict[str, Size]:
+    """The sizes of the ladder file at `path`, read and checked (`load_ladder`)."""
     tables = read_toml(path, f"--ladder {path}")
     if not tables:
         raise InputError(

@@ -2,6 +2,11 @@
 (`preflight`, whose `OutputPlan` answers every question asked of the file: present runs, the published
 start, the recipe guard, whether a row fits), the plan behind `rr train` (`plan_runs`) and the time
 estimate of `--dry-run` (`describe_runs`). Torch-free, so planning and dry runs start at once.
+
+A command reads its output file once, whatever the number of runs: its plan (`Runs`) carries the
+`OutputPlan` to the trainer (`rr_model.trainer.train_runs`), which takes in each row it appends
+(`OutputPlan.extend`) instead of reading the file again; only `append_rows` reads it once more per row,
+under the row's lock, to check the file as it is at that moment.
 """
 
 from __future__ import annotations
@@ -11,7 +16,7 @@ import os
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from rr_core.errors import InputError, RecipeError
 from rr_core.files import create_new
@@ -39,6 +44,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "OutputPlan",
+    "Runs",
     "preflight",
     "dataset_keys",
     "dataset_row",
@@ -50,7 +56,7 @@ __all__ = [
 # ---------------------------------------------------------------------------------------------- planning
 
 
-@dataclass(frozen=True)
+@dataclass
 class OutputPlan:
     """What a run's output file holds, and what may be written to it: `preflight`'s one reading of it.
 
@@ -79,12 +85,28 @@ class OutputPlan:
         return self.rows is not None and (self.from_published or check_integrity(self.rows).present > 0)
 
     def start(self) -> None:
-        """Create the default dataset as a copy of the published rows when it starts from them."""
+        """Before the first run trains: make `out`'s folder if missing (`preflight` checked that its parent
+        is one), and create the default dataset as a copy of the published rows when it starts from them."""
+        self.out.parent.mkdir(exist_ok=True)
         if not self.from_published:
             return
-        self.out.parent.mkdir(parents=True, exist_ok=True)
         published = bundled_path().read_bytes()
         create_new(self.out, lambda f: f.write(published))  # whole or not at all; of several, one writes
+
+    def extend(self, added: pd.DataFrame) -> None:
+        """Take in the rows a run has just appended (`append_rows` returns them), so that the next run's
+        questions see them without the file being read again."""
+        import pandas as pd
+
+        if self.rows is None:
+            self.rows = added.reset_index(drop=True)
+        else:
+            lines = tuple(self.rows.attrs.get("lines") or range(2, len(self.rows) + 2))
+            first = max(lines, default=1) + 1  # the added rows' lines, as `append_rows` wrote them
+            rows = pd.concat([self.rows, added], ignore_index=True)
+            rows.attrs = {"path": str(self.out), "lines": (*lines, *range(first, first + len(added)))}
+            self.rows = rows
+        self.__dict__.pop("keys", None)  # recomputed from the new rows when next asked
 
     def guard(self, cfg: TrainConfig, tokens: Tokens) -> None:
         """Refuse an off-recipe run for a file that holds published rows, naming every difference."""
@@ -111,11 +133,25 @@ class OutputPlan:
             ) from None
 
 
+class Runs(NamedTuple):
+    """A command's plan: the runs to train, those already in the output file (skipped), and the file's
+    one reading (`preflight`), which the trainer takes over (`rr_model.trainer.train_runs`'s `plan`)."""
+
+    todo: list[TrainConfig]
+    skipped: list[TrainConfig]
+    output: OutputPlan
+
+    @classmethod
+    def split(cls, runs: list[TrainConfig], output: OutputPlan) -> Runs:
+        """`runs` split into those `output` lacks (to train) and those it holds."""
+        done = output.keys
+        return cls([r for r in runs if r.key not in done], [r for r in runs if r.key in done], output)
+
+
 def preflight(
     out: str | os.PathLike,
     sizes: Iterable[str] = (),
     *,
-    create: bool = False,
     reproduction: bool = False,
     ladder: str | os.PathLike | None = None,
 ) -> OutputPlan:
@@ -129,9 +165,6 @@ def preflight(
         The sizes to be trained: a missing default dataset (`DEFAULT_OUT`) trained at a published size
         starts as the published sweep, so `rr train --size 150M` in a fresh directory adds seed 3, not a
         second seed 0. Any other new file (an explicit --out, or the tiny demo size) starts empty.
-    create
-        Make a missing folder for `out` (only when its parent exists, so a mistyped path is an error
-        rather than a new tree of folders); a dry run creates nothing.
     reproduction
         `out` is a reproduction file (`rr_model.reproduce`): the recipe guard applies whatever it holds.
     ladder
@@ -143,7 +176,9 @@ def preflight(
     DataError
         `out` is the packaged reference copy (under any name), or not a valid sweep file.
     InputError
-        `out` or its sidecar cannot be written.
+        `out` or its sidecar cannot be written: a missing folder for `out` is made by `OutputPlan.start`
+        when its parent exists (so a mistyped path is an error rather than a new tree of folders); a
+        dry run creates nothing.
 
     Example
     -------
@@ -159,11 +194,11 @@ def preflight(
     )
     source = bundled_path() if from_published else out
     rows = load_sweep(source) if source.exists() else None
-    _check_writable(out, create)
+    _check_writable(out)
     return OutputPlan(out, rows, from_published, reproduction)
 
 
-def _check_writable(out: Path, create: bool) -> None:
+def _check_writable(out: Path) -> None:
     """Refuse a dataset `out` that it and its sidecar could not be written to."""
     folder = out.parent
     if out.exists() and not out.is_file():
@@ -171,10 +206,7 @@ def _check_writable(out: Path, create: bool) -> None:
     if not folder.is_dir():
         if folder.exists() or not folder.parent.is_dir():
             raise InputError(f"--out {out}: {folder} is not a folder, and its parent is none either")
-        if not create:
-            folder = folder.parent  # where the folder would be made
-        else:
-            folder.mkdir()
+        folder = folder.parent  # where `OutputPlan.start` makes it
     for path in (out, sidecar_path(out)):
         target = path if path.exists() else folder
         if not os.access(target, os.W_OK | (os.X_OK if target.is_dir() else 0)):
@@ -200,17 +232,17 @@ def plan_runs(
     variants: tuple[str, ...] = COMPARED,
     seed: int | None = None,
     **options: Any,
-) -> tuple[list[TrainConfig], list[TrainConfig]]:
-    """The runs `rr train` makes: (to train, already in `out` and skipped).
+) -> Runs:
+    """The runs `rr train` makes: `Runs` (to train, already in `out` and skipped, the file's reading).
 
     `out` is read once (`preflight`) and refused if no row could go to it. Without `seed`, the lowest seed
-    for which some of `variants` has no row yet: the next complete, pairable block (or the rest of one a crash left incomplete). `options` are further TrainConfig fields.
+    for which some of `variants` has no row yet: the next complete, pairable block (or the rest of one a
+    crash left incomplete). `options` are further TrainConfig fields.
     """
-    done = preflight(out, [size], ladder=options.get("ladder")).keys
+    output = preflight(out, [size], ladder=options.get("ladder"))
     if seed is None:
-        seed = next_seeds(done, size, 1, variants)[0]
-    runs = [TrainConfig(size=size, variant=v, seed=seed, **options) for v in variants]
-    return [r for r in runs if r.key not in done], [r for r in runs if r.key in done]
+        seed = next_seeds(output.keys, size, 1, variants)[0]
+    return Runs.split([TrainConfig(size=size, variant=v, seed=seed, **options) for v in variants], output)
 
 
 def describe_runs(runs: list[TrainConfig]) -> list[dict[str, Any]]:

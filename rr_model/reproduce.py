@@ -17,7 +17,7 @@ from rr_core.errors import InputError
 from rr_core.ladder import get_size
 from rr_core.sweepfile.dataset import bundled_path, load_sweep
 from rr_core.variants import COMPARED
-from rr_model.planning import preflight
+from rr_model.planning import Runs, preflight
 from rr_model.run_config import DEFAULT_OUT, TrainConfig, published_settings
 
 if TYPE_CHECKING:
@@ -91,8 +91,9 @@ def plan_reproduction(
     variants: tuple[str, ...] | None = None,
     published: pd.DataFrame | None = None,
     **options: Any,
-) -> tuple[list[TrainConfig], list[TrainConfig]]:
-    """The runs `rr reproduce` makes: (to train, already in `out` and skipped).
+) -> Runs:
+    """The runs `rr reproduce` makes: `rr_model.planning.Runs` (to train, already in `out` and skipped,
+    the file's one reading).
 
     Parameters
     ----------
@@ -110,7 +111,7 @@ def plan_reproduction(
 
     Example
     -------
-    >>> todo, skipped = plan_reproduction("repro.csv", "60M", 0, ("review_neutral",))
+    >>> todo, skipped, _ = plan_reproduction("repro.csv", "60M", 0, ("review_neutral",))
     >>> [(c.key, c.reproduce, c.steps) for c in todo]
     [(('60M', 'review_neutral', 0), True, 8000)]
     """
@@ -120,5 +121,4 @@ def plan_reproduction(
         variants = tuple(v for v in COMPARED if (size, v, seed) in keys) or COMPARED
     runs = [TrainConfig(size, v, seed, reproduce=True, **options) for v in variants]
     check_reproducible(runs, out, published)
-    done = preflight(out, [size], reproduction=True).keys
-    return [r for r in runs if r.key not in done], [r for r in runs if r.key in done]
+    return Runs.split(runs, preflight(out, [size], reproduction=True))

@@ -28,7 +28,7 @@ import time
 import uuid
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -49,7 +49,7 @@ from rr_model.hardware import datasheet_peak, peak_note
 from rr_model.metrics import Metrics
 from rr_model.model import GPT
 from rr_model.numerics import numerics
-from rr_model.planning import dataset_row, preflight
+from rr_model.planning import OutputPlan, dataset_row, preflight
 from rr_model.progress import Progress
 from rr_model.run_config import DEFAULT_OUT, TrainConfig, result_config
 from rr_model.step import (
@@ -62,6 +62,9 @@ from rr_model.step import (
     utc_now,
 )
 from rr_model.validation import evaluate
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = [
     "train",
@@ -97,6 +100,7 @@ class _Run:
     optimizer: torch.optim.Optimizer
     data_rng: np.random.RandomState
     ckpt: Path
+    plan: OutputPlan  # the output file's one reading, which takes in the row this run appends
     state: _State = field(default_factory=_State)
     accum: int = 1  # doubled on CUDA out-of-memory: same batch, same result, smaller micro-batches
     net: torch.nn.Module | None = None  # the model as trained: compiled or not (not DDP: see _step)
@@ -121,13 +125,19 @@ class _Run:
 
 
 def train(
-    cfg: TrainConfig, out: str | os.PathLike = DEFAULT_OUT, *, resume: bool = False, queued: int = 0
+    cfg: TrainConfig,
+    out: str | os.PathLike = DEFAULT_OUT,
+    *,
+    resume: bool = False,
+    queued: int = 0,
+    plan: OutputPlan | None = None,
 ) -> dict[str, Any]:
     """Train one run, evaluate it, and append its row to `out` (and its provenance to the sidecar).
 
     `cfg.data` may be a token-cache directory (tokens.bin + meta.json), so a run can be audited against
     the published script on the very same tokens. `queued`: the steps of runs to train after this one,
-    counted in the ETA shown (`train_runs` passes them).
+    counted in the ETA shown (`train_runs` passes them). `plan`: `out`'s reading (`preflight`) when the
+    caller has one, so the file is not read again; None: it is read here.
 
     Returns the provenance record: ``record["status"]`` is "ok" (row appended; ``record["result"]`` has
     params, val_loss, ece and minutes at full precision) or "failed" (non-finite loss; no row).
@@ -146,7 +156,7 @@ def train(
     """
     device = setup_device(cfg.device, int(os.environ.get("LOCAL_RANK", "0")))
     with numerics(device, cfg.precision, cfg.deterministic):
-        run = _setup(cfg, Path(out), device)
+        run = _setup(cfg, Path(out), device, plan)
         run.queued = queued
         _resume(run, resume)
         _start(run)
@@ -157,15 +167,14 @@ def train(
             run.metrics.close(finished=False)  # a no-op after _finish closed it
 
 
-def _setup(cfg: TrainConfig, out: Path, device: torch.device) -> _Run:
+def _setup(cfg: TrainConfig, out: Path, device: torch.device, plan: OutputPlan | None) -> _Run:
     """Check that the run may go ahead and where its row goes, load its tokens, build model and optimiser."""
     rank, world = join_process_group(device)
     r = cfg.recipe
     if r.batch_size % world:
         raise InputError(f"the batch of {r.batch_size} sequences does not split over {world} processes")
-    plan = preflight(
-        out, [cfg.size], create=True, reproduction=cfg.reproduce, ladder=cfg.ladder
-    )  # the file's one reading before training
+    if plan is None:  # the file's one reading before training
+        plan = preflight(out, [cfg.size], reproduction=cfg.reproduce, ladder=cfg.ladder)
     tokens = load_tokens(
         cfg.data, n_text=r.n_text, cache_dir=cfg.cache_dir, tokenizer=cfg.tokenizer, text_field=cfg.text_field
     )
@@ -191,6 +200,7 @@ def _setup(cfg: TrainConfig, out: Path, device: torch.device) -> _Run:
         optimizer=model.configure_optimizers(r.weight_decay, r.lr, (r.beta1, r.beta2)),  # fused on CUDA
         data_rng=np.random.RandomState(cfg.seed),  # the data order: the seed's alone, same for every variant
         ckpt=checkpoint.checkpoint_path(out, *cfg.key),
+        plan=plan,
     )
 
 
@@ -433,7 +443,8 @@ def _finish(run: _Run, failure: str | None) -> dict[str, Any]:
     run.metrics.close(finished=failure is None)
     record = _record(run, failure, result)
     if run.rank == 0:
-        _write(run.out, cfg, record, run.ckpt)
+        if (added := _write(run.out, cfg, record, run.ckpt)) is not None:
+            run.plan.extend(added)
         if result is not None:
             _keep_weights(run, record)
         run.ckpt.unlink(missing_ok=True)  # the row (or the failure record) supersedes it
@@ -483,16 +494,18 @@ def _record(run: _Run, failure: str | None, result: dict[str, Any] | None) -> di
 # ----------------------------------------------------------------------------------------------- output
 
 
-def _write(out: Path, cfg: TrainConfig, record: dict[str, Any], ckpt: Path) -> None:
+def _write(out: Path, cfg: TrainConfig, record: dict[str, Any], ckpt: Path) -> pd.DataFrame | None:
     """Append the run's row (if it finished) and its provenance record as one unit, under the row's lock (a
     reader holding it sees both or neither); a refused row is recorded as failed. A row that does not fit
-    (full disk) is not written, nor its record, and the checkpoint `ckpt` is kept to write it later."""
+    (full disk) is not written, nor its record, and the checkpoint `ckpt` is kept to write it later.
+    Returns the row as appended (None for a run that diverged)."""
     sidecar = sidecar_path(out)
     if record["result"] is None:
         append_record(sidecar, record)
-        return
+        return None
     try:
-        append_rows(out, [dataset_row(cfg, record["result"])], then=lambda: append_record(sidecar, record))
+        row = dataset_row(cfg, record["result"])
+        return append_rows(out, [row], then=lambda: append_record(sidecar, record))
     except DataError as e:  # e.g. another trainer appended the same run meanwhile
         record.update(status="failed", error=f"row refused: {e}")
         append_record(sidecar, record)
@@ -524,13 +537,26 @@ def summarize(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def train_runs(
-    runs: list[TrainConfig], out: str | os.PathLike = DEFAULT_OUT, *, resume: bool = False
+    runs: list[TrainConfig],
+    out: str | os.PathLike = DEFAULT_OUT,
+    *,
+    resume: bool = False,
+    plan: OutputPlan | None = None,
 ) -> list[dict]:
     """Train `runs` one after another (see `train`), the ETA shown covering them all; the provenance record
-    of each, in order."""
+    of each, in order.
+
+    `out` is read once for all of them: `plan` is its reading when the caller planned the runs
+    (`rr_model.planning.Runs.output`), else it is read (`preflight`) here; each run's row is taken into it.
+    """
+    if plan is None and runs:
+        sizes, reproduction = {c.size for c in runs}, any(c.reproduce for c in runs)
+        plan = preflight(out, sizes, reproduction=reproduction, ladder=runs[0].ladder)
     try:
         later = [sum(c.steps for c in runs[i + 1 :]) for i in range(len(runs))]
-        records = [train(cfg, out, resume=resume, queued=n) for cfg, n in zip(runs, later, strict=True)]
+        records = [
+            train(cfg, out, resume=resume, queued=n, plan=plan) for cfg, n in zip(runs, later, strict=True)
+        ]
         if dist.is_initialized():
             dist.barrier()  # leave together: gloo aborts a process whose peer tears down mid-way
         return records

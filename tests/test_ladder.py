@@ -92,7 +92,7 @@ def test_a_bad_ladder_file_is_one_sentence_naming_the_table_and_key(tmp_path, te
 def test_a_sweep_of_a_ladder_file_plans_its_sizes_and_seeds_into_its_own_file(pilot, tmp_path):
     out = default_out(pilot)
     assert out.as_posix() == "data/pilot.csv"
-    todo, done = plan_sweep(tmp_path / "p.csv", None, None, ("review_neutral",), ladder=str(pilot))
+    todo, done, _ = plan_sweep(tmp_path / "p.csv", None, None, ("review_neutral",), ladder=str(pilot))
     assert [(r.size, r.seed) for r in todo] == [
         ("60M", 0),
         ("60M", 1),

@@ -69,11 +69,11 @@ def test_plan_through_the_published_seam_and_skips_present_rows(tmp_path):
     )
     published = pd.DataFrame([row, {**row, "variant": "review_neutral"}])
     out = tmp_path / "repro.csv"
-    todo, skipped = plan_reproduction(out, "tiny", 0, published=published, data="synthetic")
+    todo, skipped, _ = plan_reproduction(out, "tiny", 0, published=published, data="synthetic")
     assert [c.key for c in todo] == [("tiny", "review_neutral", 0), ("tiny", "standard", 0)]  # published ones
     assert all(c.reproduce for c in todo) and not skipped
     append_rows(out, [{**row, "val_loss": 3.1}])  # a re-run already in the reproduction file
-    todo, skipped = plan_reproduction(out, "tiny", 0, published=published, data="synthetic")
+    todo, skipped, _ = plan_reproduction(out, "tiny", 0, published=published, data="synthetic")
     assert [c.key for c in skipped] == [("tiny", "standard", 0)] and len(todo) == 1
     with pytest.raises(InputError, match="tiny highway seed 0 is not a published run"):
         plan_reproduction(out, "tiny", 0, ("highway",), published=published)
@@ -121,7 +121,7 @@ def test_provenance_says_what_can_make_a_rerun_differ():
 
 def test_published_keys_are_the_packaged_rows():
     df = load_sweep(bundled_path())
-    todo, _ = plan_reproduction("x.csv", "1B", 2)
+    todo, *_ = plan_reproduction("x.csv", "1B", 2)
     assert {c.key for c in todo} == {
         k for k in zip(df["size"], df["variant"], df["seed"], strict=True) if k[0] == "1B" and k[2] == 2
     }

@@ -8,13 +8,13 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from conftest import stub_tokens
+from conftest import rr, stub_tokens
 
 from rr_core.errors import InputError, RecipeError
 from rr_core.ladder import get_size
 from rr_core.sweepfile import csv_text
 from rr_core.sweepfile.csv_text import DataError
-from rr_core.sweepfile.dataset import append_rows, bundled_path
+from rr_core.sweepfile.dataset import append_rows, bundled_path, load_sweep
 from rr_model.planning import plan_runs, preflight
 from rr_model.run_config import TrainConfig
 
@@ -41,7 +41,7 @@ def test_one_reading_answers_every_question(tmp_path, reads):
     out = tmp_path / "x.csv"
     append_rows(out, [ROW])
     reads.clear()
-    plan = preflight(out, ["tiny"], create=True)
+    plan = preflight(out, ["tiny"])
     cfg = TrainConfig("tiny", "standard", 1, data="synthetic", steps=8)
     assert plan.keys == {("tiny", "standard", 0)} and not plan.published and not plan.from_published
     plan.guard(cfg, stub_tokens(source="synthetic"))  # a file of its own: any recipe
@@ -88,3 +88,42 @@ def test_each_refusal_keeps_its_sentence(tmp_path, monkeypatch, published_copy):
     monkeypatch.setattr(os, "access", lambda path, mode: Path(path) != tmp_path)  # root passes chmod
     with pytest.raises(InputError, match="is not writable here, so the run's result would be lost"):
         preflight(tmp_path / "new.csv")
+
+
+PILOT = "[1M]\nd_model = 32\nn_layer = 1\nn_head = 2\nsteps = 2\nseeds = 1\nbatch_size = 2\nblock_size = 16\n"
+
+
+@pytest.fixture
+def opens(monkeypatch) -> dict[Path, int]:
+    """How often each file is opened for reading from now on: every read rr makes of a sweep, ladder or
+    run config file goes through `rr_core.files.read_regular`, whose one primitive is `os.open`."""
+    seen: dict[Path, int] = {}
+    real = os.open
+
+    def spy(path, flags, *args, **kwargs):
+        if flags & os.O_ACCMODE == os.O_RDONLY:
+            seen[Path(path)] = seen.get(Path(path), 0) + 1
+        return real(path, flags, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", spy)
+    return seen
+
+
+def test_a_command_reads_its_output_and_ladder_files_once(tmp_path, opens, offline):
+    """A 3-run `rr train` reads its output file once to plan (and once more per row it appends, under the
+    row's lock) and its ladder file once; a dry run reads the output file once and the ladder file, already
+    parsed in this process, not at all; an edited ladder file is read again."""
+    ladder, out = tmp_path / "pilot.toml", tmp_path / "o.csv"
+    ladder.write_text(PILOT)
+    append_rows(out, [{**ROW, "size": "1M", "variant": "rezero", "steps": 2, "params_M": 0.01}])
+    args = ["train", "--size", "1M", "--ladder", ladder, "--data", "synthetic", "--out", out]
+    result = rr(*args, "--checkpoint-every", 0)
+    assert result.exit_code == 0, result.output
+    assert (opens.get(out), opens.get(ladder)) == (1 + 3, 1)  # the plan's reading, then one per append
+    assert len(load_sweep(out)) == 4
+    opens.clear()
+    plan = rr(*args, "--seed", 1, "--dry-run")
+    assert plan.exit_code == 0 and "3 run(s)" in plan.stdout, plan.output
+    assert (opens.get(out), opens.get(ladder, 0)) == (1, 0)  # the ladder: parsed once per process
+    ladder.write_text(PILOT.replace("steps = 2", "steps = 3") + "\n")
+    assert get_size("1M", str(ladder)).steps == 3 and opens[ladder] == 1  # edited: read again

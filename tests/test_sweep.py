@@ -18,7 +18,7 @@ pytestmark = pytest.mark.usefixtures("offline")  # no hub; the session's token c
 
 
 def test_default_plan_is_the_published_sweep_biggest_first(tmp_path, published_copy):
-    todo, skipped = plan_sweep(tmp_path / "new.csv")
+    todo, skipped, _ = plan_sweep(tmp_path / "new.csv")
     assert len(todo) == 42 and not skipped
     assert [c.size for c in todo[::3]] == ["1B"] * 3 + ["590M"] * 3 + ["320M"] * 2 + ["150M"] * 3 + [
         "60M"
@@ -26,9 +26,9 @@ def test_default_plan_is_the_published_sweep_biggest_first(tmp_path, published_c
     assert [c.key for c in todo[:3]] == [("1B", v, 0) for v in ("review_neutral", "highway", "standard")]
 
     published = published_copy
-    todo, skipped = plan_sweep(published)
+    todo, skipped, _ = plan_sweep(published)
     assert not todo and len(skipped) == 42
-    todo, _ = plan_sweep(published, ["60M", "1B"], [3, 4])
+    todo, *_ = plan_sweep(published, ["60M", "1B"], [3, 4])
     assert [(c.size, c.seed) for c in todo[::3]] == [("1B", 3), ("1B", 4), ("60M", 3), ("60M", 4)]
     with pytest.raises(ValueError, match="tiny has no published seeds"):
         plan_sweep(published, ["tiny"])

@@ -196,13 +196,13 @@ def test_recipe_differences_name_each_departure():
 
 def test_plan_takes_the_next_unused_seed_and_skips_present_runs(published_copy):
     out = published_copy
-    todo, skipped = plan_runs(out, "60M")
+    todo, skipped, _ = plan_runs(out, "60M")
     assert [c.key for c in todo] == [("60M", v, 3) for v in ("review_neutral", "highway", "standard")]
     assert not skipped
     assert {c.seed for c in plan_runs(out, "320M")[0]} == {2}  # published with two seeds
     row = dict(size="tiny", variant="review_neutral", seed=0, params_M=1.12, steps=12, val_loss=3.0, ece=0.01)
     append_rows(out, [{**row, "minutes": 0.1}])
-    todo, skipped = plan_runs(out, "tiny", data="synthetic")  # a crash left seed 0 incomplete: finish it
+    todo, skipped, _ = plan_runs(out, "tiny", data="synthetic")  # a crash left seed 0 incomplete: finish it
     assert [c.key for c in todo] == [("tiny", "highway", 0), ("tiny", "standard", 0)]
     assert [c.key for c in skipped] == [("tiny", "review_neutral", 0)]
     assert [c.key for c in plan_runs(out, "tiny", ("review_neutral",))[0]] == [("tiny", "review_neutral", 1)]
@@ -247,7 +247,7 @@ def test_ctrl_c_says_how_to_resume(tmp_path, monkeypatch):
     from rr_model import checkpoint
     from rr_model import trainer as train_module
 
-    def interrupted(runs, out, resume=False):
+    def interrupted(runs, out, resume=False, plan=None):
         ckpt = checkpoint.checkpoint_path(out, *runs[0].key)
         ckpt.parent.mkdir(exist_ok=True)
         ckpt.write_bytes(b"")
@@ -508,15 +508,15 @@ def test_tiny_demo_trains_every_variant_and_each_learns(tmp_path):
 
 def test_a_new_default_dataset_extends_the_published_sweep(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    todo, skipped = plan_runs(DEFAULT_OUT, "150M")
+    todo, skipped, _ = plan_runs(DEFAULT_OUT, "150M")
     assert [r.seed for r in todo] == [3, 3, 3] and not skipped  # seeds 0-2 are published
     assert not DEFAULT_OUT.exists()  # planning writes nothing
     assert [r.seed for r in plan_runs(DEFAULT_OUT, "320M")[0]] == [2, 2, 2]
     assert [r.seed for r in plan_runs(Path("elsewhere.csv"), "150M")[0]] == [0, 0, 0]
     assert [r.seed for r in plan_runs(DEFAULT_OUT, "tiny")[0]] == [0, 0, 0]
-    preflight(DEFAULT_OUT, ["tiny"], create=True).start()
+    preflight(DEFAULT_OUT, ["tiny"]).start()
     assert not DEFAULT_OUT.exists()
-    plan = preflight(DEFAULT_OUT, ["150M"], create=True)
+    plan = preflight(DEFAULT_OUT, ["150M"])
     assert plan.from_published and plan.published and len(plan.keys) == 42
     plan.start()
     assert DEFAULT_OUT.read_bytes() == bundled_path().read_bytes()

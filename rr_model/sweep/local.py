@@ -19,7 +19,7 @@ from rr_core.errors import InputError
 from rr_core.ladder import PUBLISHED_SIZES, get_size, ladder_sizes, size_sort_key
 from rr_core.sweepfile.provenance import read_records, sidecar_path
 from rr_core.variants import COMPARED
-from rr_model.planning import preflight
+from rr_model.planning import Runs, preflight
 from rr_model.run_config import TrainConfig
 from rr_model.sweep.child import config_json
 
@@ -32,8 +32,9 @@ def plan_sweep(
     seeds: Iterable[int] | Mapping[str, Iterable[int]] | None = None,
     variants: tuple[str, ...] = COMPARED,
     **options: Any,
-) -> tuple[list[TrainConfig], list[TrainConfig]]:
-    """The runs of a sweep: (to train, already in `out`), biggest size first, then by seed and variant.
+) -> Runs:
+    """The runs of a sweep: `rr_model.planning.Runs` (to train, already in `out`, the file's one
+    reading), biggest size first, then by seed and variant.
 
     Parameters
     ----------
@@ -58,8 +59,7 @@ def plan_sweep(
         elif not (size_seeds := list(range(get_size(size, ladder).sweep_seeds))):
             raise InputError(f"{size} has no published seeds; give the seeds to train")
         runs += [TrainConfig(size, v, s, **options) for s in size_seeds for v in variants]
-    done = preflight(out, sizes, ladder=ladder).keys  # a new default file extends the published
-    return [r for r in runs if r.key not in done], [r for r in runs if r.key in done]
+    return Runs.split(runs, preflight(out, sizes, ladder=ladder))  # a new default file extends the published
 
 
 def train_command(cfg: TrainConfig, out: str | os.PathLike, nproc: int = 1) -> list[str]:
