@@ -37,7 +37,7 @@ _WHERE = {
     "GPTConfig": "rr_core.shapes",
     "model_config": "rr_core.shapes",
     "size_table": "rr_core.shapes",
-    "register_residual": "rr_core.plugins",
+    "register_residual": "rr_core.variants",
     "load_plugins": "rr_core.plugins",
 }
 

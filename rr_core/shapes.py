@@ -12,22 +12,10 @@ from dataclasses import dataclass, replace
 
 from rr_core.errors import InputError
 from rr_core.ladder import RECIPE, get_size, ladder_sizes
-from rr_core.plugins import load_plugins, rule_params
-from rr_core.variants import NAMES, REFERENCE, VARIANTS, unknown_variant
+from rr_core.plugins import load_plugins
+from rr_core.variants import REFERENCE, VARIANTS, rule_params, unknown_variant
 
 __all__ = ["GPTConfig", "model_config", "size_table"]
-
-# Parameters one of rr's residual rules adds per sublayer, as a function of d_model (see rr_model.model);
-# a plugin's rule is counted on a build of it (rr_core.plugins.rule_params).
-_RULE_PARAMS = {
-    "review_neutral": lambda d: 2 * d * d + d,  # gate Linear(2d -> d) with bias
-    "review_convex": lambda d: 2 * d * d + d,  # the same gate
-    "highway": lambda d: d * d + d,  # gate Linear(d -> d) with bias
-    "standard": lambda d: 0,
-    "layerscale": lambda d: d,  # per-channel scale
-    "rezero": lambda d: 1,  # one scalar
-}
-assert set(_RULE_PARAMS) == set(NAMES), "every registered variant needs a parameter count"
 
 
 @dataclass(frozen=True)
@@ -74,11 +62,11 @@ class GPTConfig:
         Notes
         -----
         embeddings V d + T d; per block 12 d^2 + 11 d (RMSNorm gains 2d, c_attn 3d^2 + 3d, attn c_proj
-        d^2 + d, c_fc 4d^2 + 4d, MLP c_proj 4d^2 + d) plus two residual rules; final RMSNorm d.
+        d^2 + d, c_fc 4d^2 + 4d, MLP c_proj 4d^2 + d) plus two residual rules, each as its variant's
+        entry counts it (`rr_core.variants.rule_params`); final RMSNorm d.
         """
         d = self.d_model
-        rule = _RULE_PARAMS[self.variant](d) if self.variant in _RULE_PARAMS else rule_params(self.variant, d)
-        block = 12 * d * d + 11 * d + 2 * rule
+        block = 12 * d * d + 11 * d + 2 * rule_params(self.variant, d)
         return (self.vocab_size + self.block_size) * d + self.n_layer * block + d
 
 

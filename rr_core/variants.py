@@ -1,18 +1,29 @@
-"""The registry of residual variants: names, roles and colours. The one source of truth.
+"""The registry of residual variants: one entry per variant, rr's own and plugins' alike. The one source of truth.
 
-The model maps each name to its residual rule (rr_model.model.RESIDUALS, and the rules plugins register
-through `rr_core.plugins.register_residual`); analysis, plots and the CLI read names, roles and colours
-from here. Variants are open: a sweep file may hold any name that `VARIANT_NAME` accepts; a name nobody
-registered is labelled by itself and coloured from `EXTRA_COLOURS`. Torch-free on purpose.
+An entry (`Variant`) holds everything rr knows of a variant: its residual rule (the ``nn.Module`` class every
+sublayer is added back through, named lazily as ``"module:Class"`` where it is rr's own, so that this module
+stays torch-free), its legend label and colour, whether it is parameter-matched to the reference, and the
+parameters one rule adds per sublayer as a function of d_model (exact arithmetic; None: counted on a build
+of the rule on torch's meta device). How a rule is initialised is the rule's own business (its
+``init_published``, `rr_model.model`). rr's own six variants are registered below by `register_residual`,
+the call a plugin makes too (`rr_core.plugins` finds and imports plugins); the model (`residual_rule`), the
+exact parameter count (`rule_params`, `rr_core.shapes`), analysis, plots and the CLI all read the entries.
+
+Variants are open: a sweep file may hold any name that `VARIANT_NAME` accepts; a name nobody registered is
+labelled by itself and coloured from `EXTRA_COLOURS`.
 """
 
 from __future__ import annotations
 
 import difflib
+import functools
+import importlib
 import re
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+
+from rr_core.errors import InputError
 
 __all__ = [
     "Variant",
@@ -24,7 +35,9 @@ __all__ = [
     "VARIANT_NAME",
     "VARIANT_RULE",
     "EXTRA_COLOURS",
-    "register",
+    "register_residual",
+    "residual_rule",
+    "rule_params",
     "colour",
     "palette",
     "label",
@@ -38,26 +51,23 @@ __all__ = [
 
 @dataclass(frozen=True)
 class Variant:
+    """One variant's entry: what `register_residual` was given (see there)."""
+
     name: str
     label: str  # for legends and tables
     colour: str | None  # Okabe-Ito palette for rr's own: colour-blind safe, fixed across every figure
-    matched: bool  # widened in steps of n_head to Review's parameter count (paper's baselines)
-    module: str | None = None  # the plugin module that registered it; None for rr's own
+    matched: bool  # widened in steps of n_head to the reference's parameter count (paper's baselines)
+    rule: type | str  # the rule class, or "module:Class" where it lives (imported when a model is built)
+    params: Callable[[int], int] | None = None  # parameters per sublayer at width d; None: counted
+
+    @property
+    def module(self) -> str:
+        """The module that holds the rule's code."""
+        return _rule_path(self.rule).partition(":")[0]
 
 
-VARIANTS: dict[str, Variant] = {
-    v.name: v
-    for v in (
-        Variant("review_neutral", "Review", "#0072B2", False),
-        Variant("highway", "Highway", "#E69F00", True),
-        Variant("standard", "Standard", "#009E73", True),
-        Variant("review_convex", "Review (convex)", "#D55E00", False),
-        Variant("layerscale", "LayerScale", "#CC79A7", False),
-        Variant("rezero", "ReZero", "#56B4E9", False),
-    )
-}
-
-NAMES: tuple[str, ...] = tuple(VARIANTS)  # rr's own variants; plugins add theirs to VARIANTS after these
+VARIANTS: dict[str, Variant] = {}
+NAMES: tuple[str, ...] = ()  # rr's own variants, once registered (end of module); plugins' come after
 REFERENCE = "review_neutral"  # the variant every gap is measured against
 BASELINES: tuple[str, ...] = ("highway", "standard")  # the paper's parameter-matched baselines
 COMPARED: tuple[str, ...] = (REFERENCE, *BASELINES)  # one seed of the sweep trains these three
@@ -72,11 +82,107 @@ VARIANT_RULE = "a variant name: a lower-case ASCII letter, then at most 39 lower
 EXTRA_COLOURS: tuple[str, ...] = (
     "#CC6677", "#332288", "#DDCC77", "#117733", "#88CCEE", "#882255", "#44AA99", "#999933", "#AA4499",
 )  # fmt: skip
+_COLOUR = re.compile(r"#[0-9A-Fa-f]{6}")
+_LAZY_RULE = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*", re.ASCII)
 
 
-def register(variant: Variant) -> None:
-    """Add a variant to the registry (`rr_core.plugins.register_residual` is the way in for a rule)."""
-    VARIANTS[variant.name] = variant
+def _rule_path(rule: type | str) -> str:
+    """Where a rule lives, as "module:Class"."""
+    return rule if isinstance(rule, str) else f"{rule.__module__}:{rule.__qualname__}"
+
+
+def register_residual(
+    name: str,
+    rule: type | str,
+    *,
+    label: str | None = None,
+    colour: str | None = None,
+    matched: bool = False,
+    params: Callable[[int], int] | None = None,
+) -> None:
+    """Make a residual rule a variant every rr command can train, count, read and plot.
+
+    Parameters
+    ----------
+    name
+        The variant's name in sweep files and on the command line: a lower-case ASCII letter, then at
+        most 39 lower-case letters, digits or _ (`VARIANT_NAME`); not one of rr's own.
+    rule
+        An ``nn.Module`` class, or where one lives as ``"module:Class"`` (imported when a model is first
+        built, so registering loads no torch): ``rule(d_model)`` builds one sublayer's rule, ``forward(h,
+        u)`` returns the new stream. A ``gate`` attribute, if any, must be an ``nn.Linear``: it is
+        initialised as rr's gated rules are (normal(0, 0.02), bias 0, drawn after the sublayers' Linears);
+        an ``r(h, u)`` method is what `rr gates` reads. Other parameters keep the values ``__init__`` gives
+        them, unless the class defines ``init_published(self)``, which is called after rr's own
+        initialisation, in sublayer order, under ``torch.no_grad()`` and drawing from torch's seeded
+        stream (`rr_model.model.GPT.init_published`).
+    label, colour
+        Legend label (default: the name) and a ``#RRGGBB`` colour (default: one of the extra colours, never
+        a registered variant's; `palette`).
+    matched
+        Widen the variant in steps of n_head until it has the reference's parameter count, as Highway and
+        Standard are.
+    params
+        The exact parameters one rule adds per sublayer, as a function of d_model; None: every parameter a
+        build of the rule holds, counted on torch's meta device (`rule_params`). Either way `rr sizes` and
+        parameter matching count them without building a model.
+
+    Raises
+    ------
+    InputError
+        A bad name or colour, a name of rr's own or one another rule holds, or a `rule` that is neither an
+        ``nn.Module`` class nor a ``"module:Class"`` string.
+    """
+    where = f"register_residual({name!r})"
+    if (problem := variant_problem(name)) is not None:
+        raise InputError(f"{where}: the name {problem}")
+    if name in NAMES:
+        raise InputError(f"{where}: {name} is one of rr's own variants; give your rule another name")
+    if isinstance(rule, str):
+        if not _LAZY_RULE.fullmatch(rule):
+            raise InputError(f"{where}: the rule {rule!r} must name a class as 'module:Class'")
+    else:
+        import torch.nn as nn  # the plugin has imported torch already, to define `rule`
+
+        if not (isinstance(rule, type) and issubclass(rule, nn.Module)):
+            raise InputError(
+                f"{where}: the rule must be an nn.Module class built as rule(d_model), not {rule!r}"
+            )
+    held = VARIANTS.get(name)
+    if held is not None and _rule_path(held.rule) != _rule_path(rule):
+        raise InputError(f"{where}: {_rule_path(held.rule)} is registered under that name already")
+    if colour is not None and not _COLOUR.fullmatch(colour):
+        raise InputError(f"{where}: colour {colour!r} must be #RRGGBB")
+    VARIANTS[name] = Variant(name, label or name, colour, matched, rule, params)
+    _counted.cache_clear()
+
+
+def residual_rule(name: str) -> type:
+    """The rule class of a registered variant, imported from where its entry names it (KeyError if none)."""
+    rule = VARIANTS[name].rule
+    if not isinstance(rule, str):
+        return rule
+    module, _, qualname = rule.partition(":")
+    found = importlib.import_module(module)
+    for part in qualname.split("."):
+        found = getattr(found, part)
+    return found
+
+
+def rule_params(name: str, d_model: int) -> int:
+    """Parameters one rule of the variant `name` adds per sublayer at width `d_model`: its entry's exact
+    count, or a build of the rule on torch's meta device (no memory), counted once per width."""
+    params = VARIANTS[name].params
+    return params(d_model) if params is not None else _counted(name, d_model)
+
+
+@functools.lru_cache(maxsize=4096)
+def _counted(name: str, d_model: int) -> int:
+    import torch
+
+    with torch.device("meta"):
+        module = residual_rule(name)(d_model)
+    return sum(p.numel() for p in module.parameters())
 
 
 def palette(names: Iterable[str]) -> dict[str, str]:
@@ -149,3 +255,32 @@ def unknown_variant(name: str) -> str:
     near = nearest(name)
     hint = f" (did you mean {near}?)" if near and near != name else ""
     return f"unknown variant {name!r}{hint}; registered: {', '.join(VARIANTS)}"
+
+
+# rr's own variants, in the order tables and legends list them. Parameters per sublayer: see each rule in
+# rr_model.model (tests/test_model.py builds every one and checks the count).
+register_residual(
+    "review_neutral", "rr_model.model:ReviewNeutral", label="Review", colour="#0072B2",
+    params=lambda d: 2 * d * d + d,  # gate Linear(2d -> d) with bias
+)  # fmt: skip
+register_residual(
+    "highway", "rr_model.model:Highway", label="Highway", colour="#E69F00", matched=True,
+    params=lambda d: d * d + d,  # gate Linear(d -> d) with bias
+)  # fmt: skip
+register_residual(
+    "standard", "rr_model.model:Standard", label="Standard", colour="#009E73", matched=True,
+    params=lambda d: 0,
+)  # fmt: skip
+register_residual(
+    "review_convex", "rr_model.model:ReviewConvex", label="Review (convex)", colour="#D55E00",
+    params=lambda d: 2 * d * d + d,  # Review's gate
+)  # fmt: skip
+register_residual(
+    "layerscale", "rr_model.model:LayerScale", label="LayerScale", colour="#CC79A7",
+    params=lambda d: d,  # per-channel scale
+)  # fmt: skip
+register_residual(
+    "rezero", "rr_model.model:ReZero", label="ReZero", colour="#56B4E9",
+    params=lambda d: 1,  # one scalar
+)  # fmt: skip
+NAMES = tuple(VARIANTS)

@@ -14,7 +14,7 @@ modules that run a model.
 from rr_core.lazy import lazy_exports
 
 _WHERE = {
-    "register_residual": "rr_core.plugins",
+    "register_residual": "rr_core.variants",
     "GPT": "rr_model.model",
     "TrainConfig": "rr_model.run_config",
     "train": "rr_model.trainer",

@@ -18,16 +18,16 @@ import torch.nn as nn
 from rr_core.errors import InputError
 from rr_core.ladder import BYTE_EOS
 from rr_core.shapes import model_config
-from rr_core.variants import NAMES, REFERENCE
+from rr_core.variants import NAMES, REFERENCE, residual_rule
 from rr_model.data.synthetic import stories
 from rr_model.data.tokenizers import encode_bytes
 from rr_model.inference import load_trained
-from rr_model.model import GPT, RESIDUALS
+from rr_model.model import GPT
 
 __all__ = ["gate_stats", "gates", "BYTE_VOCAB", "GATED"]
 
 BYTE_VOCAB = BYTE_EOS + 1  # the byte tokenizer's vocabulary: 256 bytes and the end of a document
-GATED: tuple[str, ...] = tuple(v for v in NAMES if hasattr(RESIDUALS[v], "r"))  # variants with a gate r
+GATED: tuple[str, ...] = tuple(v for v in NAMES if hasattr(residual_rule(v), "r"))  # variants with a gate r
 _STATS = ("mean", "std", "frac_open", "frac_closed")
 
 

@@ -2,7 +2,8 @@
 
 A GPT-2-style decoder (learned token and position embeddings, pre-norm blocks, tied LM head) in which the
 residual rule is the one thing that varies: every sublayer, attention and MLP alike, is added back through
-`residual(config.variant)`: one of `RESIDUALS`, or a rule a plugin registered (`rr_core.plugins`). Modelled on nanoGPT's model.py; names follow it (`wte`, `wpe`, `c_attn`,
+the rule the variant registry names for `config.variant` (`rr_core.variants`, where rr's own rules below are
+registered as a plugin's are). Modelled on nanoGPT's model.py; names follow it (`wte`, `wpe`, `c_attn`,
 `c_proj`, `ln_f`) and the paper (`gate`, `r`, `u`).
 
 The config and its exact parameter count live torch-free in `rr_core.shapes`.
@@ -20,11 +21,10 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from rr_core.ladder import RECIPE
-from rr_core.plugins import residual_rule
 from rr_core.shapes import GPTConfig
-from rr_core.variants import NAMES
+from rr_core.variants import residual_rule
 
-__all__ = ["GPTConfig", "GPT", "RESIDUALS", "residual"]
+__all__ = ["GPTConfig", "GPT"]
 
 INIT_STD = 0.02  # GPT-2 init for every Linear and Embedding weight
 EPS = 1e-5
@@ -73,7 +73,9 @@ class MLP(nn.Module):
 
 
 # Residual rules: forward(h, u) adds a sublayer's update u to the residual stream h. Gated rules hold
-# their gate Linear as `gate` (initialised by `GPT.init_published`) and expose it as r(h, u).
+# their gate Linear as `gate` (drawn by `GPT.init_published`) and expose it as r(h, u); a rule whose
+# parameters start otherwise sets them in its own `init_published`. Each is registered, with its label,
+# colour and parameter count, in `rr_core.variants`.
 
 
 class Standard(nn.Module):
@@ -109,7 +111,12 @@ class ReviewNeutral(nn.Module):
 
     def __init__(self, d_model: int):
         super().__init__()
-        self.gate = nn.Linear(2 * d_model, d_model)  # zeroed at init: r = sigmoid(0) = 0.5
+        self.gate = nn.Linear(2 * d_model, d_model)
+
+    def init_published(self) -> None:
+        """Zero the gate (weight and bias), so r = sigmoid(0) = 0.5 exactly; draws nothing."""
+        nn.init.zeros_(self.gate.weight)
+        nn.init.zeros_(self.gate.bias)
 
     def r(self, h: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
         return torch.sigmoid(self.gate(torch.cat([rms(h), rms(u)], dim=-1)))
@@ -152,28 +159,12 @@ class ReZero(nn.Module):
         return h + self.alpha * u
 
 
-RESIDUALS: dict[str, type[nn.Module]] = {
-    "review_neutral": ReviewNeutral,
-    "highway": Highway,
-    "standard": Standard,
-    "review_convex": ReviewConvex,
-    "layerscale": LayerScale,
-    "rezero": ReZero,
-}
-assert set(RESIDUALS) == set(NAMES), "the residual rules must cover exactly rr's own variants"
-
-
-def residual(variant: str) -> type[nn.Module]:
-    """The residual rule of a variant: rr's own, or the one a plugin registered under that name."""
-    return RESIDUALS[variant] if variant in RESIDUALS else residual_rule(variant)
-
-
 class Block(nn.Module):
     """Pre-norm transformer block; each sublayer's output u goes through the residual rule."""
 
     def __init__(self, config: GPTConfig):
         super().__init__()
-        rule = residual(config.variant)
+        rule = residual_rule(config.variant)
         self.ln_1 = RMSNorm(config.d_model)
         self.attn = CausalSelfAttention(config)
         self.res_attn = rule(config.d_model)
@@ -218,11 +209,12 @@ class GPT(nn.Module):
            the matrix it shares with wte;
         2. the residual projections (attention c_proj, MLP c_proj) in parameter order with
            normal(0, 0.02 / sqrt(2 n_layer)): GPT-2's residual scaling;
-        3. Review's gates zeroed (weight and bias), so r = 0.5 exactly.
+        3. each rule's own ``init_published()``, where it has one, in sublayer order: Review's zeroes its
+           gate (weight and bias), so r = 0.5 exactly.
 
         RMSNorm gains (1) and the LayerScale (0.1) and ReZero (0) scales draw nothing. A plugin's rule
-        with a ``gate`` Linear has it drawn in step 1 with the others; a rule that defines
-        ``init_published()`` has it called last, in sublayer order (`rr_core.plugins.register_residual`).
+        with a ``gate`` Linear has it drawn in step 1 with the others, and its ``init_published()`` is
+        called in step 3 as rr's own are (`rr_core.variants.register_residual`).
         """
         sublayers = [m for block in self.transformer.h for m in (block.attn, block.mlp)]
         rules = [rule for block in self.transformer.h for rule in (block.res_attn, block.res_mlp)]
@@ -239,13 +231,7 @@ class GPT(nn.Module):
         for proj in projections:
             nn.init.normal_(proj.weight, mean=0.0, std=INIT_STD / math.sqrt(2 * self.config.n_layer))
         for rule in rules:
-            if isinstance(rule, ReviewNeutral):
-                nn.init.zeros_(rule.gate.weight)
-                nn.init.zeros_(rule.gate.bias)
-        for rule in rules:
-            if hasattr(
-                rule, "init_published"
-            ):  # a plugin's own init, after rr's (none of rr's rules has one)
+            if hasattr(rule, "init_published"):
                 rule.init_published()
 
     def forward(

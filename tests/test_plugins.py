@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from rr_core.errors import InputError
-from rr_core.plugins import ENV, register_residual
-from rr_core.variants import VARIANTS
+from rr_core.plugins import ENV
+from rr_core.variants import VARIANTS, register_residual
 
 ROOT = Path(__file__).resolve().parent.parent
 PLUGIN = '''
@@ -123,6 +123,33 @@ def test_a_plugins_rule_is_built_counted_and_initialised_as_rr_s_own(plugin, tmp
     assert got["shift"] == [0.25]  # the plugin's init_published ran
     sha = hashlib.sha256(plugin.read_bytes()).hexdigest()
     assert got["provenance"] == {"module": "myplugin", "file": str(plugin), "sha256": sha}
+
+
+def test_a_rule_named_as_module_colon_class_is_imported_when_first_counted(tmp_path):
+    """As rr's own rules are registered: the registry names the class, and torch and the rule's module load
+    only when a parameter count or a model asks for the rule."""
+    (tmp_path / "lazyrule.py").write_text(PLUGIN.split("rr_model.register_residual")[0])
+    (tmp_path / "lazyplugin.py").write_text(
+        'import rr_model\nrr_model.register_residual("mylazy", "lazyrule:UpdateGate")\n'
+    )
+    got = in_child(
+        """
+        import sys
+        from rr_core.plugins import load_plugins
+        load_plugins()
+        out = {"loaded": ["lazyrule" in sys.modules, "torch" in sys.modules]}
+        from rr_core.shapes import model_config
+        from rr_model.model import GPT
+        cfg = model_config("tiny", "mylazy", 257)
+        out["counted"], out["built"] = cfg.n_params, sum(p.numel() for p in GPT(cfg).parameters())
+        out["shift"] = GPT(cfg).transformer.h[0].res_mlp.shift.unique().tolist()
+        """,
+        str(tmp_path / "lazyplugin.py"),
+        tmp_path,
+        str(tmp_path),
+    )
+    assert got["loaded"] == [False, False]
+    assert got["counted"] == got["built"] and got["shift"] == [0.25]
 
 
 def test_every_command_sees_the_plugin_s_rules(plugin, tmp_path):
@@ -239,6 +266,7 @@ def test_a_plugin_that_fails_to_import_is_one_error_paragraph_and_help_stays_lig
         ("MyRule", "module", None, "the name must be a variant name"),
         ("highway", "module", None, "highway is one of rr's own variants"),
         ("myrule", "function", None, "the rule must be an nn.Module class"),
+        ("myrule", "mylab.rules.MyRule", None, "must name a class as 'module:Class'"),
         ("myrule", "module", "red", "colour 'red' must be #RRGGBB"),
     ],
 )
@@ -246,7 +274,8 @@ def test_register_residual_refuses_what_could_not_be_a_rule(name, rule, colour, 
     import torch.nn as nn
 
     with pytest.raises(InputError, match=message):
-        register_residual(name, nn.Identity if rule == "module" else len, colour=colour)
+        given = {"module": nn.Identity, "function": len}.get(rule, rule)
+        register_residual(name, given, colour=colour)
     assert "myrule" not in VARIANTS  # nothing was registered
 
 
