@@ -6,8 +6,9 @@ from pathlib import Path
 
 import typer
 
-from cli.errors import known_errors
+from cli.errors import fail, known_errors
 from cli.records import FORMAT_HELP, Format, echo_records
+from cli.run_options import either, renamed
 
 
 def evaluate(
@@ -18,10 +19,10 @@ def evaluate(
         "on the same windows.",
         show_default=False,
     ),
-    data: str = typer.Option(
-        ...,
-        "--data",
-        help="Corpus: synthetic, tinystories, a .txt/.jsonl/.parquet file or a token cache.",
+    corpus: str | None = typer.Option(
+        None,
+        "--corpus",
+        help="The corpus (required): synthetic, tinystories, a .txt/.jsonl/.parquet file or a token cache.",
         show_default=False,
     ),
     windows: int = typer.Option(64, "--windows", min=1, help="Windows of block_size + 1 tokens to score."),
@@ -34,6 +35,7 @@ def evaluate(
     ),
     batch: int = typer.Option(16, "--batch", min=1, help="Windows per forward pass (memory only)."),
     fmt: Format = typer.Option(Format.text, "--format", help=FORMAT_HELP),
+    data: str | None = renamed("--corpus", "--data", "--data names a sweep file on rr's other commands"),
 ) -> None:
     """Mean loss (nats per token) and bits per byte on the validation part (last 3%) of a corpus.
 
@@ -43,16 +45,18 @@ def evaluate(
     """
     from rr_model.inference import heldout, load_trained
 
+    if (corpus := either("--corpus", "--data", corpus, data, corpus is not None)) is None:
+        raise fail("rr eval needs --corpus: the corpus to score the runs on")
     with known_errors():
         rows = []
         for path in checkpoint:
             trained = load_trained(path)
-            result = heldout(trained, data, windows=windows, seed=seed, batch=batch)
+            result = heldout(trained, corpus, windows=windows, seed=seed, batch=batch)
             rows.append({"run": trained.title, **result})
     echo_records(
         rows,
         fmt,
-        title=f"Held-out loss on {data}: {windows} windows",
+        title=f"Held-out loss on {corpus}: {windows} windows",
         formats={"loss": "{:.4f}".format, "bpb": "{:.4f}".format, "tokens_per_byte": "{:.4f}".format},
     )
 

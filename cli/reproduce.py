@@ -3,19 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import typer
 
 from cli.errors import known_errors
-from cli.run_options import (
-    CHECKPOINT_EVERY,
-    COMPILE,
-    DETERMINISTIC,
-    DEVICE,
-    DRY_RUN,
-    run_options,
-    train_and_report,
-)
+from cli.run_options import DRY_RUN, run_options, train_and_report, training_options
 
 VARIANT = typer.Option(
     None,
@@ -29,24 +22,18 @@ OUT = typer.Option(
     help="Reproduction file to append the rows to; never the published dataset. Default: data/reproduction.csv.",
     show_default=False,
 )  # the default is rr_model.reproduce.DEFAULT_REPRODUCTION
-DATA = typer.Option(
-    "tinystories", "--data", help="tinystories, or a local copy of it (a corpus or token-cache path)."
-)
 
 
+@training_options("reproduce")
 def reproduce(
     ctx: typer.Context,
     size: str = typer.Option(..., "--size", help="Published size: 60M, 150M, 320M, 590M or 1B."),
     seed: int = typer.Option(..., "--seed", min=0, help="Published seed to train again."),
     variant: list[str] = VARIANT,
     out: Path | None = OUT,
-    data: str = DATA,
-    compile_: bool = COMPILE,
     resume: bool = typer.Option(False, "--resume", help="Continue runs from their checkpoints."),
-    checkpoint_every: int | None = CHECKPOINT_EVERY,
-    device: str = DEVICE,
     dry_run: bool = DRY_RUN,
-    deterministic: bool = DETERMINISTIC,
+    **run: Any,
 ) -> None:
     """Train a published run again and append its row to a reproduction file; compare the two with
     `rr analyze reproduction --data OUT`.

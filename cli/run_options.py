@@ -1,21 +1,36 @@
-"""What `rr train`, `rr reproduce` and `rr sweep` share: their options, the plan and results tables, and the
-tail of a command that trains (skip what is there, check the data, show the plan or train and report).
+"""What `rr train`, `rr reproduce` and `rr sweep` share: their training options, the plan and results tables,
+the tail of a command that trains (skip what is there, check the data, show the plan or train and report)
+and the run config file (`--config`).
 
-Standard library and typer only at import, so `rr --help` stays light; the library loads inside the calls.
+The training options are not declared here: each is a field of `rr_model.run_config.TrainConfig`, whose
+type, default and metadata (help, commands, bound, flag) `training_options` turns into a command's typer
+options, in a help panel of their own, and `run_options` turns back into TrainConfig fields. A new
+training option is a new field there (that module's docstring says how) and no line here.
+
+Standard library, typer and those declarations (`rr_model.run_config`, torch-free and light) at import, so
+`rr --help` stays light; the library loads inside the calls.
 """
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
+from collections.abc import Callable
+from enum import Enum
 from pathlib import Path
+from typing import Any, TypeVar, get_args, get_origin
 
 import typer
 
 from cli.errors import fail, known_errors
 from cli.records import Format, echo_records
+from rr_model.run_config import Declared, choices, declared_options
 
-# Options of the training commands.
+F = TypeVar("F", bound=Callable[..., Any])
+PANEL = "Training run"  # the help panel of the options that set TrainConfig fields
+
+# Options of the training commands that are not TrainConfig fields.
 VARIANT = typer.Option(
     None,
     "--variant",
@@ -29,54 +44,120 @@ OUT = typer.Option(
     "if missing.",  # the default is rr_model.run_config.DEFAULT_OUT
     show_default=False,
 )
-DATA = typer.Option(
-    "tinystories",
-    "--data",
-    help="tinystories (published), synthetic (offline demo), a local .txt/.jsonl/.parquet file or a folder "
-    "of them, a token cache folder, or hf:NAME[:SPLIT] (a Hugging Face dataset through `datasets`).",
-)
-TEXT_FIELD = typer.Option("text", "--text-field", help="The text field of a .jsonl, .parquet or hf: corpus.")
-TOKENIZER = typer.Option(
-    None, "--tokenizer", help="gpt2 (published) or bytes. Default: the data's own (bytes for synthetic)."
-)
-PRECISION = typer.Option("tf32", "--precision", help="tf32 (published), bf16 autocast or fp32.")
-COMPILE = typer.Option(False, "--compile", help="torch.compile the model.")
-STEPS = typer.Option(
-    None, "--steps", min=1, help="Override the size's step count (off-recipe).", show_default=False
-)
-DEVICE = typer.Option("auto", "--device", help="auto (cuda, then mps, then cpu), cuda, mps or cpu.")
-CHECKPOINT_EVERY = typer.Option(
-    None,
-    "--checkpoint-every",
-    min=0,
-    help="Optimiser steps between checkpoints (0: none). Default: a fifth of the run, at most 1000 (tiny: 20).",
-    show_default=False,
-)
-LOG = typer.Option(
-    None,
-    "--log",
-    help="Also log metrics to tensorboard or wandb (repeatable; the 'logging' extra). Every run writes "
-    "OUT.metrics/RUN.jsonl anyway. W&B runs offline unless WANDB_API_KEY or WANDB_MODE says otherwise.",
-    show_default=False,
-)
-DETERMINISTIC = typer.Option(
-    False,
-    "--deterministic",
-    help="Bitwise-repeatable runs on one GPU and software stack: torch's deterministic algorithms, cuDNN "
-    "without autotuning and, on CUDA, a fixed cuBLAS workspace (docs/training.md). It costs speed on GPU (slower "
-    "deterministic kernels for index and embedding backward and matmul reductions; an op with no "
-    "deterministic kernel stops the run with an error); on CPU it changes nothing measurable. Recorded in "
-    "the provenance record.",
-)
 DRY_RUN = typer.Option(False, "--dry-run", help="Print the plan and an estimate of time; train nothing.")
-LADDER = typer.Option(
-    None,
-    "--ladder",
-    help="A TOML file of your own sizes (one table per size: d_model, n_layer, n_head, steps, seeds, and any "
-    "recipe override such as batch_size, lr, warmup_steps, block_size), used instead of rr's ladder. Rows go "
-    "to data/FILE-STEM.csv unless --out says otherwise.",
-    show_default=False,
-)
+
+
+def _cli_type(name: str, kind: Any) -> Any:
+    """The type typer parses a field of type `kind` as: a Literal's values become a str Enum (typer's choices,
+    shown as <a|b|c>), a tuple a list (a repeatable option); an optional stays optional."""
+    allowed, many = choices(kind)
+    if allowed:
+        chosen = Enum(name, [(v, v) for v in allowed], type=str)
+        return list[chosen] if many else chosen | None if type(None) in get_args(kind) else chosen
+    if get_origin(kind) is tuple:
+        return list[get_args(kind)[0]]
+    return kind
+
+
+def _plain(value: Any) -> Any:
+    """A parsed option's value as TrainConfig takes it: an Enum's value, a list as a tuple (None: empty)."""
+    if isinstance(value, list | tuple):
+        return tuple(_plain(v) for v in value)
+    return value.value if isinstance(value, Enum) else value
+
+
+def run_option(name: str, panel: str | None = None) -> Any:
+    """TrainConfig's field `name` as a typer option: its flag, default, help and bound from the field."""
+    (declared,) = (d for d in declared_options() if d.name == name)
+    how = declared.option
+    default = None if declared.default == () else declared.default  # a repeatable option: none given
+    return typer.Option(default, declared.flag, help=how.help, min=how.min, rich_help_panel=panel)
+
+
+def renamed(new: str, old: str, why: str, panel: str | None = None) -> Any:
+    """A hidden option `old` that still sets what `new` sets, saying so in one line on stderr when given."""
+
+    def note(ctx: typer.Context, value: object) -> object:
+        if value is not None and not ctx.resilient_parsing:
+            typer.echo(
+                f"rr: warning: {old} is deprecated on rr {ctx.command.name}: use {new} ({why})", err=True
+            )
+        return value
+
+    return typer.Option(None, old, hidden=True, callback=note, rich_help_panel=panel)
+
+
+def either(new: str, old: str, new_value: Any, old_value: Any, new_given: bool) -> Any:
+    """The value of an option given by its new flag `new` or its old one `old` (`renamed`), not both."""
+    if old_value is None:
+        return new_value
+    if new_given:
+        raise fail(f"{new} and {old} name the same thing: give {new} only")
+    return old_value
+
+
+def _renamed_name(declared: Declared) -> str:
+    return f"{declared.name}_as_{declared.option.renamed[0].removeprefix('--').replace('-', '_')}"
+
+
+def _parameters(declared: Declared) -> list[inspect.Parameter]:
+    """The keyword parameters of a command function that make `declared`'s option (and its old flag)."""
+    kind = _cli_type(declared.name, declared.type)
+    made = [
+        inspect.Parameter(
+            declared.name,
+            inspect.Parameter.KEYWORD_ONLY,
+            default=run_option(declared.name, PANEL),
+            annotation=kind,
+        )
+    ]
+    if declared.option.renamed:
+        old, why = declared.option.renamed
+        option = renamed(declared.flag, old, why, PANEL)
+        made.append(
+            inspect.Parameter(
+                _renamed_name(declared), inspect.Parameter.KEYWORD_ONLY, default=option, annotation=kind
+            )
+        )
+    return made
+
+
+def training_options(command: str) -> Callable[[F], F]:
+    """Give a command function the training options `command` offers (`declared_options`) in place of its
+    ``**run`` parameter; the function reads them with `run_options(ctx)`.
+
+    The function's signature, as typer reads it (``__signature__``), is its own parameters followed by one
+    keyword parameter per option, named as its TrainConfig field; typer calls it with their values in ``run``.
+    """
+
+    def add(func: F) -> F:
+        signature = inspect.signature(func)
+        own = [p for p in signature.parameters.values() if p.kind is not inspect.Parameter.VAR_KEYWORD]
+        made = [p for declared in declared_options(command) for p in _parameters(declared)]
+        func.__signature__ = signature.replace(parameters=[*own, *made])
+        return func
+
+    return add
+
+
+def run_options(ctx: typer.Context) -> dict:
+    """The TrainConfig fields this command's training options give (`training_options`), and its effective
+    `--config`. An option given by its old flag (`RunOption.renamed`) counts as given by its new one."""
+    options = {}
+    for declared in declared_options(ctx.command.name):
+        value = ctx.params.get(declared.name)
+        if declared.option.renamed:
+            new, old = (
+                declared.option.flag or "--" + declared.name.replace("_", "-"),
+                declared.option.renamed[0],
+            )
+            given = ctx.get_parameter_source(declared.name).name == "COMMANDLINE"
+            value = either(new, old, value, ctx.params.get(_renamed_name(declared)), given)
+        options[declared.name] = _plain(value) if value is not None or not choices(declared.type)[1] else ()
+    if "config" in ctx.params:
+        options["run_config"] = effective_config(ctx)
+    return options
+
 
 PLAN_FORMATS = {"params": "{:,}".format, "tokens": "{:,}".format, "est_minutes": "{:.1f}".format}
 
@@ -268,34 +349,6 @@ def _toml(value: object) -> str:
     return json.dumps(str(getattr(value, "value", value)))  # a TOML basic string; an Enum by its value
 
 
-# The shared training options that set a TrainConfig field, by parameter name: the field is the name
-# without a trailing "_" (`compile_` keeps clear of the builtin); `run_options` reads the ones a command has.
-RUN_OPTIONS = (
-    "data",
-    "text_field",
-    "tokenizer",
-    "precision",
-    "compile_",
-    "steps",
-    "device",
-    "checkpoint_every",
-    "ladder",
-    "deterministic",
-    "reproduce",
-    "log",
-)
-
-
-def run_options(ctx: typer.Context) -> dict:
-    """The TrainConfig fields this command's options give (`RUN_OPTIONS`), and its effective `--config`."""
-    options = {name.removesuffix("_"): ctx.params[name] for name in RUN_OPTIONS if name in ctx.params}
-    if "log" in options:
-        options["log"] = tuple(options["log"] or ())
-    if "config" in ctx.params:
-        options["run_config"] = effective_config(ctx)
-    return options
-
-
 def effective_config(ctx: typer.Context) -> str | None:
     """The options the command runs with, as TOML (flag over file over default), when they came from
     `--config` (None otherwise): what each run's provenance record keeps, printed here under --dry-run."""
@@ -305,7 +358,8 @@ def effective_config(ctx: typer.Context) -> str | None:
     lines = [f"# rr {ctx.command.name}: the effective options (--config {path}, overridden by flags)"]
     names: dict[str, str] = {}
     for key, param in _option_keys(ctx.command).items():
-        names.setdefault(param.name, key.replace("_", "-"))  # one line per option, by its first long name
+        if not param.hidden:  # an old flag (`renamed`) is shown as its new one
+            names.setdefault(param.name, key.replace("_", "-"))  # one line per option, by its first long name
     for name, key in names.items():
         if name == "dry_run":
             continue  # an action, not a setting

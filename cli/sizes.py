@@ -8,7 +8,7 @@ import typer
 
 from cli.errors import known_errors
 from cli.records import FORMAT_HELP, Format, echo_records
-from cli.run_options import LADDER
+from cli.run_options import run_option
 from rr_analysis.numbers import fixed
 
 
@@ -17,7 +17,7 @@ def sizes(
     vocab: int | None = typer.Option(
         50257, "--vocab", min=1, help="Vocabulary size (GPT-2: 50257; byte-level: 257)."
     ),
-    ladder: Path | None = LADDER,
+    ladder: Path | None = run_option("ladder"),
 ) -> None:
     """List d_model, n_layer, n_head, head_dim and the exact parameter count of every size x variant.
 

@@ -6,30 +6,21 @@ from __future__ import annotations
 import re
 from enum import Enum
 from pathlib import Path
+from typing import Any
 
 import typer
 
 from cli.errors import known_errors
 from cli.records import Format, echo_records
 from cli.run_options import (
-    CHECKPOINT_EVERY,
-    COMPILE,
     CONFIG,
-    DATA,
-    DETERMINISTIC,
-    DEVICE,
     DRY_RUN,
-    LADDER,
-    LOG,
     OUT,
-    PRECISION,
     RESULT_FORMATS,
-    STEPS,
-    TEXT_FIELD,
-    TOKENIZER,
     VARIANT,
     echo_plan,
     run_options,
+    training_options,
 )
 from rr_core.errors import InputError
 
@@ -106,12 +97,6 @@ STATUS = typer.Option(
     False, "--status", help="List the sweep's jobs: id, run, state, step reached, log.", rich_help_panel=SLURM
 )
 CANCEL = typer.Option(False, "--cancel", help="Cancel the sweep's unfinished jobs.", rich_help_panel=SLURM)
-REPRODUCE = typer.Option(
-    False,
-    "--reproduce",
-    help="Train published runs again under the published recipe (rr reproduce, many at once) into a "
-    "reproduction file: --out, default data/reproduction.csv. --seeds defaults to each size's published seeds.",
-)
 _SBATCH_KEY = re.compile(r"[a-z][a-z0-9_-]*")
 
 
@@ -275,6 +260,7 @@ def _default_out(reproduce: bool, ladder: str | None) -> Path:
     return DEFAULT_REPRODUCTION if reproduce else default_out(ladder)
 
 
+@training_options("sweep")
 def sweep(
     ctx: typer.Context,
     sizes: str | None = SIZES,
@@ -282,16 +268,7 @@ def sweep(
     seeds: str | None = SEEDS,
     effect: float | None = EFFECT,
     variant: list[str] = VARIANT,
-    ladder: str | None = LADDER,
     out: Path | None = OUT,
-    data: str = DATA,
-    text_field: str = TEXT_FIELD,
-    tokenizer: str | None = TOKENIZER,
-    precision: str = PRECISION,
-    compile_: bool = COMPILE,
-    steps: int | None = STEPS,
-    device: str = DEVICE,
-    checkpoint_every: int = CHECKPOINT_EVERY,
     nproc: int = typer.Option(1, "--nproc", min=1, help="Processes (GPUs) per run, launched with torchrun."),
     dry_run: bool = DRY_RUN,
     launcher: Launcher = LAUNCHER,
@@ -307,10 +284,8 @@ def sweep(
     per_run_files: bool = PER_RUN_FILES,
     status: bool = STATUS,
     cancel: bool = CANCEL,
-    reproduce: bool = REPRODUCE,
-    deterministic: bool = DETERMINISTIC,
-    log: list[str] = LOG,
     config: Path | None = CONFIG,
+    **run: Any,
 ) -> None:
     """Train a plan of runs (default: the published sweep) and append a row per run.
 
@@ -325,6 +300,7 @@ def sweep(
     from rr_model.reproduce import check_reproducible
     from rr_model.sweep.local import plan_sweep
 
+    reproduce, ladder = run["reproduce"], run["ladder"]
     out = out or _default_out(reproduce, ladder)
     options = run_options(ctx)
     with known_errors():

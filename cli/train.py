@@ -3,31 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import typer
 
 from cli.errors import known_errors
-from cli.run_options import (
-    CHECKPOINT_EVERY,
-    COMPILE,
-    CONFIG,
-    DATA,
-    DETERMINISTIC,
-    DEVICE,
-    DRY_RUN,
-    LADDER,
-    LOG,
-    OUT,
-    PRECISION,
-    STEPS,
-    TEXT_FIELD,
-    TOKENIZER,
-    VARIANT,
-    run_options,
-    train_and_report,
-)
+from cli.run_options import CONFIG, DRY_RUN, OUT, VARIANT, run_options, train_and_report, training_options
 
 
+@training_options("train")
 def train(
     ctx: typer.Context,
     size: str = typer.Option(
@@ -41,20 +25,10 @@ def train(
         help="Seed to train. Default: the lowest seed the file lacks for these variants.",
     ),
     out: Path | None = OUT,
-    data: str = DATA,
-    text_field: str = TEXT_FIELD,
-    tokenizer: str | None = TOKENIZER,
-    precision: str = PRECISION,
-    compile_: bool = COMPILE,
     resume: bool = typer.Option(False, "--resume", help="Continue runs from their checkpoints."),
-    checkpoint_every: int | None = CHECKPOINT_EVERY,
-    steps: int | None = STEPS,
-    device: str = DEVICE,
-    log: list[str] = LOG,
     dry_run: bool = DRY_RUN,
-    ladder: str | None = LADDER,
-    deterministic: bool = DETERMINISTIC,
     config: Path | None = CONFIG,
+    **run: Any,
 ) -> None:
     """Train the next seed of a size for every compared variant and append one row per run.
 
@@ -65,7 +39,7 @@ def train(
     from rr_model.planning import plan_runs
     from rr_model.run_config import default_out
 
-    out = out or default_out(ladder)
+    out = out or default_out(run["ladder"])
     with known_errors():
         runs = plan_runs(out, size, tuple(variant or COMPARED), seed, **run_options(ctx))
     train_and_report("train", runs, out, resume=resume, dry_run=dry_run)

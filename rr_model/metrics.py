@@ -7,8 +7,8 @@ and flushed at each log point; TensorBoard's event file lives in ``NAME.metrics/
 run folder in ``NAME.metrics/wandb/``. A resumed run appends to its log and continues the same W&B run
 (its id is kept in the checkpoint). Only rank 0 logs.
 
-    rr train --size tiny --data synthetic --log tensorboard    # tensorboard --logdir NAME.metrics/tensorboard
-    WANDB_MODE=offline rr train --size tiny --data synthetic --log wandb
+    rr train --size tiny --corpus synthetic --log tensorboard    # tensorboard --logdir NAME.metrics/tensorboard
+    WANDB_MODE=offline rr train --size tiny --corpus synthetic --log wandb
 """
 
 from __future__ import annotations
@@ -19,13 +19,14 @@ import math
 import os
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args
 
 from rr_core.errors import InputError
 
-__all__ = ["BACKENDS", "Metrics", "require_backends", "wandb_mode"]
+__all__ = ["Backend", "BACKENDS", "Metrics", "require_backends", "wandb_mode"]
 
-BACKENDS = ("tensorboard", "wandb")  # besides the JSONL log, which every run writes
+Backend = Literal["tensorboard", "wandb"]  # besides the JSONL log, which every run writes
+BACKENDS: tuple[str, ...] = get_args(Backend)
 
 
 def require_backends(backends: tuple[str, ...]) -> None:

@@ -1,26 +1,51 @@
 """One training run's configuration, `TrainConfig`, whose defaults are the published run of a size, and how
-a run departs from the published recipe (`recipe_differences`). Torch-free: the CLI, the planner and a
-sweep's children build configs without loading the model.
+a run departs from the published recipe (`recipe_differences`). Torch-free and light to import: the CLI
+builds its training options from it, and the planner and a sweep's children build configs without loading
+the model.
+
+Every training option is declared here once, as a field of `TrainConfig`: its type (choices as a
+``Literal``), its default, and in its metadata (`option`) its help text, the commands that offer it, its
+lower bound and, where it differs from the field's name, its flag. `cli.run_options` makes the options of
+`rr train`, `rr sweep` and `rr reproduce` from these declarations (`declared_options`), and TrainConfig
+checks every value against the same declarations, so a command line, a run config file (`--config`) and a
+notebook refuse the same values with the same words. To add a training option:
+
+1. add the field, with its type, its default and ``metadata=option("Help text.")``
+   (``commands=OFF_RECIPE`` where `rr reproduce`, which trains the published recipe, must not offer it;
+   ``min=`` for a lower bound; ``flag=`` for a flag other than ``--field-name``);
+2. read it where the run uses it (the trainer, the planner).
+
+It then appears in the commands' help and in their run config files, reaches `rr sweep`'s child runs and
+Slurm jobs (the whole config travels as JSON) and is kept in each run's provenance record: no other line.
 """
 
 from __future__ import annotations
 
+import functools
 import os
-from dataclasses import asdict, dataclass, fields
+from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, get_args, get_origin, get_type_hints
 
 from rr_core.errors import InputError
 from rr_core.ladder import LADDER, Recipe, Size, get_size
-from rr_core.plugins import load_plugins
 from rr_core.variants import REFERENCE, VARIANTS, unknown_variant
-from rr_model.data.corpus import TINYSTORIES
-from rr_model.metrics import BACKENDS, require_backends
+from rr_model.metrics import Backend, require_backends
 
 __all__ = [
     "TrainConfig",
+    "RunOption",
+    "Declared",
+    "option",
+    "declared_options",
+    "choices",
+    "TRAINING",
+    "OFF_RECIPE",
     "DEFAULT_OUT",
     "default_out",
+    "Precision",
+    "Device",
+    "Tokenizer",
     "PRECISIONS",
     "DEVICES",
     "result_config",
@@ -32,17 +57,41 @@ __all__ = [
 if TYPE_CHECKING:
     from rr_model.data.token_cache import Tokens
 
-PRECISIONS = ("tf32", "bf16", "fp32")  # tf32 is the published setting (fp32 arithmetic off CUDA)
-DEVICES = ("auto", "cuda", "mps", "cpu")
+Precision = Literal["tf32", "bf16", "fp32"]  # tf32 is the published setting (fp32 arithmetic off CUDA)
+Device = Literal["auto", "cuda", "mps", "cpu"]  # auto: cuda, then mps, then cpu
+Tokenizer = Literal["gpt2", "bytes"]  # gpt2 is the published tokenizer
+PRECISIONS: tuple[str, ...] = get_args(Precision)
+DEVICES: tuple[str, ...] = get_args(Device)
 # Relative: the working directory's dataset, never the copy inside the installed package.
 DEFAULT_OUT = Path("data") / "scaling_v8.csv"
-PUBLISHED_DATA = {"data": TINYSTORIES, "tokenizer": "gpt2"}  # with the recipe's n_text stories
+
+TRAINING: tuple[str, ...] = ("train", "sweep", "reproduce")  # the commands that train
+OFF_RECIPE: tuple[str, ...] = ("train", "sweep")  # rr reproduce trains the published recipe only
+
+
+@dataclass(frozen=True)
+class RunOption:
+    """How a command line sets a TrainConfig field (`option` makes one; see the module docstring)."""
+
+    help: str  # the option's help text; its default and choices are the field's
+    commands: tuple[str, ...] = TRAINING  # the commands that offer it
+    min: int | None = None  # the smallest value allowed (an int field)
+    flag: str | None = None  # its flag; None: --field-name
+    renamed: tuple[str, str] | None = None  # (an old flag that still works, with a note; why it went)
+
+
+def option(help: str, **how: Any) -> dict[str, RunOption]:
+    """The metadata of a TrainConfig field that command lines set: ``field(metadata=option("Help."))``;
+    `how` holds `RunOption`'s other fields (commands, min, flag, renamed)."""
+    return {"option": RunOption(help, **how)}
 
 
 def published_settings(size: Size) -> dict[str, object]:
     """What the published recipe sets for a run of `size` beyond its shape and optimiser: its steps, the
     precision, the corpus and the tokenizer (`recipe_differences` and `rr reproduce`'s refusals read them)."""
-    return {"steps": size.steps, "precision": PRECISIONS[0], **PUBLISHED_DATA}
+    from rr_model.data.corpus import TINYSTORIES  # here: the corpus readers load numpy
+
+    return {"steps": size.steps, "precision": PRECISIONS[0], "data": TINYSTORIES, "tokenizer": "gpt2"}
 
 
 @dataclass(frozen=True)
@@ -51,35 +100,98 @@ class TrainConfig:
 
     `steps` and `recipe` default (None) to the size's values from the ladder and are filled in at
     construction, so a config always states its whole recipe. Any value that differs from the size's
-    published one makes the run off-recipe (see `recipe_differences`).
+    published one makes the run off-recipe (see `recipe_differences`). The fields with an `option` in
+    their metadata are the training commands' options (`declared_options`).
     """
 
     size: str
     variant: str = REFERENCE
     seed: int = 0
-    data: str = (
-        "tinystories"  # "tinystories", "synthetic", a local corpus (file, folder) / token cache, hf:NAME
+    data: str = field(
+        default="tinystories",
+        metadata=option(
+            "The training corpus: tinystories (published), synthetic (offline demo), a local "
+            ".txt/.jsonl/.parquet file or a folder of them, a token cache folder, or hf:NAME[:SPLIT] (a "
+            "Hugging Face dataset through `datasets`). rr reproduce takes tinystories or a local copy of it.",
+            flag="--corpus",
+            renamed=("--data", "--data names a sweep file on rr's other commands"),
+        ),
     )
-    text_field: str = "text"  # the text field of a .jsonl, .parquet or hub corpus
-    tokenizer: str | None = None  # "gpt2" or "bytes"; None: the data's own (gpt2, bytes for synthetic)
-    steps: int | None = None
+    text_field: str = field(
+        default="text",
+        metadata=option("The text field of a .jsonl, .parquet or hf: corpus.", commands=OFF_RECIPE),
+    )
+    tokenizer: Tokenizer | None = field(
+        default=None,
+        metadata=option(
+            "gpt2 is the published one. Default: the corpus's own (bytes for synthetic).", commands=OFF_RECIPE
+        ),
+    )
+    steps: int | None = field(
+        default=None,
+        metadata=option("Override the size's step count (off-recipe).", commands=OFF_RECIPE, min=1),
+    )
     recipe: Recipe | None = None
-    precision: str = PRECISIONS[0]
-    compile: bool = False
-    device: str = "auto"  # cuda, then mps, then cpu
-    # optimiser steps between checkpoints; 0: none; None: a fifth of the steps, at most 1000 (tiny: 20)
-    checkpoint_every: int | None = None
+    precision: Precision = field(
+        default="tf32",
+        metadata=option(
+            "tf32 (published; fp32 arithmetic off CUDA), bf16 autocast or fp32.", commands=OFF_RECIPE
+        ),
+    )
+    compile: bool = field(default=False, metadata=option("torch.compile the model."))
+    device: Device = field(default="auto", metadata=option("auto: cuda, then mps, then cpu."))
+    checkpoint_every: int | None = field(
+        default=None,
+        metadata=option(
+            "Optimiser steps between checkpoints (0: none). Default: a fifth of the run, at most 1000 "
+            "(tiny: 20).",
+            min=0,
+        ),
+    )
     # steps between loss readings, the loop's only host syncs; None: a tenth of the steps, at most 50
     log_every: int | None = None
     cache_dir: str | None = None  # token caches; default $RR_CACHE or ~/.cache/rr
     # a re-run of a published (size, variant, seed) into a reproduction file (`rr reproduce`): the recipe
     # guard applies to that file whatever it holds
-    reproduce: bool = False
-    ladder: str | None = None  # a ladder file (rr_core.ladder.load_ladder) holding `size`; None: rr's
-    log: tuple[str, ...] = ()  # metrics backends besides the JSONL log: tensorboard, wandb (rr_model.metrics)
-    # torch's deterministic algorithms for the run (rr_model.numerics); the provenance record's environment
-    # says what was in force (deterministic_algorithms, cudnn_benchmark, cublas_workspace_config)
-    deterministic: bool = False
+    reproduce: bool = field(
+        default=False,
+        metadata=option(
+            "Train published runs again under the published recipe (rr reproduce, many at once) into a "
+            "reproduction file: --out, default data/reproduction.csv. --seeds defaults to each size's "
+            "published seeds.",
+            commands=("sweep",),
+        ),
+    )
+    ladder: str | None = field(
+        default=None,
+        metadata=option(
+            "A TOML file of your own sizes (one table per size: d_model, n_layer, n_head, steps, seeds, and "
+            "any recipe override such as batch_size, lr, warmup_steps, block_size), used instead of rr's "
+            "ladder. Rows go to data/FILE-STEM.csv unless --out says otherwise.",
+            commands=OFF_RECIPE,
+        ),
+    )  # a ladder file (rr_core.ladder.load_ladder) holding `size`; None: rr's
+    log: tuple[Backend, ...] = field(
+        default=(),
+        metadata=option(
+            "Also log metrics to tensorboard or wandb (repeatable; the 'logging' extra). Every run writes "
+            "OUT.metrics/RUN.jsonl anyway. W&B runs offline unless WANDB_API_KEY or WANDB_MODE says "
+            "otherwise.",
+            commands=OFF_RECIPE,
+        ),
+    )  # metrics backends besides the JSONL log (rr_model.metrics)
+    # the provenance record's environment says what was in force (deterministic_algorithms,
+    # cudnn_benchmark, cublas_workspace_config)
+    deterministic: bool = field(
+        default=False,
+        metadata=option(
+            "Bitwise-repeatable runs on one GPU and software stack: torch's deterministic algorithms, cuDNN "
+            "without autotuning and, on CUDA, a fixed cuBLAS workspace (docs/training.md). It costs speed on "
+            "GPU (slower deterministic kernels for index and embedding backward and matmul reductions; an op "
+            "with no deterministic kernel stops the run with an error); on CPU it changes nothing "
+            "measurable. Recorded in the provenance record.",
+        ),
+    )  # torch's deterministic algorithms for the run (rr_model.numerics)
     # the options of `rr train/sweep --config FILE` as run (TOML: flag over file over default), kept in
     # the provenance record with the rest of the config; None when no run config file was given
     run_config: str | None = None
@@ -98,29 +210,75 @@ class TrainConfig:
         for name, value in defaults.items():
             if getattr(self, name) is None:
                 object.__setattr__(self, name, value)
-        if self.variant not in VARIANTS:
-            load_plugins()  # a plugin's variant: RR_PLUGINS and the rr.residuals entry points
+        if self.variant not in VARIANTS:  # a plugin's variant: RR_PLUGINS and the rr.residuals entry points
+            from rr_core.plugins import load_plugins
+
+            load_plugins()
         if self.variant not in VARIANTS:
             raise InputError(unknown_variant(self.variant))
         checks = {
             "seed": (0 <= self.seed < 2**32, "must be in 0 .. 2**32 - 1 (numpy's RandomState seeds)"),
-            "steps": (self.steps > 0, "must be > 0"),
-            "tokenizer": (self.tokenizer in (None, "gpt2", "bytes"), "must be gpt2 or bytes"),
-            "precision": (self.precision in PRECISIONS, f"must be one of {', '.join(PRECISIONS)}"),
-            "device": (self.device in DEVICES, f"must be one of {', '.join(DEVICES)}"),
-            "checkpoint_every": (self.checkpoint_every >= 0, "must be >= 0 (0: no checkpoints)"),
             "log_every": (self.log_every > 0, "must be > 0"),
-            "log": (set(self.log) <= set(BACKENDS), f"must name only {' and '.join(BACKENDS)}"),
         }
         for name, (ok, rule) in checks.items():
             if not ok:
                 raise InputError(f"{name} {getattr(self, name)!r} {rule}")
+        for declared in declared_options():
+            if (rule := declared.problem(getattr(self, declared.name))) is not None:
+                raise InputError(f"{declared.name} {getattr(self, declared.name)!r} {rule}")
         require_backends(self.log)  # a missing extra stops the plan, not each run after its data loads
 
     @property
     def key(self) -> tuple[str, str, int]:
         """The run's (size, variant, seed): its key in the dataset."""
         return (self.size, self.variant, self.seed)
+
+
+class Declared(NamedTuple):
+    """A TrainConfig field that command lines set: its name, type, default and `RunOption`."""
+
+    name: str
+    type: Any
+    default: Any
+    option: RunOption
+
+    @property
+    def flag(self) -> str:
+        """The option's flag: `RunOption.flag`, or --field-name."""
+        return self.option.flag or "--" + self.name.replace("_", "-")
+
+    def problem(self, value: Any) -> str | None:
+        """Why `value` may not stand in this field (its choices, its bound), or None."""
+        allowed, many = choices(self.type)
+        if allowed and many and not set(value) <= set(allowed):
+            return f"must name only {', '.join(allowed[:-1])} and {allowed[-1]}"
+        if allowed and not many and value is not None and value not in allowed:
+            return f"must be one of {', '.join(allowed)}"
+        if self.option.min is not None and value is not None and value < self.option.min:
+            return f"must be >= {self.option.min}"
+        return None
+
+
+def choices(kind: Any) -> tuple[tuple[Any, ...], bool]:
+    """The values a field of type `kind` may take where it is (an optional, or a tuple of) a Literal, and
+    whether it holds several; ((), False) for a type without choices."""
+    many = get_origin(kind) is tuple
+    args = [a for a in get_args(kind) if a is not type(None) and a is not Ellipsis]
+    if get_origin(kind) is Literal:
+        return get_args(kind), False
+    literal = [a for a in args if get_origin(a) is Literal]
+    return (get_args(literal[0]), many) if literal else ((), False)
+
+
+@functools.cache
+def declared_options(command: str | None = None) -> tuple[Declared, ...]:
+    """The TrainConfig fields that `command` offers as options (None: every command's), in field order."""
+    hints = get_type_hints(TrainConfig)
+    return tuple(
+        Declared(f.name, hints[f.name], None if f.default is MISSING else f.default, f.metadata["option"])
+        for f in fields(TrainConfig)
+        if "option" in f.metadata and (command is None or command in f.metadata["option"].commands)
+    )
 
 
 # Fields that decide a run's numbers: a checkpoint resumes only under a config that agrees on them.

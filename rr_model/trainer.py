@@ -152,7 +152,7 @@ def train(
     rr_model.checkpoint.CheckpointError
         Resuming from a file that is not a readable checkpoint of this trainer.
     rr_model.data.tokenizers.DataUnavailable
-        The corpus cannot be fetched (see its message for --data).
+        The corpus cannot be fetched (see its message for --corpus).
     """
     device = setup_device(cfg.device, int(os.environ.get("LOCAL_RANK", "0")))
     with numerics(device, cfg.precision, cfg.deterministic):

@@ -94,7 +94,7 @@ def test_a_corrupt_or_foreign_checkpoint_is_one_clear_error(tmp_path, content, m
 
 
 def _args(cfg: TrainConfig, out) -> list[str]:
-    args = ["--size", cfg.size, "--variant", cfg.variant, "--data", cfg.data, "--steps", str(cfg.steps)]
+    args = ["--size", cfg.size, "--variant", cfg.variant, "--corpus", cfg.data, "--steps", str(cfg.steps)]
     return [*args, "--checkpoint-every", str(cfg.checkpoint_every), "--out", str(out)]
 
 

@@ -101,7 +101,7 @@ def test_slurm_sweep_submits_one_array_and_status_and_cancel_follow_it(tmp_path,
     monkeypatch.chdir(tmp_path)
     out = Path("sweep.csv")
     args = ["sweep", "--launcher", "slurm", "--sizes", "tiny", "--seeds", "0,1", "--variant", "standard",
-            "--data", "synthetic", "--steps", 6, "--out", out, "--gpus", 2, "--partition", "gpu",
+            "--corpus", "synthetic", "--steps", 6, "--out", out, "--gpus", 2, "--partition", "gpu",
             "--time", 30, "--sbatch", "qos=low"]  # fmt: skip
     dry = rr(*args, "--dry-run")
     assert dry.exit_code == 0, dry.output
@@ -139,7 +139,7 @@ def test_slurm_sweep_submits_one_array_and_status_and_cancel_follow_it(tmp_path,
 def test_per_run_files_give_each_job_its_own_results_file_to_merge(tmp_path, fake_slurm, monkeypatch):
     monkeypatch.chdir(tmp_path)
     args = ["sweep", "--launcher", "slurm", "--sizes", "tiny", "--seeds", "0,1", "--variant", "standard",
-            "--data", "synthetic", "--steps", 6, "--out", "sweep.csv", "--per-run-files"]  # fmt: skip
+            "--corpus", "synthetic", "--steps", 6, "--out", "sweep.csv", "--per-run-files"]  # fmt: skip
     assert rr(*args).exit_code == 0
     parts = [Path("sweep.parts/tiny-standard-seed0.csv"), Path("sweep.parts/tiny-standard-seed1.csv")]
     assert [Path(j["out"]) for j in read_jobs("sweep.csv")] == parts
@@ -170,7 +170,7 @@ def test_per_run_files_give_each_job_its_own_results_file_to_merge(tmp_path, fak
 def test_slurm_needs_srun_and_bad_sbatch_items_are_clear(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", str(tmp_path))  # no Slurm here
     args = ["sweep", "--launcher", "slurm", "--sizes", "tiny", "--seeds", "0", "--out", tmp_path / "x.csv"]
-    result = rr(*args, "--data", "synthetic")
+    result = rr(*args, "--corpus", "synthetic")
     assert result.exit_code == 2 and "needs Slurm here" in result.stderr and "--dry-run" in result.stderr
     result = rr(*args, "--sbatch", "=high")
     assert result.exit_code == 2 and "expected KEY=VALUE or KEY" in result.stderr

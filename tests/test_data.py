@@ -356,7 +356,7 @@ def test_a_corrupt_or_partial_cache_is_rebuilt_not_trusted(cache, txt, damage):
         load_tokens(str(directory), cache_dir=cache)  # given explicitly, a broken cache is an error
     rebuilt = load_tokens(str(txt), tokenizer="bytes", cache_dir=cache)
     assert np.array_equal(stream(rebuilt), expected)
-    assert load_tokens(str(directory)).key == rebuilt.key  # and usable as --data again
+    assert load_tokens(str(directory)).key == rebuilt.key  # and usable as --corpus again
 
 
 def test_a_failed_build_leaves_no_cache(tmp_path, cache):
@@ -405,14 +405,22 @@ def test_hub_unreachable_for_the_tokenizer_says_how_to_work_offline(offline, cac
         load_tokens("tinystories", cache_dir=cache)
     msg = str(err.value)
     assert "cannot load the GPT-2 tokenizer from the Hugging Face hub" in msg
-    for hint in ("--data", ".txt", ".jsonl", ".parquet", "token cache", "HF_HUB_OFFLINE", "--data synthetic"):
+    for hint in (
+        "--corpus",
+        ".txt",
+        ".jsonl",
+        ".parquet",
+        "token cache",
+        "HF_HUB_OFFLINE",
+        "--corpus synthetic",
+    ):
         assert hint in msg
     assert [p.suffix for p in (cache / "tokens").iterdir()] == [".lock"]  # nothing cached
     assert not (tmp_path / "hf").exists()
 
 
 def test_hub_unreachable_for_the_dataset_says_how_to_work_offline(offline, gpt2, cache):
-    with pytest.raises(DataUnavailable, match=f"cannot load the {TINYSTORIES} dataset.*--data") as err:
+    with pytest.raises(DataUnavailable, match=f"cannot load the {TINYSTORIES} dataset.*--corpus") as err:
         load_tokens("tinystories", n_text=50, cache_dir=cache)
     assert isinstance(err.value.__cause__, ConnectionError)  # what `datasets` raises offline
 
@@ -487,10 +495,10 @@ def test_rr_train_takes_a_corpus_folder_and_its_text_field(tmp_path):
     (tmp_path / "corpus").mkdir()
     (tmp_path / "corpus" / "a.jsonl").write_text(json.dumps({"body": DOCS[0]}) + "\n")
     args = ["train", "--size", "tiny", "--tokenizer", "bytes", "--dry-run", "--out", str(tmp_path / "o.csv")]
-    result = rr(*args, "--data", str(tmp_path / "corpus"), "--text-field", "body")
+    result = rr(*args, "--corpus", str(tmp_path / "corpus"), "--text-field", "body")
     assert result.exit_code == 0 and "rr train: plan for" in result.output, result.output
     (tmp_path / "none").mkdir()
-    result = rr(*args, "--data", str(tmp_path / "none"))
+    result = rr(*args, "--corpus", str(tmp_path / "none"))
     assert result.exit_code == 2 and "no .txt/.jsonl/.parquet file in this folder" in result.output
     cfg = TrainConfig("tiny", data="corpus", text_field="body")
     assert config_from_json(train_command(cfg, "o.csv")[-1]).text_field == "body"

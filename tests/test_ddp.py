@@ -34,7 +34,7 @@ pytestmark = pytest.mark.usefixtures("offline")
 def test_two_processes_give_the_single_process_val_loss(tmp_path, tiny_run):
     out = tmp_path / "two.csv"
     launch = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2"]
-    args = ["-m", "cli.main", "train", "--size", "tiny", "--variant", "standard", "--data", "synthetic"]
+    args = ["-m", "cli.main", "train", "--size", "tiny", "--variant", "standard", "--corpus", "synthetic"]
     args += ["--steps", str(TINY_RUN["steps"]), "--checkpoint-every", str(TINY_RUN["checkpoint_every"])]
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     proc = subprocess.run([*launch, *args, "--out", str(out)], capture_output=True, text=True, env=env)

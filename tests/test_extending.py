@@ -25,7 +25,7 @@ def test_the_extending_example_runs_end_to_end(tmp_path, token_cache):
         return result
 
     sweep = rr("sweep", "--ladder", "pilot.toml", "--variant", "myrule", "--variant", "standard",
-               "--seeds", "0,1,2", "--data", "synthetic")  # fmt: skip
+               "--seeds", "0,1,2", "--corpus", "synthetic")  # fmt: skip
     assert "18 run(s) to train" in sweep.stdout, sweep.stderr
     rows = (tmp_path / "data" / "pilot.csv").read_text().splitlines()
     assert len(rows) == 19 and {r.split(",")[1] for r in rows[1:]} == {"myrule", "standard"}

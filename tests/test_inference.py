@@ -83,7 +83,7 @@ def test_bits_per_byte_match_a_direct_computation_on_the_same_windows(final, off
 
 
 def test_rr_eval_compares_two_runs_on_one_corpus(final, offline):
-    result = rr("eval", "--checkpoint", str(final), "--checkpoint", str(final.parent), "--data", "synthetic", "--windows", "4", "--format", "json")  # fmt: skip
+    result = rr("eval", "--checkpoint", str(final), "--checkpoint", str(final.parent), "--corpus", "synthetic", "--windows", "4", "--format", "json")  # fmt: skip
     assert result.exit_code == 0, result.output
     import json
 

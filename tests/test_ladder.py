@@ -124,9 +124,9 @@ def test_sizes_train_and_sweep_take_a_ladder_file(pilot):
     result = rr("sizes", "--ladder", str(pilot), "--vocab", "257")
     assert result.exit_code == 0, result.output
     assert result.output.startswith(f"Ladder file {pilot} (your sizes, not the published ladder) x variant")
-    result = rr("train", "--ladder", str(pilot), "--size", "0.05M", "--data", "synthetic", "--dry-run")  # fmt: skip
+    result = rr("train", "--ladder", str(pilot), "--size", "0.05M", "--corpus", "synthetic", "--dry-run")  # fmt: skip
     assert result.exit_code == 0 and "rr train: plan for data/pilot.csv" in result.output
-    result = rr("sweep", "--ladder", str(pilot), "--data", "synthetic", "--dry-run")
+    result = rr("sweep", "--ladder", str(pilot), "--corpus", "synthetic", "--dry-run")
     assert result.exit_code == 0 and "15 run(s) to train, 0 already in data/pilot.csv" in result.output
     result = rr("sizes", "--ladder", str(pilot.with_name("none.toml")))
     assert result.exit_code == 2 and "rr: error:" in result.output and "none.toml" in result.output

@@ -79,7 +79,7 @@ def _child(args: list[str], cwd: Path, blocked: set[str] | None = None) -> subpr
 @pytest.mark.parametrize(
     "args, extra",
     [
-        (["train", "--size", "tiny", "--data", "synthetic", "--out", "demo.csv"], "train"),
+        (["train", "--size", "tiny", "--corpus", "synthetic", "--out", "demo.csv"], "train"),
         (
             ["sweep", "--sizes", "tiny", "--seeds", "0", "--launcher", "slurm"],
             "cluster",
@@ -128,7 +128,7 @@ def test_a_missing_logging_or_export_extra_is_one_line(args, blocked, extra, tin
     else:
         command, *args = args if args[0] == "sweep" else ["train", *args]
         where = ["--sizes", "tiny", "--seeds", "0"] if command == "sweep" else ["--size", "tiny"]
-        args = [command, *where, "--data", "synthetic", "--steps", "2", "--out", "demo.csv", *args]
+        args = [command, *where, "--corpus", "synthetic", "--steps", "2", "--out", "demo.csv", *args]
     result = _child(args, tmp_path, blocked={blocked})
     assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr[-3000:]
     lines = [line for line in result.stderr.splitlines() if line.startswith("rr: error:")]

@@ -116,7 +116,7 @@ def test_a_command_reads_its_output_and_ladder_files_once(tmp_path, opens, offli
     ladder, out = tmp_path / "pilot.toml", tmp_path / "o.csv"
     ladder.write_text(PILOT)
     append_rows(out, [{**ROW, "size": "1M", "variant": "rezero", "steps": 2, "params_M": 0.01}])
-    args = ["train", "--size", "1M", "--ladder", ladder, "--data", "synthetic", "--out", out]
+    args = ["train", "--size", "1M", "--ladder", ladder, "--corpus", "synthetic", "--out", out]
     result = rr(*args, "--checkpoint-every", 0)
     assert result.exit_code == 0, result.output
     assert (opens.get(out), opens.get(ladder)) == (1 + 3, 1)  # the plan's reading, then one per append

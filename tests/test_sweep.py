@@ -46,7 +46,7 @@ def test_train_command_runs_the_library_child_with_the_whole_config(tmp_path):
 
 def test_sweep_trains_each_run_in_its_own_process_and_resumes(tmp_path):
     out = tmp_path / "sweep.csv"
-    args = ["sweep", "--sizes", "tiny", "--seeds", "0,1", "--variant", "standard", "--data", "synthetic"]
+    args = ["sweep", "--sizes", "tiny", "--seeds", "0,1", "--variant", "standard", "--corpus", "synthetic"]
     args += ["--steps", 6, "--out", out]
     result = rr(*args, "--log", "tensorboard")
     assert result.exit_code == 0, result.output
@@ -65,7 +65,7 @@ def test_sweep_trains_each_run_in_its_own_process_and_resumes(tmp_path):
 def test_a_crashed_run_is_reported_and_the_sweep_goes_on(tmp_path):
     out = tmp_path / "sweep.csv"
     result = rr("sweep", "--sizes", "tiny", "--seeds", "0", "--variant", "standard", "--variant", "highway",
-                "--data", "synthetic", "--steps", 4, "--device", "cuda", "--out", out)  # fmt: skip
+                "--corpus", "synthetic", "--steps", 4, "--device", "cuda", "--out", out)  # fmt: skip
     assert result.exit_code == 1
     rows = [line.split() for line in result.stdout.splitlines() if line.startswith("tiny ")]
     assert [(r[1], r[3]) for r in rows] == [("standard", "crashed"), ("highway", "crashed")]

@@ -52,7 +52,7 @@ def tiny_args(out, variant="standard", steps=8, *extra) -> list:
         "tiny",
         "--variant",
         variant,
-        "--data",
+        "--corpus",
         "synthetic",
         "--steps",
         steps,
@@ -93,7 +93,7 @@ def test_defaults_are_the_published_recipe():
     assert cfg.log_every == 50 and TrainConfig("tiny").log_every == 10
     with pytest.raises(ValueError, match="precision 'fp16' must be one of tf32, bf16, fp32"):
         TrainConfig("150M", precision="fp16")
-    with pytest.raises(ValueError, match="steps 0 must be > 0"):
+    with pytest.raises(ValueError, match="steps 0 must be >= 1"):
         TrainConfig("150M", steps=0)
     with pytest.raises(InputError, match="unknown size '2B'"):
         TrainConfig("2B")
@@ -343,12 +343,12 @@ def test_local_corpus(tmp_path):
 
 def test_dry_run_validates_data_and_out_and_loads_no_torch(tmp_path):
     out = tmp_path / "x.csv"
-    result = rr("train", "--size", "tiny", "--data", tmp_path / "missing.txt", "--out", out, "--dry-run")
-    assert result.exit_code == 2 and "--data" in result.stderr and "missing.txt" in result.stderr
+    result = rr("train", "--size", "tiny", "--corpus", tmp_path / "missing.txt", "--out", out, "--dry-run")
+    assert result.exit_code == 2 and "--corpus" in result.stderr and "missing.txt" in result.stderr
     deep = tmp_path / "no" / "such" / "x.csv"
-    result = rr("train", "--size", "tiny", "--data", "synthetic", "--out", deep, "--dry-run")
+    result = rr("train", "--size", "tiny", "--corpus", "synthetic", "--out", deep, "--dry-run")
     assert result.exit_code == 2 and "is not a folder, and its parent is none either" in result.stderr
-    args = ["train", "--size", "tiny", "--data", "synthetic", "--out", str(tmp_path / "new" / "x.csv")]
+    args = ["train", "--size", "tiny", "--corpus", "synthetic", "--out", str(tmp_path / "new" / "x.csv")]
     script = (
         f"import sys\nfrom cli.main import app\nsys.argv[1:] = {[*args, '--dry-run']!r}\n"
         "try:\n    app()\nexcept SystemExit as e:\n    assert not e.code, e.code\n"
@@ -366,7 +366,7 @@ def test_recipe_guard_refuses_off_recipe_runs_for_the_published_file(tmp_path):
     out = tmp_path / "scaling_v8.csv"
     shutil.copy(bundled_path(), out)
     before = out.read_bytes()
-    result = rr("train", "--size", "tiny", "--data", "synthetic", "--steps", 20, "--out", out)
+    result = rr("train", "--size", "tiny", "--corpus", "synthetic", "--steps", 20, "--out", out)
     assert result.exit_code == 2, result.output
     message = " ".join(result.stderr.split())
     for text in (
@@ -402,7 +402,7 @@ def test_hub_unreachable_says_how_to_use_data(tmp_path):
     )  # tinystories: default
     _, stderr = proc.communicate()
     assert proc.returncode == 2
-    assert stderr.startswith("rr: error: cannot load") and "--data" in stderr and "Traceback" not in stderr
+    assert stderr.startswith("rr: error: cannot load") and "--corpus" in stderr and "Traceback" not in stderr
     assert not (tmp_path / "x.csv").exists()
 
 
@@ -501,7 +501,7 @@ def test_evaluate_equals_a_direct_computation():
 @pytest.mark.slow
 def test_tiny_demo_trains_every_variant_and_each_learns(tmp_path):
     """The README's demo: three variants, 100 steps each; its time is measured with `time`, not here."""
-    result = rr("train", "--size", "tiny", "--data", "synthetic", "--out", tmp_path / "demo.csv")
+    result = rr("train", "--size", "tiny", "--corpus", "synthetic", "--out", tmp_path / "demo.csv")
     assert result.exit_code == 0, result.output
     assert all(r["loss_curve"][-1][1] < r["loss_curve"][0][1] - 2 for r in records(tmp_path / "demo.csv"))
 

@@ -40,9 +40,9 @@ def _hub(name: str, split: str, field: str) -> Iterator[str]:
     except OSError as e:  # ConnectionError (offline), DatasetNotFoundError, HTTP errors
         raise unavailable(f"the {name} dataset", e) from e
     except ValueError as e:  # an unknown split, a split slice it cannot read
-        raise InputError(f"--data hf:{name}:{split}: {e}") from None
+        raise InputError(f"--corpus hf:{name}:{split}: {e}") from None
     if field not in ds.column_names:
-        raise InputError(f"--data hf:{name}: no {field!r} column (columns: {', '.join(ds.column_names)})")
+        raise InputError(f"--corpus hf:{name}: no {field!r} column (columns: {', '.join(ds.column_names)})")
     return (text for batch in ds.iter(batch_size=CHUNK) for text in batch[field])
 
 
@@ -86,7 +86,7 @@ def corpus_files(path: Path) -> list[Path]:
     """The corpus files of a folder: every .txt, .jsonl and .parquet file under it, in order of their paths."""
     files = sorted(p for p in path.rglob("*") if p.suffix in READERS and p.is_file())
     if not files:
-        raise InputError(f"--data {path}: no {'/'.join(_SUFFIXES)} file in this folder, nor a token cache")
+        raise InputError(f"--corpus {path}: no {'/'.join(_SUFFIXES)} file in this folder, nor a token cache")
     return files
 
 
@@ -118,6 +118,6 @@ def corpus_reader(data: str, n_text: int, field: str) -> tuple[object, Callable[
 
 def no_data(data: str) -> FileNotFoundError:
     return FileNotFoundError(
-        f"--data {data!r}: expected 'tinystories', 'synthetic', an existing {'/'.join(_SUFFIXES)} "
+        f"--corpus {data!r}: expected 'tinystories', 'synthetic', an existing {'/'.join(_SUFFIXES)} "
         "corpus or a folder of them, a token cache directory, or hf:NAME[:SPLIT]"
     )

@@ -10,7 +10,7 @@ A cache is a directory `<cache_dir>/tokens/<key>/` holding `tokens.bin` (raw lit
 `meta.json` (provenance and lengths). It is written to a temporary directory, fsynced and renamed into
 place, and it is only trusted when its meta is current and matches the file's length, so a killed run
 never leaves a cache that loads. Such a directory is also a valid `data` path: copy it to an offline
-machine and point `--data` at it.
+machine and point `--corpus` at it.
 """
 
 from __future__ import annotations

@@ -40,11 +40,11 @@ class DataUnavailable(RRError):
 def unavailable(what: str, err: BaseException) -> DataUnavailable:
     return DataUnavailable(
         f"cannot load {what} from the Hugging Face hub ({type(err).__name__}: {err}). "
-        "If this machine is offline, point --data at a local copy: a .txt corpus (documents separated by "
+        "If this machine is offline, point --corpus at a local copy: a .txt corpus (documents separated by "
         f"blank lines, or by {EOT} lines as in TinyStories' own .txt files), a .jsonl or .parquet corpus "
         "with a 'text' field, or a token cache directory written by an earlier run (under $RR_CACHE, "
         "default ~/.cache/rr, in tokens/). The byte-level tokenizer ('bytes') needs no download, and "
-        "--data synthetic needs nothing at all. HF_HUB_OFFLINE=1 and the Hugging Face cache (HF_HOME) "
+        "--corpus synthetic needs nothing at all. HF_HUB_OFFLINE=1 and the Hugging Face cache (HF_HOME) "
         "are honoured: a dataset or tokenizer downloaded once loads offline."
     )
 
