@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import shutil
 from enum import Enum
 from pathlib import Path
@@ -106,9 +105,10 @@ def _view(value: str | None) -> View | None:
     names = [v.value for v in View]
     if value.lower() in names:
         return View(value.lower())
-    near = difflib.get_close_matches(value.lower(), names, 1, 0.5)
-    hint = f" Did you mean '{near[0]}'?" if near else ""
-    raise typer.BadParameter(f"'{value}' is not a view; the views are {', '.join(names)}.{hint}")
+    from rr_core.errors import did_you_mean, nearest
+
+    hint = did_you_mean(nearest(value.lower(), names))
+    raise typer.BadParameter(f"'{value}' is not a view{hint}; the views are {', '.join(names)}.")
 
 
 CARD_FILE = typer.Option(

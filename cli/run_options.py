@@ -298,11 +298,9 @@ def read_config(ctx: typer.Context, path: Path | None) -> Path | None:
     flag given on the command line overrides them and the file overrides rr's defaults. Runs first (eager).
 
     An unknown key, or a value of the wrong type, is one `rr: error:` naming the file, the key and (for an
-    unknown key) the nearest valid one.
+    unknown key) the nearest valid one and every valid one.
     """
-    import difflib
-
-    from rr_core.errors import InputError
+    from rr_core.errors import InputError, did_you_mean, nearest
     from rr_core.files import read_toml
 
     if path is None or ctx.resilient_parsing:
@@ -317,11 +315,11 @@ def read_config(ctx: typer.Context, path: Path | None) -> Path | None:
     for key, value in table.items():
         param = keys.get(key.replace("-", "_"))
         if param is None:
-            near = difflib.get_close_matches(key.replace("-", "_"), keys, n=1)
-            hint = (
-                f"the nearest valid key is {near[0]!r}" if near else f"valid keys: {', '.join(sorted(keys))}"
+            valid = sorted(k for k, p in keys.items() if not p.hidden)
+            hint = did_you_mean(nearest(key.replace("-", "_"), valid))
+            raise fail(
+                f"{path}: unknown key {key!r} for rr {ctx.command.name}{hint}; valid keys: {', '.join(valid)}"
             )
-            raise fail(f"{path}: unknown key {key!r} for rr {ctx.command.name}; {hint}")
         found[param.name] = _config_value(path, key, param, value, ctx)
     ctx.default_map = {**(ctx.default_map or {}), **found}
     return path

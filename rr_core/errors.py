@@ -7,7 +7,11 @@ that catches ValueError keeps working.
 
 from __future__ import annotations
 
-__all__ = ["RRError", "InputError", "RecipeError", "PlotError"]
+from collections.abc import Iterable
+
+__all__ = ["RRError", "InputError", "RecipeError", "PlotError", "nearest", "did_you_mean"]
+
+CUTOFF = 0.6  # difflib's similarity ratio a name must reach to be offered (difflib's own default)
 
 
 class RRError(Exception):
@@ -24,3 +28,29 @@ class RecipeError(RRError, ValueError):
 
 class PlotError(RRError, ValueError):
     """Data that lacks what a figure needs, or a path a figure cannot be written to."""
+
+
+def nearest(name: str, names: Iterable[str]) -> str | None:
+    """The one of `names` that `name` most looks like (difflib's ratio at least `CUTOFF`), or None: the one
+    matching behind every "did you mean" rr says.
+
+    Example
+    -------
+    >>> nearest("stpes", ["steps", "seed", "size"]), nearest("zzz", ["steps"])
+    ('steps', None)
+    """
+    import difflib  # here: only a refusal pays for it
+
+    close = difflib.get_close_matches(name, list(names), 1, CUTOFF)
+    return close[0] if close else None
+
+
+def did_you_mean(near: str | None) -> str:
+    """The one spelling of a hint at a nearest name (`nearest`): " (did you mean NAME?)", or "" for None.
+
+    Example
+    -------
+    >>> f"unknown size '15OM'{did_you_mean('150M')}"
+    "unknown size '15OM' (did you mean 150M?)"
+    """
+    return f" (did you mean {near}?)" if near else ""

@@ -8,7 +8,6 @@ takes a size takes `ladder=` (a file, None for rr's own), and a file's sizes say
 
 from __future__ import annotations
 
-import difflib
 import os
 import re
 import unicodedata
@@ -18,8 +17,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from rr_core.errors import InputError
-from rr_core.files import read_toml
+from rr_core.errors import InputError, did_you_mean, nearest
 
 __all__ = [
     "Recipe",
@@ -156,14 +154,9 @@ def get_size(name: str, ladder: str | os.PathLike | None = None) -> Size:
         return size
     guess = canonical_size(name)
     lower = {n.lower(): n for n in sizes}
-    near = (
-        [guess]
-        if guess in sizes
-        else [lower[n] for n in difflib.get_close_matches(name.lower(), lower, 1, 0.5)]
-    )
-    hint = f" (did you mean {near[0]}?)" if near else ""
+    near = guess if guess in sizes else lower.get(nearest(name.lower(), lower))
     where = "the ladder" if ladder is None else f"the ladder file {ladder}"
-    raise InputError(f"unknown size {name!r}{hint}; {where} has {', '.join(sizes)}")
+    raise InputError(f"unknown size {name!r}{did_you_mean(near)}; {where} has {', '.join(sizes)}")
 
 
 def beyond_published(name: str, ladder: str | os.PathLike | None) -> str:
@@ -258,6 +251,8 @@ def load_ladder(path: str | os.PathLike) -> dict[str, Size]:
 
 def _read_ladder(path: str | os.PathLike) -> dict[str, Size]:
     """The sizes of the ladder file at `path`, read and checked (`load_ladder`)."""
+    from rr_core.files import read_toml  # here: the lock and atomic writers are not needed to look up a size
+
     tables = read_toml(path, f"--ladder {path}")
     if not tables:
         raise InputError(
@@ -278,8 +273,7 @@ def _ladder_size(path: Path, name: str, table: Any) -> Size:
     allowed = {**LADDER_KEYS, **_OVERRIDES}
     for key, value in table.items():
         if key not in allowed:
-            near = difflib.get_close_matches(key, list(allowed), 1, 0.6)
-            hint = f" (did you mean {near[0]}?)" if near else ""
+            hint = did_you_mean(nearest(key, allowed))
             raise InputError(f"{where}: unknown key {key!r}{hint}; a size has {', '.join(allowed)}")
         kind = allowed[key]
         ok = isinstance(value, (int, float) if kind is float else kind) and not isinstance(value, bool)

@@ -15,7 +15,6 @@ labelled by itself and coloured from `EXTRA_COLOURS`.
 
 from __future__ import annotations
 
-import difflib
 import functools
 import importlib
 import re
@@ -23,7 +22,8 @@ import unicodedata
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from rr_core.errors import InputError
+from rr_core.errors import InputError, did_you_mean
+from rr_core.errors import nearest as nearest_name
 
 __all__ = [
     "Variant",
@@ -238,23 +238,20 @@ def nearest(name: str) -> str | None:
     folded = _folded(name)
     if folded in VARIANTS:
         return folded
-    close = difflib.get_close_matches(folded, list(VARIANTS), 1, 0.6)
-    return close[0] if close else None
+    return nearest_name(folded, VARIANTS)
 
 
 def variant_problem(name: str) -> str | None:
     """Why `name` may not stand in a sweep file's variant column, naming the nearest registered name."""
     if VARIANT_NAME.fullmatch(name):
         return None
-    near = nearest(name)
-    return f"must be {VARIANT_RULE}" + (f" (did you mean {near}?)" if near else "")
+    return f"must be {VARIANT_RULE}{did_you_mean(nearest(name))}"
 
 
 def unknown_variant(name: str) -> str:
     """What to say of a variant that has no residual rule to train: the nearest name and the registered."""
     near = nearest(name)
-    hint = f" (did you mean {near}?)" if near and near != name else ""
-    return f"unknown variant {name!r}{hint}; registered: {', '.join(VARIANTS)}"
+    return f"unknown variant {name!r}{did_you_mean(near if near != name else None)}; registered: {', '.join(VARIANTS)}"
 
 
 # rr's own variants, in the order tables and legends list them. Parameters per sublayer: see each rule in

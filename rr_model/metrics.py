@@ -17,7 +17,6 @@ import importlib.util
 import json
 import math
 import os
-import uuid
 from pathlib import Path
 from typing import Any, Literal, get_args
 
@@ -99,6 +98,8 @@ class Metrics:
         self._write({"event": "start", "step": step, **run, "resumed": resumed})
 
     def _wandb(self, folder: Path, name: str, config: dict[str, Any]):
+        import uuid  # here: only a W&B run needs an id
+
         import wandb  # the 'logging' extra
 
         self.wandb_id = self.wandb_id or uuid.uuid4().hex[:12]

@@ -55,8 +55,11 @@ def test_without_a_config_file_nothing_changes(tmp_path):
 @pytest.mark.parametrize(
     "text, says",
     [
-        ('size = "tiny"\nstpes = 6\n', "unknown key 'stpes' for rr train; the nearest valid key is 'steps'"),
-        ('size = "tiny"\ncheckpoint_evry = 6\n', "the nearest valid key is 'checkpoint_every'"),
+        (
+            'size = "tiny"\nstpes = 6\n',
+            "unknown key 'stpes' for rr train (did you mean steps?); valid keys: checkpoint_every, compile, ",
+        ),
+        ('size = "tiny"\ncheckpoint_evry = 6\n', "(did you mean checkpoint_every?)"),
         ('size = "tiny"\nsteps = "six"\n', "key 'steps' must be an integer (as --steps takes), not 'six'"),
         ('size = "tiny"\ncompile = 1\n', "key 'compile' must be true or false (as --compile takes), not 1"),
         ('size = "tiny"\nsteps = 0\n', "key 'steps': Input should be greater than or equal to 1"),
