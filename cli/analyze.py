@@ -174,17 +174,17 @@ def analyze(
              "equivalence": equivalence, "claims": claims, "card": card, "pool-check": pool_check}  # fmt: skip
     chosen_view = _one_view(view, flags)
     width = None if wide or fmt is not Format.text else shutil.get_terminal_size().columns
-    kw = comparison(reference, baselines, metric, higher_is_better)
-    _check_comparison(chosen_view, kw)
+    asked = comparison(reference, baselines, metric, higher_is_better)
+    _check_comparison(chosen_view, asked)
     with known_errors():
         from cli.dataload import load_checked
         from rr_analysis.tables.render import render
 
         df = load_checked(data, warn=chosen_view is not View.reproduction)  # a re-run differs on purpose
         if chosen_view is View.card:
-            _write_card(card_file, data, df, kw)
+            _write_card(card_file, data, df, asked)
             return
-        options = dict(adjust=adjust.value, margin=margin, effect=effect, at=at or [], comparison=kw)
+        options = dict(adjust=adjust.value, margin=margin, effect=effect, at=at or [], comparison=asked)
         options |= dict(claims_file=claims_file, noise=noise, against=against, power=target_power, steps=steps,
                         ladder=ladder and str(ladder))  # fmt: skip
         names = [c.strip() for c in columns.split(",") if c.strip()] if columns else None
@@ -199,12 +199,10 @@ def _one_view(view: View | None, flags: dict[str, bool]) -> View:
     return chosen.pop() if chosen else View.table
 
 
-def _check_comparison(view: View, kw: dict) -> None:
+def _check_comparison(view: View, asked) -> None:
     """The views that read one comparison only refuse others: the paper's claims and a re-run of the paper
     (reproduction) are about the published comparison."""
-    if view in (View.claims, View.reproduction) and kw != comparison(
-        "review_neutral", None, "val_loss", False
-    ):
+    if view in (View.claims, View.reproduction) and not asked.published:
         raise fail(
             f"the {view.value} view is about the paper's own comparison (review_neutral against highway and "
             "standard, val_loss); --reference, --baselines, --metric and --higher-is-better do not apply to it: "
@@ -213,8 +211,8 @@ def _check_comparison(view: View, kw: dict) -> None:
 
 
 def _compute(view: View, df, options: dict) -> tuple:
-    """The view's frame, from its library function with the options it reads (``comparison``: the keywords
-    of the comparison), and the name `rr_analysis.tables.render` knows it by."""
+    """The view's frame, from its library function with the options it reads (``comparison``: the
+    `rr_analysis.comparison.Comparison`), and the name `rr_analysis.tables.render` knows it by."""
     adjust, margin, effect, kw = (
         options["adjust"],
         options["margin"],
@@ -224,38 +222,38 @@ def _compute(view: View, df, options: dict) -> tuple:
     if view is View.forecast:
         from rr_analysis.stats.forecast import forecast
 
-        return forecast(df, options["at"], **kw, ladder=options["ladder"]), "forecast"
+        return forecast(df, options["at"], ladder=options["ladder"], comparison=kw), "forecast"
     if view is View.confirm:
         from rr_analysis.stats.confirm import confirm_plan
 
         plan = {k: options[k] for k in ("power", "steps", "ladder")}
-        frame = confirm_plan(df, options["at"], **plan, **kw)
+        frame = confirm_plan(df, options["at"], **plan, comparison=kw)
         return frame, "confirm"
     if view is View.fits:
         from rr_analysis.stats.scaling import scaling_fits
 
-        return scaling_fits(df, options["at"], **kw, ladder=options["ladder"]), "fits"
+        return scaling_fits(df, options["at"], ladder=options["ladder"], comparison=kw), "fits"
     if view is View.table:
         from rr_analysis.stats.gap_tests import gap_table
 
-        return gap_table(df, adjust, **kw), "table"
+        return gap_table(df, adjust, kw), "table"
     if view is View.emergence:
         from rr_analysis.stats.emergence import emergence
 
-        return emergence(df, **kw), "emergence"
+        return emergence(df, kw), "emergence"
     if view is View.power:
         from rr_analysis.stats.power import power_table, seed_plan
 
-        frame = power_table(df, **kw) if effect is None else seed_plan(df, effect, **kw)
+        frame = power_table(df, comparison=kw) if effect is None else seed_plan(df, effect, comparison=kw)
         return frame, "power" if effect is None else "plan"
     if view is View.notes:
         from rr_analysis.stats.notes import recipe_notes
 
-        return recipe_notes(df, **kw), "notes"
+        return recipe_notes(df, kw), "notes"
     if view is View.pool_check:
         from rr_analysis.stats.pooling import pool_check
 
-        pool = pool_check(df, reference=kw["reference"], baselines=kw["baselines"], metric=kw["metric"])
+        pool = pool_check(df, comparison=kw)
         return pool, "pool"
     if view is View.reproduction:
         from rr_analysis.stats.reproduction import reproduction
@@ -267,13 +265,13 @@ def _compute(view: View, df, options: dict) -> tuple:
 
     margin = DEFAULT_MARGIN if margin is None else margin
     if view is View.equivalence:
-        return equivalence(df, margin, **kw), "equivalence"
+        return equivalence(df, margin, kw), "equivalence"
     from rr_analysis.claims.audit import claims
 
     return claims(df, margin, adjust, records=options["claims_file"]), "claims"
 
 
-def _write_card(path: Path | None, data: Path | None, df, kw: dict) -> None:
+def _write_card(path: Path | None, data: Path | None, df, asked) -> None:
     from rr_analysis.stats.gap_tests import gap_table
     from rr_analysis.tables.card import write_card
     from rr_core.sweepfile.dataset import card_path
@@ -282,13 +280,13 @@ def _write_card(path: Path | None, data: Path | None, df, kw: dict) -> None:
         raise InputError(
             f"the packaged card describes the published sweep, not {data}: give --card-file for {data}'s card"
         )
-    if path is None and kw != comparison("review_neutral", None, "val_loss", False):
+    if path is None and not asked.published:
         raise InputError(
             "the packaged card shows the paper's comparison (review_neutral against highway and standard, "
             "val_loss): give --card-file for a card of another comparison"
         )
     path = path or card_path()
-    updated = write_card(path, gap_table(df, **kw))
+    updated = write_card(path, gap_table(df, comparison=asked))
     typer.echo(f"{path}: headline table {'updated' if updated else 'already up to date'}")
 
 

@@ -1,14 +1,19 @@
-"""The options that choose a comparison, declared once for `rr analyze`, `rr plot` and `rr report`.
+"""The options that choose a comparison, for `rr analyze`, `rr plot` and `rr report`.
 
-`--reference`, `--baselines`, `--metric` and `--higher-is-better` become the keyword arguments every analysis
-function takes (`rr_analysis.comparison.compare`). Their defaults are the published comparison, spelled here rather
-than imported so that `rr --help` loads no more than typer (tests/test_cli_model.py checks they agree with
-`rr_core.variants.REFERENCE` and `rr_analysis.comparison.METRIC`).
+`--reference`, `--baselines`, `--metric` and `--higher-is-better` are the fields of
+`rr_analysis.comparison.Comparison`, whose defaults (the published comparison), help and metavars are
+declared there once and read here; `comparison` makes the value every analysis function takes. That module
+loads no numpy or pandas at import, so `rr --help` stays light.
 """
 
 from __future__ import annotations
 
+from dataclasses import fields
+from typing import Any
+
 import typer
+
+from rr_analysis.comparison import Comparison
 
 __all__ = ["REFERENCE", "BASELINES", "METRIC", "HIGHER_IS_BETTER", "comparison"]
 
@@ -25,41 +30,25 @@ def _names(value: str | None) -> list[str] | None:
     return names
 
 
-REFERENCE = typer.Option(
-    "review_neutral",
-    "--reference",
-    metavar="NAME",
-    help="The variant every gap is measured against (positive gap: the reference is better).",
-)
-BASELINES = typer.Option(
-    None,
-    "--baselines",
-    metavar="A,B,...",
-    callback=_names,
-    help="The variants compared with the reference, comma-separated, in this order. Default: every other "
-    "variant present (the published sweep: highway, standard).",
-    show_default=False,
-)
-METRIC = typer.Option(
-    "val_loss",
-    "--metric",
-    metavar="COLUMN",
-    help="The numeric column compared: val_loss, ece (where measured) or any extra numeric column of the "
-    "file. Lower is better unless --higher-is-better.",
-)
-HIGHER_IS_BETTER = typer.Option(
-    False,
-    "--higher-is-better",
-    help="The metric is better when higher (an accuracy): gaps become reference - baseline, so a positive gap "
-    "still favours the reference.",
-)
+def _option(name: str, **how: Any) -> Any:
+    """`Comparison`'s field `name` as a typer option: its default, help and metavar from the field."""
+    (field,) = (f for f in fields(Comparison) if f.name == name)
+    flag = "--" + name.replace("_", "-")
+    shown = field.default is not None  # no default to show: the help says what None means
+    meta = field.metadata
+    return typer.Option(
+        field.default, flag, metavar=meta["metavar"], help=meta["help"], show_default=shown, **how
+    )
 
 
-def comparison(reference: str, baselines: list[str] | None, metric: str, higher_is_better: bool) -> dict:
-    """The options as the keyword arguments of the analysis functions."""
-    return {
-        "reference": reference,
-        "baselines": baselines,
-        "metric": metric,
-        "higher_is_better": higher_is_better,
-    }
+REFERENCE = _option("reference")
+BASELINES = _option("baselines", callback=_names)  # comma-separated on the command line
+METRIC = _option("metric")
+HIGHER_IS_BETTER = _option("higher_is_better")
+
+
+def comparison(
+    reference: str, baselines: list[str] | None, metric: str, higher_is_better: bool
+) -> Comparison:
+    """The comparison the options choose: the one value the analysis functions take."""
+    return Comparison(reference, baselines, metric, higher_is_better)

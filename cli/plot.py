@@ -92,15 +92,15 @@ def emergence(
     draws the paper's figure. --reference, --baselines and --metric draw any other
     comparison.
     """
-    kw = options.comparison(reference, baselines, metric, higher_is_better)
+    asked = options.comparison(reference, baselines, metric, higher_is_better)
 
     def draw(df):
         from rr_analysis.figures.gaps import emergence_figure
         from rr_analysis.stats.forecast import meta_line
         from rr_analysis.stats.gap_tests import gap_table
 
-        line = meta_line(df, **kw) if fit else None
-        table = gap_table(df, adjust.value, **kw)
+        line = meta_line(df, comparison=asked) if fit else None
+        table = gap_table(df, adjust.value, asked)
         return emergence_figure(table, stat=stat.value, ci=ci, title=title, line=line)
 
     _write(data, out, dpi, draw)
@@ -122,7 +122,7 @@ def forecast(
 ) -> None:
     """The primary size-level line carried past the sweep: observed paired gaps, the line with its 95% CI
     and PI bands, and each forecast size's gap with its 95% CI and PI; shaded past the largest size."""
-    kw = options.comparison(reference, baselines, metric, higher_is_better)
+    asked = options.comparison(reference, baselines, metric, higher_is_better)
 
     def draw(df):
         from rr_analysis.figures.gaps import forecast_figure
@@ -130,8 +130,8 @@ def forecast(
         from rr_analysis.stats.forecast import meta_line
         from rr_analysis.stats.gap_tests import gap_table
 
-        table, line = gap_table(df, **kw), meta_line(df, at, **kw)
-        return forecast_figure(table, line, predict(df, at, **kw), title=title)
+        table, line = gap_table(df, comparison=asked), meta_line(df, at, comparison=asked)
+        return forecast_figure(table, line, predict(df, at, comparison=asked), title=title)
 
     _write(data, out, dpi, draw)
 
@@ -153,8 +153,8 @@ def scaling(
     """
     from rr_analysis.figures.raw import scaling_figure
 
-    kw = options.comparison(reference, baselines, metric, higher_is_better)
-    _write(data, out, dpi, lambda df: scaling_figure(df, title=title, **kw))
+    asked = options.comparison(reference, baselines, metric, higher_is_better)
+    _write(data, out, dpi, lambda df: scaling_figure(df, title=title, comparison=asked))
 
 
 @plot_app.command()
@@ -174,8 +174,8 @@ def seeds(
     """
     from rr_analysis.figures.raw import seeds_figure
 
-    kw = options.comparison(reference, baselines, metric, higher_is_better)
-    _write(data, out, dpi, lambda df: seeds_figure(df, title=title, **kw))
+    asked = options.comparison(reference, baselines, metric, higher_is_better)
+    _write(data, out, dpi, lambda df: seeds_figure(df, title=title, comparison=asked))
 
 
 @plot_app.command()
@@ -191,14 +191,11 @@ def calibration(
 
     Every variant by default; --baselines limits the variants drawn beside the reference.
     """
+    from rr_analysis.comparison import Comparison
     from rr_analysis.figures.raw import calibration_figure
 
-    _write(
-        data,
-        out,
-        dpi,
-        lambda df: calibration_figure(df, title=title, reference=reference, baselines=baselines),
-    )
+    asked = Comparison(reference, baselines)  # its metric is ECE whatever the comparison's
+    _write(data, out, dpi, lambda df: calibration_figure(df, title=title, comparison=asked))
 
 
 @plot_app.command()

@@ -48,8 +48,9 @@ def report(
     from rr_core.sweepfile.dataset import bundled_path
 
     with known_errors():
-        kw = options.comparison(reference, baselines, metric, higher_is_better)
-        path = write_report(load_checked(data), out, source=str(data or bundled_path()), dpi=dpi, **kw)
+        asked = options.comparison(reference, baselines, metric, higher_is_better)
+        source = str(data or bundled_path())
+        path = write_report(load_checked(data), out, source=source, dpi=dpi, comparison=asked)
     typer.echo(str(path))
 
 

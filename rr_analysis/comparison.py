@@ -1,34 +1,46 @@
-"""The cells every analysis is built on: the comparison (reference, baselines, metric), sizes and baselines in
-order, the (size, baseline) frame, t tails.
+"""The comparison every analysis is built on, and the cells it reads: `Comparison` (reference, baselines,
+metric, direction), sizes and baselines in order, the (size, baseline) frame, t tails.
 
 Shared by `stats`, `mixed` and `emergence`, which import this module and never each other backwards; `ALPHA`,
 the one significance level, lives here too.
 
-Any comparison, not only the paper's: `compare` picks the reference's and the baselines' rows and the metric
-every test reads, as the column `RESPONSE`. The response is oriented so that lower is better (the metric
-itself, or its negation under ``higher_is_better``), so every gap = mean(baseline) - mean(reference) of the
-response, and a positive gap always means the reference is better. The defaults are the published comparison:
-review_neutral against every other variant present (highway and standard), on val_loss, lower is better.
+A comparison is one value, `Comparison`, that flows from the command line (`cli.options.comparison`) through
+every analysis function to the `STAMP` columns of its result; its fields' defaults are the published
+comparison (review_neutral against every other variant present, on val_loss, lower is better), and their
+metadata are the command line's options (`cli.options`). Every analysis function takes ``comparison=``,
+and, as a thin front for notebooks, the same four fields as keywords (``reference=``, ``baselines=``,
+``metric=``, ``higher_is_better=``: `asked`). `compare` picks the reference's and the baselines' rows and
+the metric every test reads, as the column `RESPONSE`. The response is oriented so that lower is better
+(the metric itself, or its negation under ``higher_is_better``), so every gap = mean(baseline) -
+mean(reference) of the response, and a positive gap always means the reference is better.
+
+Light to import (numpy and pandas load inside the functions that compute), so the command line reads the
+options' declarations here without loading them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-
-import numpy as np
-import pandas as pd
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from rr_core.errors import InputError
-from rr_core.sweepfile.dataset import size_order
 from rr_core.variants import BASELINES, REFERENCE, order_key
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pandas as pd
+    from typing_extensions import Unpack
 
 __all__ = [
     "ALPHA",
+    "POWER",
     "METRIC",
     "RESPONSE",
     "STAMP",
     "Comparison",
+    "Keywords",
+    "asked",
     "compare",
     "sizes_in_order",
     "baselines_in_order",
@@ -40,26 +52,64 @@ __all__ = [
 # Every test's two-sided level: a p below it is "significant" (the paper's star), a TOST below it shows
 # equivalence, a slope below it is evidence of emergence, and power is planned at it.
 ALPHA = 0.05
+POWER = 0.8  # the power every seed plan aims for (Cohen's conventional 80%)
 METRIC = "val_loss"  # the published response; lower is better
 RESPONSE = "response"  # the column `compare` adds: the metric, negated under higher_is_better
 STAMP: tuple[str, ...] = ("reference", "metric", "higher_is_better")  # what every result frame states
 _KEYS = ("size", "variant", "seed")  # design columns, never a response
 
 
+def _option(help: str, metavar: str | None = None) -> dict[str, Any]:
+    """A field's command-line option (`cli.options` makes it): its help, and the metavar it shows."""
+    return {"help": help, "metavar": metavar}
+
+
 @dataclass(frozen=True)
 class Comparison:
-    """What a result compares: the reference, the baselines in order, the metric and its direction."""
+    """What a result compares: the reference, the baselines in order, the metric and its direction.
 
-    reference: str = REFERENCE
-    baselines: tuple[str, ...] = ()
-    metric: str = METRIC
-    higher_is_better: bool = False
+    The defaults are the paper's comparison. Each field's metadata is its command-line option (`cli.options`).
+    """
+
+    reference: str = field(
+        default=REFERENCE,
+        metadata=_option(
+            "The variant every gap is measured against (positive gap: the reference is better).", "NAME"
+        ),
+    )
+    baselines: tuple[str, ...] | None = field(
+        default=None,
+        metadata=_option(
+            "The variants compared with the reference, comma-separated, in this order. Default: every other "
+            "variant present (the published sweep: highway, standard).",
+            "A,B,...",
+        ),
+    )  # None: every other variant present (`compare` resolves them)
+    metric: str = field(
+        default=METRIC,
+        metadata=_option(
+            "The numeric column compared: val_loss, ece (where measured) or any extra numeric column of the "
+            "file. Lower is better unless --higher-is-better.",
+            "COLUMN",
+        ),
+    )
+    higher_is_better: bool = field(
+        default=False,
+        metadata=_option(
+            "The metric is better when higher (an accuracy): gaps become reference - baseline, so a positive "
+            "gap still favours the reference."
+        ),
+    )
+
+    def __post_init__(self) -> None:
+        if self.baselines is not None:
+            object.__setattr__(self, "baselines", tuple(self.baselines))
+        object.__setattr__(self, "higher_is_better", bool(self.higher_is_better))
 
     @property
-    def keywords(self) -> dict:
-        """The keyword arguments that ask every analysis function for this comparison."""
-        return {"reference": self.reference, "baselines": self.baselines, "metric": self.metric,
-                "higher_is_better": self.higher_is_better}  # fmt: skip
+    def published(self) -> bool:
+        """Whether this is the paper's comparison as asked for (every field at its default)."""
+        return self == Comparison()
 
     def stamp(self, out: pd.DataFrame) -> pd.DataFrame:
         """`out` with the `STAMP` columns (re)placed at its end, so JSON and CSV state the comparison."""
@@ -69,6 +119,31 @@ class Comparison:
         )
 
 
+class Keywords(TypedDict, total=False):
+    """`Comparison`'s fields as keywords: the thin front every analysis function keeps for notebooks."""
+
+    reference: str
+    baselines: Sequence[str] | None
+    metric: str
+    higher_is_better: bool
+
+
+def asked(comparison: Comparison | None = None, **keywords: Unpack[Keywords]) -> Comparison:
+    """The comparison a function is asked for: `comparison`, or one made of `keywords` (the thin front:
+    ``gap_table(df, reference="highway")``), not both; neither is the paper's.
+
+    Example
+    -------
+    >>> asked(reference="highway", baselines=["standard"])
+    Comparison(reference='highway', baselines=('standard',), metric='val_loss', higher_is_better=False)
+    """
+    if comparison is None:
+        return Comparison(**keywords)
+    if keywords:
+        raise TypeError(f"give comparison= or its fields as keywords, not both (got {', '.join(keywords)})")
+    return comparison
+
+
 def _variants_in_order(present: Sequence[str]) -> list[str]:
     """`present` with the registry's BASELINES first, then in registry order (`order_key`: names nobody
     registered last, by name)."""
@@ -76,6 +151,8 @@ def _variants_in_order(present: Sequence[str]) -> list[str]:
 
 
 def _check_metric(df: pd.DataFrame, metric: str) -> None:
+    import pandas as pd
+
     numeric = [
         c for c in df.columns if c not in _KEYS and c != RESPONSE and pd.api.types.is_numeric_dtype(df[c])
     ]
@@ -117,12 +194,10 @@ def _chosen(present: list[str], reference: str, baselines: Sequence[str] | None)
 
 def compare(
     df: pd.DataFrame,
-    reference: str = REFERENCE,
-    baselines: Sequence[str] | None = None,
-    metric: str = METRIC,
-    higher_is_better: bool = False,
+    comparison: Comparison | None = None,
     *,
     require_reference: bool = True,
+    **keywords: Unpack[Keywords],
 ) -> tuple[pd.DataFrame, Comparison]:
     """The rows a comparison reads, with its oriented response, and the comparison with its baselines resolved.
 
@@ -130,16 +205,13 @@ def compare(
     ----------
     df
         A validated sweep (`rr_core.sweepfile.dataset.load_sweep`).
-    reference
-        The variant every gap is measured against (default: review_neutral, the paper's).
-    baselines
-        The variants compared with it, in this order; None: every other variant present, the registry's
-        `BASELINES` first, then the registry's order, then names nobody registered, by name.
-    metric
-        A numeric column of `df` (val_loss, ece, minutes, or an extra column the file carries); rows without a
-        value are left out.
-    higher_is_better
-        The metric is better when higher (an accuracy): the response is its negation.
+    comparison, **keywords
+        The comparison (`Comparison`, or its fields as keywords: `asked`; default the paper's): the
+        reference every gap is measured against; the baselines compared with it, in this order (None: every
+        other variant present, the registry's `BASELINES` first, then the registry's order, then names
+        nobody registered, by name); the metric, a numeric column of `df` (val_loss, ece, minutes, or an
+        extra column the file carries; rows without a value are left out); and whether it is better when
+        higher (an accuracy: the response is its negation).
     require_reference
         False for descriptive views (notes, the raw figures): with the default reference and no baselines
         named, every variant is kept and data without the reference are described as before.
@@ -163,10 +235,12 @@ def compare(
     Example
     -------
     >>> from rr_core.sweepfile.dataset import load_sweep
-    >>> rows, c = compare(load_sweep(), "highway", ["standard"], "ece")
+    >>> rows, c = compare(load_sweep(), Comparison("highway", ["standard"], "ece"))
     >>> c.baselines, sorted(rows["variant"].unique()), int(rows["response"].notna().sum())
     (('standard',), ['highway', 'standard'], 28)
     """
+    c = asked(comparison, **keywords)
+    reference, baselines, metric = c.reference, c.baselines, c.metric
     _check_metric(df, metric)
     present = list(df["variant"].unique())  # unique first: iterating 10^5 arrow strings is slow
     required = require_reference or baselines is not None or reference != REFERENCE
@@ -184,13 +258,15 @@ def compare(
             raise InputError(
                 f"the metric {metric!r} has no value in any {v} row: {v} cannot be compared on it"
             )
-    rows = rows.assign(**{RESPONSE: -rows[metric] if higher_is_better else rows[metric]})
-    return rows, Comparison(reference, tuple(chosen), metric, bool(higher_is_better))
+    rows = rows.assign(**{RESPONSE: -rows[metric] if c.higher_is_better else rows[metric]})
+    return rows, Comparison(reference, tuple(chosen), metric, c.higher_is_better)
 
 
 def sizes_in_order(df: pd.DataFrame) -> list[str]:
     """The sizes present, ordered by mean parameter count (then by label): `rr_core.sweepfile.dataset.size_order`,
     the order of a loaded sweep's ``size`` categories."""
+    from rr_core.sweepfile.dataset import size_order
+
     return size_order(df)
 
 
@@ -205,6 +281,9 @@ def cell_frame(rows: pd.DataFrame, c: Comparison) -> pd.DataFrame:
 
     `rows` and `c` are what `compare` returns; the sizes are those of `rows` (`sizes_in_order`).
     """
+    import numpy as np
+    import pandas as pd
+
     if not c.baselines:
         raise InputError(f"only {c.reference} runs in the data: there is no baseline to compare with")
     sizes, baselines = sizes_in_order(rows), list(c.baselines)
@@ -218,6 +297,7 @@ def cell_frame(rows: pd.DataFrame, c: Comparison) -> pd.DataFrame:
 
 def t_sf2(t: np.ndarray, dof: np.ndarray) -> np.ndarray:
     """Two-sided p of a t statistic."""
+    import numpy as np
     from scipy.special import stdtr
 
     return 2.0 * stdtr(dof, -np.abs(t))

@@ -12,15 +12,15 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pandas as pd
 from matplotlib.figure import Figure
 
-from rr_analysis.comparison import METRIC
+from rr_analysis.comparison import Comparison, Keywords, asked
 from rr_analysis.figures.estimates import test_name
 from rr_analysis.figures.gaps import emergence_figure
 from rr_analysis.figures.output import save_figure, write_atomic
@@ -34,7 +34,10 @@ from rr_analysis.tables.render import render
 from rr_core.errors import PlotError
 from rr_core.files import atomic_dir, read_regular
 from rr_core.sweepfile.integrity import check_integrity
-from rr_core.variants import REFERENCE, label
+from rr_core.variants import label
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 __all__ = ["REPORT_NAME", "Report", "build_report", "write_report"]
 
@@ -92,10 +95,8 @@ def build_report(
     source: str = "the published sweep",
     figure_dir: str = "",
     *,
-    reference: str = REFERENCE,
-    baselines: Sequence[str] | None = None,
-    metric: str = METRIC,
-    higher_is_better: bool = False,
+    comparison: Comparison | None = None,
+    **keywords: Unpack[Keywords],
 ) -> Report:
     """Compute every table and figure of the analysis of `df` and assemble the report in memory.
 
@@ -107,9 +108,9 @@ def build_report(
         How the report names the data (a path).
     figure_dir
         The folder, relative to the report, its figures are linked from ("": beside it).
-    reference, baselines, metric, higher_is_better
-        The comparison every table and figure shows (`rr_analysis.comparison.compare`; the calibration figure
-        reads the variants only, its metric is ECE). Default: the paper's.
+    comparison, **keywords
+        The comparison every table and figure shows (`rr_analysis.comparison.Comparison`, or its fields as
+        keywords; the calibration figure reads the variants only, its metric is ECE). Default: the paper's.
 
     Returns
     -------
@@ -120,18 +121,8 @@ def build_report(
     """
     from importlib.metadata import version
 
-    kw = {
-        "reference": reference,
-        "baselines": baselines,
-        "metric": metric,
-        "higher_is_better": higher_is_better,
-    }
-    raw = {
-        "scaling.png": kw,
-        "seeds.png": kw,
-        "calibration.png": {"reference": reference, "baselines": baselines},
-    }
-    table = gap_table(df, **kw)
+    c = asked(comparison, **keywords)
+    table = gap_table(df, comparison=c)
     report = Report("")
     where = f"in {_code(figure_dir + '/')}" if figure_dir else "beside this file"
     md = [
@@ -142,21 +133,21 @@ def build_report(
         f"{_MARK} (rr-toolkit {version('rr-toolkit')}). The figures are the PNG files {where}, "
         "linked by relative paths: keep the folder together.",
         "",
-        f"## 1. {label(reference)} against each baseline, per size",
+        f"## 1. {label(c.reference)} against each baseline, per size",
         "",
         render(table, "table", "markdown"),
-        f"## 2. Does {label(reference)}'s advantage grow with size?",
+        f"## 2. Does {label(c.reference)}'s advantage grow with size?",
         "",
     ]
     for name, stat, caption in _EMERGENCE:
         md += [f"### {test_name(stat)}", ""]
         md += _figure(report, name, caption, partial(emergence_figure, table, stat=stat), figure_dir)
-    md += ["### Emergence model", "", render(emergence(df, **kw), "emergence", "markdown")]
-    md += ["## 3. Recipe notes", "", render(recipe_notes(df, **kw), "notes", "markdown")]
-    md += ["## 4. Power: how many seeds?", "", render(power_table(df, **kw), "power", "markdown")]
+    md += ["### Emergence model", "", render(emergence(df, c), "emergence", "markdown")]
+    md += ["## 3. Recipe notes", "", render(recipe_notes(df, c), "notes", "markdown")]
+    md += ["## 4. Power: how many seeds?", "", render(power_table(df, comparison=c), "power", "markdown")]
     md += ["## 5. The raw data", ""]
     for name, heading, caption in _RAW:
-        draw = partial(_DRAWN[name], df, **raw[name])
+        draw = partial(_DRAWN[name], df, comparison=c)
         md += [f"### {heading}", "", *_figure(report, name, caption, draw, figure_dir)]
     report.markdown = "\n".join(md).rstrip() + "\n"
     return report
@@ -168,10 +159,8 @@ def write_report(
     *,
     source: str = "the published sweep",
     dpi: int = 120,
-    reference: str = REFERENCE,
-    baselines: Sequence[str] | None = None,
-    metric: str = METRIC,
-    higher_is_better: bool = False,
+    comparison: Comparison | None = None,
+    **keywords: Unpack[Keywords],
 ) -> Path:
     """Write `report.md` and its PNG figures into the folder `out_dir`; return the report's path.
 
@@ -185,25 +174,20 @@ def write_report(
     An `out_dir` ending in `.md` is the report file itself: its figures go to the folder beside it named
     after it (`x.md` -> `x_files/`, swapped in the same way), then the Markdown replaces `x.md` whole (an
     existing `x.md` must be an earlier rr report). Raises PlotError (a ValueError) when `out_dir` is a file
-    (a folder for `.md`), holds files rr does not write there, or cannot be written. `reference`,
-    `baselines`, `metric` and `higher_is_better` choose the comparison, as in `build_report`.
+    (a folder for `.md`), holds files rr does not write there, or cannot be written. `comparison` (or its
+    fields as keywords) chooses the comparison, as in `build_report`.
     """
-    kw = {
-        "reference": reference,
-        "baselines": baselines,
-        "metric": metric,
-        "higher_is_better": higher_is_better,
-    }
+    c = asked(comparison, **keywords)
     out = Path(out_dir)
     if out.suffix.lower() == ".md":
-        return _write_report_file(df, out, source, dpi, kw)
+        return _write_report_file(df, out, source, dpi, c)
     if out.exists() and not out.is_dir():
         raise PlotError(
             f"cannot write the report into {out}: it is a file, not a folder (a path ending in .md is written "
             "as the report itself)"
         )
     _check_folder(out)
-    report = build_report(df, source, **kw)
+    report = build_report(df, source, comparison=c)
     _write_figures(report, out, dpi, extra={REPORT_NAME: report.markdown})
     return out / REPORT_NAME
 
@@ -232,16 +216,16 @@ def _write_figures(report: Report, out: Path, dpi: int, extra: dict[str, str]) -
         raise PlotError(f"cannot write the report into {out}: {e.strerror or e}") from None
 
 
-def _write_report_file(df: pd.DataFrame, md: Path, source: str, dpi: int, comparison: dict) -> Path:
-    """The report as the file `md`, its figures in `md`'s `_files` folder beside it (`comparison`: the
-    keywords of `build_report`'s comparison)."""
+def _write_report_file(df: pd.DataFrame, md: Path, source: str, dpi: int, comparison: Comparison) -> Path:
+    """The report as the file `md`, its figures in `md`'s `_files` folder beside it (`comparison`:
+    `build_report`'s)."""
     folder = md.with_name(f"{md.stem}_files")
     if md.is_dir():
         raise PlotError(f"cannot write the report to {md}: it is a folder; give a new .md file name")
     if md.exists() and _MARK.encode() not in read_regular(md):
         raise PlotError(f"cannot write the report to {md}: it exists and is not a report rr wrote")
     _check_folder(folder)
-    report = build_report(df, source, figure_dir=folder.name, **comparison)
+    report = build_report(df, source, figure_dir=folder.name, comparison=comparison)
     _write_figures(report, folder, dpi, extra={})
     write_atomic(md, lambda f: f.write(report.markdown.encode("utf-8")))
     return md

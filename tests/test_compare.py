@@ -18,7 +18,7 @@ import pytest
 from conftest import close, rr
 from scipy import stats as sps
 
-from rr_analysis.comparison import METRIC, STAMP, compare
+from rr_analysis.comparison import METRIC, STAMP, Comparison, compare
 from rr_analysis.stats.effect import hedges_j
 from rr_analysis.stats.emergence import emergence
 from rr_analysis.stats.equivalence import equivalence
@@ -263,11 +263,40 @@ def test_plot_and_report_take_the_comparison(tmp_path):
     assert "## 1. Highway against each baseline, per size" in text and "Does Highway's advantage" in text
 
 
-def test_the_cli_defaults_spell_the_librarys():
-    from cli import options
+def test_the_cli_options_are_the_comparison_s_fields(monkeypatch):
+    """`rr analyze`'s --reference, --baselines, --metric and --higher-is-better are `Comparison`'s fields:
+    their defaults and help come from there, and the value they make is one `Comparison` handed to the
+    library as it is (its defaults: the paper's, `Comparison()`)."""
+    from dataclasses import fields
 
-    assert options.REFERENCE.default == REFERENCE and options.METRIC.default == METRIC
-    assert options.BASELINES.default is None and options.HIGHER_IS_BETTER.default is False
+    from typer.main import get_command
+
+    from cli.main import app
+    from rr_analysis.stats import gap_tests
+
+    params = {p.name: p for p in get_command(app).commands["analyze"].params}
+    for field in fields(Comparison):
+        assert (
+            params[field.name].default == field.default and params[field.name].help == field.metadata["help"]
+        )
+    seen = []
+    monkeypatch.setattr(gap_tests, "gap_table", lambda df, adjust, comparison: seen.append(comparison))
+    rr("analyze", "table")
+    rr("analyze", "table", "--reference", "highway", "--baselines", "standard", "--metric", "ece")
+    assert seen == [Comparison(), Comparison("highway", ("standard",), "ece")] and seen[0].published
+
+
+def test_a_comparison_or_its_fields_as_keywords_give_the_same_table(sweep):
+    c = Comparison("highway", ["standard"], "ece", True)
+    assert c.baselines == ("standard",)
+    by_value, by_keywords = (
+        gap_table(sweep, comparison=c),
+        gap_table(sweep, **HW_STD, metric="ece", higher_is_better=True),
+    )
+    pd.testing.assert_frame_equal(by_value, by_keywords)
+    assert compare(sweep, c)[1] == Comparison("highway", ("standard",), "ece", True)
+    with pytest.raises(TypeError, match="give comparison= or its fields as keywords, not both"):
+        gap_table(sweep, comparison=c, reference="highway")
 
 
 # --- your own comparison, from a file ---------------------------------------------------------------------

@@ -5,14 +5,15 @@ point and line plots, imported inside the functions that use it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING
 
 import matplotlib as mpl
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from rr_analysis.comparison import METRIC, compare, sizes_in_order, t_quantile
+from rr_analysis.comparison import Comparison, Keywords, asked, compare, sizes_in_order, t_quantile
 from rr_analysis.figures.axes import (
     STYLE,
     few_seeds,
@@ -29,6 +30,9 @@ from rr_analysis.figures.estimates import cell_means
 from rr_core.errors import PlotError
 from rr_core.ladder import RECIPE
 from rr_core.variants import REFERENCE, label, palette
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 __all__ = [
     "scaling_figure",
@@ -64,10 +68,8 @@ def scaling_figure(
     df: pd.DataFrame,
     *,
     title: str | None = None,
-    reference: str = REFERENCE,
-    baselines: Sequence[str] | None = None,
-    metric: str = METRIC,
-    higher_is_better: bool = False,
+    comparison: Comparison | None = None,
+    **keywords: Unpack[Keywords],
 ) -> Figure:
     """Validation loss (or another metric) against parameter count: every run a point, each variant's seed
     mean a line.
@@ -78,9 +80,10 @@ def scaling_figure(
         A loaded sweep (`load_sweep`). Needs at least two sizes.
     title
         Figure title; None for the default.
-    reference, baselines, metric, higher_is_better
-        Which variants and which metric are drawn (`rr_analysis.comparison.compare`, descriptive): by default every
-        variant, on val_loss; the reference is drawn first, and named baselines limit the variants.
+    comparison, **keywords
+        Which variants and which metric are drawn (`rr_analysis.comparison.Comparison`, or its fields as
+        keywords; descriptive): by default every variant, on val_loss; the reference is drawn first, and
+        named baselines limit the variants.
 
     Notes
     -----
@@ -90,11 +93,11 @@ def scaling_figure(
     """
     import seaborn as sns
 
-    df = compare(df, reference, baselines, metric, higher_is_better, require_reference=False)[0]
+    df, c = compare(df, comparison, require_reference=False, **keywords)
     sizes = require_sizes(df, "scaling")
-    runs, labels, palette = _by_label(df, reference)
-    hue = dict(x="params_M", y=metric, hue="Variant", hue_order=labels, palette=palette)
-    axis = metric_axis(metric, higher_is_better)
+    runs, labels, palette = _by_label(df, c.reference)
+    hue = dict(x="params_M", y=c.metric, hue="Variant", hue_order=labels, palette=palette)
+    axis = metric_axis(c.metric, c.higher_is_better)
     with mpl.rc_context(STYLE):
         fig = new_figure(6.4, 4.2, title or f"{axis} against model size")
         ax = fig.add_subplot()
@@ -112,10 +115,8 @@ def seeds_figure(
     df: pd.DataFrame,
     *,
     title: str | None = None,
-    reference: str = REFERENCE,
-    baselines: Sequence[str] | None = None,
-    metric: str = METRIC,
-    higher_is_better: bool = False,
+    comparison: Comparison | None = None,
+    **keywords: Unpack[Keywords],
 ) -> Figure:
     """One facet per size: each run, each variant's mean with its interval, and lines joining a seed's runs.
 
@@ -125,9 +126,10 @@ def seeds_figure(
         A loaded sweep (`load_sweep`). Needs a size with at least two variants.
     title
         Figure title; None for the default.
-    reference, baselines, metric, higher_is_better
-        Which variants and which metric are drawn (`rr_analysis.comparison.compare`, descriptive): by default every
-        variant, on val_loss; the reference is drawn first, and named baselines limit the variants.
+    comparison, **keywords
+        Which variants and which metric are drawn (`rr_analysis.comparison.Comparison`, or its fields as
+        keywords; descriptive): by default every variant, on val_loss; the reference is drawn first, and
+        named baselines limit the variants.
 
     Notes
     -----
@@ -139,9 +141,9 @@ def seeds_figure(
     the ranking changes with the seed. The facets are axes of one Figure made here rather than a
     figure-level grid, so drawing registers no figure globally.
     """
-    df = compare(df, reference, baselines, metric, higher_is_better, require_reference=False)[0]
+    df, c = compare(df, comparison, require_reference=False, **keywords)
     sizes = [s for s in sizes_in_order(df) if df.loc[df["size"] == s, "variant"].nunique() >= 2]
-    axis = metric_axis(metric, higher_is_better)
+    axis = metric_axis(c.metric, c.higher_is_better)
     if not sizes:
         raise PlotError("the seeds plot needs a size with at least two variants; every size here has one")
     ncols = min(len(sizes), 5)
@@ -151,7 +153,7 @@ def seeds_figure(
         axes = fig.subplots(nrows, ncols, squeeze=False).ravel()
         few = few_seeds(df[df["size"].isin(sizes)].groupby("size", observed=True)["seed"].nunique())
         for ax, size in zip(axes, sizes, strict=True):
-            _seed_facet(ax, df[df["size"] == size], metric, reference)
+            _seed_facet(ax, df[df["size"] == size], c.metric, c.reference)
             ax.set_title(f"{size} ({few[size]})" if size in few else size)
         for ax in axes[len(sizes) :]:
             ax.set_visible(False)
@@ -195,8 +197,8 @@ def calibration_figure(
     df: pd.DataFrame,
     *,
     title: str | None = None,
-    reference: str = REFERENCE,
-    baselines: Sequence[str] | None = None,
+    comparison: Comparison | None = None,
+    **keywords: Unpack[Keywords],
 ) -> Figure:
     """Expected calibration error by size and variant, where ECE was measured.
 
@@ -206,10 +208,11 @@ def calibration_figure(
         A loaded sweep (`load_sweep`). Needs at least one ECE value; rows without one are left out.
     title
         Figure title; None for the default.
-    reference, baselines
-        Which variants are drawn (`rr_analysis.comparison.compare`, descriptive): by default every variant; the
-        reference is drawn first and sets each size's x position, and named baselines limit the variants.
-        The metric is ECE by definition.
+    comparison, **keywords
+        Which variants are drawn (`rr_analysis.comparison.Comparison`, or its fields as keywords;
+        descriptive): by default every variant; the reference is drawn first and sets each size's x
+        position, and named baselines limit the variants. The metric is ECE by definition, whatever the
+        comparison's.
 
     Notes
     -----
@@ -220,7 +223,9 @@ def calibration_figure(
     measured = df[df["ece"].notna()]
     if measured.empty:
         raise PlotError("the calibration plot needs ECE values; the column ece is empty in every row")
-    measured = compare(measured, reference, baselines, "ece", require_reference=False)[0]
+    ece = replace(asked(comparison, **keywords), metric="ece", higher_is_better=False)
+    measured = compare(measured, ece, require_reference=False)[0]
+    reference = ece.reference
     sizes, order = sizes_in_order(measured), variants_in_order(measured, reference)
     colours = palette(order)
     means = cell_means(measured, "ece")

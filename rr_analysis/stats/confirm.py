@@ -9,17 +9,20 @@ of the mixed model; the time per run is extrapolated from the sweep's `minutes` 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
-from rr_analysis.comparison import ALPHA, METRIC, STAMP, compare
+from rr_analysis.comparison import ALPHA, POWER, STAMP, Comparison, Keywords, compare
 from rr_analysis.numbers import fixed
 from rr_analysis.stats.forecast import LEVEL, forecast
 from rr_analysis.stats.power import pooled_resid_sd, seeds_needed
 from rr_core.errors import InputError
 from rr_core.ladder import ladder_sizes
-from rr_core.variants import REFERENCE
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 __all__ = ["confirm_plan", "minutes_fit", "CONFIRM_COLUMNS"]
 
@@ -108,14 +111,12 @@ def confirm_plan(
     df: pd.DataFrame,
     at: Sequence[str],
     *,
-    power: float = 0.8,
+    power: float = POWER,
     alpha: float = ALPHA,
     steps: int | None = None,
-    reference: str = REFERENCE,
-    baselines: Sequence[str] | None = None,
-    metric: str = METRIC,
-    higher_is_better: bool = False,
     ladder: str | None = None,
+    comparison: Comparison | None = None,
+    **keywords: Unpack[Keywords],
 ) -> pd.DataFrame:
     """Seeds per arm and GPU time for a confirming run at each forecast size, across the forecast's spread.
 
@@ -129,8 +130,8 @@ def confirm_plan(
         Target power and two-sided level of the per-size paired t-test.
     steps
         The step budget of the new runs; None: the ladder's for a ladder size, else the largest size's.
-    reference, baselines, metric, higher_is_better, ladder
-        The comparison and the ladder file, as for `forecast`.
+    ladder, comparison, **keywords
+        The ladder file and the comparison, as for `forecast`.
 
     Returns
     -------
@@ -164,9 +165,9 @@ def confirm_plan(
         raise InputError(f"power and alpha must lie between 0 and 1, got power {power!r}, alpha {alpha!r}")
     if steps is not None and steps < 1:
         raise InputError(f"steps must be a positive number of optimiser steps, got {steps!r}")
-    cmp = compare(df, reference, baselines, metric, higher_is_better)[1]
-    f = forecast(df, at, **cmp.keywords, ladder=ladder)
-    sd, why = pooled_resid_sd(df, **cmp.keywords)
+    cmp = compare(df, comparison, **keywords)[1]
+    f = forecast(df, at, ladder=ladder, comparison=cmp)
+    sd, why = pooled_resid_sd(df, cmp)
     chosen = list(cmp.baselines)
     budget = {
         a: _steps(df, a, s, steps, cmp.reference, ladder)

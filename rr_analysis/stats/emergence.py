@@ -4,18 +4,18 @@ levels of evidence: per run (a), with each size's gap free to leave the line (b)
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 from rr_analysis.comparison import (
     ALPHA,
-    METRIC,
     RESPONSE,
     STAMP,
     Comparison,
+    Keywords,
     cell_frame,
     compare,
     sizes_in_order,
@@ -25,7 +25,9 @@ from rr_analysis.stats.gap_tests import paired_table
 from rr_analysis.stats.meta import meta_regression
 from rr_analysis.stats.mixed import SINGULAR_RATIO, BlockModel
 from rr_analysis.stats.slopes import SizeModel, kenward_roger
-from rr_core.variants import REFERENCE
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 __all__ = ["emergence", "EMERGENCE_COLUMNS", "PRIMARY_LEVEL"]
 
@@ -210,11 +212,8 @@ def _confound(d: _Design) -> str:
 
 def emergence(
     df: pd.DataFrame,
-    *,
-    reference: str = REFERENCE,
-    baselines: Sequence[str] | None = None,
-    metric: str = METRIC,
-    higher_is_better: bool = False,
+    comparison: Comparison | None = None,
+    **keywords: Unpack[Keywords],
 ) -> pd.DataFrame:
     """Does the reference's (Review's) advantage grow with size? The gap's slope per decade of parameters, at
     three levels.
@@ -223,9 +222,10 @@ def emergence(
     ----------
     df
         A validated sweep (`load_sweep`).
-    reference, baselines, metric, higher_is_better
-        The comparison (`rr_analysis.comparison.compare`): the reference variant, the baselines in order (None:
-        every other variant present), the numeric column compared and whether higher is better.
+    comparison, **keywords
+        The comparison (`rr_analysis.comparison.Comparison`, or its fields as keywords; default the paper's):
+        the reference variant, the baselines in order (None: every other variant present), the numeric
+        column compared and whether higher is better.
 
     Returns
     -------
@@ -263,7 +263,7 @@ def emergence(
     >>> e["meta_p"].round(3).tolist()
     [0.063, 0.001]
     """
-    rows, comparison = compare(df, reference, baselines, metric, higher_is_better)
+    rows, comparison = compare(df, comparison, **keywords)
     cell_frame(rows, comparison)  # no baseline: a clear InputError
     baselines = list(comparison.baselines)
     d = _design(rows, comparison)
@@ -279,7 +279,7 @@ def emergence(
     for c in ("dev_p", "dev_kr_p"):
         if not d.why:
             out[c] = _p(out["dev_slope"], out[c.replace("_p", "_se")], out[c.replace("_p", "_df")])
-    paired = paired_table(df, **comparison.keywords) if not d.why else None
+    paired = paired_table(df, comparison) if not d.why else None
     metas = [_meta(paired, d, v) if not d.why else ({}, "") for v in baselines]
     for c in EMERGENCE_COLUMNS:
         if c.startswith("meta_"):

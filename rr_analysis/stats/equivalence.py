@@ -6,15 +6,17 @@ A t-test that fails to reject says "not shown different", never "the same". TOST
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
-from rr_analysis.comparison import ALPHA, METRIC, RESPONSE, compare, t_quantile
+from rr_analysis.comparison import ALPHA, RESPONSE, Comparison, Keywords, compare, t_quantile
 from rr_analysis.stats.gap_tests import paired_table, welch_table
 from rr_core.errors import InputError
-from rr_core.variants import REFERENCE
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 __all__ = ["equivalence", "DEFAULT_MARGIN"]
 
@@ -61,11 +63,8 @@ def _verdict(tost_p: float, p: float, margin: float) -> str:
 def equivalence(
     df: pd.DataFrame,
     margin: float = DEFAULT_MARGIN,
-    *,
-    reference: str = REFERENCE,
-    baselines: Sequence[str] | None = None,
-    metric: str = METRIC,
-    higher_is_better: bool = False,
+    comparison: Comparison | None = None,
+    **keywords: Unpack[Keywords],
 ) -> pd.DataFrame:
     """TOST of |gap| < margin for each (size, baseline), on the paired (primary) test and on Welch.
 
@@ -75,9 +74,10 @@ def equivalence(
         A validated sweep (`load_sweep`).
     margin
         The equivalence margin M in the metric's units (val_loss: nats), > 0.
-    reference, baselines, metric, higher_is_better
-        The comparison (`rr_analysis.comparison.compare`): the reference variant, the baselines in order (None:
-        every other variant present), the numeric column compared and whether higher is better.
+    comparison, **keywords
+        The comparison (`rr_analysis.comparison.Comparison`, or its fields as keywords; default the paper's):
+        the reference variant, the baselines in order (None: every other variant present), the numeric
+        column compared and whether higher is better.
 
     Returns
     -------
@@ -105,8 +105,8 @@ def equivalence(
     """
     if not (np.isfinite(margin) and margin > 0):
         raise InputError(f"the equivalence margin must be a positive number of nats, got {margin!r}")
-    rows, comparison = compare(df, reference, baselines, metric, higher_is_better)
-    w, p = welch_table(df, **comparison.keywords), paired_table(df, **comparison.keywords)
+    rows, comparison = compare(df, comparison, **keywords)
+    w, p = welch_table(df, comparison), paired_table(df, comparison)
     cells = w[["size", "baseline", "gap", "welch_se", "welch_df", "welch_p", "welch_note"]].merge(
         p[["size", "baseline", "paired_diff", "paired_se", "paired_df", "paired_p", "paired_note"]],
         on=["size", "baseline"],

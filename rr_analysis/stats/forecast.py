@@ -11,11 +11,13 @@ coefficient's SE and df (Satterthwaite; Kenward-Roger for (b)) are the predictio
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
-from rr_analysis.comparison import METRIC, RESPONSE, STAMP, Comparison, compare, sizes_in_order, t_quantile
+from rr_analysis.comparison import RESPONSE, STAMP, Comparison, Keywords, compare, sizes_in_order, t_quantile
 from rr_analysis.numbers import fixed
 from rr_analysis.stats.emergence import emergence
 from rr_analysis.stats.gap_tests import paired_table
@@ -26,6 +28,9 @@ from rr_core.errors import InputError
 from rr_core.ladder import canonical_size, ladder_sizes, size_sort_key
 from rr_core.shapes import model_config
 from rr_core.variants import REFERENCE
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 __all__ = ["forecast", "forecast_size", "size_gaps", "meta_line", "FORECAST_COLUMNS", "LEVEL"]
 
@@ -88,7 +93,7 @@ def size_gaps(df: pd.DataFrame, baseline: str, c: Comparison = Comparison()) -> 
     (`paired_table`'s paired_diff and paired_se under comparison `c`), one row per size with a paired gap
     and SE; a note naming the sizes left out with their reason, "" when none was).
     """
-    p = paired_table(df, **{**c.keywords, "baselines": [baseline]})
+    p = paired_table(df, replace(c, baselines=(baseline,)))
     ref = df[df["variant"] == c.reference]
     lx = np.log10(ref.groupby("size", observed=True)["params_M"].mean()) + 6.0
     p = p[(p["baseline"] == baseline) & p["size"].isin(lx.index)]
@@ -188,11 +193,9 @@ def forecast(
     df: pd.DataFrame,
     at: Sequence[str],
     *,
-    reference: str = REFERENCE,
-    baselines: Sequence[str] | None = None,
-    metric: str = METRIC,
-    higher_is_better: bool = False,
     ladder: str | None = None,
+    comparison: Comparison | None = None,
+    **keywords: Unpack[Keywords],
 ) -> pd.DataFrame:
     """The gap each baseline is predicted to have at sizes the sweep has not run, by the primary model.
 
@@ -202,10 +205,11 @@ def forecast(
         A validated sweep (`load_sweep`).
     at
         Forecast sizes: ladder names or parameter counts such as ``"3B"`` (`forecast_size`).
-    reference, baselines, metric, higher_is_better
-        The comparison (`rr_analysis.comparison.compare`; default: the paper's, val_loss against review_neutral).
     ladder
         A ladder file giving forecast sizes their exact counts (`forecast_size`); None: rr's ladder.
+    comparison, **keywords
+        The comparison (`rr_analysis.comparison.Comparison`, or its fields as keywords; default: the paper's,
+        val_loss against review_neutral).
 
     Returns
     -------
@@ -239,10 +243,10 @@ def forecast(
     >>> f[["baseline", "pred", "pi_low"]].round(4).values.tolist()
     [['highway', 0.0179, 0.0037], ['standard', 0.0256, 0.0183]]
     """
-    rows, c = compare(df, reference, baselines, metric, higher_is_better)
+    rows, c = compare(df, comparison, **keywords)
     parsed = _sizes_at(rows, at, c.reference, ladder)
     chosen = list(c.baselines)
-    ran = emergence(df, **c.keywords).set_index("baseline").reindex(chosen)
+    ran = emergence(df, c).set_index("baseline").reindex(chosen)
     ref = rows[rows["variant"] == c.reference].groupby("size", observed=True)["params_M"].mean() * 1e6
     lxs = np.log10(ref.to_numpy(float))
     span = float(np.ptp(lxs)) if len(lxs) else np.nan
@@ -270,11 +274,9 @@ def meta_line(
     at: Sequence[str] = (),
     *,
     points: int = 60,
-    reference: str = REFERENCE,
-    baselines: Sequence[str] | None = None,
-    metric: str = METRIC,
-    higher_is_better: bool = False,
     ladder: str | None = None,
+    comparison: Comparison | None = None,
+    **keywords: Unpack[Keywords],
 ) -> pd.DataFrame:
     """The primary size-level line and its intervals on a grid of sizes, for figures to draw.
 
@@ -286,7 +288,7 @@ def meta_line(
         Forecast sizes the grid must reach (`forecast_size`); none: the grid ends at the largest size.
     points
         Grid points per baseline, evenly spaced in log10(params) from the smallest size.
-    reference, baselines, metric, higher_is_better, ladder
+    ladder, comparison, **keywords
         As for `forecast`.
 
     Returns
@@ -302,7 +304,7 @@ def meta_line(
     >>> line.groupby("baseline", observed=True).size().tolist()
     [5, 5]
     """
-    rows, c = compare(df, reference, baselines, metric, higher_is_better)
+    rows, c = compare(df, comparison, **keywords)
     ref = rows[rows["variant"] == c.reference].groupby("size", observed=True)["params_M"].mean() * 1e6
     ends = [ref.max(), *(n for _, n, _ in _sizes_at(rows, at, c.reference, ladder))] if at else [ref.max()]
     grid = np.linspace(np.log10(ref.min()), np.log10(max(ends)), points)

@@ -2,8 +2,7 @@
 
 Every function takes the validated sweep (`rr_core.sweepfile.dataset.load_sweep`) and returns a tidy DataFrame
 with one row per (size, baseline), sizes ordered by parameter count and baselines in registry order. Any
-comparison: the keywords ``reference``, ``baselines``, ``metric`` and ``higher_is_better``
-(`rr_analysis.comparison.compare`) choose it; the defaults are the paper's, review_neutral against highway and
+comparison: a `rr_analysis.comparison.Comparison` (``comparison=``, or its fields as keywords) chooses it; the defaults are the paper's, review_neutral against highway and
 standard on val_loss. Every frame ends with the columns `rr_analysis.comparison.STAMP` (reference, metric,
 higher_is_better). Sign convention everywhere: gap = mean(baseline) - mean(reference) of the response (the
 metric, negated when higher is better); positive favours the reference. The columns named ``review`` hold the
@@ -17,17 +16,29 @@ twin (same blocks, residual pooled over the variants of a size). Welch reproduce
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
-from rr_analysis.comparison import METRIC, RESPONSE, STAMP, cell_frame, compare, t_quantile, t_sf2
+from rr_analysis.comparison import (
+    RESPONSE,
+    STAMP,
+    Comparison,
+    Keywords,
+    asked,
+    cell_frame,
+    compare,
+    t_quantile,
+    t_sf2,
+)
 from rr_analysis.stats.effect import hedges_g
 from rr_analysis.stats.exact import sign_flip
 from rr_analysis.stats.mixed import mixed_table
 from rr_core.errors import InputError
-from rr_core.variants import REFERENCE
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 __all__ = [
     "adjust_p",
@@ -104,11 +115,8 @@ def _cells(rows: pd.DataFrame) -> pd.DataFrame:
 
 def welch_table(
     df: pd.DataFrame,
-    *,
-    reference: str = REFERENCE,
-    baselines: Sequence[str] | None = None,
-    metric: str = METRIC,
-    higher_is_better: bool = False,
+    comparison: Comparison | None = None,
+    **keywords: Unpack[Keywords],
 ) -> pd.DataFrame:
     """Welch's unequal-variance t-test of each baseline against the reference (Review) at each size.
 
@@ -116,9 +124,10 @@ def welch_table(
     ----------
     df
         A validated sweep (`load_sweep`).
-    reference, baselines, metric, higher_is_better
-        The comparison (`rr_analysis.comparison.compare`): the reference variant, the baselines in order (None:
-        every other variant present), the numeric column compared and whether higher is better.
+    comparison, **keywords
+        The comparison (`rr_analysis.comparison.Comparison`, or its fields as keywords; default the paper's):
+        the reference variant, the baselines in order (None: every other variant present), the numeric
+        column compared and whether higher is better.
 
     Returns
     -------
@@ -151,7 +160,7 @@ def welch_table(
     >>> w.loc[w["size"] == "590M", "welch_t"].round(2).item()
     0.42
     """
-    rows, c = compare(df, reference, baselines, metric, higher_is_better)
+    rows, c = compare(df, comparison, **keywords)
     out = cell_frame(rows, c)
     cells = _cells(rows)
     ref = cells.xs(c.reference, level="variant").reindex(out["size"])
@@ -194,11 +203,8 @@ def welch_table(
 
 def paired_table(
     df: pd.DataFrame,
-    *,
-    reference: str = REFERENCE,
-    baselines: Sequence[str] | None = None,
-    metric: str = METRIC,
-    higher_is_better: bool = False,
+    comparison: Comparison | None = None,
+    **keywords: Unpack[Keywords],
 ) -> pd.DataFrame:
     """Seed-matched paired t-test of each baseline against the reference (Review) at each size.
 
@@ -206,8 +212,8 @@ def paired_table(
     ----------
     df
         A validated sweep (`load_sweep`).
-    reference, baselines, metric, higher_is_better
-        The comparison (`rr_analysis.comparison.compare`), as in `welch_table`.
+    comparison, **keywords
+        The comparison (`rr_analysis.comparison.Comparison`, or its fields as keywords), as in `welch_table`.
 
     Returns
     -------
@@ -232,7 +238,7 @@ def paired_table(
     >>> p.loc[(p["size"] == "1B") & (p["baseline"] == "highway"), "paired_df"].item()
     2.0
     """
-    rows, c = compare(df, reference, baselines, metric, higher_is_better)
+    rows, c = compare(df, comparison, **keywords)
     out = cell_frame(rows, c)[["size", "baseline"]]
     y = rows.pivot_table(
         index=["size", "seed"], columns="variant", values=RESPONSE, aggfunc="first", observed=True
@@ -277,11 +283,8 @@ def _sign_flips(d: pd.DataFrame, cells: pd.DataFrame) -> tuple[list, list, list]
 def gap_table(
     df: pd.DataFrame,
     adjust: str = "holm",
-    *,
-    reference: str = REFERENCE,
-    baselines: Sequence[str] | None = None,
-    metric: str = METRIC,
-    higher_is_better: bool = False,
+    comparison: Comparison | None = None,
+    **keywords: Unpack[Keywords],
 ) -> pd.DataFrame:
     """The full comparison: Welch, paired (primary) and per-size mixed model, each adjusted over its family.
 
@@ -291,8 +294,8 @@ def gap_table(
         A validated sweep (`load_sweep`).
     adjust
         Multiple-testing adjustment, one of `ADJUST_METHODS` (default Holm).
-    reference, baselines, metric, higher_is_better
-        The comparison (`rr_analysis.comparison.compare`), as in `welch_table`.
+    comparison, **keywords
+        The comparison (`rr_analysis.comparison.Comparison`, or its fields as keywords), as in `welch_table`.
 
     Returns
     -------
@@ -316,17 +319,12 @@ def gap_table(
     >>> t["welch_t"].round(2).tolist()
     [0.42, -1.01, 0.81, -0.53, 0.5, 0.39, 3.28, 3.67, 2.31, 2.36]
     """
-    kw = {
-        "reference": reference,
-        "baselines": baselines,
-        "metric": metric,
-        "higher_is_better": higher_is_better,
-    }
+    c = asked(comparison, **keywords)
     key = ["size", "baseline", *STAMP]
     out = (
-        welch_table(df, **kw)
-        .merge(paired_table(df, **kw), on=key, how="left")
-        .merge(mixed_table(df, **kw), on=key, how="left")
+        welch_table(df, c)
+        .merge(paired_table(df, c), on=key, how="left")
+        .merge(mixed_table(df, c), on=key, how="left")
     )
     for test in TESTS:
         out[f"p_adj_{test}"] = adjust_p(out[f"{test}_p"], adjust)

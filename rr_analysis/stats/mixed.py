@@ -14,14 +14,16 @@ relative scale instead: lme4's rule, sd(seed) / sd(residual) < 1e-4.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
-from rr_analysis.comparison import METRIC, RESPONSE, cell_frame, compare, t_sf2
-from rr_core.variants import REFERENCE
+from rr_analysis.comparison import RESPONSE, Comparison, Keywords, cell_frame, compare, t_sf2
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 __all__ = ["BlockModel", "Fit", "mixed_table", "SINGULAR_RATIO"]
 
@@ -227,11 +229,8 @@ def _size_fit(g: pd.DataFrame, reference: str) -> dict[str, dict]:
 
 def mixed_table(
     df: pd.DataFrame,
-    *,
-    reference: str = REFERENCE,
-    baselines: Sequence[str] | None = None,
-    metric: str = METRIC,
-    higher_is_better: bool = False,
+    comparison: Comparison | None = None,
+    **keywords: Unpack[Keywords],
 ) -> pd.DataFrame:
     """Mixed model per size, ``val_loss ~ variant + (1 | seed)`` by REML, the reference (Review) as reference level.
 
@@ -239,9 +238,10 @@ def mixed_table(
     ----------
     df
         A validated sweep (`load_sweep`).
-    reference, baselines, metric, higher_is_better
-        The comparison (`rr_analysis.comparison.compare`): the reference variant, the baselines in order (None:
-        every other variant present), the numeric column compared and whether higher is better.
+    comparison, **keywords
+        The comparison (`rr_analysis.comparison.Comparison`, or its fields as keywords; default the paper's):
+        the reference variant, the baselines in order (None: every other variant present), the numeric
+        column compared and whether higher is better.
 
     Returns
     -------
@@ -268,7 +268,7 @@ def mixed_table(
     >>> m.loc[(m["size"] == "1B") & (m["baseline"] == "highway"), "mixed_df"].item()
     4.0
     """
-    data, comparison = compare(df, reference, baselines, metric, higher_is_better)
+    data, comparison = compare(df, comparison, **keywords)
     out = cell_frame(data, comparison)[["size", "baseline"]]
     rows: dict[tuple[str, str], dict] = {}
     for size, g in data.groupby("size", sort=False, observed=True):

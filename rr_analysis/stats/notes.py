@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from rr_analysis.comparison import METRIC, Comparison, compare, sizes_in_order
+from rr_analysis.comparison import Comparison, Keywords, compare, sizes_in_order
 from rr_analysis.numbers import fixed
-from rr_core.variants import REFERENCE
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 __all__ = ["recipe_notes", "PARAMS_TOLERANCE"]
 
@@ -85,11 +87,8 @@ def _params(df: pd.DataFrame, sizes: list[str]) -> list[dict]:
 
 def recipe_notes(
     df: pd.DataFrame,
-    *,
-    reference: str = REFERENCE,
-    baselines: Sequence[str] | None = None,
-    metric: str = METRIC,
-    higher_is_better: bool = False,
+    comparison: Comparison | None = None,
+    **keywords: Unpack[Keywords],
 ) -> pd.DataFrame:
     """What a careful reader must know about the design of a sweep, computed from the data.
 
@@ -97,8 +96,8 @@ def recipe_notes(
     ----------
     df
         A validated sweep (`load_sweep`).
-    reference, baselines, metric, higher_is_better
-        The comparison (`rr_analysis.comparison.compare`, descriptive: by default every variant, and a sweep
+    comparison, **keywords
+        The comparison (`rr_analysis.comparison.Comparison`, or its fields as keywords; descriptive: by default every variant, and a sweep
         without the reference is described too): the rows noted and the metric whose means should fall with size.
 
     Returns
@@ -120,7 +119,7 @@ def recipe_notes(
     >>> recipe_notes(load_sweep())["kind"].unique().tolist()
     ['token_budget', 'larger_size_higher_loss', 'fewer_seeds', 'params_mismatch']
     """
-    df, c = compare(df, reference, baselines, metric, higher_is_better, require_reference=False)
+    df, c = compare(df, comparison, require_reference=False, **keywords)
     sizes = sizes_in_order(df)
     rows = [*_steps(df, sizes), *_non_monotone(df, sizes, c), *_fewer_seeds(df, sizes), *_params(df, sizes)]
     return c.stamp(pd.DataFrame(rows, columns=["kind", "size", "message"]))

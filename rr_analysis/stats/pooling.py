@@ -6,20 +6,22 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
-from rr_analysis.comparison import ALPHA
+from rr_analysis.comparison import ALPHA, Comparison, Keywords, asked
 from rr_analysis.numbers import fixed
 from rr_core.errors import InputError
 from rr_core.ladder import get_size
 from rr_core.sweepfile.csv_text import FIELDS
 from rr_core.sweepfile.dataset import bundled_path, load_sweep
 from rr_core.sweepfile.provenance import PUBLISHED_ENVIRONMENT, read_records, sidecar_path
-from rr_core.variants import REFERENCE
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 __all__ = ["pool_check", "row_flags", "POOL_COLUMNS"]
 
@@ -119,9 +121,8 @@ def pool_check(
     df: pd.DataFrame,
     sidecar: str | Path | None = None,
     published: pd.DataFrame | None = None,
-    reference: str = REFERENCE,
-    baselines: Sequence[str] | None = None,
-    metric: str = "val_loss",
+    comparison: Comparison | None = None,
+    **keywords: Unpack[Keywords],
 ) -> pd.DataFrame:
     """Whether the rows of a sweep that are not published rows can be pooled with the published ones.
 
@@ -133,10 +134,10 @@ def pool_check(
         Its provenance sidecar; default the file's own (`sidecar_path`).
     published
         The published rows; default the packaged copy.
-    reference, baselines
-        The variants compared (default Review and every other variant present); other rows are left out.
-    metric
-        The column modelled.
+    comparison, **keywords
+        The comparison (`rr_analysis.comparison.Comparison`, or its fields as keywords): its reference and
+        baselines are the variants kept (default Review and every other variant present), its metric the
+        column modelled, as it is (a shift of the metric itself, whichever way is better).
 
     Returns
     -------
@@ -160,6 +161,8 @@ def pool_check(
     >>> pool_check(load_sweep())["verdict"].item()
     'nothing to check: every row is a published row unchanged'
     """
+    c = asked(comparison, **keywords)
+    reference, baselines, metric = c.reference, c.baselines, c.metric
     published = load_sweep(bundled_path()) if published is None else published
     keep = [reference, *(baselines if baselines is not None else sorted(set(df["variant"]) - {reference}))]
     df = df[df["variant"].isin(keep)]

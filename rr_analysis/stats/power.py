@@ -7,16 +7,29 @@ mixed model; `power_table` reads the observed effects, for orientation only.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
-from rr_analysis.comparison import ALPHA, METRIC, RESPONSE, compare, sizes_in_order
+from rr_analysis.comparison import (
+    ALPHA,
+    POWER,
+    RESPONSE,
+    Comparison,
+    Keywords,
+    asked,
+    compare,
+    sizes_in_order,
+)
 from rr_analysis.stats.gap_tests import paired_table, welch_table
 from rr_analysis.stats.mixed import BlockModel
 from rr_core.errors import InputError
 from rr_core.sweepfile.dataset import next_seeds, run_keys
-from rr_core.variants import COMPARED, REFERENCE
+from rr_core.variants import COMPARED
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 __all__ = [
     "power_table",
@@ -92,13 +105,10 @@ def _detectable(n1: float, n2: float | None, alpha: float, power: float) -> floa
 
 def power_table(
     df: pd.DataFrame,
-    power: float = 0.8,
+    power: float = POWER,
     alpha: float = ALPHA,
-    *,
-    reference: str = REFERENCE,
-    baselines: Sequence[str] | None = None,
-    metric: str = METRIC,
-    higher_is_better: bool = False,
+    comparison: Comparison | None = None,
+    **keywords: Unpack[Keywords],
 ) -> pd.DataFrame:
     """Seeds per arm needed to detect the observed gap, and the smallest gap the seeds at hand detect.
 
@@ -108,9 +118,10 @@ def power_table(
         A validated sweep (`load_sweep`).
     power, alpha
         Target power and two-sided significance level.
-    reference, baselines, metric, higher_is_better
-        The comparison (`rr_analysis.comparison.compare`): the reference variant, the baselines in order (None:
-        every other variant present), the numeric column compared and whether higher is better.
+    comparison, **keywords
+        The comparison (`rr_analysis.comparison.Comparison`, or its fields as keywords; default the paper's):
+        the reference variant, the baselines in order (None: every other variant present), the numeric
+        column compared and whether higher is better.
 
     Returns
     -------
@@ -137,13 +148,8 @@ def power_table(
     >>> p.loc[(p["size"] == "1B") & (p["baseline"] == "highway"), ["seeds_unpaired", "seeds_paired"]].values
     array([[6, 2]], dtype=object)
     """
-    kw = {
-        "reference": reference,
-        "baselines": baselines,
-        "metric": metric,
-        "higher_is_better": higher_is_better,
-    }
-    w, pr = welch_table(df, **kw), paired_table(df, **kw)
+    c = asked(comparison, **keywords)
+    w, pr = welch_table(df, c), paired_table(df, c)
     out = w[["size", "baseline", "n_review", "n_baseline"]].copy()
     out["n_pairs"] = pr["n_pairs"].to_numpy()
     out["gap"] = w["gap"].to_numpy()
@@ -176,11 +182,8 @@ def power_table(
 
 def pooled_resid_sd(
     df: pd.DataFrame,
-    *,
-    reference: str = REFERENCE,
-    baselines: Sequence[str] | None = None,
-    metric: str = METRIC,
-    higher_is_better: bool = False,
+    comparison: Comparison | None = None,
+    **keywords: Unpack[Keywords],
 ) -> tuple[float, str]:
     """The within-seed residual SD pooled across sizes, and "" or a sentence saying why there is none.
 
@@ -188,8 +191,9 @@ def pooled_resid_sd(
     ----------
     df
         A validated sweep (`load_sweep`).
-    reference, baselines, metric, higher_is_better
-        The comparison (`rr_analysis.comparison.compare`): its rows and its metric are the ones fitted.
+    comparison, **keywords
+        The comparison (`rr_analysis.comparison.Comparison`, or its fields as keywords): its rows and its
+        metric are the ones fitted.
 
     Notes
     -----
@@ -198,7 +202,7 @@ def pooled_resid_sd(
     every (size, variant) cell has its own mean, seeds are blocks within a size, and one residual variance
     sigma^2 is shared by all sizes. sigma is the run-to-run noise left once the seed's data order is fixed.
     """
-    df = compare(df, reference, baselines, metric, higher_is_better)[0]
+    df = compare(df, comparison, **keywords)[0]
     cells = df.groupby(["size", "variant"], sort=False, observed=True).ngroup().to_numpy()
     blocks = df.groupby(["size", "seed"], sort=False, observed=True).ngroup().to_numpy()
     X = np.eye(cells.max() + 1)[cells]
@@ -220,13 +224,10 @@ def pooled_resid_sd(
 def seed_plan(
     df: pd.DataFrame,
     effect: float,
-    power: float = 0.8,
+    power: float = POWER,
     alpha: float = ALPHA,
-    *,
-    reference: str = REFERENCE,
-    baselines: Sequence[str] | None = None,
-    metric: str = METRIC,
-    higher_is_better: bool = False,
+    comparison: Comparison | None = None,
+    **keywords: Unpack[Keywords],
 ) -> pd.DataFrame:
     """Seeds per size for the primary (seed-paired) test to detect a target gap, and what they cost.
 
@@ -238,9 +239,10 @@ def seed_plan(
         The target gap in the metric's units (val_loss: nats), > 0: the smallest difference worth detecting.
     power, alpha
         Target power and two-sided level of each per-size paired t-test.
-    reference, baselines, metric, higher_is_better
-        The comparison (`rr_analysis.comparison.compare`): the reference variant, the baselines in order (None:
-        every other variant present), the numeric column compared and whether higher is better.
+    comparison, **keywords
+        The comparison (`rr_analysis.comparison.Comparison`, or its fields as keywords; default the paper's):
+        the reference variant, the baselines in order (None: every other variant present), the numeric
+        column compared and whether higher is better.
 
     Returns
     -------
@@ -265,8 +267,8 @@ def seed_plan(
     """
     if not (np.isfinite(effect) and effect > 0):
         raise InputError(f"the target effect must be a positive gap in nats (e.g. 0.003), got {effect!r}")
-    rows, comparison = compare(df, reference, baselines, metric, higher_is_better)
-    sd, why = pooled_resid_sd(df, **comparison.keywords)
+    rows, comparison = compare(df, comparison, **keywords)
+    sd, why = pooled_resid_sd(df, comparison)
     dz = effect / (np.sqrt(2) * sd) if sd > 0 else np.nan
     needed = seeds_needed(dz, True, alpha, power) if np.isfinite(dz) else np.nan
     if np.isfinite(dz) and np.isnan(needed):

@@ -8,14 +8,17 @@ step budget that falls with size describe the curves, they do not extrapolate th
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
-from rr_analysis.comparison import METRIC, STAMP, compare, sizes_in_order
+from rr_analysis.comparison import STAMP, Comparison, Keywords, compare, sizes_in_order
 from rr_analysis.stats.forecast import LEVEL, forecast_size
 from rr_core.errors import InputError
-from rr_core.variants import REFERENCE
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 __all__ = ["scaling_fits", "power_law", "SCALING_COLUMNS"]
 
@@ -152,11 +155,9 @@ def scaling_fits(
     *,
     boot: int = B_DEFAULT,
     seed: int = 0,
-    reference: str = REFERENCE,
-    baselines: Sequence[str] | None = None,
-    metric: str = METRIC,
-    higher_is_better: bool = False,
     ladder: str | None = None,
+    comparison: Comparison | None = None,
+    **keywords: Unpack[Keywords],
 ) -> pd.DataFrame:
     """L(N) = E + A N^-alpha fitted to each variant's per-size mean loss, weighted by their SE; descriptive.
 
@@ -168,11 +169,11 @@ def scaling_fits(
         Sizes to predict each variant's loss at (`rr_analysis.stats.forecast.forecast_size`); none: no predictions.
     boot, seed
         Parametric bootstrap replicates and the seed of their random draws (the same seed, the same numbers).
-    reference, baselines, metric, higher_is_better
-        The comparison (`rr_analysis.comparison.compare`): `reference` and then its baselines are fitted, on
-        `metric` itself (a curve of the metric, whichever way is better).
     ladder
         A ladder file giving forecast sizes their exact counts (`forecast_size`); None: rr's ladder.
+    comparison, **keywords
+        The comparison (`rr_analysis.comparison.Comparison`, or its fields as keywords): its reference and
+        then its baselines are fitted, on its metric itself (a curve of the metric, whichever way is better).
 
     Returns
     -------
@@ -201,7 +202,7 @@ def scaling_fits(
     """
     if boot < 1:
         raise InputError(f"the bootstrap needs at least 1 replicate, got {boot}")
-    rows, cmp = compare(df, reference, baselines, metric, higher_is_better)
+    rows, cmp = compare(df, comparison, **keywords)
     parsed = [forecast_size(a, cmp.reference, ladder) for a in dict.fromkeys(at)]
     rng = np.random.default_rng(seed)
     variants = [cmp.reference, *cmp.baselines]
