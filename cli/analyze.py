@@ -11,6 +11,7 @@ import typer
 from cli.choices import Adjust, Format
 from cli.errors import fail, known_errors
 from cli.options import BASELINES, HIGHER_IS_BETTER, METRIC, REFERENCE, comparison
+from rr_analysis.comparison import POWER
 from rr_core.errors import InputError
 
 
@@ -85,7 +86,7 @@ AT = typer.Option(
     help="forecast: a size to forecast, a ladder name or a count such as 3B; repeat for more.",
     show_default=False,
 )
-TARGET_POWER = typer.Option(0.8, "--target-power", help="confirm: the power to plan for (0 to 1).")
+TARGET_POWER = typer.Option(POWER, "--target-power", help="confirm: the power to plan for (0 to 1).")
 LADDER = typer.Option(
     None,
     "--ladder",

@@ -6,6 +6,7 @@ import typer
 
 from cli.errors import known_errors
 from cli.records import FORMAT_HELP, Format, echo_records
+from rr_analysis.numbers import significant
 
 
 def depth_check(
@@ -32,7 +33,7 @@ def depth_check(
         df.to_dict("records"),
         fmt,
         title=f"dL/dx at block 0 vs block {layers - 1} ({2 * layers} sublayers, d_model {d_model}, seed {seed})",
-        formats={k: "{:.3g}".format for k in ("grad_first", "grad_last", "ratio")},
+        formats={k: lambda v: significant(v, 3) for k in ("grad_first", "grad_last", "ratio")},
     )
 
 

@@ -9,6 +9,7 @@ import typer
 from cli.errors import fail, known_errors
 from cli.records import FORMAT_HELP, Format, echo_records
 from cli.run_options import either, renamed
+from rr_analysis.numbers import fixed
 
 
 def evaluate(
@@ -57,7 +58,7 @@ def evaluate(
         rows,
         fmt,
         title=f"Held-out loss on {corpus}: {windows} windows",
-        formats={"loss": "{:.4f}".format, "bpb": "{:.4f}".format, "tokens_per_byte": "{:.4f}".format},
+        formats={k: lambda v: fixed(v, 4) for k in ("loss", "bpb", "tokens_per_byte")},
     )
 
 

@@ -25,6 +25,7 @@ import typer
 
 from cli.errors import fail, known_errors
 from cli.records import Format, echo_records
+from rr_analysis.numbers import BLANK, fixed
 from rr_model.run_config import Declared, choices, declared_options
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -159,24 +160,27 @@ def run_options(ctx: typer.Context) -> dict:
     return options
 
 
-PLAN_FORMATS = {"params": "{:,}".format, "tokens": "{:,}".format, "est_minutes": "{:.1f}".format}
+def _decimals(decimals: int, grouped: bool = False) -> Callable[[object], str]:
+    """A column's cells with fixed decimals (`rr_analysis.numbers.fixed`); a value a run lacks is BLANK."""
+    return lambda v: fixed(v, decimals, grouped=grouped, none=BLANK)
 
 
-def _num(spec: str):
-    return lambda v: "-" if v is None else spec.format(v)
-
-
-RESULT_FORMATS = {"params_M": _num("{:.2f}"), "val_loss": _num("{:.4f}"), "ece": _num("{:.4f}")}
-RESULT_FORMATS["minutes"] = _num("{:.1f}")
+PLAN_FORMATS = {"params": _decimals(0, True), "tokens": _decimals(0, True), "est_minutes": _decimals(1)}
+RESULT_FORMATS = {
+    "params_M": _decimals(2),
+    "val_loss": _decimals(4),
+    "ece": _decimals(4),
+    "minutes": _decimals(1),
+}
 
 
 def duration(minutes: float) -> str:
     """Minutes in the unit a reader plans with: minutes up to 90, hours up to two days, then days."""
     if minutes < 90:
-        return f"{minutes:.1f} minutes"
+        return f"{fixed(minutes, 1)} minutes"
     if minutes < 48 * 60:
-        return f"{minutes / 60:.1f} hours"
-    return f"{minutes / 1440:,.1f} days"
+        return f"{fixed(minutes / 60, 1)} hours"
+    return f"{fixed(minutes / 1440, 1, grouped=True)} days"
 
 
 def echo_plan(plan: list[dict], title: str) -> None:
@@ -185,7 +189,7 @@ def echo_plan(plan: list[dict], title: str) -> None:
     echo_records(table, Format.text, title=title, formats=PLAN_FORMATS)
     took = duration(sum(r["est_minutes"] for r in plan))
     typer.echo(
-        f"{len(plan)} run(s), {sum(r['tokens'] for r in plan):,} tokens, about {took} "
+        f"{len(plan)} run(s), {fixed(sum(r['tokens'] for r in plan), 0, grouped=True)} tokens, about {took} "
         f"(training FLOPs at the rate assumed for {plan[0]['assumed']}; a rough figure)"
     )
 

@@ -40,8 +40,8 @@ def sizes(
     echo_records(
         table,
         fmt,
-        title=f"{which} x variant, vocabulary {vocab:,} ({whose})",
-        formats={"params": "{:,}".format, "params_M": lambda v: fixed(v, 2)},
+        title=f"{which} x variant, vocabulary {fixed(vocab, 0, grouped=True)} ({whose})",
+        formats={"params": lambda v: fixed(v, 0, grouped=True), "params_M": lambda v: fixed(v, 2)},
     )
 
 

@@ -22,6 +22,8 @@ from cli.run_options import (
     run_options,
     training_options,
 )
+from rr_analysis.comparison import POWER
+from rr_analysis.numbers import BLANK, fixed, percent, significant
 from rr_core.errors import InputError
 
 
@@ -52,7 +54,8 @@ SEEDS = typer.Option(
 EFFECT = typer.Option(
     None,
     "--effect",
-    help="Instead of --seeds: add the seeds each size needs for 80% power on the primary (seed-paired) test "
+    help=f"Instead of --seeds: add the seeds each size needs for {percent(POWER)} power on the primary "
+    "(seed-paired) test "
     "to detect this gap in val_loss (rr analyze --power --effect), judged on --out (the published rows where "
     "it does not exist yet).",
     show_default=False,
@@ -144,10 +147,10 @@ def _effect_seeds(
 
     plan = seeds_for_effect(load_sweep(out if out.exists() else None), effect, sizes, variants)
     columns = ["size", "seeds_present", "seeds_needed", "seeds_to_add", "new_seeds", "gpu_minutes", "note"]
-    title = f"rr sweep: seeds for 80% power on the seed-paired test at a gap of {effect:g} (seed_plan)"
+    title = f"rr sweep: seeds for {percent(POWER)} power on the seed-paired test at a gap of {significant(effect)} (seed_plan)"
     echo_records(plan[columns].astype(object).where(plan[columns].notna(), None).to_dict("records"),
-                 Format.text, title=title, formats={"new_seeds": lambda s: ",".join(map(str, s)) or "-",
-                 "gpu_minutes": lambda m: "-" if m is None else f"{m:,.0f}"})  # fmt: skip
+                 Format.text, title=title, formats={"new_seeds": lambda s: ",".join(map(str, s)) or BLANK,
+                 "gpu_minutes": lambda m: fixed(m, 0, grouped=True, none=BLANK)})  # fmt: skip
     return dict(zip(plan["size"], plan["new_seeds"], strict=True))
 
 
@@ -167,7 +170,7 @@ def _status_or_cancel(out: Path, status: bool, cancel: bool) -> None:
     launch = _launch()
     if cancel:
         ids = launch.cancel_jobs(out)
-        typer.echo(f"rr sweep: asked {len(ids)} job(s) to stop: {' '.join(ids) or '-'}")
+        typer.echo(f"rr sweep: asked {len(ids)} job(s) to stop: {' '.join(ids) or BLANK}")
         return
     rows = launch.job_status(out)
     if not rows:

@@ -1,9 +1,14 @@
 """The one way rr writes a number in words and tables: fixed decimals, rounded half away from zero.
 
-Every view (tables, claims, report, notes) and the numbers the docs quote go through `fixed` and `p_value`,
-so one value never prints two ways. A float is first cut to 12 significant digits: the float noise of a
-difference of 4-decimal losses (0.00405 held as 0.0040499999999999998 or 0.0040500000000001) then rounds the
-same way, as the decimal it stands for. Standard library only.
+Every view (tables, claims, report, notes), every command's table and the numbers the docs quote go through
+`fixed`, `p_value` and `significant`, so one value never prints two ways. A float is first cut to 12
+significant digits: the float noise of a difference of 4-decimal losses (0.00405 held as
+0.0040499999999999998 or 0.0040500000000001) then rounds the same way, as the decimal it stands for.
+
+A value that is not there is `missing` (None, NaN, pandas' NA) and reads as one of two spellings, one per
+context: `NA` ("n/a") where a statistic does not exist (the analysis views, claims, report), `BLANK` ("-")
+where a run or a plan has no such value (the training commands' plan and results tables). Standard library
+only.
 """
 
 from __future__ import annotations
@@ -11,20 +16,34 @@ from __future__ import annotations
 import math
 from decimal import ROUND_HALF_UP, Decimal
 
-__all__ = ["fixed", "p_value", "P_FLOOR"]
+__all__ = ["fixed", "p_value", "significant", "percent", "missing", "NA", "BLANK", "P_FLOOR"]
 
 P_FLOOR = 1e-4  # a p below this prints as "<0.0001": four decimals cannot tell it from zero
+NA = "n/a"  # a statistic that does not exist (views, claims, report)
+BLANK = "-"  # a value a run or a plan does not have (the training commands' tables)
 
 
-def _missing(v: object) -> bool:
-    try:
-        return v is None or math.isnan(v)  # type: ignore[arg-type]
-    except TypeError:  # pandas' NA and other missing markers
+def missing(v: object) -> bool:
+    """Whether `v` is no value: None, a NaN (Python's or numpy's) or pandas' NA; the one test rr uses.
+
+    Example
+    -------
+    >>> [missing(v) for v in (None, float("nan"), 0.0, "n/a")]
+    [True, True, False, False]
+    """
+    if v is None:
         return True
+    try:
+        return bool(math.isnan(v))  # type: ignore[arg-type]
+    except TypeError:  # not a number: pandas' NA (whose truth is ambiguous), or text
+        return type(v).__name__ == "NAType"
 
 
-def fixed(v: float | None, decimals: int, *, sign: bool = False) -> str:
-    """`v` with `decimals` decimals, half away from zero; "n/a" when missing; a "+" before positives if `sign`.
+def fixed(
+    v: float | None, decimals: int, *, sign: bool = False, grouped: bool = False, none: str = NA
+) -> str:
+    """`v` with `decimals` decimals, half away from zero; `none` when missing; a "+" before positives if
+    `sign`; thousands separated by commas if `grouped`.
 
     Examples
     --------
@@ -32,13 +51,29 @@ def fixed(v: float | None, decimals: int, *, sign: bool = False) -> str:
     ('0.0041', '0.0041', '0.077')
     >>> fixed(-0.00865, 4, sign=True), fixed(0.0164, 4, sign=True), fixed(float("nan"), 2)
     ('-0.0087', '+0.0164', 'n/a')
+    >>> fixed(59470848, 0, grouped=True), fixed(None, 1, none=BLANK)
+    ('59,470,848', '-')
     """
-    if _missing(v):
-        return "n/a"
+    if missing(v):
+        return none
     if math.isinf(v):
         return format(v, "+" if sign else "")
-    q = Decimal(f"{v:.12g}").quantize(Decimal(1).scaleb(-decimals), rounding=ROUND_HALF_UP)
-    return format(q + 0, "+" if sign else "")  # + 0 turns -0.0000 into 0.0000
+    exact = Decimal(v) if isinstance(v, int) else Decimal(f"{v:.12g}")  # a count keeps every digit
+    q = exact.quantize(Decimal(1).scaleb(-decimals), rounding=ROUND_HALF_UP)
+    return format(q + 0, ("+" if sign else "") + ("," if grouped else ""))  # + 0: -0.0000 is 0.0000
+
+
+def significant(v: float | None, digits: int = 6, *, scientific: bool = False, none: str = NA) -> str:
+    """`v` to `digits` significant digits, in the shorter of fixed and scientific notation (Python's "g"), or
+    always scientific; `none` when missing. For values whose size varies over decades (a p in prose, a chi2,
+    a variance ratio).
+
+    Example
+    -------
+    >>> significant(0.0012345, 3), significant(5e-07, 2), significant(0.05), significant(3e-5, 2, scientific=True)
+    ('0.00123', '5e-07', '0.05', '3.0e-05')
+    """
+    return none if missing(v) else format(v, f".{digits - 1}e" if scientific else f".{digits}g")
 
 
 def p_value(v: float | None) -> str:
@@ -49,6 +84,17 @@ def p_value(v: float | None) -> str:
     >>> p_value(0.0774555), p_value(3e-7), p_value(None)
     ('0.0775', '<0.0001', 'n/a')
     """
-    if _missing(v):
-        return "n/a"
+    if missing(v):
+        return NA
     return "<0.0001" if v < P_FLOOR else fixed(v, 4)
+
+
+def percent(v: float, decimals: int = 0) -> str:
+    """A fraction as a percentage with fixed decimals (`fixed`).
+
+    Example
+    -------
+    >>> percent(0.8), percent(0.025, 1)
+    ('80%', '2.5%')
+    """
+    return f"{fixed(100 * v, decimals)}%"

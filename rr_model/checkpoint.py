@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import pickle
 import zipfile
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -26,6 +27,10 @@ from rr_core.errors import RRError
 from rr_core.files import atomic_write
 
 __all__ = [
+    "Resumable",
+    "Final",
+    "KEYS",
+    "FINAL_KEYS",
     "CheckpointError",
     "refused",
     "checkpoint_path",
@@ -35,10 +40,47 @@ __all__ = [
     "load_weights",
 ]
 
-# What rr_model.trainer writes; a file without them is not one of its checkpoints.
-KEYS = frozenset({"step", "config", "model", "optimizer", "torch_rng", "cuda_rng", "data_rng", "state"})
-# What a finished run keeps (`final_path`): the weights and what rebuilds and describes them.
-FINAL_KEYS = frozenset({"step", "config", "model_config", "model", "data", "record"})
+
+@dataclass
+class Resumable:
+    """What a resumable checkpoint holds: its fields are the file's keys (`KEYS`), written in this order.
+
+    The trainer writes one (`save`) every `checkpoint_every` steps and resumes from it (`load`).
+    """
+
+    step: int  # optimiser steps done
+    config: dict[str, Any]  # the fields that decide the run's numbers (`rr_model.run_config.result_config`)
+    model: dict[str, Any]  # the model's state dict
+    optimizer: dict[str, Any]  # the optimiser's state dict
+    torch_rng: Any  # torch's CPU random state (a uint8 tensor)
+    cuda_rng: Any  # the device's random state on CUDA, else None
+    data_rng: list[Any]  # the data order's numpy RandomState, as plain values
+    state: dict[str, Any]  # the trainer's own state (`rr_model.trainer._State`)
+
+
+@dataclass
+class Final:
+    """What a finished run keeps (`final_path`): the weights and what rebuilds and describes them; its fields
+    are the file's keys (`FINAL_KEYS`). A resumable checkpoint read as weights has None in the last three."""
+
+    step: int
+    config: dict[str, Any]
+    model: dict[str, Any]
+    model_config: dict[str, Any] | None = None  # `rr_core.shapes.GPTConfig` as a dict
+    data: dict[str, Any] | None = (
+        None  # the tokens' description (`rr_model.data.token_cache.Tokens.describe`)
+    )
+    record: dict[str, Any] | None = None  # the run's provenance record
+
+
+def _as_dict(content: Resumable | Final) -> dict[str, Any]:
+    """The fields of `content` by name, in order (not `asdict`, which would deep-copy every tensor)."""
+    return {f.name: getattr(content, f.name) for f in fields(content)}
+
+
+# A file without these keys is not one of the trainer's checkpoints (or final weights).
+KEYS = frozenset(f.name for f in fields(Resumable))
+FINAL_KEYS = frozenset(f.name for f in fields(Final))
 
 
 class CheckpointError(RRError):
@@ -80,13 +122,16 @@ def final_path(out: str | os.PathLike, size: str, variant: str, seed: int) -> Pa
     return checkpoint_path(out, size, variant, seed).with_suffix(".final.pt")
 
 
-def save(path: str | os.PathLike, state: dict[str, Any]) -> None:
-    """Write `state` to `path` atomically (`rr_core.files.atomic_write`).
+def save(path: str | os.PathLike, state: Resumable | Final | dict[str, Any]) -> None:
+    """Write `state` (a checkpoint, final weights, or any dict of tensors and plain values) to `path`
+    atomically (`rr_core.files.atomic_write`), as a dict of its fields.
 
     A write that fails (a full disk, a file-size limit) leaves the previous checkpoint whole and raises the
     OSError, naming `path`.
     """
     path = Path(path)
+    if not isinstance(state, dict):
+        state = _as_dict(state)
     path.parent.mkdir(parents=True, exist_ok=True)
 
     def write(f: BinaryIO) -> None:
@@ -101,7 +146,7 @@ def save(path: str | os.PathLike, state: dict[str, Any]) -> None:
     atomic_write(path, write)
 
 
-def load(path: str | os.PathLike) -> dict[str, Any]:
+def load(path: str | os.PathLike) -> Resumable:
     """Read a checkpoint of rr's trainer onto the CPU, refusing anything but tensors and plain values.
 
     Raises
@@ -118,7 +163,7 @@ def load(path: str | os.PathLike) -> dict[str, Any]:
         raise CheckpointError(
             f"{path}: not a checkpoint of rr's trainer (its keys differ); delete it to start over"
         )
-    return state
+    return Resumable(**{k: state[k] for k in KEYS})
 
 
 def _one_run(folder: Path) -> Path:
@@ -135,7 +180,7 @@ def _one_run(folder: Path) -> Path:
     raise CheckpointError(f"{folder}: no weights in it (no *.final.pt or *.pt file)")
 
 
-def load_weights(path: str | os.PathLike) -> dict[str, Any]:
+def load_weights(path: str | os.PathLike) -> tuple[Path, Final]:
     """The weights of a run and what describes them, from a final-weights file, a checkpoint or a folder.
 
     Parameters
@@ -146,9 +191,9 @@ def load_weights(path: str | os.PathLike) -> dict[str, Any]:
 
     Returns
     -------
-    dict with "path" (the file read), "step", "config" (the run's result config), "model" (the state
-    dict), and "model_config", "data" and "record" (the provenance record) where the file has them
-    (final weights do; a checkpoint of an unfinished run has None there).
+    (the file read, its `Final`): step, config (the run's result config), model (the state dict), and
+    model_config, data and record (the provenance record) where the file has them (final weights do; a
+    checkpoint of an unfinished run has None there).
     """
     path = Path(path)
     if path.is_dir():
@@ -162,4 +207,4 @@ def load_weights(path: str | os.PathLike) -> dict[str, Any]:
         ) from None
     if not isinstance(state, dict) or not ({"config", "model"} <= state.keys()):
         raise CheckpointError(f"{path}: not weights written by rr's trainer (its keys differ)")
-    return {"path": path, **{k: state.get(k) for k in FINAL_KEYS}}
+    return path, Final(**{k: state.get(k) for k in FINAL_KEYS})

@@ -60,11 +60,11 @@ def load_trained(path: str | os.PathLike) -> Trained:
     rr_model.checkpoint.CheckpointError
         `path` holds no weights of rr's trainer, or the weights do not fit the run's model.
     """
-    saved = checkpoint.load_weights(path)
-    config, weights = saved["config"], saved["model"]
+    path, saved = checkpoint.load_weights(path)
+    config, weights = saved.config, saved.model
     vocab = weights["transformer.wte.weight"].shape[0]
-    if saved["model_config"] is not None:
-        mcfg = GPTConfig(**saved["model_config"])
+    if saved.model_config is not None:
+        mcfg = GPTConfig(**saved.model_config)
     else:  # a checkpoint of an unfinished run: the shape follows from its size, variant and weights
         block = weights["transformer.wpe.weight"].shape[0]
         ladder = (config.get("ladder") or {}).get("file")  # a ladder file's size: as result_config saved it
@@ -74,9 +74,9 @@ def load_trained(path: str | os.PathLike) -> Trained:
     try:
         model.load_state_dict(weights)
     except RuntimeError as e:
-        raise checkpoint.CheckpointError(f"{saved['path']}: its weights do not fit {mcfg}: {e}") from None
-    tokenizer = _tokenizer(config, saved["data"], vocab)
-    return Trained(model.eval(), tokenizer, config, saved["data"], saved["record"], saved["path"])
+        raise checkpoint.CheckpointError(f"{path}: its weights do not fit {mcfg}: {e}") from None
+    tokenizer = _tokenizer(config, saved.data, vocab)
+    return Trained(model.eval(), tokenizer, config, saved.data, saved.record, path)
 
 
 def sample(

@@ -211,19 +211,19 @@ def _resume(run: _Run, resume: bool) -> None:
     if not resume:
         raise InputError(f"{run.ckpt} holds a checkpoint of this run: pass --resume to continue it")
     saved = checkpoint.load(run.ckpt)
-    if saved["config"] != result_config(run.cfg):
+    if saved.config != result_config(run.cfg):
         raise InputError(
-            f"{run.ckpt} was written under another config ({saved['config']}); delete it to start over"
+            f"{run.ckpt} was written under another config ({saved.config}); delete it to start over"
         )
     try:
-        run.model.load_state_dict(saved["model"])
-        run.optimizer.load_state_dict(saved["optimizer"])
-        torch.set_rng_state(saved["torch_rng"])
+        run.model.load_state_dict(saved.model)
+        run.optimizer.load_state_dict(saved.optimizer)
+        torch.set_rng_state(saved.torch_rng)
         if run.device.type == "cuda":
-            torch.cuda.set_rng_state(saved["cuda_rng"], run.device)
-        name, keys, *rest = saved["data_rng"]
+            torch.cuda.set_rng_state(saved.cuda_rng, run.device)
+        name, keys, *rest = saved.data_rng
         run.data_rng.set_state((name, np.array(keys, dtype=np.uint32), *rest))
-        run.state = _State(**saved["state"])
+        run.state = _State(**saved.state)
     except (RuntimeError, ValueError, TypeError, KeyError) as e:
         raise checkpoint.refused(run.ckpt, "its contents do not fit this run", e) from None
     run.state.resumed.append(run.state.step)
@@ -396,19 +396,17 @@ def _save(run: _Run, done: int, seconds: float) -> None:
     """Checkpoint the run after `done` steps: weights, optimiser, every random stream and the state."""
     cuda = run.device.type == "cuda"
     name, keys, *rest = run.data_rng.get_state()  # as plain values: weights_only loading takes no arrays
-    checkpoint.save(
-        run.ckpt,
-        {
-            "step": done,
-            "config": result_config(run.cfg),
-            "model": run.model.state_dict(),
-            "optimizer": run.optimizer.state_dict(),
-            "torch_rng": torch.get_rng_state(),
-            "cuda_rng": torch.cuda.get_rng_state(run.device) if cuda else None,
-            "data_rng": [name, keys.tolist(), *rest],
-            "state": asdict(replace(run.state, step=done, seconds=seconds)),
-        },
+    saved = checkpoint.Resumable(
+        step=done,
+        config=result_config(run.cfg),
+        model=run.model.state_dict(),
+        optimizer=run.optimizer.state_dict(),
+        torch_rng=torch.get_rng_state(),
+        cuda_rng=torch.cuda.get_rng_state(run.device) if cuda else None,
+        data_rng=[name, keys.tolist(), *rest],
+        state=asdict(replace(run.state, step=done, seconds=seconds)),
     )
+    checkpoint.save(run.ckpt, saved)
 
 
 def _finish(run: _Run, failure: str | None) -> dict[str, Any]:
@@ -453,17 +451,15 @@ def _finish(run: _Run, failure: str | None) -> dict[str, Any]:
 
 def _keep_weights(run: _Run, record: dict[str, Any]) -> None:
     """The finished run's weights (no optimiser) and what rebuilds them, for rr sample, eval, export, gates."""
-    checkpoint.save(
-        checkpoint.final_path(run.out, *run.cfg.key),
-        {
-            "step": run.cfg.steps,
-            "config": result_config(run.cfg),
-            "model_config": asdict(run.mcfg),
-            "model": run.model.state_dict(),
-            "data": run.tokens.describe(),
-            "record": json.loads(json.dumps(record)),  # plain values (torch's version is a str subclass)
-        },
+    weights = checkpoint.Final(
+        step=run.cfg.steps,
+        config=result_config(run.cfg),
+        model=run.model.state_dict(),
+        model_config=asdict(run.mcfg),
+        data=run.tokens.describe(),
+        record=json.loads(json.dumps(record)),  # plain values (torch's version is a str subclass)
     )
+    checkpoint.save(checkpoint.final_path(run.out, *run.cfg.key), weights)
 
 
 def _record(run: _Run, failure: str | None, result: dict[str, Any] | None) -> dict[str, Any]:

@@ -9,6 +9,7 @@ import pickle
 import signal
 import subprocess
 import time
+from dataclasses import replace
 
 import pytest
 import torch
@@ -105,7 +106,7 @@ def test_resume_after_a_checkpoint_is_bitwise_identical(tmp_path, monkeypatch, t
 
     def save_then_die(path, state):
         save(path, state)
-        if state["step"] == 8:
+        if state.step == 8:
             raise Killed
 
     monkeypatch.setattr(checkpoint, "save", save_then_die)
@@ -115,15 +116,15 @@ def test_resume_after_a_checkpoint_is_bitwise_identical(tmp_path, monkeypatch, t
     ckpt = checkpoint.checkpoint_path(out, *cfg.key)
     assert ckpt.exists() and not out.exists()
     saved = checkpoint.load(ckpt)
-    assert saved["step"] == 8 and saved["data_rng"][0] == "MT19937"  # the RandomState's whole state
+    assert saved.step == 8 and saved.data_rng[0] == "MT19937"  # the RandomState's whole state
 
     with pytest.raises(ValueError, match="--resume"):
         train(cfg, out)
     with pytest.raises(ValueError, match="another config"):
         train(TrainConfig(**{**TINY_RUN, "steps": 16}), out, resume=True)
     # An hour already spent before the checkpoint: the row's minutes must carry it, not only the resumed part
-    assert saved["state"]["seconds"] > 0
-    checkpoint.save(ckpt, {**saved, "state": {**saved["state"], "seconds": 3600.0}})
+    assert saved.state["seconds"] > 0
+    checkpoint.save(ckpt, replace(saved, state={**saved.state, "seconds": 3600.0}))
     resumed = train(cfg, out, resume=True)
 
     assert resumed["resumed_at"] == [8] and not ckpt.exists()

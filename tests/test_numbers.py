@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from rr_analysis.numbers import fixed, p_value
+from rr_analysis.numbers import BLANK, NA, fixed, missing, p_value, percent, significant
 from rr_analysis.stats.gap_tests import gap_table
 from rr_core.sweepfile.dataset import load_sweep
 
@@ -44,3 +44,37 @@ def test_the_docs_quote_the_numbers_as_the_formatter_prints_them(table):
     p = [fixed(table.loc[("1B", b), "welch_p"], 3) for b in ("highway", "standard")]
     assert f"Welch p = {p[0]} and {p[1]}" in docs
     assert f"320M {fixed(table.loc[('320M', 'highway'), 'paired_diff'], 4)})" in docs
+
+
+def test_one_missing_test_two_spellings_each_in_its_context():
+    """`missing` is the one test for no value (None, NaN of any kind, pandas' NA; not text); the views spell
+    it NA, the training commands' tables BLANK."""
+    import numpy as np
+    import pandas as pd
+
+    from cli.run_options import PLAN_FORMATS, RESULT_FORMATS
+    from rr_analysis.tables.columns import number, p_cell
+
+    assert [missing(v) for v in (None, float("nan"), np.float32("nan"), pd.NA, 0.0, 0, "")] == [True] * 4 + [
+        False
+    ] * 3
+    assert number(".4f")(np.nan) == p_cell(pd.NA) == NA == "n/a"
+    assert (
+        RESULT_FORMATS["val_loss"](None) == BLANK == "-" and RESULT_FORMATS["val_loss"](3.14159) == "3.1416"
+    )
+    assert PLAN_FORMATS["params"](59470848) == fixed(59470848, 0, grouped=True) == "59,470,848"
+
+
+def test_the_significance_level_and_the_power_target_are_printed_from_their_constants(monkeypatch, sweep):
+    from rr_analysis import comparison
+    from rr_analysis.stats.power import power_table
+    from rr_analysis.tables import columns
+    from rr_analysis.tables.render import render
+
+    first = render(power_table(sweep), "power", "text").splitlines()[0]
+    assert first.startswith(
+        f"Seeds needed for {percent(comparison.POWER)} power at alpha {significant(comparison.ALPHA)} "
+    )
+    monkeypatch.setattr(columns, "POWER", 0.9)
+    monkeypatch.setattr(columns, "ALPHA", 0.01)
+    assert render(power_table(sweep), "power", "text").startswith("Seeds needed for 90% power at alpha 0.01 ")

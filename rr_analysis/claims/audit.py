@@ -28,7 +28,7 @@ from rr_analysis.claims.verdicts import (
     statistic_of,
 )
 from rr_analysis.comparison import ALPHA
-from rr_analysis.numbers import fixed
+from rr_analysis.numbers import fixed, significant
 from rr_analysis.stats.equivalence import DEFAULT_MARGIN, equivalence
 from rr_analysis.stats.gap_tests import gap_table
 from rr_analysis.stats.notes import recipe_notes
@@ -149,7 +149,9 @@ def _emergence(r: dict, e: pd.DataFrame) -> dict:
     slope, p = x.get(f"{test}_slope"), x.get(f"{test}_p")
     numbers = {"slope_per_decade": _number(slope), "p": _number(p)}
     shown = (
-        f"slope {fixed(slope, 4)} per decade, p {p:.3g}" if pd.notna(slope) and pd.notna(p) else "no slope"
+        f"slope {fixed(slope, 4)} per decade, p {significant(p, 3)}"
+        if pd.notna(slope) and pd.notna(p)
+        else "no slope"
     )
     return _row(r, variant=r["baseline"], test=f"emergence, primary size-level test ({test})", numbers=numbers,
                 evidence=shown, verdict=x["verdict"], p=_number(p))  # fmt: skip
@@ -169,7 +171,7 @@ def _no_advantage(r: dict, t: pd.DataFrame, e: pd.DataFrame, margin: float) -> d
                **{f"paired_p_{c.baseline}_{c.size}": _number(c.paired_p) for c in cells.itertuples()},
                **{f"mixed_p_{c.baseline}_{c.size}": _number(c.mixed_p) for c in cells.itertuples()}}  # fmt: skip
     tost = f"; TOST p max {fixed(top, 3)}" if eq["paired_tost_p"].notna().any() else "; TOST n/a"
-    return _row(r, test=f"paired (primary) and mixed, raw p; TOST paired, margin ±{margin:g}", numbers=numbers,
+    return _row(r, test=f"paired (primary) and mixed, raw p; TOST paired, margin ±{significant(margin)}", numbers=numbers,
                 evidence=("differences at 5%: " + "; ".join(found) if found else "no difference at 5%") + tost,
                 verdict=equivalence_verdict(eq["paired_tost_p"], margin), p=_number(top))  # fmt: skip
 

@@ -12,6 +12,7 @@ import numpy as np
 
 from rr_analysis.claims.reported import DATA_DECIMALS, Reported
 from rr_analysis.comparison import ALPHA
+from rr_analysis.numbers import significant
 
 __all__ = [
     "recompute",
@@ -200,8 +201,8 @@ def equivalence_verdict(tost_p: Sequence[float], margin: float, alpha: float = A
     """
     passed = np.asarray(tost_p, dtype=float) < alpha
     if passed.all():
-        return f"supported: equivalent within ±{margin:g} in every cell"
-    return f"not shown: equivalence within ±{margin:g} fails in {int((~passed).sum())} of {len(passed)} cells"
+        return f"supported: equivalent within ±{significant(margin)} in every cell"
+    return f"not shown: equivalence within ±{significant(margin)} fails in {int((~passed).sum())} of {len(passed)} cells"
 
 
 def budget_verdict(differs_across_sizes: bool, differs_within_a_size: bool) -> str:

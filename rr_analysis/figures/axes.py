@@ -12,6 +12,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import NullLocator
 
 from rr_analysis.comparison import METRIC, STAMP, sizes_in_order
+from rr_analysis.numbers import significant
 from rr_core.errors import PlotError
 from rr_core.variants import REFERENCE, label, order_key
 
@@ -106,7 +107,7 @@ def steps_per_size(df: pd.DataFrame, sizes: list[str]) -> dict[str, str]:
     if steps["min"].nunique() == 1 and steps["max"].nunique() == 1 and (steps["min"] == steps["max"]).all():
         return {}
     return {
-        s: f"{lo:g} steps" if lo == hi else f"{lo:g}-{hi:g} steps"
+        s: f"{significant(lo)} steps" if lo == hi else f"{significant(lo)}-{significant(hi)} steps"
         for s, (lo, hi) in steps.astype(int).iterrows()
     }
 

@@ -12,6 +12,7 @@ from matplotlib.figure import Figure
 from rr_analysis.comparison import ALPHA
 from rr_analysis.figures.axes import STYLE, compared, few_seeds, gap_axis, new_figure, size_ticks
 from rr_analysis.figures.estimates import adjust_name, gap_estimates, require_gap_table, test_name
+from rr_analysis.numbers import significant
 from rr_analysis.stats.gap_tests import PRIMARY_TEST
 from rr_core.errors import PlotError
 from rr_core.variants import REFERENCE, label, matched, palette
@@ -207,7 +208,7 @@ def _stars_say(table: pd.DataFrame, stat: str, ci: bool) -> str:
     method = table["adjust"].iloc[0]
     family = f" over {int(table[f'family_m_{stat}'].iloc[0])} cells" if method != "none" else ""
     bars = "95% CI" if ci else "\u00b11 SE"
-    return f"{test_name(stat)}; bars {bars}; * {adjust_name(method)} p < {ALPHA:g}{family}"
+    return f"{test_name(stat)}; bars {bars}; * {adjust_name(method)} p < {significant(ALPHA)}{family}"
 
 
 def _gap_line(ax, e: pd.DataFrame, baseline: str, colour: str, nudge, ci: bool, published: bool) -> None:

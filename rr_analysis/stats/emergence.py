@@ -21,6 +21,7 @@ from rr_analysis.comparison import (
     sizes_in_order,
     t_sf2,
 )
+from rr_analysis.numbers import significant
 from rr_analysis.stats.gap_tests import paired_table
 from rr_analysis.stats.meta import meta_regression
 from rr_analysis.stats.mixed import SINGULAR_RATIO, BlockModel
@@ -81,8 +82,8 @@ def _design(df: pd.DataFrame, c: Comparison) -> _Design:
     if len(sizes) < 2:
         why = f"needs at least 2 sizes with {reference} runs"
     elif not np.isfinite(lx[sizes]).all() or np.ptp(lx[sizes].to_numpy()) > MAX_DECADES:
-        why = (f"{reference}'s parameter counts (params_M {df['params_M'].min():.3g} to "
-               f"{df['params_M'].max():.3g}) span over {MAX_DECADES:g} decades or overflow: not a size ladder; "
+        why = (f"{reference}'s parameter counts (params_M {significant(df['params_M'].min(), 3)} to "
+               f"{significant(df['params_M'].max(), 3)}) span over {significant(MAX_DECADES)} decades or overflow: not a size ladder; "
                "no slope is fitted")  # fmt: skip
     elif len(data) - X.shape[1] < 1:
         why = "no residual degrees of freedom"
@@ -123,7 +124,9 @@ def _per_run(d: _Design, baselines: list[str]) -> tuple[dict, list[str]]:
         cols.update(lrt_chi2=chi2, lrt_df=float(k), lrt_p=float(chdtrc(k, chi2)))
     notes = []
     if fit.ratio < SINGULAR_RATIO:
-        notes.append(f"(a) singular fit: sd(seed)/sd(residual) = {fit.ratio:.1e} < {SINGULAR_RATIO:g}")
+        notes.append(
+            f"(a) singular fit: sd(seed)/sd(residual) = {significant(fit.ratio, 2, scientific=True)} < {significant(SINGULAR_RATIO)}"
+        )
     return cols, notes
 
 
@@ -154,7 +157,7 @@ def _size_dev(d: _Design, baselines: list[str]) -> tuple[dict, list[str]]:
     notes = [f"Kenward-Roger not computed: a size holds over {KR_MAX_RUNS} runs"] if big else []
     if low:
         notes.append(
-            f"(b) singular fit: sd/sd(residual) < {SINGULAR_RATIO:g} for {', '.join(low)} (lme4's rule); "
+            f"(b) singular fit: sd/sd(residual) < {significant(SINGULAR_RATIO)} for {', '.join(low)} (lme4's rule); "
             "Satterthwaite then drops that component and its df can far exceed the sizes, Kenward-Roger keeps it"
         )
     return cols, notes
@@ -188,15 +191,13 @@ def _verdict(r: pd.Series) -> str:
     way = "grows" if r["meta_slope"] > 0 else "shrinks"
     dev = np.nanmax([r["dev_p"], r["dev_kr_p"]]) if np.isfinite([r["dev_p"], r["dev_kr_p"]]).any() else np.nan
     if r["meta_p"] < ALPHA and dev < ALPHA:
-        return f"{way} with size: robust (primary p = {r['meta_p']:.2g}, size-deviation model p = {dev:.2g})"
+        return f"{way} with size: robust (primary p = {significant(r['meta_p'], 2)}, size-deviation model p = {significant(dev, 2)})"
     if r["meta_p"] < ALPHA:
-        return (
-            f"{way} with size in the primary test (p = {r['meta_p']:.2g}) but not in the size-deviation model"
-        )
+        return f"{way} with size in the primary test (p = {significant(r['meta_p'], 2)}) but not in the size-deviation model"
     if dev < ALPHA or r["run_p"] < ALPHA:
-        return (f"suggestive, not robust: the primary size-level test gives p = {r['meta_p']:.2g}; only "
+        return (f"suggestive, not robust: the primary size-level test gives p = {significant(r['meta_p'], 2)}; only "
                 "models that lean on the runs or on the line's shape reach p < 0.05")  # fmt: skip
-    return f"no evidence that the gap changes with size (primary p = {r['meta_p']:.2g})"
+    return f"no evidence that the gap changes with size (primary p = {significant(r['meta_p'], 2)})"
 
 
 def _confound(d: _Design) -> str:

@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from rr_analysis.comparison import ALPHA, RESPONSE, Comparison, Keywords, compare, t_quantile
+from rr_analysis.numbers import significant
 from rr_analysis.stats.gap_tests import paired_table, welch_table
 from rr_core.errors import InputError
 
@@ -56,7 +57,7 @@ def _verdict(tost_p: float, p: float, margin: float) -> str:
     if np.isnan(tost_p):
         return "n/a"
     if tost_p < ALPHA:
-        return f"equivalent within ±{margin:g}" + ("; nonzero" if p < ALPHA else "")
+        return f"equivalent within ±{significant(margin)}" + ("; nonzero" if p < ALPHA else "")
     return "different" if p < ALPHA else "not shown either way"
 
 

@@ -6,6 +6,8 @@ import math
 
 import numpy as np
 
+from rr_analysis.numbers import fixed
+
 __all__ = ["sign_flip", "monte_carlo_sign_flip", "EXACT_MAX_PAIRS", "MONTE_CARLO_DRAWS", "NORMAL_MAX_ERROR"]
 
 EXACT_MAX_PAIRS = 16  # 2^16 sign vectors enumerated at most; more pairs draw random sign vectors instead
@@ -60,7 +62,7 @@ def sign_flip(d) -> tuple[float, float, str]:
     variance = d @ d
     if variance > 0 and 0.56 * (np.abs(d) ** 3).sum() / variance**1.5 <= NORMAL_MAX_ERROR:
         p = math.erfc(observed / math.sqrt(2 * variance))
-        return p, 2.0 ** (1 - n), f"normal approximation, {n:,} pairs"
+        return p, 2.0 ** (1 - n), f"normal approximation, {fixed(n, 0, grouped=True)} pairs"
     return monte_carlo_sign_flip(d, observed - tol)
 
 
@@ -95,4 +97,8 @@ def monte_carlo_sign_flip(d, reach: float) -> tuple[float, float, str]:
     for start in range(0, draws, block):
         signs = rng.integers(0, 2, size=(min(block, draws - start), len(d)), dtype=np.int8)
         hits += int((np.abs((1 - 2 * signs.astype(float)) @ d) >= reach).sum())
-    return (1 + hits) / (1 + draws), 1.0 / (1 + draws), f"Monte Carlo, {draws:,} sign vectors"
+    return (
+        (1 + hits) / (1 + draws),
+        1.0 / (1 + draws),
+        f"Monte Carlo, {fixed(draws, 0, grouped=True)} sign vectors",
+    )

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from rr_analysis.comparison import RESPONSE, STAMP, Comparison, Keywords, compare, sizes_in_order, t_quantile
-from rr_analysis.numbers import fixed
+from rr_analysis.numbers import fixed, significant
 from rr_analysis.stats.emergence import emergence
 from rr_analysis.stats.gap_tests import paired_table
 from rr_analysis.stats.meta import meta_predict
@@ -183,8 +183,8 @@ def _sizes_at(df: pd.DataFrame, at: Sequence[str], reference: str, ladder) -> li
     for name, n, _ in parsed:
         if len(ref) and n < ref.min():
             raise InputError(
-                f"the forecast size {name} ({n:.4g} parameters) is below the smallest size in the data "
-                f"({ref.idxmin()}, {ref.min():.4g}): a forecast reads the line up the ladder, not below it"
+                f"the forecast size {name} ({significant(n, 4)} parameters) is below the smallest size in the data "
+                f"({ref.idxmin()}, {significant(ref.min(), 4)}): a forecast reads the line up the ladder, not below it"
             )
     return parsed
 

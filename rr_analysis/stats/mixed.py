@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from rr_analysis.comparison import RESPONSE, Comparison, Keywords, cell_frame, compare, t_sf2
+from rr_analysis.numbers import significant
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -220,7 +221,7 @@ def _size_fit(g: pd.DataFrame, reference: str) -> dict[str, dict]:
             row.update(mixed_coef=c, mixed_se=s, mixed_df=d)
             if singular:
                 row["mixed_note"] = (
-                    f"singular: sd(seed)/sd(residual) = {ratio:.1e} < {SINGULAR_RATIO:g} (relative scale, "
+                    f"singular: sd(seed)/sd(residual) = {significant(ratio, 2, scientific=True)} < {significant(SINGULAR_RATIO)} (relative scale, "
                     "lme4's rule); the fit equals a fixed-effects ANOVA"
                 )
         out[v] = row

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from rr_analysis.comparison import Comparison, Keywords, compare, sizes_in_order
-from rr_analysis.numbers import fixed
+from rr_analysis.numbers import fixed, percent
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -81,7 +81,7 @@ def _params(df: pd.DataFrame, sizes: list[str]) -> list[dict]:
         if spread > PARAMS_TOLERANCE:
             out.append({"kind": "params_mismatch", "size": size, "message": f"{size}: parameter counts differ by "
                         f"{_above(spread, PARAMS_TOLERANCE)} ({s.idxmin()} {fixed(s.min(), 2)}M, {s.idxmax()} {fixed(s.max(), 2)}M), more than "
-                        f"{PARAMS_TOLERANCE:.0%}: part of a gap may be capacity"})  # fmt: skip
+                        f"{percent(PARAMS_TOLERANCE)}: part of a gap may be capacity"})  # fmt: skip
     return out
 
 

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from rr_analysis.comparison import ALPHA, Comparison, Keywords, asked
-from rr_analysis.numbers import fixed
+from rr_analysis.numbers import fixed, significant
 from rr_core.errors import InputError
 from rr_core.ladder import get_size
 from rr_core.sweepfile.csv_text import FIELDS
@@ -175,7 +175,7 @@ def pool_check(
         verdict = f"the source term cannot be fitted: {note}"
     else:
         shift = "the new rows shift" if fit["p"] < ALPHA else "no shift detected in"
-        verdict = f"{shift} {metric} by {fixed(fit['estimate'], 5, sign=True)} (p {fit['p']:.3g})"
+        verdict = f"{shift} {metric} by {fixed(fit['estimate'], 5, sign=True)} (p {significant(fit['p'], 3)})"
     if flagged:
         verdict += f"; {flagged} new row(s) flagged: pool them only knowingly"
     test = f"{metric} ~ 0 + size:variant + new + (1 | size:seed), REML, Wald z (statsmodels MixedLM)"

@@ -22,6 +22,7 @@ from rr_analysis.comparison import (
     compare,
     sizes_in_order,
 )
+from rr_analysis.numbers import fixed
 from rr_analysis.stats.gap_tests import paired_table, welch_table
 from rr_analysis.stats.mixed import BlockModel
 from rr_core.errors import InputError
@@ -170,7 +171,7 @@ def power_table(
         else:
             notes.append("paired: needs 2 seed-matched pairs with varying differences")
         if (np.isfinite(d) and np.isnan(nu)) or (np.isfinite(dz) and np.isnan(npd)):
-            notes.append(f"effect too small: more than {MAX_SEEDS:,} seeds")
+            notes.append(f"effect too small: more than {fixed(MAX_SEEDS, 0, grouped=True)} seeds")
         for c, v in zip(cols, (nu, mu, npd, md, "; ".join(notes)), strict=True):
             cols[c].append(v)
     for c, v in cols.items():
@@ -272,7 +273,7 @@ def seed_plan(
     dz = effect / (np.sqrt(2) * sd) if sd > 0 else np.nan
     needed = seeds_needed(dz, True, alpha, power) if np.isfinite(dz) else np.nan
     if np.isfinite(dz) and np.isnan(needed):
-        why = f"the effect is too small for this noise: more than {MAX_SEEDS:,} seeds"
+        why = f"the effect is too small for this noise: more than {fixed(MAX_SEEDS, 0, grouped=True)} seeds"
     variants = [comparison.reference, *comparison.baselines]
     plan = []
     for size in sizes_in_order(rows):

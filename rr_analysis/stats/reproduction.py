@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from rr_analysis.comparison import ALPHA
-from rr_analysis.numbers import fixed
+from rr_analysis.numbers import fixed, significant
 from rr_core.errors import InputError
 from rr_core.sweepfile.dataset import bundled_path, load_sweep
 
@@ -79,9 +79,11 @@ def _offset_test(d: np.ndarray, a: np.ndarray, b: np.ndarray, margin: float) -> 
     if n and not out["offset_sd"] > 0 and abs(out["mean_offset"]) <= ROUNDING:
         out["pooling"] = "safe: every re-run equals its published row"
     elif out["tost_p"] < ALPHA:
-        out["pooling"] = f"safe: the mean offset is within ±{margin:.2g} (TOST p < {ALPHA:g})"
+        out["pooling"] = (
+            f"safe: the mean offset is within ±{significant(margin, 2)} (TOST p < {significant(ALPHA)})"
+        )
     else:
-        out["pooling"] = f"not shown: the mean offset is not shown to be within ±{margin:.2g}"
+        out["pooling"] = f"not shown: the mean offset is not shown to be within ±{significant(margin, 2)}"
     return out
 
 
@@ -160,10 +162,10 @@ def reproduction(
     test = _offset_test(pairs["diff"].to_numpy(float), pairs["reproduced"].to_numpy(float),
                         pairs["published"].to_numpy(float), margin_used)  # fmt: skip
     test["margin"] = margin_used
-    test["noise_source"] = (f"--noise {noise:g}" if noise is not None else f"assumed, not measured: "
-                            f"{NOISE_FRACTION:g} x the published between-seed SD of each size and variant; "
+    test["noise_source"] = (f"--noise {significant(noise)}" if noise is not None else f"assumed, not measured: "
+                            f"{significant(NOISE_FRACTION)} x the published between-seed SD of each size and variant; "
                             "measure it with two re-runs of one seed (docs/statistics.md)")  # fmt: skip
-    test["margin_source"] = (f"--margin {margin:g}" if margin is not None else f"{MARGIN_FRACTION:g} x the "
+    test["margin_source"] = (f"--margin {significant(margin)}" if margin is not None else f"{significant(MARGIN_FRACTION)} x the "
                              f"pooled published between-seed SD of the cells re-run ({fixed(pooled, 5)})")  # fmt: skip
     test["not_rerun"] = len(published) - len(pairs)
     return pairs.assign(**test)[list(REPRODUCTION_COLUMNS)]

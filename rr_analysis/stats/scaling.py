@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from rr_analysis.comparison import STAMP, Comparison, Keywords, compare, sizes_in_order
+from rr_analysis.numbers import significant
 from rr_analysis.stats.forecast import LEVEL, forecast_size
 from rr_core.errors import InputError
 
@@ -105,11 +106,13 @@ def _confound(c: pd.DataFrame) -> str:
 def _identified(r: dict) -> tuple[bool, str]:
     why = []
     if r["E"] < 0:
-        why.append(f"E = {r['E']:.3g} is negative (a loss floor below zero)")
+        why.append(f"E = {significant(r['E'], 3)} is negative (a loss floor below zero)")
     if r["alpha_low"] > 0 and np.log10(r["alpha_high"] / r["alpha_low"]) > 1:
-        why.append(f"alpha's interval [{r['alpha_low']:.3g}, {r['alpha_high']:.3g}] spans more than a decade")
+        why.append(
+            f"alpha's interval [{significant(r['alpha_low'], 3)}, {significant(r['alpha_high'], 3)}] spans more than a decade"
+        )
     if min(abs(r["alpha"] - b) / b for b in ALPHA_BOUNDS) < 1e-3:
-        why.append(f"alpha sits at its bound {r['alpha']:.3g}")
+        why.append(f"alpha sits at its bound {significant(r['alpha'], 3)}")
     return not why, ("not identified: " + "; ".join(why)) if why else ""
 
 
@@ -141,7 +144,7 @@ def _variant_rows(df, v, at, B, rng, metric: str) -> list[dict]:
                        "the seeds' noise only, not from doubt about the curve's form")  # fmt: skip
     misfit = ""
     if r["resid_df"] > 0 and r["chi2"] > 2 * r["resid_df"]:
-        misfit = (f"chi2 = {r['chi2']:.3g} on {r['resid_df']} df: the sizes scatter around the curve beyond "
+        misfit = (f"chi2 = {significant(r['chi2'], 3)} on {r['resid_df']} df: the sizes scatter around the curve beyond "
                   "their seeds' noise, so the intervals understate the uncertainty")  # fmt: skip
     r["note"] = "; ".join(filter(None, [why, misfit, r["note"]]))
     rows = [{**r, "at": a, "params": n, "loss_pred": fit[0] + fit[1] * n ** -fit[2], "loss_low": q[0, 3 + i],

@@ -1,24 +1,19 @@
-"""A view's columns and how their cells read: the `Col` and `View` records, the one missing-value
-spelling ("n/a") and fixed decimals through `rr_analysis.numbers`, and the comparison a frame states filled
-into titles, headers and legends (`filled`).
+"""A view's columns and how their cells read: the `Col` and `View` records, missing values (`missing`,
+spelt `NA`) and fixed decimals through `rr_analysis.numbers`, and the comparison a frame states, the
+significance level and the power target filled into titles, headers and legends (`filled`).
 """
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 import pandas as pd
 
-from rr_analysis.comparison import METRIC, STAMP
-from rr_analysis.numbers import fixed, p_value
+from rr_analysis.comparison import ALPHA, METRIC, POWER, STAMP
+from rr_analysis.numbers import NA, fixed, missing, p_value, percent, significant
 from rr_core.variants import REFERENCE, label
-
-
-def missing(v) -> bool:
-    return v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v))
 
 
 def formatted(v, spec: str) -> str:
@@ -30,11 +25,11 @@ def formatted(v, spec: str) -> str:
 
 
 def number(spec: str) -> Callable:
-    return lambda v: "n/a" if missing(v) else formatted(v, spec)
+    return lambda v: NA if missing(v) else formatted(v, spec)
 
 
 def p_cell(v) -> str:
-    return "n/a" if missing(v) else p_value(v)
+    return NA if missing(v) else p_value(v)
 
 
 @dataclass(frozen=True)
@@ -65,7 +60,8 @@ GAP = "{gap}"  # the sign convention in words, for the frame's comparison (`cont
 
 def context(frame: pd.DataFrame) -> dict[str, str]:
     """What a view's texts say about the comparison, read from the frame's `STAMP` columns (the paper's when
-    it has none): the reference's label, the metric, the response the tests ran on, and the gap in words.
+    it has none): the reference's label, the metric, the response the tests ran on, and the gap in words;
+    and the significance level and power target every test and plan uses (`ALPHA`, `POWER`).
 
     The published comparison reads as it always has ("Review", "val_loss", "(lower loss)"); any other states
     its metric and direction in the title and the gap line.
@@ -85,7 +81,8 @@ def context(frame: pd.DataFrame) -> dict[str, str]:
         of = "" if metric == METRIC else f" of {metric}"
         gap = f"gap = mean(baseline) - mean({name}){of}; positive favours {name} (lower {'loss' if metric == METRIC else metric})."
     shown = f"{metric}, higher is better" if higher else metric
-    return {"ref": name, "metric": shown, "response": f"-{metric}" if higher else metric, "gap": gap}
+    return {"ref": name, "metric": shown, "response": f"-{metric}" if higher else metric, "gap": gap,
+            "alpha": significant(ALPHA), "power": percent(POWER)}  # fmt: skip
 
 
 def filled(view: View, frame: pd.DataFrame) -> View:

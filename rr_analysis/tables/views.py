@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 import pandas as pd
 
-from rr_analysis.numbers import fixed
+from rr_analysis.numbers import NA, fixed, significant
 from rr_analysis.stats.emergence import EMERGENCE_COLUMNS
 from rr_analysis.stats.gap_tests import TABLE_COLUMNS
 from rr_analysis.tables.columns import GAP, Col, View, cell_of, formatted, missing, number, p_cell
@@ -21,11 +21,15 @@ __all__ = [
 
 
 def _ci(low: str, high: str, spec: str) -> Callable[[pd.Series], str]:
-    return lambda r: "n/a" if missing(r[low]) else f"[{formatted(r[low], spec)}, {formatted(r[high], spec)}]"
+    return lambda r: NA if missing(r[low]) else f"[{formatted(r[low], spec)}, {formatted(r[high], spec)}]"
 
 
 def _flip(r) -> str:
-    return "n/a" if missing(r["signflip_p"]) else f"{r['signflip_p']:.3g} ({r['signflip_floor']:.3g})"
+    return (
+        NA
+        if missing(r["signflip_p"])
+        else f"{significant(r['signflip_p'], 3)} ({significant(r['signflip_floor'], 3)})"
+    )
 
 
 def _families(t: pd.DataFrame) -> str:
@@ -85,8 +89,8 @@ def _reproduction_notes(t: pd.DataFrame) -> list[str]:
     r = t.iloc[0]
     test = (f"paired t = {fixed(r['t'], 2)} on {fixed(r['df'], 0)} df, p {p_cell(r['p'])} (two-sided)" if not missing(r['t'])
             else f"no t-test: {r['test_note']}")  # fmt: skip
-    tost = f"p {p_cell(r['tost_p'])}" if not missing(r["tost_p"]) else "n/a"
-    sd = "n/a" if missing(r["offset_sd"]) else f"{fixed(r['offset_sd'], 5)}"
+    tost = f"p {p_cell(r['tost_p'])}" if not missing(r["tost_p"]) else NA
+    sd = NA if missing(r["offset_sd"]) else f"{fixed(r['offset_sd'], 5)}"
     return [
         f"over {r['n']} re-run(s): mean offset {fixed(r['mean_offset'], 5, sign=True)} (SD {sd}, RMS {fixed(r['rms_offset'], 5)}); {test}",
         f"TOST of |mean offset| < {fixed(r['margin'], 5)} ({r['margin_source']}): {tost}; pooling is {r['pooling']}",
@@ -185,7 +189,7 @@ VIEWS: dict[str, View] = {
         ),
     ),
     "power": View(
-        title="Seeds needed for 80% power at alpha 0.05 (two-sided), and the smallest gap detectable now",
+        title="Seeds needed for {power} power at alpha {alpha} (two-sided), and the smallest gap detectable now",
         columns=(
             Col("size", cell_of("size", str)),
             Col("baseline", cell_of("baseline", label)),
@@ -218,7 +222,7 @@ VIEWS: dict[str, View] = {
         notes=lambda t: [],
     ),
     "plan": View(
-        title="Seeds per size for 80% power on the primary (seed-paired) test, from a target effect",
+        title="Seeds per size for {power} power on the primary (seed-paired) test, from a target effect",
         columns=(
             Col("size", cell_of("size", str), 0),
             Col("target\neffect", cell_of("effect", number(".4f"))),
@@ -233,14 +237,14 @@ VIEWS: dict[str, View] = {
         legend=(
             "resid SD: within-seed residual SD pooled across sizes, one REML fit of {response} ~ 0 + size:variant "
             "+ (1 | size:seed); dz = effect / (sqrt(2) resid SD), the SD of a seed-matched difference.",
-            "power: two-sided paired t-test at alpha 0.05 per test (noncentral t, statsmodels TTestPower's "
+            "power: two-sided paired t-test at alpha {alpha} per test (noncentral t, statsmodels TTestPower's "
             "formula); each seed runs every variant; GPU minutes = seeds to add x the summed mean minutes of "
             "the size's variants, as recorded in the data (the published runs: B200).",
         ),
         notes=_row_notes("note"),
     ),
     "equivalence": View(
-        title="Equivalence: is |gap| below the margin? Two one-sided tests (TOST), alpha 0.05",
+        title="Equivalence: is |gap| below the margin? Two one-sided tests (TOST), alpha {alpha}",
         columns=(
             Col("size", cell_of("size", str), 0),
             Col("baseline", cell_of("baseline", label), 0),
@@ -257,7 +261,7 @@ VIEWS: dict[str, View] = {
             GAP,
             "TOST: H0 |gap| >= margin, rejected when both one-sided t-tests reject at 5%, i.e. when the 90% CI "
             "lies inside (-margin, margin); paired* (PRIMARY, statsmodels ttost_paired) and Welch (ttost_ind, "
-            "unequal variances). Verdict: equivalent, different (t-test p < 0.05), or not shown either way.",
+            "unequal variances). Verdict: equivalent, different (t-test p < {alpha}), or not shown either way.",
             "A claim of equivalence in several cells at once needs every cell to pass (intersection-union: no "
             "multiplicity adjustment).",
         ),
@@ -267,7 +271,7 @@ VIEWS: dict[str, View] = {
         title="Forecast: the gap at sizes the sweep has not run, from the primary size-level line",
         columns=(
             Col("at", cell_of("at", str), 0),
-            Col("params", lambda r: f"{r['params']:.4g} ({r['params_source']})", 2),
+            Col("params", lambda r: f"{significant(r['params'], 4)} ({r['params_source']})", 2),
             Col("baseline", cell_of("baseline", label), 0),
             Col("decades\npast data", cell_of("decades_beyond", number(".2f")), 1),
             Col("(c) gap*\npredicted", cell_of("pred", number(".4f")), 0),
@@ -304,7 +308,7 @@ VIEWS: dict[str, View] = {
             Col(
                 "forecast gap\n(PI low, pred, high)",
                 lambda r: (
-                    "n/a"
+                    NA
                     if missing(r["pred"])
                     else f"{fixed(r['pi_low'], 4)}, {fixed(r['pred'], 4)}, {fixed(r['pi_high'], 4)}"
                 ),
@@ -320,7 +324,7 @@ VIEWS: dict[str, View] = {
             Col(
                 "min/run\n(95% PI)",
                 lambda r: (
-                    "n/a"
+                    NA
                     if missing(r["minutes_per_run"])
                     else f"{fixed(r['minutes_per_run'], 1)} ({fixed(r['minutes_pi_low'], 1)}-{fixed(r['minutes_pi_high'], 1)})"
                 ),
@@ -329,7 +333,7 @@ VIEWS: dict[str, View] = {
             Col(
                 "GPU min at pred\n(95% CI)",
                 lambda r: (
-                    "n/a"
+                    NA
                     if missing(r["gpu_minutes"])
                     else f"{fixed(r['gpu_minutes'], 0)} ({fixed(r['gpu_minutes_low'], 0)}-{fixed(r['gpu_minutes_high'], 0)})"
                 ),
@@ -350,7 +354,7 @@ VIEWS: dict[str, View] = {
         ),
         notes=lambda t: (
             [
-                f"{r['at']}: power {r['power']:g} at alpha {r['alpha']:g}; {r['variants_per_seed']} "
+                f"{r['at']}: power {significant(r['power'])} at alpha {significant(r['alpha'])}; {r['variants_per_seed']} "
                 f"variants per seed; time fit over {r['minutes_cells']} cells, minutes ~ work^"
                 f"{fixed(r['minutes_slope'], 3)}"
                 for _, r in t.drop_duplicates("at").iterrows()
@@ -415,7 +419,7 @@ VIEWS: dict[str, View] = {
             GAP,
             "A number written with d decimals stands for the interval its rounding allows (t = 3.3: [3.25, 3.35)). "
             "Verdict: consistent (the recomputed value lies in it); consistent only by rounding (only within the "
-            "rows' own 4-decimal rounding); decision error (outside, and significance at 0.05 flips); value error "
+            "rows' own 4-decimal rounding); decision error (outside, and significance at {alpha} flips); value error "
             "(outside, the decision stands). GRIM: whether a mean of n 4-decimal runs can round to the reported mean.",
             "Primary analysis: the seed-paired t-test per size, adjusted over its family; Welch is the paper's test.",
         ),
