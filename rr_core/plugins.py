@@ -25,9 +25,9 @@ from pathlib import Path
 from typing import Any
 
 from rr_core.errors import InputError
-from rr_core.variants import NAMES, VARIANTS
+from rr_core.variants import NAMES, VARIANTS, unknown_variant
 
-__all__ = ["ENV", "GROUP", "load_plugins", "provenance"]
+__all__ = ["ENV", "GROUP", "load_plugins", "require_variant", "provenance"]
 
 ENV = "RR_PLUGINS"  # comma-separated plugin modules (or .py files) to import
 GROUP = "rr.residuals"  # the entry point group of installed plugin packages
@@ -52,6 +52,15 @@ def load_plugins() -> None:
         if spec not in _LOADED:
             dist = getattr(ep.dist, "name", "an installed package")
             _import(spec, f"the plugin {spec} ({dist}, entry point group {GROUP})", ep.load)
+
+
+def require_variant(name: str) -> None:
+    """Refuse a variant with no residual rule to train, after looking for it among the plugins not yet
+    imported (`load_plugins`); InputError naming the nearest registered name and every registered one."""
+    if name not in VARIANTS:
+        load_plugins()
+    if name not in VARIANTS:
+        raise InputError(unknown_variant(name))
 
 
 def _import(spec: str, what: str, load: Any) -> None:

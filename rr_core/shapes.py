@@ -12,8 +12,8 @@ from dataclasses import dataclass, replace
 
 from rr_core.errors import InputError
 from rr_core.ladder import RECIPE, get_size, ladder_sizes
-from rr_core.plugins import load_plugins
-from rr_core.variants import REFERENCE, VARIANTS, rule_params, unknown_variant
+from rr_core.plugins import load_plugins, require_variant
+from rr_core.variants import REFERENCE, VARIANTS, rule_params
 
 __all__ = ["GPTConfig", "model_config", "size_table"]
 
@@ -46,10 +46,7 @@ class GPTConfig:
                 raise InputError(f"{name} must be a positive integer, got {getattr(self, name)!r}")
         if self.d_model % self.n_head:
             raise InputError(f"d_model ({self.d_model}) must be a multiple of n_head ({self.n_head})")
-        if self.variant not in VARIANTS:
-            load_plugins()
-        if self.variant not in VARIANTS:
-            raise InputError(unknown_variant(self.variant))
+        require_variant(self.variant)
 
     @property
     def head_dim(self) -> int:

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple, get_args, get_origin
 
 from rr_core.errors import InputError
 from rr_core.ladder import LADDER, Recipe, Size, get_size
-from rr_core.variants import REFERENCE, VARIANTS, unknown_variant
+from rr_core.variants import REFERENCE, VARIANTS
 from rr_model.metrics import Backend, require_backends
 
 __all__ = [
@@ -210,12 +210,10 @@ class TrainConfig:
         for name, value in defaults.items():
             if getattr(self, name) is None:
                 object.__setattr__(self, name, value)
-        if self.variant not in VARIANTS:  # a plugin's variant: RR_PLUGINS and the rr.residuals entry points
-            from rr_core.plugins import load_plugins
+        if self.variant not in VARIANTS:  # a plugin's variant, or none: refused with the nearest name
+            from rr_core.plugins import require_variant
 
-            load_plugins()
-        if self.variant not in VARIANTS:
-            raise InputError(unknown_variant(self.variant))
+            require_variant(self.variant)
         checks = {
             "seed": (0 <= self.seed < 2**32, "must be in 0 .. 2**32 - 1 (numpy's RandomState seeds)"),
             "log_every": (self.log_every > 0, "must be > 0"),
