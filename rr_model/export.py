@@ -1,10 +1,17 @@
-"""`rr export`: a trained run as a folder others can load: safetensors weights, config, provenance, card.
+"""`rr export`: a trained run as one folder that rr and Hugging Face transformers both load.
 
-The folder holds ``model.safetensors`` (the state dict; the head's matrix, tied to the token embedding,
-stored once as ``lm_head.weight``), ``config.json`` (the model's shape and tokenizer: what
-`rr_model.model.GPT.from_pretrained` rebuilds it from), ``provenance.json`` (the run's record from its
-sidecar) and ``README.md`` (a model card). Nothing in an existing folder is overwritten: an export that
-would replace a file is refused before anything is written, and each file is created whole or not at all.
+The folder holds ``model.safetensors`` (the state dict; the matrix the head shares with the token
+embedding stored once, under the embedding's name ``transformer.wte.weight``, which transformers 4 and 5
+both tie from), ``config.json`` (the model's shape in rr's field names, what transformers needs to find the
+code: ``auto_map``, ``model_type``, the tie and token ids; rr's own details under "rr"),
+``generation_config.json``, the code transformers runs (``configuration_rr.py``, ``modeling_rr.py``,
+``rr_layers.py`` and a plugin's rule: `rr_model.hf_code`), the run's tokenizer (``tokenizer.json`` and
+``tokenizer_config.json``: the byte tokenizer or GPT-2's), ``provenance.json`` (the run's record from its
+sidecar) and ``README.md`` (a model card). rr reads it back with `rr_model.model.GPT.from_pretrained`,
+transformers with ``AutoModelForCausalLM.from_pretrained(FOLDER, trust_remote_code=True)``.
+
+Nothing in an existing folder is overwritten: an export that would replace a file is refused before
+anything is written, and each file is created whole or not at all.
 """
 
 from __future__ import annotations
@@ -19,16 +26,31 @@ from typing import Any
 from rr_core.errors import InputError
 from rr_core.files import create_new
 from rr_core.variants import label
+from rr_model.data.tokenizers import EOT, eos_id, tokenizer_json
+from rr_model.hf_code import ARCHITECTURE, AUTO_MAP, MODEL_TYPE, PluginRule, remote_code
 from rr_model.inference import Trained, load_trained
+from rr_model.model import INIT_STD
 
-__all__ = ["export", "FILES", "PAPER"]
+__all__ = ["export", "FILES", "PAPER", "FORMAT"]
 
-FILES = ("model.safetensors", "config.json", "provenance.json", "README.md")
+# What every export holds, in the order written (a plugin's rule file comes after rr_layers.py).
+FILES = (
+    "model.safetensors",
+    "config.json",
+    "generation_config.json",
+    "configuration_rr.py",
+    "modeling_rr.py",
+    "rr_layers.py",
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "provenance.json",
+    "README.md",
+)
 PAPER = (
     'Kramer (2026), "Review Residuals: Update-Conditioned Residual Gating for Transformers", '
     "arXiv 2606.31859, DOI 10.5281/zenodo.21053343, released under Apache-2.0"
 )
-FORMAT = 1  # of config.json
+FORMAT = 2  # of config.json: 1 held the shape under "model" and the tied matrix as lm_head.weight
 
 
 def _toolkit() -> str | None:
@@ -39,16 +61,45 @@ def _toolkit() -> str | None:
 
 
 def _config(trained: Trained) -> dict[str, Any]:
+    """config.json: transformers' keys, the shape in rr's field names (both read them), rr's own under "rr"."""
+    eos = eos_id(trained.tokenizer)
+    dtype = trained.model.lm_head.weight.dtype
+    cfg = trained.config
     return {
-        "format": FORMAT,
-        "architecture": "rr GPT (rr_model.model.GPT)",
-        "model": asdict(trained.model.config),
-        "tokenizer": trained.tokenizer,
-        "rr_toolkit": _toolkit(),
+        "architectures": [ARCHITECTURE],
+        "auto_map": AUTO_MAP,
+        "model_type": MODEL_TYPE,
+        **asdict(trained.model.config),
+        "initializer_range": INIT_STD,
+        "tie_word_embeddings": True,
+        "use_cache": True,
+        "bos_token_id": eos,
+        "eos_token_id": eos,
+        "pad_token_id": eos,
+        "dtype": str(dtype).removeprefix("torch."),
+        "rr": {
+            "format": FORMAT,
+            "tokenizer": trained.tokenizer,
+            "toolkit": _toolkit(),
+            "run": {"size": cfg["size"], "variant": cfg["variant"], "seed": cfg["seed"]},
+        },
     }
 
 
-def _card(trained: Trained) -> str:
+def _tokenizer_config(trained: Trained) -> dict[str, Any]:
+    """tokenizer_config.json: transformers' fast tokenizer over tokenizer.json, EOS as every special token
+    (GPT-2's convention; padding with it lets batches pad without a new token), no BOS added."""
+    return {
+        "tokenizer_class": "PreTrainedTokenizerFast",
+        **{f"{role}_token": EOT for role in ("bos", "eos", "unk", "pad")},
+        "add_bos_token": False,
+        "add_eos_token": False,
+        "clean_up_tokenization_spaces": False,
+        "model_max_length": trained.model.config.block_size,
+    }
+
+
+def _card(trained: Trained, plugin: PluginRule | None) -> str:
     """The model card: what was trained, on what, how, with which result, and whose method it is."""
     cfg, mcfg, record = trained.config, trained.model.config, trained.record or {}
     r, data, result = cfg["recipe"], trained.data or {}, record.get("result") or {}
@@ -62,7 +113,11 @@ def _card(trained: Trained) -> str:
         "## Model",
         f"- d_model {mcfg.d_model}, {mcfg.n_layer} layers, {mcfg.n_head} heads, context {mcfg.block_size}, "
         f"vocabulary {mcfg.vocab_size} ({trained.tokenizer} tokenizer); LM head tied to the token embedding",
-        "- load: `from rr_model.model import GPT; model = GPT.from_pretrained(FOLDER)`",
+        "- load in rr: `from rr_model.model import GPT; model = GPT.from_pretrained(FOLDER)`",
+        "- load in transformers (5.24 or later; the folder's own code, so `trust_remote_code=True`): "
+        "`AutoModelForCausalLM.from_pretrained(FOLDER, trust_remote_code=True)` and "
+        "`AutoTokenizer.from_pretrained(FOLDER, trust_remote_code=True)`",
+        *_plugin_lines(plugin),
         "",
         "## Training",
         f"- recipe: {cfg['steps']} steps, batch {r['batch_size']} x {r['block_size']} tokens, AdamW lr "
@@ -89,44 +144,47 @@ def _card(trained: Trained) -> str:
     return "\n".join(lines)
 
 
+def _plugin_lines(plugin: PluginRule | None) -> list[str]:
+    if plugin is None:
+        return []
+    return [
+        f"- residual rule: `{plugin.class_name}`, a plugin's, in {plugin.file_name}: a byte-for-byte copy of "
+        f"{plugin.origin.name} (sha256 {plugin.sha256})"
+    ]
+
+
 def export(checkpoint_path: str | os.PathLike, out: str | os.PathLike) -> list[Path]:
-    """Write a run's weights, config, provenance and model card to the folder `out`; the files written.
+    """Write a run's model to the folder `out` as rr and transformers load it; the files written.
 
     Parameters
     ----------
     checkpoint_path
         What `rr_model.inference.load_trained` reads: final weights, a checkpoint or a checkpoint folder.
     out
-        The folder; made if missing (its parent must exist). None of `FILES` may exist in it yet.
+        The folder; made if missing (its parent must exist). None of the files to write may exist in it.
+
+    Returns
+    -------
+    The paths written: `FILES` in order, a plugin's rule file after rr_layers.py.
 
     Raises
     ------
     InputError
-        `out` is a file, its parent is missing, or it already holds one of `FILES`.
+        `out` is a file, its parent is missing, it already holds one of the files, or the run's variant
+        is a plugin's whose rule cannot travel (`rr_model.hf_code.plugin_rule` says why).
     """
-    from safetensors.torch import save  # the 'export' extra
-
     out = Path(out)
     trained = load_trained(checkpoint_path)
     if out.exists() and not out.is_dir():
         raise InputError(f"--out {out}: a file, not a folder")
     if not out.parent.is_dir():
         raise InputError(f"--out {out}: its parent {out.parent} does not exist")
-    taken = [name for name in FILES if (out / name).exists()]
+    contents = _contents(trained)
+    taken = [name for name in contents if (out / name).exists()]
     if taken:
         raise InputError(
             f"--out {out} already holds {', '.join(taken)}: not overwriting; choose a new folder"
         )
-    weights = {
-        k: v.contiguous() for k, v in trained.model.state_dict().items() if k != "transformer.wte.weight"
-    }
-    record = trained.record or {"status": "unfinished", "config": trained.config}
-    contents = {
-        "model.safetensors": save(weights, metadata={"format": "pt"}),
-        "config.json": (json.dumps(_config(trained), indent=1) + "\n").encode(),
-        "provenance.json": (json.dumps(record, indent=1, sort_keys=True) + "\n").encode(),
-        "README.md": _card(trained).encode(),
-    }
     out.mkdir(exist_ok=True)
     written = []
     for name, data in contents.items():
@@ -134,3 +192,28 @@ def export(checkpoint_path: str | os.PathLike, out: str | os.PathLike) -> list[P
             raise InputError(f"{out / name} appeared while exporting: not overwriting it")
         written.append(out / name)
     return written
+
+
+def _contents(trained: Trained) -> dict[str, bytes]:
+    """Every file of the export, by name, in the order written."""
+    from safetensors.torch import save  # the 'export' extra
+
+    weights = {k: v.contiguous() for k, v in trained.model.state_dict().items() if k != "lm_head.weight"}
+    code, plugin = remote_code(trained.model.config.variant, _toolkit())
+    record = trained.record or {"status": "unfinished", "config": trained.config}
+    eos = eos_id(trained.tokenizer)
+    contents = {
+        "model.safetensors": save(weights, metadata={"format": "pt"}),
+        "config.json": _json(_config(trained)),
+        "generation_config.json": _json({"bos_token_id": eos, "eos_token_id": eos, "pad_token_id": eos}),
+        **code,
+        "tokenizer.json": tokenizer_json(trained.tokenizer).encode("utf-8"),
+        "tokenizer_config.json": _json(_tokenizer_config(trained)),
+        "provenance.json": (json.dumps(record, indent=1, sort_keys=True) + "\n").encode(),
+        "README.md": _card(trained, plugin).encode(),
+    }
+    return contents
+
+
+def _json(value: dict[str, Any]) -> bytes:
+    return (json.dumps(value, indent=1) + "\n").encode()

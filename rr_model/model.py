@@ -11,6 +11,7 @@ The config and its exact parameter count live torch-free in `rr_core.shapes`.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -24,7 +25,7 @@ from rr_core.ladder import RECIPE
 from rr_core.shapes import GPTConfig
 from rr_core.variants import residual_rule
 
-__all__ = ["GPTConfig", "GPT"]
+__all__ = ["GPTConfig", "GPT", "KVCache", "LAYERS"]
 
 INIT_STD = 0.02  # GPT-2 init for every Linear and Embedding weight
 EPS = 1e-5
@@ -47,17 +48,37 @@ class RMSNorm(nn.Module):
 
 
 class CausalSelfAttention(nn.Module):
-    def __init__(self, config: GPTConfig):
+    def __init__(self, config: GPTConfig, layer_idx: int = 0):
         super().__init__()
         self.n_head = config.n_head
+        self.layer_idx = layer_idx  # this layer's slot in a KV cache
         self.c_attn = nn.Linear(config.d_model, 3 * config.d_model)  # q, k, v in one matmul
         self.c_proj = nn.Linear(config.d_model, config.d_model)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def forward(
+        self, x: torch.Tensor, cache: KVCache | None = None, mask: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """Attention of each position to itself and the earlier ones: those of `x`, after the cache's.
+
+        `cache` (anything with `KVCache`'s ``update``) holds the earlier positions' keys and values and
+        takes these; `mask` (boolean, True where a query may see a key), when given, replaces the causal rule
+        (an export's padding masks).
+        """
         B, T, C = x.shape
         q, k, v = self.c_attn(x).split(C, dim=2)
         q, k, v = (t.view(B, T, self.n_head, C // self.n_head).transpose(1, 2) for t in (q, k, v))
-        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        if cache is not None:
+            k, v = cache.update(k, v, self.layer_idx)
+        S = k.shape[2]
+        if mask is not None:
+            y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+        elif S == T:  # no earlier positions: training's call
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        elif T == 1:  # one new token sees every earlier one (is_causal would align it top-left)
+            y = F.scaled_dot_product_attention(q, k, v)
+        else:  # several new tokens after earlier ones: causal, aligned bottom-right
+            causal = torch.ones(T, S, dtype=torch.bool, device=x.device).tril(S - T)
+            y = F.scaled_dot_product_attention(q, k, v, attn_mask=causal)
         return self.c_proj(y.transpose(1, 2).contiguous().view(B, T, C))
 
 
@@ -162,19 +183,48 @@ class ReZero(nn.Module):
 class Block(nn.Module):
     """Pre-norm transformer block; each sublayer's output u goes through the residual rule."""
 
-    def __init__(self, config: GPTConfig):
+    def __init__(self, config: GPTConfig, layer_idx: int = 0):
         super().__init__()
         rule = residual_rule(config.variant)
         self.ln_1 = RMSNorm(config.d_model)
-        self.attn = CausalSelfAttention(config)
+        self.attn = CausalSelfAttention(config, layer_idx)
         self.res_attn = rule(config.d_model)
         self.ln_2 = RMSNorm(config.d_model)
         self.mlp = MLP(config)
         self.res_mlp = rule(config.d_model)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        x = self.res_attn(x, self.attn(self.ln_1(x)))
+    def forward(
+        self, x: torch.Tensor, cache: KVCache | None = None, mask: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        x = self.res_attn(x, self.attn(self.ln_1(x), cache, mask))
         return self.res_mlp(x, self.mlp(self.ln_2(x)))
+
+
+class KVCache:
+    """The keys and values of the positions a model has seen, per layer: what generation attends to
+    instead of running the whole prefix again at every token.
+
+    Its interface (``update``, ``get_seq_length``) is that of transformers' ``DynamicCache``, so the
+    attention above runs unchanged under either (an export's model gets transformers' cache).
+    """
+
+    def __init__(self) -> None:
+        self.keys: list[torch.Tensor] = []
+        self.values: list[torch.Tensor] = []
+
+    def update(self, k: torch.Tensor, v: torch.Tensor, layer_idx: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """Append the new positions' keys and values (B, heads, T, head_dim) to layer `layer_idx`'s; all of them."""
+        if layer_idx == len(self.keys):
+            self.keys.append(k)
+            self.values.append(v)
+        else:
+            self.keys[layer_idx] = torch.cat([self.keys[layer_idx], k], dim=2)
+            self.values[layer_idx] = torch.cat([self.values[layer_idx], v], dim=2)
+        return self.keys[layer_idx], self.values[layer_idx]
+
+    def get_seq_length(self, layer_idx: int = 0) -> int:
+        """Positions held (0 before the first forward)."""
+        return self.keys[layer_idx].shape[2] if layer_idx < len(self.keys) else 0
 
 
 class GPT(nn.Module):
@@ -188,7 +238,7 @@ class GPT(nn.Module):
                 dict(
                     wte=nn.Embedding(config.vocab_size, config.d_model),
                     wpe=nn.Embedding(config.block_size, config.d_model),
-                    h=nn.ModuleList([Block(config) for _ in range(config.n_layer)]),
+                    h=nn.ModuleList([Block(config, i) for i in range(config.n_layer)]),
                     ln_f=RMSNorm(config.d_model),
                 )
             )
@@ -235,28 +285,40 @@ class GPT(nn.Module):
                 rule.init_published()
 
     def forward(
-        self, idx: torch.Tensor, targets: torch.Tensor | None = None
+        self, idx: torch.Tensor, targets: torch.Tensor | None = None, *, cache: KVCache | None = None
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Logits for every position, and the mean cross-entropy when `targets` is given.
 
         Parameters
         ----------
         idx, targets
-            Token ids of shape (B, T), T <= block_size; targets are idx shifted left by one.
+            Token ids of shape (B, T); targets are idx shifted left by one.
+        cache
+            The keys and values of earlier positions (`KVCache`): `idx` continues them, at positions
+            ``cache.get_seq_length()`` on, and its own are added to it.
 
         Returns
         -------
         logits of shape (B, T, vocab_size) (all positions: evaluation calibrates on them) and the loss
         (a scalar tensor) or None.
+
+        Raises
+        ------
+        ValueError
+            A position at or past block_size: the learned absolute positions stop there.
         """
         B, T = idx.shape
-        assert T <= self.config.block_size, (
-            f"sequence of {T} tokens exceeds block_size {self.config.block_size}"
-        )
-        pos = torch.arange(T, device=idx.device)
+        past = 0 if cache is None else cache.get_seq_length()
+        if past + T > self.config.block_size:
+            raise ValueError(
+                f"{past + T} positions ({past} cached, {T} new) exceed block_size {self.config.block_size}: "
+                "learned absolute positions cannot slide; feed the last block_size tokens without a cache "
+                "(as generate does)"
+            )
+        pos = torch.arange(past, past + T, device=idx.device)
         x = self.transformer.wte(idx) + self.transformer.wpe(pos)
         for block in self.transformer.h:
-            x = block(x)
+            x = block(x, cache)
         logits = self.lm_head(self.transformer.ln_f(x))
         loss = None
         if targets is not None:
@@ -288,29 +350,38 @@ class GPT(nn.Module):
         temperature: float = 1.0,
         top_k: int | None = None,
         generator: torch.Generator | None = None,
+        use_cache: bool = True,
     ) -> torch.Tensor:
         """Continue each row of `idx` (B, T) by `max_new_tokens` sampled tokens, as nanoGPT's generate.
 
         Each new token is drawn from the softmax of the last position's logits divided by `temperature`,
-        restricted to the `top_k` most likely tokens when given; the context is cropped to the last
-        block_size tokens. No KV cache: every step runs the whole (cropped) context. `generator` makes
-        the draws reproducible (torch.multinomial's); temperature 0 takes the most likely token.
+        restricted to the `top_k` most likely tokens when given (`next_token`). `generator` makes the
+        draws reproducible (torch.multinomial's); temperature 0 takes the most likely token.
+
+        Notes
+        -----
+        With `use_cache` (the default) the first step runs the prompt and keeps every layer's keys and
+        values (`KVCache`); each later step runs only the newest token against them. Without it every step
+        runs the whole context again. The two give the same tokens for a seed (the logits agree to
+        rounding: the matrix shapes differ).
+
+        Past block_size tokens the learned absolute positions cannot slide, so both do what nanoGPT does:
+        each further step runs the last block_size tokens afresh, at positions 0..block_size-1, without a
+        cache (a prompt longer than block_size is cropped so from the first step). A model exported for
+        transformers generates the same way (its ``prepare_inputs_for_generation``).
 
         Returns
         -------
         (B, T + max_new_tokens) token ids, the prompt first.
         """
+        block = self.config.block_size
+        cache = KVCache() if use_cache else None
         for _ in range(max_new_tokens):
-            logits, _ = self(idx[:, -self.config.block_size :])
-            logits = logits[:, -1, :].float()
-            if temperature == 0:
-                nxt = logits.argmax(-1, keepdim=True)
+            if cache is not None and idx.shape[1] <= block:
+                logits, _ = self(idx[:, cache.get_seq_length() :], cache=cache)
             else:
-                logits = logits / temperature
-                if top_k is not None:
-                    kth = torch.topk(logits, min(top_k, logits.size(-1))).values[:, [-1]]
-                    logits = logits.masked_fill(logits < kth, -float("inf"))
-                nxt = torch.multinomial(F.softmax(logits, dim=-1), 1, generator=generator)
+                logits, _ = self(idx[:, -block:])
+            nxt = next_token(logits[:, -1, :], temperature, top_k, generator)
             idx = torch.cat([idx, nxt], dim=1)
         return idx
 
@@ -318,16 +389,45 @@ class GPT(nn.Module):
     def from_pretrained(cls, folder: str | os.PathLike) -> GPT:
         """The model `rr export` wrote to `folder` (config.json and model.safetensors), in eval mode.
 
-        The head's matrix is stored once (as ``lm_head.weight``) and tied to wte again here; building the
-        model draws nothing from the caller's random stream (it is forked and restored).
+        Reads both layouts rr has written: the one transformers loads too (config.json holds the shape's
+        fields at its top level; the matrix the head shares with wte stored once, as
+        ``transformer.wte.weight``) and the earlier one (the shape under "model", the matrix as
+        ``lm_head.weight``). Building the model draws nothing from the caller's random stream (it is forked
+        and restored). A plugin's rule must be registered (``RR_PLUGINS``), as for training.
         """
         from safetensors.torch import load_file  # the 'export' extra
 
         folder = Path(folder)
         config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+        shape = config.get("model") or {f.name: config[f.name] for f in dataclasses.fields(GPTConfig)}
         with torch.random.fork_rng(devices=[]):
-            model = cls(GPTConfig(**config["model"]))
+            model = cls(GPTConfig(**shape))
         weights = load_file(folder / "model.safetensors")
-        weights["transformer.wte.weight"] = weights["lm_head.weight"]  # tied: one tensor, two names
+        tied = weights.setdefault("transformer.wte.weight", weights.get("lm_head.weight"))
+        weights["lm_head.weight"] = tied  # one tensor, two names
         model.load_state_dict(weights)
         return model.eval()
+
+
+def next_token(
+    logits: torch.Tensor, temperature: float, top_k: int | None, generator: torch.Generator | None
+) -> torch.Tensor:
+    """The next token of each row (B, 1) from its last position's logits (B, vocab_size), as nanoGPT draws it.
+
+    Temperature 0 takes the most likely token; otherwise one draw of torch.multinomial from
+    softmax(logits / temperature), restricted to the `top_k` largest logits (ties at the k-th kept).
+    """
+    logits = logits.float()
+    if temperature == 0:
+        return logits.argmax(-1, keepdim=True)
+    logits = logits / temperature
+    if top_k is not None:
+        kth = torch.topk(logits, min(top_k, logits.size(-1))).values[:, [-1]]
+        logits = logits.masked_fill(logits < kth, -float("inf"))
+    return torch.multinomial(F.softmax(logits, dim=-1), 1, generator=generator)
+
+
+# What an export carries for transformers (`rr_model.hf_code`): these definitions' source, copied verbatim
+# beside a wrapper that adds transformers' plumbing, so the two models cannot drift apart. The residual
+# rules go with them, read from the variant registry (rr's own, all defined above, and a plugin's).
+LAYERS = (rms, RMSNorm, CausalSelfAttention, MLP, Block)

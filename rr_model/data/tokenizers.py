@@ -25,6 +25,7 @@ __all__ = [
     "decode_text",
     "token_bytes",
     "eos_id",
+    "tokenizer_json",
 ]
 
 
@@ -124,6 +125,41 @@ def token_bytes(tokenizer: str) -> np.ndarray:
         lengths[i] = len(token)
     lengths[eos_id(tokenizer)] = 1
     return lengths
+
+
+def byte_chars() -> dict[int, str]:
+    """GPT-2's table of each byte to a printable character (Radford et al. 2019, the byte-level BPE's
+    alphabet): printable Latin-1 bytes stand for themselves, the other 68 map to code points from 256 on in
+    byte order. `tokenizers`' ByteLevel pre-tokenizer writes bytes with it."""
+    printable = [
+        *range(ord("!"), ord("~") + 1),
+        *range(ord("¡"), ord("¬") + 1),
+        *range(ord("®"), ord("ÿ") + 1),
+    ]
+    others = [b for b in range(256) if b not in printable]
+    return {b: chr(b) for b in printable} | {b: chr(256 + i) for i, b in enumerate(others)}
+
+
+def tokenizer_json(name: str) -> str:
+    """The tokenizer `name` ("bytes" or "gpt2") as a `tokenizers` JSON document: what an export ships as
+    tokenizer.json, so transformers' AutoTokenizer encodes text as `encode_text` does.
+
+    GPT-2's is its own file. The byte tokenizer is a byte-level BPE without merges whose vocabulary maps
+    each byte's character (`byte_chars`) to the byte's value, no regex splitting (every byte stays one
+    token), and ``<|endoftext|>`` added as a special token: id 256, `BYTE_EOS`.
+    """
+    if name != "bytes":
+        return gpt2_tokenizer().to_str()
+    from tokenizers import Tokenizer as Built
+    from tokenizers import decoders, models, pre_tokenizers
+
+    vocab = {char: b for b, char in byte_chars().items()}
+    tok = Built(models.BPE(vocab=vocab, merges=[]))
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
+    tok.decoder = decoders.ByteLevel()
+    tok.add_special_tokens([EOT])
+    assert tok.token_to_id(EOT) == BYTE_EOS  # the next free id after the 256 bytes
+    return tok.to_str()
 
 
 @dataclass(frozen=True)
