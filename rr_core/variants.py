@@ -131,7 +131,9 @@ def register_residual(
     ------
     InputError
         A bad name or colour, a name of rr's own or one another rule holds, or a `rule` that is neither an
-        ``nn.Module`` class nor a ``"module:Class"`` string.
+        ``nn.Module`` class nor a ``"module:Class"`` string. The held class defined again by a byte-for-byte
+        copy of its file (an export carries one, `rr_model.hf_code`) is the rule already held: the call
+        does nothing.
     """
     where = f"register_residual({name!r})"
     if (problem := variant_problem(name)) is not None:
@@ -150,11 +152,37 @@ def register_residual(
             )
     held = VARIANTS.get(name)
     if held is not None and _rule_path(held.rule) != _rule_path(rule):
+        if _copy_of(rule, held):
+            return  # the same file imported again under another module name (an export's copy of it)
         raise InputError(f"{where}: {_rule_path(held.rule)} is registered under that name already")
     if colour is not None and not _COLOUR.fullmatch(colour):
         raise InputError(f"{where}: colour {colour!r} must be #RRGGBB")
     VARIANTS[name] = Variant(name, label or name, colour, matched, rule, params)
     _counted.cache_clear()
+
+
+def _copy_of(rule: type | str, held: Variant) -> bool:
+    """Whether the class `rule` is `held`'s rule defined again: the same name, in a file of the same bytes."""
+    if isinstance(rule, str):
+        return False
+    try:
+        original = residual_rule(held.name)
+    except Exception:  # a lazy path that no longer imports: no rule to be a copy of
+        return False
+    digests = {_source_digest(cls) for cls in (rule, original)}
+    return rule.__qualname__ == original.__qualname__ and len(digests) == 1 and None not in digests
+
+
+def _source_digest(cls: type) -> str | None:
+    """sha256 of the file that defines `cls`; None when it has none."""
+    import hashlib
+    import inspect
+    from pathlib import Path
+
+    try:
+        return hashlib.sha256(Path(inspect.getsourcefile(cls) or "").read_bytes()).hexdigest()
+    except (TypeError, OSError):
+        return None
 
 
 def residual_rule(name: str) -> type:

@@ -310,6 +310,33 @@ def test_an_extra_numeric_column_is_read_as_a_metric():
             read_sweep_text("\n".join([rows[0] + "," + header, rows[1] + "," + cell]) + "\n", "acc.csv")
 
 
+def test_writers_keep_extra_columns_and_append_in_the_files_own_column_order(tmp_path):
+    """write_sweep keeps an extra measured column; append_rows writes each cell under its own header, in a
+    file whose columns come in another order, and leaves the extra column empty for a row without it."""
+    df = load_sweep().head(3).assign(arc_easy_acc=[0.25, np.nan, 0.3125])
+    for exact in (False, True):
+        path = tmp_path / f"w{exact}.csv"
+        write_sweep(df, path, exact=exact)
+        back = load_sweep(path)
+        assert list(back.columns) == [*FIELDS, "arc_easy_acc"]
+        assert back["arc_easy_acc"].tolist()[::2] == [0.25, 0.3125] and math.isnan(back["arc_easy_acc"][1])
+    order = ["arc_easy_acc", "val_loss", "ece", "variant", "size", "seed", "params_M", "steps", "minutes"]
+    path = tmp_path / "reordered.csv"
+    path.write_text(",".join(order) + "\n0.5,1.7,0.9,standard,60M,0,59.47,8000,\n")
+    append_rows(path, [{**NEW, "val_loss": 0.95, "ece": 0.01}, {**NEW, "seed": 9, "val_loss": 1.5, "arc_easy_acc": 0.75}])
+    rows = load_sweep(path)
+    assert rows[["seed", "val_loss", "ece"]].values.tolist() == [
+        [0, 1.7, 0.9],
+        [NEW["seed"], 0.95, 0.01],
+        [9, 1.5, NEW["ece"]],
+    ]
+    assert rows["arc_easy_acc"].tolist()[::2] == [0.5, 0.75] and math.isnan(rows["arc_easy_acc"][1])
+    before = path.read_bytes()
+    with pytest.raises(DataError, match="new row 1, column hellaswag_acc - the file has no such column"):
+        append_rows(path, [{**NEW, "seed": 10, "hellaswag_acc": 0.5}])
+    assert path.read_bytes() == before
+
+
 def test_size_is_an_ordered_categorical_by_parameter_count(tmp_path):
     path = tmp_path / "s.csv"
     rows = ["1B,review_neutral,0,1010.5,6000,1.4,,", "60M,review_neutral,0,59.47,8000,1.7,,",

@@ -3,11 +3,13 @@ refused with both places named, provenance sidecars merged, nothing ever overwri
 
 from __future__ import annotations
 
+import re
 import shutil
 
 import pytest
 from conftest import rr
 
+from rr_core.errors import InputError
 from rr_core.sweepfile.dataset import append_rows, bundled_path, load_sweep
 from rr_core.sweepfile.merge import merge_sweeps
 from rr_core.sweepfile.provenance import append_record, read_records, sidecar_path
@@ -98,3 +100,26 @@ def test_never_overwrites_and_bad_inputs_are_one_clear_error(tmp_path):
     result = rr("merge", a, bad, "--out", tmp_path / "o.csv")
     assert result.exit_code == 2 and "line 2, column seed: 'x' - is not an integer" in result.stderr
     assert not (tmp_path / "o.csv").exists()
+
+
+def test_extra_measured_columns_are_kept_and_compared(tmp_path):
+    """A column one input has (a downstream accuracy) reaches the merged file, empty for the other input's
+    rows; a run whose copies agree on every column but that one is refused, naming the column."""
+    header = "size,variant,seed,params_M,steps,val_loss,ece,minutes"
+    a = tmp_path / "a.csv"
+    a.write_text(f"{header},arc_easy_acc\n60M,highway,3,60.68,8000,1.6951,,,0.3125\n")
+    b = sweep(tmp_path / "b.csv", row(4, 1.6977), published=False)
+    merge_sweeps([a, b], tmp_path / "m.csv")
+    merged = load_sweep(tmp_path / "m.csv")
+    assert merged["arc_easy_acc"].tolist()[0] == 0.3125 and merged["arc_easy_acc"].isna().tolist() == [
+        False,
+        True,
+    ]
+    again = tmp_path / "again.csv"
+    again.write_text(f"{header},arc_easy_acc\n60M,highway,3,60.68,8000,1.6951,,,0.5\n")
+    said = f"{again} line 2: 60M highway 3 has arc_easy_acc 0.5, {a} line 2 has 0.3125"
+    with pytest.raises(InputError, match=re.escape(said)):
+        merge_sweeps([a, again], tmp_path / "m2.csv")
+    without = sweep(tmp_path / "c.csv", row(3, 1.6951) | {"ece": None, "minutes": None}, published=False)
+    with pytest.raises(InputError, match="3 has arc_easy_acc 0.3125, .*c.csv line 2 has an empty cell"):
+        merge_sweeps([without, a], tmp_path / "m3.csv")

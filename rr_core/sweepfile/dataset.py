@@ -32,7 +32,7 @@ from rr_core.files import (
 )
 from rr_core.ladder import size_problem, size_sort_key
 from rr_core.sweepfile.csv_text import DECIMAL_COMMA, FIELDS, DataError, file_problem, read_bytes, split_cells
-from rr_core.sweepfile.schema import COLUMNS, EXTRA_RULE, GROUP_RULES, KEY, SCHEMA, Problem
+from rr_core.sweepfile.schema import COLUMNS, EXTRA_NAME, EXTRA_RULE, GROUP_RULES, KEY, SCHEMA, Problem
 from rr_core.variants import COMPARED, variant_problem
 
 __all__ = [
@@ -261,7 +261,7 @@ def load_sweep(path: str | os.PathLike | None = None) -> pd.DataFrame:
     categories are the sizes present smallest first (`size_order`: sorting and grouping follow size, and
     ``df["size"].astype(str)`` gives plain labels), variant str, the rest float64 (ece and minutes NaN where not measured); then any extra measured column the file carries, in
     its order, as float64 (`rr_core.sweepfile.schema.EXTRA_NAME` and `EXTRA_RULE`: an ``accuracy`` column for
-    ``rr analyze --metric accuracy``). Writers (`write_sweep`, `append_rows`) keep to the schema's columns. Rows keep the file's order;
+    ``rr analyze --metric accuracy``). Writers (`write_sweep`, `append_rows`, `rr merge`) keep them. Rows keep the file's order;
     ``df.attrs["lines"]`` holds each row's line number in the file (a tuple).
 
     Raises
@@ -310,20 +310,53 @@ def next_seeds(
     return list(itertools.islice(missing, n))
 
 
-def format_row(row: Mapping) -> str:
-    """One CSV line (no newline) in the published number format."""
+def format_row(row: Mapping, columns: Sequence[str] = FIELDS) -> str:
+    """One CSV line (no newline) of `columns` in the published number format; an extra measured column's
+    number as Python writes it (shortest round trip), an empty cell where `row` has none."""
     cells = []
-    for name in FIELDS:
+    for name in columns:
         v = row.get(name)
         if v is None or (isinstance(v, float) and np.isnan(v)):
             cells.append("")
         elif name in _DECIMALS:
             cells.append(repr(round(float(v), _DECIMALS[name])))
-        else:
+        elif name in FIELDS:
             cells.append(str(v))
+        else:
+            cells.append(repr(float(v)))
     buf = io.StringIO()
     csv.writer(buf, lineterminator="").writerow(cells)
     return buf.getvalue()
+
+
+def extra_columns(columns: Iterable[str]) -> list[str]:
+    """The names among `columns` beyond the schema's (`FIELDS`): extra measured columns, in their order."""
+    return [c for c in columns if c not in FIELDS]
+
+
+def _header(raw: bytes) -> list[str]:
+    """The column names of a sweep file's first line, as written (any order); `FIELDS` when it does not
+    name them all (the file is then refused for what it is once the new rows are parsed with it)."""
+    first = raw.split(b"\n", 1)[0].decode("utf-8-sig", errors="replace").strip("\r")
+    names = [name.strip() for name in next(csv.reader([first]), [])]
+    return names if set(FIELDS) <= set(names) else list(FIELDS)
+
+
+def _row_columns(rows: Sequence[Mapping], columns: Sequence[str]) -> list[Problem]:
+    """A problem for each key of a new row that is not one of `columns` (a file's header): rows are
+    appended to the columns a file has, never to a column it lacks."""
+    return [
+        Problem(
+            None,
+            key,
+            None,
+            "the file has no such column: rr appends only to the columns a file has",
+            f"new row {i}",
+        )
+        for i, row in enumerate(rows, 1)
+        for key in row
+        if key not in columns
+    ]
 
 
 # SHA-256 of the published rows in canonical form (sorted by size, variant, seed; published number format).
@@ -355,22 +388,49 @@ def verify_reference(df: pd.DataFrame, path: str | os.PathLike) -> None:
 def write_sweep(df: pd.DataFrame, path: str | os.PathLike, *, exact: bool = False) -> None:
     """Write a new sweep file, whole or not at all, refusing to overwrite an existing one.
 
-    ``exact=True`` writes floats at full precision (round-trips bit for bit) instead of the published
-    number format.
+    The schema's columns come first, in `FIELDS`' order, then the frame's extra measured columns in its
+    order (finite numbers or empty, named by `EXTRA_NAME`). ``exact=True`` writes floats at full precision
+    (round-trips bit for bit) instead of the published number format; extra columns are always written at
+    full precision.
     """
     path = Path(path)
     refuse_reference(path)
+    columns = [*FIELDS, *extra_columns(df.columns)]
     problems = _schema_problems(df[FIELDS].reset_index(drop=True), range(2, len(df) + 2))
+    problems += _extra_problems(df)
     if problems:
         raise DataError(path, problems)
     if exact:
-        body = df[FIELDS].to_csv(index=False, float_format=None, lineterminator="\n")
+        body = df[columns].to_csv(index=False, float_format=None, lineterminator="\n")
     else:
-        body = "\n".join([",".join(FIELDS), *(format_row(r) for r in df[FIELDS].to_dict("records"))]) + "\n"
+        body = (
+            "\n".join([",".join(columns), *(format_row(r, columns) for r in df[columns].to_dict("records"))])
+            + "\n"
+        )
     if not create_new(path, lambda f: f.write(body.encode("utf-8"))):  # never clobber a dataset
         raise FileExistsError(
             errno.EEXIST, "a sweep file already exists there; rr never overwrites one", str(path)
         )
+
+
+def _extra_problems(df: pd.DataFrame) -> list[Problem]:
+    """What is wrong with a frame's extra columns as a sweep file would hold them (name, finite numbers)."""
+    problems = []
+    for name in extra_columns(df.columns):
+        if not EXTRA_NAME.fullmatch(str(name)):
+            problems.append(
+                Problem(
+                    1,
+                    str(name),
+                    None,
+                    f"unknown column (expected {','.join(FIELDS)}): an extra column's name must be {EXTRA_NAME.pattern}",
+                )
+            )
+            continue
+        values = pd.to_numeric(df[name], errors="coerce")
+        if (values.isna() & df[name].notna()).any() or np.isinf(values).any():
+            problems.append(Problem(1, str(name), None, EXTRA_RULE))
+    return problems
 
 
 def check_append(df: pd.DataFrame, rows: Iterable[Mapping], path: str | os.PathLike | None = None) -> None:
@@ -388,8 +448,12 @@ def check_append(df: pd.DataFrame, rows: Iterable[Mapping], path: str | os.PathL
     ...     print(e.problems[-1])
     new row 1, column size,variant,seed: ('60M', 'review_neutral', 0) - duplicate run: this (size, variant, seed) appears more than once
     """
-    new = [format_row(r) for r in rows]
-    added = _parse(("\n".join([",".join(FIELDS), *new]) + "\n").encode("utf-8"), path, new_from=2)
+    rows = list(rows)
+    columns = [*FIELDS, *extra_columns(df.columns)]
+    if problems := _row_columns(rows, columns):
+        raise DataError(path, problems)
+    new = [format_row(r, columns) for r in rows]
+    added = _parse(("\n".join([",".join(columns), *new]) + "\n").encode("utf-8"), path, new_from=2)
     lines = list(df.attrs.get("lines") or range(2, len(df) + 2))
     first = max(lines, default=1) + 1  # where the new rows would start
     both = pd.concat([df[FIELDS], added[FIELDS]], ignore_index=True)
@@ -413,17 +477,19 @@ def append_rows(
     record there, so a reader holding the lock sees the row and its record together or neither); if it raises,
     the rows are removed again and its exception propagates.
 
-    Returns the new rows as parsed back. Raises DataError if the combined file would be invalid (for
-    instance a duplicate (size, variant, seed)), in which case nothing is written; problems in the new rows
-    are cited as "new row N", since they have no line in the file. Raises `rr_core.files.Unwritten`
+    Rows are written in the file's own column order; an extra column of the file a row lacks is left empty,
+    and a row with a key the file has no column for is refused (a new file gets `FIELDS`, then the rows'
+    other keys). Returns the new rows as parsed back. Raises DataError if the combined file would be invalid
+    (for instance a duplicate (size, variant, seed)), in which case nothing is written; problems in the new
+    rows are cited as "new row N", since they have no line in the file. Raises `rr_core.files.Unwritten`
     (an InputError naming the file) when the rows could not be written whole.
     """
-    path = Path(path)
+    path, rows = Path(path), list(rows)
     refuse_reference(path)
-    new = [format_row(r) for r in rows]
-    body = ("\n".join(new) + "\n").encode("utf-8")
     if not path.exists():
-        whole = (",".join(FIELDS) + "\n").encode("utf-8") + body
+        whole = _lines(
+            rows, [*FIELDS, *extra_columns(dict.fromkeys(k for r in rows for k in r))], path, header=True
+        )
         df = _parse(whole, path, new_from=2)
         if create_new(path, lambda f: f.write(whole)):
             if then is not None:
@@ -432,15 +498,27 @@ def append_rows(
     with locked(path, os.O_RDWR | os.O_APPEND) as fd:  # another writer may have created it meanwhile
         existing = read_bytes(path)
         if not existing.strip():  # empty, as a writer killed mid-create once left it: add the header
-            body = (",".join(FIELDS) + "\n").encode("utf-8") + body
-        elif not existing.endswith(b"\n"):
-            body = b"\n" + body
+            columns = [*FIELDS, *extra_columns(dict.fromkeys(k for r in rows for k in r))]
+            body = _lines(rows, columns, path, header=True)
+        else:  # the file's own columns, in its order
+            body = (b"" if existing.endswith(b"\n") else b"\n") + _lines(rows, _header(existing), path)
         combined = existing + body
-        df = _parse(combined, path, new_from=combined.count(b"\n") - len(new) + 1)
-        start = append_whole(fd, body, path, f"{len(new)} row(s)")  # O_APPEND keeps it at the end
+        df = _parse(combined, path, new_from=combined.count(b"\n") - len(rows) + 1)
+        start = append_whole(fd, body, path, f"{len(rows)} row(s)")  # O_APPEND keeps it at the end
         if then is not None:
             _then_or_undo(fd, start, then)
-    return df.iloc[len(df) - len(new) :].reset_index(drop=True)
+    return df.iloc[len(df) - len(rows) :].reset_index(drop=True)
+
+
+def _lines(rows: list[Mapping], columns: list[str], path, *, header: bool = False) -> bytes:
+    """The CSV lines of `rows` in `columns`' order (after a header line when asked), each ending in a newline.
+
+    Raises DataError when a row has a key that is none of `columns`.
+    """
+    if problems := _row_columns(rows, columns):
+        raise DataError(path, problems)
+    lines = [",".join(columns)] if header else []
+    return ("\n".join([*lines, *(format_row(r, columns) for r in rows)]) + "\n").encode("utf-8")
 
 
 def _then_or_undo(fd: int, start: int, then: Callable[[], object]) -> None:

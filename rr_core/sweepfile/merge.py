@@ -2,8 +2,9 @@
 
 Where the shared results file cannot be locked across hosts (see the README, "On a cluster"), each job
 writes its own file and `merge_sweeps` joins them afterwards: every input is validated, a run present in
-several inputs must have the same values everywhere (identical copies are kept once; the published rows
-that each file started from are such copies), the merged rows must pass the schema together (same steps and
+several inputs must have the same values everywhere, extra measured columns included (a column a file
+lacks counts as empty; identical copies are kept once; the published rows that each file started from are
+such copies), the merged file has every input's columns, the merged rows must pass the schema together (same steps and
 params_M across seeds of a size and variant), and the provenance sidecars (`A.runs.jsonl`, ...) are merged
 into the new file's. Nothing is ever overwritten: the output and its sidecar must not exist. Each input is
 read with its sidecar under the input's lock, so a trainer appending meanwhile adds its row and record to the
@@ -24,7 +25,7 @@ import pandas as pd
 from rr_core.errors import InputError
 from rr_core.files import create_new, locked
 from rr_core.sweepfile.csv_text import FIELDS, DataError
-from rr_core.sweepfile.dataset import bundled_path, load_sweep, plain, write_sweep
+from rr_core.sweepfile.dataset import bundled_path, extra_columns, load_sweep, plain, write_sweep
 from rr_core.sweepfile.provenance import read_records, sidecar_path
 from rr_core.sweepfile.schema import KEY
 
@@ -32,7 +33,12 @@ __all__ = ["merge_sweeps"]
 
 
 def _same(a: Any, b: Any) -> bool:
+    """Equal cells: both empty (NaN, or a column the row's file lacks) or the same value."""
     return (pd.isna(a) and pd.isna(b)) or a == b
+
+
+def _cell(value: Any) -> str:
+    return "an empty cell" if pd.isna(value) else repr(plain(value))
 
 
 def _snapshot(path: Path) -> tuple[pd.DataFrame, list[dict[str, Any]]]:
@@ -54,6 +60,7 @@ def _combine(snapshots: Sequence[tuple[Path, pd.DataFrame]]) -> tuple[pd.DataFra
     """
     first: dict[tuple, tuple[pd.Series, str]] = {}
     parts, origins, conflicts = [], [], []
+    columns = [*FIELDS, *extra_columns(dict.fromkeys(c for _, df in snapshots for c in df.columns))]
     for path, df in snapshots:
         keep = []
         for (_, row), line in zip(df.iterrows(), df.attrs["lines"], strict=True):
@@ -62,11 +69,11 @@ def _combine(snapshots: Sequence[tuple[Path, pd.DataFrame]]) -> tuple[pd.DataFra
             if keep[-1]:
                 first[key] = (row, where)
                 origins.append(where)
-            elif diff := [c for c in FIELDS if not _same(row[c], first[key][0][c])]:
+            elif diff := [c for c in columns if not _same(row.get(c), first[key][0].get(c))]:
                 seen, there = first[key]
                 conflicts.append(
-                    f"  {where}: {' '.join(map(str, key))} has {diff[0]} {plain(row[diff[0]])!r}, "
-                    f"{there} has {plain(seen[diff[0]])!r}"
+                    f"  {where}: {' '.join(map(str, key))} has {diff[0]} {_cell(row.get(diff[0]))}, "
+                    f"{there} has {_cell(seen.get(diff[0]))}"
                 )
         parts.append((df, keep))
     if conflicts:
