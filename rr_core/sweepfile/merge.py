@@ -29,7 +29,7 @@ from rr_core.sweepfile.dataset import bundled_path, extra_columns, load_sweep, p
 from rr_core.sweepfile.provenance import read_records, sidecar_path
 from rr_core.sweepfile.schema import KEY
 
-__all__ = ["merge_sweeps"]
+__all__ = ["merge_sweeps", "join_columns"]
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -173,3 +173,69 @@ def _write_merged(merged: pd.DataFrame, records: list[dict[str, Any]], out: Path
             raise
         lines = [f"  {origins[p.line - 2]}, column {p.column}: {p.value!r} - {p.rule}" for p in e.problems]
         raise InputError("the merged rows break the schema together:\n" + "\n".join(lines)) from None
+
+
+def join_columns(
+    path: str | os.PathLike, measured: Sequence[dict[str, Any]], out: str | os.PathLike
+) -> dict[str, Any]:
+    """Write the new file `out`: the sweep `path`'s rows with measured columns joined on by run.
+
+    Parameters
+    ----------
+    path
+        A sweep CSV (`load_sweep`); its provenance sidecar is copied to `out`'s.
+    measured
+        One record per run: its size, variant and seed (`KEY`) and its measured values, column name ->
+        number (downstream accuracies, say). Each run must be a row of `path`, once.
+    out
+        The new file; neither it nor its sidecar may exist.
+
+    Returns
+    -------
+    A summary: out, rows (written), joined (rows that got values), columns (the new ones, in order).
+
+    Notes
+    -----
+    A row of `path` no record names keeps an empty cell in the new columns (analyses of such a column leave
+    it out). Every column of `path` is kept; a new column may not have a name `path` already uses, and it
+    must be an extra measured column as the schema reads one (`rr_core.sweepfile.schema.EXTRA_NAME`).
+
+    Raises
+    ------
+    InputError
+        `out` or its sidecar exists, a record names a run `path` lacks or names one twice, or a column
+        is one `path` has already.
+    DataError
+        `path` is not a valid sweep, or a column's name or values cannot stand in a sweep file.
+    """
+    path, out = Path(path), Path(out)
+    for target in (out, sidecar_path(out)):
+        if target.exists():
+            raise InputError(f"{target} exists; a join writes a new file and never overwrites one")
+    df, records = _snapshot(path)
+    rows = {tuple(plain(v) for v in key): i for i, key in enumerate(df[KEY].itertuples(index=False))}
+    new = list(dict.fromkeys(c for m in measured for c in m if c not in KEY))
+    if taken := [c for c in new if c in df.columns]:
+        raise InputError(
+            f"{path} has the column(s) {', '.join(taken)} already; join onto a file without them"
+        )
+    joined = df.assign(**{c: float("nan") for c in new})
+    seen, problems = set(), []
+    for m in measured:
+        key = tuple(m[k] for k in KEY)
+        if key not in rows or key in seen:
+            problems.append(
+                f"  {' '.join(map(str, key))}: "
+                + ("measured twice" if key in seen else f"no such run in {path}")
+            )
+            continue
+        seen.add(key)
+        for c in new:
+            joined.loc[rows[key], c] = m.get(c, float("nan"))
+    if problems:
+        raise InputError(
+            f"{len(problems)} measured run(s) cannot be joined onto {path}:\n" + "\n".join(problems)
+        )
+    origins = [f"{path} line {line}" for line in df.attrs["lines"]]
+    _write_merged(joined, records, out, origins)
+    return {"out": str(out), "rows": len(joined), "joined": len(seen), "columns": new}
