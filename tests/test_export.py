@@ -1,8 +1,10 @@
-"""`rr export`: safetensors, config.json, provenance and a model card that rebuild the tiny run's model with
-bitwise-equal logits, and never overwrite a folder's files."""
+"""`rr export`: one folder that rr rebuilds the tiny run's model from with bitwise-equal logits (and that
+transformers loads: tests/test_hf_export.py), with provenance and a model card; exports of an earlier rr
+still load; a folder's files are never overwritten."""
 
 from __future__ import annotations
 
+import inspect
 import json
 
 import torch
@@ -12,7 +14,7 @@ from safetensors.torch import load_file
 from rr_model import checkpoint
 from rr_model.export import FILES
 from rr_model.inference import load_trained
-from rr_model.model import GPT
+from rr_model.model import GPT, LAYERS
 
 
 def test_an_export_loads_back_with_bitwise_equal_logits_and_refuses_to_overwrite(tiny_run, tmp_path):
@@ -29,7 +31,15 @@ def test_an_export_loads_back_with_bitwise_equal_logits_and_refuses_to_overwrite
     idx = torch.randint(0, 257, (2, 64), generator=torch.Generator().manual_seed(0))
     with torch.no_grad():
         assert torch.equal(model(idx)[0], load_trained(final).model(idx)[0])
-    assert "transformer.wte.weight" not in load_file(out / "model.safetensors")  # the tied matrix once
+    stored = load_file(out / "model.safetensors")  # the tied matrix once, under the embedding's name
+    assert "lm_head.weight" not in stored and torch.equal(
+        stored["transformer.wte.weight"], model.lm_head.weight
+    )
+    config = json.loads((out / "config.json").read_text())
+    assert config["auto_map"]["AutoModelForCausalLM"] == "modeling_rr.RRForCausalLM"
+    assert config["rr"]["run"] == {"size": "tiny", "variant": "standard", "seed": 0}
+    layers = (out / "rr_layers.py").read_text()  # rr's own source, so the two models cannot drift apart
+    assert all(inspect.getsource(obj) in layers for obj in LAYERS)
 
     assert json.loads((out / "provenance.json").read_text())["run_id"] == tiny_run["run_id"]
     card = (out / "README.md").read_text()
@@ -40,3 +50,21 @@ def test_an_export_loads_back_with_bitwise_equal_logits_and_refuses_to_overwrite
     again = rr("export", "--checkpoint", str(final), "--out", str(out))
     assert again.exit_code == 2 and "already holds model.safetensors" in again.output
     assert {name: (out / name).read_bytes() for name in FILES} == before
+
+
+def test_an_export_of_an_earlier_rr_still_loads(tiny_run, tmp_path):
+    """Format 1: the shape under "model" in config.json, the tied matrix stored as lm_head.weight."""
+    from dataclasses import asdict
+
+    from safetensors.torch import save_file
+
+    trained = load_trained(checkpoint.final_path(tiny_run["out"], "tiny", "standard", 0))
+    state = {k: v for k, v in trained.model.state_dict().items() if k != "transformer.wte.weight"}
+    save_file(state, tmp_path / "model.safetensors", metadata={"format": "pt"})
+    config = {"format": 1, "model": asdict(trained.model.config), "tokenizer": "bytes"}
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    model = GPT.from_pretrained(tmp_path)
+    assert model.transformer.wte.weight is model.lm_head.weight
+    idx = torch.randint(0, 257, (1, 32), generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        assert torch.equal(model(idx)[0], trained.model(idx)[0])

@@ -97,3 +97,25 @@ def test_rr_eval_compares_two_runs_on_one_corpus(final, offline):
 def test_no_weights_is_one_line(tmp_path):
     result = rr("sample", "--checkpoint", str(tmp_path))
     assert result.exit_code == 2 and f"rr: error: {tmp_path}: no weights in it" in result.output
+
+
+EITHER = "rr eval scores either held-out loss (--corpus CORPUS) or tasks (--tasks NAMES): give one"
+
+
+@pytest.mark.parametrize(
+    "args, said",
+    [
+        ([], EITHER),
+        (["--corpus", "synthetic", "--tasks", "hellaswag"], EITHER),
+        (["--data", "synthetic", "--tasks", "hellaswag"], EITHER),  # the old flag counts as --corpus
+        (
+            ["--corpus", "synthetic", "--limit", "5"],
+            "--include-path, --limit, --join, --out and --device go with --tasks",
+        ),
+        (["--tasks", "hellaswag", "--join", "runs.csv"], "--join SWEEP and --out NEW go together"),
+    ],
+    ids=["neither", "both", "both-old-flag", "limit-without-tasks", "join-without-out"],
+)
+def test_rr_eval_options_that_do_not_go_together_are_one_line(final, args, said):
+    result = rr("eval", "--checkpoint", str(final), *args)
+    assert result.exit_code == 2 and f"rr: error: {said}" in result.output

@@ -3,6 +3,7 @@ refused with both places named, provenance sidecars merged, nothing ever overwri
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 
@@ -11,7 +12,7 @@ from conftest import rr
 
 from rr_core.errors import InputError
 from rr_core.sweepfile.dataset import append_rows, bundled_path, load_sweep
-from rr_core.sweepfile.merge import merge_sweeps
+from rr_core.sweepfile.merge import join_columns, merge_sweeps
 from rr_core.sweepfile.provenance import append_record, read_records, sidecar_path
 
 
@@ -123,3 +124,38 @@ def test_extra_measured_columns_are_kept_and_compared(tmp_path):
     without = sweep(tmp_path / "c.csv", row(3, 1.6951) | {"ece": None, "minutes": None}, published=False)
     with pytest.raises(InputError, match="3 has arc_easy_acc 0.3125, .*c.csv line 2 has an empty cell"):
         merge_sweeps([without, a], tmp_path / "m3.csv")
+
+
+def test_scores_joined_onto_a_sweep_are_analysed_as_val_loss_is(tmp_path, published_copy):
+    """A score that is exactly minus val_loss, joined onto the published rows: `rr analyze --metric ...
+    --higher-is-better` gives val_loss's analysis number for number (negation is exact), its means negated."""
+    df = load_sweep()
+    measured = [
+        {"size": s, "variant": v, "seed": int(seed), "task_acc": -loss, "task_acc_norm": 0.5}
+        for s, v, seed, loss in df[["size", "variant", "seed", "val_loss"]].itertuples(index=False)
+    ]
+    evals = tmp_path / "evals.csv"
+    done = join_columns(published_copy, measured, evals)
+    assert done == {"out": str(evals), "rows": 42, "joined": 42, "columns": ["task_acc", "task_acc_norm"]}
+    got = rr("analyze", "--data", evals, "--metric", "task_acc", "--higher-is-better", "--format", "json")
+    expected = rr("analyze", "--data", published_copy, "--format", "json")
+    assert got.exit_code == 0, got.output
+    rows, val_loss = json.loads(got.stdout), json.loads(expected.stdout)
+    for r in rows:  # the means are the metric's own (minus val_loss's); gaps, tests and effects the same
+        assert (r.pop("metric"), r.pop("higher_is_better")) == ("task_acc", True)
+        r["review_mean"], r["baseline_mean"] = -r["review_mean"], -r["baseline_mean"]
+    assert rows == [{k: v for k, v in r.items() if k not in ("metric", "higher_is_better")} for r in val_loss]
+
+    partial = tmp_path / "partial.csv"
+    join_columns(published_copy, measured[:1], partial)  # the other rows' cells stay empty
+    assert load_sweep(partial)["task_acc"].notna().tolist() == [True] + [False] * 41
+    for records, said in (
+        ([{**measured[0], "seed": 99}], "60M review_neutral 99: no such run in"),
+        (measured[:1] * 2, "60M review_neutral 0: measured twice"),
+        ([{**measured[0], "val_loss": 1.0}], "has the column(s) val_loss already"),
+    ):
+        with pytest.raises(InputError, match=re.escape(said)):
+            join_columns(published_copy, records, tmp_path / "refused.csv")
+        assert not (tmp_path / "refused.csv").exists()
+    with pytest.raises(InputError, match="exists; a join writes a new file and never overwrites one"):
+        join_columns(published_copy, measured, evals)

@@ -10,7 +10,7 @@ import torch
 from rr_core.ladder import RECIPE
 from rr_core.variants import NAMES, VARIANTS, residual_rule
 from rr_model import model as model_module
-from rr_model.model import GPT, GPTConfig
+from rr_model.model import GPT, GPTConfig, KVCache
 
 GATED = ("review_neutral", "highway", "review_convex")
 
@@ -31,6 +31,15 @@ def small(variant: str, **overrides) -> GPT:
 
 def tokens(batch: int = 2, length: int = 16, seed: int = 1) -> torch.Tensor:
     return torch.randint(0, 61, (batch, length), generator=torch.Generator().manual_seed(seed))
+
+
+def perturbed(variant: str) -> GPT:
+    """`small(variant)` with every parameter moved off its initial value (gates open, scales away from 0)."""
+    model = small(variant).eval()
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(0.1 * torch.randn(p.shape, generator=torch.Generator().manual_seed(p.numel())))
+    return model
 
 
 def test_each_of_rr_s_variants_names_its_rule_in_the_model_module():
@@ -213,3 +222,40 @@ def test_torch_compile_matches_eager_on_cpu(variant):
     eager_logits, eager_loss = model(idx, idx)
     torch.testing.assert_close(logits, eager_logits, rtol=1e-4, atol=1e-5)
     assert model.transformer.wte.weight.grad is not None
+
+
+@pytest.mark.parametrize("variant", NAMES)
+@torch.no_grad()
+def test_a_kv_cache_continues_the_positions_it_holds(variant):
+    """9 tokens, then 1, then 6 through one cache: the logits of one pass over all 16, to rounding."""
+    model, idx = perturbed(variant), tokens()
+    full, _ = model(idx)
+    cache = KVCache()
+    parts = [model(idx[:, a:b], cache=cache)[0] for a, b in ((0, 9), (9, 10), (10, 16))]
+    assert cache.get_seq_length() == 16 and len(cache.keys) == model.config.n_layer
+    torch.testing.assert_close(torch.cat(parts, 1), full, rtol=0, atol=1e-5)
+    with pytest.raises(ValueError, match=r"17 positions \(16 cached, 1 new\) exceed block_size 16"):
+        model(idx[:, :1], cache=cache)
+    with pytest.raises(ValueError, match=r"17 positions \(0 cached, 17 new\) exceed block_size 16"):
+        model(tokens(length=17))
+
+
+@pytest.mark.parametrize("variant", NAMES)
+def test_generate_with_its_cache_draws_the_tokens_it_draws_without(variant):
+    """Greedy and sampled, 30 tokens after 5 (past block_size 16): the same tokens for a seed. With the cache
+    each step runs one token until the block is full, then the last 16 afresh, as without it."""
+    model, prompt = perturbed(variant), tokens(length=5)
+    fed = []
+    model.transformer.wte.register_forward_pre_hook(lambda _, args: fed.append(args[0].shape[1]))
+    for temperature, top_k in ((0, None), (1.0, None), (0.8, 20)):
+        runs = []
+        for use_cache in (True, False):
+            fed.clear()
+            draws = torch.Generator().manual_seed(3)
+            runs.append(
+                model.generate(
+                    prompt, 30, temperature=temperature, top_k=top_k, generator=draws, use_cache=use_cache
+                )
+            )
+            assert fed == ([5] + [1] * 11 if use_cache else [5 + j for j in range(12)]) + [16] * 18
+        assert runs[0].shape == (2, 35) and torch.equal(runs[0], runs[1])

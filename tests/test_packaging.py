@@ -113,18 +113,21 @@ def test_the_extra_is_read_from_the_installed_metadata_and_a_bug_stays_a_bug():
         (["--log", "tensorboard"], "tensorboard", "logging"),
         (["--log", "wandb"], "wandb", "logging"),
         (["export"], "safetensors", "export"),
+        (["eval"], "lm_eval", "eval"),
         (["sweep", "--log", "tensorboard"], "tensorboard", "logging"),
     ],
     ids=lambda a: a if isinstance(a, str) else " ".join(a),
 )
 def test_a_missing_logging_or_export_extra_is_one_line(args, blocked, extra, tiny_run, offline, tmp_path):
-    """With torch installed but one backend absent: `rr train --log X` and `rr export` say which extra
-    to install, in one line, and leave no row, log or export folder behind."""
+    """With torch installed but one backend absent: `rr train --log X`, `rr export` and `rr eval --tasks` say
+    which extra to install, in one line, and leave no row, log or export folder behind."""
     from rr_model import checkpoint
 
+    final = checkpoint.final_path(tiny_run["out"], "tiny", "standard", 0)
     if args == ["export"]:
-        final = checkpoint.final_path(tiny_run["out"], "tiny", "standard", 0)
         args = ["export", "--checkpoint", str(final), "--out", "exported"]
+    elif args == ["eval"]:
+        args = ["eval", "--checkpoint", str(final), "--tasks", "hellaswag"]
     else:
         command, *args = args if args[0] == "sweep" else ["train", *args]
         where = ["--sizes", "tiny", "--seeds", "0"] if command == "sweep" else ["--size", "tiny"]
