@@ -1,4 +1,4 @@
-"""`rr export`: a trained run as safetensors weights, config.json, provenance and a model card."""
+"""`rr export`: a trained run as one folder that rr and Hugging Face transformers both load."""
 
 from __future__ import annotations
 
@@ -23,9 +23,13 @@ def export(
         show_default=False,
     ),
 ) -> None:
-    """Write model.safetensors, config.json, provenance.json and README.md (a model card) to a folder.
+    """Write a run as one folder that rr and Hugging Face transformers both load.
 
-    Load it back with `rr_model.model.GPT.from_pretrained(FOLDER)`; needs the 'export' extra (safetensors).
+    The weights (model.safetensors), config.json and generation_config.json, the code transformers runs
+    (configuration_rr.py, modeling_rr.py, rr_layers.py, and a plugin's rule file), the tokenizer
+    (tokenizer.json, tokenizer_config.json), provenance.json and README.md (a model card). Load it with
+    `rr_model.model.GPT.from_pretrained(FOLDER)` or `AutoModelForCausalLM.from_pretrained(FOLDER,
+    trust_remote_code=True)`; needs the 'export' extra (safetensors), transformers only to load it.
     """
     from rr_model.export import export as write
 

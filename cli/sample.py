@@ -28,7 +28,8 @@ def sample(
         0, "--seed", min=0, help="Seed of the draws: the same seed gives the same text."
     ),
 ) -> None:
-    """Print the prompt and a sampled continuation (nanoGPT-style: no KV cache, context cropped to the block)."""
+    """Print the prompt and a sampled continuation (nanoGPT-style, with a KV cache: past the block each token
+    is drawn from the last block_size tokens, run afresh)."""
     from rr_model.inference import load_trained
     from rr_model.inference import sample as draw
 

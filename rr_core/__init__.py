@@ -22,6 +22,7 @@ _WHERE = {
     "bundled_path": "rr_core.sweepfile.dataset",
     "check_integrity": "rr_core.sweepfile.integrity",
     "merge_sweeps": "rr_core.sweepfile.merge",
+    "join_columns": "rr_core.sweepfile.merge",
     "LADDER": "rr_core.ladder",
     "RECIPE": "rr_core.ladder",
     "Recipe": "rr_core.ladder",

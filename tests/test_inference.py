@@ -42,6 +42,14 @@ def test_sampling_is_deterministic_for_a_seed(final):
     assert greedy == sample(trained, "Tom", tokens=5, temperature=0, seed=9)
 
 
+def test_sampling_runs_the_prompt_once_then_one_token_a_step(final):
+    """`rr sample` generates with the KV cache: after the prompt, each forward pass is one token long."""
+    trained, fed = load_trained(final), []
+    trained.model.transformer.wte.register_forward_pre_hook(lambda _, args: fed.append(args[0].shape[1]))
+    sample(trained, "Tom", tokens=5, seed=2)
+    assert fed == [3, 1, 1, 1, 1]
+
+
 def test_rr_sample_prints_the_same_text_as_the_library(final):
     result = rr("sample", "--checkpoint", str(final), "--prompt", "Lily", "--tokens", "12", "--seed", "5")
     assert result.exit_code == 0, result.output
