@@ -5,10 +5,11 @@ Three files, importing only torch, transformers and each other (relative imports
 - ``configuration_rr.py`` and ``modeling_rr.py``, copied from ``rr_model/remote_code/``: the configuration
   and transformers' plumbing (loading, the KV cache, padding, positions, generation);
 - ``rr_layers.py``, generated here: the source of `rr_model.model.LAYERS` (normalisation, attention, MLP,
-  the block) and of every rule rr registers as its own (`rr_core.variants.NAMES`, found through the
-  registry's ``"module:Class"`` paths) copied verbatim with `inspect.getsource`, after the imports it
-  needs, and a ``residual_rule`` that looks the variant up in the file's own table as the registry's does
-  in rr. The export runs the very code rr trains with, so the two cannot drift apart.
+  the block, the trunk of embeddings and blocks) and of every rule rr registers as its own
+  (`rr_core.variants.NAMES`, found through the registry's ``"module:Class"`` paths) copied verbatim with
+  `inspect.getsource`, after the imports it needs, and a ``residual_rule`` that looks the variant up in
+  the file's own table as the registry's does in rr. The export runs the very code rr trains with, so the
+  two cannot drift apart.
 
 A plugin's rule travels as a fourth file: the file that defines its class, copied byte for byte and
 imported relatively by ``rr_layers.py``. transformers refuses remote code that imports a package the
@@ -22,6 +23,7 @@ from __future__ import annotations
 import ast
 import hashlib
 import inspect
+import json
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -129,10 +131,10 @@ def layers_source(plugin: PluginRule | None, toolkit: str | None) -> str:
     if plugin is not None:
         rules[plugin.variant] = plugin.class_name
         imports = f"from .{Path(plugin.file_name).stem} import {plugin.class_name}\n"
-    table = ",\n".join(f"    {name!r}: {cls}" for name, cls in rules.items())
+    table = ",\n".join(f"    {json.dumps(name)}: {cls}" for name, cls in rules.items())
     return "\n".join(
         [
-            f'"""rr\'s layers, residual rules and block for modeling_rr.py, copied verbatim from '
+            f'"""rr\'s layers, residual rules, block and trunk for modeling_rr.py, copied verbatim from '
             f"rr_model/model.py\n(rr-toolkit {toolkit}) by `rr export`. Generated: change rr's model, not "
             'this file."""',
             "",
@@ -146,6 +148,8 @@ def layers_source(plugin: PluginRule | None, toolkit: str | None) -> str:
             "",
             "from .configuration_rr import RRConfig as GPTConfig  # noqa: F401 (the name rr's annotations use)",
             imports,
+            "# KVCache in the annotations is rr's cache; here transformers' DynamicCache takes its place (the",
+            "# same update and get_seq_length).",
             f"EPS = {model.EPS!r}",
             "",
             "",

@@ -227,6 +227,18 @@ class KVCache:
         return self.keys[layer_idx].shape[2] if layer_idx < len(self.keys) else 0
 
 
+def trunk(config: GPTConfig) -> nn.ModuleDict:
+    """The decoder under its state-dict names: token and position embeddings, the blocks, the final norm."""
+    return nn.ModuleDict(
+        dict(
+            wte=nn.Embedding(config.vocab_size, config.d_model),
+            wpe=nn.Embedding(config.block_size, config.d_model),
+            h=nn.ModuleList([Block(config, i) for i in range(config.n_layer)]),
+            ln_f=RMSNorm(config.d_model),
+        )
+    )
+
+
 class GPT(nn.Module):
     def __init__(self, config: GPTConfig):
         super().__init__()
@@ -234,14 +246,7 @@ class GPT(nn.Module):
         # The construction's own random draws are discarded (fork_rng restores the stream): the stream is
         # consumed by init_published alone, in the published script's order, whatever the layout here.
         with torch.random.fork_rng(devices=[]):
-            self.transformer = nn.ModuleDict(
-                dict(
-                    wte=nn.Embedding(config.vocab_size, config.d_model),
-                    wpe=nn.Embedding(config.block_size, config.d_model),
-                    h=nn.ModuleList([Block(config, i) for i in range(config.n_layer)]),
-                    ln_f=RMSNorm(config.d_model),
-                )
-            )
+            self.transformer = trunk(config)
             self.lm_head = nn.Linear(config.d_model, config.vocab_size, bias=False)
         self.transformer.wte.weight = self.lm_head.weight  # weight tying (Press & Wolf 2017)
         self.init_published()
@@ -393,13 +398,16 @@ class GPT(nn.Module):
         fields at its top level; the matrix the head shares with wte stored once, as
         ``transformer.wte.weight``) and the earlier one (the shape under "model", the matrix as
         ``lm_head.weight``). Building the model draws nothing from the caller's random stream (it is forked
-        and restored). A plugin's rule must be registered (``RR_PLUGINS``), as for training.
+        and restored). A field config.json leaves out takes `GPTConfig`'s default, as transformers'
+        ``save_pretrained`` leaves out those equal to its config class's defaults (the same values). A
+        plugin's rule must be registered (``RR_PLUGINS``), as for training.
         """
         from safetensors.torch import load_file  # the 'export' extra
 
         folder = Path(folder)
         config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
-        shape = config.get("model") or {f.name: config[f.name] for f in dataclasses.fields(GPTConfig)}
+        fields = (f.name for f in dataclasses.fields(GPTConfig))
+        shape = config.get("model") or {name: config[name] for name in fields if name in config}
         with torch.random.fork_rng(devices=[]):
             model = cls(GPTConfig(**shape))
         weights = load_file(folder / "model.safetensors")
@@ -430,4 +438,4 @@ def next_token(
 # What an export carries for transformers (`rr_model.hf_code`): these definitions' source, copied verbatim
 # beside a wrapper that adds transformers' plumbing, so the two models cannot drift apart. The residual
 # rules go with them, read from the variant registry (rr's own, all defined above, and a plugin's).
-LAYERS = (rms, RMSNorm, CausalSelfAttention, MLP, Block)
+LAYERS = (rms, RMSNorm, CausalSelfAttention, MLP, Block, trunk)

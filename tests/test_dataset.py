@@ -323,7 +323,10 @@ def test_writers_keep_extra_columns_and_append_in_the_files_own_column_order(tmp
     order = ["arc_easy_acc", "val_loss", "ece", "variant", "size", "seed", "params_M", "steps", "minutes"]
     path = tmp_path / "reordered.csv"
     path.write_text(",".join(order) + "\n0.5,1.7,0.9,standard,60M,0,59.47,8000,\n")
-    append_rows(path, [{**NEW, "val_loss": 0.95, "ece": 0.01}, {**NEW, "seed": 9, "val_loss": 1.5, "arc_easy_acc": 0.75}])
+    append_rows(
+        path,
+        [{**NEW, "val_loss": 0.95, "ece": 0.01}, {**NEW, "seed": 9, "val_loss": 1.5, "arc_easy_acc": 0.75}],
+    )
     rows = load_sweep(path)
     assert rows[["seed", "val_loss", "ece"]].values.tolist() == [
         [0, 1.7, 0.9],

@@ -26,7 +26,7 @@ from transformers.cache_utils import Cache, DynamicCache
 from transformers.modeling_outputs import CausalLMOutputWithPast
 
 from .configuration_rr import RRConfig
-from .rr_layers import Block, ReviewNeutral, RMSNorm
+from .rr_layers import ReviewNeutral, trunk
 
 # the output field the installed transformers names the cache with (5.24 renamed past_key_values)
 _CACHE_FIELD = "cache" if "cache" in CausalLMOutputWithPast.__dataclass_fields__ else "past_key_values"
@@ -73,14 +73,7 @@ class RRForCausalLM(RRPreTrainedModel, GenerationMixin):
 
     def __init__(self, config: RRConfig):
         super().__init__(config)
-        self.transformer = nn.ModuleDict(
-            dict(
-                wte=nn.Embedding(config.vocab_size, config.d_model),
-                wpe=nn.Embedding(config.block_size, config.d_model),
-                h=nn.ModuleList([Block(config, i) for i in range(config.n_layer)]),
-                ln_f=RMSNorm(config.d_model),
-            )
-        )
+        self.transformer = trunk(config)  # rr's modules under rr's names
         self.lm_head = nn.Linear(config.d_model, config.vocab_size, bias=False)
         for block in self.transformer.h:  # what _init_weights draws differently, as rr's init_published
             for proj in (block.attn.c_proj, block.mlp.c_proj):
