@@ -25,7 +25,7 @@ from rr_core.ladder import RECIPE
 from rr_core.shapes import GPTConfig
 from rr_core.variants import residual_rule
 
-__all__ = ["GPTConfig", "GPT", "KVCache", "LAYERS"]
+__all__ = ["GPTConfig", "GPT", "KVCache", "trunk", "next_token", "LAYERS"]
 
 INIT_STD = 0.02  # GPT-2 init for every Linear and Embedding weight
 EPS = 1e-5

@@ -15,6 +15,7 @@ from rr_core.errors import RRError
 from rr_core.ladder import BYTE_EOS
 
 __all__ = [
+    "EOT",
     "DataUnavailable",
     "Tokenizer",
     "load_tokenizer",
