@@ -11,6 +11,7 @@ import torch
 from conftest import rr
 from safetensors.torch import load_file
 
+from rr_core.variants import NAMES, residual_rule
 from rr_model import checkpoint
 from rr_model.export import FILES
 from rr_model.inference import load_trained
@@ -39,7 +40,8 @@ def test_an_export_loads_back_with_bitwise_equal_logits_and_refuses_to_overwrite
     assert config["auto_map"]["AutoModelForCausalLM"] == "modeling_rr.RRForCausalLM"
     assert config["rr"]["run"] == {"size": "tiny", "variant": "standard", "seed": 0}
     layers = (out / "rr_layers.py").read_text()  # rr's own source, so the two models cannot drift apart
-    assert all(inspect.getsource(obj) in layers for obj in LAYERS)
+    rules = [residual_rule(name) for name in NAMES]  # rr's own, as the variant registry names them
+    assert all(inspect.getsource(obj) in layers for obj in (*LAYERS, *rules))
 
     assert json.loads((out / "provenance.json").read_text())["run_id"] == tiny_run["run_id"]
     card = (out / "README.md").read_text()

@@ -279,6 +279,39 @@ def test_register_residual_refuses_what_could_not_be_a_rule(name, rule, colour, 
     assert "myrule" not in VARIANTS  # nothing was registered
 
 
+def test_a_byte_for_byte_copy_of_a_plugin_s_file_registers_as_the_rule_held(plugin, tmp_path):
+    """An export carries the plugin's file under another module name (rr_model.hf_code); importing that copy
+    where the plugin is registered already keeps the rule held, and a file that differs is still refused."""
+    (tmp_path / "rule_copy.py").write_bytes(plugin.read_bytes())
+    (tmp_path / "rule_edited.py").write_bytes(plugin.read_bytes() + b"# edited\n")
+    code = """
+    import importlib.util
+    import sys
+    from rr_core.plugins import load_plugins
+    from rr_core.variants import VARIANTS, residual_rule
+
+    def imported(name):  # as an import does (transformers' of an export's code too): in sys.modules first
+        spec = importlib.util.spec_from_file_location(name, name + ".py")
+        sys.modules[name] = module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+
+    load_plugins()
+    held = residual_rule("myrule")
+    imported("rule_copy")
+    out = {"kept": residual_rule("myrule") is held, "module": VARIANTS["myrule"].module}
+    try:
+        imported("rule_edited")
+    except ValueError as e:
+        out["edited"] = str(e)
+    """
+    out = in_child(code, str(plugin), tmp_path)
+    assert out["kept"] and out["module"] == "myplugin"
+    assert (
+        out["edited"]
+        == "register_residual('myrule'): myplugin:ChannelScale is registered under that name already"
+    )
+
+
 def test_a_slurm_job_carries_the_submitter_s_plugins(monkeypatch):
     pytest.importorskip("submitit")
     from rr_model.run_config import TrainConfig
