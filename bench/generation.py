@@ -98,9 +98,8 @@ def transformers_rows(size: str, news: list[int], device: str, repeat: int) -> t
     rr = GPT(config).eval()
     with tempfile.TemporaryDirectory() as tmp:
         run = result_config(TrainConfig(size=size, variant="review_neutral", data="synthetic"))
-        checkpoint.save(
-            Path(tmp) / "run.pt", {"config": run, "model": rr.state_dict(), "model_config": asdict(config)}
-        )
+        weights = checkpoint.Final(step=0, config=run, model=rr.state_dict(), model_config=asdict(config))
+        checkpoint.save(Path(tmp) / "run.pt", weights)
         export(Path(tmp) / "run.pt", Path(tmp) / "export")
         hf = (
             AutoModelForCausalLM.from_pretrained(Path(tmp) / "export", trust_remote_code=True)

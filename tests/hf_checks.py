@@ -40,7 +40,7 @@ def checkpoint(variant: str, seed: int, folder: Path) -> Path:
             p.add_(0.05 * torch.randn_like(p))
     run = result_config(TrainConfig(size="tiny", variant=variant, seed=seed, data="synthetic", steps=1))
     path = folder / f"tiny-{variant}-seed{seed}.pt"
-    ckpt.save(path, {"config": run, "model": model.state_dict(), "model_config": asdict(config)})
+    ckpt.save(path, ckpt.Final(step=1, config=run, model=model.state_dict(), model_config=asdict(config)))
     return path
 
 
