@@ -12,7 +12,7 @@ import sys
 
 import typer
 
-from rr_core.errors import RRError
+from rr_core.errors import RRError, StoppedElsewhere
 
 USAGE_OR_DATA = 2  # bad input: a file, an option value
 
@@ -71,6 +71,8 @@ def known_errors():
     """Map rr's own errors and path OSErrors to exit 2 with their message; let bugs show a traceback."""
     try:
         yield
+    except StoppedElsewhere:
+        raise typer.Exit(USAGE_OR_DATA) from None  # the process that failed said why, in one line
     except RRError as e:
         raise fail(str(e)) from None
     except OSError as e:

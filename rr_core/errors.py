@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-__all__ = ["RRError", "InputError", "RecipeError", "PlotError", "nearest", "did_you_mean"]
+__all__ = ["RRError", "InputError", "RecipeError", "PlotError", "StoppedElsewhere", "nearest", "did_you_mean"]
 
 CUTOFF = 0.6  # difflib's similarity ratio a name must reach to be offered (difflib's own default)
 
@@ -28,6 +28,12 @@ class RecipeError(RRError, ValueError):
 
 class PlotError(RRError, ValueError):
     """Data that lacks what a figure needs, or a path a figure cannot be written to."""
+
+
+class StoppedElsewhere(RRError):
+    """This process stopped because another process of the same run failed and reported why (e.g. a sharded
+    run's process that ran out of memory): the CLI exits with an error and no message of its own, so a run
+    of many processes ends with one line."""
 
 
 def nearest(name: str, names: Iterable[str]) -> str | None:

@@ -13,9 +13,9 @@ from dataclasses import dataclass, replace
 from rr_core.errors import InputError
 from rr_core.ladder import RECIPE, get_size, ladder_sizes
 from rr_core.plugins import load_plugins, require_variant
-from rr_core.variants import REFERENCE, VARIANTS, rule_params
+from rr_core.variants import REFERENCE, VARIANTS, rule_params, rule_shapes
 
-__all__ = ["GPTConfig", "model_config", "size_table"]
+__all__ = ["GPTConfig", "model_config", "size_table", "param_shapes"]
 
 
 @dataclass(frozen=True)
@@ -65,6 +65,37 @@ class GPTConfig:
         d = self.d_model
         block = 12 * d * d + 11 * d + 2 * rule_params(self.variant, d)
         return (self.vocab_size + self.block_size) * d + self.n_layer * block + d
+
+
+def param_shapes(cfg: GPTConfig) -> list[tuple[str, tuple[int, ...]]]:
+    """Every parameter of the model `cfg` describes, as (name, shape) in `GPT.named_parameters()` order: the
+    tied head's matrix once, as ``transformer.wte.weight``. What the memory plan cuts into shards.
+
+    Example
+    -------
+    >>> shapes = param_shapes(GPTConfig(vocab_size=257, block_size=64, n_layer=1, n_head=2, d_model=8))
+    >>> shapes[:2], shapes[-1], len(shapes)
+    ([('transformer.wte.weight', (257, 8)), ('transformer.wpe.weight', (64, 8))], ('transformer.ln_f.weight', (8,)), 17)
+    """
+    d = cfg.d_model
+    rule = rule_shapes(cfg.variant, d)  # the variant's entry (rr_core.variants)
+    sublayers = {
+        "attn": [("c_attn.weight", (3 * d, d)), ("c_attn.bias", (3 * d,)), ("c_proj.weight", (d, d)),
+                 ("c_proj.bias", (d,))],
+        "mlp": [("c_fc.weight", (4 * d, d)), ("c_fc.bias", (4 * d,)), ("c_proj.weight", (d, 4 * d)),
+                ("c_proj.bias", (d,))],
+    }  # fmt: skip
+    block = []
+    for norm, sublayer, residual in (("ln_1", "attn", "res_attn"), ("ln_2", "mlp", "res_mlp")):
+        block += [(f"{norm}.weight", (d,))]
+        block += [(f"{sublayer}.{name}", shape) for name, shape in sublayers[sublayer]]
+        block += [(f"{residual}.{name}", shape) for name, shape in rule]
+    blocks = [(f"transformer.h.{i}.{name}", shape) for i in range(cfg.n_layer) for name, shape in block]
+    embeddings = [
+        ("transformer.wte.weight", (cfg.vocab_size, d)),
+        ("transformer.wpe.weight", (cfg.block_size, d)),
+    ]
+    return [*embeddings, *blocks, ("transformer.ln_f.weight", (d,))]
 
 
 def model_config(

@@ -3,11 +3,12 @@
 An entry (`Variant`) holds everything rr knows of a variant: its residual rule (the ``nn.Module`` class every
 sublayer is added back through, named lazily as ``"module:Class"`` where it is rr's own, so that this module
 stays torch-free), its legend label and colour, whether it is parameter-matched to the reference, and the
-parameters one rule adds per sublayer as a function of d_model (exact arithmetic; None: counted on a build
-of the rule on torch's meta device). How a rule is initialised is the rule's own business (its
+parameters one rule adds per sublayer as a function of d_model (exact arithmetic: their count, or their
+names and shapes; None: found on a build of the rule on torch's meta device). How a rule is initialised is the rule's own business (its
 ``init_published``, `rr_model.model`). rr's own six variants are registered below by `register_residual`,
 the call a plugin makes too (`rr_core.plugins` finds and imports plugins); the model (`residual_rule`), the
-exact parameter count (`rule_params`, `rr_core.shapes`), analysis, plots and the CLI all read the entries.
+exact parameter count (`rule_params`, `rr_core.shapes`), the memory plan's shapes (`rule_shapes`), analysis,
+plots and the CLI all read the entries.
 
 Variants are open: a sweep file may hold any name that `VARIANT_NAME` accepts; a name nobody registered is
 labelled by itself and coloured from `EXTRA_COLOURS`.
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import math
 import re
 import unicodedata
 from collections.abc import Callable, Iterable
@@ -38,6 +40,8 @@ __all__ = [
     "register_residual",
     "residual_rule",
     "rule_params",
+    "rule_shapes",
+    "Shapes",
     "colour",
     "palette",
     "label",
@@ -49,6 +53,10 @@ __all__ = [
 ]
 
 
+# Parameters as (name, shape) pairs, in the order a module's named_parameters() gives them; () is a scalar.
+Shapes = list[tuple[str, tuple[int, ...]]]
+
+
 @dataclass(frozen=True)
 class Variant:
     """One variant's entry: what `register_residual` was given (see there)."""
@@ -58,7 +66,9 @@ class Variant:
     colour: str | None  # Okabe-Ito palette for rr's own: colour-blind safe, fixed across every figure
     matched: bool  # widened in steps of n_head to the reference's parameter count (paper's baselines)
     rule: type | str  # the rule class, or "module:Class" where it lives (imported when a model is built)
-    params: Callable[[int], int] | None = None  # parameters per sublayer at width d; None: counted
+    params: Callable[[int], int | Shapes] | None = (
+        None  # per sublayer at width d: count or shapes; None: built
+    )
 
     @property
     def module(self) -> str:
@@ -98,7 +108,7 @@ def register_residual(
     label: str | None = None,
     colour: str | None = None,
     matched: bool = False,
-    params: Callable[[int], int] | None = None,
+    params: Callable[[int], int | Shapes] | None = None,
 ) -> None:
     """Make a residual rule a variant every rr command can train, count, read and plot.
 
@@ -123,9 +133,12 @@ def register_residual(
         Widen the variant in steps of n_head until it has the reference's parameter count, as Highway and
         Standard are.
     params
-        The exact parameters one rule adds per sublayer, as a function of d_model; None: every parameter a
-        build of the rule holds, counted on torch's meta device (`rule_params`). Either way `rr sizes` and
-        parameter matching count them without building a model.
+        The exact parameters one rule adds per sublayer, as a function of d_model: their count, or their
+        (name, shape) pairs in the order the rule's ``named_parameters()`` gives them, its own parameters
+        before its submodules' (`Shapes`; the count follows). None: every parameter a build of the rule holds, on torch's meta device (`rule_params`,
+        `rule_shapes`). Either way `rr sizes` and parameter matching count them without building a model;
+        with shapes, the memory plan of a sharded run (`rr_model.memory`) also cuts them exactly without
+        torch.
 
     Raises
     ------
@@ -158,7 +171,7 @@ def register_residual(
     if colour is not None and not _COLOUR.fullmatch(colour):
         raise InputError(f"{where}: colour {colour!r} must be #RRGGBB")
     VARIANTS[name] = Variant(name, label or name, colour, matched, rule, params)
-    _counted.cache_clear()
+    _built.cache_clear()
 
 
 def _copy_of(rule: type | str, held: Variant) -> bool:
@@ -199,18 +212,30 @@ def residual_rule(name: str) -> type:
 
 def rule_params(name: str, d_model: int) -> int:
     """Parameters one rule of the variant `name` adds per sublayer at width `d_model`: its entry's exact
-    count, or a build of the rule on torch's meta device (no memory), counted once per width."""
+    count (or the sum of its entry's shapes), else those of a build of the rule on torch's meta device."""
     params = VARIANTS[name].params
-    return params(d_model) if params is not None else _counted(name, d_model)
+    given = params(d_model) if params is not None else None
+    return (
+        given if isinstance(given, int) else sum(math.prod(shape) for _, shape in rule_shapes(name, d_model))
+    )
+
+
+def rule_shapes(name: str, d_model: int) -> Shapes:
+    """The parameters one rule of the variant `name` adds per sublayer at width `d_model`, as (name, shape)
+    in ``named_parameters()`` order: its entry's shapes, else a build's on torch's meta device (no memory),
+    built once per width. What the memory plan cuts into a sharded run's pieces (`rr_core.shapes`)."""
+    params = VARIANTS[name].params
+    given = params(d_model) if params is not None else None
+    return list(given) if given is not None and not isinstance(given, int) else list(_built(name, d_model))
 
 
 @functools.lru_cache(maxsize=4096)
-def _counted(name: str, d_model: int) -> int:
+def _built(name: str, d_model: int) -> tuple[tuple[str, tuple[int, ...]], ...]:
     import torch
 
     with torch.device("meta"):
         module = residual_rule(name)(d_model)
-    return sum(p.numel() for p in module.parameters())
+    return tuple((n, tuple(p.shape)) for n, p in module.named_parameters())
 
 
 def palette(names: Iterable[str]) -> dict[str, str]:
@@ -282,30 +307,31 @@ def unknown_variant(name: str) -> str:
     return f"unknown variant {name!r}{did_you_mean(near if near != name else None)}; registered: {', '.join(VARIANTS)}"
 
 
-# rr's own variants, in the order tables and legends list them. Parameters per sublayer: see each rule in
-# rr_model.model (tests/test_model.py builds every one and checks the count).
+# rr's own variants, in the order tables and legends list them. Parameters per sublayer, by name and shape:
+# see each rule in rr_model.model (tests/test_model.py and tests/test_shapes.py build every one and check
+# the count and the shapes).
 register_residual(
     "review_neutral", "rr_model.model:ReviewNeutral", label="Review", colour="#0072B2",
-    params=lambda d: 2 * d * d + d,  # gate Linear(2d -> d) with bias
+    params=lambda d: [("gate.weight", (d, 2 * d)), ("gate.bias", (d,))],  # gate Linear(2d -> d)
 )  # fmt: skip
 register_residual(
     "highway", "rr_model.model:Highway", label="Highway", colour="#E69F00", matched=True,
-    params=lambda d: d * d + d,  # gate Linear(d -> d) with bias
+    params=lambda d: [("gate.weight", (d, d)), ("gate.bias", (d,))],  # gate Linear(d -> d)
 )  # fmt: skip
 register_residual(
     "standard", "rr_model.model:Standard", label="Standard", colour="#009E73", matched=True,
-    params=lambda d: 0,
+    params=lambda d: [],
 )  # fmt: skip
 register_residual(
     "review_convex", "rr_model.model:ReviewConvex", label="Review (convex)", colour="#D55E00",
-    params=lambda d: 2 * d * d + d,  # Review's gate
+    params=lambda d: [("gate.weight", (d, 2 * d)), ("gate.bias", (d,))],  # Review's gate
 )  # fmt: skip
 register_residual(
     "layerscale", "rr_model.model:LayerScale", label="LayerScale", colour="#CC79A7",
-    params=lambda d: d,  # per-channel scale
+    params=lambda d: [("scale", (d,))],  # per-channel scale
 )  # fmt: skip
 register_residual(
     "rezero", "rr_model.model:ReZero", label="ReZero", colour="#56B4E9",
-    params=lambda d: 1,  # one scalar
+    params=lambda d: [("alpha", ())],  # one scalar
 )  # fmt: skip
 NAMES = tuple(VARIANTS)

@@ -10,14 +10,19 @@ A finished run keeps its final weights beside: `final_path` (``SIZE-VARIANT-seed
 state dict with the run's config, model shape, data and provenance record, and no optimiser (a third of a
 resumable checkpoint's size, which the run held on disk anyway until it ended). `load_weights` reads
 either kind, or the checkpoint folder of a dataset when it holds one run.
+
+A sharded run (`TrainConfig.shard`) checkpoints into a folder instead, ``SIZE-VARIANT-seedS.dcp``
+(`sharded_path`, written by `rr_model.sharded_checkpoint`); its step and config are in its ``rr.json``
+(`saved_meta`). A run has one checkpoint at a time, of either kind; `current` finds it.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import pickle
 import zipfile
-from dataclasses import dataclass, fields
+from dataclasses import MISSING, dataclass, fields
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -38,6 +43,13 @@ __all__ = [
     "save",
     "load",
     "load_weights",
+    "META",
+    "META_KEYS",
+    "sharded_path",
+    "saved_meta",
+    "meta_text",
+    "saved_step",
+    "current",
 ]
 
 
@@ -50,12 +62,15 @@ class Resumable:
 
     step: int  # optimiser steps done
     config: dict[str, Any]  # the fields that decide the run's numbers (`rr_model.run_config.result_config`)
-    model: dict[str, Any]  # the model's state dict
-    optimizer: dict[str, Any]  # the optimiser's state dict
+    model: dict[str, Any] | None  # the model's state dict (None from a sharded checkpoint's rr.json)
+    optimizer: dict[str, Any] | None  # the optimiser's state dict (None there too: DCP's files hold both)
     torch_rng: Any  # torch's CPU random state (a uint8 tensor)
     cuda_rng: Any  # the device's random state on CUDA, else None
     data_rng: list[Any]  # the data order's numpy RandomState, as plain values
     state: dict[str, Any]  # the trainer's own state (`rr_model.trainer._State`)
+    # the tokens trained on (`Tokens.describe`), which a resume must agree with; None in a checkpoint
+    # written before checkpoints kept them (optional: not in `KEYS`)
+    data: dict[str, Any] | None = None
 
 
 @dataclass
@@ -78,9 +93,14 @@ def _as_dict(content: Resumable | Final) -> dict[str, Any]:
     return {f.name: getattr(content, f.name) for f in fields(content)}
 
 
-# A file without these keys is not one of the trainer's checkpoints (or final weights).
-KEYS = frozenset(f.name for f in fields(Resumable))
+# A file without these keys is not one of the trainer's checkpoints (or final weights); a field with a
+# default is read where present.
+KEYS = frozenset(f.name for f in fields(Resumable) if f.default is MISSING)
 FINAL_KEYS = frozenset(f.name for f in fields(Final))
+# A sharded checkpoint's ``rr.json`` (`rr_model.sharded_checkpoint`): what a checkpoint holds besides its
+# tensors, which DCP's files hold.
+META = "rr.json"
+META_KEYS = frozenset(f.name for f in fields(Resumable)) - {"model", "optimizer"}
 
 
 class CheckpointError(RRError):
@@ -115,6 +135,65 @@ class _Writes:
 
     def flush(self) -> None:
         self.f.flush()
+
+
+def sharded_path(out: str | os.PathLike, size: str, variant: str, seed: int) -> Path:
+    """Where the checkpoint of a sharded run lives: a folder beside `checkpoint_path`'s file,
+    ``SIZE-VARIANT-seedS.dcp``."""
+    return checkpoint_path(out, size, variant, seed).with_suffix(".dcp")
+
+
+def saved_meta(folder: str | os.PathLike) -> Resumable:
+    """The ``rr.json`` of a sharded checkpoint: its step, config, data and random streams, as a `Resumable`
+    without model and optimizer (no torch needed).
+
+    Raises
+    ------
+    CheckpointError
+        The folder has no readable ``rr.json`` (not a checkpoint of rr's trainer).
+    """
+    path = Path(folder) / META
+    try:
+        meta = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as e:
+        raise refused(folder, "not a readable sharded checkpoint", e) from None
+    if not isinstance(meta, dict) or not META_KEYS <= meta.keys():
+        raise CheckpointError(f"{folder}: not a sharded checkpoint of rr's trainer; delete it to start over")
+    return Resumable(model=None, optimizer=None, **{k: meta[k] for k in META_KEYS})
+
+
+def meta_text(saved: Resumable) -> bytes:
+    """`saved` as a sharded checkpoint's ``rr.json`` (`saved_meta` reads it): its `META_KEYS`, the random
+    states (uint8 tensors) as lists of bytes."""
+    plain = {k: getattr(saved, k) for k in META_KEYS}
+    for k in ("torch_rng", "cuda_rng"):
+        plain[k] = None if plain[k] is None else plain[k].tolist()
+    return json.dumps(plain, sort_keys=True).encode("utf-8")
+
+
+def saved_step(path: str | os.PathLike) -> int | None:
+    """The step a checkpoint (file or sharded folder) holds: 0 without one, None if it cannot be read. A
+    file is read through a memory map: a 1B checkpoint is not loaded whole to show one number."""
+    path = Path(path)
+    if not path.exists():
+        return 0
+    try:
+        if path.is_dir():
+            return int(saved_meta(path).step)
+        return int(torch.load(path, map_location="cpu", weights_only=True, mmap=True)["step"])
+    except (CheckpointError, pickle.UnpicklingError, RuntimeError, EOFError, ValueError, KeyError,
+            zipfile.BadZipFile):  # fmt: skip
+        return None  # the trainer refuses it too when resuming, with its reason
+
+
+def current(out: str | os.PathLike, size: str, variant: str, seed: int) -> Path | None:
+    """The checkpoint a run resumes from: its file or its sharded folder, whichever exists (the later one by
+    step if a save was interrupted between writing one and removing the other); None if neither does."""
+    found = [p for p in (checkpoint_path(out, size, variant, seed), sharded_path(out, size, variant, seed))
+             if p.exists()]  # fmt: skip
+    if len(found) == 2:
+        found.sort(key=lambda p: saved_step(p) or 0)
+    return found[-1] if found else None
 
 
 def final_path(out: str | os.PathLike, size: str, variant: str, seed: int) -> Path:
@@ -163,7 +242,7 @@ def load(path: str | os.PathLike) -> Resumable:
         raise CheckpointError(
             f"{path}: not a checkpoint of rr's trainer (its keys differ); delete it to start over"
         )
-    return Resumable(**{k: state[k] for k in KEYS})
+    return Resumable(**{k: state[k] for k in KEYS}, data=state.get("data"))
 
 
 def _one_run(folder: Path) -> Path:

@@ -1,5 +1,6 @@
-"""What the hardware can do: each data-centre GPU's datasheet dense peak by precision, and the probes that
-name this machine's GPU and measure its CPU. Torch-free, so a dry run's estimate loads no torch.
+"""What the hardware can do: each data-centre GPU's datasheet dense peak by precision and its memory, and the
+probes that name this machine's GPU (and its memory) and measure its CPU. Torch-free, so a dry run's
+estimate loads no torch.
 
 The peaks are NVIDIA's own datasheet figures, dense (the datasheets' tensor-core figures marked "with
 sparsity" are twice these), per GPU, at the precision the trainer computes in: TF32 and BF16 on the tensor
@@ -17,7 +18,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Peak", "PEAKS", "datasheet_peak", "peak_note", "gpu_name", "cpu_matmul_flops"]
+__all__ = [
+    "Peak",
+    "PEAKS",
+    "datasheet_peak",
+    "peak_note",
+    "GPU_MEMORY",
+    "datasheet_memory",
+    "gpu_name",
+    "gpu_memory",
+    "cpu_matmul_flops",
+]
 
 
 @dataclass(frozen=True)
@@ -106,19 +117,59 @@ def peak_note(device_name: str, precision: str) -> str:
     return f"MFU -: no datasheet peak for {device_name!r} (listed in rr_model.hardware.PEAKS: {listed})"
 
 
+# Each GPU's memory in GiB, from the same datasheets (their "80GB" is 80 GiB: nvidia-smi reports 81,559 MiB
+# for an H100 80GB). The memory plan (rr_model.memory) checks a run against it where the GPU is known by
+# name only; a GPU's own report (torch, nvidia-smi) comes first. Most specific first, as PEAKS.
+GPU_MEMORY: tuple[tuple[str, str, float, str], ...] = (
+    ("A100 40GB", r"A100.*40GB", 40, A100 + ": 40GB HBM2"),
+    ("A100 80GB", r"A100.*80GB", 80, A100 + ": 80GB HBM2e"),
+    ("H100", r"H100(?!.*NVL)", 80, H100 + ": 80GB (SXM and PCIe)"),
+    ("H200", r"H200(?!.*NVL)", 141, "NVIDIA H200 Tensor Core GPU datasheet, H200 SXM column: 141GB HBM3e"),
+    ("B200 (HGX)", r"B200", 180, "NVIDIA HGX B200 specifications: 1,440GB over 8 GPUs"),
+    ("L40S", r"L40S", 48, "NVIDIA L40S GPU datasheet: 48GB GDDR6"),
+)
+
+
+def datasheet_memory(device_name: str) -> float | None:
+    """The datasheet memory in GiB of the GPU named `device_name`, or None if not listed.
+
+    Example
+    -------
+    >>> datasheet_memory("NVIDIA A100-SXM4-40GB"), datasheet_memory("NVIDIA H100 80GB HBM3")
+    (40, 80)
+    >>> datasheet_memory("NVIDIA GeForce RTX 4090") is None
+    True
+    """
+    for _, pattern, gib, _ in GPU_MEMORY:
+        if re.search(pattern, device_name):
+            return gib
+    return None
+
+
+def gpu_memory() -> float | None:
+    """Total memory in GiB of the first NVIDIA GPU as `nvidia-smi` reports it, or None (no driver, no GPU)."""
+    found = _smi("memory.total")
+    return float(found) / 1024 if found and found.replace(".", "", 1).isdigit() else None
+
+
 def gpu_name() -> str | None:
     """Name of the first NVIDIA GPU as `nvidia-smi` reports it, or None (no driver, no GPU)."""
+    return _smi("name")
+
+
+def _smi(query: str) -> str | None:
+    """One field of the first GPU from `nvidia-smi --query-gpu` (no header, no units), or None."""
     exe = shutil.which("nvidia-smi")
     if exe is None:
         return None
     try:
         found = subprocess.run(
-            [exe, "--query-gpu=name", "--format=csv,noheader"], capture_output=True, text=True
+            [exe, f"--query-gpu={query}", "--format=csv,noheader,nounits"], capture_output=True, text=True
         )
     except OSError:
         return None
-    names = found.stdout.strip().splitlines()
-    return names[0].strip() if found.returncode == 0 and names else None
+    lines = found.stdout.strip().splitlines()
+    return lines[0].strip() if found.returncode == 0 and lines else None
 
 
 def cpu_matmul_flops() -> float:

@@ -46,11 +46,14 @@ __all__ = [
     "Precision",
     "Device",
     "Tokenizer",
+    "Shard",
     "PRECISIONS",
     "DEVICES",
     "result_config",
     "recipe_differences",
     "published_settings",
+    "SHARDINGS",
+    "checkpoint_interval",
 ]
 
 
@@ -60,8 +63,12 @@ if TYPE_CHECKING:
 Precision = Literal["tf32", "bf16", "fp32"]  # tf32 is the published setting (fp32 arithmetic off CUDA)
 Device = Literal["auto", "cuda", "mps", "cpu"]  # auto: cuda, then mps, then cpu
 Tokenizer = Literal["gpt2", "bytes"]  # gpt2 is the published tokenizer
+# How a run lays its model over the processes (rr_model.sharding): "none" is data parallel, each process
+# holding the whole model (as published); "fsdp" shards parameters, gradients and optimiser state (FSDP2).
+Shard = Literal["none", "fsdp"]
 PRECISIONS: tuple[str, ...] = get_args(Precision)
 DEVICES: tuple[str, ...] = get_args(Device)
+SHARDINGS: tuple[str, ...] = get_args(Shard)
 # Relative: the working directory's dataset, never the copy inside the installed package.
 DEFAULT_OUT = Path("data") / "scaling_v8.csv"
 
@@ -195,6 +202,12 @@ class TrainConfig:
     # the options of `rr train/sweep --config FILE` as run (TOML: flag over file over default), kept in
     # the provenance record with the rest of the config; None when no run config file was given
     run_config: str | None = None
+    # --- how the run uses memory: implementation details, not the recipe (docs/training.md, "Past one GPU")
+    shard: Shard = "none"  # "none" (data parallel) or "fsdp" (FSDP2: each process holds 1/world)
+    # recompute activations in the backward pass: "none", "full" (every block) or "every:N" (blocks 0, N, 2N..)
+    activation_checkpointing: str = "none"
+    micro_batches: int = 1  # each process's share of the batch in this many micro-batches (accumulated)
+    gpu_memory: float | None = None  # GiB a process may use (None: the GPU's own; unchecked off CUDA)
 
     def __post_init__(self) -> None:
         size = get_size(self.size, self.ladder)
@@ -217,6 +230,13 @@ class TrainConfig:
         checks = {
             "seed": (0 <= self.seed < 2**32, "must be in 0 .. 2**32 - 1 (numpy's RandomState seeds)"),
             "log_every": (self.log_every > 0, "must be > 0"),
+            "shard": (self.shard in SHARDINGS, f"must be one of {', '.join(SHARDINGS)}"),
+            "activation_checkpointing": (
+                checkpoint_interval(self.activation_checkpointing) is not None,
+                "must be none, full or every:N with N >= 1",
+            ),
+            "micro_batches": (self.micro_batches >= 1, "must be >= 1"),
+            "gpu_memory": (self.gpu_memory is None or self.gpu_memory > 0, "must be > 0 (GiB)"),
         }
         for name, (ok, rule) in checks.items():
             if not ok:
@@ -277,6 +297,21 @@ def declared_options(command: str | None = None) -> tuple[Declared, ...]:
         for f in fields(TrainConfig)
         if "option" in f.metadata and (command is None or command in f.metadata["option"].commands)
     )
+
+
+def checkpoint_interval(spec: str) -> int | None:
+    """Every how many blocks activation checkpointing recomputes one: 0 for "none", 1 for "full", N for
+    "every:N" (blocks 0, N, 2N, ...); None for anything else.
+
+    Example
+    -------
+    >>> [checkpoint_interval(s) for s in ("none", "full", "every:2", "every:0", "half")]
+    [0, 1, 2, None, None]
+    """
+    if spec in ("none", "full"):
+        return ("none", "full").index(spec)
+    every, _, n = spec.partition(":")
+    return int(n) if every == "every" and n.isdigit() and int(n) >= 1 else None
 
 
 # Fields that decide a run's numbers: a checkpoint resumes only under a config that agrees on them.

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import math
 import os
-from datetime import datetime, timezone
+import sys
+from datetime import datetime, timedelta, timezone
 
 import numpy as np
 import torch
@@ -25,6 +26,8 @@ __all__ = [
     "accumulate",
     "apply_gradients",
     "setup_device",
+    "join_process_group",
+    "COLLECTIVE_TIMEOUT",
 ]
 
 
@@ -66,11 +69,25 @@ def setup_device(choice: str, local_rank: int = 0) -> torch.device:
     return torch.device("cpu")
 
 
-def join_process_group(device: torch.device) -> tuple[int, int]:
-    """(rank, world size), joining the process group torchrun describes in the environment."""
+# How long a process waits in a collective for the others before it gives up (the process group's
+# timeout; torch's defaults are 10 minutes for NCCL and 30 for gloo). Longer than the longest wait of a
+# healthy run (process 0 writing a 7B model's final weights, ~28 GB, while the others wait to leave), so it
+# bounds only what has gone wrong: a process stuck, or gone without closing its connections.
+COLLECTIVE_TIMEOUT = timedelta(minutes=20)
+
+
+def join_process_group(device: torch.device, alone: bool = False) -> tuple[int, int]:
+    """(rank, world size), joining the process group torchrun describes in the environment.
+
+    `alone`: make a group of this one process where torchrun describes none (a sharded run on one GPU
+    needs a group, as its pieces are DTensors); `leave_process_group` ends it.
+    """
     world = int(os.environ.get("WORLD_SIZE", "1"))
+    backend = "nccl" if device.type == "cuda" else "gloo"
     if world > 1 and not dist.is_initialized():
-        dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
+        dist.init_process_group(backend, timeout=COLLECTIVE_TIMEOUT)
+    elif world == 1 and alone and not dist.is_initialized():
+        dist.init_process_group(backend, store=dist.HashStore(), rank=0, world_size=1)
     return int(os.environ.get("RANK", "0")), world
 
 
@@ -87,7 +104,9 @@ def utc_now() -> str:
 
 def accumulate(model, x, y, accum: int, autocast) -> torch.Tensor:
     """Forward and backward of the batch (x, y) in `accum` micro-batches, the gradients summed into the
-    parameters' `.grad`: the batch's mean loss, unsynced (on the device). No collective runs in here."""
+    parameters' `.grad`: the batch's mean loss, unsynced (on the device). Under data parallel no collective
+    runs in here; a sharded model gathers its parameters and reduce-scatters its gradients in here, each
+    micro-batch (`rr_model.sharding`)."""
     total = torch.zeros((), device=x.device)
     for xm, ym in zip(x.chunk(accum), y.chunk(accum), strict=True):
         with autocast:
@@ -105,17 +124,28 @@ def apply_gradients(model, optimizer, clip: float, world: int = 1) -> torch.Tens
     -----
     Each gradient is divided by `world`, then summed over the processes in place (one asynchronous
     all-reduce per parameter, all waited for before clipping): DDP's arithmetic, without its copy of the
-    gradients in buckets.
+    gradients in buckets. A sharded parameter's gradient (a DTensor) was averaged by its reduce-scatter
+    already; only the parameters kept whole (ReZero's scalars) are averaged here, in module order (the same
+    on every process). The norm of sharded gradients is the whole model's (torch sums the pieces' squares
+    over the processes), a plain tensor here as well.
     """
-    if world > 1:
-        grads = [p.grad for p in model.parameters() if p.grad is not None]
+    grads = [p.grad for p in model.parameters() if p.grad is not None and not _sharded(p.grad)]
+    if world > 1 and grads:
         torch._foreach_div_(grads, world)  # one fused kernel launch per device and dtype, as optimisers do
         for work in [dist.all_reduce(g, async_op=True) for g in grads]:
             work.wait()
     norm = torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
     optimizer.step()
     optimizer.zero_grad(set_to_none=True)
-    return norm
+    return norm.full_tensor() if _sharded(norm) else norm
+
+
+def _sharded(t: torch.Tensor) -> bool:
+    """Whether `t` is a DTensor (a sharded parameter's piece, or a value computed from pieces). DTensors
+    exist only once `rr_model.sharding` has loaded torch.distributed.tensor (~1.5 s), which a data-parallel
+    run never imports."""
+    tensor = sys.modules.get("torch.distributed.tensor")
+    return tensor is not None and isinstance(t, tensor.DTensor)
 
 
 def train_step(

@@ -12,7 +12,9 @@ The same seed is the published experiment: `torch.manual_seed(seed)` right befor
 `numpy.random.RandomState(seed)`, each step drawing the global batch's window starts; the 80 validation
 batches continue the same stream. Runs single-process or under `torchrun` (data parallel): every rank draws
 the whole batch and trains on its slice, the gradients averaged over the ranks, so the recipe does not
-depend on the number of processes; only rank 0 writes rows, provenance records and checkpoints.
+depend on the number of processes; only rank 0 writes rows, provenance records and checkpoints. A sharded
+run (`TrainConfig.shard`, `rr_model.sharding`) does the same with each process holding a share of the model,
+and every process writes its share of each checkpoint (`rr_model.sharded_checkpoint`).
 
     rr train --size 150M                     # next unused seed, all three compared variants
     torchrun --nproc_per_node 8 -m cli.main train --size 1B
@@ -24,6 +26,7 @@ import contextlib
 import json
 import math
 import os
+import shutil
 import time
 import uuid
 from dataclasses import asdict, dataclass, field, replace
@@ -42,16 +45,17 @@ from rr_core.sweepfile.csv_text import DataError
 from rr_core.sweepfile.dataset import append_rows
 from rr_core.sweepfile.metrics_log import metrics_path
 from rr_core.sweepfile.provenance import append_record, environment, sidecar_path
-from rr_model import checkpoint
+from rr_model import checkpoint, out_of_memory
 from rr_model.data.token_cache import Tokens, load_tokens, sample_batch
 from rr_model.flops import flops_per_token
 from rr_model.hardware import datasheet_peak, peak_note
+from rr_model.memory import refuse_unfit
 from rr_model.metrics import Metrics
 from rr_model.model import GPT
 from rr_model.numerics import numerics
 from rr_model.planning import OutputPlan, dataset_row, preflight
 from rr_model.progress import Progress
-from rr_model.run_config import DEFAULT_OUT, TrainConfig, result_config
+from rr_model.run_config import DEFAULT_OUT, TrainConfig, checkpoint_interval, result_config
 from rr_model.step import (
     accumulate,
     apply_gradients,
@@ -109,6 +113,12 @@ class _Run:
     metrics: Metrics | None = None  # the per-step log (JSONL, and TensorBoard / W&B when asked)
     env: dict[str, Any] = field(default_factory=dict)  # software and hardware (rr_core.sweepfile.provenance)
     queued: int = 0  # steps of the runs to train after this one: the progress display's total ETA
+    at: int = 0  # the step being trained (after the loop: the final evaluation's)
+    own_group: bool = False  # a process group of this one process, made for a sharded run and ended with it
+
+    @property
+    def sharded(self) -> bool:
+        return self.cfg.shard == "fsdp"
 
     @property
     def title(self) -> str:
@@ -158,21 +168,50 @@ def train(
     with numerics(device, cfg.precision, cfg.deterministic):
         run = _setup(cfg, Path(out), device, plan)
         run.queued = queued
-        _resume(run, resume)
-        _start(run)
         try:
+            _resume(run, resume)
+            _start(run)
             failure = _loop(run)
             return _finish(run, failure)
+        except Exception as e:
+            if (stopped := _stopped(run, e)) is e:
+                raise
+            raise stopped from None
         finally:
-            run.metrics.close(finished=False)  # a no-op after _finish closed it
+            if run.metrics is not None:
+                run.metrics.close(finished=False)  # a no-op after _finish closed it
+            if run.own_group:
+                dist.destroy_process_group()
+
+
+def _stopped(run: _Run, e: Exception) -> Exception:
+    """What a failure becomes: under sharding, running out of memory stops every process with one line
+    (`rr_model.out_of_memory`), and a collective broken by that stop ends a peer silently; else `e` itself."""
+    record = out_of_memory.record_path(run.ckpt)
+    if not run.sharded:
+        return e
+    if isinstance(e, torch.OutOfMemoryError):
+        latest = checkpoint.current(run.out, *run.cfg.key)
+        per_rank = run.cfg.recipe.batch_size // run.world
+        facts = {"rank": run.rank, "world": run.world, "device": str(run.device), "step": run.at,
+                 "micro_batches": run.accum, "sequences": per_rank // run.accum, "error": str(e)[:500],
+                 "checkpoint": latest and str(latest), "checkpoint_step": latest and checkpoint.saved_step(latest)}  # fmt: skip
+        return out_of_memory.stop(record, facts)
+    return (run.world > 1 and out_of_memory.stopped_elsewhere(record)) or e
 
 
 def _setup(cfg: TrainConfig, out: Path, device: torch.device, plan: OutputPlan | None) -> _Run:
     """Check that the run may go ahead and where its row goes, load its tokens, build model and optimiser."""
-    rank, world = join_process_group(device)
+    alone = cfg.shard == "fsdp" and not dist.is_initialized()
+    rank, world = join_process_group(device, alone=cfg.shard == "fsdp")
     r = cfg.recipe
     if r.batch_size % world:
         raise InputError(f"the batch of {r.batch_size} sequences does not split over {world} processes")
+    if (r.batch_size // world) % cfg.micro_batches:
+        raise InputError(
+            f"--micro-batches {cfg.micro_batches} does not split each process's {r.batch_size // world} "
+            "sequences evenly"
+        )
     if plan is None:  # the file's one reading before training
         plan = preflight(out, [cfg.size], reproduction=cfg.reproduce, ladder=cfg.ladder)
     tokens = load_tokens(
@@ -185,9 +224,11 @@ def _setup(cfg: TrainConfig, out: Path, device: torch.device, plan: OutputPlan |
         model_config(cfg.size, cfg.variant, tokens.vocab_size, cfg.ladder), block_size=r.block_size
     )
     plan.check_fits(cfg, mcfg.n_params)
-
-    torch.manual_seed(cfg.seed)  # right before the model: its initial weights are the published draws
-    model = GPT(mcfg).to(device)
+    refuse_unfit(cfg, mcfg, world, gpu_memory(cfg, device))
+    ckpt = (checkpoint.sharded_path if cfg.shard == "fsdp" else checkpoint.checkpoint_path)(out, *cfg.key)
+    if rank == 0:
+        out_of_memory.record_path(ckpt).unlink(missing_ok=True)  # a stop of an earlier attempt
+    model, optimizer = _build(cfg, mcfg, device, world)
     return _Run(
         cfg=cfg,
         out=out,
@@ -197,45 +238,99 @@ def _setup(cfg: TrainConfig, out: Path, device: torch.device, plan: OutputPlan |
         tokens=tokens,
         mcfg=mcfg,
         model=model,
-        optimizer=model.configure_optimizers(r.weight_decay, r.lr, (r.beta1, r.beta2)),  # fused on CUDA
+        optimizer=optimizer,
         data_rng=np.random.RandomState(cfg.seed),  # the data order: the seed's alone, same for every variant
-        ckpt=checkpoint.checkpoint_path(out, *cfg.key),
+        ckpt=ckpt,
         plan=plan,
+        accum=cfg.micro_batches,
+        own_group=alone and world == 1,
     )
 
 
+def gpu_memory(cfg: TrainConfig, device: torch.device) -> float | None:
+    """GiB of memory a process of the run may use: `cfg.gpu_memory`, else the CUDA device's; None off CUDA."""
+    if cfg.gpu_memory is not None:
+        return cfg.gpu_memory
+    return torch.cuda.get_device_properties(device).total_memory / 2**30 if device.type == "cuda" else None
+
+
+def _build(
+    cfg: TrainConfig, mcfg: GPTConfig, device: torch.device, world: int
+) -> tuple[GPT, torch.optim.Optimizer]:
+    """The model with its published initial weights, laid over the processes (`rr_model.sharding`), and its
+    optimiser, built on what each process holds."""
+    torch.manual_seed(cfg.seed)  # right before the model: its initial weights are the published draws
+    model = GPT(mcfg)
+    model.checkpoint_activations(checkpoint_interval(cfg.activation_checkpointing))
+    if cfg.shard == "fsdp":
+        from rr_model.sharding import shard  # torch.distributed's FSDP and DTensor: only when sharding
+
+        shard(model, device, world, cfg.precision)
+    else:
+        model = model.to(device)
+    r = cfg.recipe
+    return model, model.configure_optimizers(r.weight_decay, r.lr, (r.beta1, r.beta2))  # fused on CUDA
+
+
 def _resume(run: _Run, resume: bool) -> None:
-    """Continue from the run's checkpoint when asked; the file is opened only then."""
-    if not run.ckpt.exists():
+    """Continue from the run's checkpoint when asked (its `.pt` file, or the folder of a sharded run: either
+    resumes either way, on any number of processes); the checkpoint is read only then."""
+    found = checkpoint.current(run.out, *run.cfg.key)
+    if found is None:
         return
     if not resume:
-        raise InputError(f"{run.ckpt} holds a checkpoint of this run: pass --resume to continue it")
-    saved = checkpoint.load(run.ckpt)
+        raise InputError(f"{found} holds a checkpoint of this run: pass --resume to continue it")
+    saved = checkpoint.saved_meta(found) if found.is_dir() else checkpoint.load(found)
     if saved.config != result_config(run.cfg):
         raise InputError(
-            f"{run.ckpt} was written under another config ({saved.config}); delete it to start over"
+            f"{found} was written under another config ({saved.config}); delete it to start over"
+        )
+    if saved.data is not None and saved.data != run.tokens.describe():
+        raise InputError(
+            f"{found} was written on other tokens ({saved.data}, now {run.tokens.describe()}); delete it "
+            "to start over"
         )
     try:
-        run.model.load_state_dict(saved.model)
-        run.optimizer.load_state_dict(saved.optimizer)
-        torch.set_rng_state(saved.torch_rng)
+        _restore(run, found, saved)
+        torch.set_rng_state(torch.as_tensor(saved.torch_rng, dtype=torch.uint8))
         if run.device.type == "cuda":
-            torch.cuda.set_rng_state(saved.cuda_rng, run.device)
+            torch.cuda.set_rng_state(torch.as_tensor(saved.cuda_rng, dtype=torch.uint8), run.device)
         name, keys, *rest = saved.data_rng
         run.data_rng.set_state((name, np.array(keys, dtype=np.uint32), *rest))
         run.state = _State(**saved.state)
     except (RuntimeError, ValueError, TypeError, KeyError) as e:
-        raise checkpoint.refused(run.ckpt, "its contents do not fit this run", e) from None
+        raise checkpoint.refused(found, "its contents do not fit this run", e) from None
     run.state.resumed.append(run.state.step)
+
+
+def _restore(run: _Run, found: Path, saved: checkpoint.Resumable) -> None:
+    """The weights and optimiser state of the checkpoint `found` into the run's model and optimiser."""
+    if found.is_dir():
+        from rr_model import sharded_checkpoint
+
+        sharded_checkpoint.load(found, run.model, run.optimizer)
+    elif run.sharded:  # a data-parallel run's checkpoint: whole on every process, each keeps its pieces
+        from rr_model import sharded_checkpoint
+
+        with torch.random.fork_rng(devices=[]):
+            whole = GPT(run.mcfg)
+        whole.load_state_dict(saved.model)
+        r = run.cfg.recipe
+        whole_optimizer = whole.configure_optimizers(r.weight_decay, r.lr, (r.beta1, r.beta2))
+        whole_optimizer.load_state_dict(saved.optimizer)
+        sharded_checkpoint.load_whole(run.model, run.optimizer, whole, whole_optimizer)
+    else:
+        run.model.load_state_dict(saved.model)
+        run.optimizer.load_state_dict(saved.optimizer)
 
 
 def _start(run: _Run) -> None:
     """Compile the model if asked, open the progress display and print the run's shape."""
     cfg, r, mcfg = run.cfg, run.cfg.recipe, run.mcfg
     run.net = torch.compile(run.model) if cfg.compile else run.model
-    if run.world > 1:
+    if run.world > 1 and not run.sharded:
         _same_weights(run)
-    if run.world > 1 and dist.get_backend() != "gloo":
+    if run.world > 1 and not run.sharded and dist.get_backend() != "gloo":
         run.flags = dist.new_group(backend="gloo")  # the out-of-memory flag, on the host (_ran_out)
     tokens_per_step = r.batch_size * r.block_size
     run.env = environment(str(run.device))
@@ -271,8 +366,22 @@ def _start(run: _Run) -> None:
         f"{r.batch_size // run.world} sequences | data {run.tokens.source} ({run.tokens.tokenizer}, "
         f"{len(run.tokens.train) / 1e6:.1f}M train tokens) | checkpoint every {cfg.checkpoint_every or '-'}"
         + (f" | resumed at step {run.state.step}" if run.state.resumed else "")
+        + _memory_note(cfg)
         + f" | {peak_note(name, cfg.precision)}"
     )
+
+
+def _memory_note(cfg: TrainConfig) -> str:
+    """How the run saves memory, for its start line: nothing where it keeps the published layout."""
+    notes = [
+        *(["sharded (FSDP2)"] if cfg.shard == "fsdp" else []),
+        *(
+            [f"activation checkpointing {cfg.activation_checkpointing}"]
+            * (cfg.activation_checkpointing != "none")
+        ),
+        *([f"{cfg.micro_batches} micro-batches"] if cfg.micro_batches > 1 else []),
+    ]
+    return "".join(f" | {n}" for n in notes)
 
 
 def _loop(run: _Run) -> str | None:
@@ -282,6 +391,7 @@ def _loop(run: _Run) -> str | None:
     loss_sum, norm_sum, n_sum = torch.zeros((), device=run.device), torch.zeros((), device=run.device), 0
     start = time.perf_counter()
     for step in range(run.state.step, cfg.steps):
+        run.at = step
         for group in run.optimizer.param_groups:
             group["lr"] = lr_at(step, cfg.steps, r)
         x, y = sample_batch(run.tokens.train, run.data_rng, r.batch_size, r.block_size)  # the global batch
@@ -307,8 +417,9 @@ def _loop(run: _Run) -> str | None:
                 return f"non-finite training loss ({mean}) in the steps up to {done}"
             run.state.curve.append([done, mean])
             run.progress.report(done, mean)
-        if at_checkpoint and run.rank == 0:
+        if at_checkpoint:
             _save(run, done, run.state.seconds + time.perf_counter() - start)
+    run.at = cfg.steps
     if run.device.type == "cuda":
         torch.cuda.synchronize(run.device)
     run.state.seconds += time.perf_counter() - start
@@ -338,8 +449,12 @@ def _step(run: _Run, x: torch.Tensor, y: torch.Tensor, step: int) -> tuple[torch
     flags (`_ran_out`) and either all retry the step in more micro-batches or all average their gradients
     and step. The price: the gradient all-reduce no longer overlaps the backward pass. Out of memory in
     the optimiser step itself is not retried: more micro-batches would not shrink it, and a step partly
-    applied cannot be taken again.
+    applied cannot be taken again. A sharded model's collectives run inside the passes, so it cannot retry:
+    running out of memory stops the run on every process instead (`_stopped`).
     """
+    if run.sharded:
+        loss = accumulate(run.net, x, y, run.accum, run.autocast)
+        return loss, apply_gradients(run.net, run.optimizer, run.cfg.recipe.grad_clip, run.world)
     while True:
         try:
             loss, detail = accumulate(run.net, x, y, run.accum, run.autocast), ""
@@ -393,20 +508,41 @@ def _more_micro_batches(run: _Run, step: int, ran_out: int, detail: str) -> None
 
 
 def _save(run: _Run, done: int, seconds: float) -> None:
-    """Checkpoint the run after `done` steps: weights, optimiser, every random stream and the state."""
+    """Checkpoint the run after `done` steps: weights, optimiser, every random stream and the state (rank 0
+    alone, or every process for its share of a sharded run), then drop a checkpoint of the other kind."""
+    if run.rank != 0 and not run.sharded:
+        return
     cuda = run.device.type == "cuda"
     name, keys, *rest = run.data_rng.get_state()  # as plain values: weights_only loading takes no arrays
     saved = checkpoint.Resumable(
         step=done,
         config=result_config(run.cfg),
-        model=run.model.state_dict(),
-        optimizer=run.optimizer.state_dict(),
+        model=None if run.sharded else run.model.state_dict(),  # sharded: DCP's files hold both
+        optimizer=None if run.sharded else run.optimizer.state_dict(),
         torch_rng=torch.get_rng_state(),
         cuda_rng=torch.cuda.get_rng_state(run.device) if cuda else None,
         data_rng=[name, keys.tolist(), *rest],
         state=asdict(replace(run.state, step=done, seconds=seconds)),
+        data=run.tokens.describe(),
     )
-    checkpoint.save(run.ckpt, saved)
+    if run.sharded:
+        from rr_model import sharded_checkpoint
+
+        sharded_checkpoint.save(run.ckpt, run.model, run.optimizer, saved)
+    else:
+        checkpoint.save(run.ckpt, saved)
+    if run.rank == 0:
+        _remove_checkpoints(run, keep=run.ckpt)
+
+
+def _remove_checkpoints(run: _Run, keep: Path | None = None) -> None:
+    """Remove the run's checkpoints, file and sharded folder, but `keep`."""
+    for path in (
+        checkpoint.checkpoint_path(run.out, *run.cfg.key),
+        checkpoint.sharded_path(run.out, *run.cfg.key),
+    ):
+        if path != keep:
+            shutil.rmtree(path, ignore_errors=True) if path.is_dir() else path.unlink(missing_ok=True)
 
 
 def _finish(run: _Run, failure: str | None) -> dict[str, Any]:
@@ -426,6 +562,7 @@ def _finish(run: _Run, failure: str | None) -> dict[str, Any]:
             n_bins=r.ece_bins,
             device=run.device,
             autocast=run.autocast,
+            lockstep=run.sharded,
         )
         run.state.seconds += time.perf_counter() - start  # minutes: training and the final evaluation
         result = {
@@ -440,26 +577,36 @@ def _finish(run: _Run, failure: str | None) -> dict[str, Any]:
         run.progress.log(f"{run.title}: diverged: {failure}; no row is written")
     run.metrics.close(finished=failure is None)
     record = _record(run, failure, result)
+    weights = _weights(run) if result is not None else None
     if run.rank == 0:
         if (added := _write(run.out, cfg, record, run.ckpt)) is not None:
             run.plan.extend(added)
-        if result is not None:
-            _keep_weights(run, record)
-        run.ckpt.unlink(missing_ok=True)  # the row (or the failure record) supersedes it
+        if weights is not None:
+            _keep_weights(run, record, weights)
+        _remove_checkpoints(run)  # the row (or the failure record) supersedes them
     return record
 
 
-def _keep_weights(run: _Run, record: dict[str, Any]) -> None:
+def _weights(run: _Run) -> dict[str, torch.Tensor]:
+    """The whole model's state dict on rank 0 (a sharded run's pieces gathered: every process calls this)."""
+    if not run.sharded:
+        return run.model.state_dict()
+    from rr_model.sharding import full_weights
+
+    return full_weights(run.model)
+
+
+def _keep_weights(run: _Run, record: dict[str, Any], weights: dict[str, torch.Tensor]) -> None:
     """The finished run's weights (no optimiser) and what rebuilds them, for rr sample, eval, export, gates."""
-    weights = checkpoint.Final(
+    final = checkpoint.Final(
         step=run.cfg.steps,
         config=result_config(run.cfg),
-        model=run.model.state_dict(),
+        model=weights,
         model_config=asdict(run.mcfg),
         data=run.tokens.describe(),
         record=json.loads(json.dumps(record)),  # plain values (torch's version is a str subclass)
     )
-    checkpoint.save(checkpoint.final_path(run.out, *run.cfg.key), weights)
+    checkpoint.save(checkpoint.final_path(run.out, *run.cfg.key), final)
 
 
 def _record(run: _Run, failure: str | None, result: dict[str, Any] | None) -> dict[str, Any]:

@@ -43,11 +43,14 @@ def evaluate(
     n_bins: int,
     device: torch.device,
     autocast: contextlib.AbstractContextManager | None = None,
+    lockstep: bool = False,
 ) -> tuple[float, float]:
     """Mean loss over `n_batches` random batches of `val` drawn from `rng`, and ECE over `n_bins` bins.
 
     Under torch.distributed every rank draws the same batches and scores every world_size-th one; the sums
-    are all-reduced, so the result does not depend on the number of processes.
+    are all-reduced, so the result does not depend on the number of processes. `lockstep`: every rank runs
+    as many forward passes as the busiest (a sharded model gathers its parameters in each, with every
+    rank); a rank's extra pass, when `n_batches` does not divide evenly, is not counted.
 
     Returns
     -------
@@ -60,13 +63,17 @@ def evaluate(
     bins = torch.zeros(3, n_bins, dtype=torch.float64, device=device)
     was_training = model.training
     model.eval()
-    for i in range(n_batches):
-        x, y = sample_batch(val, rng, batch_size, block_size)  # drawn on every rank: same stream
+    passes = -(-n_batches // world) * world if lockstep else n_batches
+    for i in range(passes):
+        if i < n_batches:
+            batch = sample_batch(val, rng, batch_size, block_size)  # drawn on every rank: same stream
         if i % world != rank:
             continue
-        x, y = (torch.from_numpy(t).to(device, non_blocking=True) for t in (x, y))
+        x, y = (torch.from_numpy(t).to(device, non_blocking=True) for t in batch)
         with autocast or contextlib.nullcontext():
             logits, loss = model(x, y)
+        if i >= n_batches:
+            continue  # a pass in step with the other ranks' last batches, not a batch of its own
         logits = logits.float()  # the softmax in fp32 whatever the compute precision
         top, pred = logits.max(-1)
         conf = torch.exp(top - torch.logsumexp(logits, -1))  # top-1 softmax probability, never materialised

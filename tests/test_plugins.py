@@ -152,6 +152,43 @@ def test_a_rule_named_as_module_colon_class_is_imported_when_first_counted(tmp_p
     assert got["counted"] == got["built"] and got["shift"] == [0.25]
 
 
+def test_a_rule_s_parameters_given_as_shapes_or_a_count_are_what_its_build_holds(tmp_path):
+    """params= as (name, shape) pairs gives the memory plan the exact pieces without torch; params= as a
+    count leaves the shapes to a build on the meta device. Either way they are the model's parameters, in
+    named_parameters() order (a module's own parameters before its submodules')."""
+    (tmp_path / "lazyrule.py").write_text(PLUGIN.split("rr_model.register_residual")[0])
+    (tmp_path / "twoways.py").write_text(
+        "import rr_model\n"
+        'shapes = lambda d: [("shift", (d,)), ("gate.weight", (1, d)), ("gate.bias", (1,))]\n'
+        'rr_model.register_residual("myshaped", "lazyrule:UpdateGate", params=shapes)\n'
+        'rr_model.register_residual("mycounted", "lazyrule:UpdateGate", params=lambda d: 2 * d + 1)\n'
+    )
+    got = in_child(
+        """
+        import sys
+        from rr_core.plugins import load_plugins
+        from rr_core.shapes import model_config, param_shapes
+        load_plugins()
+        shaped = param_shapes(model_config("tiny", "myshaped", 257))
+        out = {"torch_for_shapes": "torch" in sys.modules}
+        counted = param_shapes(model_config("tiny", "mycounted", 257))
+        from rr_model.model import GPT
+        for name, planned in (("myshaped", shaped), ("mycounted", counted)):
+            model = GPT(model_config("tiny", name, 257))
+            plain = json.loads(json.dumps(planned))  # (name, shape) pairs as lists
+            out[name] = [plain == [[n, list(p.shape)] for n, p in model.named_parameters()],
+                         model.config.n_params == sum(p.numel() for p in model.parameters())]
+        out["shaped"] = json.loads(json.dumps(shaped))
+        """,
+        str(tmp_path / "twoways.py"),
+        tmp_path,
+        str(tmp_path),
+    )
+    assert got["torch_for_shapes"] is False
+    assert got["myshaped"] == [True, True] and got["mycounted"] == [True, True]
+    assert ["transformer.h.0.res_attn.shift", [128]] in got["shaped"]
+
+
 def test_every_command_sees_the_plugin_s_rules(plugin, tmp_path):
     (sizes, gates, depth, train, sweep) = in_child(
         commands(

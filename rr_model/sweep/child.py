@@ -19,7 +19,7 @@ import sys
 from dataclasses import asdict
 from typing import Any
 
-from rr_core.errors import RRError
+from rr_core.errors import RRError, StoppedElsewhere
 from rr_core.ladder import Recipe
 from rr_model.planning import preflight
 from rr_model.run_config import TrainConfig
@@ -75,6 +75,8 @@ def main(argv: list[str] | None = None) -> int:
         cfg = config_from_json(text)  # a plugin's variant, missing here, is refused as rr train refuses it
         if (record := train_planned(cfg, out)) is None and lead:
             print(f"skip: {' '.join(map(str, cfg.key))} is already in {out}", flush=True)
+    except StoppedElsewhere:
+        return 2  # the process that failed said why
     except RRError as e:
         print(f"rr: error: {e}", file=sys.stderr, flush=True)
         return 2

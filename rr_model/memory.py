@@ -1,0 +1,260 @@
+"""What a run holds in each GPU's memory, by arithmetic: the memory plan that `rr sizes --memory` and the
+training commands' `--dry-run` print, and the check that refuses, before training, a run that cannot fit.
+Torch-free, from the exact shapes of `rr_core.shapes.param_shapes`.
+
+Per process, for data parallel (each process holds the whole model) and for sharding (FSDP2,
+`rr_model.sharding`), with and without activation checkpointing:
+
+- state, exact: parameters, gradients and AdamW's two moments in float32 (the bf16 policy keeps these in
+  float32 too), plus AdamW's step counter (one float32 per parameter tensor). Sharded, a tensor of d0 rows
+  is cut into pieces of ceil(d0 / world) rows, the last pieces shorter or empty; process 0's is the
+  largest, and the plan reports it. 0-d parameters (ReZero) stay whole. `tests/test_sharding.py` checks
+  these numbers against the pieces two gloo processes hold.
+- gathered (sharding only, an estimate): the whole parameters of the units being computed and their whole
+  gradients before the reduce-scatter: the root (embeddings, final norm) for the whole step and two blocks
+  (the one computed and the one fetched ahead), in the gathered dtype (bfloat16 under `--precision bf16`)
+  plus float32 gradients for the reduction.
+- activations per micro-batch (an estimate; the formula under `activation_bytes`): what autograd keeps for
+  the backward pass, counted exactly on CPU, plus the largest working tensors of the backward pass; and the
+  final evaluation's forward on a whole batch, which can be larger.
+
+A setting fits when its total is at most `FIT_SHARE` of the GPU's memory: the CUDA context, the
+collectives' buffers and the allocator's fragmentation take the rest.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+from rr_core.errors import InputError
+from rr_core.ladder import Recipe
+from rr_core.shapes import GPTConfig, param_shapes
+from rr_model.run_config import TrainConfig, checkpoint_interval
+
+__all__ = [
+    "FIT_SHARE",
+    "SETTINGS",
+    "Setting",
+    "piece_rows",
+    "state_bytes",
+    "saved_activation_bytes",
+    "activation_bytes",
+    "memory_plan",
+    "plan_text",
+    "refuse_unfit",
+]
+
+FIT_SHARE = 0.9
+GIB = 2**30
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One way to lay a run over its processes: `shard` ("none", "fsdp") and `activation_checkpointing`."""
+
+    shard: str
+    activation_checkpointing: str
+
+    @property
+    def name(self) -> str:
+        what = "data parallel" if self.shard == "none" else "fsdp"
+        ac = self.activation_checkpointing
+        return what if ac == "none" else f"{what} + checkpointing {ac}"
+
+
+SETTINGS = tuple(Setting(s, ac) for s in ("none", "fsdp") for ac in ("none", "full"))
+
+# Bytes autograd keeps per token for one residual rule's sublayer: (per d_model, per token), in float32 and
+# under bf16 autocast; measured on CPU with saved-tensor hooks (tests/test_memory.py). A plugin's rule is
+# assumed to keep as much as the largest of rr's (review_convex).
+_RULE_SAVED = {
+    "standard": ((0, 0), (0, 0)),
+    "highway": ((8, 0), (6, 0)),
+    "layerscale": ((4, 0), (2, 0)),
+    "rezero": ((4, 0), (2, 0)),
+    "review_neutral": ((16, 8), (8, 6)),
+    "review_convex": ((20, 8), (10, 6)),
+}
+
+
+def piece_rows(rows: int, world: int, rank: int = 0) -> int:
+    """Rows of a `rows`-row tensor that process `rank` of `world` holds: torch.chunk's cut, as FSDP2's.
+
+    Example
+    -------
+    >>> [piece_rows(251, 2, r) for r in (0, 1)], [piece_rows(5, 4, r) for r in range(4)]
+    ([126, 125], [2, 2, 1, 0])
+    """
+    size = -(-rows // world)
+    return max(0, min(size, rows - rank * size))
+
+
+def state_bytes(mcfg: GPTConfig, world: int = 1, shard: str = "none", rank: int = 0) -> dict[str, int]:
+    """Exact bytes of parameters, gradients and AdamW state that process `rank` holds.
+
+    Returns
+    -------
+    {"params": 4 n, "grads": 4 n, "optimizer": 8 n + 4 t}, n the elements held (sharded: the pieces), t the
+    parameter tensors (each has a float32 step counter).
+    """
+    shapes = [shape for _, shape in param_shapes(mcfg)]
+    if shard == "fsdp":
+        held = sum(piece_rows(s[0], world, rank) * math.prod(s[1:]) if s else 1 for s in shapes)
+    else:
+        held = sum(math.prod(s) for s in shapes)
+    return {"params": 4 * held, "grads": 4 * held, "optimizer": 8 * held + 4 * len(shapes)}
+
+
+def _gathered_bytes(mcfg: GPTConfig, precision: str) -> int:
+    """Whole parameters and gradients of the units computed at once under FSDP2 (see the module)."""
+    root = (mcfg.vocab_size + mcfg.block_size + 1) * mcfg.d_model
+    block = sum(math.prod(s) for n, s in param_shapes(mcfg) if n.startswith("transformer.h.0.") and s)
+    gathered = 2 if precision == "bf16" else 4
+    return (root + 2 * block) * (gathered + 4)
+
+
+def _block_bytes(mcfg: GPTConfig, sequences: int, bf16: bool) -> int:
+    """Bytes one block keeps for the backward pass (see `saved_activation_bytes`)."""
+    rule = _RULE_SAVED.get(mcfg.variant, _RULE_SAVED["review_convex"])[bf16]
+    B, T, d, H = sequences, mcfg.block_size, mcfg.d_model, mcfg.n_head
+    return ((44 if bf16 else 72) + 2 * rule[0]) * B * T * d + 4 * B * H * T + (8 + 2 * rule[1]) * B * T
+
+
+def saved_activation_bytes(
+    mcfg: GPTConfig, sequences: int, precision: str, every: int = 0, weight_copies: bool = True
+) -> int:
+    """Bytes autograd keeps for the backward pass of one micro-batch of `sequences` sequences.
+
+    Notes
+    -----
+    With B sequences of T tokens, width d, L blocks, H heads, vocabulary V, k of the blocks recomputed
+    (`every`: blocks 0, every, 2 every, ...), in float32 (a = 72, c = 12) or under bf16 autocast (a = 44,
+    c = 10), and (r_d, r_t) the residual rule's bytes per sublayer (`_RULE_SAVED`):
+
+        (L - k) [(a + 2 r_d) B T d + 4 B H T + (8 + 2 r_t) B T]     blocks kept
+        + k 4 B T d                                                 blocks recomputed: their float32 input
+        + c B T d + 4 B T V + 20 B T + 8 T + 4                      embeddings, final norm, loss
+        + 2 W                                                       bf16 autocast's weight copies
+
+    W: the elements of the matrices the kept blocks and the head multiply by (the copies autocast caches;
+    none under FSDP's bf16 policy, whose gathered weights are bfloat16 already). 4 B H T is the attention's
+    log-sum-exp (flash and memory-efficient kernels); 4 B T V the loss's log-softmax in float32. Exact on
+    CPU for rr's rules (tests/test_memory.py counts the saved tensors).
+    """
+    bf16 = precision == "bf16"
+    B, T, d, L, V = sequences, mcfg.block_size, mcfg.d_model, mcfg.n_layer, mcfg.vocab_size
+    k = -(-L // every) if every else 0
+    head = (10 if bf16 else 12) * B * T * d + 4 * B * T * V + 20 * B * T + 8 * T + 4
+    block = param_shapes(replace(mcfg, n_layer=1))
+    matrices = sum(math.prod(s) for n, s in block if n.startswith("transformer.h.") and len(s) == 2)
+    copies = 2 * ((L - k) * matrices + V * d) if bf16 and weight_copies else 0
+    return (L - k) * _block_bytes(mcfg, B, bf16) + k * 4 * B * T * d + head + copies
+
+
+def activation_bytes(
+    mcfg: GPTConfig, sequences: int, precision: str, every: int = 0, weight_copies: bool = True
+) -> int:
+    """Activation memory of a training micro-batch: `saved_activation_bytes`, plus the working tensors of the
+    backward pass: the logits' gradient and softmax in float32 (8 B T V) and, with checkpointing, one
+    recomputed block's activations."""
+    saved = saved_activation_bytes(mcfg, sequences, precision, every, weight_copies)
+    working = 8 * sequences * mcfg.block_size * mcfg.vocab_size
+    return saved + working + (_block_bytes(mcfg, sequences, precision == "bf16") if every else 0)
+
+
+def _eval_bytes(mcfg: GPTConfig, batch: int, precision: str) -> int:
+    """The final evaluation's forward on a whole batch: its logits in float32 and one temporary of their
+    size (log-sum-exp), plus the bfloat16 logits under bf16."""
+    return (10 if precision == "bf16" else 8) * batch * mcfg.block_size * mcfg.vocab_size
+
+
+def memory_plan(
+    mcfg: GPTConfig,
+    recipe: Recipe,
+    world: int,
+    precision: str,
+    gpu_gib: float | None,
+    micro_batches: int = 1,
+    settings: tuple[Setting, ...] = SETTINGS,
+) -> list[dict]:
+    """Per process, what each setting holds for the model `mcfg` trained on `world` processes.
+
+    For each setting the micro-batch count is the smallest of `micro_batches`, twice it, four times... (each
+    dividing a process's share of the batch) whose total fits `gpu_gib` (None: `micro_batches`).
+
+    Returns
+    -------
+    One record per setting: setting, params, grads, optimizer, gathered, activations (per micro-batch),
+    eval, micro_batches, sequences (per micro-batch), total (bytes: state + gathered + the larger of
+    activations and eval) and fits (True, False, or None when the GPU's memory is unknown).
+    """
+    per = recipe.batch_size // world
+    rows = []
+    for setting in settings:
+        sharded, every = setting.shard == "fsdp", checkpoint_interval(setting.activation_checkpointing)
+        state = state_bytes(mcfg, world, setting.shard)
+        gathered = _gathered_bytes(mcfg, precision) if sharded else 0
+        evaluation = _eval_bytes(mcfg, recipe.batch_size, precision)
+        m = micro_batches
+        while True:
+            act = activation_bytes(mcfg, per // m, precision, every, weight_copies=not sharded)
+            total = sum(state.values()) + gathered + max(act, evaluation)
+            fits = None if gpu_gib is None else total <= FIT_SHARE * gpu_gib * GIB
+            if fits is not False or per % (2 * m):
+                break
+            m *= 2
+        rows.append({"setting": setting.name, **state, "gathered": gathered, "activations": act,
+                     "eval": evaluation, "micro_batches": m, "sequences": per // m, "total": total,
+                     "fits": fits})  # fmt: skip
+    return rows
+
+
+def plan_text(rows: list[dict], title: str) -> str:
+    """The plan as a plain-text table, sizes in GiB (for messages; the CLI renders records itself)."""
+    heads = ["setting", "params", "grads", "optimizer", "gathered", "activations", "eval", "micro-batches",
+             "total", "fits"]  # fmt: skip
+    cells = [
+        [r["setting"], *(f"{r[k] / GIB:.2f}" for k in heads[1:7]), f"{r['micro_batches']} x {r['sequences']}",
+         f"{r['total'] / GIB:.2f}", {True: "yes", False: "no", None: "-"}[r["fits"]]]
+        for r in rows
+    ]  # fmt: skip
+    widths = [max(len(h), *(len(c[i]) for c in cells)) for i, h in enumerate(heads)]
+
+    def line(items: list[str]) -> str:
+        return "  ".join(
+            x.ljust(w) if i == 0 else x.rjust(w) for i, (x, w) in enumerate(zip(items, widths, strict=True))
+        )
+
+    return "\n".join([title, line(heads), line(["-" * w for w in widths]), *map(line, cells)])
+
+
+def refuse_unfit(cfg: TrainConfig, mcfg: GPTConfig, world: int, gpu_gib: float | None) -> None:
+    """Refuse before training a run the memory plan says cannot fit `gpu_gib` per process (None: unchecked).
+
+    A data-parallel run is refused only when no micro-batch count fits (on running out of memory it goes on
+    in more micro-batches by itself); a sharded run, which stops instead, also when its own count does not
+    fit, naming the count that does. The error shows the plan of every setting.
+    """
+    if gpu_gib is None:
+        return
+    own = Setting(cfg.shard, cfg.activation_checkpointing)
+    others = tuple(s for s in SETTINGS if s != own)
+    rows = memory_plan(mcfg, cfg.recipe, world, cfg.precision, gpu_gib, cfg.micro_batches, (own, *others))
+    mine = rows[0]
+    if mine["fits"] and (own.shard == "none" or mine["micro_batches"] == cfg.micro_batches):
+        return
+    table = plan_text(
+        rows, f"memory per process of {cfg.size} {cfg.variant} on {world} process(es), {cfg.precision}:"
+    )
+    fitting = [r["setting"] + (f" with --micro-batches {r['micro_batches']}" if r["micro_batches"] > 1 else "")
+               for r in rows if r["fits"]]  # fmt: skip
+    if mine["fits"]:
+        advice = f"it fits with --micro-batches {mine['micro_batches']}"
+    else:
+        advice = f"these fit: {'; '.join(fitting)}" if fitting else "no setting fits: use more GPUs"
+    raise InputError(
+        f"not training {' '.join(map(str, cfg.key))}: the memory plan says it does not fit in "
+        f"{FIT_SHARE:.0%} of {gpu_gib:g} GiB per GPU as set ({own.name}, --micro-batches {cfg.micro_batches}); "
+        f"{advice}. --gpu-memory GIB sets the memory checked against.\n{table}"
+    )
