@@ -16,6 +16,8 @@ from __future__ import annotations
 import inspect
 import json
 import os
+import shlex
+import sys
 from collections.abc import Callable
 from enum import Enum
 from pathlib import Path
@@ -45,7 +47,9 @@ OUT = typer.Option(
     "if missing.",  # the default is rr_model.run_config.DEFAULT_OUT
     show_default=False,
 )
-DRY_RUN = typer.Option(False, "--dry-run", help="Print the plan and an estimate of time; train nothing.")
+DRY_RUN = typer.Option(
+    False, "--dry-run", help="Print the plan, an estimate of time and the memory plan; train nothing."
+)
 
 
 def _cli_type(name: str, kind: Any) -> Any:
@@ -73,6 +77,13 @@ def run_option(name: str, panel: str | None = None) -> Any:
     how = declared.option
     default = None if declared.default == () else declared.default  # a repeatable option: none given
     return typer.Option(default, declared.flag, help=how.help, min=how.min, rich_help_panel=panel)
+
+
+def option_type(name: str) -> Any:
+    """The type typer parses TrainConfig's field `name` as: for a command that offers one of the training
+    options on its own (`run_option`), such as `rr sizes --precision`, so it takes the same values."""
+    (declared,) = (d for d in declared_options() if d.name == name)
+    return _cli_type(name, declared.type)
 
 
 def renamed(new: str, old: str, why: str, panel: str | None = None) -> Any:
@@ -194,12 +205,52 @@ def echo_plan(plan: list[dict], title: str) -> None:
     )
 
 
+GIB = 2**30
+
+
+def _gib(b: int | None) -> str:
+    return fixed(None if b is None else b / GIB, 2, none=BLANK)
+
+
+# The memory plan's columns (`rr_model.memory.memory_plan`): bytes shown as GiB, fits as yes/no
+MEMORY_FORMATS: dict[str, Callable[[object], str]] = {
+    **dict.fromkeys(("params", "grads", "optimizer", "gathered", "activations", "eval", "total"), _gib),
+    "fits": lambda f: {True: "yes", False: "no"}.get(f, BLANK),
+}
+
+
+def echo_memory(records: list[dict], source: str, world: int) -> None:
+    """The memory plan of `rr_model.planning.memory_plans`: GiB per GPU, and what it was checked against."""
+    from rr_analysis.numbers import percent
+    from rr_model.memory import FIT_SHARE
+
+    if not records:
+        return
+    typer.echo("")
+    echo_records(
+        records,
+        Format.text,
+        title=f"Memory per GPU (GiB) on {world} GPU(s), against {source} (* the runs' own setting)",
+        formats=MEMORY_FORMATS,
+    )
+    typer.echo(
+        "state (params, grads, AdamW optimizer) exact; gathered (fsdp: whole units in flight), activations "
+        "per micro-batch and eval (the final evaluation's whole batch) estimated (docs/training.md, Past one "
+        f"GPU); fits: total <= {percent(FIT_SHARE)} of the GPU's memory, at the micro-batches shown."
+    )
+
+
+def world_size() -> int:
+    """The processes `rr train` runs on: torchrun's WORLD_SIZE, else 1."""
+    return int(os.environ.get("WORLD_SIZE", "1"))
+
+
 def train_and_report(command: str, runs, out: Path, *, resume: bool, dry_run: bool) -> None:
     """The tail of `rr train` and `rr reproduce` once the runs are planned (`rr_model.planning.Runs`): say
-    which are skipped, check the data, then show the plan (`dry_run`) or train the runs to do and show
-    their results; exit 1 if one diverged."""
+    which are skipped, check the data, then show the plan and the memory plan (`dry_run`) or train the runs
+    to do and show their results; exit 1 if one diverged."""
     from rr_model.data.token_cache import check_data
-    from rr_model.planning import describe_runs
+    from rr_model.planning import describe_runs, memory_plans
 
     lead = os.environ.get("RANK", "0") == "0"  # under torchrun, one process reports
     with known_errors():
@@ -211,6 +262,7 @@ def train_and_report(command: str, runs, out: Path, *, resume: bool, dry_run: bo
         check_data(runs.todo[0].data, runs.todo[0].tokenizer)
         if dry_run:
             echo_plan(describe_runs(runs.todo), f"rr {command}: plan for {out}")
+            echo_memory(*memory_plans(runs.todo, world_size()), world_size())
             return
         records = _train(runs, out, resume)
     from rr_model.trainer import summarize
@@ -223,15 +275,18 @@ def train_and_report(command: str, runs, out: Path, *, resume: bool, dry_run: bo
 
 def _train(runs, out: Path, resume: bool) -> list[dict]:
     """Train the runs to do, on the plan's reading of `out`; on Ctrl-C, say what was kept and how to
-    continue (exit 130)."""
-    from rr_model.checkpoint import checkpoint_path
+    continue (exit 130); a sharded run out of memory names the command to resume with."""
+    from rr_model.checkpoint import current
+    from rr_model.out_of_memory import OutOfMemoryStop
     from rr_model.trainer import train_runs  # torch: only when training
 
     todo = runs.todo
     try:
         return train_runs(todo, out, resume=resume, plan=runs.output)
+    except OutOfMemoryStop as e:
+        raise e.resume_with(resume_command(e.micro_batches)) from None
     except KeyboardInterrupt:
-        saved = [str(p) for cfg in todo if (p := checkpoint_path(out, *cfg.key)).exists()]
+        saved = [str(p) for cfg in todo if (p := current(out, *cfg.key)) is not None]
         every = todo[0].checkpoint_every
         kept = f"no checkpoint was written yet (one every {every} steps): the run starts over"
         if saved:
@@ -249,6 +304,27 @@ def _train(runs, out: Path, resume: bool) -> list[dict]:
             err=True,
         )
         raise SystemExit(130) from None
+
+
+def resume_command(micro_batches: int | None) -> str:
+    """This command line again with --resume and --micro-batches `micro_batches` (replacing any given), under
+    the same torchrun layout where torchrun started it: what a sharded run that ran out of memory names."""
+    args, skip = [], False
+    for arg in sys.argv[1:]:
+        if skip:
+            skip = False
+        elif arg == "--micro-batches":
+            skip = True
+        elif arg != "--resume" and not arg.startswith("--micro-batches="):
+            args.append(arg)
+    args += ["--resume", "--micro-batches", str(micro_batches)]
+    launch = "rr"
+    if world_size() > 1:
+        local = int(os.environ.get("LOCAL_WORLD_SIZE", world_size()))
+        nodes = world_size() // local
+        where = f"--nnodes {nodes} (and the same rendezvous options)" if nodes > 1 else "--standalone"
+        launch = f"torchrun {where} --nproc_per_node {local} -m cli.main"
+    return " ".join([launch, *map(shlex.quote, args)])
 
 
 # ------------------------------------------------------------------------------------ the run config file

@@ -8,8 +8,10 @@ import typer
 
 from cli.errors import known_errors
 from cli.records import FORMAT_HELP, Format, echo_records
-from cli.run_options import run_option
+from cli.run_options import MEMORY_FORMATS, option_type, run_option
 from rr_analysis.numbers import fixed
+
+Precision = option_type("precision")  # TrainConfig's choices, parsed as its training options parse them
 
 
 def sizes(
@@ -18,16 +20,28 @@ def sizes(
         50257, "--vocab", min=1, help="Vocabulary size (GPT-2: 50257; byte-level: 257)."
     ),
     ladder: Path | None = run_option("ladder"),
+    memory: bool = typer.Option(
+        False,
+        "--memory",
+        help="Instead: the memory plan of each size per GPU (state exact; gathered parameters, activations "
+        "and evaluation estimated) for data parallel and fsdp, with and without activation checkpointing.",
+    ),
+    gpus: int = typer.Option(1, "--gpus", min=1, help="--memory: the GPUs a run spans."),
+    gpu_memory: float | None = run_option("gpu_memory"),
+    precision: Precision = run_option("precision"),
 ) -> None:
     """List d_model, n_layer, n_head, head_dim and the exact parameter count of every size x variant.
 
     Baselines are widened in steps of n_head to Review's count at the same depth, so their width depends
-    on --vocab. Counted by arithmetic: instant, no model is built.
+    on --vocab. Counted by arithmetic: instant, no model is built. `--memory` plans each size's memory
+    per GPU instead (docs/training.md, "Past one GPU").
     """
     from rr_core.ladder import BYTE_EOS, RECIPE
     from rr_core.shapes import size_table
 
     vocab = vocab or RECIPE.vocab_size
+    if memory:
+        return _memory(fmt, vocab, ladder, gpus, gpu_memory, getattr(precision, "value", precision))
     with known_errors():
         table = size_table(vocab, ladder)
     which = "Ladder" if ladder is None else f"Ladder file {ladder} (your sizes, not the published ladder)"
@@ -43,6 +57,17 @@ def sizes(
         title=f"{which} x variant, vocabulary {fixed(vocab, 0, grouped=True)} ({whose})",
         formats={"params": lambda v: fixed(v, 0, grouped=True), "params_M": lambda v: fixed(v, 2)},
     )
+
+
+def _memory(fmt: Format, vocab: int, ladder, gpus: int, gpu_memory: float | None, precision: str) -> None:
+    """`rr sizes --memory`: the memory plan of every size, in GiB per GPU (raw bytes in csv and json)."""
+    from rr_model.memory import size_plans
+
+    with known_errors():
+        rows = size_plans(vocab, ladder, gpus, precision, gpu_memory)
+    against = f"against {gpu_memory:g} GiB" if gpu_memory else "give --gpu-memory GiB to see which fit"
+    title = f"Memory per GPU (GiB) of each size's largest compared variant on {gpus} GPU(s), {precision}, {against}"
+    echo_records(rows, fmt, title=title, formats=MEMORY_FORMATS)
 
 
 def register(app: typer.Typer) -> None:

@@ -18,6 +18,7 @@ from cli.run_options import (
     OUT,
     RESULT_FORMATS,
     VARIANT,
+    echo_memory,
     echo_plan,
     run_options,
     training_options,
@@ -73,10 +74,22 @@ TIME = typer.Option(
     60, "--time", min=1, help="Time limit of one attempt, minutes; requeued past it.", rich_help_panel=SLURM
 )
 GPUS = typer.Option(
-    1, "--gpus", min=0, help="GPUs per run, one DDP task each (0: CPU).", rich_help_panel=SLURM
+    1,
+    "--gpus",
+    min=0,
+    help="GPUs per node of a run, one training process each (0: CPU).",
+    rich_help_panel=SLURM,
 )
-CPUS = typer.Option(None, "--cpus", min=1, help="CPU cores per run.", rich_help_panel=SLURM)
-MEM_GB = typer.Option(None, "--mem-gb", min=1, help="Memory per run, GB.", rich_help_panel=SLURM)
+NODES = typer.Option(
+    1,
+    "--nodes",
+    min=1,
+    help="Nodes per run: its --gpus processes on each, one process group (the dataset's folder must be on a "
+    "filesystem every node sees).",
+    rich_help_panel=SLURM,
+)
+CPUS = typer.Option(None, "--cpus", min=1, help="CPU cores per node of a run.", rich_help_panel=SLURM)
+MEM_GB = typer.Option(None, "--mem-gb", min=1, help="Memory per node of a run, GB.", rich_help_panel=SLURM)
 SBATCH = typer.Option(
     None,
     "--sbatch",
@@ -182,18 +195,19 @@ def _status_or_cancel(out: Path, status: bool, cancel: bool) -> None:
     )
 
 
-def _resources(partition, account, time, gpus, cpus, mem_gb, sbatch, setup, max_timeouts):
-    """What each job of a Slurm sweep asks for (`rr_model.sweep.sbatch.Resources`), from the options."""
+def _resources(p: dict):
+    """What each job of a Slurm sweep asks for (`rr_model.sweep.sbatch.Resources`), from the options `p`."""
     from rr_model.sweep.sbatch import Resources
 
-    extra = dict(sbatch=_sbatch(sbatch), setup=tuple(setup or ()), max_timeouts=max_timeouts)
-    return Resources(partition, account, time, gpus, cpus, mem_gb, **extra)
+    slurm = {k: p[k] for k in ("partition", "account", "gpus", "cpus", "max_timeouts", "nodes")}
+    extra = {"sbatch": _sbatch(p["sbatch"]), "setup": tuple(p["setup"] or ())}
+    return Resources(**slurm, time_min=p["time"], mem_gb=p["mem_gb"], **extra)
 
 
 def _slurm(todo: list, out: Path, resources, per_run_files: bool, dry_run: bool) -> None:
     """Submit `todo` as a job array (or show it, with the sbatch script, under --dry-run: no submitit needed
     unless jobs are recorded for `out` already)."""
-    from rr_model.planning import dataset_keys
+    from rr_model.planning import dataset_keys, memory_plans
     from rr_model.sweep.jobs import read_jobs
     from rr_model.sweep.sbatch import job_folder, part_path, sbatch_script
 
@@ -213,6 +227,8 @@ def _slurm(todo: list, out: Path, resources, per_run_files: bool, dry_run: bool)
         echo_records(jobs, Format.text, title=f"rr sweep: {len(todo)} job(s) would be submitted")
         typer.echo(f"\nsbatch script (submitit writes it under {job_folder(out)}):\n")
         typer.echo(sbatch_script(out, resources, len(todo)))
+        world = resources.nodes * max(1, resources.gpus)
+        echo_memory(*memory_plans(todo, world), world)
         return
     launch = _launch()
     entries = launch.submit_runs(todo, out, launch.slurm_executor(out, resources), per_run_files)
@@ -223,12 +239,13 @@ def _slurm(todo: list, out: Path, resources, per_run_files: bool, dry_run: bool)
 
 def _local(todo: list, out: Path, nproc: int, dry_run: bool) -> None:
     """Train `todo` here, one process each (or show the plan under --dry-run); exit 1 if any run failed."""
-    from rr_model.planning import describe_runs
+    from rr_model.planning import describe_runs, memory_plans
     from rr_model.sweep.local import run_sweep
 
     if dry_run:
         if todo:
             echo_plan(describe_runs(todo), f"rr sweep: plan for {out}")
+            echo_memory(*memory_plans(todo, nproc), nproc)
         return
     summary = run_sweep(todo, out, nproc)
     if summary:
@@ -253,6 +270,22 @@ def _closing_table(out: Path) -> None:
         typer.echo(
             f"rr sweep: no closing table ({e}); see rr analyze --data {out} --reference NAME", err=True
         )
+
+
+def _plan(out: Path, p: dict, options: dict) -> tuple[list, list]:
+    """The sweep's runs (to train, already in `out`) from the options `p`: sizes or --at, seeds or --effect,
+    variants; a reproduction checked to be one."""
+    from rr_core.variants import COMPARED
+    from rr_model.reproduce import check_reproducible
+    from rr_model.sweep.local import plan_sweep
+
+    variants, chosen = tuple(p["variant"] or COMPARED), _sizes(p["sizes"], p["at"], p["ladder"])
+    effect, seeds = p["effect"], p["seeds"]
+    plan_seeds = _seeds(seeds) if effect is None else _effect_seeds(out, chosen, effect, variants, seeds)
+    todo, skipped, _ = plan_sweep(out, chosen, plan_seeds, variants, **options)
+    if p["reproduce"]:
+        check_reproducible(todo + skipped, out)
+    return todo, skipped
 
 
 def _default_out(reproduce: bool, ladder: str | None) -> Path:
@@ -287,6 +320,7 @@ def sweep(
     per_run_files: bool = PER_RUN_FILES,
     status: bool = STATUS,
     cancel: bool = CANCEL,
+    nodes: int = NODES,
     config: Path | None = CONFIG,
     **run: Any,
 ) -> None:
@@ -299,28 +333,21 @@ def sweep(
     file when it finishes (or to its own file, `--per-run-files`); `--status` and `--cancel` follow and stop
     them. `--effect` plans the seeds a target gap needs instead of `--seeds`.
     """
-    from rr_core.variants import COMPARED
-    from rr_model.reproduce import check_reproducible
-    from rr_model.sweep.local import plan_sweep
-
     reproduce, ladder = run["reproduce"], run["ladder"]
     out = out or _default_out(reproduce, ladder)
     options = run_options(ctx)
     with known_errors():
         if status or cancel:
             return _status_or_cancel(out, status, cancel)
-        variants, chosen = tuple(variant or COMPARED), _sizes(sizes, at, ladder)
-        plan_seeds = _seeds(seeds) if effect is None else _effect_seeds(out, chosen, effect, variants, seeds)
-        todo, skipped, _ = plan_sweep(out, chosen, plan_seeds, variants, **options)
-        if reproduce:
-            check_reproducible(todo + skipped, out)
+        todo, skipped = _plan(out, ctx.params, options)
         typer.echo(f"rr sweep: {len(todo)} run(s) to train, {len(skipped)} already in {out}")
+        if launcher is Launcher.local and nodes > 1:
+            raise InputError("--nodes is the Slurm launcher's; here one run spans --nproc processes")
         if launcher is Launcher.local:
             return _local(todo, out, nproc, dry_run)
         if nproc > 1:
-            raise InputError("--nproc is the local launcher's; with --launcher slurm give --gpus per run")
-        resources = _resources(partition, account, time, gpus, cpus, mem_gb, sbatch, setup, max_timeouts)
-        _slurm(todo, out, resources, per_run_files, dry_run)
+            raise InputError("--nproc is the local launcher's; with --launcher slurm give --gpus per node")
+        _slurm(todo, out, _resources(ctx.params), per_run_files, dry_run)
 
 
 def register(app: typer.Typer) -> None:

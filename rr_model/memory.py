@@ -25,11 +25,13 @@ collectives' buffers and the allocator's fragmentation take the rest.
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass, replace
 
 from rr_core.errors import InputError
-from rr_core.ladder import Recipe
-from rr_core.shapes import GPTConfig, param_shapes
+from rr_core.ladder import Recipe, ladder_sizes
+from rr_core.shapes import GPTConfig, model_config, param_shapes
+from rr_core.variants import COMPARED
 from rr_model.run_config import TrainConfig, checkpoint_interval
 
 __all__ = [
@@ -43,6 +45,7 @@ __all__ = [
     "memory_plan",
     "plan_text",
     "refuse_unfit",
+    "size_plans",
 ]
 
 FIT_SHARE = 0.9
@@ -258,3 +261,27 @@ def refuse_unfit(cfg: TrainConfig, mcfg: GPTConfig, world: int, gpu_gib: float |
         f"{FIT_SHARE:.0%} of {gpu_gib:g} GiB per GPU as set ({own.name}, --micro-batches {cfg.micro_batches}); "
         f"{advice}. --gpu-memory GIB sets the memory checked against.\n{table}"
     )
+
+
+def size_plans(
+    vocab_size: int,
+    ladder: str | os.PathLike | None = None,
+    world: int = 1,
+    precision: str = "tf32",
+    gpu_gib: float | None = None,
+) -> list[dict]:
+    """`memory_plan` of every size of a ladder (rr's, or `ladder`'s) on `world` processes: `rr sizes --memory`.
+
+    Each size is planned for the largest of its compared variants at vocabulary `vocab_size`, at its
+    recipe's batch and context; one record per size and setting (size, variant, then the plan's columns).
+    """
+    rows = []
+    for name, size in ladder_sizes(ladder).items():
+        mcfg = max((model_config(name, v, vocab_size, ladder) for v in COMPARED), key=lambda c: c.n_params)
+        if size.recipe.batch_size % world:
+            raise InputError(
+                f"--gpus {world}: {name}'s batch of {size.recipe.batch_size} does not split over it"
+            )
+        rows += [{"size": name, "variant": mcfg.variant, **r}
+                 for r in memory_plan(mcfg, size.recipe, world, precision, gpu_gib)]  # fmt: skip
+    return rows

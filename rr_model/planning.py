@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from rr_core.errors import InputError, RecipeError
 from rr_core.files import create_new
 from rr_core.ladder import BYTE_EOS, get_size
-from rr_core.shapes import model_config
+from rr_core.shapes import GPTConfig, model_config
 from rr_core.sweepfile.csv_text import DataError
 from rr_core.sweepfile.dataset import (
     bundled_path,
@@ -35,6 +35,8 @@ from rr_core.sweepfile.integrity import check_integrity
 from rr_core.sweepfile.provenance import sidecar_path
 from rr_core.variants import COMPARED
 from rr_model.flops import assumed_rate, flops_per_token
+from rr_model.hardware import datasheet_memory, gpu_memory, gpu_name
+from rr_model.memory import SETTINGS, Setting, memory_plan
 from rr_model.run_config import DEFAULT_OUT, TrainConfig, recipe_differences
 
 if TYPE_CHECKING:
@@ -50,6 +52,7 @@ __all__ = [
     "dataset_row",
     "plan_runs",
     "describe_runs",
+    "memory_plans",
 ]
 
 
@@ -245,6 +248,13 @@ def plan_runs(
     return Runs.split([TrainConfig(size=size, variant=v, seed=seed, **options) for v in variants], output)
 
 
+def _planned_model(cfg: TrainConfig) -> GPTConfig:
+    """The model `cfg` trains, without loading its data: the vocabulary follows the tokenizer it will use."""
+    bytes_ = cfg.tokenizer == "bytes" or (cfg.tokenizer is None and cfg.data == "synthetic")
+    vocab = BYTE_EOS + 1 if bytes_ else cfg.recipe.vocab_size  # the byte tokenizer: 256 bytes and EOS
+    return replace(model_config(cfg.size, cfg.variant, vocab, cfg.ladder), block_size=cfg.recipe.block_size)
+
+
 def describe_runs(runs: list[TrainConfig]) -> list[dict[str, Any]]:
     """What `runs` would be, without loading data, torch or training: one record per run.
 
@@ -257,11 +267,7 @@ def describe_runs(runs: list[TrainConfig]) -> list[dict[str, Any]]:
     """
     records = []
     for cfg in runs:
-        bytes_ = cfg.tokenizer == "bytes" or (cfg.tokenizer is None and cfg.data == "synthetic")
-        vocab = BYTE_EOS + 1 if bytes_ else cfg.recipe.vocab_size  # the byte tokenizer: 256 bytes and EOS
-        mcfg = replace(
-            model_config(cfg.size, cfg.variant, vocab, cfg.ladder), block_size=cfg.recipe.block_size
-        )
+        mcfg = _planned_model(cfg)
         tokens = cfg.steps * cfg.recipe.batch_size * cfg.recipe.block_size
         rate, assumed = assumed_rate(cfg.device, cfg.precision)
         shape = {k: getattr(mcfg, k) for k in ("d_model", "n_layer", "n_head")}
@@ -277,3 +283,51 @@ def describe_runs(runs: list[TrainConfig]) -> list[dict[str, Any]]:
             }
         )
     return records
+
+
+def _gpu_memory(cfg: TrainConfig) -> tuple[float | None, str]:
+    """The GPU memory (GiB) a plan checks runs against, and where it comes from: --gpu-memory, else this
+    machine's first GPU (nvidia-smi's total, or its datasheet's by name), else unknown (None)."""
+    if cfg.gpu_memory is not None:
+        return cfg.gpu_memory, f"{cfg.gpu_memory:g} GiB (--gpu-memory)"
+    name = gpu_name() if cfg.device in ("auto", "cuda") else None
+    if name is None:
+        return None, "no GPU here: give --gpu-memory GiB to check that the runs fit"
+    found = gpu_memory() or datasheet_memory(name)
+    return (
+        found,
+        f"{found:g} GiB, {name} here" if found else f"{name} here, its memory unknown: give --gpu-memory GiB",
+    )
+
+
+def memory_plans(runs: list[TrainConfig], world: int) -> tuple[list[dict[str, Any]], str]:
+    """The memory plan (`rr_model.memory.memory_plan`) of the largest model of each size among `runs`, on
+    `world` processes, without torch; and the GPU memory it was checked against, in words.
+
+    Returns
+    -------
+    One record per size and setting: size, variant, setting (the runs' own marked "*"), then the plan's
+    columns (bytes per process, the micro-batches each setting needs, fits).
+    """
+    if not runs:
+        return [], ""
+    gpu_gib, source = _gpu_memory(runs[0])
+    largest: dict[str, tuple[TrainConfig, GPTConfig]] = {}
+    for cfg in runs:
+        mcfg = _planned_model(cfg)
+        if cfg.size not in largest or mcfg.n_params > largest[cfg.size][1].n_params:
+            largest[cfg.size] = (cfg, mcfg)
+    records = []
+    for cfg, mcfg in largest.values():
+        own = Setting(cfg.shard, cfg.activation_checkpointing)
+        settings = SETTINGS if own in SETTINGS else (*SETTINGS, own)
+        for setting, row in zip(
+            settings,
+            memory_plan(mcfg, cfg.recipe, world, cfg.precision, gpu_gib, cfg.micro_batches, settings),
+            strict=True,
+        ):
+            mark = " *" if setting == own else ""
+            records.append(
+                {"size": cfg.size, "variant": cfg.variant, **row, "setting": row["setting"] + mark}
+            )
+    return records, source

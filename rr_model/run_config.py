@@ -203,11 +203,37 @@ class TrainConfig:
     # the provenance record with the rest of the config; None when no run config file was given
     run_config: str | None = None
     # --- how the run uses memory: implementation details, not the recipe (docs/training.md, "Past one GPU")
-    shard: Shard = "none"  # "none" (data parallel) or "fsdp" (FSDP2: each process holds 1/world)
-    # recompute activations in the backward pass: "none", "full" (every block) or "every:N" (blocks 0, N, 2N..)
-    activation_checkpointing: str = "none"
-    micro_batches: int = 1  # each process's share of the batch in this many micro-batches (accumulated)
-    gpu_memory: float | None = None  # GiB a process may use (None: the GPU's own; unchecked off CUDA)
+    shard: Shard = field(
+        default="none",
+        metadata=option(
+            "none: data parallel, each process holds the whole model (as published). fsdp: parameters, "
+            "gradients and optimiser state sharded over the processes (FSDP2); not off-recipe."
+        ),
+    )  # rr_model.sharding
+    activation_checkpointing: str = field(
+        default="none",
+        metadata=option(
+            "Recompute activations in the backward pass instead of keeping them: none, full (every block) or "
+            "every:N (blocks 0, N, 2N, ...). Less memory, about a third more compute per such block, the same "
+            "numbers."
+        ),
+    )  # checkpoint_interval reads it
+    micro_batches: int = field(
+        default=1,
+        metadata=option(
+            "Split each process's share of the batch into this many micro-batches (gradient accumulation: the "
+            "same step up to float rounding). A sharded run that ran out of memory names the count to resume "
+            "with.",
+            min=1,
+        ),
+    )
+    gpu_memory: float | None = field(
+        default=None,
+        metadata=option(
+            "GiB of memory per GPU that the memory plan checks runs against. Default: the GPU's own. A run the "
+            "plan says cannot fit is refused before it starts."
+        ),
+    )  # unchecked off CUDA unless given (rr_model.memory.refuse_unfit)
 
     def __post_init__(self) -> None:
         size = get_size(self.size, self.ladder)
@@ -230,12 +256,10 @@ class TrainConfig:
         checks = {
             "seed": (0 <= self.seed < 2**32, "must be in 0 .. 2**32 - 1 (numpy's RandomState seeds)"),
             "log_every": (self.log_every > 0, "must be > 0"),
-            "shard": (self.shard in SHARDINGS, f"must be one of {', '.join(SHARDINGS)}"),
             "activation_checkpointing": (
                 checkpoint_interval(self.activation_checkpointing) is not None,
                 "must be none, full or every:N with N >= 1",
             ),
-            "micro_batches": (self.micro_batches >= 1, "must be >= 1"),
             "gpu_memory": (self.gpu_memory is None or self.gpu_memory > 0, "must be > 0 (GiB)"),
         }
         for name, (ok, rule) in checks.items():

@@ -18,6 +18,7 @@ or a plain model without any process group) or on 4, at the same step, with the 
 from __future__ import annotations
 
 import os
+import uuid
 import warnings
 from pathlib import Path
 from typing import Any
@@ -27,10 +28,11 @@ import torch.distributed as dist
 import torch.distributed.checkpoint as dcp
 from torch.distributed.checkpoint.state_dict import StateDictOptions, get_state_dict, set_state_dict
 
+from rr_core.errors import InputError
 from rr_core.files import atomic_dir
 from rr_model.checkpoint import META, Resumable, meta_text, refused, saved_meta
 
-__all__ = ["save", "load", "load_whole", "saved_meta"]
+__all__ = ["save", "load", "load_whole", "saved_meta", "check_shared"]
 
 
 def _state(model: torch.nn.Module, optimizer: torch.optim.Optimizer) -> dict[str, Any]:
@@ -118,3 +120,33 @@ def load_whole(
         optim_state_dict=optimizer_state,
         options=StateDictOptions(full_state_dict=True),
     )
+
+
+def check_shared(folder: str | os.PathLike) -> None:
+    """Refuse, before training, processes that do not all see the same checkpoint folder (each writes its
+    pieces there, and process 0 publishes it): across nodes it must be on a shared filesystem. Every process
+    calls this; process 0 leaves a file there, and each says whether it sees it.
+
+    Raises
+    ------
+    InputError
+        On every process, naming the processes that do not see it.
+    """
+    folder = Path(folder)
+    rank = dist.get_rank()
+    probe: list[Any] = [None]
+    if rank == 0:
+        folder.mkdir(parents=True, exist_ok=True)
+        probe = [folder / f".shared-{uuid.uuid4().hex}"]
+        probe[0].write_bytes(b"")
+    dist.broadcast_object_list(probe, src=0)
+    seen: list[Any] = [None] * dist.get_world_size()
+    dist.all_gather_object(seen, probe[0].exists())
+    if rank == 0:
+        probe[0].unlink()
+    if blind := [r for r, ok in enumerate(seen) if not ok]:
+        raise InputError(
+            f"{folder}: processes {', '.join(map(str, blind))} of {len(seen)} do not see what process 0 writes "
+            "there; a sharded run's checkpoint folder (beside the dataset) must be on a filesystem every node "
+            "sees: run from a shared folder or give --out on one"
+        )

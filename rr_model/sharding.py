@@ -77,5 +77,7 @@ def full_weights(model: GPT) -> dict[str, torch.Tensor]:
     full = get_model_state_dict(model, options=StateDictOptions(full_state_dict=True, cpu_offload=True))
     if not full:
         return {}
-    full["transformer.wte.weight"] = full["lm_head.weight"].detach()  # gathered as two copies: one storage again
+    full["transformer.wte.weight"] = full[
+        "lm_head.weight"
+    ].detach()  # gathered as two copies: one storage again
     return {name: full[name] for name in model.state_dict()}

@@ -228,6 +228,10 @@ def _setup(cfg: TrainConfig, out: Path, device: torch.device, plan: OutputPlan |
     ckpt = (checkpoint.sharded_path if cfg.shard == "fsdp" else checkpoint.checkpoint_path)(out, *cfg.key)
     if rank == 0:
         out_of_memory.record_path(ckpt).unlink(missing_ok=True)  # a stop of an earlier attempt
+    if world > 1 and cfg.shard == "fsdp":
+        from rr_model.sharded_checkpoint import check_shared  # torch.distributed.checkpoint: when sharding
+
+        check_shared(ckpt.parent)
     model, optimizer = _build(cfg, mcfg, device, world)
     return _Run(
         cfg=cfg,

@@ -59,10 +59,10 @@ def train_planned(cfg: TrainConfig, out: str | os.PathLike) -> dict[str, Any] | 
 
 def _kept(cfg: TrainConfig, out: str | os.PathLike) -> str:
     """What an interrupted run leaves for the next run of the same sweep."""
-    from rr_model.checkpoint import checkpoint_path
+    from rr_model.checkpoint import current
 
-    key, saved = " ".join(map(str, cfg.key)), checkpoint_path(out, *cfg.key)
-    if saved.exists():
+    key, saved = " ".join(map(str, cfg.key)), current(out, *cfg.key)
+    if saved is not None:
         return f"{key} continues from its checkpoint {saved} when the same sweep runs again"
     return f"{key} had no checkpoint yet, so the same sweep run again trains it from the start"
 

@@ -20,8 +20,9 @@ __all__ = ["Resources", "job_folder", "part_path", "sbatch_script"]
 class Resources:
     """What each run of a Slurm sweep asks for. The job array shares them.
 
-    `gpus` per run, one task (DDP process) per GPU (0: one CPU task); `cpus` per run, split over its tasks;
-    `time_min` the time limit of one attempt; `sbatch` any further `#SBATCH --key=value` lines (True: a
+    `gpus` per node, one task (training process) per GPU (0: one CPU task); `nodes` per run (its tasks span
+    them: `gpus` x `nodes` processes); `cpus` per node, split over its tasks; `time_min` the time limit of
+    one attempt; `sbatch` any further `#SBATCH --key=value` lines (True: a
     bare `--key`); `setup` shell lines run before the job (module load, ...); `max_timeouts` how often a job
     is requeued after reaching its time limit.
     """
@@ -36,11 +37,12 @@ class Resources:
     setup: tuple[str, ...] = ()
     max_timeouts: int = 3
     signal_delay_s: int = 120  # the USR2 comes this long before the limit: time to leave cleanly
+    nodes: int = 1
 
     def slurm_parameters(self) -> dict[str, Any]:
         """The parameters of submitit's SlurmExecutor (sbatch names) for these resources."""
         tasks = max(1, self.gpus)
-        params: dict[str, Any] = {"job_name": "rr-sweep", "time": self.time_min, "nodes": 1}
+        params: dict[str, Any] = {"job_name": "rr-sweep", "time": self.time_min, "nodes": self.nodes}
         params |= {"ntasks_per_node": tasks, "signal_delay_s": self.signal_delay_s}
         optional = {
             "gpus_per_node": self.gpus or None,

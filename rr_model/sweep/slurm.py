@@ -10,18 +10,19 @@ the trainer with resume=True, which continues from the last checkpoint the train
 `checkpoint_every` steps; the steps since then are redone), bitwise as a run resumed locally. A job whose run
 is already in the dataset (it finished just before the signal) returns at once.
 
-With several GPUs per run the job has one task per GPU; each task sets torch.distributed's environment
-(MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE, LOCAL_RANK) from Slurm's with submitit's
-`helpers.TorchDistributedEnvironment`, and the trainer joins the process group as it does under torchrun.
+With several GPUs per run the job has one task per GPU, on one node or on `--nodes` of them; each task
+sets torch.distributed's environment (MASTER_ADDR: the job's first node, MASTER_PORT, RANK, WORLD_SIZE,
+LOCAL_RANK, LOCAL_WORLD_SIZE) from Slurm's with submitit's `helpers.TorchDistributedEnvironment`, and the
+trainer joins the process group as it does under torchrun. A sharded run's processes all write their
+pieces into its checkpoint folder beside the dataset, so the dataset's folder must be on a filesystem
+every node sees (the trainer checks it before training); a requeued job resumes from that folder.
 Imports torch only inside a job and in `job_status` (to read a checkpoint's step).
 """
 
 from __future__ import annotations
 
 import os
-import pickle
 import signal
-import zipfile
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -131,19 +132,6 @@ def _scheduler_state(entry: dict[str, Any], slurm: dict[str, submitit.SlurmJob])
     return "RUNNING" if pid_alive(int(entry["job_id"])) else "ENDED"  # the id of a local job is its pid
 
 
-def _saved_step(path: Path) -> int | None:
-    """The step a checkpoint holds (0 without one; None if it cannot be read), read through a memory map:
-    a 1B checkpoint is not loaded whole to show one number."""
-    import torch
-
-    if not path.exists():
-        return 0
-    try:
-        return int(torch.load(path, map_location="cpu", weights_only=True, mmap=True)["step"])
-    except (pickle.UnpicklingError, RuntimeError, EOFError, ValueError, KeyError, zipfile.BadZipFile):
-        return None  # the trainer refuses it too when resuming, with its reason
-
-
 def job_status(out: str | os.PathLike) -> list[dict[str, Any]]:
     """Each recorded job of `out`: job_id, size, variant, seed, state, step and log.
 
@@ -152,7 +140,7 @@ def job_status(out: str | os.PathLike) -> list[dict[str, Any]]:
     executor, RUNNING or ENDED. step is the run's steps when done, else the step of its checkpoint (0 when
     it has none yet, None when it cannot be read).
     """
-    from rr_model.checkpoint import checkpoint_path
+    from rr_model.checkpoint import current, saved_step  # torch: to read a checkpoint file's step
 
     entries = read_jobs(out)
     done = {target: dataset_keys(target) for target in {e["out"] for e in entries}}
@@ -166,7 +154,8 @@ def job_status(out: str | os.PathLike) -> list[dict[str, Any]]:
             state, step = "DONE", e["steps"]
         else:
             state = _scheduler_state(e, slurm)
-            step = _saved_step(checkpoint_path(e["out"], *key))
+            found = current(e["out"], *key)
+            step = 0 if found is None else saved_step(found)
         rows.append({"job_id": e["job_id"], **dict(zip(("size", "variant", "seed"), key, strict=True)),
                      "state": state, "step": step, "log": e["log"]})  # fmt: skip
     return rows
