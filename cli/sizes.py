@@ -9,7 +9,7 @@ import typer
 from cli.errors import known_errors
 from cli.records import FORMAT_HELP, Format, echo_records
 from cli.run_options import MEMORY_FORMATS, option_type, run_option
-from rr_analysis.numbers import fixed
+from rr_analysis.numbers import fixed, significant
 
 Precision = option_type("precision")  # TrainConfig's choices, parsed as its training options parse them
 
@@ -64,10 +64,14 @@ def _memory(fmt: Format, vocab: int, ladder, gpus: int, gpu_memory: float | None
     from rr_model.memory import size_plans
 
     with known_errors():
-        rows = size_plans(vocab, ladder, gpus, precision, gpu_memory)
-    against = f"against {gpu_memory:g} GiB" if gpu_memory else "give --gpu-memory GiB to see which fit"
+        rows, left_out = size_plans(vocab, ladder, gpus, precision, gpu_memory)
+    against = (
+        f"against {significant(gpu_memory)} GiB" if gpu_memory else "give --gpu-memory GiB to see which fit"
+    )
     title = f"Memory per GPU (GiB) of each size's largest compared variant on {gpus} GPU(s), {precision}, {against}"
     echo_records(rows, fmt, title=title, formats=MEMORY_FORMATS)
+    if left_out and fmt is Format.text:
+        typer.echo(f"left out: {', '.join(left_out)} (the batch does not split over {gpus} GPUs)")
 
 
 def register(app: typer.Typer) -> None:

@@ -346,7 +346,9 @@ def sweep(
         if launcher is Launcher.local:
             return _local(todo, out, nproc, dry_run)
         if nproc > 1:
-            raise InputError("--nproc is the local launcher's; with --launcher slurm give --gpus per node")
+            raise InputError(
+                "--nproc is the local launcher's; with --launcher slurm give --gpus per run (per node with --nodes)"
+            )
         _slurm(todo, out, _resources(ctx.params), per_run_files, dry_run)
 
 

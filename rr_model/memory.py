@@ -40,6 +40,7 @@ __all__ = [
     "Setting",
     "piece_rows",
     "state_bytes",
+    "gathered_bytes",
     "saved_activation_bytes",
     "activation_bytes",
     "memory_plan",
@@ -109,7 +110,7 @@ def state_bytes(mcfg: GPTConfig, world: int = 1, shard: str = "none", rank: int 
     return {"params": 4 * held, "grads": 4 * held, "optimizer": 8 * held + 4 * len(shapes)}
 
 
-def _gathered_bytes(mcfg: GPTConfig, precision: str) -> int:
+def gathered_bytes(mcfg: GPTConfig, precision: str) -> int:
     """Whole parameters and gradients of the units computed at once under FSDP2 (see the module)."""
     root = (mcfg.vocab_size + mcfg.block_size + 1) * mcfg.d_model
     block = sum(math.prod(s) for n, s in param_shapes(mcfg) if n.startswith("transformer.h.0.") and s)
@@ -197,7 +198,7 @@ def memory_plan(
     for setting in settings:
         sharded, every = setting.shard == "fsdp", checkpoint_interval(setting.activation_checkpointing)
         state = state_bytes(mcfg, world, setting.shard)
-        gathered = _gathered_bytes(mcfg, precision) if sharded else 0
+        gathered = gathered_bytes(mcfg, precision) if sharded else 0
         evaluation = _eval_bytes(mcfg, recipe.batch_size, precision)
         m = micro_batches
         while True:
@@ -269,19 +270,20 @@ def size_plans(
     world: int = 1,
     precision: str = "tf32",
     gpu_gib: float | None = None,
-) -> list[dict]:
+) -> tuple[list[dict], list[str]]:
     """`memory_plan` of every size of a ladder (rr's, or `ladder`'s) on `world` processes: `rr sizes --memory`.
 
     Each size is planned for the largest of its compared variants at vocabulary `vocab_size`, at its
-    recipe's batch and context; one record per size and setting (size, variant, then the plan's columns).
+    recipe's batch and context. Returns one record per size and setting (size, variant, then the plan's
+    columns), and the sizes left out because their batch does not split over `world` processes.
     """
-    rows = []
+    rows, left_out = [], []
     for name, size in ladder_sizes(ladder).items():
-        mcfg = max((model_config(name, v, vocab_size, ladder) for v in COMPARED), key=lambda c: c.n_params)
         if size.recipe.batch_size % world:
-            raise InputError(
-                f"--gpus {world}: {name}'s batch of {size.recipe.batch_size} does not split over it"
-            )
+            left_out.append(name)
+            continue
+        mcfg = max((model_config(name, v, vocab_size, ladder) for v in COMPARED), key=lambda c: c.n_params)
+        mcfg = replace(mcfg, block_size=size.recipe.block_size)
         rows += [{"size": name, "variant": mcfg.variant, **r}
                  for r in memory_plan(mcfg, size.recipe, world, precision, gpu_gib)]  # fmt: skip
-    return rows
+    return rows, left_out

@@ -23,7 +23,7 @@ from rr_core.sweepfile.provenance import PUBLISHED_ENVIRONMENT, read_records, si
 if TYPE_CHECKING:
     from typing_extensions import Unpack
 
-__all__ = ["pool_check", "row_flags", "POOL_COLUMNS"]
+__all__ = ["pool_check", "row_flags", "row_details", "POOL_COLUMNS"]
 
 POOL_COLUMNS: tuple[str, ...] = (
     "term", "estimate", "se", "z", "p", "test", "n_published", "n_new", "n_flagged", "verdict", "note", "rows",
@@ -74,6 +74,29 @@ def row_flags(row: pd.Series, record: dict | None) -> list[str]:
     return flags
 
 
+def row_details(record: dict | None) -> list[str]:
+    """How a new row's run was laid over its processes, one phrase each: sharding, activation checkpointing,
+    micro-batches, the number of processes. Implementation details, never flags: each computes the published
+    step (the same batch, gradient and update) up to float rounding.
+
+    Example
+    -------
+    >>> row_details({"config": {"shard": "fsdp", "activation_checkpointing": "full"}, "world_size": 8, "grad_accum": 1})
+    ['sharded (fsdp)', 'activation checkpointing full', '8 processes']
+    """
+    config, record = (record or {}).get("config", {}), record or {}
+    details = []
+    if config.get("shard", "none") != "none":
+        details.append(f"sharded ({config['shard']})")
+    if config.get("activation_checkpointing", "none") != "none":
+        details.append(f"activation checkpointing {config['activation_checkpointing']}")
+    if record.get("grad_accum", 1) > 1:
+        details.append(f"{record['grad_accum']} micro-batches")
+    if record.get("world_size", 1) > 1:
+        details.append(f"{record['world_size']} processes")
+    return details
+
+
 def _new_rows(
     df: pd.DataFrame, published: pd.DataFrame, records: dict, sources: dict
 ) -> tuple[np.ndarray, list[dict]]:
@@ -94,7 +117,7 @@ def _new_rows(
         env = (record or {}).get("environment", {})
         rows.append({"size": key[0], "variant": key[1], "seed": key[2], "from": sources.get(key),
                      "device": env.get("device_name"), "precision": (record or {}).get("config", {}).get("precision"),
-                     "flags": flags})  # fmt: skip
+                     "flags": flags, "details": row_details(record)})  # fmt: skip
     return new, rows
 
 
@@ -145,8 +168,10 @@ def pool_check(
     ``estimate, se, z, p`` (the source term: mean shift of the new rows' metric, Wald z, two-sided),
     ``test`` (the model), ``n_published, n_new, n_flagged``, ``verdict``, ``note`` (why the fit did not run,
     or its warnings) and ``rows``: each new row's key, ``from`` (the input `rr merge` took it from), device,
-    precision and ``flags`` (why it may not pool:
-    off the published recipe, other hardware or precision, no provenance record, a changed published row).
+    precision, ``flags`` (why it may not pool:
+    off the published recipe, other hardware or precision, no provenance record, a changed published row)
+    and ``details`` (how it was laid over its processes: sharding, activation checkpointing, micro-batches,
+    processes; `row_details`), which are not flags.
 
     Notes
     -----

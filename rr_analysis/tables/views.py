@@ -451,6 +451,13 @@ VIEWS: dict[str, View] = {
                 for r in rows
                 if r["flags"]
             ),
+            *(
+                f"{r['size']} {label(r['variant'])} seed {r['seed']} was trained {', '.join(r['details'])}: "
+                "implementation details, not off the recipe (the same steps up to float rounding), so not flagged"
+                for rows in t["rows"]
+                for r in rows
+                if r.get("details")
+            ),
         ],  # fmt: skip
     ),
     "reproduction": View(

@@ -1,0 +1,244 @@
+"""Sharded training (FSDP2, `--shard fsdp`) against data parallel: memory per process and step time.
+
+    python bench/sharding.py state    # exact state bytes per process of 1B, 3B and 7B on 8 processes
+    python bench/sharding.py peaks    # measured CPU peaks of a small model: 1 process vs 2
+    python bench/sharding.py time     # step time, sharded / data parallel, 2 CPU processes, one run
+    python bench/sharding.py time --profile   # and where one sharded step's time goes (torch.profiler)
+
+`state` shards each model as the trainer does (`rr_model.sharding.shard`) on torch's meta device, over a
+process group of 8 simulated in this one process (torch's fake backend, from its test utilities), and
+counts what process 0 holds: its pieces of the parameters and, after one AdamW step on zero gradients,
+of both moments (and the step counters); beside `rr_model.memory.state_bytes`, the plan's arithmetic.
+No memory is used: meta tensors have shapes only. 3B and 7B come from docs/extending/next.toml.
+
+`peaks` trains a small model (d_model 512, 4 blocks, byte vocabulary, 8 x 128 tokens a step) in fresh
+processes: 1 process data parallel, then 2 processes data parallel, sharded, and sharded with activation
+checkpointing of every block. Each process reports its resident memory once model and optimiser are
+built (its own share: the whole model is built on every process before it is cut) and its peak over 3
+training steps (Linux's VmHWM, reset after the build with /proc/self/clear_refs; glibc's malloc is told
+to hand large blocks straight back to the system, MALLOC_MMAP_THRESHOLD_, so the peak follows torch's
+allocations); beside the plan's state + gathered + activations estimate.
+
+`time` runs both layouts in the same two processes, alternating one data-parallel step and one sharded
+step (the trainer's `accumulate` and `apply_gradients`) on the same batches, and prints the median of
+each and their ratio: the issue's target is sharded <= 1.3 x data parallel.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from dataclasses import replace
+from pathlib import Path
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+SMALL = {
+    "vocab_size": 257,
+    "block_size": 128,
+    "n_layer": 4,
+    "n_head": 8,
+    "d_model": 512,
+    "variant": "review_neutral",
+}
+BATCH, STEPS, TARGET = 8, 3, 1.3
+
+
+def state() -> None:
+    """FSDP2's pieces of 1B, 3B and 7B on 8 simulated processes, against the plan's arithmetic."""
+    import torch
+    import torch.distributed as dist
+    from torch.testing._internal.distributed.fake_pg import FakeStore
+
+    from rr_core.shapes import model_config
+    from rr_model.memory import state_bytes
+    from rr_model.model import GPT
+    from rr_model.sharding import local, shard
+
+    world, gib = 8, 2**30
+    dist.init_process_group("fake", store=FakeStore(), rank=0, world_size=world)
+    print(f"state bytes per process, process 0 of {world} (GiB; fp32 parameters, gradients, AdamW)")
+    print(f"{'size':4}  {'variant':8}  {'params':>13}  {'sharded params':>14}  {'plan':>8}  {'AdamW':>8}  "
+          f"{'plan':>8}  {'data parallel total':>19}  {'sharded total':>13}")  # fmt: skip
+    next_toml = os.path.join(ROOT, "docs", "extending", "next.toml")
+    for size, ladder in (("1B", None), ("3B", next_toml), ("7B", next_toml)):
+        mcfg = replace(model_config(size, "standard", ladder=ladder), block_size=256)
+        with torch.device("meta"):
+            model = GPT(mcfg)
+        shard(model, torch.device("cpu"), world, "tf32")
+        optimizer = model.configure_optimizers()
+        for p in model.parameters():
+            p.grad = torch.zeros_like(p)
+        optimizer.step()  # meta tensors: AdamW's state appears with its shapes, nothing is computed
+        held = sum(local(p).numel() * 4 for p in model.parameters())
+        adam = sum(local(t).numel() * t.element_size() for s in optimizer.state.values() for t in s.values())
+        plan, whole = state_bytes(mcfg, world, "fsdp"), state_bytes(mcfg)
+        assert (held, adam) == (plan["params"], plan["optimizer"]), "the plan's arithmetic is not FSDP2's"
+        print(f"{size:4}  {'standard':8}  {mcfg.n_params:>13,}  {held / gib:>14.3f}  {plan['params'] / gib:>8.3f}  "
+              f"{adam / gib:>8.3f}  {plan['optimizer'] / gib:>8.3f}  {sum(whole.values()) / gib:>19.2f}  "
+              f"{(2 * held + adam) / gib:>13.2f}")  # fmt: skip
+    print("(the widest compared variant of each size; sharded total = parameters + gradients + AdamW state)")
+    dist.destroy_process_group()
+
+
+def _rss(field: str) -> int:
+    """A field of /proc/self/status in bytes (VmRSS: now, VmHWM: the peak since the last reset)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1]) * 1024
+    raise RuntimeError(f"no {field} in /proc/self/status")
+
+
+def _build(shard_: str, ac: str, world: int):
+    """The small model as the trainer builds it (published init, laid over `world` processes) and AdamW."""
+    import torch
+
+    from rr_core.shapes import GPTConfig
+    from rr_model.model import GPT
+    from rr_model.run_config import checkpoint_interval
+
+    torch.manual_seed(0)
+    model = GPT(GPTConfig(**SMALL))
+    model.checkpoint_activations(checkpoint_interval(ac))
+    if shard_ == "fsdp":
+        from rr_model.sharding import shard
+
+        shard(model, torch.device("cpu"), world, "fp32")
+    return model, model.configure_optimizers()
+
+
+def _batch(step: int, rank: int, world: int):
+    import torch
+
+    g = torch.Generator().manual_seed(step)
+    tokens = torch.randint(0, SMALL["vocab_size"], (BATCH, SMALL["block_size"] + 1), generator=g)
+    mine = slice(rank * BATCH // world, (rank + 1) * BATCH // world)
+    return tokens[mine, :-1], tokens[mine, 1:]
+
+
+def _join(rank: int, world: int, folder: str) -> None:
+    import torch
+    import torch.distributed as dist
+
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", init_method=f"file://{folder}/store", rank=rank, world_size=world)
+
+
+def _peak_process(rank: int, world: int, folder: str, shard_: str, ac: str) -> None:
+    """One process of `peaks`: build, reset the peak, train STEPS steps, report both."""
+    import contextlib
+
+    from rr_model.step import accumulate, apply_gradients
+
+    _join(rank, world, folder)
+    model, optimizer = _build(shard_, ac, world)
+    built = _rss("VmRSS")
+    Path("/proc/self/clear_refs").write_text("5")  # VmHWM := VmRSS
+    for step in range(STEPS):
+        x, y = _batch(step, rank, world)
+        accumulate(model, x, y, 1, contextlib.nullcontext())
+        apply_gradients(model, optimizer, 1.0, world)
+    Path(folder, f"peak{rank}.json").write_text(json.dumps({"built": built, "peak": _rss("VmHWM")}))
+
+
+def peaks() -> None:
+    """Measured CPU peaks of the small model, 1 process vs 2, beside the plan."""
+    import torch.multiprocessing as mp
+
+    from rr_core.ladder import RECIPE
+    from rr_core.shapes import GPTConfig
+    from rr_model.memory import activation_bytes, gathered_bytes, state_bytes
+
+    os.environ["MALLOC_MMAP_THRESHOLD_"] = "65536"  # read by each spawned process's malloc at its start
+    mcfg, mib = GPTConfig(**SMALL), 2**20
+    recipe = replace(RECIPE, batch_size=BATCH, block_size=SMALL["block_size"])
+    print(
+        f"small model: {mcfg.n_params:,} parameters, {BATCH} x {recipe.block_size} tokens a step; MiB per process"
+    )
+    print(f"{'setting':44}  {'after build':>11}  {'training peak':>13}  {'rise':>6}  {'plan':>6}")
+    for world, shard_, ac in (
+        (1, "none", "none"),
+        (2, "none", "none"),
+        (2, "fsdp", "none"),
+        (2, "fsdp", "full"),
+    ):
+        with tempfile.TemporaryDirectory() as folder:
+            mp.spawn(_peak_process, args=(world, folder, shard_, ac), nprocs=world)
+            found = json.loads(Path(folder, "peak0.json").read_text())
+        every = 1 if ac == "full" else 0
+        plan = sum(state_bytes(mcfg, world, shard_).values()) + (
+            gathered_bytes(mcfg, "fp32") if shard_ == "fsdp" else 0
+        )
+        plan += activation_bytes(mcfg, BATCH // world, "fp32", every)
+        name = f"{world} process(es), {'sharded' if shard_ == 'fsdp' else 'data parallel'}" + (
+            ", checkpointing" if every else ""
+        )
+        print(f"{name:44}  {found['built'] / mib:>11.0f}  {found['peak'] / mib:>13.0f}  "
+              f"{(found['peak'] - found['built']) / mib:>6.0f}  {plan / mib:>6.0f}")  # fmt: skip
+    print(
+        "after build: the process's whole resident memory (torch's libraries included); rise: the peak over it;"
+        " plan: state + gathered + activations (rr_model.memory)"
+    )
+
+
+def _time_process(rank: int, world: int, folder: str, steps: int, profile: bool) -> None:
+    """One process of `time`: a data-parallel and a sharded model, their steps alternated."""
+    import contextlib
+
+    import torch
+
+    from rr_model.step import accumulate, apply_gradients
+
+    _join(rank, world, folder)
+    layouts = {"data parallel": _build("none", "none", world), "sharded": _build("fsdp", "none", world)}
+    times: dict[str, list[float]] = {name: [] for name in layouts}
+    for step in range(steps + 2):  # two warm-up steps
+        x, y = _batch(step, rank, world)
+        for name, (model, optimizer) in layouts.items():
+            start = time.perf_counter()
+            accumulate(model, x, y, 1, contextlib.nullcontext())
+            float(apply_gradients(model, optimizer, 1.0, world))
+            if step >= 2:
+                times[name].append(time.perf_counter() - start)
+    if profile:
+        model, optimizer = layouts["sharded"]
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+            accumulate(model, x, y, 1, contextlib.nullcontext())
+            apply_gradients(model, optimizer, 1.0, world)
+        times["profile"] = prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=12)
+    Path(folder, f"time{rank}.json").write_text(json.dumps(times))
+
+
+def step_time(steps: int, profile: bool) -> None:
+    """Median step time of both layouts on 2 processes and their ratio."""
+    import torch.multiprocessing as mp
+
+    with tempfile.TemporaryDirectory() as folder:
+        mp.spawn(_time_process, args=(2, folder, steps, profile), nprocs=2)
+        times = json.loads(Path(folder, "time0.json").read_text())
+    dp, sharded = (statistics.median(times[k]) for k in ("data parallel", "sharded"))
+    print(f"2 CPU processes (gloo), small model ({BATCH} x {SMALL['block_size']} tokens a step), {steps} steps each, "
+          f"alternated: median step data parallel {dp * 1e3:.1f} ms, sharded {sharded * 1e3:.1f} ms")  # fmt: skip
+    verdict = "meets" if sharded / dp <= TARGET else "misses"
+    print(f"sharded / data parallel = {sharded / dp:.2f} ({verdict} the target of <= {TARGET})")
+    if profile:
+        print("\none sharded step on process 0, by self CPU time:\n" + times["profile"])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("part", choices=("state", "peaks", "time"))
+    parser.add_argument("--steps", type=int, default=20, help="time: timed steps of each layout")
+    parser.add_argument("--profile", action="store_true", help="time: profile one sharded step")
+    args = parser.parse_args()
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    {"state": state, "peaks": peaks, "time": lambda: step_time(args.steps, args.profile)}[args.part]()
+
+
+if __name__ == "__main__":
+    main()
