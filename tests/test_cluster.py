@@ -267,3 +267,15 @@ def test_a_slurm_dry_run_needs_neither_submitit_nor_torch(tmp_path):
     own = sbatch_lines(done.stdout)
     assert "#SBATCH --array=0-2" in own and own - {"#SBATCH --array=0-2"} <= full
     assert len(own) == 9  # array, cpus, gpus, job name, nodes, tasks, qos, signal, time
+
+
+def test_a_run_over_nodes_asks_for_them_and_plans_the_memory_of_all_its_gpus(tmp_path):
+    lines = sbatch_lines(sbatch_script(tmp_path / "s.csv", Resources(gpus=8, nodes=2), n_jobs=1))
+    assert {"#SBATCH --nodes=2", "#SBATCH --ntasks-per-node=8", "#SBATCH --gpus-per-node=8"} <= lines
+    args = ["sweep", "--sizes", "1B", "--seeds", "3", "--variant", "standard", "--shard", "fsdp",
+            "--gpu-memory", "80", "--dry-run", "--out", tmp_path / "s.csv"]  # fmt: skip
+    dry = rr(*args, "--launcher", "slurm", "--nodes", "2", "--gpus", "8")
+    assert dry.exit_code == 0, dry.output
+    assert "#SBATCH --nodes=2" in dry.stdout and "Memory per GPU (GiB) on 16 GPU(s)" in dry.stdout
+    here = rr(*args, "--nodes", "2")
+    assert here.exit_code == 2 and "--nodes is the Slurm launcher's" in here.stderr

@@ -92,3 +92,22 @@ def test_pool_check_on_a_file_without_sidecar(sweep, tmp_path):
     write_sweep(pd.concat([sweep, new_seed(sweep)], ignore_index=True), path)
     out = rr("analyze", "--data", str(path), "--pool-check", "--format", "csv")
     assert out.exit_code == 0 and out.output.startswith("term,estimate,se,z,p,")
+
+
+def test_sharding_and_its_kin_are_named_but_not_flagged(sweep, tmp_path):
+    a = tmp_path / "a.csv"
+    shutil.copy(bundled_path(), a)
+    rows = new_seed(sweep)
+    append_rows(a, rows.to_dict("records"))
+    how = {"precision": "tf32", "data": "tinystories", "shard": "fsdp", "activation_checkpointing": "every:2"}
+    for r in rows.itertuples():
+        append_record(sidecar_path(a), {"status": "ok", "size": r.size, "variant": r.variant, "seed": r.seed,
+                                         "config": how, "environment": {"device_name": "NVIDIA B200"},
+                                         "world_size": 16, "grad_accum": 2})  # fmt: skip
+    (pool,) = json.loads(rr("analyze", "--data", str(a), "--pool-check", "--format", "json").stdout)
+    assert pool["n_new"] == len(rows) and pool["n_flagged"] == 0
+    details = ["sharded (fsdp)", "activation checkpointing every:2", "2 micro-batches", "16 processes"]
+    assert all(r["flags"] == [] and r["details"] == details for r in pool["rows"])
+    text = rr("analyze", "--data", str(a), "--pool-check", env={"COLUMNS": "400"}).stdout
+    said = f"was trained {', '.join(details)}: implementation details, not off the recipe"
+    assert text.count(said) == len(rows)

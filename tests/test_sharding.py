@@ -13,6 +13,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
+import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -20,10 +22,13 @@ import pytest
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
+import typer
+from conftest import rr
 
 from rr_core.errors import StoppedElsewhere
 from rr_core.ladder import get_size
 from rr_core.shapes import GPTConfig
+from rr_core.sweepfile.provenance import read_records, sidecar_path
 from rr_model import checkpoint, sharded_checkpoint
 from rr_model.memory import state_bytes
 from rr_model.model import GPT
@@ -183,3 +188,181 @@ def test_out_of_memory_on_one_process_stops_both_with_one_message(two, one, tmp_
     resumed = train(TrainConfig(**{**RUN, "checkpoint_every": 4, "micro_batches": 2}), local, resume=True)
     assert resumed["resumed_at"] == [4] and resumed["grad_accum"] == 2
     _same_run(resumed, one)
+
+
+class Killed(BaseException):
+    """Stands for SIGKILL: nothing in the trainer catches it."""
+
+
+def test_checkpoints_change_kind_and_a_kill_mid_save_leaves_the_last_one_whole(one, tmp_path, monkeypatch):
+    """A data-parallel checkpoint resumes sharded (one process); a sharded save killed before it is published
+    leaves the previous checkpoint whole and no partial folder; the run then ends as the uninterrupted one."""
+    out = tmp_path / "mixed.csv"
+    pt, folder = checkpoint.checkpoint_path(out, *KEY), checkpoint.sharded_path(out, *KEY)
+    save = checkpoint.save
+
+    def save_then_die(path, state):
+        save(path, state)
+        raise Killed
+
+    monkeypatch.setattr(checkpoint, "save", save_then_die)
+    with pytest.raises(Killed):
+        train(TrainConfig(**RUN, checkpoint_every=5), out)  # data parallel: RUN.pt at step 5
+    monkeypatch.undo()
+    dcp_save = sharded_checkpoint.dcp.save
+    sharded = {**RUN, "shard": "fsdp", "checkpoint_every": 5}
+    saves = []
+
+    def count_then_die(state, checkpoint_id, **kw):
+        dcp_save(state, checkpoint_id=checkpoint_id, **kw)
+        saves.append(checkpoint_id)
+        if len(saves) == 2:  # the save of step 15, its pieces written, not yet published
+            raise Killed
+
+    monkeypatch.setattr(sharded_checkpoint.dcp, "save", count_then_die)
+    with pytest.raises(Killed):
+        train(TrainConfig(**sharded), out, resume=True)
+    monkeypatch.undo()
+    assert not pt.exists() and checkpoint.saved_meta(folder).step == 10  # the .pt gave way to step 10
+    assert sorted(p.name for p in folder.parent.iterdir()) == [folder.name]  # nothing half-written beside
+    resumed = train(TrainConfig(**sharded), out, resume=True)
+    assert resumed["resumed_at"] == [5, 10] and not folder.exists()
+    _same_run(resumed, one)
+
+
+def test_the_stop_names_the_exact_command_and_a_peer_says_nothing(monkeypatch, tmp_path, capsys):
+    from cli.errors import known_errors
+    from cli.run_options import resume_command
+
+    argv = ["rr", "train", "--size", "7B", "--shard", "fsdp", "--micro-batches=2", "--out", "a b.csv"]
+    monkeypatch.setattr("sys.argv", argv)
+    monkeypatch.delenv("WORLD_SIZE", raising=False)
+    assert resume_command(4) == "rr train --size 7B --shard fsdp --out 'a b.csv' --resume --micro-batches 4"
+    monkeypatch.setenv("WORLD_SIZE", "16")
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", "8")
+    assert resume_command(2).startswith(
+        "torchrun --nnodes 2 (and the same rendezvous options) --nproc_per_node 8 -m cli.main train "
+    )
+
+    facts = {"rank": 3, "world": 16, "host": "node2", "device": "cuda:3", "step": 120, "micro_batches": 2,
+             "sequences": 2, "checkpoint": "x.dcp", "checkpoint_step": 100, "error": "CUDA out of memory"}  # fmt: skip
+    stop = OutOfMemoryStop(facts).resume_with("rr train --resume --micro-batches 4")
+    assert str(stop) == (
+        "process 3 of 16 (node2, cuda:3) ran out of memory at step 120 with 2 micro-batch(es) of 2 sequence(s) "
+        "per process; every process of the run stopped and its last checkpoint (x.dcp, step 100) is intact: "
+        "resume with rr train --resume --micro-batches 4"
+    )
+    last = OutOfMemoryStop({**facts, "sequences": 1}).resume_with("never shown")
+    assert "one sequence already" in str(last) and last.micro_batches is None
+    with pytest.raises(typer.Exit) as stopped, known_errors():
+        raise StoppedElsewhere("another process said why")
+    assert stopped.value.exit_code == 2 and capsys.readouterr().err == ""  # one line in all: the other's
+
+
+@pytest.mark.parametrize(
+    ("option", "says"),
+    [
+        (["--shard", "zero3"], "'zero3' is not one of 'none', 'fsdp'"),  # the parser's choices
+        (["--micro-batches", "0"], "micro_batches 0 must be >= 1"),
+        (["--activation-checkpointing", "every:0"], "must be none, full or every:N with N >= 1"),
+        (["--micro-batches", "3"], "--micro-batches 3 does not split each process's 8 sequences evenly"),
+    ],
+)
+def test_bad_memory_options_are_one_clear_error(tmp_path, option, says):
+    result = rr(
+        "train",
+        "--size",
+        "tiny",
+        "--corpus",
+        "synthetic",
+        "--steps",
+        "1",
+        *option,
+        "--out",
+        tmp_path / "x.csv",
+        env={"COLUMNS": "300"},  # the parser's refusal on one line
+    )
+    assert (
+        result.exit_code == 2 and says in " ".join(result.stderr.split()) and "Traceback" not in result.stderr
+    )
+
+
+def test_a_run_resumes_from_its_latest_checkpoint_of_either_kind(tmp_path):
+    out = tmp_path / "x.csv"
+    pt, folder = checkpoint.checkpoint_path(out, *KEY), checkpoint.sharded_path(out, *KEY)
+    assert checkpoint.current(out, *KEY) is None and checkpoint.saved_step(folder) == 0
+    folder.mkdir(parents=True)
+    meta = dict.fromkeys(checkpoint.META_KEYS)
+    (folder / checkpoint.META).write_text(json.dumps({**meta, "step": 7}))
+    checkpoint.save(pt, {"step": 5})
+    assert checkpoint.current(out, *KEY) == folder and checkpoint.saved_step(folder) == 7  # a save cut short
+    checkpoint.save(pt, {"step": 9})
+    assert checkpoint.current(out, *KEY) == pt
+    (folder / checkpoint.META).write_text("{")
+    assert checkpoint.saved_step(folder) is None
+    with pytest.raises(checkpoint.CheckpointError, match="not a readable sharded checkpoint"):
+        checkpoint.saved_meta(folder)
+
+
+# ------------------------------------------------------------------------------------------- slow: the rest
+
+SLOW_RUNS = {  # name: (config, folder of a checkpoint to resume from, or None)
+    "plain": {**SHARDED, "activation_checkpointing": "none"},
+    "full": {**SHARDED, "activation_checkpointing": "full"},
+    "rezero": {**SHARDED, "variant": "rezero"},  # 0-d alphas: whole on both processes, averaged by hand
+    "from_one": {**SHARDED, "checkpoint_every": 5},  # resumes the step-10 checkpoint one process wrote
+}
+
+
+def _two_processes_more(rank: int, folder: Path) -> None:
+    torch.set_num_threads(1)
+    os.environ.update(RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE="2")
+    dist.init_process_group("gloo", init_method=f"file://{folder / 'store'}", rank=rank, world_size=2)
+    found = {
+        name: train(TrainConfig(**cfg), folder / f"{name}.csv", resume=True)
+        for name, cfg in SLOW_RUNS.items()
+    }
+    (folder / f"rank{rank}.json").write_text(json.dumps(found, default=str))
+
+
+@pytest.mark.slow
+def test_sharded_runs_without_or_with_full_checkpointing_rezero_and_from_one_process(
+    one, tmp_path, monkeypatch
+):
+    from_one = tmp_path / "from_one.csv"
+    save = sharded_checkpoint.save
+
+    def save_then_die(path, model, optimizer, saved):
+        save(path, model, optimizer, saved)
+        if saved.step == 10:
+            raise Killed
+
+    monkeypatch.setattr(sharded_checkpoint, "save", save_then_die)
+    with pytest.raises(Killed):
+        train(TrainConfig(**SLOW_RUNS["from_one"]), from_one)  # one process, sharded, stopped at step 10
+    monkeypatch.undo()
+    rezero = train(TrainConfig(**{**RUN, "variant": "rezero"}), tmp_path / "rezero_one.csv")
+    mp.spawn(_two_processes_more, args=(tmp_path,), nprocs=2)
+    found = json.loads((tmp_path / "rank0.json").read_text())
+    for name in ("plain", "full", "from_one"):
+        _same_run(found[name], one)
+    assert found["from_one"]["resumed_at"] == [10] and found["from_one"]["world_size"] == 2
+    _same_run(found["rezero"], rezero)
+
+
+@pytest.mark.slow
+def test_torchrun_trains_a_sharded_run_from_the_command_line(one, tmp_path):
+    launch = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2"]
+    args = ["-m", "cli.main", "train", "--size", "tiny", "--variant", "standard", "--corpus", "synthetic",
+            "--steps", "20", "--shard", "fsdp", "--out", tmp_path / "cli.csv"]  # fmt: skip
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    done = subprocess.run([*launch, *map(str, args)], capture_output=True, text=True, env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    (record,) = read_records(sidecar_path(tmp_path / "cli.csv"))
+    assert (
+        record["world_size"] == 2
+        and record["config"]["shard"] == "fsdp"
+        and done.stdout.count("rr train:") == 1
+    )
+    alone = train(TrainConfig("tiny", "standard", data="synthetic", steps=20), tmp_path / "alone.csv")
+    assert record["result"]["val_loss"] == pytest.approx(alone["result"]["val_loss"], abs=1e-5)
