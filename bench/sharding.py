@@ -4,6 +4,7 @@
     python bench/sharding.py peaks    # measured CPU peaks of a small model: 1 process vs 2
     python bench/sharding.py time     # step time, sharded / data parallel, 2 CPU processes, one run
     python bench/sharding.py time --profile   # and where one sharded step's time goes (torch.profiler)
+    python bench/sharding.py gpu --size 150M --steps 20   # one CUDA GPU: sharded vs not, bf16, peaks vs plan
 
 `state` shards each model as the trainer does (`rr_model.sharding.shard`) on torch's meta device, over a
 process group of 8 simulated in this one process (torch's fake backend, from its test utilities), and
@@ -22,6 +23,12 @@ allocations); beside the plan's state + gathered + activations estimate.
 `time` runs both layouts in the same two processes, alternating one data-parallel step and one sharded
 step (the trainer's `accumulate` and `apply_gradients`) on the same batches, and prints the median of
 each and their ratio: the issue's target is sharded <= 1.3 x data parallel.
+
+`gpu` trains a size for a few steps on one CUDA GPU through the trainer (the synthetic corpus: no network
+there), data parallel and sharded on one process, with and without activation checkpointing, in TF32 and
+under `--precision bf16` (the bf16 policy), and prints each run's largest per-step loss difference from
+data parallel at its precision, its val_loss, and its measured peak (torch.cuda.max_memory_allocated over
+training, as the metrics log reports it) beside the plan's state + gathered + activations.
 """
 
 from __future__ import annotations
@@ -230,14 +237,56 @@ def step_time(steps: int, profile: bool) -> None:
         print("\none sharded step on process 0, by self CPU time:\n" + times["profile"])
 
 
+GPU_SETTINGS = (("none", "none", "tf32"), ("fsdp", "none", "tf32"), ("fsdp", "full", "tf32"),
+                ("none", "none", "bf16"), ("fsdp", "none", "bf16"), ("fsdp", "full", "bf16"))  # fmt: skip
+
+
+def gpu(size: str, steps: int, ladder: str | None) -> None:
+    """One CUDA GPU: each setting's losses against data parallel's, and its peak against the plan."""
+    import torch
+
+    from rr_model.memory import Setting, memory_plan
+    from rr_model.planning import planned_model
+    from rr_model.run_config import TrainConfig
+    from rr_model.trainer import train
+
+    assert torch.cuda.is_available(), "gpu: needs a CUDA GPU"
+    reference: dict[str, list[float]] = {}
+    print(f"{size}, {steps} steps, synthetic corpus, one {torch.cuda.get_device_name()}; GiB")
+    print(f"{'setting':44}  {'max |dloss|':>11}  {'val_loss':>8}  {'peak':>6}  {'plan':>6}  {'peak/plan':>9}")
+    with tempfile.TemporaryDirectory() as folder:
+        for shard_, ac, precision in GPU_SETTINGS:
+            cfg = TrainConfig(size, "standard", data="synthetic", steps=steps, log_every=1, checkpoint_every=0,
+                              shard=shard_, activation_checkpointing=ac, precision=precision, ladder=ladder)  # fmt: skip
+            torch.cuda.reset_peak_memory_stats()
+            out = Path(folder, f"{shard_}-{ac}-{precision}.csv")
+            record = train(cfg, out)
+            log = Path(folder, f"{out.stem}.metrics", f"{size}-standard-seed0.jsonl").read_text().splitlines()
+            peak = max(r["memory_gib"] for r in map(json.loads, log) if r["event"] == "train")
+            losses = [loss for _, loss in record["loss_curve"]]
+            reference.setdefault(precision, losses)
+            own = Setting(shard_, ac)
+            (plan,) = memory_plan(planned_model(cfg), cfg.recipe, 1, precision, None, 1, (own,))
+            estimate = (
+                sum(plan[k] for k in ("params", "grads", "optimizer", "gathered", "activations")) / 2**30
+            )
+            diff = max(abs(a - b) for a, b in zip(losses, reference[precision], strict=True))
+            print(f"{own.name + ', ' + precision:44}  {diff:>11.2e}  {record['result']['val_loss']:>8.4f}  "
+                  f"{peak:>6.2f}  {estimate:>6.2f}  {peak / estimate:>9.2f}")  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("part", choices=("state", "peaks", "time"))
+    parser.add_argument("part", choices=("state", "peaks", "time", "gpu"))
+    parser.add_argument("--size", default="150M", help="gpu: the size to train")
+    parser.add_argument("--ladder", default=None, help="gpu: a ladder file holding --size")
     parser.add_argument("--steps", type=int, default=20, help="time: timed steps of each layout")
     parser.add_argument("--profile", action="store_true", help="time: profile one sharded step")
     args = parser.parse_args()
     os.environ.setdefault("OMP_NUM_THREADS", "1")
-    {"state": state, "peaks": peaks, "time": lambda: step_time(args.steps, args.profile)}[args.part]()
+    parts = {"state": state, "peaks": peaks, "time": lambda: step_time(args.steps, args.profile),
+             "gpu": lambda: gpu(args.size, args.steps, args.ladder)}  # fmt: skip
+    parts[args.part]()
 
 
 if __name__ == "__main__":

@@ -53,6 +53,7 @@ __all__ = [
     "plan_runs",
     "describe_runs",
     "memory_plans",
+    "planned_model",
 ]
 
 
@@ -248,7 +249,7 @@ def plan_runs(
     return Runs.split([TrainConfig(size=size, variant=v, seed=seed, **options) for v in variants], output)
 
 
-def _planned_model(cfg: TrainConfig) -> GPTConfig:
+def planned_model(cfg: TrainConfig) -> GPTConfig:
     """The model `cfg` trains, without loading its data: the vocabulary follows the tokenizer it will use."""
     bytes_ = cfg.tokenizer == "bytes" or (cfg.tokenizer is None and cfg.data == "synthetic")
     vocab = BYTE_EOS + 1 if bytes_ else cfg.recipe.vocab_size  # the byte tokenizer: 256 bytes and EOS
@@ -267,7 +268,7 @@ def describe_runs(runs: list[TrainConfig]) -> list[dict[str, Any]]:
     """
     records = []
     for cfg in runs:
-        mcfg = _planned_model(cfg)
+        mcfg = planned_model(cfg)
         tokens = cfg.steps * cfg.recipe.batch_size * cfg.recipe.block_size
         rate, assumed = assumed_rate(cfg.device, cfg.precision)
         shape = {k: getattr(mcfg, k) for k in ("d_model", "n_layer", "n_head")}
@@ -314,7 +315,7 @@ def memory_plans(runs: list[TrainConfig], world: int) -> tuple[list[dict[str, An
     gpu_gib, source = _gpu_memory(runs[0])
     largest: dict[str, tuple[TrainConfig, GPTConfig]] = {}
     for cfg in runs:
-        mcfg = _planned_model(cfg)
+        mcfg = planned_model(cfg)
         if cfg.size not in largest or mcfg.n_params > largest[cfg.size][1].n_params:
             largest[cfg.size] = (cfg, mcfg)
     records = []

@@ -34,6 +34,7 @@ from rr_model.memory import state_bytes
 from rr_model.model import GPT
 from rr_model.out_of_memory import OutOfMemoryStop, record_path
 from rr_model.run_config import TrainConfig
+from rr_model.sweep.slurm import TrainJob
 from rr_model.trainer import train
 
 pytestmark = pytest.mark.usefixtures("offline")
@@ -196,7 +197,8 @@ class Killed(BaseException):
 
 def test_checkpoints_change_kind_and_a_kill_mid_save_leaves_the_last_one_whole(one, tmp_path, monkeypatch):
     """A data-parallel checkpoint resumes sharded (one process); a sharded save killed before it is published
-    leaves the previous checkpoint whole and no partial folder; the run then ends as the uninterrupted one."""
+    leaves the previous checkpoint whole and no partial folder; a requeued job resumes from it and the run
+    ends as the uninterrupted one."""
     out = tmp_path / "mixed.csv"
     pt, folder = checkpoint.checkpoint_path(out, *KEY), checkpoint.sharded_path(out, *KEY)
     save = checkpoint.save
@@ -225,7 +227,8 @@ def test_checkpoints_change_kind_and_a_kill_mid_save_leaves_the_last_one_whole(o
     monkeypatch.undo()
     assert not pt.exists() and checkpoint.saved_meta(folder).step == 10  # the .pt gave way to step 10
     assert sorted(p.name for p in folder.parent.iterdir()) == [folder.name]  # nothing half-written beside
-    resumed = train(TrainConfig(**sharded), out, resume=True)
+    monkeypatch.setenv("SUBMITIT_EXECUTOR", "local")  # as a requeued Slurm job resumes it
+    resumed = TrainJob(TrainConfig(**sharded), out)()
     assert resumed["resumed_at"] == [5, 10] and not folder.exists()
     _same_run(resumed, one)
 
