@@ -16,7 +16,7 @@ No memory is used: meta tensors have shapes only. 3B and 7B come from docs/exten
 processes: 1 process data parallel, then 2 processes data parallel, sharded, and sharded with activation
 checkpointing of every block. Each process reports its resident memory once model and optimiser are
 built (its own share: the whole model is built on every process before it is cut) and its peak over 3
-training steps (Linux's VmHWM, reset after the build with /proc/self/clear_refs; glibc's malloc is told
+training steps, both over what it held before building the model (Linux's VmHWM, reset after the build with /proc/self/clear_refs; glibc's malloc is told
 to hand large blocks straight back to the system, MALLOC_MMAP_THRESHOLD_, so the peak follows torch's
 allocations); beside the plan's state + gathered + activations estimate.
 
@@ -143,14 +143,17 @@ def _peak_process(rank: int, world: int, folder: str, shard_: str, ac: str) -> N
     from rr_model.step import accumulate, apply_gradients
 
     _join(rank, world, folder)
+    import torch  # noqa: F401 (loaded already; the base below is torch's libraries and the process group)
+
+    base = _rss("VmRSS")
     model, optimizer = _build(shard_, ac, world)
-    built = _rss("VmRSS")
+    built = _rss("VmRSS") - base
     Path("/proc/self/clear_refs").write_text("5")  # VmHWM := VmRSS
     for step in range(STEPS):
         x, y = _batch(step, rank, world)
         accumulate(model, x, y, 1, contextlib.nullcontext())
         apply_gradients(model, optimizer, 1.0, world)
-    Path(folder, f"peak{rank}.json").write_text(json.dumps({"built": built, "peak": _rss("VmHWM")}))
+    Path(folder, f"peak{rank}.json").write_text(json.dumps({"built": built, "peak": _rss("VmHWM") - base}))
 
 
 def peaks() -> None:
@@ -167,7 +170,7 @@ def peaks() -> None:
     print(
         f"small model: {mcfg.n_params:,} parameters, {BATCH} x {recipe.block_size} tokens a step; MiB per process"
     )
-    print(f"{'setting':44}  {'after build':>11}  {'training peak':>13}  {'rise':>6}  {'plan':>6}")
+    print(f"{'setting':44}  {'built':>6}  {'training peak':>13}  {'plan':>6}  {'peak / plan':>11}")
     for world, shard_, ac in (
         (1, "none", "none"),
         (2, "none", "none"),
@@ -185,11 +188,11 @@ def peaks() -> None:
         name = f"{world} process(es), {'sharded' if shard_ == 'fsdp' else 'data parallel'}" + (
             ", checkpointing" if every else ""
         )
-        print(f"{name:44}  {found['built'] / mib:>11.0f}  {found['peak'] / mib:>13.0f}  "
-              f"{(found['peak'] - found['built']) / mib:>6.0f}  {plan / mib:>6.0f}")  # fmt: skip
+        print(f"{name:44}  {found['built'] / mib:>6.0f}  {found['peak'] / mib:>13.0f}  {plan / mib:>6.0f}  "
+              f"{found['peak'] / plan:>11.2f}")  # fmt: skip
     print(
-        "after build: the process's whole resident memory (torch's libraries included); rise: the peak over it;"
-        " plan: state + gathered + activations (rr_model.memory)"
+        "MiB over each process's memory before the model (torch, the process group): built, with model and"
+        " optimiser built (and cut); training peak, over 3 steps; plan: state + gathered + activations"
     )
 
 
