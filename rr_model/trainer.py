@@ -187,9 +187,9 @@ def train(
 def _stopped(run: _Run, e: Exception) -> Exception:
     """What a failure becomes: under sharding, running out of memory stops every process with one line
     (`rr_model.out_of_memory`), and a collective broken by that stop ends a peer silently; else `e` itself."""
-    record = out_of_memory.record_path(run.ckpt)
     if not run.sharded:
         return e
+    record = out_of_memory.record_path(run.ckpt)
     if isinstance(e, torch.OutOfMemoryError):
         latest = checkpoint.current(run.out, *run.cfg.key)
         per_rank = run.cfg.recipe.batch_size // run.world

@@ -99,3 +99,19 @@ def test_defaults_are_the_published_60m_review_model():
 def test_counting_does_not_import_torch():
     code = "import sys, rr_core.shapes as c; c.size_table(); assert 'torch' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+@pytest.mark.parametrize("variant", NAMES)
+def test_param_shapes_are_the_models_parameters_and_sum_to_its_count(variant):
+    import math
+
+    import torch
+
+    from rr_core.shapes import param_shapes
+    from rr_model.model import GPT
+
+    cfg = GPTConfig(vocab_size=257, block_size=64, n_layer=2, n_head=2, d_model=8, variant=variant)
+    with torch.device("meta"):
+        built = [(name, tuple(p.shape)) for name, p in GPT(cfg).named_parameters()]
+    assert param_shapes(cfg) == built
+    assert sum(math.prod(shape) for _, shape in built) == cfg.n_params
