@@ -4,7 +4,7 @@ and the run config file (`--config`).
 
 The training options are not declared here: each is a field of `rr_model.run_config.TrainConfig`, whose
 type, default and metadata (help, commands, bound, flag) `training_options` turns into a command's typer
-options, in a help panel of their own, and `run_options` turns back into TrainConfig fields. A new
+options, in a help panel of their own (or the one a field names), and `run_options` turns back into TrainConfig fields. A new
 training option is a new field there (that module's docstring says how) and no line here.
 
 Standard library, typer and those declarations (`rr_model.run_config`, torch-free and light) at import, so
@@ -113,19 +113,20 @@ def _renamed_name(declared: Declared) -> str:
 
 
 def _parameters(declared: Declared) -> list[inspect.Parameter]:
-    """The keyword parameters of a command function that make `declared`'s option (and its old flag)."""
-    kind = _cli_type(declared.name, declared.type)
+    """The keyword parameters of a command function that make `declared`'s option (and its old flag), in
+    its help panel (`RunOption.panel`, else `PANEL`)."""
+    kind, panel = _cli_type(declared.name, declared.type), declared.option.panel or PANEL
     made = [
         inspect.Parameter(
             declared.name,
             inspect.Parameter.KEYWORD_ONLY,
-            default=run_option(declared.name, PANEL),
+            default=run_option(declared.name, panel),
             annotation=kind,
         )
     ]
     if declared.option.renamed:
         old, why = declared.option.renamed
-        option = renamed(declared.flag, old, why, PANEL)
+        option = renamed(declared.flag, old, why, panel)
         made.append(
             inspect.Parameter(
                 _renamed_name(declared), inspect.Parameter.KEYWORD_ONLY, default=option, annotation=kind

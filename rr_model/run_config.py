@@ -74,6 +74,7 @@ DEFAULT_OUT = Path("data") / "scaling_v8.csv"
 
 TRAINING: tuple[str, ...] = ("train", "sweep", "reproduce")  # the commands that train
 OFF_RECIPE: tuple[str, ...] = ("train", "sweep")  # rr reproduce trains the published recipe only
+MEMORY = "Memory (docs/training.md, Past one GPU)"  # the help panel of the options of how a run uses memory
 
 
 @dataclass(frozen=True)
@@ -85,11 +86,12 @@ class RunOption:
     min: int | None = None  # the smallest value allowed (an int field)
     flag: str | None = None  # its flag; None: --field-name
     renamed: tuple[str, str] | None = None  # (an old flag that still works, with a note; why it went)
+    panel: str | None = None  # the help panel it is listed in; None: the training run's (cli.run_options)
 
 
 def option(help: str, **how: Any) -> dict[str, RunOption]:
     """The metadata of a TrainConfig field that command lines set: ``field(metadata=option("Help."))``;
-    `how` holds `RunOption`'s other fields (commands, min, flag, renamed)."""
+    `how` holds `RunOption`'s other fields (commands, min, flag, renamed, panel)."""
     return {"option": RunOption(help, **how)}
 
 
@@ -202,12 +204,14 @@ class TrainConfig:
     # the options of `rr train/sweep --config FILE` as run (TOML: flag over file over default), kept in
     # the provenance record with the rest of the config; None when no run config file was given
     run_config: str | None = None
-    # --- how the run uses memory: implementation details, not the recipe (docs/training.md, "Past one GPU")
+    # --- how the run uses memory: implementation details, not the recipe (docs/training.md, "Past one GPU"),
+    # in a help panel of their own (MEMORY), whose narrow columns leave --activation-checkpointing room at 80
     shard: Shard = field(
         default="none",
         metadata=option(
             "none: data parallel, each process holds the whole model (as published). fsdp: parameters, "
-            "gradients and optimiser state sharded over the processes (FSDP2); not off-recipe."
+            "gradients and optimiser state sharded over the processes (FSDP2); not off-recipe.",
+            panel=MEMORY,
         ),
     )  # rr_model.sharding
     activation_checkpointing: str = field(
@@ -215,7 +219,8 @@ class TrainConfig:
         metadata=option(
             "Recompute activations in the backward pass instead of keeping them: none, full (every block) or "
             "every:N (blocks 0, N, 2N, ...). Less memory, about a third more compute per such block, the same "
-            "numbers."
+            "numbers.",
+            panel=MEMORY,
         ),
     )  # checkpoint_interval reads it
     micro_batches: int = field(
@@ -224,14 +229,15 @@ class TrainConfig:
             "Split each process's share of the batch into this many micro-batches (gradient accumulation: the "
             "same step up to float rounding). A sharded run that ran out of memory names the count to resume "
             "with.",
-            min=1,
+            panel=MEMORY,
         ),
-    )
+    )  # checked below, not by a bound: the panel's type column stays narrow (--activation-checkpointing whole)
     gpu_memory: float | None = field(
         default=None,
         metadata=option(
             "GiB of memory per GPU that the memory plan checks runs against. Default: the GPU's own. A run the "
-            "plan says cannot fit is refused before it starts."
+            "plan says cannot fit is refused before it starts.",
+            panel=MEMORY,
         ),
     )  # unchecked off CUDA unless given (rr_model.memory.refuse_unfit)
 
@@ -260,6 +266,7 @@ class TrainConfig:
                 checkpoint_interval(self.activation_checkpointing) is not None,
                 "must be none, full or every:N with N >= 1",
             ),
+            "micro_batches": (self.micro_batches >= 1, "must be >= 1"),
             "gpu_memory": (self.gpu_memory is None or self.gpu_memory > 0, "must be > 0 (GiB)"),
         }
         for name, (ok, rule) in checks.items():

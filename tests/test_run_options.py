@@ -57,7 +57,8 @@ def test_without_a_config_file_nothing_changes(tmp_path):
     [
         (
             'size = "tiny"\nstpes = 6\n',
-            "unknown key 'stpes' for rr train (did you mean steps?); valid keys: checkpoint_every, compile, ",
+            "unknown key 'stpes' for rr train (did you mean steps?); valid keys: activation_checkpointing, "
+            "checkpoint_every, compile, ",
         ),
         ('size = "tiny"\ncheckpoint_evry = 6\n', "(did you mean checkpoint_every?)"),
         ('size = "tiny"\nsteps = "six"\n', "key 'steps' must be an integer (as --steps takes), not 'six'"),
@@ -141,18 +142,21 @@ def test_sweep_children_get_the_config_file_and_determinism(tmp_path):
 
 @pytest.mark.parametrize("command", TRAINING)
 def test_a_training_command_s_options_are_trainconfig_s_declarations(command):
-    """The options in a training command's panel are the fields `declared_options` names for it: flag,
-    default, help and bound are the field's, and a value outside the field's choices is refused by them."""
+    """The options in a training command's panels are the fields `declared_options` names for it: flag,
+    default, help, bound and panel (`PANEL`, or the field's own) are the field's, and a value outside the
+    field's choices is refused by them."""
     from typer.main import get_command
 
     from cli.main import app
 
     params = get_command(app).commands[command].params
-    shown = {p.name: p for p in params if p.rich_help_panel == PANEL and not p.hidden}
+    panels = {d.option.panel or PANEL for d in declared_options(command)}
+    shown = {p.name: p for p in params if p.rich_help_panel in panels and not p.hidden}
     assert list(shown) == [d.name for d in declared_options(command)]
     for declared in declared_options(command):
         p = shown[declared.name]
         assert p.opts == [declared.flag] and p.help == declared.option.help and p.min == declared.option.min
+        assert p.rich_help_panel == (declared.option.panel or PANEL)
         assert p.default == (None if declared.default == () else declared.default)
         allowed, _ = choices(declared.type)
         if allowed:
