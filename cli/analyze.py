@@ -1,35 +1,23 @@
-"""`rr analyze`: the statistics of a sweep, one view at a time, rendered in one of several formats."""
+"""`rr analyze`: the statistics of a sweep, one view at a time, rendered in one of several formats.
+
+The views are `rr_analysis.views.registry.VIEWS`: the command parses the options, looks the view up by name
+and prints its output; what a view computes, which options it reads and how it reads is the view's own.
+"""
 
 from __future__ import annotations
 
 import shutil
-from enum import Enum
 from pathlib import Path
 
 import typer
 
 from cli.choices import Adjust, Format
 from cli.errors import fail, known_errors
+from cli.help import RrCommand
 from cli.options import BASELINES, HIGHER_IS_BETTER, METRIC, REFERENCE, comparison
 from rr_analysis.comparison import POWER
-from rr_core.errors import InputError
 
-
-class View(str, Enum):
-    table = "table"
-    emergence = "emergence"
-    power = "power"
-    notes = "notes"
-    equivalence = "equivalence"
-    claims = "claims"
-    reproduction = "reproduction"
-    pool_check = "pool-check"
-    forecast = "forecast"
-    confirm = "confirm"
-    fits = "fits"
-    card = "card"
-
-
+DEFAULT_VIEW = "table"
 _ALIAS = "Same as the view `{}`."
 
 COLUMNS = typer.Option(
@@ -99,15 +87,16 @@ STEPS = typer.Option(
 )
 
 
-def _view(value: str | None) -> View | None:
+def _view(value: str | None) -> str | None:
     """The view named in any case; a misspelt one is told the nearest, as `rr plot` does for kinds."""
     if value is None:
         return None
-    names = [v.value for v in View]
-    if value.lower() in names:
-        return View(value.lower())
+    from rr_analysis.views.registry import VIEWS
     from rr_core.errors import did_you_mean, nearest
 
+    names = list(VIEWS)
+    if value.lower() in names:
+        return value.lower()
     hint = did_you_mean(nearest(value.lower(), names))
     raise typer.BadParameter(f"'{value}' is not a view{hint}; the views are {', '.join(names)}.")
 
@@ -121,12 +110,34 @@ CARD_FILE = typer.Option(
 )
 
 
+class ViewsCommand(RrCommand):
+    """`rr analyze`: its help lists the views of `rr_analysis.views.registry` with their summaries, read when
+    the help is shown, so that building the command (as every `rr --help` does) loads no pandas."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.plain_help = self.help
+
+    def format_help(self, ctx, formatter) -> None:
+        from rr_analysis.views.registry import VIEWS
+
+        views = [f"{v.name} ({v.summary})" if v.summary else v.name for v in VIEWS.values()]
+        self.help = f"{self.plain_help}\n\nViews: {', '.join(views)}. {_OLD_FLAGS}"
+        names = [f"{n} (default)" if n == DEFAULT_VIEW else n for n in VIEWS]
+        for param in self.params:
+            if param.name == "view":
+                param.help = f"What to show: {', '.join(names[:-1])} or {names[-1]}."
+        super().format_help(ctx, formatter)
+
+
+_OLD_FLAGS = "The old flags (--table, --emergence, ...) still work. Exit 0 on success, 2 for a bad --data file or option."
+
+
 def analyze(
     view: str = typer.Argument(
         None,
         metavar="VIEW",
-        help="What to show: table (default), emergence, power, notes, equivalence, claims, reproduction, "
-        "pool-check, forecast, confirm, fits or card.",
+        help="What to show: one of the views below (table by default).",
         show_default=False,
         callback=_view,
     ),
@@ -164,132 +175,32 @@ def analyze(
 
     Any comparison: --reference, --baselines, --metric and --higher-is-better choose it (claims and
     reproduction are the paper's own); every format states it.
-
-    Views: table (per size: paired* primary, sign-flip, mixed, Welch), emergence, power (with --effect: a seed
-    plan), notes, equivalence (--margin), claims (the paper's, audited), reproduction (--data repro.csv:
-    re-runs beside the published rows), pool-check (can new rows pool?), forecast (--at 3B: the gap the
-    primary size-level line predicts there), confirm (--at 3B: seeds and GPU time to settle it), fits (L = E + A N^-alpha per variant), card. The
-    old flags (--table, --emergence, ...) still work. Exit 0 on success, 2 for a bad --data file or option.
     """
     flags = {"table": table, "emergence": emergence, "power": power, "notes": notes,
              "equivalence": equivalence, "claims": claims, "card": card, "pool-check": pool_check}  # fmt: skip
-    chosen_view = _one_view(view, flags)
+    name = _one_view(view, flags)
     width = None if wide or fmt is not Format.text else shutil.get_terminal_size().columns
-    asked = comparison(reference, baselines, metric, higher_is_better)
-    _check_comparison(chosen_view, asked)
+    options = dict(comparison=comparison(reference, baselines, metric, higher_is_better), adjust=adjust.value)
+    options |= dict(margin=margin, effect=effect, at=at or [], target_power=target_power, steps=steps,
+                    ladder=ladder and str(ladder), claims_file=claims_file, noise=noise, against=against,
+                    data=data, card_file=card_file)  # fmt: skip
+    names = [c.strip() for c in columns.split(",") if c.strip()] if columns else None
     with known_errors():
         from cli.dataload import load_checked
-        from rr_analysis.tables.render import render
+        from rr_analysis.views.registry import VIEWS
 
-        df = load_checked(data, warn=chosen_view is not View.reproduction)  # a re-run differs on purpose
-        if chosen_view is View.card:
-            _write_card(card_file, data, df, asked)
-            return
-        options = dict(adjust=adjust.value, margin=margin, effect=effect, at=at or [], comparison=asked)
-        options |= dict(claims_file=claims_file, noise=noise, against=against, power=target_power, steps=steps,
-                        ladder=ladder and str(ladder))  # fmt: skip
-        names = [c.strip() for c in columns.split(",") if c.strip()] if columns else None
-        typer.echo(render(*_compute(chosen_view, df, options), fmt.value, width, names), nl=False)
+        chosen = VIEWS[name].chosen(options)
+        df = load_checked(data, warn=not chosen.reruns)
+        typer.echo(chosen.output(df, options, fmt.value, width, names), nl=False)
 
 
-def _one_view(view: View | None, flags: dict[str, bool]) -> View:
-    """The one view chosen by the argument or an old flag (table when none is)."""
-    chosen = {View(name) for name, on in flags.items() if on} | ({view} if view else set())
+def _one_view(view: str | None, flags: dict[str, bool]) -> str:
+    """The one view chosen by the argument or an old flag (the table when none is)."""
+    chosen = {name for name, on in flags.items() if on} | ({view} if view else set())
     if len(chosen) > 1:
-        raise fail(f"choose one view, not {' and '.join(sorted(v.value for v in chosen))}")
-    return chosen.pop() if chosen else View.table
-
-
-def _check_comparison(view: View, asked) -> None:
-    """The views that read one comparison only refuse others: the paper's claims and a re-run of the paper
-    (reproduction) are about the published comparison."""
-    if view in (View.claims, View.reproduction) and not asked.published:
-        raise fail(
-            f"the {view.value} view is about the paper's own comparison (review_neutral against highway and "
-            "standard, val_loss); --reference, --baselines, --metric and --higher-is-better do not apply to it: "
-            "use the table, emergence or equivalence view for another comparison"
-        )
-
-
-def _compute(view: View, df, options: dict) -> tuple:
-    """The view's frame, from its library function with the options it reads (``comparison``: the
-    `rr_analysis.comparison.Comparison`), and the name `rr_analysis.tables.render` knows it by."""
-    adjust, margin, effect, kw = (
-        options["adjust"],
-        options["margin"],
-        options["effect"],
-        options["comparison"],
-    )
-    if view is View.forecast:
-        from rr_analysis.stats.forecast import forecast
-
-        return forecast(df, options["at"], ladder=options["ladder"], comparison=kw), "forecast"
-    if view is View.confirm:
-        from rr_analysis.stats.confirm import confirm_plan
-
-        plan = {k: options[k] for k in ("power", "steps", "ladder")}
-        frame = confirm_plan(df, options["at"], **plan, comparison=kw)
-        return frame, "confirm"
-    if view is View.fits:
-        from rr_analysis.stats.scaling import scaling_fits
-
-        return scaling_fits(df, options["at"], ladder=options["ladder"], comparison=kw), "fits"
-    if view is View.table:
-        from rr_analysis.stats.gap_tests import gap_table
-
-        return gap_table(df, adjust, kw), "table"
-    if view is View.emergence:
-        from rr_analysis.stats.emergence import emergence
-
-        return emergence(df, kw), "emergence"
-    if view is View.power:
-        from rr_analysis.stats.power import power_table, seed_plan
-
-        frame = power_table(df, comparison=kw) if effect is None else seed_plan(df, effect, comparison=kw)
-        return frame, "power" if effect is None else "plan"
-    if view is View.notes:
-        from rr_analysis.stats.notes import recipe_notes
-
-        return recipe_notes(df, kw), "notes"
-    if view is View.pool_check:
-        from rr_analysis.stats.pooling import pool_check
-
-        pool = pool_check(df, comparison=kw)
-        return pool, "pool"
-    if view is View.reproduction:
-        from rr_analysis.stats.reproduction import reproduction
-        from rr_core.sweepfile.dataset import load_sweep
-
-        against = load_sweep(options["against"]) if options["against"] else None
-        return reproduction(df, against, options["noise"], margin), "reproduction"
-    from rr_analysis.stats.equivalence import DEFAULT_MARGIN, equivalence
-
-    margin = DEFAULT_MARGIN if margin is None else margin
-    if view is View.equivalence:
-        return equivalence(df, margin, kw), "equivalence"
-    from rr_analysis.claims.audit import claims
-
-    return claims(df, margin, adjust, records=options["claims_file"]), "claims"
-
-
-def _write_card(path: Path | None, data: Path | None, df, asked) -> None:
-    from rr_analysis.stats.gap_tests import gap_table
-    from rr_analysis.tables.card import write_card
-    from rr_core.sweepfile.dataset import card_path
-
-    if path is None and data is not None:
-        raise InputError(
-            f"the packaged card describes the published sweep, not {data}: give --card-file for {data}'s card"
-        )
-    if path is None and not asked.published:
-        raise InputError(
-            "the packaged card shows the paper's comparison (review_neutral against highway and standard, "
-            "val_loss): give --card-file for a card of another comparison"
-        )
-    path = path or card_path()
-    updated = write_card(path, gap_table(df, comparison=asked))
-    typer.echo(f"{path}: headline table {'updated' if updated else 'already up to date'}")
+        raise fail(f"choose one view, not {' and '.join(sorted(chosen))}")
+    return chosen.pop() if chosen else DEFAULT_VIEW
 
 
 def register(app: typer.Typer) -> None:
-    app.command()(analyze)
+    app.command(cls=ViewsCommand)(analyze)

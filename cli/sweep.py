@@ -261,11 +261,12 @@ def _closing_table(out: Path) -> None:
     (a pilot without review_neutral, one size) says so in one line and points to rr analyze's options."""
     from rr_analysis.stats.gap_tests import gap_table
     from rr_analysis.tables.render import render
+    from rr_analysis.views.registry import VIEWS
     from rr_core.errors import RRError
     from rr_core.sweepfile.dataset import load_sweep
 
     try:
-        typer.echo(render(gap_table(load_sweep(out)), "table", "text", None))
+        typer.echo(render(gap_table(load_sweep(out)), VIEWS["table"], "text", None))
     except RRError as e:
         typer.echo(
             f"rr sweep: no closing table ({e}); see rr analyze --data {out} --reference NAME", err=True

@@ -2,7 +2,8 @@
 
 Rooms: `comparison` (what every test shares: the comparison, sizes and baselines in order, `ALPHA`),
 `stats/` (one function per analysis, each a tidy DataFrame), `claims/` (the paper's claims audited),
-`tables/` and `figures/` (the renderers, independent of each other) and `report` (both in one file).
+`tables/` and `figures/` (the renderers, independent of each other), `views/` (what `rr analyze` shows: one
+object per view, `VIEWS` by name) and `report` (tables and figures in one file).
 The sweep file itself is `rr_core.sweepfile`. The common names are exported here and imported on first use,
 so `import rr_analysis` loads no pandas::
 
@@ -33,6 +34,8 @@ _WHERE = {
     "reproduction": "rr_analysis.stats.reproduction",
     "claims": "rr_analysis.claims.audit",
     "render": "rr_analysis.tables.render",
+    "VIEWS": "rr_analysis.views.registry",
+    "AnalysisView": "rr_analysis.views.analysis_view",
     "emergence_figure": "rr_analysis.figures.gaps",
     "forecast_figure": "rr_analysis.figures.gaps",
     "scaling_figure": "rr_analysis.figures.raw",

@@ -4,7 +4,7 @@ Format: `report.md` plus one PNG per figure in the same folder, linked by relati
 reads on GitHub, in any Markdown viewer, and converts with pandoc (``pandoc report.md -o report.html
 --embed-resources --standalone`` gives a single HTML file). Keep the folder together. Given a `.md` path
 instead of a folder, the report is that file and its figures a folder beside it (`x.md`, `x_files/`). Tables are the
-statistics library's own Markdown renderings (`rr_analysis.tables.render`); nothing here computes a
+statistics library's own Markdown renderings (the views of `rr_analysis.views`); nothing here computes a
 statistic.
 """
 
@@ -31,6 +31,7 @@ from rr_analysis.stats.notes import recipe_notes
 from rr_analysis.stats.power import power_table
 from rr_analysis.stats.summary import describe
 from rr_analysis.tables.render import render
+from rr_analysis.views.registry import VIEWS
 from rr_core.errors import PlotError
 from rr_core.files import atomic_dir, read_regular
 from rr_core.sweepfile.integrity import check_integrity
@@ -135,16 +136,20 @@ def build_report(
         "",
         f"## 1. {label(c.reference)} against each baseline, per size",
         "",
-        render(table, "table", "markdown"),
+        render(table, VIEWS["table"], "markdown"),
         f"## 2. Does {label(c.reference)}'s advantage grow with size?",
         "",
     ]
     for name, stat, caption in _EMERGENCE:
         md += [f"### {test_name(stat)}", ""]
         md += _figure(report, name, caption, partial(emergence_figure, table, stat=stat), figure_dir)
-    md += ["### Emergence model", "", render(emergence(df, c), "emergence", "markdown")]
-    md += ["## 3. Recipe notes", "", render(recipe_notes(df, c), "notes", "markdown")]
-    md += ["## 4. Power: how many seeds?", "", render(power_table(df, comparison=c), "power", "markdown")]
+    md += ["### Emergence model", "", render(emergence(df, c), VIEWS["emergence"], "markdown")]
+    md += ["## 3. Recipe notes", "", render(recipe_notes(df, c), VIEWS["notes"], "markdown")]
+    md += [
+        "## 4. Power: how many seeds?",
+        "",
+        render(power_table(df, comparison=c), VIEWS["power"], "markdown"),
+    ]
     md += ["## 5. The raw data", ""]
     for name, heading, caption in _RAW:
         draw = partial(_DRAWN[name], df, comparison=c)

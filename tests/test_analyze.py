@@ -17,9 +17,9 @@ from rr_analysis.stats.emergence import EMERGENCE_COLUMNS
 from rr_analysis.stats.gap_tests import TABLE_COLUMNS, gap_table
 from rr_analysis.stats.notes import recipe_notes
 from rr_analysis.stats.power import power_table, t_test_power
-from rr_analysis.tables.card import card_mismatch, update_card
 from rr_analysis.tables.render import FORMATS, column_names
-from rr_analysis.tables.views import VIEWS
+from rr_analysis.views.card_view import card_mismatch, update_card
+from rr_analysis.views.registry import VIEWS
 from rr_core.sweepfile.dataset import card_path, load_sweep, write_sweep
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -351,6 +351,8 @@ def test_only_text_wraps(fmt):
 
 
 def test_every_views_column_names_are_distinct():
-    for view in VIEWS:
+    views = [*VIEWS.values(), *(v for view in VIEWS.values() for v in view.switches.values())]
+    assert "power --effect" in [v.name for v in views]
+    for view in views:
         names = column_names(view, "text", pd.DataFrame())  # no comparison stamped: the paper's
-        assert len(set(names)) == len(names) and all(names), (view, names)
+        assert len(set(names)) == len(names) and all(names), (view.name, names)

@@ -272,7 +272,7 @@ def test_the_cli_options_are_the_comparison_s_fields(monkeypatch):
     from typer.main import get_command
 
     from cli.main import app
-    from rr_analysis.stats import gap_tests
+    from rr_analysis.views import table_view
 
     params = {p.name: p for p in get_command(app).commands["analyze"].params}
     for field in fields(Comparison):
@@ -280,7 +280,7 @@ def test_the_cli_options_are_the_comparison_s_fields(monkeypatch):
             params[field.name].default == field.default and params[field.name].help == field.metadata["help"]
         )
     seen = []
-    monkeypatch.setattr(gap_tests, "gap_table", lambda df, adjust, comparison: seen.append(comparison))
+    monkeypatch.setattr(table_view, "gap_table", lambda df, adjust, comparison: seen.append(comparison))
     rr("analyze", "table")
     rr("analyze", "table", "--reference", "highway", "--baselines", "standard", "--metric", "ece")
     assert seen == [Comparison(), Comparison("highway", ("standard",), "ece")] and seen[0].published

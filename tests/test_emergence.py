@@ -14,6 +14,7 @@ import pytest
 from rr_analysis.stats.emergence import EMERGENCE_COLUMNS, emergence
 from rr_analysis.stats.meta import meta_regression
 from rr_analysis.tables.render import render
+from rr_analysis.views.registry import VIEWS
 
 # R on rr_core/sweepfile/published/scaling_v8.csv: lmerTest summary(), summary(ddf = "Kenward-Roger"),
 # metafor::rma(yi, sei = sei, mods = ~ lx, method = "REML", test = "knha"); tightened optimisers.
@@ -139,7 +140,7 @@ def test_bad_input_gets_a_sentence(sweep, cut, says):
         warnings.simplefilter("error")  # no numpy or linear-algebra warning leaks out
         e = emergence(cut(sweep))
         for fmt in ("text", "markdown", "latex", "csv", "json"):
-            render(e, "emergence", fmt)
+            render(e, VIEWS["emergence"], fmt)
     assert e["note"].str.contains(says, regex=False).all()
     assert e["meta_p"].isna().all()
 
@@ -157,9 +158,9 @@ def test_general_sweeps(sweep):
 
 def test_every_number_in_the_text_is_in_the_json(published):
     frame = published.reset_index()
-    records = json.loads(render(frame, "emergence", "json"))
+    records = json.loads(render(frame, VIEWS["emergence"], "json"))
     assert [list(r) for r in records] == [list(EMERGENCE_COLUMNS)] * 2
-    text = render(frame, "emergence", "text")
+    text = render(frame, VIEWS["emergence"], "text")
     for r in records:
         assert r["verdict"] in text and r["confound"] in text
         assert (

@@ -14,6 +14,7 @@ from conftest import rr
 
 from rr_analysis.stats.forecast import FORECAST_COLUMNS, forecast, forecast_size
 from rr_analysis.tables.render import render
+from rr_analysis.views.registry import VIEWS
 from rr_core.errors import InputError
 from rr_core.shapes import model_config
 
@@ -81,15 +82,15 @@ def test_fewer_than_three_sizes_give_no_forecast_and_say_why(sweep):
         warnings.simplefilter("error")
         f = forecast(sweep[sweep["size"].isin(["60M", "1B"])], ["3B"])
         for fmt in ("text", "markdown", "latex", "csv", "json"):
-            render(f, "forecast", fmt)
+            render(f, VIEWS["forecast"], fmt)
     assert f["pred"].isna().all() and f["dev_pred"].isna().all()
     assert f["note"].str.contains("a line needs 3 or more").all()
 
 
 def test_every_number_in_the_text_is_in_the_json(at_3b_7b):
-    records = json.loads(render(at_3b_7b, "forecast", "json"))
+    records = json.loads(render(at_3b_7b, VIEWS["forecast"], "json"))
     assert [list(r) for r in records] == [list(FORECAST_COLUMNS)] * 4
-    text = render(at_3b_7b, "forecast", "text")
+    text = render(at_3b_7b, VIEWS["forecast"], "text")
     for r in records:
         for key in ("pred", "pred_se", "ci_low", "pi_high", "dev_pi_low", "run_ci_high"):
             assert f"{r[key]:.4f}" in text, key
@@ -157,8 +158,8 @@ def test_an_interval_reaching_zero_gets_no_seed_count_and_a_sentence(sweep):
     p = confirm_plan(sweep[sweep["size"].isin(["60M", "150M", "320M"])], ["3B"]).set_index("baseline")
     assert pd.isna(p.loc["highway", "seeds_at_pi_low"]) and p.loc["highway", "seeds_at_pred"] >= 2
     assert "no number of seeds shows a gap > 0" in p.loc["highway", "note"]
-    records = json.loads(render(p.reset_index(), "confirm", "json"))
-    text = render(p.reset_index(), "confirm", "text")
+    records = json.loads(render(p.reset_index(), VIEWS["confirm"], "json"))
+    text = render(p.reset_index(), VIEWS["confirm"], "text")
     for r in records:
         assert f"{r['pred']:.4f}" in text and f"{r['gpu_minutes']:.0f}" in text and r["note"] in text
 

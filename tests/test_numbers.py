@@ -70,11 +70,14 @@ def test_the_significance_level_and_the_power_target_are_printed_from_their_cons
     from rr_analysis.stats.power import power_table
     from rr_analysis.tables import columns
     from rr_analysis.tables.render import render
+    from rr_analysis.views.registry import VIEWS
 
-    first = render(power_table(sweep), "power", "text").splitlines()[0]
+    first = render(power_table(sweep), VIEWS["power"], "text").splitlines()[0]
     assert first.startswith(
         f"Seeds needed for {percent(comparison.POWER)} power at alpha {significant(comparison.ALPHA)} "
     )
     monkeypatch.setattr(columns, "POWER", 0.9)
     monkeypatch.setattr(columns, "ALPHA", 0.01)
-    assert render(power_table(sweep), "power", "text").startswith("Seeds needed for 90% power at alpha 0.01 ")
+    assert render(power_table(sweep), VIEWS["power"], "text").startswith(
+        "Seeds needed for 90% power at alpha 0.01 "
+    )

@@ -307,20 +307,20 @@ def test_atomic_dir_deletes_only_the_names_it_owns(tmp_path):
 
 def test_an_edit_saved_into_the_card_while_rr_rewrites_it_is_kept(tmp_path, monkeypatch):
     from rr_analysis.stats.gap_tests import gap_table
-    from rr_analysis.tables import card as tables
+    from rr_analysis.views import card_view
     from rr_core.files import Foreign
 
     card = tmp_path / "README.md"
-    card.write_text(f"intro\n{tables.CARD_BEGIN}\nold\n{tables.CARD_END}\n")
-    real = tables.update_card
+    card.write_text(f"intro\n{card_view.CARD_BEGIN}\nold\n{card_view.CARD_END}\n")
+    real = card_view.update_card
 
     def someone_edits_meanwhile(text, table):
         card.write_text(text.replace("intro", "intro, edited"))
         return real(text, table)
 
-    monkeypatch.setattr(tables, "update_card", someone_edits_meanwhile)
+    monkeypatch.setattr(card_view, "update_card", someone_edits_meanwhile)
     with pytest.raises(Foreign, match="changed while rr was rewriting it"):
-        tables.write_card(card, gap_table(load_sweep()))
+        card_view.write_card(card, gap_table(load_sweep()))
     assert card.read_text().startswith("intro, edited\n") and "\nold\n" in card.read_text()
     assert [p.name for p in tmp_path.iterdir()] == ["README.md"]
 

@@ -13,6 +13,7 @@ from rr_analysis.stats.gap_tests import gap_table
 from rr_analysis.stats.notes import recipe_notes
 from rr_analysis.stats.power import power_table
 from rr_analysis.tables.render import render
+from rr_analysis.views.registry import VIEWS
 from rr_core.sweepfile.dataset import bundled_path, load_sweep
 
 LINK = re.compile(r"!\[[^\]]*\]\(([^)]+)\)")
@@ -45,7 +46,7 @@ def test_report_holds_the_librarys_tables(published):
         (recipe_notes(df), "notes"),
         (power_table(df), "power"),
     ):
-        assert render(frame, view, "markdown") in text
+        assert render(frame, VIEWS[view], "markdown") in text
     assert "42 rows, 5 sizes" in text and "published rows 42/42 present and unchanged" in text
 
 

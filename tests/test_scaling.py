@@ -12,6 +12,7 @@ from conftest import rr
 
 from rr_analysis.stats.scaling import SCALING_COLUMNS, power_law, scaling_fits
 from rr_analysis.tables.render import render
+from rr_analysis.views.registry import VIEWS
 
 
 @pytest.fixture(scope="module")
@@ -63,13 +64,13 @@ def test_fewer_than_four_sizes_fit_nothing_and_say_why(sweep):
     assert f["E"].isna().all() and (~f["identified"]).all()
     assert f["note"].str.contains("three parameters need 4 or more").all()
     for fmt in ("text", "markdown", "latex", "csv", "json"):
-        render(f, "fits", fmt)
+        render(f, VIEWS["fits"], fmt)
 
 
 def test_every_number_in_the_text_is_in_the_json(fits):
-    records = json.loads(render(fits, "fits", "json"))
+    records = json.loads(render(fits, VIEWS["fits"], "json"))
     assert [list(r) for r in records] == [list(SCALING_COLUMNS)] * 3
-    text = render(fits, "fits", "text")
+    text = render(fits, VIEWS["fits"], "text")
     for r in records:
         assert f"{r['E']:.4f}" in text and f"{r['alpha_high']:.3f}" in text and f"{r['loss_low']:.4f}" in text
 

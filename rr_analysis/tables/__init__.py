@@ -1,3 +1,3 @@
-"""The statistics as text: `render` draws any view (`views`) as text, Markdown, LaTeX, CSV or JSON
-through the one grid (`grid`); `card` keeps the dataset card's headline table in step with the data.
+"""The statistics as text: `render` draws any view (a `columns.View`: title, columns, legend, notes) as text,
+Markdown, LaTeX, CSV or JSON through the one grid (`grid`). The views themselves are `rr_analysis.views`'.
 """

@@ -1,6 +1,8 @@
-"""A view's columns and how their cells read: the `Col` and `View` records, missing values (`missing`,
-spelt `NA`) and fixed decimals through `rr_analysis.numbers`, and the comparison a frame states, the
-significance level and the power target filled into titles, headers and legends (`filled`).
+"""A view's columns and how their cells read: the `Col` and `View` records, the cells several views share
+(a number, a p-value, an interval, a note per row), missing values (`missing`, spelt `NA`) and fixed decimals
+through `rr_analysis.numbers`, and the comparison a frame states, the significance level and the power target
+filled into titles, headers and legends (`filled`). What each view shows is its own module's
+(`rr_analysis.views`).
 """
 
 from __future__ import annotations
@@ -46,13 +48,37 @@ def cell_of(key: str, fmt: Callable) -> Callable[[pd.Series], str]:
     return lambda r: fmt(r[key])
 
 
+def interval(low: str, high: str, spec: str) -> Callable[[pd.Series], str]:
+    """The cell "[low, high]" of two columns in `spec`; `NA` when the low end is missing."""
+    return lambda r: NA if missing(r[low]) else f"[{formatted(r[low], spec)}, {formatted(r[high], spec)}]"
+
+
+def row_notes(key: str) -> Callable[[pd.DataFrame], list[str]]:
+    """The notes of a frame whose column `key` holds a note per row (empty: none): "SIZE BASELINE: note", each
+    row named by the size and baseline columns it has."""
+
+    def notes(t: pd.DataFrame) -> list[str]:
+        def where(r: pd.Series) -> str:
+            return " ".join(
+                [*([r["size"]] if "size" in t else []), *([label(r["baseline"])] if "baseline" in t else [])]
+            )
+
+        return [f"{where(r)}: {r[key]}" for _, r in t.iterrows() if r[key]]
+
+    return notes
+
+
 @dataclass(frozen=True)
 class View:
+    """What a view shows, in every format: `rr_analysis.tables.render.render` draws any `View` it is given."""
+
+    name: str  # how messages name it (`rr analyze NAME`)
     title: str
     columns: tuple[Col, ...]
     legend: tuple[str, ...]  # which test each column is
     notes: Callable[[pd.DataFrame], list[str]]
     stacked: bool = False  # text: one block of labelled lines per row instead of a table (long prose cells)
+    machine: tuple[str, ...] = ()  # csv and json: these stable columns; () every column of the frame
 
 
 GAP = "{gap}"  # the sign convention in words, for the frame's comparison (`context`)

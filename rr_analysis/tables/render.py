@@ -1,5 +1,6 @@
-"""Render the analysis frames as text, Markdown, LaTeX (booktabs), CSV or JSON, and keep the dataset card's
-generated table in step with the data. Nothing here computes a statistic.
+"""Render an analysis frame as text, Markdown, LaTeX (booktabs), CSV or JSON, as the `View` given says.
+Nothing here computes a statistic, and nothing here knows one view from another: each view's `View` is its own
+module's (`rr_analysis.views`).
 
 Text output fits the terminal: when a table is wider than `width`, prose columns wrap (`rr_analysis.tables.grid.wrap_columns`),
 then the columns of least consequence go first (each column has a rank; the primary test's columns, the gap and
@@ -19,7 +20,6 @@ import pandas as pd
 
 from rr_analysis.tables.columns import Col, View, filled, missing
 from rr_analysis.tables.grid import csv_text, latex_lines, markdown_lines, text_lines, widths, wrap_columns
-from rr_analysis.tables.views import VIEWS, machine_columns
 from rr_core.errors import InputError
 from rr_core.sweepfile.dataset import plain
 
@@ -27,6 +27,7 @@ __all__ = [
     "FORMATS",
     "render",
     "column_names",
+    "machine_columns",
 ]
 
 
@@ -47,7 +48,12 @@ def _fit(columns: list[Col], cells: list[list[str]], width: int) -> list[int]:
     return keep
 
 
-def column_names(view: str, fmt: str, frame: pd.DataFrame) -> list[str]:
+def machine_columns(view: View, frame: pd.DataFrame) -> list[str]:
+    """The columns csv and json hold: the view's stable `machine` columns, or every column of the frame."""
+    return list(view.machine or frame.columns)
+
+
+def column_names(view: View, fmt: str, frame: pd.DataFrame) -> list[str]:
     """The names `render`'s `columns` takes for `view` in `fmt`: for csv and json the machine columns; for
     the others each display column's header in lower case, its words joined by "_" (``95% CI of gap``:
     ``95_ci_of_gap``; ``paired* p adj``: ``paired_p_adj``), as the frame's comparison fills it.
@@ -55,24 +61,25 @@ def column_names(view: str, fmt: str, frame: pd.DataFrame) -> list[str]:
     Examples
     --------
     >>> from rr_analysis.stats.gap_tests import gap_table
+    >>> from rr_analysis.views.registry import VIEWS
     >>> from rr_core.sweepfile.dataset import load_sweep
-    >>> column_names("table", "text", gap_table(load_sweep()))[5:9]
+    >>> column_names(VIEWS["table"], "text", gap_table(load_sweep()))[5:9]
     ['baseline_mean', 'gap', '95_ci_of_gap', 'hedges_g']
     """
     if fmt in ("csv", "json"):
         return machine_columns(view, frame)
-    return ["_".join(re.findall(r"[a-z0-9]+", c.header.lower())) for c in filled(VIEWS[view], frame).columns]
+    return ["_".join(re.findall(r"[a-z0-9]+", c.header.lower())) for c in filled(view, frame).columns]
 
 
-def _chosen(view: str, fmt: str, frame: pd.DataFrame, names: list[str]) -> list[int]:
+def _chosen(view: View, fmt: str, frame: pd.DataFrame, names: list[str]) -> list[int]:
     """The indices, among `column_names`, of the columns named, in the order named; a name not there is an
     `InputError` listing the view's names."""
     known = column_names(view, fmt, frame)
     unknown = [n for n in names if n.lower() not in known]
     if unknown:
         raise InputError(
-            f"--columns: no column {', '.join(map(repr, unknown))} in the {view} view's {fmt}; its columns: "
-            + ", ".join(known)
+            f"--columns: no column {', '.join(map(repr, unknown))} in the {view.name} view's {fmt}; its "
+            "columns: " + ", ".join(known)
         )
     return [known.index(n.lower()) for n in names]
 
@@ -155,22 +162,22 @@ def _csv(out: pd.DataFrame) -> str:
 
 
 def render(
-    frame: pd.DataFrame, view: str, fmt: str, width: int | None = None, columns: list[str] | None = None
+    frame: pd.DataFrame, view: View, fmt: str, width: int | None = None, columns: list[str] | None = None
 ) -> str:
     """One analysis frame as text.
 
     Parameters
     ----------
     frame
-        The frame returned by the library function behind `view`: `gap_table` ("table"), `emergence`,
-        `power_table` ("power"), `seed_plan` ("plan"), `recipe_notes` ("notes"), `equivalence`, `claims`.
+        The frame `view` draws: the one its library function returns (`gap_table` for the table view,
+        `emergence`, `power_table`, `seed_plan` for ``power --effect``, ...).
     view
-        A key of `VIEWS`.
+        What it shows: any `View`, such as a view of `rr_analysis.views.registry.VIEWS` (``VIEWS["table"]``).
     fmt
-        One of `FORMATS`. csv and json hold the view's stable machine columns (`stats.TABLE_COLUMNS`,
-        `emergence.EMERGENCE_COLUMNS`, or every column of the frame for the other views), missing values
-        empty/null; the others hold the display columns, a legend of which test each column is, and the n/a
-        reasons.
+        One of `FORMATS`. csv and json hold the view's stable machine columns (`View.machine`:
+        `TABLE_COLUMNS` for the table view, `EMERGENCE_COLUMNS` for emergence; every column of the frame for
+        the others), missing values empty/null; the others hold the display columns, a legend of which test
+        each column is, and the n/a reasons.
     width
         For text only: the widest line allowed (a terminal's width); prose columns (a note) wrap, then columns
         are dropped by rank to fit and a line below the table says which. None shows every column, unwrapped.
@@ -179,7 +186,7 @@ def render(
         ``["size", "baseline", "gap", "95_ci_of_gap"]``; csv, json: the machine columns); in text none is dropped
         to fit. None: the view's own.
     """
-    v = filled(VIEWS[view], frame)
+    v = filled(view, frame)
     if fmt not in FORMATS:
         raise InputError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
     keys = machine_columns(view, frame)

@@ -1,5 +1,5 @@
-"""The dataset card's generated headline table: drawn from a `gap_table` frame between its markers, and
-rewritten in place only when the data changed (`rr analyze card`).
+"""The card view (`rr analyze card`): the dataset card's generated headline table, the table view's main
+columns, kept in step with the data. The card is rewritten in place only when the data changed.
 """
 
 from __future__ import annotations
@@ -9,13 +9,17 @@ from pathlib import Path
 
 import pandas as pd
 
-from rr_analysis.tables.columns import View, filled
-from rr_analysis.tables.render import markdown
-from rr_analysis.tables.views import VIEWS
+from rr_analysis.comparison import Comparison
+from rr_analysis.stats.gap_tests import gap_table
+from rr_analysis.tables.render import render
+from rr_analysis.views import table_view
+from rr_analysis.views.analysis_view import AnalysisView
 from rr_core.errors import InputError
 from rr_core.files import atomic_write, read_regular
+from rr_core.sweepfile.dataset import card_path
 
 __all__ = [
+    "VIEW",
     "card_block",
     "update_card",
     "write_card",
@@ -27,17 +31,13 @@ __all__ = [
 
 CARD_BEGIN = "<!-- BEGIN GENERATED: rr analyze --card; do not edit by hand -->"
 CARD_END = "<!-- END GENERATED -->"
+_SHOWN = ("size", "baseline", "n\nR/B", "{ref}\nmean", "baseline\nmean", "gap", "Welch\nt", "Welch\np",
+          "paired*\np", "paired*\np adj", "sign-flip\np (floor)", "mixed\np", "mixed\np adj")  # fmt: skip
 
 
 def card_block(table: pd.DataFrame) -> str:
     """The dataset card's generated block (markers included) for a `gap_table` frame."""
-    view = VIEWS["table"]
-    keep = ("size", "baseline", "n\nR/B", "{ref}\nmean", "baseline\nmean", "gap", "Welch\nt",
-            "Welch\np", "paired*\np", "paired*\np adj", "sign-flip\np (floor)", "mixed\np", "mixed\np adj")  # fmt: skip
-    short = filled(
-        View(view.title, tuple(c for c in view.columns if c.header in keep), view.legend, view.notes), table
-    )
-    return f"{CARD_BEGIN}\n{markdown(short, table)}{CARD_END}"
+    return f"{CARD_BEGIN}\n{render(table, VIEW, 'markdown')}{CARD_END}"
 
 
 def _split(text: str) -> tuple[str, str, str]:
@@ -87,3 +87,37 @@ def card_mismatch(text: str, table: pd.DataFrame) -> str | None:
     return "the card's headline table does not match the data (run `rr analyze --card`): " + "; ".join(
         diff[:3]
     )
+
+
+def _headline(
+    df: pd.DataFrame, *, data: Path | None, card_file: Path | None, comparison: Comparison
+) -> pd.DataFrame:
+    """The card's table of `df`; the packaged card only for the published sweep and the paper's comparison."""
+    if card_file is None and data is not None:
+        raise InputError(
+            f"the packaged card describes the published sweep, not {data}: give --card-file for {data}'s card"
+        )
+    if card_file is None and not comparison.published:
+        raise InputError(
+            "the packaged card shows the paper's comparison (review_neutral against highway and standard, "
+            "val_loss): give --card-file for a card of another comparison"
+        )
+    return gap_table(df, comparison=comparison)
+
+
+def _written(table: pd.DataFrame, *, card_file: Path | None) -> str:
+    path = card_file or card_path()
+    updated = write_card(path, table)
+    return f"{path}: headline table {'updated' if updated else 'already up to date'}\n"
+
+
+_TABLE = table_view.VIEW
+VIEW = AnalysisView(
+    name="card",
+    title=_TABLE.title,
+    columns=tuple(c for c in _TABLE.columns if c.header in _SHOWN),
+    legend=_TABLE.legend,
+    notes=_TABLE.notes,
+    compute=_headline,
+    show=_written,
+)
