@@ -1,0 +1,344 @@
+"""Write rr's golden outputs: every analysis view in every format, every figure and the report, on the
+published sweep and on a sweep with a plugin variant. tests/test_golden.py writes them afresh and compares.
+
+    python tests/golden/update.py              # rewrite tests/golden/outputs/: an output changed on purpose
+    python tests/golden/update.py --into DIR   # write them into DIR instead
+    python tests/golden/update.py --into DIR --part plugin   # one part only (pub, plugin or curves)
+
+Run it from the repository root when a change of output is meant (a column added, a legend reworded, a
+figure restyled), look at `git diff tests/golden/outputs` and name the changed outputs in the commit message.
+Nothing else writes these files.
+
+What is written, under the folder:
+
+- ``analyze/SWEEP/CASE.EXT``: a view of `rr_analysis.views.registry.VIEWS`, its frame computed once, rendered
+  as `rr analyze` prints it: ``.txt`` text at 100 columns, ``.wide.txt`` text with every column (--wide), ``.md``,
+  ``.tex``, ``.csv``, ``.json``; cases with options beside the views' defaults (``forecast``: --at 3B --at 7B).
+- ``report/SWEEP.md``: `rr_analysis.report.build_report`'s Markdown.
+- ``figures/PART/NAME.json``: what each figure draws (`fingerprint`: every line's data, collection, patch, text
+  and legend entry, with colours, per axes); ``figures/PART/png.json``: the sha256 of each figure's PNG as
+  `rr plot` (dpi 150) or `rr report` (dpi 120) writes it, and the matplotlib version that drew them. PART is
+  a sweep, or ``curves``: `rr plot curves` of three made-up runs.
+
+SWEEP is ``pub`` (the published file) or ``plugin``: the published rows plus a variant ``myrule`` registered by
+docs/extending/myrule.py (RR_PLUGINS), one row beside each standard row, its loss shifted by 0.0021 plus
+0.0013 per seed and its parameters 3% fewer. Two cases read files of their own: reproduction a re-run of the
+first six published rows (loss + 0.0004), pool-check-merged the published rows and a seed 9 of each 60M
+variant (loss + 0.001).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import hashlib
+import json
+import os
+import shutil
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+OUTPUTS = Path(__file__).resolve().with_name("outputs")
+PLUGIN = ROOT / "docs" / "extending" / "myrule.py"
+WIDTH = 100  # the terminal width the text outputs are drawn for
+PARTS = ("pub", "plugin", "curves")
+EXTENSIONS = {
+    "text": ".txt",
+    "wide": ".wide.txt",
+    "markdown": ".md",
+    "latex": ".tex",
+    "csv": ".csv",
+    "json": ".json",
+}
+AT = ["3B", "7B"]
+
+# case -> (view, the options given beside the defaults), on both sweeps unless ONLY names one
+CASES: dict[str, tuple[str, dict[str, Any]]] = {
+    "table": ("table", {}),
+    "emergence": ("emergence", {}),
+    "power": ("power", {}),
+    "power-effect": ("power", {"effect": 0.003}),
+    "notes": ("notes", {}),
+    "equivalence": ("equivalence", {}),
+    "claims": ("claims", {}),
+    "pool-check": ("pool-check", {}),
+    "forecast": ("forecast", {"at": AT}),
+    "confirm": ("confirm", {"at": AT}),
+    "fits": ("fits", {}),
+    "table-ece": ("table", {"comparison": {"metric": "ece"}}),
+    "table-fdr": ("table", {"adjust": "fdr_bh"}),
+    "reproduction": ("reproduction", {"data": "repro.csv"}),
+    "pool-check-merged": ("pool-check", {"data": "merged.csv"}),
+    "table-myrule": ("table", {"comparison": {"reference": "myrule", "baselines": ["standard", "highway"]}}),
+    "emergence-myrule": ("emergence", {"comparison": {"reference": "myrule"}}),
+}
+# pool-check on the plugin sweep is left out: its model cannot be fitted (a variant all of whose rows are new)
+ONLY = {"claims": "pub", "pool-check": "pub", "pool-check-merged": "pub", "table-ece": "pub", "table-fdr": "pub",
+        "reproduction": "pub", "table-myrule": "plugin", "emergence-myrule": "plugin"}  # fmt: skip
+
+
+def options(**given: Any) -> dict[str, Any]:
+    """The options `rr analyze` gives a view when none is on its command line, with `given` instead."""
+    from rr_analysis.views.analysis_view import PAPER_COMPARISON
+
+    base = dict(comparison=PAPER_COMPARISON, adjust="holm", margin=None, effect=None, at=[], target_power=0.8,
+                steps=None, ladder=None, claims_file=None, noise=None, against=None, data=None, card_file=None)  # fmt: skip
+    comparison = {**base["comparison"], **given.pop("comparison", {})}
+    return {**base, **given, "comparison": comparison}
+
+
+def sweeps(folder: Path) -> dict[str, Path]:
+    """The sweep files: the published one, the plugin sweep and a reproduction of six published rows, written
+    into `folder`."""
+    from rr_core.sweepfile.dataset import bundled_path
+
+    with open(bundled_path(), newline="") as f:
+        rows = list(csv.DictReader(f))
+    mine = [
+        {**r, "variant": "myrule", "val_loss": f"{float(r['val_loss']) + 0.0013 * (int(r['seed']) - 1) + 0.0021:.4f}",
+         "params_M": f"{float(r['params_M']) * 0.97:.2f}"}
+        for r in rows if r["variant"] == "standard"
+    ]  # fmt: skip
+    rerun = [{**r, "val_loss": f"{float(r['val_loss']) + 0.0004:.4f}"} for r in rows[:6]]
+    seed_9 = [
+        {**r, "seed": "9", "val_loss": f"{float(r['val_loss']) + 0.001:.4f}"}
+        for r in rows
+        if (r["size"], r["seed"]) == ("60M", "0")
+    ]
+    paths = {name: folder / name for name in ("plugin.csv", "repro.csv", "merged.csv")}
+    paths |= {"pub": bundled_path(), "plugin": paths.pop("plugin.csv")}
+    for name, out in (("plugin", rows + mine), ("repro.csv", rerun), ("merged.csv", rows + seed_9)):
+        with open(paths[name], "w", newline="") as f:
+            writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+            writer.writeheader()
+            writer.writerows(out)
+    return paths
+
+
+def analyses(sweep: str, paths: dict[str, Path]) -> Iterator[tuple[str, str]]:
+    """(file, text) of every case of `sweep`: each view's frame computed once and rendered in every format."""
+    from rr_analysis.tables.render import render
+    from rr_analysis.views.card_view import card_block
+    from rr_core.sweepfile.dataset import load_sweep
+
+    df = load_sweep(paths[sweep])
+    for case, (name, given) in CASES.items():
+        if ONLY.get(case, sweep) != sweep:
+            continue
+        from rr_analysis.views.registry import VIEWS
+
+        data = load_sweep(paths[given["data"]]) if "data" in given else df
+        opts = options(**{k: v for k, v in given.items() if k != "data"})
+        view = VIEWS[name].chosen(opts)
+        frame = view.frame(data, opts)
+        for fmt, ext in EXTENSIONS.items():
+            width = WIDTH if fmt == "text" else None
+            yield f"analyze/{sweep}/{case}{ext}", render(frame, view, "text" if fmt == "wide" else fmt, width)
+        if case == "table":  # the same frame as the card and with columns chosen (--columns)
+            yield f"analyze/{sweep}/card.md", card_block(frame) + "\n"
+            for fmt in ("text", "csv"):
+                text = render(frame, view, fmt, WIDTH, ["size", "baseline", "gap", "hedges_g"])
+                yield f"analyze/{sweep}/table-columns{EXTENSIONS[fmt]}", text
+
+
+def figures(sweep: str, paths: dict[str, Path]) -> Iterator[tuple[str, Any, int]]:
+    """(name, Figure, dpi) of every figure of `sweep` as `rr plot` and `rr report` draw it, and the report's
+    Markdown as ("report", text, 0)."""
+    from rr_analysis.figures.gaps import emergence_figure, forecast_figure
+    from rr_analysis.report import build_report
+    from rr_analysis.stats.forecast import forecast, meta_line
+    from rr_analysis.stats.gap_tests import gap_table
+    from rr_core.sweepfile.dataset import load_sweep
+
+    df = load_sweep(paths[sweep])
+    report = build_report(df, source=paths[sweep].name)
+    yield "report", report.markdown, 0
+    for name, fig in report.figures.items():
+        yield f"report_{name.removesuffix('.png')}", fig, 120
+    table = gap_table(df)
+    yield "emergence", emergence_figure(table, line=meta_line(df)), 150
+    yield "emergence_welch", emergence_figure(gap_table(df, "none"), stat="welch"), 150
+    yield "forecast", forecast_figure(table, meta_line(df, ["3B"]), forecast(df, ["3B"])), 150
+
+
+def curves() -> Any:
+    """The training-curves figure of two made-up runs of 40 logged steps (loss falling, the published lr
+    schedule's shape), smoothed as `rr plot curves` smooths."""
+    import numpy as np
+    import pandas as pd
+
+    from rr_analysis.figures.curves import curves_figure
+    from rr_analysis.stats.smoothing import smooth_curves
+
+    steps = np.arange(1, 41) * 25
+    runs = [
+        pd.DataFrame({"size": "tiny", "variant": variant, "seed": seed, "step": steps,
+                      "loss": 10.8 * np.exp(-steps / (300 + 40 * k)) + 2.1 + 0.05 * np.sin(steps / (50 + k)),
+                      "lr": 6e-4 * np.minimum(1, steps / 100) * (0.55 + 0.45 * np.cos(np.pi * steps / 1000)),
+                      "source": f"{variant}_{seed}.jsonl"})
+        for k, (variant, seed) in enumerate([("review_neutral", 0), ("standard", 0), ("standard", 1)])
+    ]  # fmt: skip
+    return curves_figure(smooth_curves(pd.concat(runs, ignore_index=True)))
+
+
+def fingerprint(fig: Any) -> list[dict[str, Any]]:
+    """What `fig` draws, for the figure and each of its axes: every line's data, style and colour, every
+    collection's offsets, paths and colours, every patch's outline and colours, every text with its place and
+    colour, each legend's entries. Ticks, spines and backgrounds are left out: they are matplotlib's layout,
+    not rr's drawing, and reading them needs a draw."""
+    from matplotlib.axes import Axes
+    from matplotlib.axis import Axis
+    from matplotlib.spines import Spine
+
+    def kept(owner: Any, a: Any) -> bool:
+        return a.get_visible() and not isinstance(a, Axes | Axis | Spine) and a is not owner.patch
+
+    return [
+        {"axes": _axes(owner) if isinstance(owner, Axes) else None,
+         "artists": [_artist(a) for a in owner.get_children() if kept(owner, a)]}
+        for owner in (fig, *fig.axes)
+    ]  # fmt: skip
+
+
+def _axes(ax: Any) -> dict[str, Any]:
+    return {"xlim": _num(ax.get_xlim()), "ylim": _num(ax.get_ylim()), "xscale": ax.get_xscale(),
+            "yscale": ax.get_yscale(), "xlabel": ax.get_xlabel(), "ylabel": ax.get_ylabel()}  # fmt: skip
+
+
+def _colour(c: Any, alpha: float | None = None) -> str:
+    from matplotlib.colors import to_hex, to_rgba
+
+    return to_hex(to_rgba(c, alpha), keep_alpha=True)
+
+
+def _colours(values: Any) -> list[str]:
+    """One colour or an array of them (a collection's), each as #rrggbbaa."""
+    from matplotlib.colors import to_rgba_array
+
+    return [_colour(c) for c in to_rgba_array(values)]
+
+
+def _artist(a: Any) -> dict[str, Any] | None:
+    """One artist's data, texts and colours; a legend's entries (their labels, colours and styles)."""
+    from matplotlib.collections import Collection
+    from matplotlib.legend import Legend
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+    from matplotlib.text import Text
+
+    out: dict[str, Any] = {"type": type(a).__name__, "gid": a.get_gid(), "label": str(a.get_label())}
+    if isinstance(a, Legend):
+        handles = getattr(a, "legend_handles", None) or a.legendHandles
+        return out | {"title": a.get_title().get_text(), "texts": [t.get_text() for t in a.get_texts()],
+                      "handles": [_style(h) for h in handles]}  # fmt: skip
+    if isinstance(a, Line2D):
+        return out | {"xy": _num(a.get_xydata())} | _style(a)
+    if isinstance(a, Text):
+        return out | {
+            "text": a.get_text(),
+            "xy": _num(a.get_position()),
+            "colour": _colour(a.get_color(), a.get_alpha()),
+        }
+    if isinstance(a, Collection):
+        return out | {"offsets": _num(a.get_offsets()), "paths": [_num(p.vertices) for p in a.get_paths()],
+                      "face": _colours(a.get_facecolor()), "edge": _colours(a.get_edgecolor()),
+                      "sizes": _num(getattr(a, "get_sizes", list)()), "widths": _num(a.get_linewidths())}  # fmt: skip
+    if isinstance(a, Patch):
+        return out | {"outline": _num(a.get_patch_transform().transform(a.get_path().vertices)),
+                      "face": _colour(a.get_facecolor()), "edge": _colour(a.get_edgecolor())}  # fmt: skip
+    return out
+
+
+def _style(a: Any) -> dict[str, Any]:
+    """How a line or a legend handle looks: colour, line style and width, marker; a patch's colours."""
+    from matplotlib.lines import Line2D
+
+    if not isinstance(a, Line2D):
+        return {
+            "type": type(a).__name__,
+            "face": _colours(a.get_facecolor()),
+            "edge": _colours(a.get_edgecolor()),
+        }
+    return {"colour": _colour(a.get_color(), a.get_alpha()), "line": [a.get_linestyle(), _num(a.get_linewidth())],
+            "marker": [str(a.get_marker()), _num(a.get_markersize()), _colour(a.get_markerfacecolor())]}  # fmt: skip
+
+
+def _num(values: Any) -> Any:
+    """Numbers as JSON holds them: arrays as nested lists, NaN as None, 12 significant digits."""
+    import numpy as np
+
+    array = np.asarray(values, dtype=float)
+    if array.ndim == 0:
+        return None if np.isnan(array) else float(f"{array:.12g}")
+    return [_num(v) for v in array]
+
+
+def png(fig: Any, dpi: int, folder: Path) -> str:
+    """The sha256 of `fig` written as rr writes a PNG (`rr_analysis.figures.output.save_figure`)."""
+    from rr_analysis.figures.output import save_figure
+
+    path = save_figure(fig, folder / "figure.png", dpi=dpi)
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def write(into: Path, parts: tuple[str, ...] = PARTS) -> None:
+    """Write the outputs of `parts` into the folder `into` (see the module's docstring)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib import pyplot
+
+    if "plugin" in parts:
+        from rr_core.plugins import ENV, load_plugins
+
+        os.environ[ENV] = str(PLUGIN)
+        load_plugins()
+    with tempfile.TemporaryDirectory() as tmp:
+        paths = sweeps(Path(tmp))
+        for part in parts:
+            drawn = figures(part, paths) if part != "curves" else [("curves", curves(), 150)]
+            hashes = {}
+            for name, text in analyses(part, paths) if part != "curves" else []:
+                _put(into / name, text)
+            for name, fig, dpi in drawn:
+                if name == "report":
+                    _put(into / "report" / f"{part}.md", fig)
+                    continue
+                _put(into / "figures" / part / f"{name}.json", _json(fingerprint(fig)))
+                hashes[name] = png(fig, dpi, Path(tmp))
+                pyplot.close(fig)
+            png_record = {"matplotlib": matplotlib.__version__, "sha256": hashes}
+            _put(into / "figures" / part / "png.json", _json(png_record))
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, indent=0, sort_keys=True) + "\n"
+
+
+def _put(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--into", type=Path, default=OUTPUTS, help="the folder to write (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--part", choices=PARTS, action="append", help="only these parts (repeat); default all"
+    )
+    args = parser.parse_args(argv)
+    sys.path.insert(0, str(ROOT))  # this checkout's rr, whichever one is installed
+    if not args.part:  # the whole set: nothing of an earlier one stays
+        for folder in ("analyze", "figures", "report"):
+            shutil.rmtree(args.into / folder, ignore_errors=True)
+    write(args.into, tuple(args.part or PARTS))
+
+
+if __name__ == "__main__":
+    main()
