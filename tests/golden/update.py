@@ -83,11 +83,11 @@ ONLY = {"claims": "pub", "pool-check": "pub", "pool-check-merged": "pub", "table
 
 def options(**given: Any) -> dict[str, Any]:
     """The options `rr analyze` gives a view when none is on its command line, with `given` instead."""
-    from rr_analysis.views.analysis_view import PAPER_COMPARISON
+    from rr_analysis.comparison import POWER, Comparison
 
-    base = dict(comparison=PAPER_COMPARISON, adjust="holm", margin=None, effect=None, at=[], target_power=0.8,
-                steps=None, ladder=None, claims_file=None, noise=None, against=None, data=None, card_file=None)  # fmt: skip
-    comparison = {**base["comparison"], **given.pop("comparison", {})}
+    base = dict(adjust="holm", margin=None, effect=None, at=[], target_power=POWER, steps=None, ladder=None,
+                claims_file=None, noise=None, against=None, data=None, card_file=None)  # fmt: skip
+    comparison = Comparison(**given.pop("comparison", {}))  # the fields given, the paper's for the rest
     return {**base, **given, "comparison": comparison}
 
 
