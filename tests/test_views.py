@@ -161,7 +161,8 @@ def test_the_docs_example_view_is_this_one():
 
     docs = (Path(__file__).resolve().parents[1] / "docs" / "extending.md").read_text()
     section = docs[docs.index("## 4. An analysis view") :]
-    module, line = re.findall(r"```python\n(.*?)```", section, re.S)[:2]
+    (module,) = re.findall(r"```python\n(.*?)```", section, re.S)[:1]
+    (line,) = re.findall(r"```text\n(.*?)```", section, re.S)[:1]
     space: dict = {}
     exec(compile(module, "spread_view.py", "exec"), space)
     options = {"comparison": Comparison()}
