@@ -12,7 +12,7 @@ import sys
 
 import typer
 
-from rr_core.errors import RRError, StoppedElsewhere
+from rr_core.errors import RRError, StoppedElsewhere, notes_said
 
 USAGE_OR_DATA = 2  # bad input: a file, an option value
 
@@ -68,9 +68,11 @@ def run(app: typer.Typer) -> None:
 
 @contextlib.contextmanager
 def known_errors():
-    """Map rr's own errors and path OSErrors to exit 2 with their message; let bugs show a traceback."""
+    """Map rr's own errors and path OSErrors to exit 2 with their message; let bugs show a traceback. What
+    rr set aside while reading (a torn line skipped) is said as ``rr: note:`` lines (`notes_said`)."""
     try:
-        yield
+        with notes_said():
+            yield
     except StoppedElsewhere:
         raise typer.Exit(USAGE_OR_DATA) from None  # the process that failed said why, in one line
     except RRError as e:

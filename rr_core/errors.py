@@ -2,14 +2,28 @@
 
 The CLI turns these (and OSErrors about paths) into one `rr: error:` paragraph and exit 2; any other
 exception is a bug in rr and keeps its traceback. Each class also derives from ValueError so notebook code
-that catches ValueError keeps working.
+that catches ValueError keeps working. A `Note` is not an error: a warning (Python's `warnings`) of
+something rr read and set aside, such as a torn line it skipped, which the CLI prints as one `rr: note:`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import contextlib
+import sys
+import warnings
+from collections.abc import Iterable, Iterator
 
-__all__ = ["RRError", "InputError", "RecipeError", "PlotError", "StoppedElsewhere", "nearest", "did_you_mean"]
+__all__ = [
+    "RRError",
+    "InputError",
+    "RecipeError",
+    "PlotError",
+    "StoppedElsewhere",
+    "Note",
+    "notes_said",
+    "nearest",
+    "did_you_mean",
+]
 
 CUTOFF = 0.6  # difflib's similarity ratio a name must reach to be offered (difflib's own default)
 
@@ -60,3 +74,27 @@ def did_you_mean(near: str | None) -> str:
     "unknown size '15OM' (did you mean 150M?)"
     """
     return f" (did you mean {near}?)" if near else ""
+
+
+class Note(UserWarning):
+    """Something rr set aside while reading and goes on without (a torn line skipped): said, not raised."""
+
+
+@contextlib.contextmanager
+def notes_said() -> Iterator[None]:
+    """Within the block, each distinct `Note` is printed once to stderr as one ``rr: note: ...`` line (the
+    command line's and a sweep child's way of saying them); other warnings show as Python shows them."""
+    shown: set[str] = set()
+    with warnings.catch_warnings():
+        warnings.simplefilter("always", Note)
+        default = warnings.showwarning
+
+        def show(message, category, filename, lineno, file=None, line=None) -> None:
+            if not issubclass(category, Note):
+                default(message, category, filename, lineno, file, line)
+            elif str(message) not in shown:
+                shown.add(str(message))
+                print(f"rr: note: {message}", file=sys.stderr, flush=True)
+
+        warnings.showwarning = show
+        yield

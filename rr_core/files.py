@@ -8,10 +8,18 @@ place, which fails if the name exists). `read_regular` reads a whole file only i
 bounded size, so a FIFO, a device or a socket named as input never hangs or exhausts memory.
 `append_whole` appends to a locked file whole or not at all: one write whose count is checked, an fsync,
 and on a short write (a full disk, a file-size limit) or any error the file is cut back to its old length.
+An append after a torn last line (one without its newline: a writer of another tool cut short) starts on
+a new line, and `json_lines` reads a JSON-lines file skipping such a line with a `Note`, so one torn line
+never costs the file.
 `read_toml` is the one reader of rr's TOML inputs (ladder, claims and run config files).
 `locked` is `flock` on an open file: it excludes other processes and other threads of this one (a POSIX
 `lockf` record lock is per process, so two threads would both get it). Linux NFS clients since 2.6.12
-emulate flock with byte-range locks served by the lock manager, so it holds across hosts too.
+emulate flock with byte-range locks served by the lock manager, so it holds across hosts too. `claim` is
+the same lock taken without waiting: a run claimed by one process is refused to another (`Held`).
+
+What rr reads back is checked against what it wrote: `zip_damage` runs a zip archive's per-entry CRC-32s
+(every file `torch.save` writes is one), and a folder published by `create_dir` or `atomic_dir(sums=True)`
+carries `SHA256SUMS` (sha256sum's format), which `verify_sums` checks; a mismatch is `Damaged`.
 """
 
 from __future__ import annotations
@@ -19,35 +27,49 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import hashlib
+import json
 import os
 import shutil
 import stat
+import warnings
 from collections.abc import Callable, Collection, Iterator
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
-from rr_core.errors import InputError
+from rr_core.errors import InputError, Note
 
 __all__ = [
     "MAX_READ",
+    "SUMS",
+    "Damaged",
     "Foreign",
+    "Held",
     "Unreadable",
     "Unwritten",
     "append_whole",
     "atomic_dir",
     "atomic_write",
+    "claim",
+    "create_dir",
     "create_new",
     "fsync_path",
+    "json_lines",
     "locked",
     "pid_alive",
     "read_regular",
     "read_toml",
     "same_file",
     "temp_name",
+    "torn_tail",
     "truncate_to",
+    "verify_sums",
+    "write_sums",
+    "zip_damage",
 ]
 
 _TMP = ".rr-tmp"
+SUMS = "SHA256SUMS"  # a published folder's checksums, one "HEX  NAME" line per file, as sha256sum writes them
 MAX_READ = 1 << 30  # 1 GiB: 20x the largest sweep rr has been measured on, far below a host's memory
 # Filesystems without hard links (some FUSE and FAT mounts) answer os.link with one of these.
 _NO_LINKS = {errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.ENOSYS}
@@ -74,15 +96,35 @@ class Foreign(InputError):
     """A file or folder rr would replace was changed by another writer meanwhile; it is left as it is."""
 
 
+class Damaged(InputError):
+    """A file rr wrote whose bytes are no longer those it wrote (a checksum fails): refused, never used."""
+
+    def __init__(self, path: str | os.PathLike, what: str, todo: str):
+        self.path = str(path)
+        super().__init__(f"{path}: damaged: {what}; {todo}")
+
+
+class Held(InputError):
+    """A claim (`claim`) another process holds: the run it guards is being made there."""
+
+    def __init__(self, path: str | os.PathLike, what: str, holder: str):
+        self.path, self.what, self.holder = str(path), what, holder
+        super().__init__(f"{what} is claimed by {holder} (the lock {path}), which is making it now")
+
+
 def append_whole(fd: int, data: bytes, path: str | os.PathLike, what: str = "to it") -> int:
     """Append `data` to the file open (and locked) as `fd` in one write, whole or not at all.
 
     The write's count is checked and the file fsynced; a short write (a full disk, RLIMIT_FSIZE) or any
     OSError cuts the file back to its length before the write and raises `Unwritten` naming `path` and
     `what` was being appended. Returns that length (where the new bytes start), so a caller holding the
-    lock can undo the append with `truncate_to` if a later step of the same unit fails.
+    lock can undo the append with `truncate_to` if a later step of the same unit fails. After a torn last
+    line (`torn_tail`; `fd` must then be open for reading too) the data starts on a new line, so the new
+    line stays whole and the torn one stays a line of its own, which readers skip.
     """
     start = os.lseek(fd, 0, os.SEEK_END)
+    if torn_tail(fd):
+        data = b"\n" + data
     try:
         written = os.write(fd, data)
         if written != len(data):  # the kernel wrote what fitted: the rest would be the torn row
@@ -93,6 +135,33 @@ def append_whole(fd: int, data: bytes, path: str | os.PathLike, what: str = "to 
     except OSError as e:
         raise Unwritten(path, what, e, undone=truncate_to(fd, start)) from None
     return start
+
+
+def torn_tail(fd: int) -> bool:
+    """Whether the file open (for reading) as `fd` ends in a line without its newline: a write cut short."""
+    size = os.fstat(fd).st_size
+    return size > 0 and os.pread(fd, 1, size - 1) != b"\n"
+
+
+def json_lines(text: str, path: str | os.PathLike) -> Iterator[tuple[int, Any]]:
+    """(line number, value) of every line of a JSON-lines text that holds a JSON value; blank lines aside.
+
+    A line that does not parse is a torn write (a writer killed mid-line, a full disk on another tool; an
+    append after it starts on a new line, `append_whole`): it is skipped with a `Note` naming the file and
+    the line, so one torn line never costs the records around it.
+    """
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            value = json.loads(line)
+        except ValueError as e:
+            note = (
+                f"{path}: line {number} is not a complete JSON record ({e.msg}), a write cut short: skipped"
+            )
+            warnings.warn(Note(note), stacklevel=2)
+            continue
+        yield number, value
 
 
 def truncate_to(fd: int, length: int) -> bool:
@@ -180,8 +249,15 @@ def pid_alive(pid: int) -> bool:
 
 def _remove_leftovers(path: Path, owned: Collection[str] | None = None) -> None:
     """Delete temporary files of `path` left by processes that no longer exist (killed writers); of a
-    temporary folder, only the `owned` names where given (see `atomic_dir`)."""
+    temporary folder, only the `owned` names where given (see `atomic_dir`), and the temporary files their
+    own writers left in it (a figure being saved when the build was killed).
+
+    Every writer of rr goes through here before it writes (`atomic_write`, `create_new`, `atomic_dir`,
+    `create_dir`), so the next run of a command removes what a killed run of it left.
+    """
     prefix = f".{path.name}."
+    if not path.parent.is_dir():
+        return
     for p in path.parent.glob(f"{prefix}*{_TMP}"):
         pid = p.name[len(prefix) : -len(_TMP)]
         if pid.isdigit() and not pid_alive(int(pid)):
@@ -212,7 +288,11 @@ def atomic_write(
 
 
 def atomic_dir(
-    path: str | os.PathLike, build: Callable[[Path], object], owned: Collection[str] | None = None
+    path: str | os.PathLike,
+    build: Callable[[Path], object],
+    owned: Collection[str] | None = None,
+    *,
+    sums: bool = False,
 ) -> None:
     """Build a folder with `build(folder)` in a temporary sibling of `path`, then swap it into place.
 
@@ -223,6 +303,8 @@ def atomic_dir(
     With `owned` (the names the builder writes), only those are ever deleted: the old folder is checked at
     the swap itself, after the build (a file saved into it meanwhile), and if it holds any other name the
     swap is undone and `Foreign` raised, leaving the old folder as it was and nothing of the new one.
+    With `sums`, the folder's `SHA256SUMS` is written last, before the swap (`write_sums`), for
+    `verify_sums` to check before it is read back (a sharded checkpoint, replaced at each save).
     """
     path = Path(path)
     _remove_leftovers(path, owned)
@@ -230,7 +312,7 @@ def atomic_dir(
     try:
         tmp.mkdir()
         build(tmp)
-        fsync_path(tmp)
+        _seal(tmp, sums)
         if not path.exists():
             os.rename(tmp, path)
         elif _exchange(tmp, path):
@@ -265,6 +347,7 @@ def _remove_owned(folder: Path, owned: Collection[str] | None) -> None:
     for name in owned:
         with contextlib.suppress(FileNotFoundError, IsADirectoryError):
             (folder / name).unlink()
+        _remove_leftovers(folder / name)  # a killed writer's temporary file of an owned name
     with contextlib.suppress(FileNotFoundError, OSError):
         folder.rmdir()
 
@@ -278,6 +361,126 @@ def _exchange(new: Path, old: Path) -> bool:
     return (
         renameat2 is not None and renameat2(at_cwd, os.fsencode(new), at_cwd, os.fsencode(old), exchange) == 0
     )
+
+
+def create_dir(path: str | os.PathLike, build: Callable[[Path], object], *, sums: bool = True) -> bool:
+    """Make the folder `path` with what `build(folder)` writes, whole or not at all; False if it exists.
+
+    The folder is built under a temporary name beside `path` (`temp_name`), its files fsynced and, with
+    `sums`, its `SHA256SUMS` written last (`write_sums`); then one rename publishes it. A reader never sees
+    part of it, and an interrupted build leaves no `path` (its temporary folder is removed, by the next
+    build of `path` if the builder was killed), so running the same command again works. `path` may be an
+    empty folder (the rename replaces it); one holding anything is left as it is and False returned.
+    """
+    path = Path(path)
+    _remove_leftovers(path)
+    tmp = temp_name(path)
+    try:
+        tmp.mkdir()
+        build(tmp)
+        _seal(tmp, sums)
+        try:
+            os.rename(tmp, path)  # onto a missing name or an empty folder; never onto one with files
+        except OSError as e:
+            if e.errno in (errno.ENOTEMPTY, errno.EEXIST):
+                return False
+            raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)  # gone already after the rename
+    fsync_path(path.parent)
+    return True
+
+
+def _seal(folder: Path, sums: bool) -> None:
+    """fsync every file of a folder built aside (and its SHA256SUMS, written last, with `sums`), then it."""
+    for p in folder.rglob("*"):
+        if p.is_file():
+            fsync_path(p)
+    if sums:
+        write_sums(folder)
+    fsync_path(folder)
+
+
+def _sha256(path: Path) -> str:
+    with open(path, "rb") as f:
+        return hashlib.file_digest(f, "sha256").hexdigest()
+
+
+def write_sums(folder: str | os.PathLike) -> None:
+    """Write `SHA256SUMS` into `folder`: the sha256 of every file under it, sorted by name, one line each in
+    sha256sum's format (``HEX  NAME``), so ``sha256sum -c SHA256SUMS`` checks it too; fsynced."""
+    folder = Path(folder)
+    names = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
+    text = "".join(f"{_sha256(folder / n)}  {n}\n" for n in names if n != SUMS)
+    _write_synced(folder / SUMS, lambda f: f.write(text.encode("utf-8")))
+
+
+def verify_sums(folder: str | os.PathLike, todo: str) -> None:
+    """Check every file `SHA256SUMS` lists in `folder` against its sha256: `Damaged`, naming the first file
+    that differs or is missing and ending in `todo` (what the reader should do), if one fails.
+
+    A folder without the file passes (it predates the sums); a line that is not ``HEX  NAME`` with a plain
+    relative NAME is damage too.
+    """
+    folder = Path(folder)
+    try:
+        lines = (folder / SUMS).read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        return
+    except (OSError, UnicodeDecodeError) as e:
+        raise Damaged(folder / SUMS, f"unreadable ({e})", todo) from None
+    for number, line in enumerate(lines, 1):
+        digest, _, name = line.partition("  ")
+        if not name or Path(name).is_absolute() or ".." in Path(name).parts or len(digest) != 64:
+            raise Damaged(folder / SUMS, f"line {number} is not a sha256sum line", todo)
+        if not (folder / name).is_file():
+            raise Damaged(folder / name, f"missing, though {SUMS} lists it", todo)
+        if _sha256(folder / name) != digest:
+            raise Damaged(folder / name, f"its sha256 is not the one {SUMS} records for it", todo)
+
+
+def zip_damage(path: str | os.PathLike) -> str | None:
+    """What is wrong with a zip archive rr wrote (every `torch.save` file is one): None when every entry
+    reads back with the CRC-32 its directory records, else the first failure, in words.
+
+    Notes
+    -----
+    Each entry is read whole once, 1 MiB at a time, and its CRC-32 compared with the central directory's
+    (`zipfile.ZipFile.testzip`); bench/read_back.py measures the cost. torch's own reader does not check
+    them, so without this a page of zeros inside a tensor loads as weights.
+    """
+    import zipfile  # here: ~3 ms (bz2, lzma) that only a reader of torch files needs
+
+    try:
+        with zipfile.ZipFile(path) as archive:
+            bad = archive.testzip()
+    except (zipfile.BadZipFile, EOFError, ValueError, NotImplementedError) as e:
+        return f"its zip structure is broken ({e})"
+    return None if bad is None else f"its entry {bad} fails its CRC-32 check (its bytes changed on disk)"
+
+
+@contextlib.contextmanager
+def claim(path: str | os.PathLike, what: str) -> Iterator[None]:
+    """Hold an exclusive lock on `path` while the block runs, or raise `Held` at once if another process
+    holds it, naming that process (its pid and host, which the holder writes into the lock file).
+
+    The lock is `flock`'s, released by the kernel when the holder ends however it ends, so a killed holder
+    leaves no stale claim. The file stays (deleting a lock file would let two processes hold two locks).
+    """
+    import socket  # here: only a claim names its host
+
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 200, 0).decode("utf-8", "replace").strip() or "another process"
+            raise Held(path, what, holder) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"pid {os.getpid()} on {socket.gethostname()}\n".encode(), 0)
+        yield
+    finally:
+        os.close(fd)
 
 
 def create_new(path: str | os.PathLike, write: Callable[[BinaryIO], object]) -> bool:

@@ -176,3 +176,57 @@ def test_atomic_dir_swaps_a_whole_folder_in_and_keeps_the_old_one_until_then(tmp
     atomic_dir(out, build)
     assert [p.name for p in out.iterdir()] == ["new.txt"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["report"]  # old folder and leftover removed
+
+
+KILLED_REPORT = """
+import os, signal, sys
+from pathlib import Path
+from rr_core.files import atomic_dir, atomic_write
+
+def build(folder):
+    (folder / "report.md").write_text("# a report")
+    def half_a_figure(f):  # SIGKILL while the figure is being written, as `rr report` saves its figures
+        f.write(b"half a png")
+        os.kill(os.getpid(), signal.SIGKILL)
+    atomic_write(folder / "gaps.png", half_a_figure)
+
+atomic_dir(Path(sys.argv[1]), build, owned={"report.md", "gaps.png"})
+"""
+
+
+def test_a_report_build_killed_while_it_saves_a_figure_is_removed_by_the_next_build(tmp_path):
+    out = tmp_path / "report"
+    done = subprocess.run([sys.executable, "-c", KILLED_REPORT, str(out)], capture_output=True)
+    assert done.returncode == -signal.SIGKILL, done.stderr
+    (left,) = tmp_path.iterdir()  # the killed build's folder, holding the figure's own temporary file
+    assert left.name == f".report.{left.name.split('.')[2]}.rr-tmp" and any(
+        p.name.startswith(".gaps.png.") for p in left.iterdir()
+    )
+    atomic_dir(
+        out, lambda folder: (folder / "report.md").write_text("# again"), owned={"report.md", "gaps.png"}
+    )
+    assert [p.name for p in tmp_path.iterdir()] == ["report"]
+    assert [p.name for p in out.iterdir()] == ["report.md"]
+
+
+def test_create_dir_publishes_a_folder_whole_with_its_sums_or_leaves_none(tmp_path):
+    from rr_core.files import Damaged, create_dir, verify_sums
+
+    out = tmp_path / "out"
+
+    def broken(folder):
+        (folder / "a.bin").write_bytes(b"a")
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        create_dir(out, broken)
+    assert list(tmp_path.iterdir()) == []
+    assert create_dir(out, lambda folder: (folder / "a.bin").write_bytes(b"a"))
+    assert (out / "SHA256SUMS").read_text() == (
+        "ca978112ca1bbdcafac231b39a23dc4da786eff8147c4e72b9807785afee48bb  a.bin\n"  # sha256sum's own line
+    )
+    assert not create_dir(out, lambda folder: None)  # never onto a folder that holds files
+    verify_sums(out, "do X")
+    (out / "a.bin").write_bytes(b"b")
+    with pytest.raises(Damaged, match="a.bin: damaged: its sha256 is not the one SHA256SUMS records"):
+        verify_sums(out, "do X")
