@@ -1,10 +1,16 @@
-"""Training checkpoints: written atomically, read back with `torch.load(weights_only=True)`.
+"""Training checkpoints: written atomically, verified and read back with `torch.load(weights_only=True)`.
 
 A checkpoint holds only tensors and plain Python values (the data-order RandomState is a tuple of a
-string, an array and numbers), so loading one never unpickles arbitrary objects; a file that is not such
-a checkpoint (corrupt, truncated, foreign, or carrying code) is refused with a `CheckpointError`. Writing goes to a temporary file in the same directory,
-which is fsynced and then renamed over the old checkpoint: a kill at any moment leaves either the previous
-checkpoint or the new one, never a torn file.
+string, an array and numbers), so loading one never unpickles arbitrary objects. Writing goes to a temporary
+file in the same directory, which is fsynced and then renamed over the old checkpoint: a kill at any moment
+leaves either the previous checkpoint or the new one, never a torn file.
+
+Every file read back goes through `read`, the one reader: a file that is not the zip archive `torch.save`
+writes is "not an rr checkpoint" (a CSV, a JSON-lines file, a pickle that would run code), one whose zip
+entries fail their CRC-32s is "damaged" (a page of zeros inside a tensor, a file cut short), and either is
+refused with one `CheckpointError` line naming the file and what to do, before torch reads a byte of it;
+torch's own advice to load with ``weights_only=False`` is never passed on. `verify` is the same check for a
+file or a folder published with its SHA256SUMS (a sharded checkpoint, `rr_core.files.atomic_dir`).
 
 A finished run keeps its final weights beside: `final_path` (``SIZE-VARIANT-seedS.final.pt``), the model's
 state dict with the run's config, model shape, data and provenance record, and no optimiser (a third of a
@@ -29,7 +35,7 @@ from typing import Any, BinaryIO
 import torch
 
 from rr_core.errors import RRError
-from rr_core.files import atomic_write
+from rr_core.files import Damaged, atomic_write, verify_sums, zip_damage
 
 __all__ = [
     "Resumable",
@@ -40,7 +46,10 @@ __all__ = [
     "refused",
     "checkpoint_path",
     "final_path",
+    "claim_path",
     "save",
+    "read",
+    "verify",
     "load",
     "load_weights",
     "META",
@@ -50,6 +59,8 @@ __all__ = [
     "meta_text",
     "saved_step",
     "current",
+    "RESUME_TODO",
+    "WEIGHTS_TODO",
 ]
 
 
@@ -101,6 +112,10 @@ FINAL_KEYS = frozenset(f.name for f in fields(Final))
 # tensors, which DCP's files hold.
 META = "rr.json"
 META_KEYS = frozenset(f.name for f in fields(Resumable)) - {"model", "optimizer"}
+# What to do with a file `read` refuses: a checkpoint to resume from, and a run's weights.
+RESUME_TODO = "delete it to start the run over, or restore it from a copy"
+WEIGHTS_TODO = "restore it from a copy, or train the run again"
+_ZIP = b"PK\x03\x04"  # the first bytes of a zip archive, as torch.save writes every file
 
 
 class CheckpointError(RRError):
@@ -201,6 +216,12 @@ def final_path(out: str | os.PathLike, size: str, variant: str, seed: int) -> Pa
     return checkpoint_path(out, size, variant, seed).with_suffix(".final.pt")
 
 
+def claim_path(out: str | os.PathLike, size: str, variant: str, seed: int) -> Path:
+    """The lock a trainer holds while it makes a run (`rr_core.files.claim`): ``SIZE-VARIANT-seedS.lock``
+    beside its checkpoint, so two sweeps or two `rr train` of one dataset never train one run twice."""
+    return checkpoint_path(out, size, variant, seed).with_suffix(".lock")
+
+
 def save(path: str | os.PathLike, state: Resumable | Final | dict[str, Any]) -> None:
     """Write `state` (a checkpoint, final weights, or any dict of tensors and plain values) to `path`
     atomically (`rr_core.files.atomic_write`), as a dict of its fields.
@@ -225,19 +246,71 @@ def save(path: str | os.PathLike, state: Resumable | Final | dict[str, Any]) -> 
     atomic_write(path, write)
 
 
-def load(path: str | os.PathLike) -> Resumable:
-    """Read a checkpoint of rr's trainer onto the CPU, refusing anything but tensors and plain values.
+def verify(path: str | os.PathLike, todo: str = RESUME_TODO) -> None:
+    """Refuse a file or folder rr wrote whose bytes are not those it wrote, before anything reads it.
+
+    A file must be the zip archive `torch.save` writes, every entry passing its CRC-32
+    (`rr_core.files.zip_damage`); a folder (a sharded checkpoint) every file its SHA256SUMS lists
+    (`rr_core.files.verify_sums`). `todo` ends the message: what to do with such a file.
 
     Raises
     ------
     CheckpointError
-        The file does not load as one (torch's reader fails, it holds objects other than tensors and
-        plain values, or it lacks the trainer's keys).
+        "PATH: not an rr checkpoint (...)" or "PATH: damaged: WHAT; TODO", one line.
     """
+    path = Path(path)
+    if path.is_dir():
+        try:
+            verify_sums(path, todo)
+        except Damaged as e:
+            raise CheckpointError(str(e)) from None
+        return
+    with open(path, "rb") as f:
+        head = f.read(len(_ZIP))
+    if head != _ZIP:
+        raise CheckpointError(
+            f"{path}: not an rr checkpoint (not the zip archive torch.save writes; rr reads only the "
+            "checkpoints and final weights its trainer writes)"
+        )
+    if (damage := zip_damage(path)) is not None:
+        raise CheckpointError(f"{path}: damaged: {damage}; {todo}")
+
+
+def read(path: str | os.PathLike, todo: str = RESUME_TODO) -> Any:
+    """The contents of a checkpoint or weights file rr wrote, verified (`verify`) and loaded onto the CPU
+    as tensors and plain values only (`torch.load(weights_only=True)`).
+
+    Raises
+    ------
+    CheckpointError
+        Not an rr checkpoint, damaged, or holding Python objects besides tensors and plain values (which
+        could run code when unpickled): one line naming the file, ending in `todo` where it is damage.
+    """
+    verify(path, todo)
     try:
-        state = torch.load(path, map_location="cpu", weights_only=True)
-    except (pickle.UnpicklingError, RuntimeError, EOFError, ValueError, zipfile.BadZipFile) as e:
-        raise refused(path, "not a readable checkpoint", e) from None
+        return torch.load(path, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError:
+        raise CheckpointError(
+            f"{path}: not an rr checkpoint: it holds Python objects besides tensors and plain values, which "
+            "rr never unpickles (unpickling them could run code)"
+        ) from None
+    except (RuntimeError, EOFError, ValueError, KeyError, IndexError, zipfile.BadZipFile) as e:
+        why = (str(e).strip().splitlines() or [""])[0]
+        raise CheckpointError(
+            f"{path}: not an rr checkpoint (torch cannot read it: {type(e).__name__}: {why})"
+        ) from None
+
+
+def load(path: str | os.PathLike) -> Resumable:
+    """Read a checkpoint of rr's trainer onto the CPU (`read`), refusing anything but its own.
+
+    Raises
+    ------
+    CheckpointError
+        The file is not one (not a torch file, damaged, holding objects other than tensors and plain
+        values, or lacking the trainer's keys).
+    """
+    state = read(path, RESUME_TODO)
     if not isinstance(state, dict) or not KEYS <= state.keys():
         raise CheckpointError(
             f"{path}: not a checkpoint of rr's trainer (its keys differ); delete it to start over"
@@ -277,13 +350,7 @@ def load_weights(path: str | os.PathLike) -> tuple[Path, Final]:
     path = Path(path)
     if path.is_dir():
         path = _one_run(path)
-    try:
-        state = torch.load(path, map_location="cpu", weights_only=True)
-    except (pickle.UnpicklingError, RuntimeError, EOFError, ValueError, zipfile.BadZipFile) as e:
-        why = (str(e).strip().splitlines() or [""])[0]
-        raise CheckpointError(
-            f"{path}: not readable weights of rr's trainer ({type(e).__name__}: {why})"
-        ) from None
+    state = read(path, WEIGHTS_TODO)
     if not isinstance(state, dict) or not ({"config", "model"} <= state.keys()):
         raise CheckpointError(f"{path}: not weights written by rr's trainer (its keys differ)")
     return path, Final(**{k: state.get(k) for k in FINAL_KEYS})

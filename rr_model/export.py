@@ -10,8 +10,11 @@ code: ``auto_map``, ``model_type``, the tie and token ids; rr's own details unde
 sidecar) and ``README.md`` (a model card). rr reads it back with `rr_model.model.GPT.from_pretrained`,
 transformers with ``AutoModelForCausalLM.from_pretrained(FOLDER, trust_remote_code=True)``.
 
-Nothing in an existing folder is overwritten: an export that would replace a file is refused before
-anything is written, and each file is created whole or not at all.
+Beside them ``SHA256SUMS`` holds the sha256 of each file, which `rr_model.model.GPT.from_pretrained` checks
+before it loads (a damaged export is refused). The folder is built aside and published by one rename
+(`rr_core.files.create_dir`), so it is whole or absent: an interrupted export leaves no folder that loads,
+and running it again works. Nothing is overwritten: a folder that exists and holds anything is refused
+before anything is written.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from rr_core.errors import InputError
-from rr_core.files import create_new
+from rr_core.files import SUMS, create_dir
 from rr_core.variants import label
 from rr_model.data.tokenizers import EOT, eos_id, tokenizer_json
 from rr_model.hf_code import ARCHITECTURE, AUTO_MAP, MODEL_TYPE, PluginRule, remote_code
@@ -161,17 +164,17 @@ def export(checkpoint_path: str | os.PathLike, out: str | os.PathLike) -> list[P
     checkpoint_path
         What `rr_model.inference.load_trained` reads: final weights, a checkpoint or a checkpoint folder.
     out
-        The folder; made if missing (its parent must exist). None of the files to write may exist in it.
+        The folder; made (its parent must exist), or an empty folder that is there already.
 
     Returns
     -------
-    The paths written: `FILES` in order, a plugin's rule file after rr_layers.py.
+    The paths written: `FILES` in order, a plugin's rule file after rr_layers.py, then SHA256SUMS.
 
     Raises
     ------
     InputError
-        `out` is a file, its parent is missing, it already holds one of the files, or the run's variant
-        is a plugin's whose rule cannot travel (`rr_model.hf_code.plugin_rule` says why).
+        `out` is a file, its parent is missing, it holds files already, or the run's variant is a plugin's
+        whose rule cannot travel (`rr_model.hf_code.plugin_rule` says why).
     """
     out = Path(out)
     trained = load_trained(checkpoint_path)
@@ -179,19 +182,20 @@ def export(checkpoint_path: str | os.PathLike, out: str | os.PathLike) -> list[P
         raise InputError(f"--out {out}: a file, not a folder")
     if not out.parent.is_dir():
         raise InputError(f"--out {out}: its parent {out.parent} does not exist")
-    contents = _contents(trained)
-    taken = [name for name in contents if (out / name).exists()]
-    if taken:
+    if out.is_dir() and (held := sorted(p.name for p in out.iterdir())):
+        taken = [name for name in (*FILES, SUMS) if name in held] or held[:3]
         raise InputError(
             f"--out {out} already holds {', '.join(taken)}: not overwriting; choose a new folder"
         )
-    out.mkdir(exist_ok=True)
-    written = []
-    for name, data in contents.items():
-        if not create_new(out / name, lambda f, data=data: f.write(data)):
-            raise InputError(f"{out / name} appeared while exporting: not overwriting it")
-        written.append(out / name)
-    return written
+    contents = _contents(trained)
+
+    def build(folder: Path) -> None:
+        for name, data in contents.items():
+            (folder / name).write_bytes(data)
+
+    if not create_dir(out, build):  # built aside, SHA256SUMS last, then one rename
+        raise InputError(f"--out {out}: files appeared in it while exporting: not overwriting them")
+    return [out / name for name in (*contents, SUMS)]
 
 
 def _contents(trained: Trained) -> dict[str, bytes]:

@@ -21,6 +21,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from rr_core.files import verify_sums
 from rr_core.ladder import RECIPE
 from rr_core.shapes import GPTConfig
 from rr_core.variants import residual_rule
@@ -420,11 +421,14 @@ class GPT(nn.Module):
         ``lm_head.weight``). Building the model draws nothing from the caller's random stream (it is forked
         and restored). A field config.json leaves out takes `GPTConfig`'s default, as transformers'
         ``save_pretrained`` leaves out those equal to its config class's defaults (the same values). A
-        plugin's rule must be registered (``RR_PLUGINS``), as for training.
+        plugin's rule must be registered (``RR_PLUGINS``), as for training. The folder's files are first checked against its SHA256SUMS
+        (`rr_core.files.verify_sums`; an export written before rr kept them is not): a damaged export is an
+        InputError naming the file, never loaded.
         """
         from safetensors.torch import load_file  # the 'export' extra
 
         folder = Path(folder)
+        verify_sums(folder, "export it again from the run's weights (rr export)")
         config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
         fields = (f.name for f in dataclasses.fields(GPTConfig))
         shape = config.get("model") or {name: config[name] for name in fields if name in config}

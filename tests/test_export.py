@@ -23,7 +23,7 @@ def test_an_export_loads_back_with_bitwise_equal_logits_and_refuses_to_overwrite
     out = tmp_path / "export"
     result = rr("export", "--checkpoint", str(final), "--out", str(out))
     assert result.exit_code == 0, result.output
-    assert result.output.split() == [str(out / name) for name in FILES]
+    assert result.output.split() == [str(out / name) for name in (*FILES, "SHA256SUMS")]
 
     rng = torch.get_rng_state()
     model = GPT.from_pretrained(out)
@@ -70,3 +70,50 @@ def test_an_export_of_an_earlier_rr_still_loads(tiny_run, tmp_path):
     idx = torch.randint(0, 257, (1, 32), generator=torch.Generator().manual_seed(0))
     with torch.no_grad():
         assert torch.equal(model(idx)[0], trained.model(idx)[0])
+
+
+def test_an_interrupted_export_leaves_no_folder_and_the_rerun_completes_it(tiny_run, tmp_path, monkeypatch):
+    import os
+
+    import pytest
+
+    from rr_model.export import export
+
+    final = checkpoint.final_path(tiny_run["out"], "tiny", "standard", 0)
+    out = tmp_path / "export"
+    fsync, calls = os.fsync, []
+
+    def ctrl_c_at_the_second_file(fd):  # the first file is on disk, the second is being made
+        calls.append(fd)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", ctrl_c_at_the_second_file)
+    with pytest.raises(KeyboardInterrupt):
+        export(final, out)
+    monkeypatch.undo()
+    assert list(tmp_path.iterdir()) == []  # no export that loads as one, no temporary folder
+    result = rr("export", "--checkpoint", str(final), "--out", str(out))
+    assert result.exit_code == 0, result.output  # no "already holds"
+    assert sorted(p.name for p in out.iterdir()) == sorted([*FILES, "SHA256SUMS"])
+
+
+def test_a_damaged_export_is_refused_before_it_loads(tiny_run, tmp_path):
+    import pytest
+
+    from rr_core.files import Damaged
+
+    final = checkpoint.final_path(tiny_run["out"], "tiny", "standard", 0)
+    out = tmp_path / "export"
+    assert rr("export", "--checkpoint", str(final), "--out", str(out)).exit_code == 0
+    weights = out / "model.safetensors"
+    raw = bytearray(weights.read_bytes())
+    raw[len(raw) // 2 : len(raw) // 2 + 4096] = bytes(4096)
+    weights.write_bytes(bytes(raw))
+    with pytest.raises(Damaged) as err:
+        GPT.from_pretrained(out)
+    assert str(err.value) == (
+        f"{weights}: damaged: its sha256 is not the one SHA256SUMS records for it; export it again from the "
+        "run's weights (rr export)"
+    )
