@@ -20,7 +20,7 @@ import torch
 import torch.nn.functional as F
 
 from rr_core.errors import InputError
-from rr_core.ladder import BYTE_EOS
+from rr_core.ladder import BYTE_EOS, RECIPE
 from rr_core.shapes import GPTConfig, model_config
 from rr_model import checkpoint
 from rr_model.data.token_cache import load_tokens
@@ -93,8 +93,10 @@ def sample(
     Deterministic for a seed: the draws come from a `torch.Generator` seeded with `seed` (on the CPU). An
     empty prompt starts a new document (the model is fed its end-of-document token, which is not shown).
     """
-    if temperature < 0 or tokens < 0:
-        raise InputError(f"temperature ({temperature}) and tokens ({tokens}) must be >= 0")
+    if not (math.isfinite(temperature) and temperature >= 0) or tokens < 0:
+        raise InputError(
+            f"temperature ({temperature}) must be a finite number >= 0 and tokens ({tokens}) >= 0"
+        )
     ids = encode_text(prompt, trained.tokenizer).astype(np.int64)
     start = ids if len(ids) else np.array([eos_id(trained.tokenizer)])
     generator = torch.Generator().manual_seed(seed)
@@ -122,7 +124,8 @@ def heldout(
         From `load_trained`.
     data
         A corpus as `rr_model.data.token_cache.load_tokens` takes it ("synthetic", "tinystories", a local corpus or
-        a token cache), tokenized with the run's tokenizer; its validation split (the last 3%) is scored.
+        a token cache), tokenized with the run's tokenizer; its validation split (the last val_frac of the
+        run's recipe, 3% published) is scored.
     windows, seed
         How many windows of block_size + 1 tokens, and the seed of their starts (default: the run's seed).
         The starts come from ``numpy.random.default_rng(seed)`` alone, so every variant of a seed (same
@@ -143,7 +146,8 @@ def heldout(
     """
     if windows < 1 or batch < 1:
         raise InputError(f"windows ({windows}) and batch ({batch}) must be >= 1")
-    stream = load_tokens(data, tokenizer=trained.tokenizer, cache_dir=cache_dir).val
+    val_frac = (trained.config.get("recipe") or {}).get("val_frac", RECIPE.val_frac)
+    stream = load_tokens(data, tokenizer=trained.tokenizer, cache_dir=cache_dir, val_frac=val_frac).val
     block = trained.model.config.block_size
     if len(stream) < block + 2:
         raise InputError(f"{data}: its validation part ({len(stream)} tokens) is shorter than one window")

@@ -502,3 +502,123 @@ def test_rr_train_takes_a_corpus_folder_and_its_text_field(tmp_path):
     assert result.exit_code == 2 and "no .txt/.jsonl/.parquet file in this folder" in result.output
     cfg = TrainConfig("tiny", data="corpus", text_field="body")
     assert config_from_json(train_command(cfg, "o.csv")[-1]).text_field == "body"
+
+
+# ------------------------------------------------------------------- bad corpora, damaged caches (issue 35)
+
+
+def _truncated_parquet(path):
+    pq.write_table(pa.table({"text": DOCS}), path)
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+
+
+BAD_CORPORA = {
+    "latin1-txt": (
+        "a.txt",
+        lambda p: p.write_bytes("A story.\n\nThe caf\u00e9 was open.\n".encode("latin-1")),
+        "a.txt:3: not UTF-8 text (byte 0xe9 at column 8); rr reads corpora as UTF-8: convert the file",
+    ),
+    "jsonl-cut-mid-record": (
+        "a.jsonl",
+        lambda p: p.write_text('{"text": "one"}\n{"text": "tw'),
+        "a.jsonl:2: not a complete JSON record (Unterminated string starting at; a line cut short?)",
+    ),
+    "jsonl-number": (
+        "a.jsonl",
+        lambda p: p.write_text('{"text": "one"}\n{"text": 5}\n'),
+        "a.jsonl:2: 'text' is int 5, not text: every document's 'text' must be a string",
+    ),
+    "jsonl-null": (
+        "a.jsonl",
+        lambda p: p.write_text('{"text": null}\n'),
+        "a.jsonl:1: 'text' is NoneType None, not text",
+    ),
+    "jsonl-array": (  # not named in the issue: a line that is JSON, but no record
+        "a.jsonl",
+        lambda p: p.write_text('{"text": "one"}\n["two"]\n'),
+        "a.jsonl:2: a JSON list, not an object with a 'text' field",
+    ),
+    "truncated-parquet": (
+        "a.parquet",
+        _truncated_parquet,
+        "a.parquet: not a readable Parquet file (Parquet magic bytes not found in footer.",
+    ),
+}
+
+
+@pytest.mark.parametrize("through", ["file", "hf"])
+@pytest.mark.parametrize("case", list(BAD_CORPORA))
+def test_a_bad_corpus_is_one_error_line_naming_the_file_the_line_and_the_rule(
+    tmp_path, case, through, offline, monkeypatch
+):
+    name, make, message = BAD_CORPORA[case]
+    folder = tmp_path / "corpus"
+    folder.mkdir()
+    make(folder / name)
+    monkeypatch.setenv("RR_CACHE", str(tmp_path / "cache"))
+    data = str(folder / name) if through == "file" else f"hf:{folder}"
+    out = tmp_path / "x.csv"
+    args = ["--size", "tiny", "--variant", "standard", "--tokenizer", "bytes", "--steps", 1, "--out", out]
+    result = rr("train", *args, "--data", data)
+    assert result.exit_code == 2, result.output
+    errors = [line for line in result.stderr.splitlines() if line.startswith("rr: error:")]
+    assert len(errors) == 1 and errors[0].startswith(f"rr: error: {folder}/{message}"), result.stderr
+    assert "Traceback" not in result.output and not out.exists()
+
+
+def test_a_damaged_token_cache_is_refused_naming_the_folder_to_delete(tmp_path, cache, txt):
+    tokens = load_tokens(str(txt), tokenizer="bytes", cache_dir=cache)
+    folder = cache / "tokens" / tokens.key
+    stream = folder / "tokens.bin"
+    raw = bytearray(stream.read_bytes())
+    raw[len(raw) // 2 : len(raw) // 2 + 64] = bytes(64)  # zeros inside the stream, its length unchanged
+    stream.write_bytes(bytes(raw))
+    for data in (str(txt), str(folder)):  # through the corpus, and the cache folder given as --data
+        with pytest.raises(ValueError) as err:
+            load_tokens(data, tokenizer="bytes", cache_dir=cache)
+        assert str(err.value) == (
+            f"{stream}: damaged: its sha256 is not the one meta.json records; delete the folder {folder} and "
+            "rr tokenizes the corpus again"
+        )
+
+
+def test_the_recipe_s_val_frac_is_the_split_applied(tmp_path, cache, txt):
+    published = load_tokens(str(txt), tokenizer="bytes", cache_dir=cache)
+    n = len(published.train) + len(published.val)
+    assert len(published.train) == int(n * (1 - RECIPE.val_frac))
+    half = load_tokens(str(txt), tokenizer="bytes", cache_dir=cache, val_frac=0.5)
+    assert (len(half.train), len(half.val)) == (n // 2, n - n // 2) and half.key == published.key
+    assert np.array_equal(
+        np.concatenate([half.train, half.val]), np.concatenate([published.train, published.val])
+    )
+    assert half.sha256 == published.sha256 == half.describe()["sha256"]
+
+
+KILLED_BUILD = """
+import os, signal, sys
+from rr_model.data import corpus, token_cache
+
+real = corpus.READERS[".txt"]
+
+def dying(path, field="text"):  # SIGTERM once the build has started writing its stream
+    for i, doc in enumerate(real(path, field)):
+        if i == 5:
+            os.kill(os.getpid(), signal.SIGTERM)
+        yield doc
+
+corpus.READERS[".txt"] = dying
+token_cache.load_tokens(sys.argv[1], tokenizer="bytes", cache_dir=sys.argv[2])
+"""
+
+
+def test_a_token_cache_build_killed_by_sigterm_is_removed_by_the_next_build(tmp_path, cache, txt):
+    import signal
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", KILLED_BUILD, str(txt), str(cache)], capture_output=True)
+    assert done.returncode == -signal.SIGTERM, done.stderr
+    left = [p.name for p in (cache / "tokens").iterdir() if p.name.startswith(".")]
+    assert len(left) == 1, left  # the killed build's hidden copy of the stream
+    tokens = load_tokens(str(txt), tokenizer="bytes", cache_dir=cache)  # the next build of the same cache
+    assert sorted(p.name for p in (cache / "tokens").iterdir()) == [tokens.key, f"{tokens.key}.lock"]

@@ -1,6 +1,11 @@
 """Where a run's documents come from: TinyStories, the synthetic corpus, a local corpus (.txt, .jsonl,
 .parquet, or a folder of them) or a Hugging Face dataset (`hf:NAME[:SPLIT]`), each read as an iterator of
 texts, and the cache identity of each (what makes two corpora the same). Torch-free.
+
+A corpus rr cannot read is one `InputError` naming the file, the line (or record) and the rule, whatever
+the reader: text that is not UTF-8, a JSON line cut short or not an object, a text field that is a number
+or null, a Parquet file cut short. A local folder read through `hf:` that `datasets` cannot read is read
+again with rr's own readers to name the file and line at fault (`_diagnose`).
 """
 
 from __future__ import annotations
@@ -35,48 +40,129 @@ def _hub(name: str, split: str, field: str) -> Iterator[str]:
     """The `field` of every row of a split of a Hugging Face dataset (a hub name or a local folder)."""
     import datasets
 
+    where = f"--corpus hf:{name}:{split}"
     try:
         ds = datasets.load_dataset(name, split=split)
     except OSError as e:  # ConnectionError (offline), DatasetNotFoundError, HTTP errors
         raise unavailable(f"the {name} dataset", e) from e
-    except ValueError as e:  # an unknown split, a split slice it cannot read
-        raise InputError(f"--corpus hf:{name}:{split}: {e}") from None
+    except (ValueError, datasets.exceptions.DatasetGenerationError) as e:  # a split, a file it cannot read
+        _diagnose(name, field)
+        cause = f" ({type(e.__cause__).__name__}: {e.__cause__})" if e.__cause__ else ""
+        raise InputError(f"{where}: {e}{cause}") from None
     if field not in ds.column_names:
         raise InputError(f"--corpus hf:{name}: no {field!r} column (columns: {', '.join(ds.column_names)})")
-    return (text for batch in ds.iter(batch_size=CHUNK) for text in batch[field])
+    return _hub_texts(ds, name, where, field)
+
+
+def _hub_texts(ds, name: str, where: str, field: str) -> Iterator[str]:
+    """The texts of a loaded dataset, each checked to be one (a local folder's file and line named)."""
+    rows = (text for batch in ds.iter(batch_size=CHUNK) for text in batch[field])
+    for number, text in enumerate(rows, 1):
+        if not isinstance(text, str):
+            _diagnose(name, field)
+            raise _not_text(f"{where}: record {number}", field, text)
+        yield text
+
+
+def _diagnose(name: str, field: str) -> None:
+    """Read a local folder that `datasets` could not with rr's own readers, to raise their error naming the
+    file and line at fault; nothing for a hub name, or when they find nothing wrong."""
+    folder = Path(name)
+    if not folder.is_dir():
+        return
+    try:
+        files = corpus_files(folder)
+    except InputError:
+        return  # no file rr reads: datasets' own error stands
+    for path in files:
+        for _ in READERS[path.suffix](path, field):
+            pass
+
+
+def _not_text(where: str, field: str, value: object) -> InputError:
+    """The error for a document whose text field holds no text (a number, null, a list)."""
+    return InputError(
+        f"{where}: {field!r} is {type(value).__name__} {value!r:.40}, not text: every document's "
+        f"{field!r} must be a string"
+    )
+
+
+def _not_utf8(path: Path) -> InputError:
+    """The error for a file that is not UTF-8, naming its first line that is not, and the byte."""
+    with open(path, "rb") as f:
+        for number, line in enumerate(f, 1):  # a multi-byte character never holds the byte of a newline
+            try:
+                line.decode("utf-8")
+            except UnicodeDecodeError as e:
+                return InputError(
+                    f"{path}:{number}: not UTF-8 text (byte 0x{line[e.start]:02x} at column {e.start + 1}); rr "
+                    f"reads corpora as UTF-8: convert the file, e.g. iconv -f latin1 -t utf-8 {path}"
+                )
+    return InputError(f"{path}: not UTF-8 text")
 
 
 def _txt(path: Path, field: str = "text") -> Iterator[str]:
     """Documents of a .txt file: split at `<|endoftext|>` lines if its first MB has one, else at blank lines.
 
     `field` is not read: a .txt file is all text."""
-    with open(path, encoding="utf-8") as f:
-        eot = EOT in f.read(1 << 20)
-        f.seek(0)
-        is_sep = (lambda s: s == EOT) if eot else (lambda s: not s)
-        for sep, lines in itertools.groupby(f, key=lambda line: is_sep(line.strip())):
-            if not sep and (text := "".join(lines).strip()):
-                yield text
+    try:
+        with open(path, encoding="utf-8") as f:
+            eot = EOT in f.read(1 << 20)
+            f.seek(0)
+            is_sep = (lambda s: s == EOT) if eot else (lambda s: not s)
+            for sep, lines in itertools.groupby(f, key=lambda line: is_sep(line.strip())):
+                if not sep and (text := "".join(lines).strip()):
+                    yield text
+    except UnicodeDecodeError:
+        raise _not_utf8(path) from None
 
 
 def _jsonl(path: Path, field: str = "text") -> Iterator[str]:
-    with open(path, encoding="utf-8") as f:
-        for i, line in enumerate(f, 1):
-            if line.strip():
-                row = json.loads(line)
-                if field not in row:
-                    raise InputError(f"{path}:{i}: no {field!r} field (--text-field names another)")
-                yield row[field]
+    """The `field` of every line of a .jsonl file, each line a JSON object whose `field` is a string."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            for i, line in enumerate(f, 1):
+                if line.strip():
+                    yield _jsonl_text(line, f"{path}:{i}", field)
+    except UnicodeDecodeError:
+        raise _not_utf8(path) from None
+
+
+def _jsonl_text(line: str, where: str, field: str) -> str:
+    try:
+        row = json.loads(line)
+    except ValueError as e:
+        raise InputError(f"{where}: not a complete JSON record ({e.msg}; a line cut short?)") from None
+    if not isinstance(row, dict):
+        raise InputError(f"{where}: a JSON {type(row).__name__}, not an object with a {field!r} field")
+    if field not in row:
+        raise InputError(f"{where}: no {field!r} field (--text-field names another)")
+    if not isinstance(row[field], str):
+        raise _not_text(where, field, row[field])
+    return row[field]
 
 
 def _parquet(path: Path, field: str = "text") -> Iterator[str]:
+    """The `field` column of a .parquet file, every value a string."""
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
-    file = pq.ParquetFile(path)
-    if field not in file.schema_arrow.names:
-        raise InputError(f"{path}: no {field!r} column (columns: {', '.join(file.schema_arrow.names)})")
-    for batch in file.iter_batches(batch_size=CHUNK, columns=[field]):
-        yield from batch.column(0).to_pylist()
+    try:
+        file = pq.ParquetFile(path)
+        if field not in file.schema_arrow.names:
+            columns = ", ".join(file.schema_arrow.names)
+            raise InputError(f"{path}: no {field!r} column (columns: {columns})")
+        number = 0
+        for batch in file.iter_batches(batch_size=CHUNK, columns=[field]):
+            for text in batch.column(0).to_pylist():
+                number += 1
+                if not isinstance(text, str):
+                    raise _not_text(f"{path}: record {number}", field, text)
+                yield text
+    except (pa.ArrowException, OSError) as e:
+        raise InputError(
+            f"{path}: not a readable Parquet file ({e}); a file cut short or not Parquet"
+        ) from None
 
 
 READERS = {".txt": _txt, ".jsonl": _jsonl, ".parquet": _parquet}

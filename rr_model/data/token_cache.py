@@ -2,15 +2,18 @@
 files) or a Hugging Face dataset (`hf:NAME[:SPLIT]`), cached on disk.
 
 `load_tokens` turns a corpus into one uint16 token stream (each document followed by EOS; the first 97%
-is train, the rest validation, RECIPE.val_frac) and caches it as a memory-mapped file, so only the first
-run tokenizes and later runs start at once, offline too. `sample_batch` draws the random training windows.
-Torch-free: the trainer turns the windows into tensors.
+is train, the rest validation: the recipe's val_frac) and caches it as a memory-mapped file, so only the
+first run tokenizes and later runs start at once, offline too. `sample_batch` draws the random training
+windows. Torch-free: the trainer turns the windows into tensors.
 
 A cache is a directory `<cache_dir>/tokens/<key>/` holding `tokens.bin` (raw little-endian uint16) and
-`meta.json` (provenance and lengths). It is written to a temporary directory, fsynced and renamed into
-place, and it is only trusted when its meta is current and matches the file's length, so a killed run
-never leaves a cache that loads. Such a directory is also a valid `data` path: copy it to an offline
-machine and point `--corpus` at it.
+`meta.json` (provenance, lengths and the stream's sha256). It is built in a temporary directory and
+published by one rename (`rr_core.files.atomic_dir`), so a killed run never leaves a cache that loads,
+and the next build of the same cache removes what a killed one left. It is only trusted when its meta is
+current, matches the file's length and its sha256 (computed once, while the stream is written, and checked
+at every load): a damaged stream is refused, never trained on. The sha256 is also the corpus's identity in
+a run's record and checkpoint (a resume on other tokens is refused). Such a directory is also a valid `data`
+path: copy it to an offline machine and point `--corpus` at it.
 """
 
 from __future__ import annotations
@@ -21,8 +24,6 @@ import itertools
 import json
 import logging
 import os
-import shutil
-import tempfile
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -31,7 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from rr_core.errors import InputError
-from rr_core.files import fsync_path, locked
+from rr_core.files import Damaged, atomic_dir, locked
 from rr_core.ladder import RECIPE
 from rr_model.data import synthetic
 from rr_model.data.corpus import READERS, TINYSTORIES, corpus_files, corpus_reader, no_data
@@ -63,6 +64,7 @@ class Tokens:
     tokenizer: str  # "gpt2" or "bytes"
     n_text: int  # documents used
     key: str  # names the cache: hash of (source, tokenizer, n_text, FORMAT)
+    sha256: str | None = None  # of the whole stream (tokens.bin): what the run trained and validated on
 
     def describe(self) -> dict:
         """JSON-able provenance for the run record."""
@@ -75,6 +77,7 @@ class Tokens:
             "eos_id": self.eos_id,
             "train_tokens": len(self.train),
             "val_tokens": len(self.val),
+            "sha256": self.sha256,
         }
 
 
@@ -97,8 +100,24 @@ def _key(*parts: object) -> str:
     return hashlib.sha256(json.dumps([FORMAT, *parts]).encode()).hexdigest()[:16]
 
 
-def _open(directory: Path, key: str | None = None) -> Tokens | None:
-    """The cache in `directory`, or None when it is missing, partial, stale or not for `key`."""
+def _split(n: int, val_frac: float, source: str) -> int:
+    """Tokens in the train part of a stream of `n`: the first int(n * (1 - val_frac))."""
+    n_train = int(n * (1 - val_frac))
+    if not 0 < n_train < n:
+        raise InputError(f"{source}, {n} tokens: too few to split train/val (val_frac {val_frac})")
+    return n_train
+
+
+def _digest(path: Path) -> str:
+    with open(path, "rb") as f:
+        return hashlib.file_digest(f, "sha256").hexdigest()
+
+
+def _open(directory: Path, key: str | None = None, val_frac: float = RECIPE.val_frac) -> Tokens | None:
+    """The cache in `directory`, or None when it is missing, partial, stale or not for `key`.
+
+    Raises `rr_core.files.Damaged` when its stream is not the one its meta records (sha256).
+    """
     try:
         meta = json.loads((directory / "meta.json").read_text())
         n, n_train = meta["n_tokens"], meta["n_train"]
@@ -107,6 +126,14 @@ def _open(directory: Path, key: str | None = None) -> Tokens | None:
             return None
         if path.stat().st_size != n * TOKEN_DTYPE.itemsize:
             return None
+        digest = _digest(path)  # caches built before rr recorded it are hashed, not checked
+        if meta.get("sha256", digest) != digest:
+            raise Damaged(
+                path,
+                "its sha256 is not the one meta.json records",
+                f"delete the folder {directory} and rr tokenizes the corpus again",
+            )
+        n_train = _split(n, val_frac, meta["source"])
         stream = np.memmap(path, dtype=TOKEN_DTYPE, mode="r", shape=(n,))
         return Tokens(
             train=stream[:n_train],
@@ -117,28 +144,30 @@ def _open(directory: Path, key: str | None = None) -> Tokens | None:
             tokenizer=meta["tokenizer"],
             n_text=meta["n_text"],
             key=meta["key"],
+            sha256=digest,
         )
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        if isinstance(e, InputError):  # Damaged, or a split that leaves no train or val tokens
+            raise
         return None
 
 
 def _build(directory: Path, key: str, source: str, tok: Tokenizer, docs: Iterable[str], n_text: int) -> None:
-    """Tokenize `docs` (at most n_text) and publish the cache at `directory` atomically."""
-    tmp = Path(tempfile.mkdtemp(prefix=f".{key}.", dir=directory.parent))
-    try:
-        tmp.chmod(0o755)  # mkdtemp makes it private; a shared cache should be readable like the files in it
+    """Tokenize `docs` (at most n_text) and publish the cache at `directory` whole (`atomic_dir`: built
+    aside under a name with this process's id, which the next build removes if this one is killed; an
+    invalid cache there, found under the lock, is replaced)."""
+
+    def write(tmp: Path) -> None:
         n_docs = n_tokens = 0
         eos = np.array([tok.eos_id], dtype=TOKEN_DTYPE)
-        docs = iter(docs)
+        digest, docs_ = hashlib.sha256(), iter(docs)
         with open(tmp / "tokens.bin", "wb") as f:
-            while chunk := list(itertools.islice(docs, min(CHUNK, n_text - n_docs))):
+            while chunk := list(itertools.islice(docs_, min(CHUNK, n_text - n_docs))):
                 ids = np.concatenate([part for d in tok.encode_batch(chunk) for part in (d, eos)])
                 f.write(ids.tobytes())
+                digest.update(ids.tobytes())
                 n_docs += len(chunk)
                 n_tokens += len(ids)
-        n_train = int(n_tokens * (1 - RECIPE.val_frac))
-        if not 0 < n_train < n_tokens:
-            raise InputError(f"{source}: {n_docs} documents, {n_tokens} tokens: too few to split train/val")
         meta = {
             "format": FORMAT,
             "key": key,
@@ -148,17 +177,12 @@ def _build(directory: Path, key: str, source: str, tok: Tokenizer, docs: Iterabl
             "vocab_size": tok.vocab_size,
             "eos_id": tok.eos_id,
             "n_tokens": n_tokens,
-            "n_train": n_train,
+            "n_train": _split(n_tokens, RECIPE.val_frac, f"{source}: {n_docs} documents"),
+            "sha256": digest.hexdigest(),
         }
         (tmp / "meta.json").write_text(json.dumps(meta, indent=1))
-        for path in (tmp / "tokens.bin", tmp / "meta.json", tmp):
-            fsync_path(path)
-        if directory.exists():  # an invalid cache (we hold the lock and found none valid): replace it
-            shutil.rmtree(directory)
-        os.rename(tmp, directory)
-        fsync_path(directory.parent)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)  # gone already after a successful rename
+
+    atomic_dir(directory, write)
 
 
 # ---------------------------------------------------------------------------------------------------- API
@@ -171,6 +195,7 @@ def load_tokens(
     cache_dir: str | Path | None = None,
     tokenizer: str | None = None,
     text_field: str = "text",
+    val_frac: float = RECIPE.val_frac,
 ) -> Tokens:
     """Load a tokenized corpus, tokenizing and caching it on first use.
 
@@ -195,6 +220,8 @@ def load_tokens(
         download, so it serves offline runs).
     text_field
         The field of a .jsonl, .parquet or hub corpus that holds the text.
+    val_frac
+        The share of the stream, at its end, held out for validation (the recipe's; 0.03 published).
 
     Returns
     -------
@@ -205,6 +232,10 @@ def load_tokens(
     ------
     DataUnavailable
         The hub cannot be reached for the dataset or the GPT-2 tokenizer and neither is cached.
+    rr_core.files.Damaged
+        The cache's stream is not the one it recorded (its sha256 differs): refused, not trained on.
+    InputError
+        A corpus file that cannot be read as text (`rr_model.data.corpus`), naming the file and line.
 
     Notes
     -----
@@ -218,7 +249,7 @@ def load_tokens(
         raise InputError(f"n_text must be positive, got {n_text}")
     path = Path(data)
     if data not in ("tinystories", "synthetic") and not data.startswith("hf:") and _is_cache(path):
-        return _given_cache(path.parent if path.is_file() else path, tokenizer)
+        return _given_cache(path.parent if path.is_file() else path, tokenizer, val_frac)
     if data == "synthetic":
         n_text = min(n_text, synthetic.N_STORIES)
         ident, docs = "synthetic", functools.partial(synthetic.stories, n_text)
@@ -229,16 +260,16 @@ def load_tokens(
     source = TINYSTORIES if data == "tinystories" else data
     key = _key(ident, tokenizer, n_text)
     directory = Path(cache_dir or default_cache_dir()) / "tokens" / key
-    if (tokens := _open(directory, key)) is not None:
+    if (tokens := _open(directory, key, val_frac)) is not None:
         return tokens
     directory.parent.mkdir(parents=True, exist_ok=True)
     with locked(directory.with_suffix(".lock")):
-        if (tokens := _open(directory, key)) is None:  # nobody built it while we waited for the lock
+        if (tokens := _open(directory, key, val_frac)) is None:  # nobody built it while we waited
             tok = load_tokenizer(tokenizer)
             log.info("tokenizing %s with %s into %s (first use only)", source, tokenizer, directory)
             start = time.perf_counter()
             _build(directory, key, source, tok, docs(), n_text)
-            tokens = _open(directory, key)
+            tokens = _open(directory, key, val_frac)
             n = len(tokens.train) + len(tokens.val)
             log.info("%d tokens cached in %.1fs", n, time.perf_counter() - start)
     return tokens
@@ -266,8 +297,8 @@ def check_data(data: str, tokenizer: str | None = None) -> None:
     raise no_data(data)
 
 
-def _given_cache(directory: Path, tokenizer: str | None) -> Tokens:
-    tokens = _open(directory)
+def _given_cache(directory: Path, tokenizer: str | None, val_frac: float = RECIPE.val_frac) -> Tokens:
+    tokens = _open(directory, None, val_frac)
     if tokens is None:
         raise InputError(
             f"{directory}: not a complete token cache written by rr (partial, corrupt, outdated)"
