@@ -8,6 +8,7 @@ takes a size takes `ladder=` (a file, None for rr's own), and a file's sizes say
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import unicodedata
@@ -56,6 +57,37 @@ class Recipe:
     n_text: int = 400_000  # first TinyStories training stories used
     val_frac: float = 0.03  # 97/3 train/validation split of the token stream
     vocab_size: int = 50257  # GPT-2 tokenizer
+
+    def __post_init__(self) -> None:
+        """Refuse a value outside its field's range (`RECIPE_RANGES`) before anything trains with it: NaN and
+        infinity are outside every range, so an optimiser never sees them and a record never holds them."""
+        for name, (ok, rule) in RECIPE_RANGES.items():
+            value = getattr(self, name)
+            kind = int if isinstance(RECIPE_DEFAULTS[name], int) else float
+            typed = isinstance(value, (int, float) if kind is float else int) and not isinstance(value, bool)
+            if not typed or (kind is float and not math.isfinite(value)) or not ok(value):
+                raise InputError(f"{name} = {value!r} must be {rule}")
+
+
+# The range of each recipe field, as the rule a refusal states: checked by Recipe itself, so a ladder file, a
+# run config, a config read back from JSON and a notebook's Recipe(...) are held to the same ranges.
+RECIPE_RANGES: dict[str, tuple] = {
+    "block_size": (lambda v: v > 0, "an integer > 0"),
+    "batch_size": (lambda v: v > 0, "an integer > 0"),
+    "lr": (lambda v: v > 0, "a finite number > 0"),
+    "warmup_steps": (lambda v: v >= 0, "an integer >= 0"),
+    "min_lr_frac": (lambda v: 0 <= v <= 1, "a number in [0, 1] (the cosine's floor, a fraction of lr)"),
+    "weight_decay": (lambda v: v >= 0, "a finite number >= 0"),
+    "beta1": (lambda v: 0 <= v < 1, "a number in [0, 1) (AdamW's first-moment decay)"),
+    "beta2": (lambda v: 0 <= v < 1, "a number in [0, 1) (AdamW's second-moment decay)"),
+    "grad_clip": (lambda v: v > 0, "a finite number > 0 (the gradient norm it clips to)"),
+    "eval_batches": (lambda v: v > 0, "an integer > 0"),
+    "ece_bins": (lambda v: v > 0, "an integer > 0"),
+    "n_text": (lambda v: v > 0, "an integer > 0"),
+    "val_frac": (lambda v: 0 < v < 1, "a number in (0, 1) (the share of the tokens held out)"),
+    "vocab_size": (lambda v: v > 0, "an integer > 0"),
+}
+RECIPE_DEFAULTS = {f.name: f.default for f in fields(Recipe)}
 
 
 RECIPE = Recipe()
@@ -277,9 +309,10 @@ def _ladder_size(path: Path, name: str, table: Any) -> Size:
             raise InputError(f"{where}: unknown key {key!r}{hint}; a size has {', '.join(allowed)}")
         kind = allowed[key]
         ok = isinstance(value, (int, float) if kind is float else kind) and not isinstance(value, bool)
-        if not ok or (kind is int and value <= 0) or (kind is float and value < 0):
+        if not ok or (key in LADDER_KEYS and value <= 0):  # a recipe field's range: Recipe's own check
+            rule = "an integer" if kind is int else "a number"
             raise InputError(
-                f"{where}: {key} = {value!r} must be {'an integer > 0' if kind is int else 'a number >= 0'}"
+                f"{where}: {key} = {value!r} must be {rule}{' > 0' if key in LADDER_KEYS else ''}"
             )
     if missing := [k for k in LADDER_KEYS if k not in table]:
         raise InputError(f"{where}: missing {', '.join(missing)} (a size has {', '.join(LADDER_KEYS)})")
@@ -287,6 +320,9 @@ def _ladder_size(path: Path, name: str, table: Any) -> Size:
         raise InputError(
             f"{where}: d_model ({table['d_model']}) must be a multiple of n_head ({table['n_head']})"
         )
-    recipe = replace(RECIPE, **{k: kind(table[k]) for k, kind in _OVERRIDES.items() if k in table})
+    try:
+        recipe = replace(RECIPE, **{k: kind(table[k]) for k, kind in _OVERRIDES.items() if k in table})
+    except InputError as e:
+        raise InputError(f"{where}: {e}") from None
     shape = {k: table[k] for k in ("d_model", "n_layer", "n_head", "steps")}
     return Size(name, **shape, published_seeds=0, recipe=recipe, ladder=str(path), seeds=table["seeds"])

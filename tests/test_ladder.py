@@ -9,7 +9,7 @@ import pytest
 from conftest import rr, stub_tokens
 
 from rr_core.errors import InputError, RecipeError
-from rr_core.ladder import RECIPE, get_size, load_ladder
+from rr_core.ladder import RECIPE, Recipe, get_size, load_ladder
 from rr_core.shapes import model_config, size_table
 from rr_core.sweepfile.dataset import bundled_path
 from rr_model.planning import preflight
@@ -75,7 +75,7 @@ def test_counts_and_widths_of_a_ladder_file_are_exact(pilot):
         ),
         ("[2M]\nd_modle = 64\n", "unknown key 'd_modle' (did you mean d_model?)"),
         ("[2M]\nd_model = -4\n", "d_model = -4 must be an integer > 0"),
-        ("[2M]\nlr = 'fast'\n", "lr = 'fast' must be a number >= 0"),
+        ("[2M]\nlr = 'fast'\n", "lr = 'fast' must be a number"),
         ("[pilot]\nd_model = 64\n", "[pilot]: a size label must be a ladder size or a <number><K|M|B>"),
         ("[2M\n", "not a TOML file"),
         ("", "no sizes"),
@@ -130,3 +130,44 @@ def test_sizes_train_and_sweep_take_a_ladder_file(pilot):
     assert result.exit_code == 0 and "15 run(s) to train, 0 already in data/pilot.csv" in result.output
     result = rr("sizes", "--ladder", str(pilot.with_name("none.toml")))
     assert result.exit_code == 2 and "rr: error:" in result.output and "none.toml" in result.output
+
+
+SHAPE = "[1M]\nd_model = 32\nn_layer = 1\nn_head = 2\nsteps = 2\nseeds = 1\n"
+
+
+@pytest.mark.parametrize(
+    ("line", "rule"),
+    [
+        ("lr = nan", "lr = nan must be a finite number > 0"),
+        ("lr = inf", "lr = inf must be a finite number > 0"),
+        ("beta1 = 1.5", "beta1 = 1.5 must be a number in [0, 1) (AdamW's first-moment decay)"),
+        (
+            "min_lr_frac = nan",
+            "min_lr_frac = nan must be a number in [0, 1] (the cosine's floor, a fraction of lr)",
+        ),
+        ("val_frac = nan", "val_frac = nan must be a number in (0, 1) (the share of the tokens held out)"),
+        ("beta2 = 1.0", "beta2 = 1.0 must be a number in [0, 1) (AdamW's second-moment decay)"),  # not named
+        ("grad_clip = 0.0", "grad_clip = 0.0 must be a finite number > 0 (the gradient norm it clips to)"),
+    ],
+)
+def test_a_recipe_number_outside_its_range_is_refused_before_anything_trains(tmp_path, line, rule):
+    path = tmp_path / "l.toml"
+    path.write_text(f"{SHAPE}{line}\n")
+    result = rr("train", "--ladder", path, "--size", "1M", "--data", "synthetic", "--out", tmp_path / "x.csv")
+    assert result.exit_code == 2 and result.stderr == f"rr: error: --ladder {path}, [1M]: {rule}\n"
+    assert list(tmp_path.iterdir()) == [path]
+    name, value = line.split(" = ")
+    with pytest.raises(InputError, match=re.escape(rule)):  # a config read back from JSON: the same rule
+        Recipe(**{name: float(value)})
+
+
+@pytest.mark.slow  # a short training of a 0.01M model: ~10 s on a shared 2-core machine
+def test_a_val_frac_override_is_the_split_the_run_trains_and_validates_on(tmp_path, offline):
+    from rr_model.trainer import train
+
+    path = tmp_path / "l.toml"
+    path.write_text(f"{SHAPE}batch_size = 2\nblock_size = 32\neval_batches = 2\nval_frac = 0.5\n")
+    record = train(TrainConfig("1M", "standard", 0, data="synthetic", ladder=str(path)), tmp_path / "x.csv")
+    data = record["data"]
+    n = data["train_tokens"] + data["val_tokens"]
+    assert data["train_tokens"] == n // 2 and record["config"]["recipe"]["val_frac"] == 0.5
