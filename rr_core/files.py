@@ -60,6 +60,7 @@ __all__ = [
     "read_regular",
     "read_toml",
     "same_file",
+    "stamp",
     "temp_name",
     "torn_tail",
     "truncate_to",
@@ -195,6 +196,16 @@ def same_file(a: str | os.PathLike, b: str | os.PathLike) -> bool:
     except OSError:
         return False
     return (sa.st_dev, sa.st_ino) == (sb.st_dev, sb.st_ino)
+
+
+def stamp(path: str | os.PathLike) -> tuple[int, int, int, int] | None:
+    """A file's (device, inode, size, modification time in ns), None when it is missing: what tells, for one
+    stat, whether a file changed since it was read (an append, an edit, a replacement)."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
 
 
 def _kind(mode: int) -> str | None:

@@ -8,6 +8,7 @@ takes a size takes `ladder=` (a file, None for rr's own), and a file's sizes say
 
 from __future__ import annotations
 
+import errno
 import math
 import os
 import re
@@ -273,11 +274,13 @@ def load_ladder(path: str | os.PathLike) -> dict[str, Size]:
     >>> size.d_model, size.sweep_seeds, size.recipe.lr, size.recipe.batch_size, size.published
     (64, 3, 0.001, 64, False)
     """
-    st = os.stat(path)
-    stamp = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+    from rr_core.files import stamp  # here: as read_toml below
+
+    if (now := stamp(path)) is None:
+        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), str(path))
     held = _PARSED.get(str(path))
-    if held is None or held[0] != stamp:
-        held = _PARSED[str(path)] = (stamp, _read_ladder(path))
+    if held is None or held[0] != now:
+        held = _PARSED[str(path)] = (now, _read_ladder(path))
     return dict(held[1])  # a copy: the cached sizes stay as read
 
 

@@ -12,6 +12,12 @@ variants (`load_plugins`): the modules named in the environment variable ``RR_PL
 module names, or paths of .py files), then every module named by an installed package's entry point in
 the group ``rr.residuals``. Child processes (`rr sweep`'s runs, DDP ranks, Slurm jobs) inherit
 ``RR_PLUGINS`` and find the same rules. Importing this module loads no torch.
+
+A rule is identified by its code, not its module's name: each registration records the file that defined
+the rule and the sha256 of its bytes as they were imported (`provenance`, which every run's record keeps;
+`rr_core.variants.rule_origin`), a second rule under a name another file registered is refused naming both
+files, and two plugin files of one module name in different folders are refused rather than one silently
+replacing the other.
 """
 
 from __future__ import annotations
@@ -25,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from rr_core.errors import InputError
-from rr_core.variants import NAMES, VARIANTS, unknown_variant
+from rr_core.variants import NAMES, SOURCES, VARIANTS, rule_origin, unknown_variant
 
 __all__ = ["ENV", "GROUP", "load_plugins", "require_variant", "provenance"]
 
@@ -80,18 +86,26 @@ def _module(spec: str) -> object:
     path = Path(spec)
     if not path.is_file():
         raise FileNotFoundError(f"no such file: {path}")
+    other = getattr(sys.modules.get(path.stem), "__file__", None)
+    if other is not None and Path(other).resolve() != path.resolve():
+        raise InputError(
+            f"{path} would be imported as the module {path.stem}, which is imported already from {other}: "
+            "two plugin files of one module name would replace each other; rename one of them"
+        )
+    source = path.read_bytes()  # run and hashed from the same bytes: the record names the code that ran
+    SOURCES[str(path.resolve())] = hashlib.sha256(source).hexdigest()
     module_spec = importlib.util.spec_from_file_location(path.stem, path)
     module = importlib.util.module_from_spec(module_spec)
     sys.modules[path.stem] = module  # as an import would: the rule's class names its module
-    module_spec.loader.exec_module(module)
+    exec(compile(source, str(path), "exec"), module.__dict__)  # noqa: S102 (the plugin the user named)
     return module
 
 
 def provenance(name: str) -> dict[str, Any] | None:
-    """Where a plugin variant's code is: its module, file and the file's sha256; None for rr's own variants."""
-    variant = VARIANTS.get(name)
-    if variant is None or name in NAMES:
+    """The code that built a plugin variant's rule, as recorded when it registered (or, for a rule named
+    as "module:Class", when it was imported): its module, file and the sha256 of the file's bytes as they
+    were run; None for rr's own variants."""
+    if name not in VARIANTS or name in NAMES:
         return None
-    file = getattr(sys.modules.get(variant.module), "__file__", None)
-    digest = hashlib.sha256(Path(file).read_bytes()).hexdigest() if file else None
-    return {"module": variant.module, "file": file, "sha256": digest}
+    origin = rule_origin(name)
+    return {k: origin[k] for k in ("module", "file", "sha256")}

@@ -17,12 +17,16 @@ labelled by itself and coloured from `EXTRA_COLOURS`.
 from __future__ import annotations
 
 import functools
+import hashlib
 import importlib
 import math
 import re
+import sys
 import unicodedata
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 from rr_core.errors import InputError, did_you_mean
 from rr_core.errors import nearest as nearest_name
@@ -37,8 +41,10 @@ __all__ = [
     "VARIANT_NAME",
     "VARIANT_RULE",
     "EXTRA_COLOURS",
+    "SOURCES",
     "register_residual",
     "residual_rule",
+    "rule_origin",
     "rule_params",
     "rule_shapes",
     "Shapes",
@@ -95,6 +101,10 @@ EXTRA_COLOURS: tuple[str, ...] = (
 _COLOUR = re.compile(r"#[0-9A-Fa-f]{6}")
 _LAZY_RULE = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*", re.ASCII)
 
+# The code behind each rule, so that a run's record names the bytes that built it, not a file edited since.
+SOURCES: dict[str, str] = {}  # resolved path of a plugin file rr ran itself -> sha256 of the bytes it ran
+_ORIGINS: dict[str, dict[str, Any]] = {}  # variant name -> module, qualname, file, sha256 of its rule's code
+
 
 def _rule_path(rule: type | str) -> str:
     """Where a rule lives, as "module:Class"."""
@@ -143,7 +153,8 @@ def register_residual(
     Raises
     ------
     InputError
-        A bad name or colour, a name of rr's own or one another rule holds, or a `rule` that is neither an
+        A bad name or colour, a name of rr's own or one another rule holds (another class, or the same
+        class name from another file: both named, with their files), or a `rule` that is neither an
         ``nn.Module`` class nor a ``"module:Class"`` string. The held class defined again by a byte-for-byte
         copy of its file (an export carries one, `rr_model.hf_code`) is the rule already held: the call
         does nothing.
@@ -163,43 +174,58 @@ def register_residual(
             raise InputError(
                 f"{where}: the rule must be an nn.Module class built as rule(d_model), not {rule!r}"
             )
-    held = VARIANTS.get(name)
-    if held is not None and _rule_path(held.rule) != _rule_path(rule):
-        if _copy_of(rule, held):
-            return  # the same file imported again under another module name (an export's copy of it)
-        raise InputError(f"{where}: {_rule_path(held.rule)} is registered under that name already")
+    origin, held = (None if isinstance(rule, str) else _origin(rule)), _ORIGINS.get(name)
+    if name in VARIANTS and (
+        _rule_path(VARIANTS[name].rule) != _rule_path(rule)
+        or (held and origin and held["file"] != origin["file"])
+    ):
+        if _copy_of(origin, name):
+            return  # the same file's bytes imported again under another name (an export's copy of it)
+        raise InputError(
+            f"{where}: {_described(VARIANTS[name].rule, held)} is registered under that name already; "
+            f"{_described(rule, origin)} may not replace it"
+        )
     if colour is not None and not _COLOUR.fullmatch(colour):
         raise InputError(f"{where}: colour {colour!r} must be #RRGGBB")
     VARIANTS[name] = Variant(name, label or name, colour, matched, rule, params)
+    if origin is not None:
+        _ORIGINS[name] = origin
     _built.cache_clear()
 
 
-def _copy_of(rule: type | str, held: Variant) -> bool:
-    """Whether the class `rule` is `held`'s rule defined again: the same name, in a file of the same bytes."""
-    if isinstance(rule, str):
+def _origin(rule: type) -> dict[str, Any]:
+    """The module, qualname, file and sha256 of the code that defines `rule` (file and sha256 None where it
+    has no file, as in a notebook); for a plugin file rr ran itself, the sha256 of the bytes it ran."""
+    file = getattr(sys.modules.get(rule.__module__), "__file__", None)
+    file = str(Path(file).resolve()) if file else None
+    digest = SOURCES.get(file) if file else None
+    if file and digest is None:
+        digest = hashlib.sha256(Path(file).read_bytes()).hexdigest()
+    return {"module": rule.__module__, "qualname": rule.__qualname__, "file": file, "sha256": digest}
+
+
+def _described(rule: type | str, origin: dict[str, Any] | None) -> str:
+    """A rule as a refusal names it: module.Class and the file it came from, where known."""
+    if origin is None:
+        return _rule_path(rule)
+    return f"{origin['module']}.{origin['qualname']}" + (f" from {origin['file']}" if origin["file"] else "")
+
+
+def _copy_of(origin: dict[str, Any] | None, name: str) -> bool:
+    """Whether the class whose code is `origin` is the rule `name` holds, defined again: the same name, from
+    a file of the same bytes (an export carries such a copy, `rr_model.hf_code`)."""
+    if origin is None or origin["sha256"] is None:
         return False
     try:
-        original = residual_rule(held.name)
+        held = rule_origin(name)
     except Exception:  # a lazy path that no longer imports: no rule to be a copy of
         return False
-    digests = {_source_digest(cls) for cls in (rule, original)}
-    return rule.__qualname__ == original.__qualname__ and len(digests) == 1 and None not in digests
-
-
-def _source_digest(cls: type) -> str | None:
-    """sha256 of the file that defines `cls`; None when it has none."""
-    import hashlib
-    import inspect
-    from pathlib import Path
-
-    try:
-        return hashlib.sha256(Path(inspect.getsourcefile(cls) or "").read_bytes()).hexdigest()
-    except (TypeError, OSError):
-        return None
+    return (held["qualname"], held["sha256"]) == (origin["qualname"], origin["sha256"])
 
 
 def residual_rule(name: str) -> type:
-    """The rule class of a registered variant, imported from where its entry names it (KeyError if none)."""
+    """The rule class of a registered variant, imported from where its entry names it (KeyError if none);
+    a plugin's rule named as "module:Class" has its code recorded (`rule_origin`) when first imported."""
     rule = VARIANTS[name].rule
     if not isinstance(rule, str):
         return rule
@@ -207,7 +233,18 @@ def residual_rule(name: str) -> type:
     found = importlib.import_module(module)
     for part in qualname.split("."):
         found = getattr(found, part)
+    if name not in NAMES and name not in _ORIGINS:
+        _ORIGINS[name] = _origin(found)
     return found
+
+
+def rule_origin(name: str) -> dict[str, Any]:
+    """The code behind a registered variant's rule: its module, qualname, file (resolved) and the sha256 of
+    the file's bytes, recorded when the rule was registered as a class or first imported from its
+    "module:Class" (which this imports, if nothing has yet)."""
+    if name not in _ORIGINS:
+        _ORIGINS[name] = _origin(residual_rule(name))
+    return _ORIGINS[name]
 
 
 def rule_params(name: str, d_model: int) -> int:

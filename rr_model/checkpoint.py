@@ -79,9 +79,10 @@ class Resumable:
     cuda_rng: Any  # the device's random state on CUDA, else None
     data_rng: list[Any]  # the data order's numpy RandomState, as plain values
     state: dict[str, Any]  # the trainer's own state (`rr_model.trainer._State`)
-    # the tokens trained on (`Tokens.describe`), which a resume must agree with; None in a checkpoint
-    # written before checkpoints kept them (optional: not in `KEYS`)
-    data: dict[str, Any] | None = None
+    # What the run's numbers depend on besides `config` (`rr_model.run_config.run_identity`), which a resume
+    # must agree with; None in a checkpoint written before checkpoints kept them (optional: not in `KEYS`).
+    data: dict[str, Any] | None = None  # the tokens trained on (`Tokens.describe`, their sha256 included)
+    plugin: dict[str, Any] | None = None  # a plugin rule's module, file, sha256; None for rr's own rules
 
 
 @dataclass
@@ -111,7 +112,8 @@ FINAL_KEYS = frozenset(f.name for f in fields(Final))
 # A sharded checkpoint's ``rr.json`` (`rr_model.sharded_checkpoint`): what a checkpoint holds besides its
 # tensors, which DCP's files hold.
 META = "rr.json"
-META_KEYS = frozenset(f.name for f in fields(Resumable)) - {"model", "optimizer"}
+META_KEYS = KEYS - {"model", "optimizer"}  # required there; the optional fields are read where present
+_META_FIELDS = tuple(f.name for f in fields(Resumable) if f.name not in ("model", "optimizer"))
 # What to do with a file `read` refuses: a checkpoint to resume from, and a run's weights.
 RESUME_TODO = "delete it to start the run over, or restore it from a copy"
 WEIGHTS_TODO = "restore it from a copy, or train the run again"
@@ -174,13 +176,13 @@ def saved_meta(folder: str | os.PathLike) -> Resumable:
         raise refused(folder, "not a readable sharded checkpoint", e) from None
     if not isinstance(meta, dict) or not META_KEYS <= meta.keys():
         raise CheckpointError(f"{folder}: not a sharded checkpoint of rr's trainer; delete it to start over")
-    return Resumable(model=None, optimizer=None, **{k: meta[k] for k in META_KEYS})
+    return Resumable(model=None, optimizer=None, **{k: meta[k] for k in _META_FIELDS if k in meta})
 
 
 def meta_text(saved: Resumable) -> bytes:
-    """`saved` as a sharded checkpoint's ``rr.json`` (`saved_meta` reads it): its `META_KEYS`, the random
-    states (uint8 tensors) as lists of bytes."""
-    plain = {k: getattr(saved, k) for k in META_KEYS}
+    """`saved` as a sharded checkpoint's ``rr.json`` (`saved_meta` reads it): every field but model and
+    optimizer, the random states (uint8 tensors) as lists of bytes."""
+    plain = {k: getattr(saved, k) for k in _META_FIELDS}
     for k in ("torch_rng", "cuda_rng"):
         plain[k] = None if plain[k] is None else plain[k].tolist()
     return json.dumps(plain, sort_keys=True).encode("utf-8")
@@ -315,7 +317,7 @@ def load(path: str | os.PathLike) -> Resumable:
         raise CheckpointError(
             f"{path}: not a checkpoint of rr's trainer (its keys differ); delete it to start over"
         )
-    return Resumable(**{k: state[k] for k in KEYS}, data=state.get("data"))
+    return Resumable(**{f.name: state[f.name] for f in fields(Resumable) if f.name in state})
 
 
 def _one_run(folder: Path) -> Path:

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from rr_core.errors import InputError, RecipeError
-from rr_core.files import create_new
+from rr_core.files import create_new, stamp
 from rr_core.ladder import BYTE_EOS, get_size
 from rr_core.shapes import GPTConfig, model_config
 from rr_core.sweepfile.csv_text import DataError
@@ -67,13 +67,15 @@ class OutputPlan:
     `rows` are the file's rows, or the published rows it will start as (`from_published`); None for a new
     file. Every question the trainer and the CLI ask of the file before training is answered from them:
     which runs are present (`keys`), whether it holds published rows (`guard`), whether a run's row would
-    be accepted (`check_fits`).
+    be accepted (`check_fits`). `stamp` is the file's `rr_core.files.stamp` when `rows` were last known to
+    be all it held, so that `refresh` reads it again only where another process has written to it.
     """
 
     out: Path
     rows: pd.DataFrame | None
     from_published: bool  # a missing default dataset, trained at a published size: `start` copies the rows
     reproduction: bool = False  # a reproduction file (`rr reproduce`): only the published recipe goes to it
+    stamp: tuple[int, ...] | None = None
 
     @functools.cached_property
     def keys(self) -> set[tuple[str, str, int]]:
@@ -95,13 +97,29 @@ class OutputPlan:
         if not self.from_published:
             return
         published = bundled_path().read_bytes()
-        create_new(self.out, lambda f: f.write(published))  # whole or not at all; of several, one writes
+        if create_new(self.out, lambda f: f.write(published)):  # whole or not at all; of several, one writes
+            self.stamp = stamp(self.out)  # ours: it holds `rows`, unless a row was appended since
 
-    def extend(self, added: pd.DataFrame) -> None:
+    def refresh(self) -> None:
+        """Read the file again if it changed since `rows` were all it held (one stat when it did not): a run
+        claimed now (`rr_model.trainer`) sees a row that its previous holder wrote after this reading."""
+        now = stamp(self.out)
+        if now is None or now == self.stamp:
+            return
+        self.rows, self.stamp = load_sweep(self.out), now  # stat first: a later append is seen next time
+        for derived in ("keys", "published"):
+            self.__dict__.pop(derived, None)
+
+    def extend(self, added: pd.DataFrame, after: tuple[int, ...] | None = None) -> None:
         """Take in the rows a run has just appended (`append_rows` returns them), so that the next run's
-        questions see them without the file being read again."""
+        questions see them without the file being read again. `after`: the file's stamp once they were in
+        (taken under the append's lock); it becomes `stamp` only where the file held no rows but `rows` and
+        `added`, so a row another process appended meanwhile is read by the next `refresh`."""
         import pandas as pd
 
+        held = len(added.attrs.get("lines") or ())  # the rows the file held, as the append parsed it
+        if after is not None and held == len(added) + (0 if self.rows is None else len(self.rows)):
+            self.stamp = after
         if self.rows is None:
             self.rows = added.reset_index(drop=True)
         else:
@@ -197,9 +215,10 @@ def preflight(
         out == DEFAULT_OUT and not out.exists() and any(get_size(s, ladder).published for s in sizes)
     )
     source = bundled_path() if from_published else out
+    known = None if from_published else stamp(out)  # before the reading: an append meanwhile is seen later
     rows = load_sweep(source) if source.exists() else None
     _check_writable(out)
-    return OutputPlan(out, rows, from_published, reproduction)
+    return OutputPlan(out, rows, from_published, reproduction, known)
 
 
 def _check_writable(out: Path) -> None:

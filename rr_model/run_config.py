@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import functools
 import os
+from collections.abc import Iterator
 from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple, get_args, get_origin, get_type_hints
@@ -50,6 +51,8 @@ __all__ = [
     "PRECISIONS",
     "DEVICES",
     "result_config",
+    "run_identity",
+    "identity_changes",
     "recipe_differences",
     "published_settings",
     "SHARDINGS",
@@ -259,6 +262,11 @@ class TrainConfig:
             from rr_core.plugins import require_variant
 
             require_variant(self.variant)
+        if not isinstance(self.recipe, Recipe):  # its numbers are checked by Recipe itself
+            raise InputError(f"recipe {self.recipe!r} must be a rr_core.ladder.Recipe")
+        for name in ("seed", "steps", "checkpoint_every", "log_every"):
+            if not isinstance(getattr(self, name), int) or isinstance(getattr(self, name), bool):
+                raise InputError(f"{name} {getattr(self, name)!r} must be an integer")
         checks = {
             "seed": (0 <= self.seed < 2**32, "must be in 0 .. 2**32 - 1 (numpy's RandomState seeds)"),
             "log_every": (self.log_every > 0, "must be > 0"),
@@ -364,6 +372,42 @@ def result_config(cfg: TrainConfig) -> dict[str, Any]:
             **{k: getattr(size, k) for k in ("d_model", "n_layer", "n_head")},
         }
     return found
+
+
+def run_identity(cfg: TrainConfig, tokens: Tokens) -> dict[str, Any]:
+    """Everything a run's numbers depend on, as a checkpoint stores it (`rr_model.checkpoint.Resumable`'s
+    fields of these names) and a resume compares it (`identity_changes`).
+
+    Returns
+    -------
+    {"config": `result_config` (size, variant, seed, corpus path, tokenizer, steps, the recipe, precision,
+    and a ladder file's entry), "data": the tokens trained on (`Tokens.describe`: source, tokenizer,
+    documents, lengths and the stream's sha256, `rr_model.data.token_cache`), "plugin": the module, file
+    and sha256 of the code that built a plugin's rule (`rr_core.plugins.provenance`; None for rr's own)}.
+    """
+    from rr_core.plugins import provenance  # here: as for require_variant, only a run pays for it
+
+    return {"config": result_config(cfg), "data": tokens.describe(), "plugin": provenance(cfg.variant)}
+
+
+def identity_changes(saved: dict[str, Any], now: dict[str, Any]) -> list[str]:
+    """What differs between a stored run identity and the present one, one phrase per value that differs
+    (``config.recipe.lr 0.001 when saved, 0.002 now``); [] when they agree. Long values (a sha256) are cut
+    to their first 12 characters."""
+    return list(_differences(saved, now, ""))
+
+
+def _differences(then: Any, now: Any, key: str) -> Iterator[str]:
+    if isinstance(then, dict) and isinstance(now, dict):
+        for part in sorted(then.keys() | now.keys()):
+            yield from _differences(then.get(part), now.get(part), f"{key}.{part}" if key else part)
+    elif then != now:
+        yield f"{key} {_shown(then)} when saved, {_shown(now)} now"
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:13] + "...'"
 
 
 def default_out(ladder: str | os.PathLike | None = None) -> Path:

@@ -37,8 +37,8 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
-from rr_core.errors import InputError
-from rr_core.files import Unwritten
+from rr_core.errors import InputError, StoppedElsewhere
+from rr_core.files import Held, Unwritten, claim, stamp
 from rr_core.plugins import provenance
 from rr_core.shapes import GPTConfig, model_config
 from rr_core.sweepfile.csv_text import DataError
@@ -55,7 +55,14 @@ from rr_model.model import GPT
 from rr_model.numerics import numerics
 from rr_model.planning import OutputPlan, dataset_row, preflight
 from rr_model.progress import Progress
-from rr_model.run_config import DEFAULT_OUT, TrainConfig, checkpoint_interval, result_config
+from rr_model.run_config import (
+    DEFAULT_OUT,
+    TrainConfig,
+    checkpoint_interval,
+    identity_changes,
+    result_config,
+    run_identity,
+)
 from rr_model.step import (
     accumulate,
     apply_gradients,
@@ -156,17 +163,20 @@ def train(
     ------
     RecipeError
         Off-recipe run for a file holding the published rows.
+    rr_core.files.Held
+        Another process is training this run into `out` now (it holds the run's claim,
+        `rr_model.checkpoint.claim_path`); nothing is read or written.
     InputError
         `out` cannot be written, its row would be refused, or a checkpoint of this run exists but `resume`
-        is False, or it was written under another config.
+        is False, or it was written by another run (config, corpus, plugin code: `run_identity`).
     rr_model.checkpoint.CheckpointError
         Resuming from a file that is not a readable checkpoint of this trainer.
     rr_model.data.tokenizers.DataUnavailable
         The corpus cannot be fetched (see its message for --corpus).
     """
     device = setup_device(cfg.device, int(os.environ.get("LOCAL_RANK", "0")))
-    with numerics(device, cfg.precision, cfg.deterministic):
-        run = _setup(cfg, Path(out), device, plan)
+    with numerics(device, cfg.precision, cfg.deterministic), contextlib.ExitStack() as claimed:
+        run = _setup(cfg, Path(out), device, plan, claimed)
         run.queued = queued
         try:
             _resume(run, resume)
@@ -200,7 +210,9 @@ def _stopped(run: _Run, e: Exception) -> Exception:
     return (run.world > 1 and out_of_memory.stopped_elsewhere(record)) or e
 
 
-def _setup(cfg: TrainConfig, out: Path, device: torch.device, plan: OutputPlan | None) -> _Run:
+def _setup(
+    cfg: TrainConfig, out: Path, device: torch.device, plan: OutputPlan | None, claimed: contextlib.ExitStack
+) -> _Run:
     """Check that the run may go ahead and where its row goes, load its tokens, build model and optimiser."""
     alone = cfg.shard == "fsdp" and not dist.is_initialized()
     rank, world = join_process_group(device, alone=cfg.shard == "fsdp")
@@ -214,8 +226,15 @@ def _setup(cfg: TrainConfig, out: Path, device: torch.device, plan: OutputPlan |
         )
     if plan is None:  # the file's one reading before training
         plan = preflight(out, [cfg.size], reproduction=cfg.reproduce, ladder=cfg.ladder)
+    _claim(out, cfg, rank, world, claimed)
+    plan.refresh()  # once the run is claimed: a row its previous holder wrote since the reading is seen
     tokens = load_tokens(
-        cfg.data, n_text=r.n_text, cache_dir=cfg.cache_dir, tokenizer=cfg.tokenizer, text_field=cfg.text_field
+        cfg.data,
+        n_text=r.n_text,
+        cache_dir=cfg.cache_dir,
+        tokenizer=cfg.tokenizer,
+        text_field=cfg.text_field,
+        val_frac=r.val_frac,
     )
     if rank == 0:
         plan.start()
@@ -276,23 +295,43 @@ def _build(
     return model, model.configure_optimizers(r.weight_decay, r.lr, (r.beta1, r.beta2))  # fused on CUDA
 
 
+def _claim(out: Path, cfg: TrainConfig, rank: int, world: int, claimed: contextlib.ExitStack) -> None:
+    """Claim the run (`rr_core.files.claim` on `checkpoint.claim_path`) for as long as `claimed` is open, so
+    no other process trains it into `out` meanwhile (two sweeps of one plan, a resubmitted job): rank 0
+    holds it, and every rank raises `Held` if another process does."""
+    held = None
+    if rank == 0:
+        path = checkpoint.claim_path(out, *cfg.key)
+        path.parent.mkdir(parents=True, exist_ok=True)  # `out`'s folder too: preflight checked its parent
+        try:
+            claimed.enter_context(claim(path, f"{' '.join(map(str, cfg.key))} of {out}"))
+        except Held as e:
+            held = e
+    if world > 1:
+        box = [None if held is None else (held.path, held.what, held.holder)]
+        dist.broadcast_object_list(box, src=0)
+        held = None if box[0] is None else Held(*box[0])
+    if held is not None:
+        raise held
+
+
 def _resume(run: _Run, resume: bool) -> None:
     """Continue from the run's checkpoint when asked (its `.pt` file, or the folder of a sharded run: either
-    resumes either way, on any number of processes); the checkpoint is read only then."""
+    resumes either way, on any number of processes); the checkpoint is read only then, verified first, and
+    refused when it was written by another run: another config, corpus (its tokens' sha256) or plugin code
+    (`run_identity`)."""
     found = checkpoint.current(run.out, *run.cfg.key)
     if found is None:
         return
     if not resume:
         raise InputError(f"{found} holds a checkpoint of this run: pass --resume to continue it")
-    saved = checkpoint.saved_meta(found) if found.is_dir() else checkpoint.load(found)
-    if saved.config != result_config(run.cfg):
+    saved = _verified_meta(run, found) if found.is_dir() else checkpoint.load(found)
+    now = run_identity(run.cfg, run.tokens)
+    kept = {k: getattr(saved, k) for k in now if getattr(saved, k) is not None}  # an older one: what it kept
+    if changed := identity_changes(kept, {k: now[k] for k in kept}):
         raise InputError(
-            f"{found} was written under another config ({saved.config}); delete it to start over"
-        )
-    if saved.data is not None and saved.data != run.tokens.describe():
-        raise InputError(
-            f"{found} was written on other tokens ({saved.data}, now {run.tokens.describe()}); delete it "
-            "to start over"
+            f"{found} was written by another run than this one: {'; '.join(changed)}. Resuming would mix "
+            "the two in one row; restore what changed, or delete the checkpoint to start over"
         )
     try:
         _restore(run, found, saved)
@@ -305,6 +344,26 @@ def _resume(run: _Run, resume: bool) -> None:
     except (RuntimeError, ValueError, TypeError, KeyError) as e:
         raise checkpoint.refused(found, "its contents do not fit this run", e) from None
     run.state.resumed.append(run.state.step)
+
+
+def _verified_meta(run: _Run, folder: Path) -> checkpoint.Resumable:
+    """A sharded checkpoint's ``rr.json`` (`checkpoint.saved_meta`), once process 0 has checked every file of
+    the folder against its SHA256SUMS (`checkpoint.verify`: one pass over the pieces, not one per process);
+    the other processes stop without a line of their own when it finds damage."""
+    damage = None
+    if run.rank == 0:
+        try:
+            checkpoint.verify(folder)
+        except checkpoint.CheckpointError as e:
+            damage = e
+    if run.world > 1:
+        found = [damage is not None]
+        dist.broadcast_object_list(found, src=0)
+        if found[0] and damage is None:
+            raise StoppedElsewhere(f"process 0 refused {folder}")
+    if damage is not None:
+        raise damage
+    return checkpoint.saved_meta(folder)
 
 
 def _restore(run: _Run, found: Path, saved: checkpoint.Resumable) -> None:
@@ -520,14 +579,13 @@ def _save(run: _Run, done: int, seconds: float) -> None:
     name, keys, *rest = run.data_rng.get_state()  # as plain values: weights_only loading takes no arrays
     saved = checkpoint.Resumable(
         step=done,
-        config=result_config(run.cfg),
         model=None if run.sharded else run.model.state_dict(),  # sharded: DCP's files hold both
         optimizer=None if run.sharded else run.optimizer.state_dict(),
         torch_rng=torch.get_rng_state(),
         cuda_rng=torch.cuda.get_rng_state(run.device) if cuda else None,
         data_rng=[name, keys.tolist(), *rest],
         state=asdict(replace(run.state, step=done, seconds=seconds)),
-        data=run.tokens.describe(),
+        **run_identity(run.cfg, run.tokens),  # config, data, plugin: what a resume must agree with
     )
     if run.sharded:
         from rr_model import sharded_checkpoint
@@ -583,8 +641,8 @@ def _finish(run: _Run, failure: str | None) -> dict[str, Any]:
     record = _record(run, failure, result)
     weights = _weights(run) if result is not None else None
     if run.rank == 0:
-        if (added := _write(run.out, cfg, record, run.ckpt)) is not None:
-            run.plan.extend(added)
+        if (written := _write(run.out, cfg, record, run.ckpt)) is not None:
+            run.plan.extend(*written)
         if weights is not None:
             _keep_weights(run, record, weights)
         _remove_checkpoints(run)  # the row (or the failure record) supersedes them
@@ -641,18 +699,27 @@ def _record(run: _Run, failure: str | None, result: dict[str, Any] | None) -> di
 # ----------------------------------------------------------------------------------------------- output
 
 
-def _write(out: Path, cfg: TrainConfig, record: dict[str, Any], ckpt: Path) -> pd.DataFrame | None:
+def _write(
+    out: Path, cfg: TrainConfig, record: dict[str, Any], ckpt: Path
+) -> tuple[pd.DataFrame, tuple[int, ...] | None] | None:
     """Append the run's row (if it finished) and its provenance record as one unit, under the row's lock (a
     reader holding it sees both or neither); a refused row is recorded as failed. A row that does not fit
     (full disk) is not written, nor its record, and the checkpoint `ckpt` is kept to write it later.
-    Returns the row as appended (None for a run that diverged)."""
+    Returns the row as appended and `out`'s stamp once it was in, under the lock (None for a run that
+    diverged): what `rr_model.planning.OutputPlan.extend` takes."""
     sidecar = sidecar_path(out)
     if record["result"] is None:
         append_record(sidecar, record)
         return None
+    after = []
+
+    def then() -> None:
+        append_record(sidecar, record)
+        after.append(stamp(out))
+
     try:
         row = dataset_row(cfg, record["result"])
-        return append_rows(out, [row], then=lambda: append_record(sidecar, record))
+        return append_rows(out, [row], then=then), after[0]
     except DataError as e:  # e.g. another trainer appended the same run meanwhile
         record.update(status="failed", error=f"row refused: {e}")
         append_record(sidecar, record)

@@ -120,7 +120,9 @@ def test_resume_after_a_checkpoint_is_bitwise_identical(tmp_path, monkeypatch, t
 
     with pytest.raises(ValueError, match="--resume"):
         train(cfg, out)
-    with pytest.raises(ValueError, match="another config"):
+    with pytest.raises(
+        ValueError, match="written by another run than this one: config.steps 12 when saved, 16 now"
+    ):
         train(TrainConfig(**{**TINY_RUN, "steps": 16}), out, resume=True)
     # An hour already spent before the checkpoint: the row's minutes must carry it, not only the resumed part
     assert saved.state["seconds"] > 0
@@ -159,3 +161,109 @@ def test_sigkill_then_resume_is_bitwise_identical(tmp_path, tiny_run):
         tiny_run["result"]["ece"],
     )
     assert rec["loss_curve"] == tiny_run["loss_curve"]
+
+
+# ----------------------------------------------------------------------------- files rr reads back (issue 35)
+
+
+def zero_page(path, entry: str | None = None) -> None:
+    """Write a page of zeros into the middle of an entry's bytes in a torch file (default: its largest entry,
+    a tensor), as a disk or a copy gone wrong would; the page held other bytes before."""
+    import struct
+    import zipfile
+
+    with zipfile.ZipFile(path) as archive:
+        infos = archive.infolist()
+    info = (
+        max(infos, key=lambda i: i.file_size)
+        if entry is None
+        else next(i for i in infos if i.filename.endswith(entry))
+    )
+    with open(path, "r+b") as f:
+        f.seek(info.header_offset + 26)  # the local header's name and extra field lengths
+        name, extra = struct.unpack("<HH", f.read(4))
+        size = min(4096, info.file_size)
+        start = info.header_offset + 30 + name + extra + (info.file_size - size) // 2
+        f.seek(start)
+        assert f.read(size) != bytes(size), "the page was zeros already"
+        f.seek(start)
+        f.write(bytes(size))
+
+
+def test_a_page_of_zeros_in_a_checkpoint_is_refused_by_resume(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    out = tmp_path / "x.csv"
+    cfg = TrainConfig(**{**TINY_RUN, "steps": 4})
+    ckpt = checkpoint.checkpoint_path(out, *cfg.key)
+    checkpoint.save(ckpt, {**{k: 0 for k in checkpoint.KEYS}, "model": {"w": torch.randn(4096)}})
+    checkpoint.load(ckpt)  # whole, it loads
+    zero_page(ckpt)
+    with pytest.raises(CheckpointError, match="damaged: its entry .* fails its CRC-32 check"):
+        checkpoint.load(ckpt)
+    run = rr("train", *_args(cfg, out), "--resume")
+    assert run.exit_code == 2 and run.stderr.count("\n") == 1, run.output
+    assert run.stderr.startswith(f"rr: error: {ckpt}: damaged: its entry ")
+    assert run.stderr.rstrip().endswith("; delete it to start the run over, or restore it from a copy")
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("entry", [None, "data.pkl"], ids=["weights", "pickle"])
+def test_damaged_final_weights_are_refused_by_every_command_that_reads_them(tiny_run, tmp_path, entry):
+    final = checkpoint.final_path(tiny_run["out"], "tiny", "standard", 0)
+    damaged = tmp_path / final.name
+    damaged.write_bytes(final.read_bytes())
+    zero_page(damaged, entry)
+    for args in (
+        ["sample", "--tokens", "3"],
+        ["eval", "--data", "synthetic", "--windows", "2"],
+        ["export", "--out", tmp_path / "export"],
+        ["gates"],
+    ):
+        result = rr(*args, "--checkpoint", damaged)
+        assert result.exit_code == 2 and result.stderr.count("\n") == 1, (args, result.output)
+        assert result.stderr.startswith(f"rr: error: {damaged}: damaged: its entry ")
+        assert "restore it from a copy, or train the run again" in result.stderr
+    assert not (tmp_path / "export").exists()
+
+
+@pytest.mark.parametrize("command", ["sample", "eval", "export", "gates"])
+def test_a_file_that_is_not_a_checkpoint_is_one_line_and_never_torch_s_advice(tmp_path, command):
+    extra = {"eval": ["--data", "synthetic"], "export": ["--out", tmp_path / "e"]}.get(command, [])
+    for name, text in (("runs.csv", "size,variant,seed\n60M,standard,0\n"), ("log.jsonl", '{"a": 1}\n')):
+        path = tmp_path / name
+        path.write_text(text)
+        result = rr(command, "--checkpoint", path, *extra)
+        assert result.exit_code == 2 and result.stderr.count("\n") == 1, result.output
+        assert result.stderr.startswith(f"rr: error: {path}: not an rr checkpoint (not the zip archive")
+        assert "weights_only" not in result.output and "Traceback" not in result.output
+
+
+CORPUS = "\n\n".join(
+    f"Story {i}: the cat sat on mat number {i} and purred {i % 7} times." for i in range(400)
+)
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+def test_a_resume_on_another_corpus_is_refused_naming_what_changed(tmp_path, monkeypatch):
+    corpus = tmp_path / "stories.txt"
+    corpus.write_text(CORPUS)
+    cfg = TrainConfig("tiny", "standard", 0, data=str(corpus), tokenizer="bytes", steps=4, checkpoint_every=2)
+    out = tmp_path / "x.csv"
+    save = checkpoint.save
+
+    def save_then_die(path, state):
+        save(path, state)
+        raise Killed
+
+    monkeypatch.setattr(checkpoint, "save", save_then_die)
+    with pytest.raises(Killed):
+        train(cfg, out)
+    monkeypatch.undo()
+    ckpt = checkpoint.checkpoint_path(out, *cfg.key)
+    corpus.write_text(CORPUS.replace("cat", "dog"))  # the same path, other text: other tokens
+    with pytest.raises(ValueError) as err:
+        train(cfg, out, resume=True)
+    message = str(err.value)
+    assert message.startswith(f"{ckpt} was written by another run than this one: data.sha256 '")
+    assert "Resuming would mix the two in one row" in message and ckpt.exists() and not out.exists()
+    assert "config" not in message.split(": ", 1)[1].split(". Resuming")[0]  # the config is the same

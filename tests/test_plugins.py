@@ -343,9 +343,9 @@ def test_a_byte_for_byte_copy_of_a_plugin_s_file_registers_as_the_rule_held(plug
     """
     out = in_child(code, str(plugin), tmp_path)
     assert out["kept"] and out["module"] == "myplugin"
-    assert (
-        out["edited"]
-        == "register_residual('myrule'): myplugin:ChannelScale is registered under that name already"
+    assert out["edited"] == (
+        f"register_residual('myrule'): myplugin.ChannelScale from {plugin} is registered under that name "
+        f"already; rule_edited.ChannelScale from {tmp_path / 'rule_edited.py'} may not replace it"
     )
 
 
@@ -356,3 +356,91 @@ def test_a_slurm_job_carries_the_submitter_s_plugins(monkeypatch):
 
     monkeypatch.setenv(ENV, "mylab.rules,./myrule.py")
     assert TrainJob(TrainConfig("tiny"), "out.csv").plugins == "mylab.rules,./myrule.py"
+
+
+RULE = '''
+import torch.nn as nn
+import rr_model
+
+
+class Scale(nn.Module):
+    """h + u * {factor}"""
+
+    def __init__(self, d_model):
+        super().__init__()
+
+    def forward(self, h, u):
+        return h + {factor} * u
+
+
+rr_model.register_residual({name!r}, Scale)
+'''
+
+
+def test_two_plugin_files_of_one_module_name_never_replace_each_other(tmp_path):
+    first, second = tmp_path / "a" / "rules.py", tmp_path / "b" / "rules.py"
+    for path, (name, factor) in zip((first, second), (("halfrule", 0.5), ("quarterrule", 0.25)), strict=True):
+        path.parent.mkdir()
+        path.write_text(RULE.format(name=name, factor=factor))
+    got = in_child(
+        """
+        from rr_core.errors import InputError
+        from rr_core.plugins import load_plugins, provenance
+        try:
+            load_plugins()
+            out = "loaded"
+        except InputError as e:
+            out = [str(e), provenance("halfrule")]
+        """,
+        f"{first},{second}",
+        tmp_path,
+    )
+    message, kept = got
+    assert (
+        f"{second} would be imported as the module rules, which is imported already from {first}" in message
+    )
+    assert "rename one of them" in message
+    assert kept == {
+        "module": "rules",
+        "file": str(first),
+        "sha256": hashlib.sha256(first.read_bytes()).hexdigest(),
+    }
+
+
+def test_two_plugins_registering_one_name_are_refused_with_both_paths(tmp_path):
+    first, second = tmp_path / "one.py", tmp_path / "two.py"
+    first.write_text(RULE.format(name="samerule", factor=0.5))
+    second.write_text(RULE.format(name="samerule", factor=0.25))
+    got = in_child(
+        """
+        from rr_core.errors import InputError
+        from rr_core.plugins import load_plugins
+        try:
+            load_plugins()
+            out = "loaded"
+        except InputError as e:
+            out = str(e)
+        """,
+        f"{first},{second}",
+        tmp_path,
+    )
+    assert f"one.Scale from {first} is registered under that name already" in got
+    assert f"two.Scale from {second} may not replace it" in got
+
+
+def test_a_run_records_the_code_that_built_its_rule_not_the_file_edited_since(tmp_path):
+    plugin = tmp_path / "edited.py"
+    plugin.write_text(RULE.format(name="editedrule", factor=0.5))
+    ran = hashlib.sha256(plugin.read_bytes()).hexdigest()
+    got = in_child(
+        f"""
+        from pathlib import Path
+        from rr_core.plugins import load_plugins, provenance
+        load_plugins()
+        Path({str(plugin)!r}).write_text("# edited after the import\\n")
+        out = provenance("editedrule")
+        """,
+        str(plugin),
+        tmp_path,
+    )
+    assert got == {"module": "edited", "file": str(plugin), "sha256": ran}

@@ -3,13 +3,17 @@ resumability, and a crashed run that does not stop the sweep."""
 
 from __future__ import annotations
 
+import contextlib
+import os
+import socket
 import sys
 
 import pytest
 from conftest import rr
 
 from rr_analysis.stats.power import seed_plan, seeds_for_effect
-from rr_core.sweepfile.dataset import load_sweep, next_seeds
+from rr_core.sweepfile.dataset import append_rows, load_sweep, next_seeds
+from rr_core.sweepfile.provenance import read_records, sidecar_path
 from rr_model.run_config import TrainConfig
 from rr_model.sweep.child import config_from_json
 from rr_model.sweep.local import plan_sweep, train_command
@@ -167,3 +171,57 @@ def test_an_interrupted_sweep_child_says_what_it_kept(tmp_path, capsys, monkeypa
         err
         == "rr: interrupted: tiny standard 0 had no checkpoint yet, so the same sweep run again trains it from the start\n"
     )
+
+
+def test_a_run_another_process_trains_is_refused_before_anything_is_read_or_written(tmp_path):
+    from rr_core.files import Held, claim
+    from rr_model.checkpoint import claim_path
+    from rr_model.run_config import TrainConfig
+    from rr_model.trainer import train
+
+    out = tmp_path / "x.csv"
+    cfg = TrainConfig("tiny", "standard", 0, data="synthetic", steps=2)
+    path = claim_path(out, *cfg.key)
+    path.parent.mkdir()
+    with claim(path, "the other trainer's run"), pytest.raises(Held) as err:
+        train(cfg, out)  # a second trainer of the run, as a second sweep of the same plan starts it
+    assert str(err.value) == (
+        f"tiny standard 0 of {out} is claimed by pid {os.getpid()} on {socket.gethostname()} (the lock "
+        f"{path}), which is making it now"
+    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["x.checkpoints"]  # no metrics log, row or record
+    assert [p.name for p in path.parent.iterdir()] == [path.name]
+
+
+@pytest.mark.slow  # three child processes, each loading torch: ~50 s on a shared 2-core machine
+def test_two_sweeps_of_one_plan_train_each_run_once_and_both_end_with_every_row(tmp_path, monkeypatch, capfd):
+    from rr_core.files import claim
+    from rr_model.checkpoint import claim_path
+    from rr_model.sweep import local
+    from rr_model.sweep.local import plan_sweep, run_sweep
+
+    out = tmp_path / "s.csv"
+    todo, _ = plan_sweep(out, ["tiny"], [0, 1], ("standard",), data="synthetic", steps=2)
+    other = todo[0]  # seed 0: the other sweep is training it when this one starts
+    path = claim_path(out, *other.key)
+    path.parent.mkdir()
+    held = contextlib.ExitStack()
+    held.enter_context(claim(path, "the other sweep's run"))
+    real = local.locked
+
+    def other_sweep_finishes(lock):  # this sweep waits for the claim: the other sweep's run ends there
+        append_rows(out, [{"size": "tiny", "variant": "standard", "seed": 0, "params_M": 1.13, "steps": 2,
+                           "val_loss": 5.0, "ece": 0.1, "minutes": 0.1}])  # fmt: skip
+        held.close()
+        return real(lock)
+
+    monkeypatch.setattr(local, "locked", other_sweep_finishes)
+    summary = run_sweep(todo, out)
+    said = capfd.readouterr().out
+    assert [(r["seed"], r["status"], r["exit"]) for r in summary] == [(0, "in file", 0), (1, "ok", 0)]
+    assert "skip for now: tiny standard 0 of" in said and "waiting for tiny standard 0" in said
+    assert f"skip: tiny standard 0 is already in {out}" in said
+    rows = load_sweep(out).set_index("seed")["val_loss"]
+    assert rows[0] == 5.0 and len(rows) == 2  # the other sweep's row of seed 0: not trained again here
+    records = read_records(sidecar_path(out))
+    assert [(r["seed"], r["status"]) for r in records] == [(1, "ok")]

@@ -7,8 +7,9 @@ resuming from its checkpoint; `rr_model.sweep.local.train_command` writes the co
 command line, runs here: a sweep never calls `rr`. What a child prints is what `rr train` prints for the
 run: the trainer's progress, and a refusal as one `rr: error:` paragraph.
 
-Exit 0: the row is written (or was already there); 1: the run diverged; 2: it was refused; 130: interrupted
-(saying whether the run continues from a checkpoint when the sweep runs again).
+Exit 0: the row is written (or was already there); 1: the run diverged; 2: it was refused; 75 (`HELD`):
+another process is training the run now (it holds the run's claim), so the sweep comes back to it later;
+130: interrupted (saying whether the run continues from a checkpoint when the sweep runs again).
 """
 
 from __future__ import annotations
@@ -19,12 +20,15 @@ import sys
 from dataclasses import asdict
 from typing import Any
 
-from rr_core.errors import RRError, StoppedElsewhere
+from rr_core.errors import RRError, StoppedElsewhere, notes_said
+from rr_core.files import Held
 from rr_core.ladder import Recipe
 from rr_model.planning import preflight
 from rr_model.run_config import TrainConfig
 
-__all__ = ["config_json", "config_from_json", "train_planned", "main"]
+__all__ = ["config_json", "config_from_json", "train_planned", "main", "HELD"]
+
+HELD = 75  # sysexits' EX_TEMPFAIL: the run is claimed by another process; try it again once that ends
 
 
 def config_json(cfg: TrainConfig) -> str:
@@ -72,9 +76,14 @@ def main(argv: list[str] | None = None) -> int:
     out, text = sys.argv[1:] if argv is None else argv
     cfg, lead = None, os.environ.get("RANK", "0") == "0"
     try:
-        cfg = config_from_json(text)  # a plugin's variant, missing here, is refused as rr train refuses it
-        if (record := train_planned(cfg, out)) is None and lead:
-            print(f"skip: {' '.join(map(str, cfg.key))} is already in {out}", flush=True)
+        with notes_said():
+            cfg = config_from_json(text)  # a plugin's variant, missing here, is refused as rr train refuses
+            if (record := train_planned(cfg, out)) is None and lead:
+                print(f"skip: {' '.join(map(str, cfg.key))} is already in {out}", flush=True)
+    except Held as e:
+        if lead:
+            print(f"skip for now: {e}; the sweep comes back to it", flush=True)
+        return HELD
     except StoppedElsewhere:
         return 2  # the process that failed said why
     except RRError as e:

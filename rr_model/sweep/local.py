@@ -4,7 +4,11 @@ A run is one (size, variant, seed) trained by the library in a child process (`r
 under torchrun when `nproc` > 1), so a hard crash (a segfault, an out-of-memory kill) loses that run only;
 the sweep records it and goes on.
 Running the same sweep again skips the rows already written and resumes interrupted runs from their
-checkpoints. Replaces the published orchestrator script and notebook.
+checkpoints. Two sweeps of one plan into one file (two terminals, a job submitted twice) share the work:
+each run is claimed by the process that trains it (`rr_model.checkpoint.claim_path`), a sweep that finds a
+run claimed goes on to the next and comes back to it when its holder has finished (its row is then there,
+or the run is trained here if the holder failed), so no run is trained twice and each sweep ends with
+every row in place. Replaces the published orchestrator script and notebook.
 """
 
 from __future__ import annotations
@@ -16,12 +20,13 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from rr_core.errors import InputError
+from rr_core.files import locked
 from rr_core.ladder import PUBLISHED_SIZES, get_size, ladder_sizes, size_sort_key
 from rr_core.sweepfile.provenance import read_records, sidecar_path
 from rr_core.variants import COMPARED
 from rr_model.planning import Runs, preflight
 from rr_model.run_config import TrainConfig
-from rr_model.sweep.child import config_json
+from rr_model.sweep.child import HELD, config_json
 
 __all__ = ["plan_sweep", "train_command", "run_sweep"]
 
@@ -74,24 +79,55 @@ def train_command(cfg: TrainConfig, out: str | os.PathLike, nproc: int = 1) -> l
 def run_sweep(runs: list[TrainConfig], out: str | os.PathLike, nproc: int = 1) -> list[dict[str, Any]]:
     """Train `runs` in order, one child process each; one summary record per run.
 
+    A run another process holds (child exit `HELD`) is set aside and taken up again after the others, once
+    its holder has finished: this sweep waits for the run's claim, saying so, then runs its child again,
+    which finds the row in place or trains the run.
+
     Returns
     -------
-    Records with size, variant, seed, status ("ok", "failed": diverged or refused, "crashed": the process
-    died without a record), val_loss, ece and minutes (None unless ok) and exit (the child's exit code).
+    Records with size, variant, seed, status ("ok", "in file": the row was already there, written by
+    another process; "failed": diverged or refused, "crashed": the process died without a record),
+    val_loss, ece and minutes (None unless ok) and exit (the child's exit code).
     """
-    sidecar = sidecar_path(out)
-    summary = []
+    from rr_model.checkpoint import claim_path
+
+    summary, held = [], []
     for cfg in runs:
-        before = len(read_records(sidecar))
-        exit_code = subprocess.run(train_command(cfg, out, nproc)).returncode
-        new = [r for r in read_records(sidecar)[before:] if (r["size"], r["variant"], r["seed"]) == cfg.key]
-        result = new[-1]["result"] if new and new[-1]["result"] else {}
-        summary.append(
-            {
-                **dict(zip(("size", "variant", "seed"), cfg.key, strict=True)),
-                "status": new[-1]["status"] if new else "crashed",
-                **{k: result.get(k) for k in ("val_loss", "ece", "minutes")},
-                "exit": exit_code,
-            }
+        if (done := _run_child(cfg, out, nproc)) is None:
+            held.append(cfg)
+        else:
+            summary.append(done)
+    for cfg in held:
+        path = claim_path(out, *cfg.key)
+        print(
+            f"rr sweep: waiting for {' '.join(map(str, cfg.key))}, which another process trains", flush=True
         )
-    return summary
+        with locked(path):  # returns once the holder has let the claim go (finished, failed or killed)
+            pass
+        summary.append(_run_child(cfg, out, nproc) or _summary(cfg, "crashed", {}, HELD))
+    order = {cfg.key: i for i, cfg in enumerate(runs)}
+    return sorted(summary, key=lambda r: order[(r["size"], r["variant"], r["seed"])])
+
+
+def _run_child(cfg: TrainConfig, out: str | os.PathLike, nproc: int) -> dict[str, Any] | None:
+    """Train one run in its child process: its summary record, or None when another process holds it."""
+    sidecar = sidecar_path(out)
+    before = len(read_records(sidecar))
+    exit_code = subprocess.run(train_command(cfg, out, nproc)).returncode
+    if exit_code == HELD:
+        return None
+    new = [r for r in read_records(sidecar)[before:] if (r["size"], r["variant"], r["seed"]) == cfg.key]
+    if new:
+        status, result = new[-1]["status"], new[-1]["result"] or {}
+    else:  # no record: the row was there already (exit 0), or the process died
+        status, result = ("in file" if exit_code == 0 else "crashed"), {}
+    return _summary(cfg, status, result, exit_code)
+
+
+def _summary(cfg: TrainConfig, status: str, result: dict[str, Any], exit_code: int) -> dict[str, Any]:
+    return {
+        **dict(zip(("size", "variant", "seed"), cfg.key, strict=True)),
+        "status": status,
+        **{k: result.get(k) for k in ("val_loss", "ece", "minutes")},
+        "exit": exit_code,
+    }

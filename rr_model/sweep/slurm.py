@@ -31,7 +31,7 @@ import submitit
 from submitit.helpers import Checkpointable, DelayedSubmission, TorchDistributedEnvironment
 
 from rr_core.errors import InputError
-from rr_core.files import pid_alive
+from rr_core.files import Held, pid_alive
 from rr_core.plugins import ENV
 from rr_model.planning import dataset_keys, preflight
 from rr_model.run_config import TrainConfig
@@ -73,7 +73,11 @@ class TrainJob(Checkpointable):
             os.environ[ENV] = self.plugins
         if submitit.JobEnvironment().num_tasks > 1:
             TorchDistributedEnvironment().export(set_cuda_visible_devices=False, overwrite=True)
-        return train_planned(self.cfg, self.out)
+        try:
+            return train_planned(self.cfg, self.out)
+        except Held as e:  # another job trains this run now (a sweep submitted twice): it writes the row
+            print(f"rr: skip: {e}", flush=True)
+            return None
 
     def checkpoint(self) -> DelayedSubmission:
         """Requeue this same job: the trainer's own checkpoint on disk holds the state, not this object."""
