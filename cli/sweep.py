@@ -97,7 +97,10 @@ SBATCH = typer.Option(
     rich_help_panel=SLURM,
 )
 SETUP = typer.Option(
-    None, "--setup", help="A shell line run before each job (repeatable).", rich_help_panel=SLURM
+    None,
+    "--setup",
+    help="A shell line run before each job, as written: it is shell (repeatable: one line each).",
+    rich_help_panel=SLURM,
 )
 MAX_TIMEOUTS = typer.Option(
     3, "--max-timeouts", min=0, help="Requeues allowed after time limits, per job.", rich_help_panel=SLURM
@@ -252,7 +255,7 @@ def _local(todo: list, out: Path, nproc: int, dry_run: bool) -> None:
         echo_records(summary, Format.text, title=f"rr sweep: {out}", formats=RESULT_FORMATS)
     if out.exists():
         _closing_table(out)
-    if any(r["status"] != "ok" for r in summary):
+    if any(r["status"] not in ("ok", "in file") for r in summary):
         raise typer.Exit(1)
 
 

@@ -279,3 +279,60 @@ def test_a_run_over_nodes_asks_for_them_and_plans_the_memory_of_all_its_gpus(tmp
     assert "#SBATCH --nodes=2" in dry.stdout and "Memory per GPU (GiB) on 16 GPU(s)" in dry.stdout
     here = rr(*args, "--nodes", "2")
     assert here.exit_code == 2 and "--nodes is the Slurm launcher's" in here.stderr
+
+
+@pytest.mark.parametrize(
+    "option, value, shown",
+    [
+        ("--partition", "gpu\n#SBATCH --time=99999", "--partition 'gpu\\n#SBATCH --time=99999'"),
+        ("--account", "lab\rrm -rf ~", "--account 'lab\\rrm -rf ~'"),
+        ("--sbatch", "qos=high\ntouch pwned", "--sbatch 'qos=high\\ntouch pwned'"),
+        ("--setup", "module load cuda\nrm -rf ~", "--setup (a shell line, run as written) 'module load cuda"),
+    ],
+    ids=["partition", "account", "sbatch", "setup"],
+)
+def test_a_line_break_in_a_slurm_option_is_refused_before_any_script_is_written(
+    tmp_path, option, value, shown
+):
+    args = [
+        "sweep",
+        "--launcher",
+        "slurm",
+        "--dry-run",
+        "--sizes",
+        "tiny",
+        "--seeds",
+        "0",
+        "--out",
+        tmp_path / "x.csv",
+    ]
+    result = rr(*args, "--data", "synthetic", option, value)
+    assert result.exit_code == 2 and result.stderr.count("\n") == 1, result.output
+    assert result.stderr.startswith(f"rr: error: {shown}") and "#SBATCH" not in result.stdout
+    assert "a line break or control character (U+000" in result.stderr
+    assert "in every job's sbatch script" in result.stderr
+
+
+def test_a_config_file_s_sbatch_and_an_out_path_are_checked_as_the_options_are(tmp_path):
+    config = tmp_path / "run.toml"
+    config.write_text('sbatch = ["qos=high\\ntouch pwned"]\n')
+    args = [
+        "sweep",
+        "--launcher",
+        "slurm",
+        "--dry-run",
+        "--sizes",
+        "tiny",
+        "--seeds",
+        "0",
+        "--data",
+        "synthetic",
+    ]
+    result = rr(*args, "--out", tmp_path / "x.csv", "--config", config)
+    assert result.exit_code == 2 and result.stderr.startswith("rr: error: --sbatch 'qos=high\\ntouch pwned'")
+    folder = tmp_path / "a\nb"
+    folder.mkdir()
+    result = rr(*args, "--out", folder / "x.csv")
+    assert result.exit_code == 2 and result.stderr.startswith("rr: error: --out ")
+    assert "U+000A" in result.stderr and "its job folder" in result.stderr
+    assert Resources(setup=("module load cuda && export X=1 | tee y",)).setup  # shell, on one line: as given

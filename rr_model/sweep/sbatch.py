@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rr_core.lines import check_line
+
 __all__ = ["Resources", "job_folder", "part_path", "sbatch_script"]
 
 
@@ -25,6 +27,11 @@ class Resources:
     one attempt; `sbatch` any further `#SBATCH --key=value` lines (True: a
     bare `--key`); `setup` shell lines run before the job (module load, ...); `max_timeouts` how often a job
     is requeued after reaching its time limit.
+
+    Every text here goes into the job script, so each is checked when the resources are made
+    (`rr_core.lines.check_line`): a line break or control character in the partition, the account or an
+    sbatch option is refused, as it would end its `#SBATCH` line and run the rest as a shell command. A
+    setup line is shell on purpose, and refused only for a line break (give one --setup per line).
     """
 
     partition: str | None = None
@@ -38,6 +45,16 @@ class Resources:
     max_timeouts: int = 3
     signal_delay_s: int = 120  # the USR2 comes this long before the limit: time to leave cleanly
     nodes: int = 1
+
+    def __post_init__(self) -> None:
+        script = "every job's sbatch script"
+        for option, value in (("--partition", self.partition), ("--account", self.account)):
+            if value is not None:
+                check_line(value, option, script)
+        for key, value in self.sbatch.items():
+            check_line(key if value is True else f"{key}={value}", "--sbatch", script)
+        for line in self.setup:
+            check_line(line, "--setup (a shell line, run as written)", script)
 
     def slurm_parameters(self) -> dict[str, Any]:
         """The parameters of submitit's SlurmExecutor (sbatch names) for these resources."""
@@ -57,9 +74,14 @@ class Resources:
 
 
 def job_folder(out: str | os.PathLike) -> Path:
-    """submitit's folder pattern for the jobs of a dataset: `data/scaling_v8.jobs/%j` (one folder per job)."""
+    """submitit's folder pattern for the jobs of a dataset: `data/scaling_v8.jobs/%j` (one folder per job).
+
+    The folder goes into the job script (its --output and --error lines), so a path that cannot stand in
+    one line is refused (`rr_core.lines.check_line`)."""
     out = Path(out)
-    return out.parent.absolute() / f"{out.stem}.jobs" / "%j"
+    folder = out.parent.absolute() / f"{out.stem}.jobs" / "%j"
+    check_line(str(folder), "--out", "every job's sbatch script (its job folder)")
+    return folder
 
 
 def part_path(out: str | os.PathLike, key: tuple[str, str, int]) -> Path:
