@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Literal, get_args
 
 from rr_core.errors import InputError
+from rr_core.files import torn_tail
 
 __all__ = ["Backend", "BACKENDS", "Metrics", "require_backends", "wandb_mode"]
 
@@ -94,7 +95,9 @@ class Metrics:
             self.tensorboard = SummaryWriter(log_dir=str(path.parent / "tensorboard" / name))
         if "wandb" in backends:
             self.wandb = self._wandb(path.parent, name, config or run)
-        self.file = open(path, "a" if resumed else "w", encoding="utf-8")  # noqa: SIM115 (closed by close)
+        self.file = open(path, "a+" if resumed else "w", encoding="utf-8")  # noqa: SIM115 (closed by close)
+        if resumed and torn_tail(self.file.fileno()):  # the killed segment's last line: end it, keep it apart
+            self.file.write("\n")
         self._write({"event": "start", "step": step, **run, "resumed": resumed})
 
     def _wandb(self, folder: Path, name: str, config: dict[str, Any]):

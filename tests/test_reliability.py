@@ -399,3 +399,68 @@ def test_two_submitters_keep_both_their_entries_in_the_sweep_state(tmp_path, mon
     jobs.add_jobs(out, [{"job_id": "A"}])
     assert second[0].wait() == 0
     assert [e["job_id"] for e in jobs.read_jobs(out)] == ["A", "B"]
+
+
+# ------------------------------------------------------------------------- a torn last line (issue 35, 4)
+
+TORN_RECORD = '{"size": "60M", "variant": "highway", "seed": 7, "status": "ok", "res'  # a write cut short
+
+
+def test_a_record_appended_after_a_torn_line_starts_on_a_new_line_and_both_sides_stay_readable(tmp_path):
+    from rr_core.errors import Note
+    from rr_core.sweepfile.provenance import append_record, read_records, sidecar_path
+
+    path = sweep_file(tmp_path)
+    sidecar = sidecar_path(path)
+    sidecar.write_text(
+        json.dumps({"size": "60M", "variant": "review_neutral", "seed": 0}) + "\n" + TORN_RECORD
+    )
+    append_record(sidecar, {"size": "60M", "variant": "review_neutral", "seed": 1})
+    assert sidecar.read_text().splitlines()[1:] == [
+        TORN_RECORD,
+        '{"seed": 1, "size": "60M", "variant": "review_neutral"}',
+    ]
+    with pytest.warns(Note, match=f"{sidecar}: line 2 is not a complete JSON record .*: skipped$") as noted:
+        assert [r["seed"] for r in read_records(sidecar)] == [0, 1]
+    assert not any(word in str(w.message) for w in noted for word in ("delete", "remove"))
+
+    from conftest import rr
+
+    result = rr("merge", path, "--out", tmp_path / "m.csv")  # refused the file before; now a note
+    assert result.exit_code == 0, result.output
+    assert (
+        result.stderr
+        == f"rr: note: {sidecar}: line 2 is not a complete JSON record (Unterminated string starting at), a write cut short: skipped\n"
+    )
+
+
+def test_a_row_appended_after_a_torn_row_starts_on_a_new_line_and_the_torn_row_is_skipped(tmp_path):
+    from rr_core.errors import Note
+
+    path = sweep_file(tmp_path)
+    with path.open("a") as f:
+        f.write("60M,review_neutral,2,59.4")  # a row cut short: no newline, 4 of 8 cells
+    with pytest.warns(Note, match="line 4 has 4 of the header's 8 cells, a row cut short"):
+        append_rows(path, [ROW])
+    assert path.read_text().splitlines()[-2:] == ["60M,review_neutral,2,59.4", format_row(ROW)]
+    with pytest.warns(Note, match="line 4 has 4 of the header's 8 cells"):
+        assert load_sweep(path)["seed"].tolist() == [0, 1, 9]
+
+
+def test_a_resumed_run_s_metrics_log_after_a_torn_line_still_plots(tmp_path):
+    from rr_core.errors import Note
+    from rr_core.sweepfile.metrics_log import load_curves
+    from rr_model.metrics import Metrics
+
+    log = tmp_path / "x.metrics" / "tiny-standard-seed0.jsonl"
+    run = {"size": "tiny", "variant": "standard", "seed": 0}
+    first = Metrics(log, run, step=0)
+    first.log(4, loss=3.0, lr=1e-3)
+    first.file.write('{"event": "train", "step": 8, "lo')  # killed mid-line: no newline
+    first.file.close()
+    second = Metrics(log, run, step=4, resumed=True)  # resumed from the checkpoint at step 4
+    second.log(8, loss=2.5, lr=1e-3)
+    second.close()
+    with pytest.warns(Note, match="line 3 is not a complete JSON record"):
+        curves = load_curves([log])
+    assert curves[["step", "loss"]].values.tolist() == [[4, 3.0], [8, 2.5]]

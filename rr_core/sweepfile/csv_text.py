@@ -4,6 +4,11 @@ cells, every problem cited by line (`DataError`).
 Kept apart from `rr_core.sweepfile.dataset` (typing, the schema, load, write, append) because it is a
 tokenizer with rules of its own: quoted and plain CSV, ragged lines, a separator or decimal comma that is
 not the file's, a byte-order mark. Nothing here knows what a column means.
+
+A line with fewer cells than the header is a row cut short (a write torn by a killed writer or a full disk
+on another tool; rr's own appends are whole, and start on a new line after such a tail): it is skipped
+with a `rr_core.errors.Note` naming the line, so the file's other rows stay readable. A line with more
+cells than the header is an error, as is every cell of a complete row that breaks a rule.
 """
 
 from __future__ import annotations
@@ -13,13 +18,14 @@ import csv
 import io
 import os
 import re
+import warnings
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.csv as pacsv
 
-from rr_core.errors import RRError
+from rr_core.errors import Note, RRError
 from rr_core.files import (
     Unreadable,
     read_regular,
@@ -90,6 +96,17 @@ def _ragged(line: int, fields: int, header: list[str]) -> Problem:
     return Problem(line, None, None, f"has {fields} fields, the header has {len(header)}")
 
 
+def _torn(path, line: int, fields: int, header: list[str]) -> None:
+    """Say that a line with fewer cells than the header, a row cut short, is skipped."""
+    warnings.warn(
+        Note(
+            f"{path}: line {line} has {fields} of the header's {len(header)} cells, a row cut short (a write "
+            "that was interrupted): skipped; complete it if it is a row typed by hand"
+        ),
+        stacklevel=4,
+    )
+
+
 Cells = tuple[
     list[str], dict[str, pa.ChunkedArray], np.ndarray
 ]  # header, each column's cells, each row's line
@@ -107,11 +124,13 @@ def _split_plain(raw: bytes, path) -> Cells:
     _check_header(header, path, raw)
     rows = np.array(kept[1:], dtype=np.int64)
     fields = np.fromiter((lines[i].count(b",") + 1 for i in kept[1:]), np.int64, len(rows))
-    ragged = fields != len(header)
+    for i, n in zip(rows[fields < len(header)], fields[fields < len(header)], strict=True):
+        _torn(path, int(i) + 1, int(n), header)
+    ragged = fields > len(header)
     problems = [
         _ragged(int(i) + 1, int(n), header) for i, n in zip(rows[ragged], fields[ragged], strict=True)
     ]
-    rows = rows[~ragged]
+    rows = rows[fields == len(header)]
     _check_rows(len(rows), problems, path)
     body = b"\n".join([lines[i] for i in rows])
     del lines
@@ -140,6 +159,8 @@ def _split_quoted(raw: bytes, path) -> Cells:
             if header is None:
                 header = cells
                 _check_header(header, path, raw)
+            elif len(cells) < len(header) and not any("\n" in c for c in record):  # not a quote left open
+                _torn(path, reader.line_num, len(cells), header)
             elif len(cells) != len(header):
                 problems.append(_ragged(reader.line_num, len(cells), header))
             else:

@@ -501,8 +501,10 @@ def append_rows(
             columns = [*FIELDS, *extra_columns(dict.fromkeys(k for r in rows for k in r))]
             body = _lines(rows, columns, path, header=True)
         else:  # the file's own columns, in its order
-            body = (b"" if existing.endswith(b"\n") else b"\n") + _lines(rows, _header(existing), path)
-        combined = existing + body
+            body = _lines(rows, _header(existing), path)
+        # after a torn last line the rows start on a new line (append_whole adds it), the torn one skipped
+        torn = b"\n" if existing.strip() and not existing.endswith(b"\n") else b""
+        combined = existing + torn + body
         df = _parse(combined, path, new_from=combined.count(b"\n") - len(rows) + 1)
         start = append_whole(fd, body, path, f"{len(rows)} row(s)")  # O_APPEND keeps it at the end
         if then is not None:

@@ -12,12 +12,12 @@ checkpoint folder ``NAME.checkpoints/``: one JSON object per line, each with an 
 - ``eval``: the final evaluation: ``val_loss``, ``ece`` and ``minutes``.
 
 A resumed run appends to its log and repeats the steps after its last checkpoint; the reader keeps the last
-reading of each step. Torch-free.
+reading of each step. A line cut short (a run killed mid-write) is skipped with a note wherever it is, as the
+run's next segment logs those steps again and starts on a new line. Torch-free.
 """
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterable
 from pathlib import Path
@@ -26,6 +26,7 @@ from typing import Any
 import pandas as pd
 
 from rr_core.errors import InputError
+from rr_core.files import json_lines
 from rr_core.sweepfile.provenance import read_records, sidecar_path
 
 __all__ = ["metrics_path", "read_metrics", "load_curves", "CURVE_COLUMNS"]
@@ -43,21 +44,13 @@ def metrics_path(out: str | os.PathLike, size: str, variant: str, seed: int) -> 
 def read_metrics(path: str | os.PathLike) -> list[dict[str, Any]]:
     """Every record of a metrics log, in file order.
 
-    Raises InputError naming the file and line for a line that is not a JSON object; a last line cut
-    short (a run killed mid-write) is skipped, as the run's next segment logs those steps again.
+    A line cut short (a run killed mid-write; `rr_core.files.json_lines`) is skipped with a note, as the
+    run's next segment logs those steps again; a JSON line that is not a metrics record is an InputError
+    naming the file and line.
     """
     path = Path(path)
-    lines = path.read_text(encoding="utf-8").splitlines()
     records = []
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except ValueError as e:
-            if number == len(lines):
-                break
-            raise InputError(f"{path}: line {number} is not a JSON record ({e.msg})") from None
+    for number, record in json_lines(path.read_text(encoding="utf-8"), path):
         if not isinstance(record, dict) or "event" not in record:
             raise InputError(f"{path}: line {number} is not a metrics record (no 'event')")
         records.append(record)

@@ -3,7 +3,9 @@
 The dataset row says what a run measured; its sidecar record says how it was produced: the full config and
 recipe, the data, the toolkit version and git commit, torch/CUDA versions, the device, start and end times,
 the loss curve, and whether it finished ("ok") or failed (diverged, crashed). Failed runs have a record but
-no row. Records are appended under the same discipline as rows: an exclusive lock, one write, fsync.
+no row. Records are appended under the same discipline as rows: an exclusive lock, one write, fsync; after
+a torn last line (a write cut short by another tool) a record starts on a new line, and a reader skips the
+torn line with a note (`rr_core.files.json_lines`), so the records around it stay readable.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from typing import Any
 import pandas as pd
 
 from rr_core.errors import InputError
-from rr_core.files import append_whole, locked, read_regular
+from rr_core.files import append_whole, json_lines, locked, read_regular
 
 __all__ = [
     "sidecar_path",
@@ -132,15 +134,15 @@ def append_record(path: str | os.PathLike, record: Mapping[str, Any]) -> None:
     """
     line = (json.dumps(record, sort_keys=True, allow_nan=False) + "\n").encode("utf-8")
     key = " ".join(str(record.get(k)) for k in ("size", "variant", "seed"))
-    with locked(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND) as fd:
+    with locked(path, os.O_RDWR | os.O_CREAT | os.O_APPEND) as fd:  # read too: a torn tail is looked for
         append_whole(fd, line, path, f"the run record of {key}")
 
 
 def read_records(path: str | os.PathLike) -> list[dict[str, Any]]:
     """Every record of a sidecar, in file order ([] if there is none).
 
-    Raises InputError naming the file and line for a line that is not a JSON object: a torn write (the
-    last line cut short) or an edited file.
+    A line that is not complete JSON (a torn write) is skipped with a `rr_core.errors.Note`; a line that
+    is JSON but not an object (an edited file) is an InputError naming the file and line.
     """
     path = Path(path)
     if not path.exists():
@@ -150,16 +152,7 @@ def read_records(path: str | os.PathLike) -> list[dict[str, Any]]:
     except UnicodeDecodeError as e:
         raise InputError(f"{path}: not a run sidecar (not UTF-8 text: {e.reason})") from None
     records = []
-    for number, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except ValueError as e:
-            raise InputError(
-                f"{path}: line {number} is not a complete JSON record ({e.msg}); a write cut short leaves "
-                "such a line: remove it (its run has no row) or restore the file from a copy"
-            ) from None
+    for number, record in json_lines(text, path):
         if not isinstance(record, dict):
             raise InputError(f"{path}: line {number} is not a JSON object but {type(record).__name__}")
         records.append(record)
