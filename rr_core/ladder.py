@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from rr_core.errors import InputError, did_you_mean, nearest
+from rr_core.lines import line_problem
 
 __all__ = [
     "Recipe",
@@ -298,7 +299,8 @@ def _read_ladder(path: str | os.PathLike) -> dict[str, Size]:
 
 def _ladder_size(path: Path, name: str, table: Any) -> Size:
     """One table of a ladder file as a Size, or InputError naming the file, the table and what is wrong."""
-    where = f"--ladder {path}, [{name}]"
+    shown = name if line_problem(name) is None else repr(name)  # a line break stays visible, on one line
+    where = f"--ladder {path}, [{shown}]"
     if not isinstance(table, dict):
         raise InputError(f"--ladder {path}: {name} = {table!r} is not a table; give one table per size")
     if not (name in LADDER or SIZE_LABEL.fullmatch(name)):

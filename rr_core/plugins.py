@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib
+import importlib.machinery
 import importlib.util
 import os
 import sys
@@ -82,16 +83,14 @@ def _import(spec: str, what: str, load: Any) -> None:
 def _module(spec: str) -> object:
     """The module an ``RR_PLUGINS`` item names: a .py file by its path, else a module by its name."""
     if not spec.endswith(".py"):
+        if "." not in spec:  # a top-level name: the file the path would give it, against one imported so
+            found = importlib.machinery.PathFinder.find_spec(spec)
+            _one_file(spec, Path(found.origin) if found and found.origin else None)
         return importlib.import_module(spec)
     path = Path(spec)
     if not path.is_file():
         raise FileNotFoundError(f"no such file: {path}")
-    other = getattr(sys.modules.get(path.stem), "__file__", None)
-    if other is not None and Path(other).resolve() != path.resolve():
-        raise InputError(
-            f"{path} would be imported as the module {path.stem}, which is imported already from {other}: "
-            "two plugin files of one module name would replace each other; rename one of them"
-        )
+    _one_file(path.stem, path)
     source = path.read_bytes()  # run and hashed from the same bytes: the record names the code that ran
     SOURCES[str(path.resolve())] = hashlib.sha256(source).hexdigest()
     module_spec = importlib.util.spec_from_file_location(path.stem, path)
@@ -99,6 +98,17 @@ def _module(spec: str) -> object:
     sys.modules[path.stem] = module  # as an import would: the rule's class names its module
     exec(compile(source, str(path), "exec"), module.__dict__)  # noqa: S102 (the plugin the user named)
     return module
+
+
+def _one_file(name: str, path: Path | None) -> None:
+    """Refuse to import `path` as the module `name` when a module of that name is imported from another file:
+    one would replace the other (or never be imported), and a run's record would name the wrong code."""
+    other = getattr(sys.modules.get(name), "__file__", None)
+    if path is not None and other is not None and Path(other).resolve() != path.resolve():
+        raise InputError(
+            f"{path} would be imported as the module {name}, which is imported already from {other}: two "
+            "plugin files of one module name would replace each other; rename one of them"
+        )
 
 
 def provenance(name: str) -> dict[str, Any] | None:

@@ -400,6 +400,23 @@ def test_two_plugin_files_of_one_module_name_never_replace_each_other(tmp_path):
         f"{second} would be imported as the module rules, which is imported already from {first}" in message
     )
     assert "rename one of them" in message
+    by_name = in_child(  # the second named as a module on the path: never left unimported in silence
+        """
+        from rr_core.errors import InputError
+        from rr_core.plugins import load_plugins
+        try:
+            load_plugins()
+            out = "loaded"
+        except InputError as e:
+            out = str(e)
+        """,
+        f"{first},rules",
+        tmp_path,
+        extra_path=str(second.parent),
+    )
+    assert (
+        f"{second} would be imported as the module rules, which is imported already from {first}" in by_name
+    )
     assert kept == {
         "module": "rules",
         "file": str(first),
