@@ -57,7 +57,8 @@ ACTIVE = {"PENDING", "CONFIGURING", "RUNNING", "COMPLETING", "SUSPENDED", "REQUE
 class TrainJob(Checkpointable):
     """One run as a submitit job: trains `cfg` into `out`, resuming from its checkpoint if there is one.
 
-    Returns the trainer's provenance record, or None when the run was already in `out`. The working
+    Returns the trainer's provenance record, or None when the run was already in `out` or another job is
+    training it (a sweep submitted twice: that job holds the run's claim and writes its row). The working
     directory of the submitter is kept, so a relative `out` means the same file inside the job.
     """
 
