@@ -161,7 +161,6 @@ def test_a_recipe_number_outside_its_range_is_refused_before_anything_trains(tmp
         Recipe(**{name: float(value)})
 
 
-@pytest.mark.slow  # a short training of a 0.01M model: ~10 s on a shared 2-core machine
 def test_a_val_frac_override_is_the_split_the_run_trains_and_validates_on(tmp_path, offline):
     from rr_model.trainer import train
 
