@@ -215,7 +215,7 @@ def test_damaged_final_weights_are_refused_by_every_command_that_reads_them(tiny
     zero_page(damaged, entry)
     for args in (
         ["sample", "--tokens", "3"],
-        ["eval", "--data", "synthetic", "--windows", "2"],
+        ["eval", "--corpus", "synthetic", "--windows", "2"],
         ["export", "--out", tmp_path / "export"],
         ["gates"],
     ):
@@ -228,7 +228,7 @@ def test_damaged_final_weights_are_refused_by_every_command_that_reads_them(tiny
 
 @pytest.mark.parametrize("command", ["sample", "eval", "export", "gates"])
 def test_a_file_that_is_not_a_checkpoint_is_one_line_and_never_torch_s_advice(tmp_path, command):
-    extra = {"eval": ["--data", "synthetic"], "export": ["--out", tmp_path / "e"]}.get(command, [])
+    extra = {"eval": ["--corpus", "synthetic"], "export": ["--out", tmp_path / "e"]}.get(command, [])
     for name, text in (("runs.csv", "size,variant,seed\n60M,standard,0\n"), ("log.jsonl", '{"a": 1}\n')):
         path = tmp_path / name
         path.write_text(text)

@@ -306,7 +306,7 @@ def test_a_line_break_in_a_slurm_option_is_refused_before_any_script_is_written(
         "--out",
         tmp_path / "x.csv",
     ]
-    result = rr(*args, "--data", "synthetic", option, value)
+    result = rr(*args, "--corpus", "synthetic", option, value)
     assert result.exit_code == 2 and result.stderr.count("\n") == 1, result.output
     assert result.stderr.startswith(f"rr: error: {shown}") and "#SBATCH" not in result.stdout
     assert "a line break or control character (U+000" in result.stderr
@@ -325,7 +325,7 @@ def test_a_config_file_s_sbatch_and_an_out_path_are_checked_as_the_options_are(t
         "tiny",
         "--seeds",
         "0",
-        "--data",
+        "--corpus",
         "synthetic",
     ]
     result = rr(*args, "--out", tmp_path / "x.csv", "--config", config)

@@ -559,7 +559,7 @@ def test_a_bad_corpus_is_one_error_line_naming_the_file_the_line_and_the_rule(
     data = str(folder / name) if through == "file" else f"hf:{folder}"
     out = tmp_path / "x.csv"
     args = ["--size", "tiny", "--variant", "standard", "--tokenizer", "bytes", "--steps", 1, "--out", out]
-    result = rr("train", *args, "--data", data)
+    result = rr("train", *args, "--corpus", data)
     assert result.exit_code == 2, result.output
     errors = [line for line in result.stderr.splitlines() if line.startswith("rr: error:")]
     assert len(errors) == 1 and errors[0].startswith(f"rr: error: {folder}/{message}"), result.stderr

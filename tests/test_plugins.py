@@ -143,6 +143,10 @@ def test_a_rule_named_as_module_colon_class_is_imported_when_first_counted(tmp_p
         cfg = model_config("tiny", "mylazy", 257)
         out["counted"], out["built"] = cfg.n_params, sum(p.numel() for p in GPT(cfg).parameters())
         out["shift"] = GPT(cfg).transformer.h[0].res_mlp.shift.unique().tolist()
+        from pathlib import Path
+        from rr_core.plugins import provenance
+        Path("lazyrule.py").write_text("# edited after the rule was imported\\n")
+        out["provenance"] = provenance("mylazy")  # the code imported, not the file as it is now
         """,
         str(tmp_path / "lazyplugin.py"),
         tmp_path,
@@ -150,6 +154,8 @@ def test_a_rule_named_as_module_colon_class_is_imported_when_first_counted(tmp_p
     )
     assert got["loaded"] == [False, False]
     assert got["counted"] == got["built"] and got["shift"] == [0.25]
+    sha = hashlib.sha256(PLUGIN.split("rr_model.register_residual")[0].encode()).hexdigest()
+    assert got["provenance"] == {"module": "lazyrule", "file": str(tmp_path / "lazyrule.py"), "sha256": sha}
 
 
 def test_a_rule_s_parameters_given_as_shapes_or_a_count_are_what_its_build_holds(tmp_path):

@@ -127,3 +127,40 @@ def test_a_command_reads_its_output_and_ladder_files_once(tmp_path, opens, offli
     assert (opens.get(out), opens.get(ladder, 0)) == (1, 0)  # the ladder: parsed once per process
     ladder.write_text(PILOT.replace("steps = 2", "steps = 3") + "\n")
     assert get_size("1M", str(ladder)).steps == 3 and opens[ladder] == 1  # edited: read again
+
+
+def test_a_plan_reads_its_file_again_only_where_another_process_wrote_to_it(tmp_path, reads):
+    """`refresh` (what the trainer calls once it has claimed a run) is one stat while the file holds only what
+    the plan knows, its own appends included; a row another process appended before one of ours is seen."""
+    from rr_core.files import stamp
+
+    out = tmp_path / "x.csv"
+    append_rows(out, [ROW])
+    plan = preflight(out, ["tiny"])
+    ours = append_rows(out, [{**ROW, "seed": 1}])
+    plan.extend(ours, stamp(out))
+    reads.clear()
+    plan.refresh()
+    assert reads == [] and plan.keys == {("tiny", "standard", 0), ("tiny", "standard", 1)}
+    append_rows(out, [{**ROW, "seed": 2}])  # another process's row, then ours after it
+    ours = append_rows(out, [{**ROW, "seed": 3}])
+    plan.extend(ours, stamp(out))
+    assert ("tiny", "standard", 2) not in plan.keys
+    reads.clear()
+    plan.refresh()
+    assert reads == [out] and {seed for _, _, seed in plan.keys} == {0, 1, 2, 3}
+
+
+def test_a_run_claimed_after_another_process_wrote_its_row_is_not_trained_again(tmp_path, offline):
+    """Two commands planned the run; the other one trained it and let its claim go before this one claimed
+    it: this one sees the row (the plan is read again after the claim) and trains nothing."""
+    from rr_model.trainer import train
+
+    out = tmp_path / "x.csv"
+    append_rows(out, [ROW])
+    cfg = TrainConfig("tiny", "highway", 0, data="synthetic", steps=2, checkpoint_every=0)
+    plan = preflight(out, ["tiny"])  # this command's one reading: the run is not in the file yet
+    append_rows(out, [{**ROW, "variant": "highway", "params_M": 1.14, "steps": 2}])  # the other's row
+    with pytest.raises(InputError, match="not training tiny highway 0: its row would be refused"):
+        train(cfg, out, plan=plan)
+    assert not (tmp_path / "x.metrics").exists()  # refused before it trained a step
