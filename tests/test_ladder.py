@@ -153,7 +153,9 @@ SHAPE = "[1M]\nd_model = 32\nn_layer = 1\nn_head = 2\nsteps = 2\nseeds = 1\n"
 def test_a_recipe_number_outside_its_range_is_refused_before_anything_trains(tmp_path, line, rule):
     path = tmp_path / "l.toml"
     path.write_text(f"{SHAPE}{line}\n")
-    result = rr("train", "--ladder", path, "--size", "1M", "--corpus", "synthetic", "--out", tmp_path / "x.csv")
+    result = rr(
+        "train", "--ladder", path, "--size", "1M", "--corpus", "synthetic", "--out", tmp_path / "x.csv"
+    )
     assert result.exit_code == 2 and result.stderr == f"rr: error: --ladder {path}, [1M]: {rule}\n"
     assert list(tmp_path.iterdir()) == [path]
     name, value = line.split(" = ")

@@ -201,7 +201,7 @@ def test_two_sweeps_of_one_plan_train_each_run_once_and_both_end_with_every_row(
     from rr_model.sweep.local import plan_sweep, run_sweep
 
     out = tmp_path / "s.csv"
-    todo, _ = plan_sweep(out, ["tiny"], [0, 1], ("standard",), data="synthetic", steps=2)
+    todo = plan_sweep(out, ["tiny"], [0, 1], ("standard",), data="synthetic", steps=2).todo
     other = todo[0]  # seed 0: the other sweep is training it when this one starts
     path = claim_path(out, *other.key)
     path.parent.mkdir()
