@@ -9,8 +9,11 @@ random stream (torch's CPU and CUDA generators as bytes, the data order's Random
 bookkeeping. Keeping that out of DCP keeps it readable without torch (`saved_meta`: `rr sweep --status`).
 
 Writing is atomic (`save`): the processes write into a fresh folder beside the checkpoint, then process 0
-swaps it into place in one step (`rr_core.files.atomic_dir`); a kill at any moment leaves the previous
-checkpoint whole, and the next save removes what a dead writer left. `load` reshards: DCP reads each
+writes the folder's ``SHA256SUMS`` (every file's sha256, last) and swaps it into place in one step
+(`rr_core.files.atomic_dir`); a kill at any moment leaves the previous checkpoint whole, and the next save
+removes what a dead writer left. A resume checks every file against those sums before it reads one
+(`rr_model.checkpoint.verify`, on process 0: one pass over the pieces), so a damaged piece is refused
+naming the file, never loaded; a folder written before rr kept the sums is read as it is. `load` reshards: DCP reads each
 process's pieces from whatever pieces were written, so a checkpoint of 2 processes resumes on 1 (sharded,
 or a plain model without any process group) or on 4, at the same step, with the same optimiser state.
 """
@@ -80,8 +83,10 @@ def save(
 
 
 def _publish(folder: Path, build) -> None:
-    """The one step that makes a built checkpoint folder the checkpoint: built aside, swapped in whole."""
-    atomic_dir(folder, build)
+    """The one step that makes a built checkpoint folder the checkpoint: built aside, its SHA256SUMS written
+    last (every process's pieces are in by then: DCP's save returns on process 0 once all have written),
+    swapped in whole."""
+    atomic_dir(folder, build, sums=True)
 
 
 def load(folder: str | os.PathLike, model: torch.nn.Module, optimizer: torch.optim.Optimizer) -> None:

@@ -87,6 +87,29 @@ def _out_of_memory_in(step: int) -> None:
     GPT.forward = forward_out_of_memory  # in a spawned process of its own, which ends after the runs
 
 
+def _damage(folder: Path) -> Path:
+    """Zeros over a page in the middle of the largest piece of a sharded checkpoint (its length unchanged)."""
+    piece = max((p for p in folder.iterdir() if p.suffix == ".distcp"), key=lambda p: p.stat().st_size)
+    raw = bytearray(piece.read_bytes())
+    raw[len(raw) // 2 : len(raw) // 2 + 4096] = bytes(4096)
+    piece.write_bytes(bytes(raw))
+    return piece
+
+
+def _resume_damaged(folder: Path, rank: int) -> dict:
+    """Both processes resume a copy of the step-10 checkpoint with a damaged piece: what each raises."""
+    out = folder / "damaged.csv"
+    if rank == 0:
+        shutil.copytree(folder / "step10.dcp", checkpoint.sharded_path(out, *KEY))
+        _damage(checkpoint.sharded_path(out, *KEY))
+    dist.barrier()
+    try:
+        train(TrainConfig(**SHARDED), out, resume=True)
+    except (checkpoint.CheckpointError, StoppedElsewhere) as e:
+        return {"error": type(e).__name__, "message": str(e)}
+    return {"error": None}
+
+
 def _two_processes(rank: int, folder: Path) -> None:
     """One of two gloo processes: the whole sharded run, then the one that runs out of memory. Whatever each
     run returns or raises goes to rank{N}.json."""
@@ -95,6 +118,7 @@ def _two_processes(rank: int, folder: Path) -> None:
     dist.init_process_group("gloo", init_method=f"file://{folder / 'store'}", rank=rank, world_size=2)
     _keep_step_10(folder, rank)
     found = {"whole": train(TrainConfig(**SHARDED), folder / "whole.csv")}
+    found["damaged"] = _resume_damaged(folder, rank)
     if rank == OUT_OF_MEMORY["rank"]:
         _out_of_memory_in(OUT_OF_MEMORY["step"])
     try:
@@ -173,6 +197,34 @@ def test_a_checkpoint_of_two_processes_resumes_on_one(two, one, tmp_path):
     _same_run(resumed, one)
 
 
+def test_a_sharded_checkpoint_is_verified_and_resumes_only_its_own_run(two, tmp_path):
+    """Its pieces are checked against the SHA256SUMS written last at the save (a page of zeros inside one is
+    refused naming it, before anything loads), and its rr.json keeps the run's identity (another config is
+    refused naming what changed), as a .pt checkpoint's CRC-32s and identity are."""
+    out = tmp_path / "damaged.csv"
+    folder = checkpoint.sharded_path(out, *KEY)
+    folder.parent.mkdir()
+    shutil.copytree(two["folder"] / "step10.dcp", folder)
+    listed = (folder / "SHA256SUMS").read_text().split()[1::2]
+    assert sorted(listed) == sorted(p.name for p in folder.iterdir() if p.name != "SHA256SUMS")
+    assert checkpoint.saved_meta(folder).data["sha256"] is not None
+    with pytest.raises(ValueError, match="another run than this one: config.steps 20 when saved, 24 now"):
+        train(TrainConfig(**{**SHARDED, "steps": 24}), out, resume=True)
+    piece = _damage(folder)
+    with pytest.raises(checkpoint.CheckpointError) as err:
+        train(TrainConfig(**SHARDED), out, resume=True)
+    assert str(err.value) == (
+        f"{piece}: damaged: its sha256 is not the one SHA256SUMS records for it; {checkpoint.RESUME_TODO}"
+    )
+    assert checkpoint.saved_meta(folder).step == 10  # left as it was
+    # on two processes: process 0 checks the pieces once and says why; process 1 stops without a line
+    damaged = [r["damaged"] for r in two["ranks"]]
+    assert [d["error"] for d in damaged] == ["CheckpointError", "StoppedElsewhere"]
+    assert damaged[0]["message"].endswith(
+        f": damaged: its sha256 is not the one SHA256SUMS records for it; {checkpoint.RESUME_TODO}"
+    )
+
+
 def test_out_of_memory_on_one_process_stops_both_with_one_message(two, one, tmp_path):
     short = [r["short"] for r in two["ranks"]]
     assert short[1]["error"] == "OutOfMemoryStop" and short[0]["error"] == "StoppedElsewhere"
@@ -226,7 +278,8 @@ def test_checkpoints_change_kind_and_a_kill_mid_save_leaves_the_last_one_whole(o
         train(TrainConfig(**sharded), out, resume=True)
     monkeypatch.undo()
     assert not pt.exists() and checkpoint.saved_meta(folder).step == 10  # the .pt gave way to step 10
-    assert sorted(p.name for p in folder.parent.iterdir()) == [folder.name]  # nothing half-written beside
+    beside = sorted(p.name for p in folder.parent.iterdir())
+    assert beside == sorted([folder.name, checkpoint.claim_path(out, *KEY).name])  # nothing half-written
     monkeypatch.setenv("SUBMITIT_EXECUTOR", "local")  # as a requeued Slurm job resumes it
     resumed = TrainJob(TrainConfig(**sharded), out)()
     assert resumed["resumed_at"] == [5, 10] and not folder.exists()
