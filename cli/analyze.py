@@ -25,7 +25,7 @@ COLUMNS = typer.Option(
     "--columns",
     metavar="A,B,...",
     help="These columns, comma-separated, in this order (e.g. size,gap,hedges_g). Text, markdown, latex: a "
-    "header in lower case, its words joined by _ (95_ci_of_gap); csv, json: their own header's names. A wrong "
+    "header in lower case, its words joined by _ (paired_95_ci); csv, json: their own header's names. A wrong "
     "name lists the view's.",
     show_default=False,
 )

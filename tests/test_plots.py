@@ -64,7 +64,7 @@ def test_emergence_draws_the_welch_gaps_bars_and_stars(raw, ci):
         np.testing.assert_allclose(got[b]["x"], want["params_M"])
         np.testing.assert_allclose(got[b]["y"], want["gap"])
         lo, hi = (
-            (want["ci_low"], want["ci_high"])
+            (want["welch_ci_low"], want["welch_ci_high"])
             if ci
             else (want["gap"] - want["welch_se"], want["gap"] + want["welch_se"])
         )

@@ -90,7 +90,7 @@ def test_welch_matches_scipy(sweep, table):
         assert r.welch_p == pytest.approx(ref.pvalue, rel=1e-10)
         assert r.welch_df == pytest.approx(ref.df, rel=1e-12)
         ci = ref.confidence_interval(0.95)
-        assert (r.ci_low, r.ci_high) == pytest.approx((ci.low, ci.high), rel=1e-10)
+        assert (r.welch_ci_low, r.welch_ci_high) == pytest.approx((ci.low, ci.high), rel=1e-10)
 
 
 def test_paired_matches_scipy(sweep, table):
@@ -101,6 +101,19 @@ def test_paired_matches_scipy(sweep, table):
         assert r.paired_p == pytest.approx(ref.pvalue, rel=1e-9)
         assert r.paired_df == ref.df
         assert r.paired_se == pytest.approx(r.paired_diff / ref.statistic, rel=1e-9)  # t = diff / SE
+        ci = ref.confidence_interval(0.95)
+        assert (r.paired_ci_low, r.paired_ci_high) == pytest.approx((ci.low, ci.high), rel=1e-9)
+
+
+def test_each_p_has_its_own_tests_interval(table):
+    """The table's cells pair a p with its own test's 95% CI: the paired CI excludes 0 exactly where the paired
+    p < 0.05, Welch's exactly where Welch's p < 0.05, the mixed model's where its p is. On the published 1B
+    Highway cell Welch's CI spans 0 while the paired p is 0.0011: the two must not stand side by side."""
+    for test in ("paired", "welch", "mixed"):
+        excludes = (table[f"{test}_ci_low"] > 0) | (table[f"{test}_ci_high"] < 0)
+        assert (excludes == (table[f"{test}_p"] < 0.05)).all(), test
+    r = table[(table["size"] == "1B") & (table["baseline"] == "highway")].iloc[0]
+    assert r.welch_ci_low < 0 < r.paired_ci_low
 
 
 def test_hedges_g_by_hand(sweep, table):

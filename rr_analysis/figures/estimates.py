@@ -82,9 +82,10 @@ def gap_estimates(table: pd.DataFrame, stat: str = "welch") -> pd.DataFrame:
 
     Notes
     -----
-    Welch: the gap of the means, its Welch SE and the table's CI. Paired: the mean seed-matched difference
-    and its SE, sd(d) / sqrt(n_pairs). Mixed: the baseline's coefficient and SE. The paired and mixed CIs are
-    estimate -/+ t_{0.975, df} SE with the test's own df (n_pairs - 1; Satterthwaite), matching the p drawn.
+    Welch: the gap of the means, its Welch SE. Paired: the mean seed-matched difference and its SE,
+    sd(d) / sqrt(n_pairs). Mixed: the baseline's coefficient and SE. Each CI is the table's own for that test
+    (``welch_ci_*``, ``paired_ci_*``, ``mixed_ci_*``): estimate -/+ t_{0.975, df} SE with the test's own df,
+    matching the p drawn.
 
     Example
     -------
@@ -104,13 +105,8 @@ def gap_estimates(table: pd.DataFrame, stat: str = "welch") -> pd.DataFrame:
     dof, p = table[df_col].to_numpy(dtype=float), table[p_col].to_numpy(dtype=float)
     ran = np.isfinite(p)
     out["se"] = np.where(ran, se, np.nan)
-    if stat == "welch":
-        out["ci_low"], out["ci_high"] = table["ci_low"].to_numpy(float), table["ci_high"].to_numpy(float)
-    else:
-        from scipy.special import stdtrit
-
-        half = stdtrit(np.where(ran, dof, 1.0), 0.975) * out["se"].to_numpy()
-        out["ci_low"], out["ci_high"] = out["estimate"] - half, out["estimate"] + half
+    out["ci_low"] = table[f"{stat}_ci_low"].to_numpy(float)
+    out["ci_high"] = table[f"{stat}_ci_high"].to_numpy(float)
     out["df"], out["p"] = np.where(ran, dof, np.nan), p
     out["p_adj"] = table[f"p_adj_{stat}"].to_numpy(dtype=float)
     out["significant"] = ran & (out["p_adj"] < ALPHA)

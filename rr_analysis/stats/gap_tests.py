@@ -5,8 +5,10 @@ with one row per (size, baseline), sizes ordered by parameter count and baseline
 comparison: a `rr_analysis.comparison.Comparison` (``comparison=``, or its fields as keywords) chooses it; the defaults are the paper's, review_neutral against highway and
 standard on val_loss. Every frame ends with the columns `rr_analysis.comparison.STAMP` (reference, metric,
 higher_is_better). Sign convention everywhere: gap = mean(baseline) - mean(reference) of the response (the
-metric, negated when higher is better); positive favours the reference. The columns named ``review`` hold the
-reference's numbers (the names are kept from the paper's comparison). A statistic that does not exist for a cell is NaN with the reason in the `*_note` column;
+metric, negated when higher is better); positive favours the reference. The reference's own columns are named for
+it (``n_review``, ``review_mean`` for the paper's; ``n_myrule``, ``myrule_mean`` for a reference myrule:
+`rr_analysis.comparison.for_reference`). Each test's 95% CI sits beside its p under the test's name
+(``welch_ci_*``, ``paired_ci_*``, ``mixed_ci_*``), so no table pairs one test's p with another's interval. A statistic that does not exist for a cell is NaN with the reason in the `*_note` column;
 never inf.
 
 The declared primary per-size test is the seed-paired t-test (`PRIMARY_TEST`): the design blocks by seed, and the
@@ -58,9 +60,11 @@ ADJUST_METHODS: tuple[str, ...] = ("holm", "bonferroni", "fdr_bh", "none")
 # The columns of `gap_table` that `rr analyze table --format json/csv` emits, in order.
 TABLE_COLUMNS: tuple[str, ...] = (
     "size", "baseline", "params_M", "n_review", "n_baseline", "n_pairs", "review_mean", "baseline_mean", "gap",
-    "welch_t", "welch_df", "welch_p", "ci_low", "ci_high", "hedges_g", "g_ci_low", "g_ci_high",
-    "paired_diff", "paired_se", "paired_t", "paired_df", "paired_p", "signflip_p", "signflip_floor",
-    "mixed_coef", "mixed_se", "mixed_df", "mixed_p", "seed_var", "resid_var", "singular",
+    "welch_t", "welch_df", "welch_p", "welch_ci_low", "welch_ci_high", "hedges_g", "g_ci_low", "g_ci_high",
+    "paired_diff", "paired_se", "paired_t", "paired_df", "paired_p", "paired_ci_low", "paired_ci_high",
+    "signflip_p", "signflip_floor",
+    "mixed_coef", "mixed_se", "mixed_df", "mixed_p", "mixed_ci_low", "mixed_ci_high", "seed_var", "resid_var",
+    "singular",
     "p_adj_welch", "p_adj_paired", "p_adj_mixed", "adjust", "primary",
     "family_m_welch", "family_m_paired", "family_m_mixed",
     "welch_note", "paired_note", "mixed_note", "signflip_method", "mixed_method", *STAMP,
@@ -135,7 +139,8 @@ def welch_table(
     ``size, baseline, params_M`` (the reference's parameter count at that size), ``n_review, n_baseline``,
     ``review_mean, baseline_mean`` (the reference's and the baseline's mean of the metric), ``gap`` (baseline -
     reference of the response: positive favours the reference), ``welch_se, welch_t, welch_df, welch_p``
-    (two-sided), ``ci_low, ci_high`` (95% CI of the gap), ``pooled_sd``, ``hedges_g, g_ci_low, g_ci_high``
+    (two-sided), ``welch_ci_low, welch_ci_high`` (95% CI of the gap from Welch's t: the interval of the p
+    beside it), ``pooled_sd``, ``hedges_g, g_ci_low, g_ci_high``
     (Hedges' g and the 95% CI of the standardised effect, `rr_analysis.stats.effect.hedges_g`) and ``welch_note``
     (why the test is n/a, "" when it ran), then `STAMP`. Statistics that do not exist are NaN.
 
@@ -193,7 +198,8 @@ def welch_table(
     out["welch_se"] = np.where(ok, se, np.nan)
     out["welch_t"], out["welch_df"] = t, dof
     out["welch_p"] = np.where(ok, t_sf2(np.nan_to_num(t), np.where(ok, dof, 1.0)), np.nan)
-    out["ci_low"], out["ci_high"] = np.where(ok, gap - half, np.nan), np.where(ok, gap + half, np.nan)
+    out["welch_ci_low"] = np.where(ok, gap - half, np.nan)
+    out["welch_ci_high"] = np.where(ok, gap + half, np.nan)
     out["pooled_sd"] = np.where(ok, s_pool, np.nan)
     g, g_low, g_high = hedges_g(np.where(ok, gap, np.nan), s_pool, n_b, n_r)
     out["hedges_g"], out["g_ci_low"], out["g_ci_high"] = g, g_low, g_high
@@ -220,6 +226,8 @@ def paired_table(
     DataFrame, one row per (size, baseline), with columns ``size, baseline, n_pairs, paired_diff`` (mean of
     baseline - reference of the response over the seeds present in both arms), ``paired_sd`` (SD of those differences),
     ``paired_se`` (sd / sqrt(n_pairs), the SE of paired_diff), ``paired_t, paired_df, paired_p`` (two-sided),
+    ``paired_ci_low, paired_ci_high`` (95% CI of paired_diff from the same t: the interval of paired_p, so a
+    table that shows the paired p shows this interval beside it, never Welch's),
     ``signflip_p, signflip_floor, signflip_method`` (the exact sign-flip test of the same differences and the
     smallest p it can reach, `rr_analysis.stats.exact.sign_flip`), ``paired_note`` (why the t-test is n/a, ""
     when it ran) and `STAMP`.
@@ -228,7 +236,8 @@ def paired_table(
     -----
     Within a size, seed s fixes the data order for every variant, so d_s = y_baseline,s - y_reference,s removes
     the seed's effect. t = mean(d) / (sd(d)/sqrt(n)), df = n - 1, p = 2 P(T_df > |t|), the one-sample t-test
-    of the differences (scipy.stats.ttest_rel). Seeds present in only one arm are left out. Needs n >= 2
+    of the differences (scipy.stats.ttest_rel); CI = mean(d) -/+ t_{0.975, n-1} sd(d)/sqrt(n)
+    (``ttest_rel(...).confidence_interval()``). Seeds present in only one arm are left out. Needs n >= 2
     pairs and differences that are not all equal.
 
     Example
@@ -267,6 +276,9 @@ def paired_table(
     out["paired_se"] = np.where(n > 1, sd / np.sqrt(np.maximum(n, 1)), np.nan)
     out["paired_t"], out["paired_df"] = t, np.where(ok, n - 1, np.nan)
     out["paired_p"] = np.where(ok, t_sf2(np.nan_to_num(t), np.maximum(n - 1, 1)), np.nan)
+    half = t_quantile(0.975, np.maximum(n - 1, 1)) * out["paired_se"].to_numpy(float)
+    out["paired_ci_low"] = np.where(ok, mean - half, np.nan)
+    out["paired_ci_high"] = np.where(ok, mean + half, np.nan)
     out["paired_note"] = note
     flips = _sign_flips(d, out)
     out["signflip_p"], out["signflip_floor"], out["signflip_method"] = flips

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from rr_analysis.comparison import RESPONSE, Comparison, Keywords, cell_frame, compare, t_sf2
+from rr_analysis.comparison import RESPONSE, Comparison, Keywords, cell_frame, compare, t_quantile, t_sf2
 from rr_analysis.numbers import significant
 
 if TYPE_CHECKING:
@@ -248,6 +248,7 @@ def mixed_table(
     -------
     DataFrame, one row per (size, baseline), with columns ``size, baseline, mixed_coef`` (baseline - reference
     of the response, positive favours the reference), ``mixed_se, mixed_df`` (Satterthwaite), ``mixed_p`` (two-sided, t distribution),
+    ``mixed_ci_low, mixed_ci_high`` (coef -/+ t_{0.975, df} SE: the interval of mixed_p),
     ``seed_var, resid_var`` (REML variance components), ``seed_sd_ratio`` (sd(seed)/sd(residual)),
     ``singular`` (ratio < `SINGULAR_RATIO`), ``mixed_method`` and ``mixed_note`` (why n/a, or the singular
     fit; "" otherwise), then `rr_analysis.comparison.STAMP`.
@@ -282,6 +283,9 @@ def mixed_table(
     t = out["mixed_coef"].to_numpy() / out["mixed_se"].to_numpy()
     ok = np.isfinite(t)
     out["mixed_p"] = np.where(ok, t_sf2(np.where(ok, t, 0.0), np.where(ok, out["mixed_df"], 1.0)), np.nan)
+    half = t_quantile(0.975, np.where(ok, out["mixed_df"], 1.0)) * out["mixed_se"].to_numpy()
+    out["mixed_ci_low"] = np.where(ok, out["mixed_coef"] - half, np.nan)
+    out["mixed_ci_high"] = np.where(ok, out["mixed_coef"] + half, np.nan)
     out["singular"] = [bool(r.get("singular", False)) for r in recs]
     out["mixed_method"] = [r.get("mixed_method", "") for r in recs]
     present = set(data[["size", "variant"]].drop_duplicates().itertuples(index=False, name=None))

@@ -55,8 +55,8 @@ def machine_columns(view: View, frame: pd.DataFrame) -> list[str]:
 
 def column_names(view: View, fmt: str, frame: pd.DataFrame) -> list[str]:
     """The names `render`'s `columns` takes for `view` in `fmt`: for csv and json the machine columns; for
-    the others each display column's header in lower case, its words joined by "_" (``95% CI of gap``:
-    ``95_ci_of_gap``; ``paired* p adj``: ``paired_p_adj``), as the frame's comparison fills it.
+    the others each display column's header in lower case, its words joined by "_" (``paired* 95% CI``:
+    ``paired_95_ci``; ``paired* p adj``: ``paired_p_adj``), as the frame's comparison fills it.
 
     Examples
     --------
@@ -64,7 +64,7 @@ def column_names(view: View, fmt: str, frame: pd.DataFrame) -> list[str]:
     >>> from rr_analysis.views.registry import VIEWS
     >>> from rr_core.sweepfile.dataset import load_sweep
     >>> column_names(VIEWS["table"], "text", gap_table(load_sweep()))[5:9]
-    ['baseline_mean', 'gap', '95_ci_of_gap', 'hedges_g']
+    ['baseline_mean', 'gap', 'paired_95_ci', 'hedges_g']
     """
     if fmt in ("csv", "json"):
         return machine_columns(view, frame)
@@ -100,13 +100,9 @@ def _stacked(view: View, frame: pd.DataFrame, width: int | None) -> str:
 
 
 def _hidden(names: list[str], width: int) -> str:
-    """The line below a narrowed table: what it leaves out, by name where one line holds them."""
-    named = f"not shown at width {width}: {', '.join(names)} (--wide shows all, --columns chooses)"
-    return (
-        named
-        if len(named) <= width
-        else f"not shown at width {width}: {len(names)} columns (--wide shows all, --columns chooses)"
-    )
+    """The paragraph below a narrowed table: every column it leaves out, by name (wrapped like the legend), so
+    a reader knows what to ask --columns for without a second run."""
+    return f"not shown at width {width}: {', '.join(names)} (--wide shows all, --columns chooses)"
 
 
 def _text(view: View, frame: pd.DataFrame, width: int | None = None) -> str:
@@ -183,7 +179,7 @@ def render(
         are dropped by rank to fit and a line below the table says which. None shows every column, unwrapped.
     columns
         These columns, in this order, by the names `column_names` gives (text, markdown, latex: e.g.
-        ``["size", "baseline", "gap", "95_ci_of_gap"]``; csv, json: the machine columns); in text none is dropped
+        ``["size", "baseline", "gap", "paired_95_ci"]``; csv, json: the machine columns); in text none is dropped
         to fit. None: the view's own.
     """
     v = filled(view, frame)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pandas as pd
 
 from rr_analysis.comparison import Comparison
-from rr_analysis.numbers import NA, significant
+from rr_analysis.numbers import NA, fixed, significant
 from rr_analysis.stats.gap_tests import TABLE_COLUMNS, gap_table
 from rr_analysis.tables.columns import GAP, Col, cell_of, interval, missing, number, p_cell
 from rr_analysis.views.analysis_view import AnalysisView
@@ -35,6 +35,10 @@ def _families(t: pd.DataFrame) -> str:
 def _table_notes(t: pd.DataFrame) -> list[str]:
     out = [_families(t)] if len(t) else []
     for _, r in t.iterrows():
+        if not missing(r["paired_ci_low"]) and fixed(r["paired_diff"], 4) != fixed(r["gap"], 4):
+            out.append(f"{r['size']} {label(r['baseline'])}: the paired* 95% CI is about the mean of the "
+                       f"{r['n_pairs']} seed-matched differences, {fixed(r['paired_diff'], 4)}, not the gap of "
+                       f"all runs, {fixed(r['gap'], 4)}")  # fmt: skip
         for view in ("welch", "paired", "mixed"):
             if r[f"{view}_note"]:
                 out.append(f"{r['size']} {label(r['baseline'])}, {view}: {r[f'{view}_note']}")
@@ -58,11 +62,12 @@ VIEW = AnalysisView(
         Col("{ref}\nmean", cell_of("review_mean", number(".4f")), 6),
         Col("baseline\nmean", cell_of("baseline_mean", number(".4f")), 6),
         Col("gap", cell_of("gap", number(".4f")), 0),
-        Col("95% CI\nof gap", interval("ci_low", "ci_high", ".4f"), 1),
+        Col("paired*\n95% CI", interval("paired_ci_low", "paired_ci_high", ".4f"), 0),
         Col("Hedges\ng", cell_of("hedges_g", number(".2f")), 1),
         Col("95% CI\nof g", interval("g_ci_low", "g_ci_high", ".2f"), 6),
         Col("Welch\nt", cell_of("welch_t", number(".2f")), 4),
         Col("Welch\ndf", cell_of("welch_df", number(".2f")), 5),
+        Col("Welch\n95% CI", interval("welch_ci_low", "welch_ci_high", ".4f"), 2),
         Col("Welch\np", cell_of("welch_p", p_cell), 2),
         Col("Welch\np adj", cell_of("p_adj_welch", p_cell), 3),
         Col("paired*\nt", cell_of("paired_t", number(".2f")), 4),
@@ -72,6 +77,7 @@ VIEW = AnalysisView(
         Col("sign-flip\np (floor)", _flip, 2),
         Col("mixed\ncoef", cell_of("mixed_coef", number(".4f")), 6),
         Col("mixed\nSE", cell_of("mixed_se", number(".5f")), 6),
+        Col("mixed\n95% CI", interval("mixed_ci_low", "mixed_ci_high", ".4f"), 6),
         Col("mixed\ndf", cell_of("mixed_df", number(".2f")), 5),
         Col("mixed\np", cell_of("mixed_p", p_cell), 3),
         Col("mixed\np adj", cell_of("p_adj_mixed", p_cell), 2),
@@ -79,15 +85,17 @@ VIEW = AnalysisView(
     legend=(
         GAP,
         "paired* (PRIMARY): t-test of the seed-matched differences (same seed = same data order), "
-        "df = pairs - 1, two-sided. The design blocks by seed; this is the test that uses the blocks with "
-        "the fewest assumptions.",
+        "df = pairs - 1, two-sided; paired* 95% CI: their mean -/+ t(0.975, pairs - 1) x SE, the interval "
+        "of the paired* p. The design blocks by seed; this is the test that uses the blocks with the fewest "
+        "assumptions.",
         "sign-flip: exact permutation test of the same differences; it cannot go below its floor 2/2^pairs "
         "(0.25 with 3 seeds), whatever the gap.",
         "mixed: the primary test's twin, {response} ~ variant + (1 | seed) per size, REML, {ref} as "
-        "reference; coef = baseline - {ref}, t-test with Satterthwaite df, two-sided.",
+        "reference; coef = baseline - {ref}, t-test with Satterthwaite df, two-sided; its 95% CI from the "
+        "same t.",
         "Welch: the paper's Table 2, two-sample t-test, unequal variances, Welch-Satterthwaite df, "
-        "two-sided; 95% CI of the gap from it. Hedges' g: gap / pooled SD times the exact J; its 95% CI "
-        "inverts the noncentral t.",
+        "two-sided; Welch 95% CI of the gap from the same t. Hedges' g: gap / pooled SD times the exact J; "
+        "its 95% CI inverts the noncentral t.",
     ),
     notes=_table_notes,
     machine=TABLE_COLUMNS,
