@@ -133,7 +133,7 @@ BAD = {
     ),
     "loss-empty": (
         HEADER + "\n60M,review_neutral,0,59.47,8000,,0.1,6.9\n",
-        ["column val_loss: '' - must not be empty"],
+        ["column val_loss: '' - the cell is empty, and val_loss needs a value in every row"],
     ),
     "loss-inf": (HEADER + "\n60M,review_neutral,0,59.47,8000,inf,0.1,6.9\n", ["column val_loss: inf"]),
     "loss-nan": (HEADER + "\n60M,review_neutral,0,59.47,8000,nan,0.1,6.9\n", ["column val_loss"]),
@@ -172,6 +172,55 @@ def test_malformed_file_is_refused_with_a_precise_message(tmp_path, name):
         assert fragment in message, message
     assert "Traceback" not in message and "SchemaError" not in message
     assert path.read_bytes() == before  # nothing is ever rewritten
+
+
+def _workbook() -> bytes:
+    """The first bytes of an .xlsx as Excel saves one: a zip archive of XML parts."""
+    import io
+    import zipfile
+
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        z.writestr("[Content_Types].xml", "<Types/>")
+        z.writestr("xl/workbook.xml", "<workbook/>")
+    return buf.getvalue()
+
+
+_SHEET = HEADER + "\n" + GOOD + "\n"
+# (file bytes, the fragments its refusal holds): files as a spreadsheet leaves them, each refused saying what the
+# file or cell is and what to do.
+SPREADSHEET = {
+    "tokens_B": ((HEADER + ",tokens_B\n" + GOOD + ",1.5\n").encode(), ["line 1, column tokens_B - unknown column: an extra measured column's name must be a lower-case identifier", "rename it tokens_b to read it"]),
+    "Accuracy": ((HEADER + ",Accuracy\n" + GOOD + ",0.5\n").encode(), ["column Accuracy - unknown column", "rename it accuracy to read it"]),
+    "val acc": ((HEADER + ",val acc\n" + GOOD + ",0.5\n").encode(), ["column val acc - unknown column", "rename it val_acc to read it"]),
+    "Val_Loss": (_SHEET.replace("val_loss", "Val_Loss").encode(), ["column Val_Loss - unknown column: did you mean val_loss? Names are matched exactly"]),
+    "taken": ((HEADER + ",acc,Acc\n" + GOOD + ",0.5,0.5\n").encode(), ["column Acc - unknown column", "acc, the name it would take, is another column's"]),
+    "xlsx": (_workbook(), ["is a zip archive, not CSV text: an Excel workbook (.xlsx)", "export the sheet as CSV", "pd.read_excel(path).to_csv(new_path, index=False)"]),
+    "xls": (b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + bytes(504), ["is an Excel 97-2003 workbook (.xls), not CSV text", "export the sheet as CSV"]),
+    "utf-16": (_SHEET.encode("utf-16"), ["is UTF-16 text (as Excel's 'Unicode Text' saves it), not UTF-8", "save it as UTF-8", "encoding='utf-16'"]),
+    "utf-16-le": (_SHEET.encode("utf-16-le"), ["is UTF-16 text (without a byte-order mark), not UTF-8", "encoding='utf-16-le'"]),
+    "utf-16-be": (_SHEET.encode("utf-16-be"), ["is UTF-16 text (without a byte-order mark)", "encoding='utf-16-be'"]),
+    "utf-32": (_SHEET.encode("utf-32"), ["is UTF-32 text", "encoding='utf-32'"]),
+    "empty-cell": (_SHEET.replace(",1.7016,", ",,").encode(), ["line 2, column val_loss: '' - the cell is empty, and val_loss needs a value in every row: a finite number in (0, 20)"]),
+    "empty-size": (_SHEET.replace("60M,", ",", 1).encode(), ["line 2, column size: '' - the cell is empty, and size needs a value in every row"]),
+    "nan-cell": (_SHEET.replace(",1.7016,", ",NaN,").encode(), ["line 2, column val_loss: nan - the cell holds NaN (no value), and val_loss needs a value in every row"]),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", list(SPREADSHEET))
+def test_spreadsheet_habits_are_named_with_what_to_do(tmp_path, name):
+    """The loader and `rr analyze --data` both say what the file or cell is, in plain words, and what to do;
+    exit 2, no traceback, the file untouched."""
+    raw, fragments = SPREADSHEET[name]
+    path = write(tmp_path, raw, "sheet.csv")
+    with pytest.raises(DataError) as err:
+        load_sweep(path)
+    result = rr("analyze", "--data", path)
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    for message in (str(err.value), result.output):
+        assert str(path) in message and all(f in message for f in fragments), message
+    assert "not_nullable" not in result.output and "not UTF-8 text (byte" not in result.output
+    assert path.read_bytes() == raw
 
 
 def test_all_problems_reported_in_one_pass(tmp_path):

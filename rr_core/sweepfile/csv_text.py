@@ -3,7 +3,9 @@ cells, every problem cited by line (`DataError`).
 
 Kept apart from `rr_core.sweepfile.dataset` (typing, the schema, load, write, append) because it is a
 tokenizer with rules of its own: quoted and plain CSV, ragged lines, a separator or decimal comma that is
-not the file's, a byte-order mark. Nothing here knows what a column means.
+not the file's, a byte-order mark, and what a spreadsheet saves instead of CSV text (a workbook, UTF-16
+"Unicode text"), each refused saying what the file is and how to save it as rr reads it. Nothing here knows
+what a column means.
 
 A line with fewer cells than the header is a row cut short (a write torn by a killed writer or a full disk
 on another tool; rr's own appends are whole, and start on a new line after such a tail): it is skipped
@@ -30,7 +32,7 @@ from rr_core.files import (
     Unreadable,
     read_regular,
 )
-from rr_core.sweepfile.schema import COLUMNS, EXTRA_NAME, Problem
+from rr_core.sweepfile.schema import COLUMNS, EXTRA_NAME, Problem, unknown_column
 
 __all__ = [
     "DataError",
@@ -75,8 +77,59 @@ def read_bytes(path: Path) -> bytes:
         raise file_problem(path, e.rule) from None
 
 
+_WORKBOOK = (
+    "rr reads CSV text: export the sheet as CSV (Excel: File > Save As > 'CSV UTF-8 (Comma delimited)'; "
+    "LibreOffice: File > Save As > 'Text CSV'), or in Python pd.read_excel(path).to_csv(new_path, index=False)"
+)
+_SIGNATURES = (  # a file's first bytes -> what it is, for files a spreadsheet saves in a format of its own
+    (b"PK\x03\x04", "is a zip archive, not CSV text: an Excel workbook (.xlsx) or an OpenDocument sheet (.ods) is one"),
+    (b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1", "is an Excel 97-2003 workbook (.xls), not CSV text"),
+)  # fmt: skip
+_WIDE = (  # byte-order marks of text in a wider encoding than UTF-8 (UTF-32's first: FF FE 00 00 starts FF FE)
+    (codecs.BOM_UTF32_LE, "utf-32"),
+    (codecs.BOM_UTF32_BE, "utf-32"),
+    (codecs.BOM_UTF16_LE, "utf-16"),
+    (codecs.BOM_UTF16_BE, "utf-16"),
+)
+
+
+def _not_text(raw: bytes) -> str | None:
+    """What a file is that is not UTF-8 text but a spreadsheet saves (a workbook, or "Unicode text": UTF-16),
+    told by its first bytes, with what to do; None for anything else.
+
+    UTF-16 without a byte-order mark is told by its NULs: ASCII text in it has a NUL in every other byte.
+    """
+    for magic, what in _SIGNATURES:
+        if raw.startswith(magic):
+            return f"{what}; {_WORKBOOK}"
+    codec = next((c for bom, c in _WIDE if raw.startswith(bom)), None)
+    head = raw[:4096] if len(raw) % 2 == 0 else b""
+    if codec is None and b"\x00" in head:
+        odd, even = head[1::2].count(0), head[0::2].count(0)
+        if max(odd, even) > 0.9 * len(head) / 2 and min(odd, even) == 0:
+            codec = "utf-16-le" if odd > even else "utf-16-be"
+    if codec is None:
+        return None
+    try:
+        raw.decode(codec)
+    except UnicodeDecodeError:
+        return None
+    kind = codec.upper().removesuffix("-LE").removesuffix("-BE")
+    how = (
+        "as Excel's 'Unicode Text' saves it" if codec in ("utf-16", "utf-32") else "without a byte-order mark"
+    )
+    return (
+        f"is {kind} text ({how}), not UTF-8: rr reads UTF-8, so save it "
+        f"as UTF-8 (Excel: 'CSV UTF-8 (Comma delimited)'; a text editor: encoding UTF-8), or in Python "
+        f"open(new_path, 'w', encoding='utf-8').write(open(path, encoding='{codec}').read())"
+    )
+
+
 def _check_text(raw: bytes, path) -> bytes:
-    """`raw` without a UTF-8 byte-order mark (tolerated), once it is known to be non-empty UTF-8 text."""
+    """`raw` without a UTF-8 byte-order mark (tolerated), once it is known to be non-empty UTF-8 text (a
+    workbook or UTF-16 text is refused first, naming what it is: `_not_text`)."""
+    if (what := _not_text(raw)) is not None:
+        raise file_problem(path, what)
     try:
         raw.decode("utf-8")
     except UnicodeDecodeError as e:
@@ -197,7 +250,7 @@ def _check_header(header: list[str], path, raw: bytes = b"") -> None:
     problems = [Problem(1, d, None, "column name appears more than once in the header") for d in dupes]
     problems += [Problem(1, m, None, "required column is missing") for m in FIELDS if m not in seen]
     problems += [
-        Problem(1, x, None, f"unknown column (expected {','.join(FIELDS)})")
+        Problem(1, x, None, unknown_column(x, header))
         for x in header
         if x not in FIELDS and not EXTRA_NAME.fullmatch(x)
     ]

@@ -32,7 +32,17 @@ from rr_core.files import (
 )
 from rr_core.ladder import size_problem, size_sort_key
 from rr_core.sweepfile.csv_text import DECIMAL_COMMA, FIELDS, DataError, file_problem, read_bytes, split_cells
-from rr_core.sweepfile.schema import COLUMNS, EXTRA_NAME, EXTRA_RULE, GROUP_RULES, KEY, SCHEMA, Problem
+from rr_core.sweepfile.schema import (
+    COLUMNS,
+    EXTRA_NAME,
+    EXTRA_RULE,
+    GROUP_RULES,
+    KEY,
+    SCHEMA,
+    Problem,
+    no_value,
+    unknown_column,
+)
 from rr_core.variants import COMPARED, variant_problem
 
 __all__ = [
@@ -109,16 +119,19 @@ def _typed(columns: dict[str, pa.ChunkedArray], lines: np.ndarray) -> tuple[pd.D
     out, problems = {}, []
     for col in COLUMNS:
         s = pc.utf8_trim_whitespace(columns[col.name])
+        empty = pc.equal(s, "").to_numpy(zero_copy_only=False)
+        if not col.optional:
+            problems += [
+                Problem(int(lines[i]), col.name, "", no_value(col.name)) for i in np.flatnonzero(empty)
+            ]
         if col.kind == "str":
             out[col.name] = s.to_pandas()
             if col.name in _LABEL_PROBLEMS:
                 problems += _label_problems(s, lines, col.name)
             continue
         values, bad, big = _numbers(s, col.kind)
-        empty = pc.equal(s, "").to_numpy(zero_copy_only=False)
         kind = "an integer" if col.kind == "int" else "a number"
         for rule, mask in (
-            ("must not be empty", empty & ~np.bool_(col.optional)),
             (f"is not {kind}", bad & ~empty),
             ("is too large: an integer must be below 2^63", big),
         ):
@@ -152,7 +165,7 @@ def _label_problems(s: pa.ChunkedArray, lines: np.ndarray, column: str) -> list[
     per label)."""
     problems = []
     for label in pc.unique(s).to_pylist():
-        if (rule := _LABEL_PROBLEMS[column](label)) is not None:
+        if label and (rule := _LABEL_PROBLEMS[column](label)) is not None:
             rows = np.flatnonzero(pc.equal(s, label).to_numpy(zero_copy_only=False))
             problems += [Problem(int(lines[i]), column, label, rule) for i in rows]
     return problems
@@ -193,6 +206,8 @@ def _schema_problems(
             column, rule = GROUP_RULES[row.check], row.check
         elif row.check == "multiple_fields_uniqueness":
             column, rule = ",".join(KEY), "duplicate run: this (size, variant, seed) appears more than once"
+        elif row.check == "not_nullable":  # a NaN where a value is needed: 'nan' in a file, NaN in a frame
+            column, rule = row.column, no_value(row.column, "holds NaN (no value)")
         else:
             column, rule = row.column, f"must be {row.check}"
         if (line, column) in seen:
@@ -419,12 +434,7 @@ def _extra_problems(df: pd.DataFrame) -> list[Problem]:
     for name in extra_columns(df.columns):
         if not EXTRA_NAME.fullmatch(str(name)):
             problems.append(
-                Problem(
-                    1,
-                    str(name),
-                    None,
-                    f"unknown column (expected {','.join(FIELDS)}): an extra column's name must be {EXTRA_NAME.pattern}",
-                )
+                Problem(1, str(name), None, unknown_column(str(name), list(map(str, df.columns))))
             )
             continue
         values = pd.to_numeric(df[name], errors="coerce")

@@ -17,7 +17,19 @@ import pandera.pandas as pa
 from rr_core.ladder import LADDER, SIZE_LABEL
 from rr_core.variants import VARIANT_NAME, VARIANT_RULE
 
-__all__ = ["Column", "COLUMNS", "KEY", "SCHEMA", "Problem", "GROUP_RULES", "EXTRA_NAME", "EXTRA_RULE"]
+__all__ = [
+    "Column",
+    "COLUMNS",
+    "KEY",
+    "SCHEMA",
+    "Problem",
+    "GROUP_RULES",
+    "EXTRA_NAME",
+    "EXTRA_NAME_RULE",
+    "EXTRA_RULE",
+    "no_value",
+    "unknown_column",
+]
 
 
 MAX_PARAMS_M = 1e7  # 10^13 parameters: a typo guard (a count in units, not millions), far above any model
@@ -42,10 +54,43 @@ COLUMNS: tuple[Column, ...] = (
     Column("minutes", "float", True, "a number >= 0 or empty"),
 )
 KEY: list[str] = ["size", "variant", "seed"]
+_RULE = {c.name: c.rule for c in COLUMNS}
 # A column beyond COLUMNS is an extra measured metric (an accuracy, a downstream score), read as float64 for
 # `rr analyze --metric`, when its name is a plain identifier and every cell is a finite number or empty.
 EXTRA_NAME = re.compile(r"[a-z][a-z0-9_]{0,39}")
+EXTRA_NAME_RULE = (
+    "a lower-case identifier (a lower-case ASCII letter, then at most 39 lower-case letters, digits or _)"
+)
 EXTRA_RULE = "an extra column is read as a measured metric only when every cell is a finite number or empty"
+
+
+def unknown_column(name: str, header: list[str]) -> str:
+    """Why the header's column `name` is refused, and the name that would be read, for a name that is neither
+    a schema column nor an extra column's identifier (a spreadsheet's 'Accuracy', 'tokens_B', 'val acc').
+
+    Example
+    -------
+    >>> unknown_column("val acc", ["size", "val acc"]).split(": ")[-1]
+    'rename it val_acc to read it as a measured metric'
+    """
+    wanted = re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_")
+    schema = {c.name.lower(): c.name for c in COLUMNS}
+    if wanted in schema:  # 'Val_Loss', 'params m': a schema column written another way
+        return (
+            f"unknown column: did you mean {schema[wanted]}? Names are matched exactly, letter case included"
+        )
+    rule = f"unknown column: an extra measured column's name must be {EXTRA_NAME_RULE}"
+    if not EXTRA_NAME.fullmatch(wanted):
+        return f"{rule}; the schema's columns are {','.join(c.name for c in COLUMNS)}"
+    if wanted in header:
+        return f"{rule}; {wanted}, the name it would take, is another column's: rename one of them"
+    return f"{rule}: rename it {wanted} to read it as a measured metric"
+
+
+def no_value(column: str, cell: str = "is empty") -> str:
+    """The rule broken by a cell without a value in a column that needs one, in plain words (`cell` says what
+    the cell holds: empty, or NaN)."""
+    return f"the cell {cell}, and {column} needs a value in every row: {_RULE[column]}"
 
 
 @dataclass(frozen=True)
@@ -91,8 +136,6 @@ GROUP_RULES: dict[str, str] = {
     "params_M must be the same in every row of a (size, variant)": "params_M",
     "steps must be the same in every row of a (size, variant)": "steps",
 }
-
-_RULE = {c.name: c.rule for c in COLUMNS}
 
 SCHEMA = pa.DataFrameSchema(
     {
