@@ -248,9 +248,9 @@ def world_size() -> int:
 
 def train_and_report(command: str, runs, out: Path, *, resume: bool, dry_run: bool) -> None:
     """The tail of `rr train` and `rr reproduce` once the runs are planned (`rr_model.planning.Runs`): say
-    which are skipped, check the data, then show the plan and the memory plan (`dry_run`) or train the runs
-    to do and show their results; exit 1 if one diverged."""
-    from rr_model.data.token_cache import check_data
+    which are skipped, make every run's checks (`Runs.check`: what the trainer refuses, refused here before
+    any run trains or any file is made), then show the plan and the memory plan (`dry_run`) or train the
+    runs to do and show their results; exit 1 if one diverged."""
     from rr_model.planning import describe_runs, memory_plans
 
     lead = os.environ.get("RANK", "0") == "0"  # under torchrun, one process reports
@@ -260,7 +260,7 @@ def train_and_report(command: str, runs, out: Path, *, resume: bool, dry_run: bo
                 typer.echo(f"skip: {' '.join(map(str, cfg.key))} is already in {out}")
         if not runs.todo:
             return
-        check_data(runs.todo[0].data, runs.todo[0].tokenizer)
+        runs.check(world_size())
         if dry_run:
             echo_plan(describe_runs(runs.todo), f"rr {command}: plan for {out}")
             echo_memory(*memory_plans(runs.todo, world_size()), world_size())

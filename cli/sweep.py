@@ -276,7 +276,7 @@ def _closing_table(out: Path) -> None:
         )
 
 
-def _plan(out: Path, p: dict, options: dict) -> tuple[list, list]:
+def _plan(out: Path, p: dict, options: dict):
     """The sweep's runs (to train, already in `out`) from the options `p`: sizes or --at, seeds or --effect,
     variants; a reproduction checked to be one."""
     from rr_core.variants import COMPARED
@@ -286,10 +286,10 @@ def _plan(out: Path, p: dict, options: dict) -> tuple[list, list]:
     variants, chosen = tuple(p["variant"] or COMPARED), _sizes(p["sizes"], p["at"], p["ladder"])
     effect, seeds = p["effect"], p["seeds"]
     plan_seeds = _seeds(seeds) if effect is None else _effect_seeds(out, chosen, effect, variants, seeds)
-    todo, skipped, _ = plan_sweep(out, chosen, plan_seeds, variants, **options)
+    runs = plan_sweep(out, chosen, plan_seeds, variants, **options)
     if p["reproduce"]:
-        check_reproducible(todo + skipped, out)
-    return todo, skipped
+        check_reproducible(runs.todo + runs.skipped, out)
+    return runs
 
 
 def _default_out(reproduce: bool, ladder: str | None) -> Path:
@@ -343,16 +343,20 @@ def sweep(
     with known_errors():
         if status or cancel:
             return _status_or_cancel(out, status, cancel)
-        todo, skipped = _plan(out, ctx.params, options)
-        typer.echo(f"rr sweep: {len(todo)} run(s) to train, {len(skipped)} already in {out}")
+        runs = _plan(out, ctx.params, options)
+        todo = runs.todo
+        typer.echo(f"rr sweep: {len(todo)} run(s) to train, {len(runs.skipped)} already in {out}")
         if launcher is Launcher.local and nodes > 1:
             raise InputError("--nodes is the Slurm launcher's; here one run spans --nproc processes")
         if launcher is Launcher.local:
+            runs.check(nproc)  # every run's checks before the first trains, as under --dry-run
             return _local(todo, out, nproc, dry_run)
         if nproc > 1:
             raise InputError(
                 "--nproc is the local launcher's; with --launcher slurm give --gpus per run (per node with --nodes)"
             )
+        if not per_run_files:  # a job of its own file checks that file when it starts
+            runs.check(nodes * max(1, gpus), gpu_here=False)  # jobs run on other machines: --gpu-memory only
         _slurm(todo, out, _resources(ctx.params), per_run_files, dry_run)
 
 

@@ -1,7 +1,8 @@
 """Which runs to make and where their rows go: the one reading of a run's output file before training
 (`preflight`, whose `OutputPlan` answers every question asked of the file: present runs, the published
-start, the recipe guard, whether a row fits), the plan behind `rr train` (`plan_runs`) and the time
-estimate of `--dry-run` (`describe_runs`). Torch-free, so planning and dry runs start at once.
+start, the recipe guard, whether a row fits), a run's checks before its first step (`check_run`: the
+trainer's and `--dry-run`'s alike), the plan behind `rr train` (`plan_runs`) and the time estimate of
+`--dry-run` (`describe_runs`). Torch-free, so planning and dry runs start at once.
 
 A command reads its output file once, whatever the number of runs: its plan (`Runs`) carries the
 `OutputPlan` to the trainer (`rr_model.trainer.train_runs`), which takes in each row it appends
@@ -34,9 +35,10 @@ from rr_core.sweepfile.dataset import (
 from rr_core.sweepfile.integrity import check_integrity
 from rr_core.sweepfile.provenance import sidecar_path
 from rr_core.variants import COMPARED
+from rr_model.data.token_cache import Corpus, check_data
 from rr_model.flops import assumed_rate, flops_per_token
 from rr_model.hardware import datasheet_memory, gpu_memory, gpu_name
-from rr_model.memory import SETTINGS, Setting, memory_plan
+from rr_model.memory import SETTINGS, Setting, memory_plan, refuse_unfit
 from rr_model.run_config import DEFAULT_OUT, TrainConfig, recipe_differences
 
 if TYPE_CHECKING:
@@ -48,6 +50,7 @@ __all__ = [
     "OutputPlan",
     "Runs",
     "preflight",
+    "check_run",
     "dataset_keys",
     "dataset_row",
     "plan_runs",
@@ -130,7 +133,7 @@ class OutputPlan:
             self.rows = rows
         self.__dict__.pop("keys", None)  # recomputed from the new rows when next asked
 
-    def guard(self, cfg: TrainConfig, tokens: Tokens) -> None:
+    def guard(self, cfg: TrainConfig, tokens: Tokens | Corpus) -> None:
         """Refuse an off-recipe run for a file that holds published rows, naming every difference."""
         if self.published and (diffs := recipe_differences(cfg, tokens)):
             what = "is a reproduction file" if self.reproduction else "holds published rows"
@@ -168,6 +171,19 @@ class Runs(NamedTuple):
         """`runs` split into those `output` lacks (to train) and those it holds."""
         done = output.keys
         return cls([r for r in runs if r.key not in done], [r for r in runs if r.key in done], output)
+
+    def check(self, world: int, gpu_here: bool = True) -> None:
+        """Every check each run to do makes before its first step (`check_run`), on what is known before
+        any data is tokenized (`check_data`): the dry run's checks, and the real run's before the first of
+        its runs trains, so neither plans nor starts what a later run would refuse. `world`: the processes
+        of each run. `gpu_here`: check the memory plan against this machine's GPU where --gpu-memory is
+        not given (not for jobs that run on other machines)."""
+        corpora: dict[tuple, Corpus] = {}
+        for cfg in self.todo:
+            where = (cfg.data, cfg.tokenizer, cfg.recipe.n_text)
+            corpus = corpora.get(where) or corpora.setdefault(where, check_data(*where))
+            gib = _gpu_memory(cfg)[0] if gpu_here else cfg.gpu_memory
+            check_run(cfg, self.output, corpus, world, gib)
 
 
 def preflight(
@@ -219,6 +235,35 @@ def preflight(
     rows = load_sweep(source) if source.exists() else None
     _check_writable(out)
     return OutputPlan(out, rows, from_published, reproduction, known)
+
+
+def check_run(
+    cfg: TrainConfig, output: OutputPlan, corpus: Tokens | Corpus, world: int, gpu_gib: float | None
+) -> GPTConfig:
+    """Refuse a run that may not go ahead, before it creates anything; the model it trains otherwise.
+
+    The one list of a run's checks before its first step, called by `--dry-run` (`Runs.check`, with
+    `check_data`'s `Corpus`) and by the trainer (`rr_model.trainer`, with that corpus before it claims
+    the run, and again with the `Tokens` it loaded and the file as it is once claimed), so a dry run
+    refuses what the run would refuse, and a refused run leaves no file behind: its batch splits over
+    `world` processes and `--micro-batches`; the recipe guard (`OutputPlan.guard`); its row fits the
+    file (`OutputPlan.check_fits`); its memory plan fits `gpu_gib` per process (None: not checked).
+    """
+    r = cfg.recipe
+    if r.batch_size % world:
+        raise InputError(f"the batch of {r.batch_size} sequences does not split over {world} processes")
+    if (r.batch_size // world) % cfg.micro_batches:
+        raise InputError(
+            f"--micro-batches {cfg.micro_batches} does not split each process's {r.batch_size // world} "
+            "sequences evenly"
+        )
+    output.guard(cfg, corpus)
+    mcfg = replace(
+        model_config(cfg.size, cfg.variant, corpus.vocab_size, cfg.ladder), block_size=r.block_size
+    )
+    output.check_fits(cfg, mcfg.n_params)
+    refuse_unfit(cfg, mcfg, world, gpu_gib)
+    return mcfg
 
 
 def _check_writable(out: Path) -> None:

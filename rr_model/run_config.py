@@ -61,7 +61,7 @@ __all__ = [
 
 
 if TYPE_CHECKING:
-    from rr_model.data.token_cache import Tokens
+    from rr_model.data.token_cache import Corpus, Tokens
 
 Precision = Literal["tf32", "bf16", "fp32"]  # tf32 is the published setting (fp32 arithmetic off CUDA)
 Device = Literal["auto", "cuda", "mps", "cpu"]  # auto: cuda, then mps, then cpu
@@ -418,7 +418,7 @@ def default_out(ladder: str | os.PathLike | None = None) -> Path:
 # ---------------------------------------------------------------------------------------- recipe guard
 
 
-def recipe_differences(cfg: TrainConfig, tokens: Tokens) -> list[str]:
+def recipe_differences(cfg: TrainConfig, tokens: Tokens | Corpus) -> list[str]:
     """How a run departs from its size's published recipe, one readable phrase per difference ([]: none).
 
     A ladder file's size is compared with its own recipe, unless it carries the label of one of rr's sizes:

@@ -40,20 +40,19 @@ import torch.distributed as dist
 from rr_core.errors import InputError, StoppedElsewhere
 from rr_core.files import Held, Unwritten, claim, stamp
 from rr_core.plugins import provenance
-from rr_core.shapes import GPTConfig, model_config
+from rr_core.shapes import GPTConfig
 from rr_core.sweepfile.csv_text import DataError
 from rr_core.sweepfile.dataset import append_rows
 from rr_core.sweepfile.metrics_log import metrics_path
 from rr_core.sweepfile.provenance import append_record, environment, sidecar_path
 from rr_model import checkpoint, out_of_memory
-from rr_model.data.token_cache import Tokens, load_tokens, sample_batch
+from rr_model.data.token_cache import Tokens, check_data, load_tokens, sample_batch
 from rr_model.flops import flops_per_token
 from rr_model.hardware import datasheet_peak, peak_note
-from rr_model.memory import refuse_unfit
 from rr_model.metrics import Metrics
 from rr_model.model import GPT
 from rr_model.numerics import numerics
-from rr_model.planning import OutputPlan, dataset_row, preflight
+from rr_model.planning import OutputPlan, check_run, dataset_row, preflight
 from rr_model.progress import Progress
 from rr_model.run_config import (
     DEFAULT_OUT,
@@ -216,16 +215,11 @@ def _setup(
     """Check that the run may go ahead and where its row goes, load its tokens, build model and optimiser."""
     alone = cfg.shard == "fsdp" and not dist.is_initialized()
     rank, world = join_process_group(device, alone=cfg.shard == "fsdp")
-    r = cfg.recipe
-    if r.batch_size % world:
-        raise InputError(f"the batch of {r.batch_size} sequences does not split over {world} processes")
-    if (r.batch_size // world) % cfg.micro_batches:
-        raise InputError(
-            f"--micro-batches {cfg.micro_batches} does not split each process's {r.batch_size // world} "
-            "sequences evenly"
-        )
+    r, gpu_gib = cfg.recipe, gpu_memory(cfg, device)
     if plan is None:  # the file's one reading before training
         plan = preflight(out, [cfg.size], reproduction=cfg.reproduce, ladder=cfg.ladder)
+    planned = check_data(cfg.data, cfg.tokenizer, r.n_text)
+    check_run(cfg, plan, planned, world, gpu_gib)  # before the run makes any file: what --dry-run checks
     _claim(out, cfg, rank, world, claimed)
     plan.refresh()  # once the run is claimed: a row its previous holder wrote since the reading is seen
     tokens = load_tokens(
@@ -236,14 +230,9 @@ def _setup(
         text_field=cfg.text_field,
         val_frac=r.val_frac,
     )
+    mcfg = check_run(cfg, plan, tokens, world, gpu_gib)  # again: on the tokens loaded, the file as it is now
     if rank == 0:
         plan.start()
-    plan.guard(cfg, tokens)
-    mcfg = replace(
-        model_config(cfg.size, cfg.variant, tokens.vocab_size, cfg.ladder), block_size=r.block_size
-    )
-    plan.check_fits(cfg, mcfg.n_params)
-    refuse_unfit(cfg, mcfg, world, gpu_memory(cfg, device))
     ckpt = (checkpoint.sharded_path if cfg.shard == "fsdp" else checkpoint.checkpoint_path)(out, *cfg.key)
     if rank == 0:
         out_of_memory.record_path(ckpt).unlink(missing_ok=True)  # a stop of an earlier attempt

@@ -378,6 +378,24 @@ def test_a_token_cache_directory_or_file_loads_as_data(cache, txt):
         load_tokens(str(directory), tokenizer="gpt2")
 
 
+def test_check_data_says_what_load_tokens_will_train_on(cache, txt):
+    """The facts a dry run checks the recipe and the model's vocabulary with are those of the tokens loaded:
+    synthetic (bytes by default, at most its 10,000 stories), a local file (GPT-2 by default), a cache."""
+    facts = ("source", "tokenizer", "n_text", "vocab_size")
+    for data, tokenizer, n_text in (
+        ("synthetic", None, 12),
+        ("synthetic", None, 10**6),
+        (str(txt), "bytes", 60),
+    ):
+        loaded = load_tokens(data, n_text=n_text, tokenizer=tokenizer, cache_dir=cache)
+        assert tuple(tokmod.check_data(data, tokenizer, n_text)) == tuple(getattr(loaded, f) for f in facts)
+    directory = cache / "tokens" / loaded.key
+    assert tokmod.check_data(str(directory), None, 3).n_text == 60  # a cache is what it holds
+    planned = tokmod.check_data("tinystories")
+    assert planned == (TINYSTORIES, "gpt2", RECIPE.n_text, RECIPE.vocab_size)
+    assert tokmod.check_data(str(txt)) == (str(txt), "gpt2", RECIPE.n_text, RECIPE.vocab_size)
+
+
 def test_concurrent_loads_tokenize_once(cache, txt, monkeypatch):
     builds = []
     real = tokmod.load_tokenizer  # loaded only to tokenize, under the cache's lock

@@ -124,6 +124,18 @@ def test_at_trains_a_size_past_the_published_ladder_from_a_ladder_file(tmp_path)
         assert bad.exit_code == 2 and says in bad.stderr, bad.output
 
 
+@pytest.mark.parametrize("launcher", ["local", "slurm"])
+def test_a_sweep_refuses_what_its_runs_would_refuse_before_any_starts(tmp_path, monkeypatch, launcher):
+    # issue 36.5: the plan went ahead (or its jobs were submitted), and each run then refused on its own
+    monkeypatch.chdir(tmp_path)
+    for dry in (["--dry-run"], []):
+        args = ("sweep", "--sizes", "60M", "--seeds", 3, "--corpus", "synthetic", "--launcher", launcher)
+        result = rr(*args, *dry)
+        assert result.exit_code == 2, result.output
+        assert "holds published rows, and this run is off the published recipe of 60M" in result.stderr
+        assert list(tmp_path.iterdir()) == []
+
+
 def test_seeds_for_effect_plans_what_rr_sweep_effect_planned(sweep):
     """The seeds `rr sweep --effect ... --dry-run` printed before the planning moved to rr_analysis.stats.power."""
     published = sweep

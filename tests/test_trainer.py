@@ -21,7 +21,7 @@ import pytest
 import torch
 from conftest import RR, TINY_RUN, rr, stub_tokens
 
-from rr_core.errors import InputError
+from rr_core.errors import InputError, RecipeError
 from rr_core.ladder import RECIPE, get_size
 from rr_core.shapes import model_config
 from rr_core.sweepfile import provenance
@@ -378,6 +378,45 @@ def test_recipe_guard_refuses_off_recipe_runs_for_the_published_file(tmp_path):
     ):
         assert text in message, message
     assert out.read_bytes() == before and not provenance.sidecar_path(out).exists()
+
+
+def test_a_dry_run_refuses_what_the_run_refuses_and_a_refused_run_leaves_no_file(tmp_path, monkeypatch):
+    # issue 36.5: the dry run planned seed 3 into the default dataset; the run then made it (42 published
+    # rows) and a claim lock, and only then refused the synthetic corpus for a file of published rows
+    monkeypatch.chdir(tmp_path)
+    for dry in (["--dry-run"], []):
+        result = rr("train", "--size", "60M", "--corpus", "synthetic", *dry)
+        assert result.exit_code == 2, result.output
+        message = " ".join(result.stderr.split())
+        assert message.startswith(
+            "rr: error: data/scaling_v8.csv holds published rows, and this run is off the published recipe "
+            "of 60M: data synthetic (published: roneneldan/TinyStories); tokenizer bytes (published: gpt2)"
+        ), message
+        assert "est_minutes" not in result.stdout and list(tmp_path.iterdir()) == []
+    with pytest.raises(RecipeError, match="holds published rows"):
+        train(TrainConfig("60M", data="synthetic"), DEFAULT_OUT)  # the trainer itself: a sweep's child, a job
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (
+            ["--size", "1B", "--gpu-memory", 1],
+            "not training 1B review_neutral 0: the memory plan says it does not fit in 90% of 1 GiB per GPU",
+        ),
+        (
+            ["--size", "tiny", "--micro-batches", 3],
+            "--micro-batches 3 does not split each process's 8 sequences",
+        ),
+    ],
+)
+def test_a_dry_run_makes_the_checks_the_trainer_makes_before_its_first_step(tmp_path, options, message):
+    out = tmp_path / "x.csv"
+    for dry in (["--dry-run"], []):
+        result = rr("train", *options, "--corpus", "synthetic", "--out", out, *dry)
+        assert result.exit_code == 2 and message in " ".join(result.stderr.split()), result.output
+        assert list(tmp_path.iterdir()) == []
 
 
 def test_a_row_the_file_would_refuse_is_refused_before_training(tmp_path):

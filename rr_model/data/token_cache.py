@@ -28,18 +28,20 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
 from rr_core.errors import InputError
 from rr_core.files import Damaged, atomic_dir, locked
-from rr_core.ladder import RECIPE
+from rr_core.ladder import BYTE_EOS, RECIPE
 from rr_model.data import synthetic
 from rr_model.data.corpus import READERS, TINYSTORIES, corpus_files, corpus_reader, no_data
 from rr_model.data.tokenizers import CHUNK, TOKEN_DTYPE, Tokenizer, load_tokenizer
 
 __all__ = [
     "Tokens",
+    "Corpus",
     "load_tokens",
     "check_data",
     "sample_batch",
@@ -275,26 +277,43 @@ def load_tokens(
     return tokens
 
 
-def check_data(data: str, tokenizer: str | None = None) -> None:
-    """Refuse what `load_tokens` would refuse for `data`, without tokenizing or downloading anything.
+class Corpus(NamedTuple):
+    """What a run will train on, as far as it is known before anything is tokenized (`check_data`): the
+    facts of `Tokens` that a run's checks read (`rr_model.planning.check_run`: the recipe guard, the model's
+    vocabulary), so that a dry run checks what the run checks."""
 
-    For `rr train --dry-run`: the corpus file must exist (a folder must hold one), a token cache must be
-    complete and match `tokenizer`; whether the hub can be reached is only found out by loading.
+    source: str  # as `Tokens.source`
+    tokenizer: str
+    n_text: int  # the documents asked for; a local or hub corpus may turn out to hold fewer when read
+    vocab_size: int
+
+
+def check_data(data: str, tokenizer: str | None = None, n_text: int = RECIPE.n_text) -> Corpus:
+    """Refuse what `load_tokens` would refuse for `data`, without tokenizing or downloading anything, and
+    say what the run would train on.
+
+    For `rr train --dry-run` and the checks before a run's first step: the corpus file must exist (a folder
+    must hold one), a token cache must be complete and match `tokenizer`; whether the hub can be reached is
+    only found out by loading. The `Corpus` follows `load_tokens`'s rules (the default tokenizers, the
+    synthetic corpus's size, a cache's own meta); only a local or hub corpus holding fewer than `n_text`
+    documents is found out by loading.
     """
     if tokenizer not in (None, "gpt2", "bytes"):
         raise InputError(f"unknown tokenizer {tokenizer!r}; use 'gpt2' or 'bytes'")
     path = Path(data)
-    if data in ("tinystories", "synthetic") or data.startswith("hf:"):
-        return
-    if path.suffix in READERS and path.is_file():
-        return
-    if _is_cache(path):
-        _given_cache(path.parent if path.is_file() else path, tokenizer)
-        return
-    if path.is_dir():
-        corpus_files(path)
-        return
-    raise no_data(data)
+    synthetic_ = data == "synthetic"
+    if not synthetic_ and data != "tinystories" and not data.startswith("hf:"):
+        if _is_cache(path):
+            tokens = _given_cache(path.parent if path.is_file() else path, tokenizer)
+            return Corpus(tokens.source, tokens.tokenizer, tokens.n_text, tokens.vocab_size)
+        if path.is_dir():
+            corpus_files(path)
+        elif not (path.suffix in READERS and path.is_file()):
+            raise no_data(data)
+    tokenizer = tokenizer or ("bytes" if synthetic_ else "gpt2")
+    vocab = BYTE_EOS + 1 if tokenizer == "bytes" else RECIPE.vocab_size  # 256 bytes and EOS; GPT-2's
+    n_text = min(n_text, synthetic.N_STORIES) if synthetic_ else n_text
+    return Corpus(TINYSTORIES if data == "tinystories" else data, tokenizer, n_text, vocab)
 
 
 def _given_cache(directory: Path, tokenizer: str | None, val_frac: float = RECIPE.val_frac) -> Tokens:
