@@ -211,15 +211,31 @@ def curves(
         help="Dataset CSV whose runs to draw (their logs are found through its sidecar in OUT.metrics/).",
         show_default=False,
     ),
-    smooth: float = typer.Option(
-        0.6, "--smooth", min=0.0, max=0.99, help="Weight of the moving average of the loss (0: raw)."
+    half_life: float | None = typer.Option(
+        None,
+        "--half-life",
+        min=0.0,
+        metavar="STEPS",
+        help="Smooth the loss by step distance: a reading's weight halves every STEPS steps (0: raw). "
+        "Default: a share of each run's logged steps, so that few readings are drawn as they are "
+        "(docs/training.md).",
+        show_default=False,
+    ),
+    smooth: float | None = typer.Option(
+        None,
+        "--smooth",
+        min=0.0,
+        max=0.99,
+        help="Deprecated: the old per-reading weight of the moving average, read as the half-life that "
+        "gives the same curve on evenly logged runs; use --half-life.",
+        show_default=False,
     ),
     out: Path = _out("curves.png"),
     dpi: int = DPI,
     title: str | None = TITLE,
 ) -> None:
-    """Training loss (smoothed) and learning rate by step: a facet per size, a line per run, from the
-    metrics logs rr train writes (OUT.metrics/RUN.jsonl)."""
+    """Training loss (smoothed by step distance, over its raw readings) and learning rate by step: a facet
+    per size, a line per run, from the metrics logs rr train writes (OUT.metrics/RUN.jsonl)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -235,7 +251,10 @@ def curves(
         raise fail("give --data FILE.csv or at least one metrics folder or log (OUT.metrics/)")
     with known_errors():
         check_writable(out)
-        curves = smooth_curves(load_curves(sources), smooth)
+        curves = smooth_curves(load_curves(sources), half_life, weight=smooth)
+        if smooth is not None:
+            lives = ", ".join(dict.fromkeys(f"{h:g}" for h in curves["half_life"]))
+            typer.echo(f"rr plot: --smooth is deprecated: read as --half-life {lives}", err=True)
         with frozen_heap():
             path = save_figure(curves_figure(curves, title=title), out, dpi=dpi)
     typer.echo(str(path))

@@ -167,7 +167,7 @@ def figures(sweep: str, paths: dict[str, Path]) -> Iterator[tuple[str, Any, int]
 
 def curves() -> Any:
     """The training-curves figure of two made-up runs of 40 logged steps (loss falling, the published lr
-    schedule's shape), smoothed as `rr plot curves` smooths."""
+    schedule's shape), smoothed as `rr plot curves` smooths by default (by step distance)."""
     import numpy as np
     import pandas as pd
 
