@@ -17,6 +17,7 @@ measured matmul rate at that precision, and says so. The figure used is printed.
     python bench/train_throughput.py --gpu-check                       # H200: 60M, 150M, 1B (~6 min)
     python bench/train_throughput.py --gpu-check --small               # the same path, tiny on CPU
     python bench/train_throughput.py --size tiny --profile --steps 3   # torch.profiler: ops, host syncs
+    python bench/train_throughput.py --size tiny --variant review_neutral --gates   # watched / unwatched
 
 `--gpu-check` runs, for 60M, 150M and 1B at the published batch (64 x 256), TF32 eager (the published
 setting, with the trainer's AdamW: fused on CUDA) and bf16 + torch.compile + fused AdamW, 25 timed steps
@@ -54,11 +55,12 @@ class Setting:
     steps: int
     warmup: int
     device: str
+    gates: bool = False  # watch the gates as the trainer does (`rr_model.gate_watch.GateWatch`)
 
     @property
     def label(self) -> str:
         adam = {None: " + trainer's AdamW", True: " + fused AdamW", False: " + unfused AdamW"}[self.fused]
-        return f"{self.precision}{' + compile' if self.compile else ' eager'}{adam}"
+        return f"{self.precision}{' + compile' if self.compile else ' eager'}{adam}{' + gates' * self.gates}"
 
 
 def _optimizer(model, fused: bool | None):
@@ -109,6 +111,22 @@ def matmul_flops(device, precision: str) -> float:
     return 2 * n**3 * reps / (time.perf_counter() - start)
 
 
+def _watch(model, device):
+    """The gates watched as the trainer watches them (`rr_model.gate_watch.GateWatch`)."""
+    from rr_model.gate_watch import GateWatch
+
+    return GateWatch(model, device)
+
+
+def _read_back(loss, watch) -> None:
+    """Read the loss back, with r's sums when the gates are watched: one transfer, as at a log point."""
+    import torch
+
+    sums = [] if watch is None else [watch.sums.view(-1)]
+    dtype = loss.dtype if watch is None else watch.sums.dtype
+    torch.cat([loss.view(-1).to(dtype), *sums]).tolist()
+
+
 def measure(s: Setting, profile: bool = False) -> dict:
     """Warm up, then time `s.steps` optimiser steps of one setting in this process.
 
@@ -136,6 +154,7 @@ def measure(s: Setting, profile: bool = False) -> dict:
     torch.manual_seed(0)
     model = GPT(cfg).to(device)
     optimizer = _optimizer(model, s.fused)
+    watch = _watch(model, device) if s.gates else None  # before compiling, as the trainer does
     net = torch.compile(model) if s.compile else model
     bf16 = s.precision == "bf16"
     autocast = torch.autocast(device.type, dtype=torch.bfloat16) if bf16 else contextlib.nullcontext()
@@ -145,7 +164,7 @@ def measure(s: Setting, profile: bool = False) -> dict:
         start = time.perf_counter()
         for _ in range(n):
             loss, _ = train_step(net, optimizer, x, x, 1, recipe.grad_clip, autocast)
-        loss.item()  # waits for the device, once: no sync inside the timed steps
+        _read_back(loss, watch)  # waits for the device, once: no sync inside the timed steps
         return time.perf_counter() - start
 
     warm = steps(s.warmup)
@@ -220,8 +239,8 @@ def line(s: Setting, r: dict, base: dict | None) -> str:
     )
 
 
-def compare(chosen: Setting, baseline: Setting | None, timeout: float) -> None:
-    """One setting beside its baseline, each in its own process."""
+def compare(chosen: Setting, baseline: Setting | None, timeout: float) -> tuple[dict | None, dict]:
+    """One setting beside its baseline, each in its own process; their results (baseline's, chosen's)."""
     rb = run(baseline, timeout) if baseline else None
     rc = run(chosen, timeout)
     first = rc if "error" not in rc else rb or {}
@@ -233,6 +252,7 @@ def compare(chosen: Setting, baseline: Setting | None, timeout: float) -> None:
     if baseline:
         print(line(baseline, rb, None) + "  (baseline)")
     print(line(chosen, rc, rb))
+    return rb, rc
 
 
 def gpu_check(a: argparse.Namespace) -> None:
@@ -289,6 +309,11 @@ def main() -> None:
     p.add_argument(
         "--baseline", default="fp32", choices=["fp32", "none"], help="fp32: plain eager fp32 beside"
     )
+    p.add_argument(
+        "--gates",
+        action="store_true",
+        help="watch the gates as the trainer does, beside the same setting unwatched (the baseline)",
+    )
     p.add_argument("--batch", type=int, help="sequences per step (default: the size's recipe)")
     p.add_argument("--vocab", type=int, default=50257, help="vocabulary (GPT-2: 50257, bytes: 257)")
     p.add_argument("--steps", type=int, help="timed steps (default 10; 25 for --gpu-check)")
@@ -314,8 +339,14 @@ def main() -> None:
     chosen = Setting(a.size, a.variant, a.precision, a.compile, a.fused, a.batch, a.vocab, steps,
                      warmup + 2 * a.compile, a.device)  # fmt: skip
     if a.profile:
-        r = measure(chosen, profile=True)
+        r = measure(replace(chosen, gates=a.gates), profile=True)
         print(f"{chosen.size} {chosen.label}: {r['step_s'] * 1e3:.1f} ms/step under the profiler")
+        return
+    if a.gates:  # the cost of watching: the same setting with and without the watch
+        plain, watched = compare(replace(chosen, gates=True), chosen, a.config_timeout)
+        if "error" not in plain and "error" not in watched:
+            ratio = watched["tokens_per_s"] / plain["tokens_per_s"]
+            print(f"gates watched / unwatched tokens/s: {ratio:.3f}")
         return
     baseline = replace(chosen, precision="fp32", compile=False, fused=False, warmup=warmup)
     compare(chosen, baseline if a.baseline == "fp32" else None, a.config_timeout)

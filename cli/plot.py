@@ -198,19 +198,40 @@ def calibration(
     _write(data, out, dpi, lambda df: calibration_figure(df, title=title, comparison=asked))
 
 
+RUNS = typer.Argument(
+    None, help="Metrics folders (OUT.metrics/) or logs (.jsonl) of runs; or use --data.", show_default=False
+)
+RUNS_DATA = typer.Option(
+    None,
+    "--data",
+    help="Dataset CSV whose runs to draw (their logs are found through its sidecar in OUT.metrics/).",
+    show_default=False,
+)
+
+
+def _write_logs(sources: list[Path], out: Path, dpi: int, draw: Callable) -> None:
+    """Check `out`, draw the figure of the metrics logs `sources` name (`draw(sources)`), write it, print the
+    path. Exit 2 on known errors, or when no source is given."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+
+    from cli.heap import frozen_heap
+    from rr_analysis.figures.output import check_writable, save_figure
+
+    if not sources:
+        raise fail("give --data FILE.csv or at least one metrics folder or log (OUT.metrics/)")
+    with known_errors():
+        check_writable(out)
+        with frozen_heap():
+            path = save_figure(draw(sources), out, dpi=dpi)
+    typer.echo(str(path))
+
+
 @plot_app.command()
 def curves(
-    runs: list[Path] = typer.Argument(
-        None,
-        help="Metrics folders (OUT.metrics/) or logs (.jsonl) of runs; or use --data.",
-        show_default=False,
-    ),
-    data: Path | None = typer.Option(
-        None,
-        "--data",
-        help="Dataset CSV whose runs to draw (their logs are found through its sidecar in OUT.metrics/).",
-        show_default=False,
-    ),
+    runs: list[Path] = RUNS,
+    data: Path | None = RUNS_DATA,
     half_life: float | None = typer.Option(
         None,
         "--half-life",
@@ -236,28 +257,42 @@ def curves(
 ) -> None:
     """Training loss (smoothed by step distance, over its raw readings) and learning rate by step: a facet
     per size, a line per run, from the metrics logs rr train writes (OUT.metrics/RUN.jsonl)."""
-    import matplotlib
 
-    matplotlib.use("Agg")
+    def draw(sources):
+        from rr_analysis.figures.curves import curves_figure
+        from rr_analysis.stats.smoothing import smooth_curves
+        from rr_core.sweepfile.metrics_log import load_curves
 
-    from cli.heap import frozen_heap
-    from rr_analysis.figures.curves import curves_figure
-    from rr_analysis.figures.output import check_writable, save_figure
-    from rr_analysis.stats.smoothing import smooth_curves
-    from rr_core.sweepfile.metrics_log import load_curves
-
-    sources = [*(runs or []), *([data] if data else [])]
-    if not sources:
-        raise fail("give --data FILE.csv or at least one metrics folder or log (OUT.metrics/)")
-    with known_errors():
-        check_writable(out)
         curves = smooth_curves(load_curves(sources), half_life, weight=smooth)
         if smooth is not None:
             lives = ", ".join(dict.fromkeys(f"{h:g}" for h in curves["half_life"]))
             typer.echo(f"rr plot: --smooth is deprecated: read as --half-life {lives}", err=True)
-        with frozen_heap():
-            path = save_figure(curves_figure(curves, title=title), out, dpi=dpi)
-    typer.echo(str(path))
+        return curves_figure(curves, title=title)
+
+    _write_logs([*(runs or []), *([data] if data else [])], out, dpi, draw)
+
+
+@plot_app.command()
+def gates(
+    runs: list[Path] = RUNS,
+    data: Path | None = RUNS_DATA,
+    out: Path = _out("gates.png"),
+    dpi: int = DPI,
+    title: str | None = TITLE,
+) -> None:
+    """Each gated sublayer's r over training: a row per size and variant, attention and MLP apart, a line
+    per run and layer (coloured by depth), from the metrics logs of runs of gated variants.
+
+    `rr gates` reads r on one batch of a checkpoint; this draws what the trainer logged at each log point.
+    """
+
+    def draw(sources):
+        from rr_analysis.figures.curves import gates_figure
+        from rr_core.sweepfile.metrics_log import load_gates
+
+        return gates_figure(load_gates(sources), title=title)
+
+    _write_logs([*(runs or []), *([data] if data else [])], out, dpi, draw)
 
 
 def register(app: typer.Typer) -> None:

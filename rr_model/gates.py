@@ -1,6 +1,7 @@
 """What the residual gates do on a batch: each gated sublayer's r, for `rr gates`.
 
-Review and Highway expose their gate as ``rule.r(h, u)`` (`rr_model.model`); `gate_stats` reads it through
+Review and Highway expose their gate as ``rule.r(h, u)`` (`rr_model.model`; which rules have one:
+`rr_model.gate_watch.gated`, which the trainer watches the same way); `gate_stats` reads it through
 forward hooks during one extra forward pass, so the model's own forward stays untouched. `gates` builds
 the model (fresh at a seed, or from a run's weights) and its batch: the project's synthetic stories
 in bytes (`rr_model.data.synthetic`), so nothing is downloaded. Imports torch.
@@ -21,6 +22,7 @@ from rr_core.shapes import model_config
 from rr_core.variants import NAMES, REFERENCE, residual_rule
 from rr_model.data.synthetic import stories
 from rr_model.data.tokenizers import encode_bytes
+from rr_model.gate_watch import gated
 from rr_model.inference import load_trained
 from rr_model.model import GPT
 
@@ -41,19 +43,14 @@ def gate_stats(model: GPT, idx: torch.Tensor) -> list[dict]:
     of r > 0.9) and frac_closed (share of r < 0.1), pooled over every position and channel. Empty for
     variants without a gate (standard, layerscale, rezero).
     """
-    gated = [
-        (i, name, rule)
-        for i, block in enumerate(model.transformer.h)
-        for name, rule in (("attn", block.res_attn), ("mlp", block.res_mlp))
-        if hasattr(rule, "r")
-    ]
+    sites = gated(model)
     found = []
 
     def record(rule: nn.Module, args: tuple[torch.Tensor, torch.Tensor], output: torch.Tensor) -> None:
         r = rule.r(*args).float()
         found.append(torch.stack([r.mean(), r.std(), (r > 0.9).float().mean(), (r < 0.1).float().mean()]))
 
-    hooks = [rule.register_forward_hook(record) for _, _, rule in gated]
+    hooks = [rule.register_forward_hook(record) for _, _, rule in sites]
     try:
         model(idx)
     finally:
@@ -62,7 +59,7 @@ def gate_stats(model: GPT, idx: torch.Tensor) -> list[dict]:
     values = torch.stack(found).tolist() if found else []
     return [
         {"layer": i, "sublayer": name, **dict(zip(_STATS, v, strict=True))}
-        for (i, name, _), v in zip(gated, values, strict=True)
+        for (i, name, _), v in zip(sites, values, strict=True)
     ]
 
 

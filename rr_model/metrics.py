@@ -17,6 +17,7 @@ import importlib.util
 import json
 import math
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal, get_args
 
@@ -120,12 +121,22 @@ class Metrics:
         self.file.write(json.dumps({k: _finite(v) for k, v in record.items()}) + "\n")
         self.file.flush()
 
-    def log(self, step: int, **values: float | None) -> None:
-        """One log interval's readings at optimiser step `step` (loss, lr, grad_norm, tokens_per_s, ...)."""
+    def log(self, step: int, gates: Sequence[dict[str, Any]] = (), **values: float | None) -> None:
+        """One log interval's readings at optimiser step `step` (loss, lr, grad_norm, tokens_per_s, ...).
+
+        `gates`: each gated sublayer's r over the interval (`rr_model.gate_watch.GateWatch.stats`: layer,
+        sublayer, mean, std), written under the record's "gates" key and sent to TensorBoard and W&B as
+        ``gates/r_mean/LAYER.SUBLAYER`` and ``gates/r_std/LAYER.SUBLAYER``; a run without a gate has none.
+        """
         if not self.enabled:
             return
-        self._write({"event": "train", "step": step, **values})
+        gated = {"gates": [{k: _finite(v) for k, v in g.items()} for g in gates]} if gates else {}
+        self._write({"event": "train", "step": step, **values, **gated})
         scalars = {f"train/{k}": v for k, v in values.items() if v is not None and math.isfinite(v)}
+        for g in gates:
+            for stat in ("mean", "std"):
+                if g[stat] is not None and math.isfinite(g[stat]):
+                    scalars[f"gates/r_{stat}/{g['layer']}.{g['sublayer']}"] = g[stat]
         if self.tensorboard is not None:
             for tag, value in scalars.items():
                 self.tensorboard.add_scalar(tag, value, step)

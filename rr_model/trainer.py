@@ -48,6 +48,7 @@ from rr_core.sweepfile.provenance import append_record, environment, sidecar_pat
 from rr_model import checkpoint, out_of_memory
 from rr_model.data.token_cache import Tokens, check_data, load_tokens, sample_batch
 from rr_model.flops import flops_per_token
+from rr_model.gate_watch import GateWatch
 from rr_model.hardware import datasheet_peak, peak_note
 from rr_model.metrics import Metrics
 from rr_model.model import GPT
@@ -117,6 +118,7 @@ class _Run:
     flags: Any = None  # the process group of the out-of-memory flag; None: the default one
     progress: Progress | None = None
     metrics: Metrics | None = None  # the per-step log (JSONL, and TensorBoard / W&B when asked)
+    gates: GateWatch | None = None  # each gated sublayer's r, summed on the device between log points
     env: dict[str, Any] = field(default_factory=dict)  # software and hardware (rr_core.sweepfile.provenance)
     queued: int = 0  # steps of the runs to train after this one: the progress display's total ETA
     at: int = 0  # the step being trained (after the loop: the final evaluation's)
@@ -379,6 +381,7 @@ def _restore(run: _Run, found: Path, saved: checkpoint.Resumable) -> None:
 def _start(run: _Run) -> None:
     """Compile the model if asked, open the progress display and print the run's shape."""
     cfg, r, mcfg = run.cfg, run.cfg.recipe, run.mcfg
+    run.gates = GateWatch(run.model, run.device)  # before compiling, which traces it; empty without a gate
     run.net = torch.compile(run.model) if cfg.compile else run.model
     if run.world > 1 and not run.sharded:
         _same_weights(run)
@@ -458,11 +461,17 @@ def _loop(run: _Run) -> str | None:
         if done % cfg.log_every == 0 or done == cfg.steps or at_checkpoint:
             if world > 1:
                 dist.all_reduce(loss_sum)  # every rank sees the same mean, so all stop together
-            total, norms = torch.stack([loss_sum, norm_sum]).tolist()  # the interval's one host sync
+                if len(run.gates):
+                    dist.all_reduce(run.gates.sums)  # r's sums over every process's share of the batch
+            readings = torch.cat(
+                [t.view(-1).to(run.gates.sums.dtype) for t in (loss_sum, run.gates.sums, norm_sum)]
+            )
+            total, *gates, norms = readings.tolist()  # the interval's one host sync (float32 to 64: exact)
             mean = total / n_sum / world
-            _log(run, done, mean, norms / n_sum, lr_at(step, cfg.steps, r))
+            _log(run, done, mean, norms / n_sum, lr_at(step, cfg.steps, r), run.gates.stats(gates))
             loss_sum.zero_()
             norm_sum.zero_()
+            run.gates.sums.zero_()
             n_sum = 0
             if not math.isfinite(mean):
                 run.state.seconds += time.perf_counter() - start
@@ -478,14 +487,15 @@ def _loop(run: _Run) -> str | None:
     return None
 
 
-def _log(run: _Run, done: int, loss: float, grad_norm: float, lr: float) -> None:
-    """One log interval's readings into the metrics log (rank 0); MFU is None where the peak is unknown."""
+def _log(run: _Run, done: int, loss: float, grad_norm: float, lr: float, gates: list[dict]) -> None:
+    """One log interval's readings into the metrics log (rank 0); MFU is None where the peak is unknown;
+    `gates`: each gated sublayer's r over the interval (`GateWatch.stats`), [] for a rule without a gate."""
     rate, mfu = run.progress.rates(done)
     cuda = run.device.type == "cuda"
     memory = torch.cuda.max_memory_allocated(run.device) / 2**30 if cuda else None
     run.metrics.log(
         done, loss=loss, lr=lr, grad_norm=grad_norm, tokens_per_s=rate, mfu=mfu, memory_gib=memory,
-        seconds=time.perf_counter() - run.progress.t0,
+        seconds=time.perf_counter() - run.progress.t0, gates=gates,
     )  # fmt: skip
 
 
@@ -600,6 +610,7 @@ def _finish(run: _Run, failure: str | None) -> dict[str, Any]:
     """Evaluate (unless the run diverged), then write the row and the provenance record; the record."""
     cfg, r = run.cfg, run.cfg.recipe
     run.progress.close()
+    run.gates.close()  # the evaluation reads no gate
     result = None
     if failure is None:
         start = time.perf_counter()

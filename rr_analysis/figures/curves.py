@@ -1,11 +1,17 @@
-"""Training curves: the smoothed loss and the learning rate by step, a facet per size and a line per run,
-from the metrics logs every run writes.
+"""Training curves from the metrics logs every run writes: the smoothed loss and the learning rate by step, a
+facet per size and a line per run; and the gates over training, each gated sublayer's r by step.
+
+`rr gates` reads r on one batch of one checkpoint; `gates_figure` draws what the trainer logged at every log
+point (`rr_core.sweepfile.metrics_log.load_gates`), so it shows where each layer's gates opened or closed
+while the run learned.
 """
 
 from __future__ import annotations
 
 import matplotlib as mpl
 import pandas as pd
+from matplotlib.cm import ScalarMappable
+from matplotlib.colors import BoundaryNorm
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
@@ -14,10 +20,10 @@ from rr_analysis.numbers import significant
 from rr_core.ladder import size_sort_key
 from rr_core.variants import label, palette
 
-__all__ = [
-    "curves_figure",
-    "RAW_MARKERS",
-]
+__all__ = ["curves_figure", "gates_figure", "RAW_MARKERS", "LAYER_COLOURS"]
+
+LAYER_COLOURS = "viridis"  # depth on a sequential, colour-blind-safe scale: first layer dark, last light
+_SUBLAYERS = {"attn": "attention", "mlp": "MLP"}
 
 RAW_MARKERS = 200  # a run's raw readings are drawn as points up to this many; beyond, a thin line alone
 
@@ -78,3 +84,62 @@ def _curve(loss_ax, lr_ax, run: pd.DataFrame, name: str, c: str) -> None:
     loss_ax.plot(run["step"], run["loss_smooth"], color=c, lw=1.4, gid=f"loss:{name}")
     if run["lr"].notna().any():
         lr_ax.plot(run["step"], run["lr"], color=c, lw=1.2, gid=f"lr:{name}")
+
+
+def gates_figure(gates: pd.DataFrame, *, title: str | None = None) -> Figure:
+    """Each gated sublayer's mean r by step: a row per size and variant, attention and MLP side by side,
+    a line per run and layer coloured by depth, its spread (+-1 std) shaded.
+
+    Parameters
+    ----------
+    gates
+        `rr_core.sweepfile.metrics_log.load_gates`: columns size, variant, seed, step, layer, sublayer, mean
+        and std.
+    title
+        Figure title; None for the default.
+
+    Notes
+    -----
+    r near 1 lets a sublayer's update through, near 0 holds it back; Review's gates start at exactly 0.5.
+    The spread is that of r over the positions, channels and forward passes of each log interval. Rows
+    follow the ladder, then the registry's variant order; each row's colour bar runs over its own layers.
+    Each line's gid is ``r:SIZE:VARIANT:SEED:LAYER:SUBLAYER``.
+    """
+    order = {v: i for i, v in enumerate(variants_in_order(gates))}
+    rows = sorted(
+        gates[["size", "variant"]].drop_duplicates().itertuples(index=False),
+        key=lambda r: (size_sort_key(r.size), r.size, order[r.variant]),
+    )
+    cmap = mpl.colormaps[LAYER_COLOURS]
+    with mpl.rc_context(STYLE):
+        fig = new_figure(
+            8.4, 2.6 * len(rows) + 0.6, title or "Gate r by step: mean per layer, +-1 std shaded"
+        )
+        axes = fig.subplots(len(rows), len(_SUBLAYERS), squeeze=False, sharex="row", sharey=True)
+        for row, (size, variant) in enumerate(rows):
+            runs = gates[(gates["size"] == size) & (gates["variant"] == variant)]
+            layers = int(runs["layer"].max()) + 1
+            norm = BoundaryNorm(range(layers + 1), cmap.N)
+            for col, (sublayer, name) in enumerate(_SUBLAYERS.items()):
+                ax = axes[row, col]
+                part = runs[runs["sublayer"] == sublayer]
+                for (seed, layer), line in part.groupby(["seed", "layer"], sort=True, observed=True):
+                    _gate_line(ax, line, cmap(norm(layer)), f"r:{size}:{variant}:{seed}:{layer}:{sublayer}")
+                ax.set_title(f"{size} {label(variant)}: {name}")
+                ax.set_xlabel("Optimiser step")
+            axes[row, 0].set_ylabel("Gate r (a line per run)")
+            shown = range(0, layers, -(-layers // 8))  # at most 8 labels, the first layer's always
+            bar = fig.colorbar(
+                ScalarMappable(norm, cmap), ax=axes[row, :].tolist(), ticks=[i + 0.5 for i in shown]
+            )
+            bar.ax.set_yticklabels([str(i) for i in shown])
+            bar.set_label("Layer")
+    return fig
+
+
+def _gate_line(ax, line: pd.DataFrame, c, gid: str) -> None:
+    """One run's one sublayer: its mean r, and +-1 std shaded faintly behind it."""
+    ax.fill_between(
+        line["step"], line["mean"] - line["std"], line["mean"] + line["std"], color=c, alpha=0.12, lw=0
+    )
+    ax.plot(line["step"], line["mean"], color=c, lw=1.2, gid=gid)

@@ -1,4 +1,5 @@
-"""Training curves: the per-step metrics log every run writes, and the reader behind `rr plot curves`.
+"""Training curves: the per-step metrics log every run writes, and the readers behind `rr plot curves` and
+`rr plot gates`.
 
 A dataset ``NAME.csv`` keeps its runs' metrics in ``NAME.metrics/SIZE-VARIANT-seedS.jsonl``, beside the
 checkpoint folder ``NAME.checkpoints/``: one JSON object per line, each with an ``event``:
@@ -8,7 +9,10 @@ checkpoint folder ``NAME.checkpoints/``: one JSON object per line, each with an 
 - ``train``: a log interval ended at ``step``: ``loss`` (mean training loss of the interval), ``lr``
   (of the interval's last step), ``grad_norm`` (mean pre-clip gradient norm), ``tokens_per_s``, ``mfu``
   (None where the device's peak is unknown), ``memory_gib`` (peak CUDA memory; None off CUDA) and
-  ``seconds`` (wall-clock since the segment began);
+  ``seconds`` (wall-clock since the segment began); for a variant with a gate r, ``gates`` too: one
+  object per gated sublayer in depth order, its ``layer`` (block index), ``sublayer`` ("attn" or "mlp"),
+  and the ``mean`` and ``std`` of r over every position, channel and forward pass of the interval (every
+  process's share of the batch pooled; `rr_model.gate_watch`);
 - ``eval``: the final evaluation: ``val_loss``, ``ece`` and ``minutes``.
 
 A resumed run appends to its log and repeats the steps after its last checkpoint; the reader keeps the last
@@ -19,7 +23,7 @@ run's next segment logs those steps again and starts on a new line. Torch-free.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -29,10 +33,12 @@ from rr_core.errors import InputError
 from rr_core.files import json_lines
 from rr_core.sweepfile.provenance import read_records, sidecar_path
 
-__all__ = ["metrics_path", "read_metrics", "load_curves", "CURVE_COLUMNS"]
+__all__ = ["metrics_path", "read_metrics", "load_curves", "load_gates", "CURVE_COLUMNS", "GATE_COLUMNS"]
 
 # Columns of `load_curves`: one row per run and logged step.
 CURVE_COLUMNS = ("size", "variant", "seed", "step", "loss", "lr", "source")
+# Columns of `load_gates`: one row per run, logged step and gated sublayer.
+GATE_COLUMNS = ("size", "variant", "seed", "step", "layer", "sublayer", "mean", "std", "source")
 
 
 def metrics_path(out: str | os.PathLike, size: str, variant: str, seed: int) -> Path:
@@ -57,35 +63,80 @@ def read_metrics(path: str | os.PathLike) -> list[dict[str, Any]]:
     return records
 
 
-def _log_rows(path: Path) -> list[dict[str, Any]]:
-    """The curve rows of one metrics log: the last reading of each step."""
+def _train_records(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The run a metrics log names (size, variant, seed) and its last ``train`` record of each step, in
+    step order."""
     records = read_metrics(path)
     start = next((r for r in records if r["event"] == "start"), None)
     if start is None:
         raise InputError(f"{path}: no 'start' record naming the run")
     key = {k: start[k] for k in ("size", "variant", "seed")}
     by_step = {r["step"]: r for r in records if r["event"] == "train"}
+    return key, [by_step[s] for s in sorted(by_step)]
+
+
+def _curve_rows(path: Path) -> list[dict[str, Any]]:
+    """The curve rows of one metrics log: the last reading of each step."""
+    key, train = _train_records(path)
     return [
-        {**key, "step": s, "loss": r.get("loss"), "lr": r.get("lr"), "source": str(path)}
-        for s, r in sorted(by_step.items())
+        {**key, "step": r["step"], "loss": r.get("loss"), "lr": r.get("lr"), "source": str(path)}
+        for r in train
     ]
 
 
-def _dataset_rows(csv: Path) -> list[dict[str, Any]]:
-    """The curves of a dataset's runs: each "ok" run's metrics log, else its record's loss curve (no lr)."""
-    runs = {}
-    for r in read_records(sidecar_path(csv)):
-        if r.get("status") == "ok":
-            runs[(r["size"], r["variant"], r["seed"])] = r
-    rows = []
-    for key, record in runs.items():
-        log = metrics_path(csv, *key)
-        if log.exists():
-            rows += _log_rows(log)
-            continue
-        for step, loss in record.get("loss_curve") or []:
-            rows.append(dict(zip(("size", "variant", "seed"), key, strict=True)))
-            rows[-1].update(step=int(step), loss=loss, lr=None, source=str(sidecar_path(csv)))
+def _gate_rows(path: Path) -> list[dict[str, Any]]:
+    """The gate rows of one metrics log: each gated sublayer's r at the last reading of each step."""
+    key, train = _train_records(path)
+    return [
+        {
+            **key,
+            "step": r["step"],
+            **{k: g[k] for k in ("layer", "sublayer", "mean", "std")},
+            "source": str(path),
+        }
+        for r in train
+        for g in r.get("gates") or []
+    ]
+
+
+def _record_curve(key: tuple[str, str, int], record: dict[str, Any], sidecar: Path) -> list[dict[str, Any]]:
+    """The curve rows of a run without a metrics log: its provenance record's loss curve (no lr)."""
+    run = dict(zip(("size", "variant", "seed"), key, strict=True))
+    return [
+        {**run, "step": int(step), "loss": loss, "lr": None, "source": str(sidecar)}
+        for step, loss in record.get("loss_curve") or []
+    ]
+
+
+def _rows(
+    paths: list[Path],
+    from_log: Callable[[Path], list[dict[str, Any]]],
+    from_record: Callable[[tuple[str, str, int], dict[str, Any], Path], list[dict[str, Any]]] | None = None,
+) -> list[dict[str, Any]]:
+    """`from_log`'s rows of every metrics log `paths` name: a ``.jsonl`` log, a metrics folder (every log in it)
+    or a dataset CSV (each "ok" run's log, found through its provenance sidecar; `from_record`'s rows of its
+    record where it has no log)."""
+    rows: list[dict[str, Any]] = []
+    for path in paths:
+        if path.is_dir():
+            for log in sorted(path.glob("*.jsonl")):
+                rows += from_log(log)
+        elif path.suffix == ".jsonl" and path.is_file():
+            rows += from_log(path)
+        elif path.is_file():
+            sidecar = sidecar_path(path)
+            runs = {
+                (r["size"], r["variant"], r["seed"]): r
+                for r in read_records(sidecar)
+                if r.get("status") == "ok"
+            }
+            for key, record in runs.items():
+                if (log := metrics_path(path, *key)).exists():
+                    rows += from_log(log)
+                elif from_record is not None:
+                    rows += from_record(key, record, sidecar)
+        else:
+            raise InputError(f"{path}: no such dataset, metrics folder or metrics log")
     return rows
 
 
@@ -109,24 +160,47 @@ def load_curves(paths: Iterable[str | os.PathLike]) -> pd.DataFrame:
     InputError
         A path that does not exist, or paths that hold no curve at all.
     """
-    rows: list[dict[str, Any]] = []
     paths = [Path(p) for p in paths]
-    for path in paths:
-        if path.is_dir():
-            for log in sorted(path.glob("*.jsonl")):
-                rows += _log_rows(log)
-        elif path.suffix == ".jsonl" and path.is_file():
-            rows += _log_rows(path)
-        elif path.is_file():
-            rows += _dataset_rows(path)
-        else:
-            raise InputError(f"{path}: no such dataset, metrics folder or metrics log")
+    rows = _rows(paths, _curve_rows, _record_curve)
     if not rows:
-        where = ", ".join(str(p) for p in paths)
         raise InputError(
-            f"no training curves in {where}: runs trained by rr write them to NAME.metrics/ beside the "
-            "dataset (the published rows were trained before rr and have none)"
+            f"no training curves in {', '.join(map(str, paths))}: runs trained by rr write them to NAME.metrics/ "
+            "beside the dataset (the published rows were trained before rr and have none)"
         )
     df = pd.DataFrame(rows, columns=list(CURVE_COLUMNS))
     df[["loss", "lr"]] = df[["loss", "lr"]].astype(float)
     return df.drop_duplicates(["size", "variant", "seed", "step"], keep="last").reset_index(drop=True)
+
+
+def load_gates(paths: Iterable[str | os.PathLike]) -> pd.DataFrame:
+    """Each gated sublayer's r over training, from the metrics logs of runs of gated variants.
+
+    Parameters
+    ----------
+    paths
+        As `load_curves`: dataset CSVs (their runs' logs), metrics folders or ``.jsonl`` logs. Logs of runs
+        without a gate (and runs without a log) contribute nothing.
+
+    Returns
+    -------
+    DataFrame with `GATE_COLUMNS`: size, variant, seed, step, layer (block index), sublayer ("attn" or
+    "mlp"), mean and std of r over the log interval ending at step (NaN where the rule's forward never
+    called its r), and source (the file read).
+
+    Raises
+    ------
+    InputError
+        A path that does not exist, or paths that hold no gate reading at all.
+    """
+    paths = [Path(p) for p in paths]
+    rows = _rows(paths, _gate_rows)
+    if not rows:
+        raise InputError(
+            f"no gate readings in {', '.join(map(str, paths))}: runs of a variant with a gate (review_neutral, "
+            "highway, a plugin's rule with r) log them in NAME.metrics/ as they train; `rr gates --checkpoint` "
+            "reads a finished run's weights"
+        )
+    df = pd.DataFrame(rows, columns=list(GATE_COLUMNS))
+    df[["mean", "std"]] = df[["mean", "std"]].astype(float)
+    keys = ["size", "variant", "seed", "step", "layer", "sublayer"]
+    return df.drop_duplicates(keys, keep="last").reset_index(drop=True)
