@@ -95,13 +95,10 @@ def emergence(
     asked = options.comparison(reference, baselines, metric, higher_is_better)
 
     def draw(df):
-        from rr_analysis.figures.gaps import emergence_figure
-        from rr_analysis.stats.forecast import meta_line
-        from rr_analysis.stats.gap_tests import gap_table
+        from rr_analysis.figures.gaps import emergence_plot
 
-        line = meta_line(df, comparison=asked) if fit else None
-        table = gap_table(df, adjust.value, asked)
-        return emergence_figure(table, stat=stat.value, ci=ci, title=title, line=line)
+        how = {"stat": stat.value, "adjust": adjust.value, "ci": ci, "fit": fit, "title": title}
+        return emergence_plot(df, **how, comparison=asked)
 
     _write(data, out, dpi, draw)
 

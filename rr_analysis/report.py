@@ -22,11 +22,11 @@ from matplotlib.figure import Figure
 
 from rr_analysis.comparison import Comparison, Keywords, asked
 from rr_analysis.figures.estimates import test_name
-from rr_analysis.figures.gaps import emergence_figure
+from rr_analysis.figures.gaps import emergence_plot
 from rr_analysis.figures.output import save_figure, write_atomic
 from rr_analysis.figures.raw import calibration_figure, scaling_figure, seeds_figure
 from rr_analysis.stats.emergence import emergence
-from rr_analysis.stats.gap_tests import gap_table
+from rr_analysis.stats.gap_tests import PRIMARY_TEST, gap_table
 from rr_analysis.stats.notes import recipe_notes
 from rr_analysis.stats.power import power_table
 from rr_analysis.stats.summary import describe
@@ -44,12 +44,19 @@ __all__ = ["REPORT_NAME", "Report", "build_report", "write_report"]
 
 REPORT_NAME = "report.md"
 
-# (file, heading, caption): the report's figures in reading order.
+# (file, heading, caption, `emergence_plot`'s options): the emergence figures in reading order, each drawn as
+# `rr plot emergence` draws it with those options, so a file name is one figure in the report and out of it.
 _EMERGENCE = (
-    ("emergence.png", "welch", "The paper's Figure 2: Welch t-test, ±1 SE; stars Holm-adjusted."),
-    ("emergence_paired.png", "paired", "The same gaps as seen by the seed-matched paired t-test, ±1 SE."),
-    ("emergence_mixed.png", "mixed", "The same gaps as seen by the per-size mixed model, ±1 SE."),
-)
+    ("emergence.png", f"Primary: {test_name(PRIMARY_TEST)}, with the size-level line",
+     "The primary analysis, as `rr plot emergence` draws it: the seed-matched paired t-test's gaps, ±1 SE, "
+     "stars Holm-adjusted; the line is the primary size-level model's fit with its 95% CI band.", {}),
+    ("emergence_welch.png", f"The paper's Figure 2: {test_name('welch')}",
+     "The paper's Figure 2 as published (`rr plot emergence --stat welch --adjust none --no-fit`): Welch "
+     "t-test, ±1 SE, stars unadjusted.", {"stat": "welch", "adjust": "none", "fit": False}),
+    ("emergence_mixed.png", test_name("mixed"),
+     "The same gaps as seen by the per-size mixed model (`rr plot emergence --stat mixed --no-fit`), ±1 SE, "
+     "stars Holm-adjusted.", {"stat": "mixed", "fit": False}),
+)  # fmt: skip
 _RAW = (
     ("scaling.png", "Scaling", "Validation loss against parameters: every run a point, the seed mean a line."),
     ("seeds.png", "Seeds", "Per size: every run, each variant's mean with its 95% t interval, and a line per seed (the pairing)."),
@@ -58,7 +65,15 @@ _RAW = (
 
 
 _DRAWN = {"scaling.png": scaling_figure, "seeds.png": seeds_figure, "calibration.png": calibration_figure}
-_FILES = (REPORT_NAME, *(name for name, _, _ in _EMERGENCE + _RAW))  # all rr writes into a report folder
+_FORMER = (
+    "emergence_paired.png",
+)  # written by earlier versions: a folder holding it is still rr's to replace
+_FILES = (  # all rr writes into a report folder
+    REPORT_NAME,
+    *(name for name, *_ in _EMERGENCE),
+    *(name for name, _, _ in _RAW),
+    *_FORMER,
+)
 _MARK = "Written by `rr report`"  # a Markdown file holding this is a report rr wrote, which it may replace
 
 
@@ -117,8 +132,9 @@ def build_report(
     -------
     Report: ``markdown`` (links the figures by file name), ``figures`` (file name -> Figure) and
     ``omitted`` (file name -> reason, for figures the data cannot support, e.g. one size or no ECE).
-    Sections: data, the per-size table (Welch, paired, mixed, Holm), the emergence figures and model,
-    the recipe notes, the power table, the raw-data figures.
+    Sections: data, the per-size table (Welch, paired, mixed, Holm), the emergence figures (the primary one
+    as `rr plot emergence` draws it, the paper's Welch figure, the mixed model's; `emergence_plot`) and
+    model, the recipe notes, the power table, the raw-data figures.
     """
     from importlib.metadata import version
 
@@ -140,9 +156,9 @@ def build_report(
         f"## 2. Does {label(c.reference)}'s advantage grow with size?",
         "",
     ]
-    for name, stat, caption in _EMERGENCE:
-        md += [f"### {test_name(stat)}", ""]
-        md += _figure(report, name, caption, partial(emergence_figure, table, stat=stat), figure_dir)
+    for name, heading, caption, how in _EMERGENCE:
+        md += [f"### {heading}", ""]
+        md += _figure(report, name, caption, partial(emergence_plot, df, **how, comparison=c), figure_dir)
     md += ["### Emergence model", "", render(emergence(df, c), VIEWS["emergence"], "markdown")]
     md += ["## 3. Recipe notes", "", render(recipe_notes(df, c), VIEWS["notes"], "markdown")]
     md += [

@@ -19,7 +19,7 @@ from rr_core.sweepfile.dataset import bundled_path, load_sweep
 LINK = re.compile(r"!\[[^\]]*\]\(([^)]+)\)")
 FIGURES = [
     "emergence.png",
-    "emergence_paired.png",
+    "emergence_welch.png",
     "emergence_mixed.png",
     "scaling.png",
     "seeds.png",
@@ -56,6 +56,42 @@ def test_report_links_every_figure_and_each_file_exists(published):
     assert links == FIGURES
     for name in links:
         assert (out / name).read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
+    assert sorted(p.name for p in out.iterdir()) == sorted([*FIGURES, "report.md"])
+
+
+@pytest.mark.parametrize(
+    ("name", "options"),
+    [("emergence.png", []), ("emergence_welch.png", ["--stat", "welch", "--adjust", "none", "--no-fit"])],
+)
+def test_a_report_figure_is_the_one_rr_plot_emergence_draws_under_its_name(
+    published, tmp_path, name, options
+):
+    """One file name, one figure: the report's emergence.png is `rr plot emergence`'s default (the primary
+    paired figure with the size-level line and its band), its emergence_welch.png the paper's figure as
+    `rr plot emergence --stat welch --adjust none --no-fit` draws it; the same PNG bytes at the same dpi."""
+    out, _ = published
+    plot = tmp_path / name
+    result = rr("plot", "emergence", *options, "--dpi", "30", "--out", plot)
+    assert result.exit_code == 0, result.output
+    assert (out / name).read_bytes() == plot.read_bytes()
+    text = (out / "report.md").read_text(encoding="utf-8")
+    if name == "emergence.png":  # the report's primary line is on its primary figure
+        assert "the line is the primary size-level model's fit with its 95% CI band" in text
+    else:
+        assert (
+            "The paper's Figure 2 as published (`rr plot emergence --stat welch --adjust none --no-fit`)"
+            in text
+        )
+
+
+def test_a_report_folder_from_an_earlier_version_is_replaced(tmp_path):
+    """A folder holding emergence_paired.png, which earlier reports wrote, is still rr's own: replaced whole."""
+    out = tmp_path / "r"
+    out.mkdir()
+    for name in ("report.md", "emergence.png", "emergence_paired.png"):
+        (out / name).write_bytes(b"from an earlier version")
+    result = rr("report", "--out", out, "--dpi", "20")
+    assert result.exit_code == 0, result.output
     assert sorted(p.name for p in out.iterdir()) == sorted([*FIGURES, "report.md"])
 
 

@@ -1,26 +1,75 @@
 """Figures of the gap by size: the paper's Figure 2 (`emergence_figure`) with the primary size-level line
-and its band, and the same line carried past the sweep (`forecast_figure`).
+and its band, drawn from a sweep as `rr plot emergence` draws it by `emergence_plot`, and the same line
+carried past the sweep (`forecast_figure`).
 """
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 import matplotlib as mpl
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from rr_analysis.comparison import ALPHA
+from rr_analysis.comparison import ALPHA, Comparison, Keywords, asked
 from rr_analysis.figures.axes import STYLE, compared, few_seeds, gap_axis, new_figure, size_ticks
 from rr_analysis.figures.estimates import adjust_name, gap_estimates, require_gap_table, test_name
 from rr_analysis.numbers import significant
-from rr_analysis.stats.gap_tests import PRIMARY_TEST
+from rr_analysis.stats.forecast import meta_line
+from rr_analysis.stats.gap_tests import PRIMARY_TEST, gap_table
 from rr_core.errors import PlotError
 from rr_core.variants import REFERENCE, label, matched, palette
 
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
 __all__ = [
+    "emergence_plot",
     "emergence_figure",
     "forecast_figure",
 ]
+
+
+def emergence_plot(
+    df: pd.DataFrame,
+    *,
+    stat: str = PRIMARY_TEST,
+    adjust: str = "holm",
+    ci: bool = False,
+    fit: bool = True,
+    title: str | None = None,
+    comparison: Comparison | None = None,
+    **keywords: Unpack[Keywords],
+) -> Figure:
+    """The emergence figure of a sweep as `rr plot emergence` draws it with the same options: the one recipe
+    behind every emergence file rr writes, so that a file name means one figure whoever wrote it (the
+    command, `rr report`).
+
+    Parameters
+    ----------
+    df
+        A loaded sweep (`load_sweep`).
+    stat, adjust, ci, fit, title
+        `rr plot emergence`'s ``--stat``, ``--adjust``, ``--ci``, ``--fit/--no-fit`` and ``--title``; the
+        defaults draw the primary analysis (the seed-paired test, Holm, +-1 SE, the size-level line and its
+        band). ``stat="welch", adjust="none", fit=False`` is the paper's Figure 2.
+    comparison, **keywords
+        The comparison drawn (`rr_analysis.comparison.Comparison`, or its fields); default the paper's.
+
+    Returns
+    -------
+    `emergence_figure` of ``gap_table(df, adjust, comparison)``, with ``meta_line(df)``'s fitted line when
+    `fit`.
+
+    Example
+    -------
+    >>> from rr_core.sweepfile.dataset import load_sweep
+    >>> fig = emergence_plot(load_sweep(), stat="welch", adjust="none", fit=False)  # the paper's
+    """
+    c = asked(comparison, **keywords)
+    line = meta_line(df, comparison=c) if fit else None
+    return emergence_figure(gap_table(df, adjust, c), stat=stat, ci=ci, title=title, line=line)
 
 
 def emergence_figure(
