@@ -61,7 +61,9 @@ def test_the_figure_draws_the_smoothed_loss_and_lr_of_each_run(tiny_run):
     raw = lines["raw:standard:0"]  # the readings stay visible under the smoothed line: points, not a haze
     assert list(raw.get_ydata()) == curves["loss"].tolist()
     assert raw.get_marker() == "o" and raw.get_alpha() >= 0.4
-    assert fig.axes[0].get_ylabel() == "Training loss (EMA, half-life 2 steps)"
+    assert fig.axes[0].get_ylabel() == "Training loss\n(EMA, half-life 2 steps)"
+    raw_only = curves_figure(smooth_curves(load_curves([tiny_run["out"]]), 0))
+    assert raw_only.axes[0].get_ylabel() == "Training loss\n(raw readings)"
 
 
 def test_smoothing_by_step_distance_by_hand():

@@ -66,13 +66,16 @@ def curves_figure(curves: pd.DataFrame, *, title: str | None = None) -> Figure:
 
 
 def _smoothed(curves: pd.DataFrame) -> str:
-    """The loss axis' label, naming the half-life every run was smoothed with (or that each run has its own)."""
+    """The loss axis' label, naming the half-life every run was smoothed with (or the range of the runs' own),
+    on two lines so that it is no taller than a facet."""
     lives = curves["half_life"].unique()
     if len(lives) == 1 and lives[0] == 0:
-        return "Training loss (raw)"
+        return "Training loss\n(raw readings)"
     if len(lives) == 1:
-        return f"Training loss (EMA, half-life {significant(lives[0], 3)} steps)"
-    return f"Training loss (EMA, half-life {significant(lives.min(), 3)}-{significant(lives.max(), 3)} steps)"
+        return f"Training loss\n(EMA, half-life {significant(lives[0], 3)} steps)"
+    return (
+        f"Training loss\n(EMA, half-life {significant(lives.min(), 3)}-{significant(lives.max(), 3)} steps)"
+    )
 
 
 def _curve(loss_ax, lr_ax, run: pd.DataFrame, name: str, c: str) -> None:
