@@ -240,7 +240,7 @@ def _slurm(todo: list, out: Path, resources, per_run_files: bool, dry_run: bool)
     typer.echo(f"rr sweep: follow them with rr sweep --status --out {out}; stop them with --cancel")
 
 
-def _local(todo: list, out: Path, nproc: int, dry_run: bool) -> None:
+def _local(todo: list, out: Path, nproc: int, dry_run: bool, reference: str) -> None:
     """Train `todo` here, one process each (or show the plan under --dry-run); exit 1 if any run failed."""
     from rr_model.planning import describe_runs, memory_plans
     from rr_model.sweep.local import run_sweep
@@ -254,14 +254,15 @@ def _local(todo: list, out: Path, nproc: int, dry_run: bool) -> None:
     if summary:
         echo_records(summary, Format.text, title=f"rr sweep: {out}", formats=RESULT_FORMATS)
     if out.exists():
-        _closing_table(out)
+        _closing_table(out, reference)
     if any(r["status"] not in ("ok", "in file") for r in summary):
         raise typer.Exit(1)
 
 
-def _closing_table(out: Path) -> None:
-    """The analysis table of `out`, rendered in-process; a file the default comparison cannot read
-    (a pilot without review_neutral, one size) says so in one line and points to rr analyze's options."""
+def _closing_table(out: Path, reference: str) -> None:
+    """The analysis table of `out` against the sweep's reference, rendered in-process; a file that comparison
+    cannot read (a pilot without the reference, one size) says so in one line and points to rr analyze's
+    options."""
     from rr_analysis.stats.gap_tests import gap_table
     from rr_analysis.tables.render import render
     from rr_analysis.views.registry import VIEWS
@@ -269,7 +270,7 @@ def _closing_table(out: Path) -> None:
     from rr_core.sweepfile.dataset import load_sweep
 
     try:
-        typer.echo(render(gap_table(load_sweep(out)), VIEWS["table"], "text", None))
+        typer.echo(render(gap_table(load_sweep(out), reference=reference), VIEWS["table"], "text", None))
     except RRError as e:
         typer.echo(
             f"rr sweep: no closing table ({e}); see rr analyze --data {out} --reference NAME", err=True
@@ -279,11 +280,14 @@ def _closing_table(out: Path) -> None:
 def _plan(out: Path, p: dict, options: dict):
     """The sweep's runs (to train, already in `out`) from the options `p`: sizes or --at, seeds or --effect,
     variants; a reproduction checked to be one."""
-    from rr_core.variants import COMPARED
+    from rr_core.variants import compared
     from rr_model.reproduce import check_reproducible
     from rr_model.sweep.local import plan_sweep
 
-    variants, chosen = tuple(p["variant"] or COMPARED), _sizes(p["sizes"], p["at"], p["ladder"])
+    variants, chosen = (
+        tuple(p["variant"] or compared(p["reference"])),
+        _sizes(p["sizes"], p["at"], p["ladder"]),
+    )
     effect, seeds = p["effect"], p["seeds"]
     plan_seeds = _seeds(seeds) if effect is None else _effect_seeds(out, chosen, effect, variants, seeds)
     runs = plan_sweep(out, chosen, plan_seeds, variants, **options)
@@ -350,7 +354,7 @@ def sweep(
             raise InputError("--nodes is the Slurm launcher's; here one run spans --nproc processes")
         if launcher is Launcher.local:
             runs.check(nproc)  # every run's checks before the first trains, as under --dry-run
-            return _local(todo, out, nproc, dry_run)
+            return _local(todo, out, nproc, dry_run, run["reference"])
         if nproc > 1:
             raise InputError(
                 "--nproc is the local launcher's; with --launcher slurm give --gpus per run (per node with --nodes)"

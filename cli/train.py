@@ -35,13 +35,14 @@ def train(
     Runs already in the file are skipped. Each row is validated and appended under a file lock, with a
     provenance record in the sidecar `OUT.runs.jsonl`. Exit 0 when every run finished, 1 when one diverged.
     """
-    from rr_core.variants import COMPARED
+    from rr_core.variants import compared
     from rr_model.planning import plan_runs
     from rr_model.run_config import default_out
 
     out = out or default_out(run["ladder"])
     with known_errors():
-        runs = plan_runs(out, size, tuple(variant or COMPARED), seed, **run_options(ctx))
+        variants = tuple(variant or compared(run["reference"]))
+        runs = plan_runs(out, size, variants, seed, **run_options(ctx))
     train_and_report("train", runs, out, resume=resume, dry_run=dry_run)
 
 

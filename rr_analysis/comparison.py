@@ -24,8 +24,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypedDict
 
-from rr_core.errors import InputError
-from rr_core.variants import BASELINES, REFERENCE, order_key
+from rr_core.errors import InputError, did_you_mean
+from rr_core.variants import BASELINES, REFERENCE, nearest, order_key
 
 if TYPE_CHECKING:
     import numpy as np
@@ -184,7 +184,8 @@ def _chosen(present: list[str], reference: str, baselines: Sequence[str] | None)
         ),
     ):
         if names:
-            raise InputError(f"the baseline {names[0]!r} {problem}")
+            hint = did_you_mean(nearest(names[0], present)) if names[0] not in present else ""
+            raise InputError(f"the baseline {names[0]!r}{hint} {problem}")
     if not baselines:
         raise InputError(
             "no baseline named: give at least one, or leave the baselines out to compare with every other variant"
@@ -246,7 +247,10 @@ def compare(
     required = require_reference or baselines is not None or reference != REFERENCE
     if required and reference not in present:
         shown = "" if reference == REFERENCE else f" (the variants present: {', '.join(present)})"
-        raise InputError(f"no {reference} runs in the data: every comparison is against {reference}{shown}")
+        hint = did_you_mean(nearest(reference, present))
+        raise InputError(
+            f"no {reference} runs in the data{hint}: every comparison is against {reference}{shown}"
+        )
     chosen = _chosen(present, reference, baselines)
     has = df[metric].notna()
     rows = df[df["variant"].isin([reference, *chosen]) & has] if required else df[has]

@@ -99,15 +99,22 @@ def param_shapes(cfg: GPTConfig) -> list[tuple[str, tuple[int, ...]]]:
 
 
 def model_config(
-    size: str, variant: str, vocab_size: int = RECIPE.vocab_size, ladder: str | os.PathLike | None = None
+    size: str,
+    variant: str,
+    vocab_size: int = RECIPE.vocab_size,
+    ladder: str | os.PathLike | None = None,
+    reference: str = REFERENCE,
 ) -> GPTConfig:
     """The config of a ladder size for a variant, as trained in the published sweep.
 
-    The ladder gives Review's shape. Baselines (variants registered with ``matched=True``) are widened in
-    steps of n_head until they have at least Review's parameter count at the same depth ("matched up");
-    the other variants keep the ladder's width. The match depends on `vocab_size` (the embedding is a
-    large share of small models), so a byte-level tiny model is matched at its own vocabulary. `ladder`:
-    a ladder file (`rr_core.ladder.load_ladder`) that holds `size`, instead of rr's own ladder.
+    The ladder gives the reference's shape. Baselines (variants registered with ``matched=True``) take the
+    smallest width, in steps of n_head from the ladder's, with at least the reference's parameter count at
+    the same depth ("matched up"); the reference and the other variants keep the ladder's width. The
+    reference is Review (published: every baseline is smaller at the ladder's width, so it is widened), or
+    the variant under study (`rr train --reference NAME`), so that a comparison with it is not one of
+    sizes; a baseline larger than a small reference at the ladder's width is narrowed. The match depends on `vocab_size` (the embedding is a large share of small models),
+    so a byte-level tiny model is matched at its own vocabulary. `ladder`: a ladder file
+    (`rr_core.ladder.load_ladder`) that holds `size`, instead of rr's own ladder.
 
     Example
     -------
@@ -124,10 +131,12 @@ def model_config(
         d_model=s.d_model,
         variant=variant,
     )
-    if VARIANTS[variant].matched:
-        target = replace(cfg, variant=REFERENCE).n_params
+    if VARIANTS[variant].matched and variant != reference:
+        target = replace(cfg, variant=reference).n_params  # GPTConfig checks that `reference` is a rule
         while cfg.n_params < target:
             cfg = replace(cfg, d_model=cfg.d_model + s.n_head)
+        while cfg.d_model > s.n_head and replace(cfg, d_model=cfg.d_model - s.n_head).n_params >= target:
+            cfg = replace(cfg, d_model=cfg.d_model - s.n_head)
     return cfg
 
 

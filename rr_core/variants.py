@@ -37,6 +37,7 @@ __all__ = [
     "REFERENCE",
     "BASELINES",
     "COMPARED",
+    "compared",
     "NAMES",
     "VARIANT_NAME",
     "VARIANT_RULE",
@@ -87,6 +88,19 @@ NAMES: tuple[str, ...] = ()  # rr's own variants, once registered (end of module
 REFERENCE = "review_neutral"  # the variant every gap is measured against
 BASELINES: tuple[str, ...] = ("highway", "standard")  # the paper's parameter-matched baselines
 COMPARED: tuple[str, ...] = (REFERENCE, *BASELINES)  # one seed of the sweep trains these three
+
+
+def compared(reference: str = REFERENCE) -> tuple[str, ...]:
+    """The variants one seed trains where `reference` is the variant under study: it and the matched
+    baselines (`COMPARED` for Review, the published design).
+
+    Example
+    -------
+    >>> compared("myrule"), compared("standard")
+    (('myrule', 'highway', 'standard'), ('standard', 'highway'))
+    """
+    return (reference, *(b for b in BASELINES if b != reference))
+
 
 # A variant name a sweep file may hold: ASCII only, so that a look-alike ('hіghway' with a Cyrillic i,
 # 'Highway', 'high way') is refused rather than analysed as a variant of its own.
@@ -307,7 +321,7 @@ def label(name: str) -> str:
 
 
 def matched(name: str) -> bool:
-    """Whether a variant is widened to Review's parameter count (False for a name nobody registered)."""
+    """Whether a variant is widened to the reference's parameter count (False for a name nobody registered)."""
     v = VARIANTS.get(name)
     return bool(v and v.matched)
 
@@ -323,12 +337,22 @@ def _folded(name: str) -> str:
     return re.sub(r"[\s\-]+", "", unicodedata.normalize("NFKC", name).casefold())
 
 
-def nearest(name: str) -> str | None:
-    """The registered variant `name` most looks like ('Highway', 'high way', 'hіghway' -> highway), or None."""
+def nearest(name: str, among: Iterable[str] | None = None) -> str | None:
+    """The variant `name` most looks like ('Highway', 'high way', 'hіghway' -> highway; 'reviw', by its
+    label Review, -> review_neutral), among the registered ones (or the names `among`), or None.
+
+    Example
+    -------
+    >>> nearest("reviw"), nearest("Standrd"), nearest("reviw", ["highway", "standard"])
+    ('review_neutral', 'standard', None)
+    """
+    names = list(VARIANTS if among is None else among)
     folded = _folded(name)
-    if folded in VARIANTS:
+    if folded in names:
         return folded
-    return nearest_name(folded, VARIANTS)
+    labels = {_folded(label(n)): n for n in names if label(n) != n}  # a name as its legend writes it
+    near = nearest_name(folded, [*names, *labels])
+    return labels.get(near, near)
 
 
 def variant_problem(name: str) -> str | None:

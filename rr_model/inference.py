@@ -22,6 +22,7 @@ import torch.nn.functional as F
 from rr_core.errors import InputError
 from rr_core.ladder import BYTE_EOS, RECIPE
 from rr_core.shapes import GPTConfig, model_config
+from rr_core.variants import REFERENCE
 from rr_model import checkpoint
 from rr_model.data.token_cache import load_tokens
 from rr_model.data.tokenizers import decode_text, encode_text, eos_id, token_bytes
@@ -68,7 +69,9 @@ def load_trained(path: str | os.PathLike) -> Trained:
     else:  # a checkpoint of an unfinished run: the shape follows from its size, variant and weights
         block = weights["transformer.wpe.weight"].shape[0]
         ladder = (config.get("ladder") or {}).get("file")  # a ladder file's size: as result_config saved it
-        mcfg = replace(model_config(config["size"], config["variant"], vocab, ladder), block_size=block)
+        reference = config.get("reference", REFERENCE)  # saved where it is not Review (`result_config`)
+        mcfg = model_config(config["size"], config["variant"], vocab, ladder, reference)
+        mcfg = replace(mcfg, block_size=block)
     with torch.random.fork_rng(devices=[]):  # building draws nothing from the caller's stream
         model = GPT(mcfg)
     try:

@@ -259,7 +259,8 @@ def check_run(
         )
     output.guard(cfg, corpus)
     mcfg = replace(
-        model_config(cfg.size, cfg.variant, corpus.vocab_size, cfg.ladder), block_size=r.block_size
+        model_config(cfg.size, cfg.variant, corpus.vocab_size, cfg.ladder, cfg.reference),
+        block_size=r.block_size,
     )
     output.check_fits(cfg, mcfg.n_params)
     refuse_unfit(cfg, mcfg, world, gpu_gib)
@@ -317,7 +318,8 @@ def planned_model(cfg: TrainConfig) -> GPTConfig:
     """The model `cfg` trains, without loading its data: the vocabulary follows the tokenizer it will use."""
     bytes_ = cfg.tokenizer == "bytes" or (cfg.tokenizer is None and cfg.data == "synthetic")
     vocab = BYTE_EOS + 1 if bytes_ else cfg.recipe.vocab_size  # the byte tokenizer: 256 bytes and EOS
-    return replace(model_config(cfg.size, cfg.variant, vocab, cfg.ladder), block_size=cfg.recipe.block_size)
+    mcfg = model_config(cfg.size, cfg.variant, vocab, cfg.ladder, cfg.reference)
+    return replace(mcfg, block_size=cfg.recipe.block_size)
 
 
 def describe_runs(runs: list[TrainConfig]) -> list[dict[str, Any]]:

@@ -119,6 +119,15 @@ class TrainConfig:
     size: str
     variant: str = REFERENCE
     seed: int = 0
+    reference: str = field(
+        default=REFERENCE,
+        metadata=option(
+            "The variant under study: the matched baselines (highway, standard) are widened to its parameter "
+            "count, and without --variant a seed trains it and them. Default: review_neutral, the published "
+            "design; any registered variant, a plugin's included (off the published recipe).",
+            commands=OFF_RECIPE,
+        ),
+    )
     data: str = field(
         default="tinystories",
         metadata=option(
@@ -258,10 +267,14 @@ class TrainConfig:
         for name, value in defaults.items():
             if getattr(self, name) is None:
                 object.__setattr__(self, name, value)
-        if self.variant not in VARIANTS:  # a plugin's variant, or none: refused with the nearest name
-            from rr_core.plugins import require_variant
+        for name in ("reference", "variant"):
+            if getattr(self, name) not in VARIANTS:  # a plugin's variant, or none: refused with the nearest
+                from rr_core.plugins import require_variant
 
-            require_variant(self.variant)
+                try:
+                    require_variant(getattr(self, name))
+                except InputError as e:  # the variant's words are GPTConfig's; the reference is named
+                    raise InputError(f"reference: {e}" if name == "reference" else str(e)) from None
         if not isinstance(self.recipe, Recipe):  # its numbers are checked by Recipe itself
             raise InputError(f"recipe {self.recipe!r} must be a rr_core.ladder.Recipe")
         for name in ("seed", "steps", "checkpoint_every", "log_every"):
@@ -365,6 +378,8 @@ def result_config(cfg: TrainConfig) -> dict[str, Any]:
     found = {k: v for k, v in asdict(cfg).items() if k in _RESULT_FIELDS}
     if cfg.text_field != "text":  # stored only where it is not the default, as the ladder below
         found["text_field"] = cfg.text_field
+    if cfg.reference != REFERENCE:  # the matched widths follow it
+        found["reference"] = cfg.reference
     if cfg.ladder is not None:
         size = get_size(cfg.size, cfg.ladder)
         found["ladder"] = {
@@ -423,10 +438,13 @@ def recipe_differences(cfg: TrainConfig, tokens: Tokens | Corpus) -> list[str]:
 
     A ladder file's size is compared with its own recipe, unless it carries the label of one of rr's sizes:
     then with rr's size, and its shape, from the file, is always a difference (its rows would be taken for
-    rr's), so such rows never go beside the published ones.
+    rr's), so such rows never go beside the published ones. A matched baseline widened to another reference
+    than Review (`--reference`) has another shape than the published one of its name.
     """
     size = get_size(cfg.size, cfg.ladder)
     found, published = {}, {}
+    if VARIANTS[cfg.variant].matched:
+        found["reference"], published["reference"] = cfg.reference, REFERENCE
     if cfg.ladder is not None and cfg.size in LADDER:
         shape = "d_model {}, n_layer {}, n_head {}"
         found["shape"] = (

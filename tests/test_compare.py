@@ -216,6 +216,11 @@ def test_cli_errors_are_one_rr_error_paragraph(tmp_path, sweep):
     write_sweep(sweep.assign(ece=np.nan), path)
     for args, said in [
         (["--reference", "myrule"], "no myrule runs in the data"),
+        (
+            ["--reference", "reviw"],
+            "no reviw runs in the data (did you mean review_neutral?)",
+        ),  # by its label
+        (["--baselines", "higway"], "the baseline 'higway' (did you mean highway?) has no runs"),
         (["--baselines", "highway,,standard"], "has an empty name"),
         (["--metric", "ece", "--data", str(path)], "the metric 'ece' is empty in every row compared"),
         (["claims", "--reference", "highway"], "the claims view is about the paper's own comparison"),

@@ -24,9 +24,10 @@ def test_the_extending_example_runs_end_to_end(tmp_path, token_cache):
                                 cwd=tmp_path, env=env)  # fmt: skip
         return result
 
-    sweep = rr("sweep", "--ladder", "pilot.toml", "--variant", "myrule", "--variant", "standard",
-               "--seeds", "0,1,2", "--corpus", "synthetic")  # fmt: skip
+    sweep = rr("sweep", "--ladder", "pilot.toml", "--reference", "myrule", "--variant", "myrule",
+               "--variant", "standard", "--seeds", "0,1,2", "--corpus", "synthetic")  # fmt: skip
     assert "18 run(s) to train" in sweep.stdout, sweep.stderr
+    assert "Channel scale vs each baseline" in sweep.stdout  # the closing table, against the reference
     rows = (tmp_path / "data" / "pilot.csv").read_text().splitlines()
     assert len(rows) == 19 and {r.split(",")[1] for r in rows[1:]} == {"myrule", "standard"}
     compare = ("--data", "data/pilot.csv", "--reference", "myrule", "--baselines", "standard")

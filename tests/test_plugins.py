@@ -467,3 +467,65 @@ def test_a_run_records_the_code_that_built_its_rule_not_the_file_edited_since(tm
         tmp_path,
     )
     assert got == {"module": "edited", "file": str(plugin), "sha256": ran}
+
+
+def test_a_reference_of_a_plugin_s_matches_the_baselines_to_its_own_count(tmp_path):
+    """issue 36.3(a): `--reference myrule` widens (or narrows) the matched baselines to myrule's parameter
+    count, in steps of n_head; they were matched to Review's (0.16M beside myrule's 0.12M at 0.1M)."""
+    ladder = ROOT / "docs" / "extending" / "pilot.toml"
+    code = f"""
+        from dataclasses import replace
+        from rr_core.ladder import BYTE_EOS, ladder_sizes
+        from rr_core.shapes import model_config
+        from rr_model.run_config import TrainConfig, recipe_differences
+        from rr_model.planning import planned_model
+
+        ladder, out = {str(ladder)!r}, []
+        for size in ladder_sizes(ladder):
+            mine = model_config(size, "myrule", BYTE_EOS + 1, ladder).n_params
+            for baseline in ("highway", "standard"):
+                c = model_config(size, baseline, BYTE_EOS + 1, ladder, reference="myrule")
+                planned = planned_model(TrainConfig(size, baseline, data="synthetic", ladder=ladder, reference="myrule"))
+                step = replace(c, d_model=c.d_model - c.n_head).n_params
+                out.append([size, baseline, mine, c.n_params, step, planned.n_params])
+        """
+    got = in_child(code, str(ROOT / "docs" / "extending" / "myrule.py"), tmp_path)
+    assert [(size, baseline) for size, baseline, *_ in got] == [
+        (s, b) for s in ("0.03M", "0.05M", "0.1M") for b in ("highway", "standard")
+    ]
+    for size, baseline, mine, params, one_step_less, planned in got:
+        assert one_step_less < mine <= params == planned, (size, baseline)
+    assert got[-1][2:4] == [120_576, 134_368]  # 0.1M standard: d_model 68 (was 76: 164,768, Review's match)
+
+
+def test_rr_train_reference_trains_it_and_its_matched_baselines_and_records_it(tmp_path, offline):
+    ladder = str(ROOT / "docs" / "extending" / "pilot.toml")
+    train = ["train", "--size", "0.03M", "--ladder", ladder, "--reference", "myrule", "--corpus", "synthetic"]
+    code = commands(
+        [*train, "--out", "p.csv", "--dry-run"],
+        [*train, "--variant", "standard", "--steps", "2", "--out", "p.csv"],
+        ["train", "--size", "tiny", "--reference", "reviw", "--dry-run"],
+    ) + (
+        "from rr_core.ladder import BYTE_EOS\n"
+        "from rr_core.shapes import model_config\n"
+        "from rr_core.sweepfile.dataset import load_sweep\n"
+        "from rr_core.sweepfile.provenance import read_records, sidecar_path\n"
+        f"matched = model_config('0.03M', 'standard', BYTE_EOS + 1, {ladder!r}, 'myrule').n_params\n"
+        "records = read_records(sidecar_path('p.csv'))\n"
+        "out.append([load_sweep('p.csv')['params_M'].tolist(), matched, [r['config']['reference'] for r in records]])\n"
+    )
+    dry, trained, typo, (params_m, matched, references) = in_child(
+        code, str(ROOT / "docs" / "extending" / "myrule.py"), tmp_path
+    )
+    assert dry[0] == 0 and trained[0] == 0, (dry, trained)
+    table = dry[1].split(" run(s), ")[0]  # the plan, before the memory plan
+    plan = [line.split() for line in table.splitlines() if line.startswith("0.03M")]
+    assert [p[1] for p in plan] == [
+        "myrule",
+        "highway",
+        "standard",
+    ]  # the reference and its matched baselines
+    assert params_m == [round(matched / 1e6, 2)] and references == [
+        "myrule"
+    ]  # the record keeps the reference
+    assert typo[0] == 2 and "reference: unknown variant 'reviw' (did you mean review_neutral?)" in typo[1]

@@ -16,7 +16,7 @@ from rr_core.sweepfile import csv_text
 from rr_core.sweepfile.csv_text import DataError
 from rr_core.sweepfile.dataset import append_rows, bundled_path, load_sweep
 from rr_model.planning import plan_runs, preflight
-from rr_model.run_config import TrainConfig
+from rr_model.run_config import TrainConfig, recipe_differences
 
 ROW = dict(
     size="tiny", variant="standard", seed=0, params_M=1.13, steps=8, val_loss=3.0, ece=0.1, minutes=0.1
@@ -164,3 +164,12 @@ def test_a_run_claimed_after_another_process_wrote_its_row_is_not_trained_again(
     with pytest.raises(InputError, match="not training tiny highway 0: its row would be refused"):
         train(cfg, out, plan=plan)
     assert not (tmp_path / "x.metrics").exists()  # refused before it trained a step
+
+
+def test_a_matched_baseline_widened_to_another_reference_is_off_the_published_recipe():
+    # issue 36.3(a): its shape is not the published one of its name, so its row may not join the published
+    assert recipe_differences(TrainConfig("60M", "highway", reference="standard"), stub_tokens()) == [
+        "reference standard (published: review_neutral)"
+    ]
+    assert recipe_differences(TrainConfig("60M", "review_neutral", reference="standard"), stub_tokens()) == []
+    assert recipe_differences(TrainConfig("60M", "highway"), stub_tokens()) == []
