@@ -127,21 +127,15 @@ def _read_back(loss, watch) -> None:
     torch.cat([loss.view(-1).to(dtype), *sums]).tolist()
 
 
-def measure(s: Setting, profile: bool = False) -> dict:
-    """Warm up, then time `s.steps` optimiser steps of one setting in this process.
-
-    `profile` runs the timed steps under torch.profiler and prints the busiest operators and every
-    device-to-host read (`aten::_local_scalar_dense`: `.item()`, `float()`, `if tensor:`) to stderr.
-    """
+def _stepper(s: Setting):
+    """The setting's model (watched when `s.gates`), optimiser and random batch on its device: (steps, device,
+    cfg, batch), where ``steps(n)`` runs n optimiser steps, reads back once and returns the seconds."""
     import contextlib
 
     import torch
 
     from rr_core.ladder import get_size
     from rr_core.shapes import model_config
-    from rr_core.sweepfile.provenance import environment
-    from rr_model.flops import flops_per_token
-    from rr_model.hardware import datasheet_peak
     from rr_model.model import GPT
     from rr_model.numerics import numerics
     from rr_model.step import setup_device, train_step
@@ -167,6 +161,38 @@ def measure(s: Setting, profile: bool = False) -> dict:
         _read_back(loss, watch)  # waits for the device, once: no sync inside the timed steps
         return time.perf_counter() - start
 
+    return steps, device, cfg, batch
+
+
+def gate_cost(s: Setting, rounds: int) -> dict:
+    """The cost of watching the gates: the setting watched and unwatched in this one process, timed in
+    alternating blocks of `s.steps` steps after `s.warmup` each, so that a load that drifts on a shared
+    machine weighs on both alike. Returns each block's seconds and the median ratio watched / unwatched."""
+    plain, watched = _stepper(replace(s, gates=False))[0], _stepper(replace(s, gates=True))[0]
+    plain(s.warmup), watched(s.warmup)
+    times = {"plain": [], "watched": []}
+    for _ in range(rounds):
+        times["plain"].append(plain(s.steps))
+        times["watched"].append(watched(s.steps))
+    ratios = sorted(w / p for p, w in zip(times["plain"], times["watched"], strict=True))
+    return {**times, "ratios": ratios, "median": statistics.median(ratios)}
+
+
+def measure(s: Setting, profile: bool = False) -> dict:
+    """Warm up, then time `s.steps` optimiser steps of one setting in this process.
+
+    `profile` runs the timed steps under torch.profiler and prints the busiest operators and every
+    device-to-host read (`aten::_local_scalar_dense`: `.item()`, `float()`, `if tensor:`) to stderr.
+    """
+    import torch
+
+    from rr_core.ladder import get_size
+    from rr_core.sweepfile.provenance import environment
+    from rr_model.flops import flops_per_token
+    from rr_model.hardware import datasheet_peak
+
+    steps, device, cfg, batch = _stepper(s)
+    recipe = get_size(s.size).recipe
     warm = steps(s.warmup)
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
@@ -239,8 +265,8 @@ def line(s: Setting, r: dict, base: dict | None) -> str:
     )
 
 
-def compare(chosen: Setting, baseline: Setting | None, timeout: float) -> tuple[dict | None, dict]:
-    """One setting beside its baseline, each in its own process; their results (baseline's, chosen's)."""
+def compare(chosen: Setting, baseline: Setting | None, timeout: float) -> None:
+    """One setting beside its baseline, each in its own process."""
     rb = run(baseline, timeout) if baseline else None
     rc = run(chosen, timeout)
     first = rc if "error" not in rc else rb or {}
@@ -252,7 +278,6 @@ def compare(chosen: Setting, baseline: Setting | None, timeout: float) -> tuple[
     if baseline:
         print(line(baseline, rb, None) + "  (baseline)")
     print(line(chosen, rc, rb))
-    return rb, rc
 
 
 def gpu_check(a: argparse.Namespace) -> None:
@@ -293,6 +318,17 @@ def gpu_check(a: argparse.Namespace) -> None:
               f"eager tokens/s (>= {SPEEDUP_GOAL:g}x): {'met' if met else 'MISSED'}")  # fmt: skip
 
 
+def print_gate_cost(s: Setting, rounds: int) -> None:
+    """`gate_cost` of the setting, each block's step time and the median ratio."""
+    r = gate_cost(s, rounds)
+    print(f"{s.size} {s.variant}, {s.label}: {rounds} rounds of {s.steps} steps each way, alternating, "
+          f"after {s.warmup} warm-up")  # fmt: skip
+    for key in ("plain", "watched"):
+        print(f"  {key:<8} s/step: " + " ".join(f"{t / s.steps:.3f}" for t in r[key]))
+    print(f"gates watched / unwatched step time: median {r['median']:.3f} "
+          f"(rounds: {', '.join(f'{x:.3f}' for x in r['ratios'])})")  # fmt: skip
+
+
 def main() -> None:
     from rr_core.ladder import LADDER
     from rr_core.variants import COMPARED
@@ -312,8 +348,10 @@ def main() -> None:
     p.add_argument(
         "--gates",
         action="store_true",
-        help="watch the gates as the trainer does, beside the same setting unwatched (the baseline)",
+        help="the cost of watching the gates as the trainer does: watched against unwatched in one process, "
+        "in alternating blocks of --steps (with --profile: profile the watched setting)",
     )
+    p.add_argument("--rounds", type=int, default=5, help="with --gates: blocks timed each way")
     p.add_argument("--batch", type=int, help="sequences per step (default: the size's recipe)")
     p.add_argument("--vocab", type=int, default=50257, help="vocabulary (GPT-2: 50257, bytes: 257)")
     p.add_argument("--steps", type=int, help="timed steps (default 10; 25 for --gpu-check)")
@@ -342,11 +380,8 @@ def main() -> None:
         r = measure(replace(chosen, gates=a.gates), profile=True)
         print(f"{chosen.size} {chosen.label}: {r['step_s'] * 1e3:.1f} ms/step under the profiler")
         return
-    if a.gates:  # the cost of watching: the same setting with and without the watch
-        plain, watched = compare(replace(chosen, gates=True), chosen, a.config_timeout)
-        if "error" not in plain and "error" not in watched:
-            ratio = watched["tokens_per_s"] / plain["tokens_per_s"]
-            print(f"gates watched / unwatched tokens/s: {ratio:.3f}")
+    if a.gates:  # the cost of watching: the same setting with and without the watch, interleaved
+        print_gate_cost(chosen, a.rounds)
         return
     baseline = replace(chosen, precision="fp32", compile=False, fused=False, warmup=warmup)
     compare(chosen, baseline if a.baseline == "fp32" else None, a.config_timeout)
