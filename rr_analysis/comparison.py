@@ -47,6 +47,9 @@ __all__ = [
     "cell_frame",
     "t_sf2",
     "t_quantile",
+    "PARAMS_TOLERANCE",
+    "PARAMS_COLUMNS",
+    "for_reference",
 ]
 
 # Every test's two-sided level: a p below it is "significant" (the paper's star), a TOST below it shows
@@ -57,6 +60,13 @@ METRIC = "val_loss"  # the published response; lower is better
 RESPONSE = "response"  # the column `compare` adds: the metric, negated under higher_is_better
 STAMP: tuple[str, ...] = ("reference", "metric", "higher_is_better")  # what every result frame states
 _KEYS = ("size", "variant", "seed")  # design columns, never a response
+# Two arms' parameter counts may differ by this fraction before a gap between them is flagged as partly capacity.
+PARAMS_TOLERANCE = 0.02
+# What `cell_frame` says of the two arms' sizes, beside size and baseline; every per-cell table carries them.
+PARAMS_COLUMNS: tuple[str, ...] = ("params_M", "baseline_params_M", "params_mismatch", "params_flagged")
+# Result columns holding the reference's own numbers: their names for the paper's reference (review_neutral) and,
+# with {} the reference's name, for any other (`for_reference`).
+_OF_REFERENCE = {"n_review": "n_{}", "review_mean": "{}_mean"}
 
 
 def _option(help: str, metavar: str | None = None) -> dict[str, Any]:
@@ -112,11 +122,30 @@ class Comparison:
         return self == Comparison()
 
     def stamp(self, out: pd.DataFrame) -> pd.DataFrame:
-        """`out` with the `STAMP` columns (re)placed at its end, so JSON and CSV state the comparison."""
+        """`out` with the `STAMP` columns (re)placed at its end, so JSON and CSV state the comparison, and the
+        reference's own columns named for it (`for_reference`: ``n_myrule``, not ``n_review``, when myrule is
+        the reference)."""
         out = out.drop(columns=[c for c in STAMP if c in out])
+        out = out.rename(columns={c: for_reference(c, self.reference) for c in _OF_REFERENCE if c in out})
         return out.assign(
             reference=self.reference, metric=self.metric, higher_is_better=self.higher_is_better
         )
+
+
+def for_reference(column: str, reference: str) -> str:
+    """The name a result column holding the reference's numbers has when `reference` is the reference: the
+    paper's names (``n_review``, ``review_mean``) for review_neutral, the reference's own otherwise, so a table
+    of myrule against standard never reads as if Review had run. Any other column keeps its name, as does
+    every column where the reference's name would make it another's (a variant named ``baseline``).
+
+    Example
+    -------
+    >>> for_reference("n_review", "myrule"), for_reference("review_mean", "review_neutral")
+    ('n_myrule', 'review_mean')
+    """
+    if column not in _OF_REFERENCE or reference in (REFERENCE, "baseline"):
+        return column
+    return _OF_REFERENCE[column].format(reference)
 
 
 class Keywords(TypedDict, total=False):
@@ -281,9 +310,14 @@ def baselines_in_order(df: pd.DataFrame, reference: str = REFERENCE) -> list[str
 
 
 def cell_frame(rows: pd.DataFrame, c: Comparison) -> pd.DataFrame:
-    """The (size, baseline) skeleton every table is built on, with the reference's parameter count.
+    """The (size, baseline) skeleton every table is built on, with both arms' parameter counts.
 
-    `rows` and `c` are what `compare` returns; the sizes are those of `rows` (`sizes_in_order`).
+    `rows` and `c` are what `compare` returns; the sizes are those of `rows` (`sizes_in_order`). Columns:
+    ``size, baseline, params_M`` (the reference's mean parameter count at the size, millions: the x of every
+    figure), ``baseline_params_M`` (the baseline's), ``params_mismatch`` (the larger count over the smaller,
+    minus 1, as `rr_analysis.stats.notes` measures a size's spread) and ``params_flagged`` (params_mismatch >
+    `PARAMS_TOLERANCE`: the arms differ in size as well as in rule, so part of their gap may be capacity; a
+    plugin rule compared with baselines widened to Review's count is the usual case).
     """
     import numpy as np
     import pandas as pd
@@ -296,6 +330,13 @@ def cell_frame(rows: pd.DataFrame, c: Comparison) -> pd.DataFrame:
     )
     ref = rows[rows["variant"] == c.reference].groupby("size", observed=True)["params_M"].mean()
     out["params_M"] = out["size"].map(ref).astype(float)
+    params = rows.groupby(["size", "variant"], observed=True)["params_M"].mean()
+    cells = pd.MultiIndex.from_arrays([out["size"], out["baseline"]])
+    out["baseline_params_M"] = params.reindex(cells).to_numpy(dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        arms = out[["params_M", "baseline_params_M"]]
+        out["params_mismatch"] = arms.max(axis=1, skipna=False) / arms.min(axis=1, skipna=False) - 1.0
+    out["params_flagged"] = (out["params_mismatch"] > PARAMS_TOLERANCE).to_numpy(dtype=bool)
     return out
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from decimal import ROUND_HALF_UP, Decimal
 
-__all__ = ["fixed", "p_value", "significant", "percent", "missing", "NA", "BLANK", "P_FLOOR"]
+__all__ = ["fixed", "p_value", "significant", "percent", "percent_above", "missing", "NA", "BLANK", "P_FLOOR"]
 
 P_FLOOR = 1e-4  # a p below this prints as "<0.0001": four decimals cannot tell it from zero
 NA = "n/a"  # a statistic that does not exist (views, claims, report)
@@ -98,3 +98,18 @@ def percent(v: float, decimals: int = 0) -> str:
     ('80%', '2.5%')
     """
     return f"{fixed(100 * v, decimals)}%"
+
+
+def percent_above(value: float, limit: float) -> str:
+    """`value` as a percentage with the decimals it needs to read above `limit` (2.04%, not 2.0%, over 2%): a
+    figure said to exceed a threshold must not print as the threshold.
+
+    Example
+    -------
+    >>> percent_above(0.0204, 0.02), percent_above(0.031, 0.02)
+    ('2.04%', '3.1%')
+    """
+    decimals = 1
+    while round(value * 100, decimals) <= limit * 100 and decimals < 6:
+        decimals += 1
+    return f"{value:.{decimals}%}"

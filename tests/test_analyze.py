@@ -293,19 +293,20 @@ def test_table_at_80_columns_keeps_the_gap_its_ci_and_hedges_g():
         "                                    paired*  Hedges  paired*  paired*",
         "size  baseline      gap              95% CI       g        p    p adj",
         "----  --------  -------  ------------------  ------  -------  -------",
-        "60M   Highway    0.0032   [-0.0115, 0.0180]    0.28   0.4455   0.4654",
+        "60M   Highway   0.0032\u2020   [-0.0115, 0.0180]    0.28   0.4455   0.4654",
     ]
-    below = " ".join(line.strip() for line in lines[14:18])
-    assert below.startswith("not shown at width 80: params (M), n R/B, Review mean, baseline mean, 95% CI of g, "
-                            "Welch t, Welch df, Welch 95% CI, Welch p, Welch p adj, paired* t, paired* df, ")  # fmt: skip
+    below = " ".join(line.strip() for line in lines[14:19])
+    assert below.startswith("not shown at width 80: Review params (M), baseline params (M), n R/B, Review mean, "
+                            "baseline mean, 95% CI of g, Welch t, Welch df, Welch 95% CI, Welch p, Welch p adj, "
+                            "paired* t, paired* df, ")  # fmt: skip
     assert below.endswith("mixed p adj (--wide shows all, --columns chooses)")
     assert max(map(len, lines)) <= 80
 
 
 def test_a_narrowed_table_names_what_it_hides_below_it_when_one_line_holds_them():
-    lines = analyze("power", env={"COLUMNS": "90"}).output.splitlines()
+    lines = analyze("power", env={"COLUMNS": "110"}).output.splitlines()
     below = next(i for i, line in enumerate(lines) if line.startswith("not shown"))
-    assert lines[below] == "not shown at width 90: Cohen d (--wide shows all, --columns chooses)"
+    assert lines[below] == "not shown at width 110: baseline params (M) (--wide shows all, --columns chooses)"
     assert lines[below - 1].startswith("1B ")  # right below the table's last row
 
 
@@ -313,11 +314,11 @@ def test_columns_choose_and_order_the_columns_and_none_is_dropped():
     named = "size,baseline,gap,welch_95_ci,hedges_g,sign_flip_p_floor,mixed_p_adj,welch_t"
     lines = analyze("--columns", named, env={"COLUMNS": "80"}).output.splitlines()
     assert lines[2].split() == ["size", "baseline", "gap", "95%", "CI", "g", "p", "(floor)", "p", "adj", "t"]
-    assert lines[4].split() == ["60M", "Highway", "0.0032", "[-0.0203,", "0.0267]", "0.28", "0.5", "(0.25)",
+    assert lines[4].split() == ["60M", "Highway", "0.0032\u2020", "[-0.0203,", "0.0267]", "0.28", "0.5", "(0.25)",
                                 "0.2933", "0.42"]  # fmt: skip
     assert "not shown" not in "\n".join(lines)
     md = analyze("--format", "markdown", "--columns", "gap,size").output.splitlines()
-    assert md[:3] == ["| gap | size |", "|---|---|", "| 0.0032 | 60M |"]
+    assert md[:3] == ["| gap | size |", "|---|---|", "| 0.0032\u2020 | 60M |"]
     csv = analyze("--format", "csv", "--columns", "size,gap,paired_ci_low").output.splitlines()
     gap = gap_table(load_sweep()).iloc[0]
     assert csv[:2] == ["size,gap,paired_ci_low", f"60M,{float(gap['gap'])!r},{float(gap['paired_ci_low'])!r}"]

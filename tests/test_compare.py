@@ -18,7 +18,7 @@ import pytest
 from conftest import close, rr
 from scipy import stats as sps
 
-from rr_analysis.comparison import METRIC, STAMP, Comparison, compare
+from rr_analysis.comparison import METRIC, STAMP, Comparison, compare, for_reference
 from rr_analysis.stats.effect import hedges_j
 from rr_analysis.stats.emergence import emergence
 from rr_analysis.stats.equivalence import equivalence
@@ -47,8 +47,10 @@ def relabelled(df: pd.DataFrame, reference: str) -> pd.DataFrame:
 
 
 def numbers(frame: pd.DataFrame) -> pd.DataFrame:
-    """The numeric columns of a result, without the comparison it states."""
-    return frame.drop(columns=list(STAMP)).select_dtypes("number").reset_index(drop=True)
+    """The numeric columns of a result, without the comparison it states (the reference's own columns by
+    their paper names: `for_reference`)."""
+    named = {for_reference(c, frame["reference"].iloc[0]): c for c in ("n_review", "review_mean")}
+    return frame.drop(columns=list(STAMP)).rename(columns=named).select_dtypes("number").reset_index(drop=True)
 
 
 # --- the published comparison is unchanged ------------------------------------------------------------------
@@ -158,7 +160,7 @@ def test_ece_is_compared_where_measured(sweep):
     assert (t["metric"] == "ece").all()
     for size in t.index:
         h, s = arms(sweep, size, "ece")
-        assert t.loc[size, "n_review"] == len(h) and t.loc[size, "n_baseline"] == len(s)
+        assert t.loc[size, "n_highway"] == len(h) and t.loc[size, "n_baseline"] == len(s)
         if len(h) > 1 and len(s) > 1:
             assert t.loc[size, "welch_t"] == pytest.approx(sps.ttest_ind(s, h, equal_var=False).statistic)
 
@@ -169,7 +171,7 @@ def test_higher_is_better_flips_the_sign_so_positive_still_favours_the_reference
     loss = gap_table(df, **HW_STD).set_index("size")
     h, s = arms(df, "60M", "accuracy")
     assert acc.loc["60M", "gap"] == pytest.approx(h.mean() - s.mean(), abs=1e-15)
-    assert acc.loc["60M", "review_mean"] == pytest.approx(h.mean(), abs=1e-15)  # the metric, not its negation
+    assert acc.loc["60M", "highway_mean"] == pytest.approx(h.mean(), abs=1e-15)  # the metric, not its negation
     np.testing.assert_allclose(acc["gap"], loss["gap"] / 10, rtol=1e-9)
     np.testing.assert_allclose(acc["welch_t"], loss["welch_t"], rtol=1e-9)
     np.testing.assert_allclose(acc["paired_p"], loss["paired_p"], rtol=1e-9)
@@ -347,3 +349,84 @@ def test_a_view_whose_title_has_no_reference_names_another_comparison(view):
     other = rr("analyze", view, "--reference", "standard", "--metric", "ece", "--wide").output
     assert other.splitlines()[0].endswith(": Standard against each baseline, ece")
     assert ": Review against" not in rr("analyze", view, "--wide").output
+
+
+# --- each arm's size, and columns named for the reference (issue 36.3 b, c) ------------------------------
+
+
+def with_myrule(sweep: pd.DataFrame) -> pd.DataFrame:
+    """The published rows plus a rule beside each standard run, as docs/extending/myrule.py's example builds
+    it (and tests/golden/update.py's plugin sweep): loss + 0.0021 + 0.0013 per seed from seed 1, 3% fewer
+    parameters."""
+    mine = sweep[sweep["variant"] == "standard"].assign(
+        variant="myrule",
+        val_loss=lambda d: d["val_loss"] + 0.0013 * (d["seed"] - 1) + 0.0021,
+        params_M=lambda d: (d["params_M"] * 0.97).round(2),
+    )
+    return pd.concat([sweep, mine], ignore_index=True)
+
+
+def test_every_table_has_each_arms_parameter_count_and_flags_a_mismatch_above_2pct(sweep):
+    df = with_myrule(sweep)
+    t = gap_table(df, reference="myrule", baselines=["standard", "highway"])
+    mean = df.groupby(["size", "variant"], observed=True)["params_M"].mean()
+    for r in t.itertuples():
+        ref, base = mean[(r.size, "myrule")], mean[(r.size, r.baseline)]
+        assert (r.params_M, r.baseline_params_M) == pytest.approx((ref, base), rel=1e-12)
+        assert r.params_mismatch == pytest.approx(max(ref, base) / min(ref, base) - 1, rel=1e-12)
+        assert r.params_flagged == (r.params_mismatch > 0.02)
+    # 3% fewer than standard, which is matched to Review, not to myrule: every standard cell is flagged
+    assert t.loc[t["baseline"] == "standard", "params_flagged"].all()
+    # the published comparison: Highway is 2.03%, 2.7% and 2.4% wider than Review at 60M, 320M and 590M
+    pub = gap_table(sweep)
+    assert pub.loc[pub["params_flagged"], ["size", "baseline"]].values.tolist() == [
+        ["60M", "highway"], ["320M", "highway"], ["590M", "highway"]
+    ]  # fmt: skip
+    every = gap_table(df, reference="myrule")
+    for frame in (power_table(df, reference="myrule"), equivalence(df, 0.005, reference="myrule")):
+        assert frame[["params_M", "baseline_params_M"]].to_numpy() == pytest.approx(
+            every.set_index(["size", "baseline"])
+            .loc[list(zip(frame["size"], frame["baseline"], strict=True)), ["params_M", "baseline_params_M"]]
+            .to_numpy()
+        )  # fmt: skip
+
+
+def test_the_mismatch_is_flagged_where_the_gap_is_shown_in_every_format(sweep):
+    from rr_analysis.figures.gaps import emergence_figure
+    from rr_analysis.tables.render import render
+    from rr_analysis.views.registry import VIEWS
+
+    df = with_myrule(sweep)
+    t = gap_table(df, reference="myrule", baselines=["standard"])
+    text = render(t, VIEWS["table"], "text")
+    row = next(line for line in text.splitlines() if line.startswith("60M"))
+    assert "57.92" in row and "59.71" in row and "-0.0021\u2020" in row.split()  # both arms, the gap marked
+    assert ("\u2020 60M Standard: the arms' parameter counts differ by 3.1% (myrule 57.92M, Standard 59.71M), "
+            "more than 2%: part of the gap may be capacity, not the rule") in text  # fmt: skip
+    assert "-0.0021\\textdagger{}" in render(t, VIEWS["table"], "latex")
+    pub = render(gap_table(sweep), VIEWS["table"], "text")
+    assert " 0.0032\u2020 " in pub and "-0.0086\u2020" not in pub and "\u2020 60M Highway" in pub
+    fig = emergence_figure(t, stat="welch")
+    rings = [a for a in fig.axes[0].lines if a.get_gid() == "unequal:standard"]
+    assert len(rings) == 1 and len(rings[0].get_xdata()) == 5  # every standard point ringed, on its gap
+    assert list(rings[0].get_ydata()) == pytest.approx(t["gap"].tolist())
+    assert "ring: the arms' parameter counts differ" in " ".join(
+        x.get_text() for x in fig.axes[0].get_legend().texts
+    )
+    unflagged = emergence_figure(gap_table(sweep, baselines=["standard"]))
+    assert not [a for a in unflagged.axes[0].lines if (a.get_gid() or "").startswith("unequal")]
+
+
+def test_result_columns_are_named_for_the_reference_and_the_papers_keep_their_names(sweep):
+    df = with_myrule(sweep)
+    t = gap_table(df, reference="myrule")
+    assert {"n_myrule", "myrule_mean"} <= set(t) and not {"n_review", "review_mean"} & set(t)
+    mine = df[df["variant"] == "myrule"].groupby("size", observed=True)["val_loss"]
+    assert t.groupby("size", observed=True)["myrule_mean"].first().to_dict() == pytest.approx(
+        mine.mean().to_dict()
+    )
+    assert (t["n_myrule"] == t["size"].map(mine.count())).all()
+    assert "n_myrule" in power_table(df, reference="myrule")
+    records = json.loads(rr("analyze", "--format", "json", "--reference", "highway").stdout)
+    assert "n_highway" in records[0] and "highway_mean" in records[0] and "n_review" not in records[0]
+    assert {"n_review", "review_mean"} <= set(gap_table(sweep))  # the published names stay

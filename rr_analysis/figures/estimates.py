@@ -76,7 +76,8 @@ def gap_estimates(table: pd.DataFrame, stat: str = "welch") -> pd.DataFrame:
     Returns
     -------
     DataFrame, one row per row of `table`, with columns ``size, baseline, params_M`` (Review's parameter
-    count), ``estimate`` (baseline - Review, positive favours Review), ``se, ci_low, ci_high, df, p``,
+    count), ``params_flagged`` (the arms' counts differ by more than `rr_analysis.comparison.PARAMS_TOLERANCE`),
+    ``estimate`` (baseline - Review, positive favours Review), ``se, ci_low, ci_high, df, p``,
     ``p_adj`` (the table's adjusted p; the method is its ``adjust`` column), ``significant`` (p_adj <
     `ALPHA`) and ``note`` (why the test is n/a, "" when it ran). Missing values are NaN.
 
@@ -100,6 +101,9 @@ def gap_estimates(table: pd.DataFrame, stat: str = "welch") -> pd.DataFrame:
     require_gap_table(table, "gap_estimates")
     est, se_col, df_col, p_col, note_col = _COLUMNS[stat]
     out = table[["size", "baseline", "params_M"]].copy()
+    out["params_flagged"] = (
+        table["params_flagged"].to_numpy(dtype=bool) if "params_flagged" in table else False
+    )
     out["estimate"] = table[est].to_numpy(dtype=float)
     se = table[se_col].to_numpy(dtype=float)
     dof, p = table[df_col].to_numpy(dtype=float), table[p_col].to_numpy(dtype=float)

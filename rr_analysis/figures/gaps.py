@@ -12,10 +12,10 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from rr_analysis.comparison import ALPHA, Comparison, Keywords, asked
+from rr_analysis.comparison import ALPHA, PARAMS_TOLERANCE, Comparison, Keywords, asked, for_reference
 from rr_analysis.figures.axes import STYLE, compared, few_seeds, gap_axis, new_figure, size_ticks
 from rr_analysis.figures.estimates import adjust_name, gap_estimates, require_gap_table, test_name
-from rr_analysis.numbers import significant
+from rr_analysis.numbers import percent, significant
 from rr_analysis.stats.forecast import meta_line
 from rr_analysis.stats.gap_tests import PRIMARY_TEST, gap_table
 from rr_core.errors import PlotError
@@ -109,7 +109,9 @@ def emergence_figure(
     over its family of cells, named in the subtitle) and sits beyond the bar on the estimate's side of
     zero. The paper's figure is ``stat="welch"`` on ``gap_table(df, adjust="none")``. The baselines are
     nudged a few points apart horizontally so their bars do not hide each other; the data coordinates stay
-    exact. A point whose test is n/a is drawn without a bar (its reason is in the table).
+    exact. A point whose test is n/a is drawn without a bar (its reason is in the table). A point whose arms'
+    parameter counts differ by more than `rr_analysis.comparison.PARAMS_TOLERANCE` is ringed (the tables mark
+    its gap), since part of such a gap may be capacity rather than the rule.
 
     Example
     -------
@@ -141,8 +143,9 @@ def emergence_figure(
             _gap_line(ax, est[est["baseline"] == b], b, colours[b], nudge, ci, reference == REFERENCE)
         if line is not None:
             _fitted_lines(ax, line, colours)
+        _unequal_says(ax, est)
         seeds = table.groupby("size", sort=False, observed=True)[
-            "n_pairs" if stat == "paired" else "n_review"
+            "n_pairs" if stat == "paired" else for_reference("n_review", reference)
         ].max()
         size_ticks(ax, table.drop_duplicates("size").set_index("size")["params_M"][sizes], few_seeds(seeds))
         ax.margins(x=0.08, y=0.12)
@@ -244,12 +247,32 @@ def _forecast_facet(ax, e, line, fc, colour: str, largest: float, right: float) 
     ax.errorbar(e["params_M"].to_numpy(float), y, yerr=[y - e["ci_low"], e["ci_high"] - y], fmt="o",
                 color=colour, ms=5, elinewidth=1.0, capsize=3, label="observed: seed-paired gap, 95% CI",
                 gid="observed")  # fmt: skip
+    _unequal_rings(ax, e, y, colour, "unequal")
+    _unequal_says(ax, e)
     _fitted_lines(ax, line, {line["baseline"].iloc[0]: colour} if len(line) else {}, pi=True)
     x, p = fc["params"].to_numpy(float) / 1e6, fc["pred"].to_numpy(float)
     ax.errorbar(x, p, yerr=[p - fc["pi_low"], fc["pi_high"] - p], fmt="none", ecolor=colour, elinewidth=1.0,
                 capsize=5, gid="forecast_pi")  # fmt: skip
     ax.errorbar(x, p, yerr=[p - fc["ci_low"], fc["ci_high"] - p], fmt="D", color=colour, mfc="white", ms=6,
                 elinewidth=3.0, capsize=0, label="forecast: 95% CI (thick), 95% PI (thin)", gid="forecast")  # fmt: skip
+
+
+UNEQUAL_SAYS = f"ring: the arms' parameter counts differ by more than {percent(PARAMS_TOLERANCE)}\n(part of the gap may be capacity)"
+
+
+def _unequal_rings(ax, e: pd.DataFrame, y, colour: str, gid: str, transform=None) -> None:
+    """An open ring around each gap whose arms differ in size beyond `PARAMS_TOLERANCE` (``params_flagged``),
+    so the figure flags it where the gap is drawn, as the tables do with their mark."""
+    flagged = e["params_flagged"].to_numpy(dtype=bool)
+    if flagged.any():
+        ax.plot(e["params_M"].to_numpy(float)[flagged], np.asarray(y)[flagged], ls="none", marker="o", ms=11,
+                mfc="none", mec=colour, mew=1.2, zorder=4, gid=gid, **({"transform": transform} if transform else {}))  # fmt: skip
+
+
+def _unequal_says(ax, est: pd.DataFrame) -> None:
+    """The legend entry of the rings, where any gap drawn has them."""
+    if est["params_flagged"].to_numpy(dtype=bool).any():
+        ax.plot([], [], ls="none", marker="o", ms=11, mfc="none", mec="0.3", mew=1.2, label=UNEQUAL_SAYS)
 
 
 def _stars_say(table: pd.DataFrame, stat: str, ci: bool) -> str:
@@ -282,6 +305,7 @@ def _gap_line(ax, e: pd.DataFrame, baseline: str, colour: str, nudge, ci: bool, 
     )
     for artist in (bars.lines[0], *bars.lines[1], *bars.lines[2]):
         artist.set_transform(nudge)  # after autoscaling, which used exact x
+    _unequal_rings(ax, e, y, colour, f"unequal:{baseline}", nudge)
     star = e["significant"].to_numpy()
     above = y[star] >= 0
     ends = np.where(above, np.fmax(hi, y)[star], np.fmin(lo, y)[star])

@@ -11,7 +11,15 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from rr_analysis.comparison import ALPHA, RESPONSE, Comparison, Keywords, compare, t_quantile
+from rr_analysis.comparison import (
+    ALPHA,
+    PARAMS_COLUMNS,
+    RESPONSE,
+    Comparison,
+    Keywords,
+    compare,
+    t_quantile,
+)
 from rr_analysis.numbers import significant
 from rr_analysis.stats.gap_tests import paired_table, welch_table
 from rr_core.errors import InputError
@@ -82,7 +90,8 @@ def equivalence(
 
     Returns
     -------
-    DataFrame, one row per (size, baseline), with columns ``size, baseline, margin, gap`` (baseline - reference
+    DataFrame, one row per (size, baseline), with columns ``size, baseline``, the arms' parameter counts
+    (`rr_analysis.comparison.PARAMS_COLUMNS`), ``margin, gap`` (baseline - reference
     of the response, positive favours the reference),
     ``paired_diff, paired_ci90_low, paired_ci90_high, paired_tost_p, paired_verdict`` and
     ``welch_ci90_low, welch_ci90_high, welch_tost_p, welch_verdict``, ``paired_note, welch_note`` (why a
@@ -108,11 +117,13 @@ def equivalence(
         raise InputError(f"the equivalence margin must be a positive number of nats, got {margin!r}")
     rows, comparison = compare(df, comparison, **keywords)
     w, p = welch_table(df, comparison), paired_table(df, comparison)
-    cells = w[["size", "baseline", "gap", "welch_se", "welch_df", "welch_p", "welch_note"]].merge(
+    cells = w[
+        ["size", "baseline", *PARAMS_COLUMNS, "gap", "welch_se", "welch_df", "welch_p", "welch_note"]
+    ].merge(
         p[["size", "baseline", "paired_diff", "paired_se", "paired_df", "paired_p", "paired_note"]],
         on=["size", "baseline"],
     )
-    out = cells[["size", "baseline"]].copy()
+    out = cells[["size", "baseline", *PARAMS_COLUMNS]].copy()
     out["margin"], out["gap"], out["paired_diff"] = margin, cells["gap"], cells["paired_diff"]
     cells["paired_tost_p"], cells["welch_tost_p"] = _tost(rows, comparison.reference, cells, margin)
     for test, est in (("paired", "paired_diff"), ("welch", "gap")):

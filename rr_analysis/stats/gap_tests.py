@@ -57,9 +57,11 @@ PRIMARY_TEST = "paired"  # the declared primary per-size test; "mixed" is its tw
 TESTS: tuple[str, ...] = ("welch", "paired", "mixed")
 ADJUST_METHODS: tuple[str, ...] = ("holm", "bonferroni", "fdr_bh", "none")
 
-# The columns of `gap_table` that `rr analyze table --format json/csv` emits, in order.
+# The columns of `gap_table` that `rr analyze table --format json/csv` emits, in order; n_review and review_mean
+# are named for the reference when it is another (`rr_analysis.comparison.for_reference`).
 TABLE_COLUMNS: tuple[str, ...] = (
-    "size", "baseline", "params_M", "n_review", "n_baseline", "n_pairs", "review_mean", "baseline_mean", "gap",
+    "size", "baseline", "params_M", "baseline_params_M", "params_mismatch", "params_flagged",
+    "n_review", "n_baseline", "n_pairs", "review_mean", "baseline_mean", "gap",
     "welch_t", "welch_df", "welch_p", "welch_ci_low", "welch_ci_high", "hedges_g", "g_ci_low", "g_ci_high",
     "paired_diff", "paired_se", "paired_t", "paired_df", "paired_p", "paired_ci_low", "paired_ci_high",
     "signflip_p", "signflip_floor",
@@ -136,8 +138,11 @@ def welch_table(
     Returns
     -------
     DataFrame, one row per (size, baseline), with columns
-    ``size, baseline, params_M`` (the reference's parameter count at that size), ``n_review, n_baseline``,
-    ``review_mean, baseline_mean`` (the reference's and the baseline's mean of the metric), ``gap`` (baseline -
+    ``size, baseline, params_M, baseline_params_M, params_mismatch, params_flagged`` (each arm's parameter
+    count at that size and whether they differ by more than `rr_analysis.comparison.PARAMS_TOLERANCE`:
+    `rr_analysis.comparison.cell_frame`), ``n_review, n_baseline``, ``review_mean, baseline_mean`` (the
+    reference's and the baseline's mean of the metric; the reference's two named for it when it is not
+    review_neutral: ``n_myrule``, ``myrule_mean``), ``gap`` (baseline -
     reference of the response: positive favours the reference), ``welch_se, welch_t, welch_df, welch_p``
     (two-sided), ``welch_ci_low, welch_ci_high`` (95% CI of the gap from Welch's t: the interval of the p
     beside it), ``pooled_sd``, ``hedges_g, g_ci_low, g_ci_high``

@@ -6,15 +6,13 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from rr_analysis.comparison import Comparison, Keywords, compare, sizes_in_order
-from rr_analysis.numbers import fixed, percent
+from rr_analysis.comparison import PARAMS_TOLERANCE, Comparison, Keywords, compare, sizes_in_order
+from rr_analysis.numbers import fixed, percent, percent_above
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
 
 __all__ = ["recipe_notes", "PARAMS_TOLERANCE"]
-
-PARAMS_TOLERANCE = 0.02  # parameter counts within a size may differ by this fraction before it is noted
 
 
 def _steps(df: pd.DataFrame, sizes: list[str]) -> list[dict]:
@@ -64,14 +62,6 @@ def _fewer_seeds(df: pd.DataFrame, sizes: list[str]) -> list[dict]:
     return out
 
 
-def _above(value: float, limit: float) -> str:
-    """`value` as a percentage with the decimals it needs to read above `limit` (2.04%, not 2.0%, over 2%)."""
-    decimals = 1
-    while round(value * 100, decimals) <= limit * 100 and decimals < 6:
-        decimals += 1
-    return f"{value:.{decimals}%}"
-
-
 def _params(df: pd.DataFrame, sizes: list[str]) -> list[dict]:
     p = df.groupby(["size", "variant"], observed=True)["params_M"].mean()
     out = []
@@ -80,7 +70,7 @@ def _params(df: pd.DataFrame, sizes: list[str]) -> list[dict]:
         spread = s.max() / s.min() - 1
         if spread > PARAMS_TOLERANCE:
             out.append({"kind": "params_mismatch", "size": size, "message": f"{size}: parameter counts differ by "
-                        f"{_above(spread, PARAMS_TOLERANCE)} ({s.idxmin()} {fixed(s.min(), 2)}M, {s.idxmax()} {fixed(s.max(), 2)}M), more than "
+                        f"{percent_above(spread, PARAMS_TOLERANCE)} ({s.idxmin()} {fixed(s.min(), 2)}M, {s.idxmax()} {fixed(s.max(), 2)}M), more than "
                         f"{percent(PARAMS_TOLERANCE)}: part of a gap may be capacity"})  # fmt: skip
     return out
 

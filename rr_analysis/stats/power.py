@@ -14,12 +14,14 @@ import pandas as pd
 
 from rr_analysis.comparison import (
     ALPHA,
+    PARAMS_COLUMNS,
     POWER,
     RESPONSE,
     Comparison,
     Keywords,
     asked,
     compare,
+    for_reference,
     sizes_in_order,
 )
 from rr_analysis.numbers import fixed
@@ -126,12 +128,15 @@ def power_table(
 
     Returns
     -------
-    DataFrame, one row per (size, baseline), with columns ``size, baseline, n_review, n_baseline, n_pairs,
+    DataFrame, one row per (size, baseline), with columns ``size, baseline``, the arms' parameter counts
+    (`rr_analysis.comparison.PARAMS_COLUMNS`, as `rr_analysis.comparison.cell_frame` gives them),
+    ``n_review, n_baseline, n_pairs,
     gap, cohens_d`` (gap / pooled SD), ``seeds_unpaired`` (runs per arm for the two-sample t-test),
     ``mde_unpaired`` (smallest gap detectable with n_review, n_baseline runs), ``dz`` (mean / SD of the
     seed-matched differences), ``seeds_paired`` (seeds, each run with both variants, for the paired t-test),
     ``mde_paired`` (with n_pairs seeds), ``note`` (why a value is n/a; "" otherwise), then
-    `rr_analysis.comparison.STAMP`. Seed counts are nullable integers; ``n_review`` counts the reference's runs.
+    `rr_analysis.comparison.STAMP`. Seed counts are nullable integers; ``n_review`` counts the reference's runs
+    (named for the reference when it is another: `rr_analysis.comparison.for_reference`).
 
     Notes
     -----
@@ -151,7 +156,8 @@ def power_table(
     """
     c = asked(comparison, **keywords)
     w, pr = welch_table(df, c), paired_table(df, c)
-    out = w[["size", "baseline", "n_review", "n_baseline"]].copy()
+    n_ref = for_reference("n_review", c.reference)
+    out = w[["size", "baseline", *PARAMS_COLUMNS, n_ref, "n_baseline"]].copy()
     out["n_pairs"] = pr["n_pairs"].to_numpy()
     out["gap"] = w["gap"].to_numpy()
     s_pool, sd_diff = w["pooled_sd"].to_numpy(float), pr["paired_sd"].to_numpy(float)
@@ -159,7 +165,7 @@ def power_table(
         out["cohens_d"] = np.where(s_pool > 0, w["gap"].to_numpy(float) / s_pool, np.nan)
         out["dz"] = np.where(pr["paired_note"] == "", pr["paired_diff"].to_numpy(float) / sd_diff, np.nan)
     cols = {c: [] for c in ("seeds_unpaired", "mde_unpaired", "seeds_paired", "mde_paired", "note")}
-    rows = zip(out["cohens_d"], out["dz"], out["n_review"], out["n_baseline"], out["n_pairs"], strict=True)
+    rows = zip(out["cohens_d"], out["dz"], out[n_ref], out["n_baseline"], out["n_pairs"], strict=True)
     for (d, dz, nr, nb, npair), sp, sdd in zip(rows, s_pool, sd_diff, strict=True):
         notes, nu, mu, npd, md = [], np.nan, np.nan, np.nan, np.nan
         if np.isfinite(d) and d != 0:

@@ -13,8 +13,8 @@ from dataclasses import dataclass, replace
 
 import pandas as pd
 
-from rr_analysis.comparison import ALPHA, METRIC, POWER, STAMP
-from rr_analysis.numbers import NA, fixed, missing, p_value, percent, significant
+from rr_analysis.comparison import ALPHA, METRIC, PARAMS_TOLERANCE, POWER, STAMP, for_reference
+from rr_analysis.numbers import NA, fixed, missing, p_value, percent, percent_above, significant
 from rr_core.variants import REFERENCE, label
 
 
@@ -51,6 +51,38 @@ def cell_of(key: str, fmt: Callable) -> Callable[[pd.Series], str]:
 def interval(low: str, high: str, spec: str) -> Callable[[pd.Series], str]:
     """The cell "[low, high]" of two columns in `spec`; `NA` when the low end is missing."""
     return lambda r: NA if missing(r[low]) else f"[{formatted(r[low], spec)}, {formatted(r[high], spec)}]"
+
+
+def of_reference(key: str) -> Callable[[pd.Series], object]:
+    """A row's value of one of the reference's own columns, by its paper name (``n_review``): the frame names it
+    for its reference (`rr_analysis.comparison.for_reference`)."""
+    return lambda r: r[for_reference(key, r["reference"]) if "reference" in r else key]
+
+
+UNEQUAL = "\u2020"  # marks a gap whose arms differ in parameter count by more than PARAMS_TOLERANCE
+
+
+def gap_cell(key: str = "gap", spec: str = ".4f") -> Callable[[pd.Series], str]:
+    """A gap's cell, marked `UNEQUAL` where the row's arms differ in size (``params_flagged``, from
+    `rr_analysis.comparison.cell_frame`), so the flag sits where the gap is read; `params_notes` says by how much."""
+    show = number(spec)
+    return lambda r: show(r[key]) + (UNEQUAL if bool(r.get("params_flagged", False)) else "")
+
+
+def params_notes(t: pd.DataFrame) -> list[str]:
+    """One note per flagged row of a frame with the arms' parameter counts: the sizes and by how much they
+    differ, so a gap between unequal arms is never read as the rule's alone."""
+    if "params_flagged" not in t:
+        return []
+    ref = label(t["reference"].iloc[0]) if "reference" in t and len(t) else label(REFERENCE)
+    return [
+        f"{UNEQUAL} {r['size']} {label(r['baseline'])}: the arms' parameter counts differ by "
+        f"{percent_above(r['params_mismatch'], PARAMS_TOLERANCE)} ({ref} {fixed(r['params_M'], 2)}M, {label(r['baseline'])} "
+        f"{fixed(r['baseline_params_M'], 2)}M), more than {percent(PARAMS_TOLERANCE)}: part of the gap may be "
+        "capacity, not the rule"
+        for _, r in t.iterrows()
+        if bool(r["params_flagged"])
+    ]
 
 
 def row_notes(key: str) -> Callable[[pd.DataFrame], list[str]]:

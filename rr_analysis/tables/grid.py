@@ -31,14 +31,19 @@ __all__ = [
 
 WRAP_MIN = 24  # a wrapped prose column keeps at least this many characters a line (or its header's width)
 
-# LaTeX's ten special characters, and `<` and `>`, which text-mode LaTeX (OT1) prints as inverted ! and ?.
-_LATEX = {c: "\\" + c for c in "&%$#_{}"} | {
-    "~": r"\textasciitilde{}",
-    "^": r"\^{}",
-    "\\": r"\textbackslash{}",
-    "<": r"$<$",
-    ">": r"$>$",
-}
+# LaTeX's ten special characters, `<` and `>`, which text-mode LaTeX (OT1) prints as inverted ! and ?, and the
+# dagger, which needs no package as a command.
+_LATEX = (
+    {c: "\\" + c for c in "&%$#_{}"}
+    | {
+        "~": r"\textasciitilde{}",
+        "^": r"\^{}",
+        "\\": r"\textbackslash{}",
+        "<": r"$<$",
+        ">": r"$>$",
+        "\u2020": r"\textdagger{}",  # the mark of a gap between arms of unequal size (`rr_analysis.tables.columns`)
+    }
+)
 
 
 def latex_escape(s: str) -> str:

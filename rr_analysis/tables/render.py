@@ -18,10 +18,12 @@ from dataclasses import replace
 
 import pandas as pd
 
+from rr_analysis.comparison import for_reference
 from rr_analysis.tables.columns import Col, View, filled, missing
 from rr_analysis.tables.grid import csv_text, latex_lines, markdown_lines, text_lines, widths, wrap_columns
 from rr_core.errors import InputError
 from rr_core.sweepfile.dataset import plain
+from rr_core.variants import REFERENCE
 
 __all__ = [
     "FORMATS",
@@ -49,8 +51,12 @@ def _fit(columns: list[Col], cells: list[list[str]], width: int) -> list[int]:
 
 
 def machine_columns(view: View, frame: pd.DataFrame) -> list[str]:
-    """The columns csv and json hold: the view's stable `machine` columns, or every column of the frame."""
-    return list(view.machine or frame.columns)
+    """The columns csv and json hold: the view's stable `machine` columns (the reference's own named for the
+    frame's reference, `rr_analysis.comparison.for_reference`), or every column of the frame."""
+    if not view.machine:
+        return list(frame.columns)
+    reference = frame["reference"].iloc[0] if "reference" in frame and len(frame) else REFERENCE
+    return [for_reference(c, reference) for c in view.machine]
 
 
 def column_names(view: View, fmt: str, frame: pd.DataFrame) -> list[str]:
@@ -63,7 +69,7 @@ def column_names(view: View, fmt: str, frame: pd.DataFrame) -> list[str]:
     >>> from rr_analysis.stats.gap_tests import gap_table
     >>> from rr_analysis.views.registry import VIEWS
     >>> from rr_core.sweepfile.dataset import load_sweep
-    >>> column_names(VIEWS["table"], "text", gap_table(load_sweep()))[5:9]
+    >>> column_names(VIEWS["table"], "text", gap_table(load_sweep()))[6:10]
     ['baseline_mean', 'gap', 'paired_95_ci', 'hedges_g']
     """
     if fmt in ("csv", "json"):

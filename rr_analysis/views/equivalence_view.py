@@ -6,7 +6,17 @@ import pandas as pd
 
 from rr_analysis.comparison import Comparison
 from rr_analysis.stats.equivalence import DEFAULT_MARGIN, equivalence
-from rr_analysis.tables.columns import GAP, Col, cell_of, interval, number, p_cell, row_notes
+from rr_analysis.tables.columns import (
+    GAP,
+    Col,
+    cell_of,
+    gap_cell,
+    interval,
+    number,
+    p_cell,
+    params_notes,
+    row_notes,
+)
 from rr_analysis.views.analysis_view import AnalysisView
 from rr_core.variants import label
 
@@ -21,8 +31,10 @@ VIEW = AnalysisView(
     columns=(
         Col("size", cell_of("size", str), 0),
         Col("baseline", cell_of("baseline", label), 0),
+        Col("{ref}\nparams (M)", cell_of("params_M", number(".2f")), 5),
+        Col("baseline\nparams (M)", cell_of("baseline_params_M", number(".2f")), 5),
         Col("margin", cell_of("margin", number("g")), 3),
-        Col("gap", cell_of("gap", number(".4f")), 0),
+        Col("gap", gap_cell(), 0),
         Col("paired* 90% CI", interval("paired_ci90_low", "paired_ci90_high", ".4f"), 2),
         Col("paired*\nTOST p", cell_of("paired_tost_p", p_cell), 0),
         Col("paired* verdict", cell_of("paired_verdict", str), 0),
@@ -38,7 +50,7 @@ VIEW = AnalysisView(
         "A claim of equivalence in several cells at once needs every cell to pass (intersection-union: no "
         "multiplicity adjustment).",
     ),
-    notes=lambda t: row_notes("paired_note")(t) + row_notes("welch_note")(t),
+    notes=lambda t: row_notes("paired_note")(t) + row_notes("welch_note")(t) + params_notes(t),
     compute=_equivalence,
     summary="--margin",
 )

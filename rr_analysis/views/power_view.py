@@ -9,7 +9,16 @@ import pandas as pd
 
 from rr_analysis.comparison import Comparison
 from rr_analysis.stats.power import power_table
-from rr_analysis.tables.columns import GAP, Col, cell_of, number, row_notes
+from rr_analysis.tables.columns import (
+    GAP,
+    Col,
+    cell_of,
+    gap_cell,
+    number,
+    of_reference,
+    params_notes,
+    row_notes,
+)
 from rr_analysis.views import seed_plan_view
 from rr_analysis.views.analysis_view import AnalysisView
 from rr_core.variants import label
@@ -25,9 +34,11 @@ VIEW = AnalysisView(
     columns=(
         Col("size", cell_of("size", str)),
         Col("baseline", cell_of("baseline", label)),
-        Col("n\nR/B", lambda r: f"{r['n_review']}/{r['n_baseline']}"),
+        Col("{ref}\nparams (M)", cell_of("params_M", number(".2f")), 4),
+        Col("baseline\nparams (M)", cell_of("baseline_params_M", number(".2f")), 4),
+        Col("n\nR/B", lambda r: f"{of_reference('n_review')(r)}/{r['n_baseline']}"),
         Col("pairs", cell_of("n_pairs", str)),
-        Col("gap", cell_of("gap", number(".4f"))),
+        Col("gap", gap_cell()),
         Col("Cohen\nd", cell_of("cohens_d", number(".2f")), 3),
         Col("seeds/arm\nunpaired", cell_of("seeds_unpaired", number("d")), 2),
         Col("detectable\ngap now", cell_of("mde_unpaired", number(".4f")), 2),
@@ -41,7 +52,7 @@ VIEW = AnalysisView(
         "paired: t-test of seed-matched differences (TTestPower). Effects are the observed ones, from 2-3 "
         "seeds: rough planning figures.",
     ),
-    notes=row_notes("note"),
+    notes=lambda t: row_notes("note")(t) + params_notes(t),
     compute=_power,
     summary="with --effect: a seed plan",
     switches={"effect": seed_plan_view.VIEW},

@@ -9,7 +9,18 @@ import pandas as pd
 from rr_analysis.comparison import Comparison
 from rr_analysis.numbers import NA, fixed, significant
 from rr_analysis.stats.gap_tests import TABLE_COLUMNS, gap_table
-from rr_analysis.tables.columns import GAP, Col, cell_of, interval, missing, number, p_cell
+from rr_analysis.tables.columns import (
+    GAP,
+    Col,
+    cell_of,
+    gap_cell,
+    interval,
+    missing,
+    number,
+    of_reference,
+    p_cell,
+    params_notes,
+)
 from rr_analysis.views.analysis_view import AnalysisView
 from rr_core.variants import label
 
@@ -42,6 +53,7 @@ def _table_notes(t: pd.DataFrame) -> list[str]:
         for view in ("welch", "paired", "mixed"):
             if r[f"{view}_note"]:
                 out.append(f"{r['size']} {label(r['baseline'])}, {view}: {r[f'{view}_note']}")
+    out += params_notes(t)
     methods = sorted(set(t["mixed_method"]) - {""})
     out.append("mixed model fitted by: " + "; ".join(methods) if methods else "mixed model: not fitted")
     return out
@@ -57,11 +69,12 @@ VIEW = AnalysisView(
     columns=(
         Col("size", cell_of("size", str), 0),
         Col("baseline", cell_of("baseline", label), 0),
-        Col("params\n(M)", cell_of("params_M", number(".2f")), 6),
-        Col("n\nR/B", lambda r: f"{r['n_review']}/{r['n_baseline']}", 5),
-        Col("{ref}\nmean", cell_of("review_mean", number(".4f")), 6),
+        Col("{ref}\nparams (M)", cell_of("params_M", number(".2f")), 6),
+        Col("baseline\nparams (M)", cell_of("baseline_params_M", number(".2f")), 6),
+        Col("n\nR/B", lambda r: f"{of_reference('n_review')(r)}/{r['n_baseline']}", 5),
+        Col("{ref}\nmean", lambda r: number(".4f")(of_reference("review_mean")(r)), 6),
         Col("baseline\nmean", cell_of("baseline_mean", number(".4f")), 6),
-        Col("gap", cell_of("gap", number(".4f")), 0),
+        Col("gap", gap_cell(), 0),
         Col("paired*\n95% CI", interval("paired_ci_low", "paired_ci_high", ".4f"), 0),
         Col("Hedges\ng", cell_of("hedges_g", number(".2f")), 1),
         Col("95% CI\nof g", interval("g_ci_low", "g_ci_high", ".2f"), 6),
