@@ -6,15 +6,25 @@ import typer
 
 from cli.errors import known_errors
 from cli.records import FORMAT_HELP, Format, echo_records
+from cli.run_options import either, renamed
 from rr_analysis.numbers import significant
+
+DEFAULT = ("review_convex", "review_neutral")
 
 
 def depth_check(
+    ctx: typer.Context,
     layers: int = typer.Option(24, "--layers", min=1, help="Blocks (each = 2 residual sublayers)."),
     d_model: int = typer.Option(64, "--d-model", min=1, help="Residual width; the effect fades with width."),
     n_head: int = typer.Option(4, "--n-head", min=1, help="Attention heads; must divide --d-model."),
-    variants: str = typer.Option(
-        "review_convex,review_neutral", "--variants", help="Comma-separated variant names to compare."
+    variant: list[str] = typer.Option(
+        None,
+        "--variant",
+        help=f"A variant to compare (repeatable). Default: {' and '.join(DEFAULT)}.",
+        show_default=False,
+    ),
+    variants: str | None = renamed(
+        "--variant", "--variants", "one --variant per variant, as rr train, rr sweep and rr sizes take them"
     ),
     seed: int = typer.Option(0, "--seed", min=0, help="Seed of the initialisation and the random tokens."),
     fmt: Format = typer.Option(Format.text, "--format", help=FORMAT_HELP),
@@ -26,7 +36,9 @@ def depth_check(
     """
     from rr_model.depth import depth_check as run
 
-    names = tuple(v.strip() for v in variants.split(",") if v.strip())
+    old = variants and [v.strip() for v in variants.split(",") if v.strip()]  # --variants a,b: one value
+    given = ctx.get_parameter_source("variant").name == "COMMANDLINE"
+    names = tuple(either("--variant", "--variants", variant, old, given) or DEFAULT)
     with known_errors():
         df = run(names, n_layer=layers, d_model=d_model, n_head=n_head, seed=seed)
     echo_records(

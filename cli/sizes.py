@@ -20,6 +20,13 @@ def sizes(
         50257, "--vocab", min=1, help="Vocabulary size (GPT-2: 50257; byte-level: 257)."
     ),
     ladder: Path | None = run_option("ladder"),
+    variant: list[str] = typer.Option(
+        None,
+        "--variant",
+        help="Only this variant (repeatable; a plugin's too). Default: every registered variant.",
+        show_default=False,
+    ),
+    reference: str = run_option("reference"),
     memory: bool = typer.Option(
         False,
         "--memory",
@@ -32,8 +39,8 @@ def sizes(
 ) -> None:
     """List d_model, n_layer, n_head, head_dim and the exact parameter count of every size x variant.
 
-    Baselines are widened in steps of n_head to Review's count at the same depth, so their width depends
-    on --vocab. Counted by arithmetic: instant, no model is built. `--memory` plans each size's memory
+    Baselines are matched in steps of n_head to the reference's count (Review's, or --reference's) at the
+    same depth, so their width depends on --vocab. Counted by arithmetic: instant, no model is built. `--memory` plans each size's memory
     per GPU instead (docs/training.md, "Past one GPU").
     """
     from rr_core.ladder import BYTE_EOS, RECIPE
@@ -43,7 +50,7 @@ def sizes(
     if memory:
         return _memory(fmt, vocab, ladder, gpus, gpu_memory, getattr(precision, "value", precision))
     with known_errors():
-        table = size_table(vocab, ladder)
+        table = size_table(vocab, ladder, variant or None, reference)
     which = "Ladder" if ladder is None else f"Ladder file {ladder} (your sizes, not the published ladder)"
     byte_vocab = BYTE_EOS + 1
     # whose vocabulary the counts assume: widths and counts follow it (baselines widen to Review's count)

@@ -8,6 +8,7 @@ trainer's planning can count parameters (even of the 1B model) by arithmetic, in
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from rr_core.errors import InputError
@@ -140,8 +141,15 @@ def model_config(
     return cfg
 
 
-def size_table(vocab_size: int = RECIPE.vocab_size, ladder: str | os.PathLike | None = None) -> list[dict]:
-    """Every ladder size x variant: its shape and exact parameter count (of a ladder file's sizes with `ladder`).
+def size_table(
+    vocab_size: int = RECIPE.vocab_size,
+    ladder: str | os.PathLike | None = None,
+    variants: Sequence[str] | None = None,
+    reference: str = REFERENCE,
+) -> list[dict]:
+    """Every ladder size x variant: its shape and exact parameter count (of a ladder file's sizes with `ladder`;
+    of `variants` alone where given, each refused with the nearest name if unknown; the matched baselines
+    matched to `reference`, `model_config`).
 
     Returns
     -------
@@ -150,10 +158,12 @@ def size_table(vocab_size: int = RECIPE.vocab_size, ladder: str | os.PathLike | 
     params (exact) and params_M (params / 1e6 to 2 decimals, as in the dataset).
     """
     load_plugins()
+    for name in [*(variants or ()), reference]:
+        require_variant(name)
     rows = []
     for size in ladder_sizes(ladder):
-        for variant in list(VARIANTS):
-            c = model_config(size, variant, vocab_size, ladder)
+        for variant in variants or list(VARIANTS):
+            c = model_config(size, variant, vocab_size, ladder, reference)
             rows.append(
                 {
                     "size": size,

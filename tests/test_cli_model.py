@@ -8,12 +8,16 @@ import json
 import math
 import subprocess
 import sys
+from dataclasses import replace
 
 import pytest
 from conftest import rr
 
 from cli.choices import Adjust, Format, Stat
+from rr_core.ladder import LADDER
+from rr_core.shapes import model_config
 from rr_core.sweepfile.dataset import load_sweep
+from rr_core.variants import VARIANTS
 
 
 def test_sizes_json_matches_every_published_cell():
@@ -90,10 +94,53 @@ def test_depth_check_json():
 
 
 def test_depth_check_bad_input_is_one_line_and_exit_2():
-    result = rr("depth-check", "--variants", "review_convex,bogus", "--layers", "1")
+    result = rr("depth-check", "--variant", "review_convex", "--variant", "bogus", "--layers", "1")
     assert result.exit_code == 2
     assert "rr: error: unknown variant 'bogus'; registered: review_neutral" in result.output
     assert "Traceback" not in result.output
+
+
+def test_depth_check_takes_a_repeatable_variant_and_its_old_comma_list_with_a_warning():
+    # issue 36.10: --variants a,b on rr depth-check, --variant (repeatable) on every other command
+    args = ["depth-check", "--layers", "2", "--d-model", "16", "--n-head", "2", "--format", "json"]
+    new = rr(*args, "--variant", "standard", "--variant", "highway")
+    old = rr(*args, "--variants", "standard,highway")
+    assert new.exit_code == 0 and old.exit_code == 0, (new.output, old.output)
+    assert [r["variant"] for r in json.loads(new.stdout)] == ["standard", "highway"]
+    assert old.stdout == new.stdout and new.stderr == ""
+    assert old.stderr == (
+        "rr: warning: --variants is deprecated on rr depth-check: use --variant (one --variant per variant, as "
+        "rr train, rr sweep and rr sizes take them)\n"
+    )
+    both = rr(*args, "--variants", "standard", "--variant", "highway")
+    assert (
+        both.exit_code == 2
+        and "--variant and --variants name the same thing: give --variant only" in both.stderr
+    )
+
+
+def test_sizes_takes_variants_and_a_reference():
+    # issue 36.10: the README lists rr sizes --variant; --reference matches the baselines as rr train does
+    rows = json.loads(rr("sizes", "--format", "json", "--variant", "standard", "--variant", "highway").output)
+    assert [(r["size"], r["variant"]) for r in rows[:3]] == [
+        ("60M", "standard"),
+        ("60M", "highway"),
+        ("150M", "standard"),
+    ]
+    every = {(r["size"], r["variant"]): r for r in json.loads(rr("sizes", "--format", "json").output)}
+    assert all(r == every[r["size"], r["variant"]] for r in rows) and len(rows) == 2 * len(every) // len(
+        VARIANTS
+    )
+    matched = json.loads(
+        rr("sizes", "--format", "json", "--reference", "standard", "--variant", "highway").output
+    )
+    for r in matched:  # the smallest width, in steps of n_head, with standard's count at the ladder's width
+        target = model_config(r["size"], "standard", reference="standard")
+        assert target.d_model == LADDER[r["size"]].d_model
+        narrower = replace(target, variant="highway", d_model=r["d_model"] - r["n_head"])
+        assert narrower.n_params < target.n_params <= r["params"], r
+    bad = rr("sizes", "--variant", "higway")
+    assert bad.exit_code == 2 and "unknown variant 'higway' (did you mean highway?)" in bad.stderr
 
 
 # ------------------------------------------------------------------ rr gates

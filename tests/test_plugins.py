@@ -200,7 +200,17 @@ def test_every_command_sees_the_plugin_s_rules(plugin, tmp_path):
         commands(
             ["sizes", "--vocab", "257", "--format", "json"],
             ["gates", "--variant", "mygate"],
-            ["depth-check", "--variants", "mygate,myrule", "--layers", "2", "--format", "json"],
+            [
+                "depth-check",
+                "--variant",
+                "mygate",
+                "--variant",
+                "myrule",
+                "--layers",
+                "2",
+                "--format",
+                "json",
+            ],
             ["train", "--size", "tiny", "--variant", "myrule", "--corpus", "synthetic", "--dry-run"],
             [
                 "sweep",
