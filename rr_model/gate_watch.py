@@ -28,13 +28,14 @@ def gated(model: nn.Module) -> list[tuple[int, str, nn.Module]]:
     """(layer, sublayer, rule) of every residual rule with a gate r, in depth order; [] for a model without.
 
     `model` is a `rr_model.model.GPT`, compiled or sharded or not: its blocks' ``res_attn`` and ``res_mlp``
-    are the rules.
+    are the rules. A rule has a gate when its class defines a method ``r(h, u)``; a parameter or buffer
+    that a rule happens to name ``r`` is not one.
     """
     return [
         (i, sublayer, rule)
         for i, block in enumerate(model.transformer.h)
         for sublayer, rule in zip(SUBLAYERS, (block.res_attn, block.res_mlp), strict=True)
-        if hasattr(rule, "r")
+        if callable(getattr(type(rule), "r", None))
     ]
 
 

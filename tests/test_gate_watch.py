@@ -86,6 +86,46 @@ def test_watched_r_is_a_direct_reading_and_the_steps_are_the_same_bits(variant, 
     assert all("r" not in vars(rule) for _, _, rule in gated(model))  # the class's r again
 
 
+class InlineGate(torch.nn.Module):
+    """A plugin-style rule whose forward computes its gate without calling its own r."""
+
+    def __init__(self, d_model: int):
+        super().__init__()
+        self.gate = torch.nn.Linear(d_model, d_model)
+
+    def r(self, h, u):
+        return torch.sigmoid(self.gate(h))
+
+    def forward(self, h, u):
+        return h + torch.sigmoid(self.gate(h)) * u
+
+
+class ScalarNamedR(torch.nn.Module):
+    """h + r u with a learned scalar named r: no gate, though the rule has an attribute r."""
+
+    def __init__(self, d_model: int):
+        super().__init__()
+        self.r = torch.nn.Parameter(torch.ones(()))
+
+    def forward(self, h, u):
+        return h + self.r * u
+
+
+def test_a_rule_that_never_calls_its_r_reads_none_and_a_parameter_named_r_is_no_gate():
+    torch.manual_seed(0)
+    model = GPT(model_config("tiny", "review_neutral", 257))
+    model.transformer.h[0].res_attn = InlineGate(128)
+    model.transformer.h[1].res_mlp = ScalarNamedR(128)
+    watch = GateWatch(model, "cpu")
+    assert [(layer, sublayer) for layer, sublayer in watch.sites] == [s for s in SITES if s != (1, "mlp")]
+    model(torch.randint(0, 257, (2, 16)))
+    got = watch.stats(watch.sums.flatten().tolist())
+    assert (got[0]["mean"], got[0]["std"]) == (None, None)  # (0, attn): never counted
+    assert readings(got[1:]) == [(0.5, 0.0)] * 6  # Review's own, still at W = 0
+    watch.close()
+    assert isinstance(model.transformer.h[1].res_mlp.r, torch.nn.Parameter)
+
+
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory, token_cache) -> dict:
     """Review and Highway trained watched into one dataset, and Highway again with the watch off (no rule

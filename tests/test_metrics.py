@@ -118,3 +118,29 @@ def test_an_unknown_backend_is_refused():
 
     with pytest.raises(InputError, match="log .* must name only tensorboard and wandb"):
         TrainConfig(size="tiny", log=("mlflow",))
+
+
+def test_gate_readings_go_to_the_log_and_to_tensorboard_a_diverged_one_as_null(tmp_path):
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    from rr_model.metrics import Metrics
+
+    path = tmp_path / "x.metrics" / "tiny-highway-seed0.jsonl"
+    metrics = Metrics(
+        path, {"size": "tiny", "variant": "highway", "seed": 0}, step=0, backends=("tensorboard",)
+    )
+    gates = [
+        {"layer": 0, "sublayer": "attn", "mean": 0.25, "std": 0.125},
+        {"layer": 0, "sublayer": "mlp", "mean": float("nan"), "std": None},  # diverged; never counted
+    ]
+    metrics.log(1, gates=gates, loss=2.0)
+    metrics.log(2, loss=1.5)  # an ungated record: no "gates" key
+    metrics.close()
+    train = [r for r in read_metrics(path) if r["event"] == "train"]
+    assert train[0]["gates"] == [gates[0], {"layer": 0, "sublayer": "mlp", "mean": None, "std": None}]
+    assert "gates" not in train[1]
+    events = EventAccumulator(str(path.parent / "tensorboard" / "tiny-highway-seed0"))
+    events.Reload()
+    assert [(e.step, e.value) for e in events.Scalars("gates/r_mean/0.attn")] == [(1, 0.25)]
+    assert [(e.step, e.value) for e in events.Scalars("gates/r_std/0.attn")] == [(1, 0.125)]
+    assert not any(tag.endswith("0.mlp") for tag in events.Tags()["scalars"])
