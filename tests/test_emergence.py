@@ -52,9 +52,42 @@ def test_published_verdicts_name_the_primary_test_and_the_confound(published):
     assert (published["primary"] == "meta").all()
     assert published.loc["highway", "verdict"].startswith("suggestive, not robust")
     assert published.loc["standard", "verdict"].startswith("grows with size: robust")
-    assert published["dev_singular"].all()  # standard's size deviation is 0 (R: theta 2.4e-7)
-    assert "size deviation of standard" in published.loc["highway", "note"]
+    # standard's size deviation is 0 (R: theta 2.4e-7); highway's own is 4.0e-06, so its row is clean
+    assert published["dev_singular"].to_dict() == {"highway": False, "standard": True}
+    assert "singular" not in published.loc["highway", "note"]
+    assert ("(b) singular fit (one model fitted jointly with Highway): sd/sd(residual) < 0.0001 for Standard's "
+            "own size deviation") in published.loc["standard", "note"]  # fmt: skip
     assert "590M 7000, 1B 6000" in published.loc["highway", "confound"]
+
+
+def planted() -> pd.DataFrame:
+    """Five sizes, three seeds: standard's gap exactly on a line in log10(params) (its size deviation has
+    variance 0: a singular component), highway's off its line by several times the noise at every size. The
+    noise E has zero sums over seeds and over variants within a size, so no cell mean leaves its line by it."""
+    wobble = {"10M": 0.004, "30M": -0.005, "100M": 0.006, "300M": -0.004, "1000M": 0.003}
+    E = [[1, -1, 0], [-1, 0, 1], [0, 1, -1]]
+    rows = []
+    for s, wob in wobble.items():
+        lx = np.log10(float(s[:-1]))
+        for seed in range(3):
+            gaps = {"review_neutral": 0.0, "standard": 0.002 * lx, "highway": 0.001 + wob}
+            for j, (v, gap) in enumerate(gaps.items()):
+                rows.append({"size": s, "variant": v, "seed": seed, "params_M": float(s[:-1]), "steps": 100,
+                             "val_loss": 2.0 - 0.1 * lx + 0.01 * (seed - 1) + gap + 0.0005 * E[seed][j] * (1 + 0.3 * lx)})  # fmt: skip
+    return pd.DataFrame(rows).assign(ece=np.nan, minutes=np.nan)
+
+
+def test_a_singular_component_is_flagged_on_its_own_row_only():
+    """Issue 36.2: the joint size-deviation model's singular component is Standard's; Highway's row carries
+    neither the flag nor the note, in the frame and in the view's text."""
+    e = emergence(planted()).set_index("baseline")
+    assert e.loc["standard", "dev_var_size"] == 0.0 and e.loc["highway", "dev_var_size"] > 1e-5
+    assert e["dev_singular"].to_dict() == {"highway": False, "standard": True}
+    assert e.loc["highway", "note"] == ""
+    assert "jointly with Highway" in e.loc["standard", "note"]
+    assert "Standard's own size deviation" in e.loc["standard", "note"]
+    text = render(e.reset_index(), VIEWS["emergence"], "text")
+    assert "note: Highway: (b)" not in text and "note: Standard: (b) singular fit" in text
 
 
 def test_per_run_model_unchanged(published):

@@ -26,6 +26,7 @@ from rr_analysis.stats.gap_tests import paired_table
 from rr_analysis.stats.meta import meta_regression
 from rr_analysis.stats.mixed import SINGULAR_RATIO, BlockModel
 from rr_analysis.stats.slopes import SizeModel, kenward_roger
+from rr_core.variants import label
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -99,8 +100,10 @@ def _p(est: np.ndarray, se: np.ndarray, dof: np.ndarray) -> np.ndarray:
     return np.where(ok, t_sf2(np.where(ok, est / np.where(ok, se, 1.0), 0.0), np.where(ok, dof, 1.0)), np.nan)
 
 
-def _per_run(d: _Design, baselines: list[str]) -> tuple[dict, list[str]]:
-    """(a): every run as evidence, the gap exactly linear in log size; LRT of all slopes by ML refits."""
+def _per_run(d: _Design, baselines: list[str]) -> tuple[dict, dict[str, list[str]]]:
+    """(a): every run as evidence, the gap exactly linear in log size; LRT of all slopes by ML refits. Its one
+    variance component besides the residual, the seed's, is every baseline's: a singular fit is noted on every
+    row."""
     from scipy.special import chdtrc
 
     cols = {
@@ -127,17 +130,22 @@ def _per_run(d: _Design, baselines: list[str]) -> tuple[dict, list[str]]:
         notes.append(
             f"(a) singular fit: sd(seed)/sd(residual) = {significant(fit.ratio, 2, scientific=True)} < {significant(SINGULAR_RATIO)}"
         )
-    return cols, notes
+    return cols, {v: notes for v in baselines}
 
 
-def _size_dev(d: _Design, baselines: list[str]) -> tuple[dict, list[str]]:
-    """(b): seed blocks plus a random size deviation per baseline seen at >= 3 sizes; Satterthwaite and KR."""
+def _size_dev(d: _Design, baselines: list[str]) -> tuple[dict, dict[str, list[str]]]:
+    """(b): seed blocks plus a random size deviation per baseline seen at >= 3 sizes; Satterthwaite and KR.
+
+    One model is fitted to every baseline's rows at once, so its components are of two kinds: the seed's,
+    shared by every baseline (a singular one is flagged and noted on every row fitted), and each baseline's own
+    size deviation (flagged and noted on that baseline's row alone, naming it; the other rows stay clean)."""
     keys = ("dev_slope", "dev_se", "dev_df", "dev_kr_se", "dev_kr_df", "dev_var_size")
     cols = {c: np.full(len(baselines), np.nan) for c in keys}
-    cols.update(dev_var_seed=np.nan, dev_var_resid=np.nan, dev_singular=False)
+    cols.update(dev_var_seed=np.nan, dev_var_resid=np.nan, dev_singular=np.zeros(len(baselines), dtype=bool))
+    notes: dict[str, list[str]] = {v: [] for v in baselines}
     varied = [v for v in baselines if d.at[v] >= 3]
     if not varied:
-        return cols, []
+        return cols, notes
     U = np.column_stack([(d.data["variant"] == v).to_numpy(float) for v in varied])
     model = SizeModel(d.data[RESPONSE].to_numpy(float), d.X, d.data["size"].to_numpy(), d.blocks, U)
     fit = model.fit()
@@ -151,15 +159,21 @@ def _size_dev(d: _Design, baselines: list[str]) -> tuple[dict, list[str]]:
             cols["dev_kr_se"][i], cols["dev_kr_df"][i] = kr_se[j], kr_df[j]
             cols["dev_var_size"][i] = fit.sigma2 * fit.theta[1 + varied.index(v)] ** 2
     cols.update(dev_var_seed=fit.sigma2 * fit.theta[0] ** 2, dev_var_resid=fit.sigma2)
-    low = [n for n, t in zip(["seed", *(f"size deviation of {v}" for v in varied)], fit.theta, strict=True)
-           if t < SINGULAR_RATIO]  # fmt: skip
-    cols["dev_singular"] = bool(low)
-    notes = [f"Kenward-Roger not computed: a size holds over {KR_MAX_RUNS} runs"] if big else []
-    if low:
-        notes.append(
-            f"(b) singular fit: sd/sd(residual) < {significant(SINGULAR_RATIO)} for {', '.join(low)} (lme4's rule); "
-            "Satterthwaite then drops that component and its df can far exceed the sizes, Kenward-Roger keeps it"
-        )
+    others = {v: ", ".join(label(o) for o in varied if o != v) for v in varied}
+    for i, v in enumerate(baselines):
+        if v not in varied:
+            continue
+        low = [*(["the seed variance, shared by every baseline"] if fit.theta[0] < SINGULAR_RATIO else []),
+               *([f"{label(v)}'s own size deviation"] if fit.theta[1 + varied.index(v)] < SINGULAR_RATIO else [])]  # fmt: skip
+        cols["dev_singular"][i] = bool(low)
+        notes[v] = [f"Kenward-Roger not computed: a size holds over {KR_MAX_RUNS} runs"] if big else []
+        if low:
+            joint = f" (one model fitted jointly with {others[v]})" if others[v] else ""
+            notes[v].append(
+                f"(b) singular fit{joint}: sd/sd(residual) < {significant(SINGULAR_RATIO)} for {' and '.join(low)} "
+                "(lme4's rule); Satterthwaite then drops that component and its df can far exceed the sizes, "
+                "Kenward-Roger keeps it"
+            )
     return cols, notes
 
 
@@ -236,7 +250,8 @@ def emergence(
     variance), ``meta_qe, meta_qe_df, meta_qe_p`` (residual heterogeneity), ``meta_sizes`` (sizes used);
     (b) ``dev_slope, dev_se, dev_df, dev_p`` (Satterthwaite), ``dev_kr_se, dev_kr_df, dev_kr_p``
     (Kenward-Roger), ``dev_var_seed, dev_var_size, dev_var_resid`` (REML variance components; dev_var_size
-    is this baseline's), ``dev_singular`` (lme4's rule); (a) ``run_slope, run_se, run_df, run_p``
+    is this baseline's), ``dev_singular`` (lme4's rule, for a component of this row: the shared seed variance
+    or this baseline's own size deviation, never another baseline's); (a) ``run_slope, run_se, run_df, run_p``
     (Satterthwaite), ``run_gap_at_centre``, ``lrt_chi2, lrt_df, lrt_p`` (joint LRT of all slopes under (a));
     ``confound`` (steps that change with size), ``note`` (n/a reasons, singular fits, few sizes), then
     `rr_analysis.comparison.STAMP`. Slopes are changes of the gap (baseline - reference of the response, positive
@@ -273,10 +288,10 @@ def emergence(
     notes = {v: [] for v in baselines}
     if not d.why:
         for part in (_per_run, _size_dev):
-            cols, shared = part(d, baselines)
+            cols, own = part(d, baselines)
             for c, vals in cols.items():
                 out[c] = vals
-            notes = {v: notes[v] + shared for v in baselines}
+            notes = {v: notes[v] + own[v] for v in baselines}
     for c in ("dev_p", "dev_kr_p"):
         if not d.why:
             out[c] = _p(out["dev_slope"], out[c.replace("_p", "_se")], out[c.replace("_p", "_df")])
