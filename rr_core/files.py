@@ -526,11 +526,23 @@ def create_new(path: str | os.PathLike, write: Callable[[BinaryIO], object]) -> 
     return True
 
 
+_REFUSED = (errno.EACCES, errno.EPERM, errno.EROFS)  # a folder that may not be written to
+
+
 def _write_synced(
     path: Path, write: Callable[[BinaryIO], object], flags: int = os.O_TRUNC, target: Path | None = None
 ) -> None:
-    """Write and fsync `path`; an OSError of the write (a full disk) names `target`, the file meant."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | flags, 0o666)  # 0o666 & ~umask, like open()
+    """Write and fsync `path`; an OSError of the write (a full disk) names `target`, the file meant, and one
+    of creating a temporary `path` beside it that the folder refuses names the folder, not a name rr made up."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | flags, 0o666)  # 0o666 & ~umask, like open()
+    except OSError as e:
+        if target is None or e.errno not in _REFUSED:
+            raise
+        folder = target.parent if target.parent != Path() else Path.cwd()
+        raise OSError(
+            e.errno, f"{e.strerror}: {target.name} cannot be written in this folder", str(folder)
+        ) from None
     try:
         with os.fdopen(fd, "wb") as f:
             write(f)

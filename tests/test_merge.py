@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+from pathlib import Path
 
 import pytest
 from conftest import rr
@@ -101,6 +102,34 @@ def test_never_overwrites_and_bad_inputs_are_one_clear_error(tmp_path):
     result = rr("merge", a, bad, "--out", tmp_path / "o.csv")
     assert result.exit_code == 2 and "line 2, column seed: 'x' - is not an integer" in result.stderr
     assert not (tmp_path / "o.csv").exists()
+
+
+def refusing_folder(tmp_path: Path) -> Path:
+    """A folder that refuses a new file: a read-only one, or (for root, whom modes do not stop) /sys where it
+    refuses too; the test is skipped where neither does."""
+    folder = tmp_path / "read-only"
+    folder.mkdir()
+    folder.chmod(0o555)
+    for candidate in (folder, Path("/sys")):
+        try:
+            (candidate / "probe").touch()
+        except OSError:
+            return candidate
+        (candidate / "probe").unlink()
+    pytest.skip("no folder here refuses to be written to")
+
+
+def test_a_folder_that_refuses_the_new_file_is_named_not_the_temporary_file(tmp_path):
+    # issue 36.10: rr merge into a read-only folder named '.m.runs.jsonl.<pid>.rr-tmp', a name rr made up
+    source = tmp_path / "a.csv"
+    shutil.copy(bundled_path(), source)
+    folder = refusing_folder(tmp_path)
+    result = rr("merge", source, "--out", folder / "m.csv")
+    assert result.exit_code == 2 and "rr-tmp" not in result.stderr, result.stderr
+    assert (
+        result.stderr.startswith(f"rr: error: {folder}: ")
+        and "cannot be written in this folder" in result.stderr
+    )
 
 
 def test_extra_measured_columns_are_kept_and_compared(tmp_path):
