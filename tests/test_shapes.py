@@ -115,3 +115,30 @@ def test_param_shapes_are_the_models_parameters_and_sum_to_its_count(variant):
         built = [(name, tuple(p.shape)) for name, p in GPT(cfg).named_parameters()]
     assert param_shapes(cfg) == built
     assert sum(math.prod(shape) for _, shape in built) == cfg.n_params
+
+
+def test_the_readme_says_what_review_s_gates_cost_as_the_model_counts_it():
+    # issue 36.10: `rms(h)` read as a scalar; the README now says W is d x 2d plus a bias, and what it costs
+    from pathlib import Path
+
+    from rr_core.variants import rule_params
+
+    readme = " ".join(
+        (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8").split()
+    )
+    assert (
+        "each sublayer (two per block) has its own d x 2d matrix `W` and d-vector `b`, 2d^2 + d parameters"
+        in readme
+    )
+    assert rule_params(REFERENCE, 8) == 2 * 8 * 8 + 8
+
+    def cost(size: str) -> tuple[str, str, str]:
+        c = model_config(size, REFERENCE)
+        gates = 2 * c.n_layer * rule_params(REFERENCE, c.d_model)  # two sublayers a block
+        return f"{gates / 1e6:.1f}M", f"{c.n_params / 1e6:.1f}M", f"{100 * gates / c.n_params:.1f}%"
+
+    (g60, n60, p60), (g150, n150, p150), (g1b, n1b, p1b) = map(cost, ("60M", "150M", "1B"))
+    assert (
+        f"Over the model that is {g60} of the 60M size's {n60} parameters ({p60}), {g150} of 150M's {n150} "
+        f"({p150}) and {g1b} of 1B's {n1b} ({p1b})"
+    ) in readme
