@@ -72,6 +72,67 @@ def _falls(curve: list) -> tuple[bool, str]:
     return last < 0.9 * first, f"loss {first:.3f} -> {last:.3f}"
 
 
+def _precisions(base, folder: Path, tolerance: float, small: bool) -> tuple[bool, dict]:
+    """TF32 eager (deterministic: the reference the resume check compares with) and bf16 + compile."""
+    t = time.perf_counter()
+    tf32 = _train(replace(base, deterministic=True), folder / "tf32.csv")
+    fast_cfg = replace(base, precision="bf16", compile=not small)
+    fast = _train(fast_cfg, folder / "bf16.csv")
+    falls_a, curve_a = _falls(tf32["loss_curve"])
+    falls_b, curve_b = _falls(fast["loss_curve"])
+    va, vb = tf32["result"]["val_loss"], fast["result"]["val_loss"]
+    ok = _line(
+        "precisions",
+        falls_a and falls_b and abs(va - vb) <= tolerance,
+        f"tf32 {curve_a}, val {va:.4f}; bf16{' + compile' if fast_cfg.compile else ''} {curve_b}, "
+        f"val {vb:.4f}; |diff| {abs(va - vb):.4f} (tolerance {tolerance}); {time.perf_counter() - t:.0f} s",
+    )
+    return ok, tf32
+
+
+def _resume(base, folder: Path, reference: dict) -> bool:
+    """Killed right after the half-way checkpoint, resumed: every logged loss as the uninterrupted run's."""
+    half, out = base.checkpoint_every, folder / "resumed.csv"
+    _train(replace(base, deterministic=True), out, kill_at=half)
+    resumed = _train(replace(base, deterministic=True), out, resume=True)
+    va = reference["result"]["val_loss"]
+    same = resumed["loss_curve"] == reference["loss_curve"] and resumed["result"]["val_loss"] == va
+    differing = sum(x != y for x, y in zip(resumed["loss_curve"], reference["loss_curve"], strict=False))
+    return _line(
+        "resume",
+        same and resumed["resumed_at"] == [half],
+        f"resumed at {resumed['resumed_at']}: {differing} of {len(reference['loss_curve'])} logged losses "
+        f"differ from the uninterrupted run; val {resumed['result']['val_loss']!r} vs {va!r}",
+    )
+
+
+def _kv_cache(base, folder: Path) -> bool:
+    """Greedy tokens of the TF32 run's final weights, with the KV cache and without it."""
+    import torch
+
+    from rr_model import checkpoint
+    from rr_model.inference import load_trained
+
+    final = checkpoint.final_path(folder / "tf32.csv", *base.key)
+    if not final.exists():
+        return _line("kv cache", False, f"the run kept no final weights ({final.name})")
+    model = load_trained(final).model.to(base.device).eval()
+    prompt = torch.randint(0, model.config.vocab_size, (2, 16), generator=torch.Generator().manual_seed(0))
+    prompt = prompt.to(base.device)
+    with torch.no_grad():
+        cached = model.generate(prompt, 64, temperature=0.0, use_cache=True)
+        plain = model.generate(prompt, 64, temperature=0.0, use_cache=False)
+    agree = (cached == plain).float().mean().item()
+    return _line("kv cache", agree == 1.0, f"greedy tokens agree {agree:.1%} (2 x 64 tokens)")
+
+
+def _sharded(base, folder: Path, reference: dict, tolerance: float) -> bool:
+    """The same run under FSDP2 on a process group of one against the unsharded one."""
+    sharded = _train(replace(base, deterministic=True, shard="fsdp"), folder / "fsdp.csv")
+    vs, va = sharded["result"]["val_loss"], reference["result"]["val_loss"]
+    return _line("sharded", abs(vs - va) <= tolerance, f"fsdp world 1 val {vs:.5f} vs {va:.5f}")
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--size", default=None, help="ladder size (default 150M; --small: tiny)")
@@ -82,8 +143,6 @@ def main() -> int:
 
     import torch
 
-    from rr_model import checkpoint
-    from rr_model.inference import load_trained
     from rr_model.run_config import TrainConfig
 
     device = "cpu" if a.small else "cuda"
@@ -91,75 +150,24 @@ def main() -> int:
         print("no CUDA device: run with --small on a CPU", file=sys.stderr)
         return 2
     size, steps = a.size or ("tiny" if a.small else "150M"), a.steps or (16 if a.small else 200)
-    half = steps // 2
     base = TrainConfig(
         size=size,
         variant="review_neutral",
         data="synthetic",
         steps=steps,
-        checkpoint_every=half,
+        checkpoint_every=steps // 2,
         device=device,
     )
     gpu = torch.cuda.get_device_name() if device == "cuda" else "CPU"
     print(
         f"gpu check: {size} review_neutral, {steps} steps, synthetic corpus, on {gpu}; torch {torch.__version__}"
     )
-    results = []
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        t = time.perf_counter()
-        tf32 = _train(replace(base, deterministic=True), folder / "tf32.csv")
-        fast_cfg = replace(base, precision="bf16", compile=not a.small)
-        fast = _train(fast_cfg, folder / "bf16.csv")
-        falls_a, curve_a = _falls(tf32["loss_curve"])
-        falls_b, curve_b = _falls(fast["loss_curve"])
-        va, vb = tf32["result"]["val_loss"], fast["result"]["val_loss"]
-        results.append(
-            _line(
-                "precisions",
-                falls_a and falls_b and abs(va - vb) <= a.tolerance,
-                f"tf32 {curve_a}, val {va:.4f}; bf16{' + compile' if fast_cfg.compile else ''} {curve_b}, "
-                f"val {vb:.4f}; |diff| {abs(va - vb):.4f} (tolerance {a.tolerance}); {time.perf_counter() - t:.0f} s",
-            )
-        )
-
-        out = folder / "resumed.csv"
-        _train(replace(base, deterministic=True), out, kill_at=half)
-        resumed = _train(replace(base, deterministic=True), out, resume=True)
-        same = resumed["loss_curve"] == tf32["loss_curve"] and resumed["result"]["val_loss"] == va
-        differing = sum(x != y for x, y in zip(resumed["loss_curve"], tf32["loss_curve"], strict=False))
-        results.append(
-            _line(
-                "resume",
-                same and resumed["resumed_at"] == [half],
-                f"resumed at {resumed['resumed_at']}: {differing} of {len(tf32['loss_curve'])} logged losses "
-                f"differ from the uninterrupted run; val {resumed['result']['val_loss']!r} vs {va!r}",
-            )
-        )
-
-        final = checkpoint.final_path(folder / "tf32.csv", *base.key)
-        if not final.exists():
-            results.append(_line("kv cache", False, f"the run kept no final weights ({final.name})"))
-        else:
-            model = load_trained(final).model.to(device).eval()
-            prompt = torch.randint(
-                0, model.config.vocab_size, (2, 16), generator=torch.Generator().manual_seed(0)
-            )
-            prompt = prompt.to(device)
-            with torch.no_grad():
-                cached = model.generate(prompt, 64, temperature=0.0, use_cache=True)
-                plain = model.generate(prompt, 64, temperature=0.0, use_cache=False)
-            agree = (cached == plain).float().mean().item()
-            results.append(
-                _line("kv cache", agree == 1.0, f"greedy tokens agree {agree:.1%} (2 x 64 tokens)")
-            )
-
+        ok, reference = _precisions(base, folder, a.tolerance, a.small)
+        results = [ok, _resume(base, folder, reference), _kv_cache(base, folder)]
         if device == "cuda":
-            sharded = _train(replace(base, deterministic=True, shard="fsdp"), folder / "fsdp.csv")
-            vs = sharded["result"]["val_loss"]
-            results.append(
-                _line("sharded", abs(vs - va) <= a.tolerance / 10, f"fsdp world 1 val {vs:.5f} vs {va:.5f}")
-            )
+            results.append(_sharded(base, folder, reference, a.tolerance / 10))
     failed = results.count(False)
     print(f"{len(results) - failed} of {len(results)} checks passed")
     return failed
