@@ -111,3 +111,30 @@ def test_sharding_and_its_kin_are_named_but_not_flagged(sweep, tmp_path):
     text = rr("analyze", "--data", str(a), "--pool-check", env={"COLUMNS": "400"}).stdout
     said = f"was trained {', '.join(details)}: implementation details, not off the recipe"
     assert text.count(said) == len(rows)
+
+
+def with_plugin_rule(sweep: pd.DataFrame) -> pd.DataFrame:
+    """The published rows plus a rule beside each standard run whose rows are all new (docs/extending/myrule.py's
+    example, as tests/golden/update.py's plugin sweep builds it)."""
+    mine = sweep[sweep["variant"] == "standard"].assign(
+        variant="myrule", val_loss=lambda d: d["val_loss"] + 0.002
+    )
+    return pd.concat([sweep, mine], ignore_index=True)
+
+
+def test_a_variant_whose_rows_are_all_new_is_a_note_not_a_singular_matrix(sweep):
+    """Issue 36: the source term beside the cell means of a variant the published sweep never ran is not
+    identifiable (numpy's LinAlgError before): those cells are left out and named, and with no cell holding
+    both published and new rows the term is n/a with the reason."""
+    r = pool_check(with_plugin_rule(sweep)).iloc[0]
+    assert (r["n_published"], r["n_new"]) == (42, 14) and np.isnan(r["estimate"]) and np.isnan(r["p"])
+    assert r["note"].startswith("no (size, variant) cell holds both published and new rows: the source term "
+                                "cannot be estimated; left out 5 (size, variant) cell(s) whose rows are all new "
+                                "(60M:myrule, 150M:myrule, 320M:myrule, 590M:myrule, 1B:myrule)")  # fmt: skip
+    assert r["verdict"].startswith("the source term cannot be fitted: no (size, variant) cell holds both")
+    # with a new seed of the published variants too, the term is theirs: the same as without the rule's rows
+    seed5 = new_seed(sweep)
+    both = pool_check(pd.concat([with_plugin_rule(sweep), seed5], ignore_index=True)).iloc[0]
+    alone = pool_check(pd.concat([sweep, seed5], ignore_index=True)).iloc[0]
+    assert both["estimate"] == pytest.approx(alone["estimate"], rel=1e-6) and 0 < both["p"] < 1
+    assert "left out 5 (size, variant) cell(s) whose rows are all new" in both["note"]

@@ -122,7 +122,12 @@ def _new_rows(
 
 
 def _source_fit(df: pd.DataFrame, new: np.ndarray, metric: str) -> tuple[dict, str]:
-    """REML fit of metric ~ 0 + size:variant + new + (1 | size:seed): the source term, or why it did not run."""
+    """REML fit of metric ~ 0 + size:variant + new + (1 | size:seed): the source term, or why it did not run.
+
+    A (size, variant) cell whose rows are all new (a variant the published sweep never ran, such as a plugin
+    rule) says nothing of the source term: its own mean absorbs it, and with it in the model the term is not
+    identifiable (a singular design). Such cells are left out of the fit and named in the note; when no cell
+    holds both published and new rows, the term cannot be estimated and the note says why."""
     import statsmodels.formula.api as smf
 
     data = pd.DataFrame({"y": df[metric].to_numpy(float), "new": new.astype(float),
@@ -131,13 +136,25 @@ def _source_fit(df: pd.DataFrame, new: np.ndarray, metric: str) -> tuple[dict, s
     empty = {"estimate": math.nan, "se": math.nan, "z": math.nan, "p": math.nan}
     if not new.any() or new.all():
         return empty, "no new rows to compare" if not new.any() else "no published rows to compare with"
+    share = data.groupby("cell", sort=False)["new"].mean()
+    by_size = df[["size", "variant"]].drop_duplicates().sort_values("size", kind="stable")  # the sizes' order
+    only_new = [c for c in by_size["size"].astype(str) + ":" + by_size["variant"] if share[c] == 1.0]
+    left = f"left out {len(only_new)} (size, variant) cell(s) whose rows are all new ({', '.join(only_new)}): a " \
+           "cell with no published row says nothing of a shift from the published rows" if only_new else ""  # fmt: skip
+    data = data[~data["cell"].isin(only_new)]
+    if not (data["new"] == 1.0).any():
+        why = "no (size, variant) cell holds both published and new rows: the source term cannot be estimated"
+        return empty, "; ".join(filter(None, [why, left]))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        fit = smf.mixedlm("y ~ 0 + C(cell) + new", data, groups=data["block"]).fit(reml=True)
+        try:
+            fit = smf.mixedlm("y ~ 0 + C(cell) + new", data, groups=data["block"]).fit(reml=True)
+        except np.linalg.LinAlgError as e:  # a design singular some other way: say so, never a traceback
+            return empty, "; ".join(filter(None, [f"the model cannot be fitted ({e})", left]))
     out = {"estimate": float(fit.params["new"]), "se": float(fit.bse["new"]), "z": float(fit.tvalues["new"]),
            "p": float(fit.pvalues["new"])}  # fmt: skip
     note = "; ".join(sorted({str(w.message).split("\n")[0] for w in caught}))
-    return out, f"fit warnings: {note}" if note else ""
+    return out, "; ".join(filter(None, [f"fit warnings: {note}" if note else "", left]))
 
 
 def pool_check(
@@ -178,7 +195,9 @@ def pool_check(
     The per-size mixed model of the primary test's twin, pooled over sizes with one source term:
     metric ~ 0 + size:variant + new + (1 | size:seed), REML (statsmodels MixedLM), where new = 1 for a row
     that is not a published row unchanged. New seeds share no block with published ones, so the source term
-    is a contrast between seed blocks, judged against the between-seed variance.
+    is a contrast between seed blocks, judged against the between-seed variance. A (size, variant) cell with
+    no published row (a plugin rule's) cannot inform the term and would make it unidentifiable: it is left
+    out of the fit and named in ``note``.
 
     Example
     -------
