@@ -50,7 +50,9 @@ def numbers(frame: pd.DataFrame) -> pd.DataFrame:
     """The numeric columns of a result, without the comparison it states (the reference's own columns by
     their paper names: `for_reference`)."""
     named = {for_reference(c, frame["reference"].iloc[0]): c for c in ("n_review", "review_mean")}
-    return frame.drop(columns=list(STAMP)).rename(columns=named).select_dtypes("number").reset_index(drop=True)
+    return (
+        frame.drop(columns=list(STAMP)).rename(columns=named).select_dtypes("number").reset_index(drop=True)
+    )
 
 
 # --- the published comparison is unchanged ------------------------------------------------------------------
@@ -171,7 +173,9 @@ def test_higher_is_better_flips_the_sign_so_positive_still_favours_the_reference
     loss = gap_table(df, **HW_STD).set_index("size")
     h, s = arms(df, "60M", "accuracy")
     assert acc.loc["60M", "gap"] == pytest.approx(h.mean() - s.mean(), abs=1e-15)
-    assert acc.loc["60M", "highway_mean"] == pytest.approx(h.mean(), abs=1e-15)  # the metric, not its negation
+    assert acc.loc["60M", "highway_mean"] == pytest.approx(
+        h.mean(), abs=1e-15
+    )  # the metric, not its negation
     np.testing.assert_allclose(acc["gap"], loss["gap"] / 10, rtol=1e-9)
     np.testing.assert_allclose(acc["welch_t"], loss["welch_t"], rtol=1e-9)
     np.testing.assert_allclose(acc["paired_p"], loss["paired_p"], rtol=1e-9)
