@@ -35,6 +35,7 @@ COMMANDS: dict[str, str] = {
     "eval": "evaluate",
     "export": "export",
     "sweep": "sweep",
+    "tune": "tune",
     "merge": "merge",
     "report": "report",
 }

@@ -36,6 +36,7 @@ import torch
 
 from rr_core.errors import RRError
 from rr_core.files import Damaged, atomic_write, verify_sums, zip_damage
+from rr_core.sweepfile.schema import run_stem
 
 __all__ = [
     "Resumable",
@@ -130,10 +131,13 @@ def refused(path: str | os.PathLike, what: str, error: BaseException) -> Checkpo
     return CheckpointError(f"{path}: {what} ({type(error).__name__}: {why}); delete it to start the run over")
 
 
-def checkpoint_path(out: str | os.PathLike, size: str, variant: str, seed: int) -> Path:
-    """Where the checkpoint of one run lives: a folder beside the dataset, one file per run."""
+def checkpoint_path(
+    out: str | os.PathLike, size: str, variant: str, seed: int, lr: float | None = None
+) -> Path:
+    """Where the checkpoint of one run lives: a folder beside the dataset, one file per run (a tuning run's
+    name carries its lr: `rr_core.sweepfile.schema.run_stem`)."""
     out = Path(out)
-    return out.parent / f"{out.stem}.checkpoints" / f"{size}-{variant}-seed{seed}.pt"
+    return out.parent / f"{out.stem}.checkpoints" / f"{run_stem(size, variant, seed, lr)}.pt"
 
 
 class _Writes:
@@ -154,10 +158,10 @@ class _Writes:
         self.f.flush()
 
 
-def sharded_path(out: str | os.PathLike, size: str, variant: str, seed: int) -> Path:
+def sharded_path(out: str | os.PathLike, size: str, variant: str, seed: int, lr: float | None = None) -> Path:
     """Where the checkpoint of a sharded run lives: a folder beside `checkpoint_path`'s file,
     ``SIZE-VARIANT-seedS.dcp``."""
-    return checkpoint_path(out, size, variant, seed).with_suffix(".dcp")
+    return checkpoint_path(out, size, variant, seed, lr).with_suffix(".dcp")
 
 
 def saved_meta(folder: str | os.PathLike) -> Resumable:
@@ -203,25 +207,27 @@ def saved_step(path: str | os.PathLike) -> int | None:
         return None  # the trainer refuses it too when resuming, with its reason
 
 
-def current(out: str | os.PathLike, size: str, variant: str, seed: int) -> Path | None:
+def current(
+    out: str | os.PathLike, size: str, variant: str, seed: int, lr: float | None = None
+) -> Path | None:
     """The checkpoint a run resumes from: its file or its sharded folder, whichever exists (the later one by
     step if a save was interrupted between writing one and removing the other); None if neither does."""
-    found = [p for p in (checkpoint_path(out, size, variant, seed), sharded_path(out, size, variant, seed))
+    found = [p for p in (checkpoint_path(out, size, variant, seed, lr), sharded_path(out, size, variant, seed, lr))
              if p.exists()]  # fmt: skip
     if len(found) == 2:
         found.sort(key=lambda p: saved_step(p) or 0)
     return found[-1] if found else None
 
 
-def final_path(out: str | os.PathLike, size: str, variant: str, seed: int) -> Path:
+def final_path(out: str | os.PathLike, size: str, variant: str, seed: int, lr: float | None = None) -> Path:
     """Where a finished run's final weights live: beside its checkpoint, ``SIZE-VARIANT-seedS.final.pt``."""
-    return checkpoint_path(out, size, variant, seed).with_suffix(".final.pt")
+    return checkpoint_path(out, size, variant, seed, lr).with_suffix(".final.pt")
 
 
-def claim_path(out: str | os.PathLike, size: str, variant: str, seed: int) -> Path:
+def claim_path(out: str | os.PathLike, size: str, variant: str, seed: int, lr: float | None = None) -> Path:
     """The lock a trainer holds while it makes a run (`rr_core.files.claim`): ``SIZE-VARIANT-seedS.lock``
     beside its checkpoint, so two sweeps or two `rr train` of one dataset never train one run twice."""
-    return checkpoint_path(out, size, variant, seed).with_suffix(".lock")
+    return checkpoint_path(out, size, variant, seed, lr).with_suffix(".lock")
 
 
 def save(path: str | os.PathLike, state: Resumable | Final | dict[str, Any]) -> None:

@@ -292,7 +292,8 @@ def dataset_keys(path: str | os.PathLike) -> set[tuple[str, str, int]]:
 def dataset_row(cfg: TrainConfig, result: dict[str, Any]) -> dict[str, Any]:
     """The dataset row of `cfg` with these results (params, val_loss, ece, minutes)."""
     row = {"size": cfg.size, "variant": cfg.variant, "seed": cfg.seed, "params_M": result["params"] / 1e6}
-    return {**row, "steps": cfg.steps, **{k: result[k] for k in ("val_loss", "ece", "minutes")}}
+    row |= {"steps": cfg.steps, **{k: result[k] for k in ("val_loss", "ece", "minutes")}}
+    return row if cfg.role is None else {**row, "lr": cfg.recipe.lr, "role": cfg.role}
 
 
 def plan_runs(
@@ -340,7 +341,7 @@ def describe_runs(runs: list[TrainConfig]) -> list[dict[str, Any]]:
         shape = {k: getattr(mcfg, k) for k in ("d_model", "n_layer", "n_head")}
         records.append(
             {
-                **dict(zip(("size", "variant", "seed"), cfg.key, strict=True)),
+                **cfg.named,
                 **shape,
                 "params": mcfg.n_params,
                 "steps": cfg.steps,

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple, get_args, get_origin
 
 from rr_core.errors import InputError
 from rr_core.ladder import LADDER, Recipe, Size, get_size
+from rr_core.lr_choice import ROLES
 from rr_core.variants import REFERENCE, VARIANTS
 from rr_model.metrics import Backend, require_backends
 
@@ -75,8 +76,8 @@ SHARDINGS: tuple[str, ...] = get_args(Shard)
 # Relative: the working directory's dataset, never the copy inside the installed package.
 DEFAULT_OUT = Path("data") / "scaling_v8.csv"
 
-TRAINING: tuple[str, ...] = ("train", "sweep", "reproduce")  # the commands that train
-OFF_RECIPE: tuple[str, ...] = ("train", "sweep")  # rr reproduce trains the published recipe only
+TRAINING: tuple[str, ...] = ("train", "sweep", "reproduce", "tune")  # the commands that train
+OFF_RECIPE: tuple[str, ...] = ("train", "sweep", "tune")  # rr reproduce trains the published recipe only
 MEMORY = "Memory (docs/training.md, Past one GPU)"  # the help panel of the options of how a run uses memory
 
 
@@ -216,6 +217,10 @@ class TrainConfig:
     # the options of `rr train/sweep --config FILE` as run (TOML: flag over file over default), kept in
     # the provenance record with the rest of the config; None when no run config file was given
     run_config: str | None = None
+    # a tuning run (`rr tune`, rr_model.sweep.tuning_runs): picks a learning rate ("selection") or is compared at
+    # the rate picked ("comparison"). Its row records its lr and role, and its lr is part of its key, so one
+    # seed trained at several rates is several runs; None: a run of a sweep, keyed by (size, variant, seed)
+    role: Literal["selection", "comparison"] | None = None
     # --- how the run uses memory: implementation details, not the recipe (docs/training.md, "Past one GPU"),
     # in a help panel of their own (MEMORY), whose narrow columns leave --activation-checkpointing room at 80
     shard: Shard = field(
@@ -288,6 +293,7 @@ class TrainConfig:
                 "must be none, full or every:N with N >= 1",
             ),
             "micro_batches": (self.micro_batches >= 1, "must be >= 1"),
+            "role": (self.role in (None, *ROLES), f"must be {' or '.join(ROLES)} (or None)"),
             "gpu_memory": (self.gpu_memory is None or self.gpu_memory > 0, "must be > 0 (GiB)"),
         }
         for name, (ok, rule) in checks.items():
@@ -299,9 +305,17 @@ class TrainConfig:
         require_backends(self.log)  # a missing extra stops the plan, not each run after its data loads
 
     @property
-    def key(self) -> tuple[str, str, int]:
-        """The run's (size, variant, seed): its key in the dataset."""
-        return (self.size, self.variant, self.seed)
+    def key(self) -> tuple:
+        """The run's (size, variant, seed): its key in the dataset; a tuning run's (`role`) adds its lr, as
+        a file that records learning rates keys its rows (`rr_core.sweepfile.dataset.run_keys`)."""
+        key = (self.size, self.variant, self.seed)
+        return key if self.role is None else (*key, self.recipe.lr)
+
+    @property
+    def named(self) -> dict[str, Any]:
+        """`key` by name: size, variant, seed (and lr for a tuning run), as run records and job entries hold
+        it (`rr_core.sweepfile.schema.record_key` reads it back)."""
+        return dict(zip(("size", "variant", "seed", "lr"), self.key, strict=False))
 
 
 class Declared(NamedTuple):
@@ -368,6 +382,7 @@ def checkpoint_interval(spec: str) -> int | None:
 
 # Fields that decide a run's numbers: a checkpoint resumes only under a config that agrees on them.
 _RESULT_FIELDS = ("size", "variant", "seed", "data", "tokenizer", "steps", "recipe", "precision")
+# `role` is not among them: a tuning run's number does not depend on why it was trained
 
 
 def result_config(cfg: TrainConfig) -> dict[str, Any]:

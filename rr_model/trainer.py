@@ -130,7 +130,8 @@ class _Run:
 
     @property
     def title(self) -> str:
-        return f"{self.cfg.size} {self.cfg.variant} seed {self.cfg.seed}"
+        lr = f" lr {self.cfg.recipe.lr:g}" if self.cfg.role else ""  # a tuning run's rate is part of its key
+        return f"{self.cfg.size} {self.cfg.variant} seed {self.cfg.seed}{lr}"
 
     @property
     def autocast(self) -> contextlib.AbstractContextManager:
@@ -403,7 +404,7 @@ def _start(run: _Run) -> None:
     )
     run.metrics = Metrics(
         metrics_path(run.out, *cfg.key),
-        dict(zip(("size", "variant", "seed"), cfg.key, strict=True)),
+        cfg.named,
         step=run.state.step,
         backends=cfg.log,
         resumed=bool(run.state.resumed),
@@ -679,6 +680,7 @@ def _record(run: _Run, failure: str | None, result: dict[str, Any] | None) -> di
         "size": run.cfg.size,
         "variant": run.cfg.variant,
         "seed": run.cfg.seed,
+        **({"lr": run.cfg.recipe.lr, "role": run.cfg.role} if run.cfg.role else {}),
         "status": "failed" if failure else "ok",
         "error": failure,
         "config": asdict(run.cfg),

@@ -37,10 +37,11 @@ from rr_core.sweepfile.schema import (
     EXTRA_NAME,
     EXTRA_RULE,
     GROUP_RULES,
-    KEY,
-    SCHEMA,
+    RECIPE_COLUMNS,
     Problem,
+    key_columns,
     no_value,
+    schema_for,
     unknown_column,
 )
 from rr_core.variants import COMPARED, variant_problem
@@ -117,7 +118,7 @@ def _comma_rule(rule: str, value: str, kind: str) -> str:
 def _typed(columns: dict[str, pa.ChunkedArray], lines: np.ndarray) -> tuple[pd.DataFrame, list[Problem]]:
     """Turn string cells into typed columns, collecting every cell that does not parse."""
     out, problems = {}, []
-    for col in COLUMNS:
+    for col in (*COLUMNS, *(c for c in RECIPE_COLUMNS if c.name in columns)):
         s = pc.utf8_trim_whitespace(columns[col.name])
         empty = pc.equal(s, "").to_numpy(zero_copy_only=False)
         if not col.optional:
@@ -192,7 +193,7 @@ def _schema_problems(
     if isinstance(df["size"].dtype, pd.CategoricalDtype):  # a loaded sweep: the schema checks the labels
         df = df.astype({"size": str})
     try:
-        SCHEMA.validate(df, lazy=True)
+        schema_for(df.columns).validate(df, lazy=True)
         return []
     except pandera.errors.SchemaErrors as e:
         fc = e.failure_cases
@@ -205,7 +206,8 @@ def _schema_problems(
         if row.check in GROUP_RULES:
             column, rule = GROUP_RULES[row.check], row.check
         elif row.check == "multiple_fields_uniqueness":
-            column, rule = ",".join(KEY), "duplicate run: this (size, variant, seed) appears more than once"
+            key = key_columns(df.columns)
+            column, rule = ",".join(key), f"duplicate run: this ({', '.join(key)}) appears more than once"
         elif row.check == "not_nullable":  # a NaN where a value is needed: 'nan' in a file, NaN in a frame
             column, rule = row.column, no_value(row.column, "holds NaN (no value)")
         else:
@@ -213,7 +215,11 @@ def _schema_problems(
         if (line, column) in seen:
             continue
         seen.add((line, column))
-        value = df.at[i, column] if column in df.columns else tuple(map(plain, df.loc[i, KEY]))
+        value = (
+            df.at[i, column]
+            if column in df.columns
+            else tuple(map(plain, df.loc[i, key_columns(df.columns)]))
+        )
         problems.append(Problem(line, column, plain(value), rule))
     return sorted(problems, key=lambda p: (p.line, p.column or ""))
 
@@ -239,7 +245,7 @@ def _parse(raw: bytes, path, new_from: int | None = None) -> pd.DataFrame:
     columns, lines = split_cells(raw, path)
     df, problems = _typed(columns, lines)
     del columns
-    problems += _schema_problems(df[FIELDS], lines, problems)
+    problems += _schema_problems(df[known_columns(df.columns)], lines, problems)
     if problems:
         problems.sort(key=lambda p: (p.line or 0, p.column or ""))
         raise DataError(path, problems if new_from is None else [_as_new(p, new_from) for p in problems])
@@ -309,9 +315,14 @@ def size_order(df: pd.DataFrame) -> list[str]:
     return sorted(map(str, m.index), key=lambda s: (m[s], size_sort_key(s), s))
 
 
-def run_keys(df: pd.DataFrame) -> set[tuple[str, str, int]]:
-    """The (size, variant, seed) of every row of a sweep frame."""
-    return set(zip(df["size"], df["variant"], df["seed"].astype(int), strict=True))
+def run_keys(df: pd.DataFrame) -> set[tuple]:
+    """The (size, variant, seed) of every row of a sweep frame; (size, variant, seed, lr) where the file
+    records learning rates (`rr_core.sweepfile.schema.key_columns`), lr None in an empty cell."""
+    keys = zip(df["size"], df["variant"], df["seed"].astype(int), strict=True)
+    if "lr" not in df.columns:
+        return set(keys)
+    lrs = (None if np.isnan(lr) else float(lr) for lr in df["lr"])
+    return {(*key, lr) for key, lr in zip(keys, lrs, strict=True)}
 
 
 def next_seeds(
@@ -335,7 +346,7 @@ def format_row(row: Mapping, columns: Sequence[str] = FIELDS) -> str:
             cells.append("")
         elif name in _DECIMALS:
             cells.append(repr(round(float(v), _DECIMALS[name])))
-        elif name in FIELDS:
+        elif name in FIELDS or isinstance(v, str):
             cells.append(str(v))
         else:
             cells.append(repr(float(v)))
@@ -345,8 +356,24 @@ def format_row(row: Mapping, columns: Sequence[str] = FIELDS) -> str:
 
 
 def extra_columns(columns: Iterable[str]) -> list[str]:
-    """The names among `columns` beyond the schema's (`FIELDS`): extra measured columns, in their order."""
-    return [c for c in columns if c not in FIELDS]
+    """The names among `columns` beyond the schema's (`FIELDS` and the recipe columns): extra measured
+    columns, in their order."""
+    return [c for c in columns if c not in FIELDS and c not in _RECIPE]
+
+
+_RECIPE = [c.name for c in RECIPE_COLUMNS]
+
+
+def known_columns(columns: Iterable[str]) -> list[str]:
+    """The schema's columns a file of `columns` has: `FIELDS`, then the recipe columns present (lr, role)."""
+    columns = list(columns)
+    return [*FIELDS, *(c for c in _RECIPE if c in columns)]
+
+
+def file_columns(columns: Iterable[str]) -> list[str]:
+    """The columns a sweep file of `columns` is written with: `known_columns`, then the extra measured ones."""
+    columns = list(columns)
+    return [*known_columns(columns), *extra_columns(columns)]
 
 
 def _header(raw: bytes) -> list[str]:
@@ -410,8 +437,8 @@ def write_sweep(df: pd.DataFrame, path: str | os.PathLike, *, exact: bool = Fals
     """
     path = Path(path)
     refuse_reference(path)
-    columns = [*FIELDS, *extra_columns(df.columns)]
-    problems = _schema_problems(df[FIELDS].reset_index(drop=True), range(2, len(df) + 2))
+    columns = file_columns(df.columns)
+    problems = _schema_problems(df[known_columns(columns)].reset_index(drop=True), range(2, len(df) + 2))
     problems += _extra_problems(df)
     if problems:
         raise DataError(path, problems)
@@ -459,14 +486,15 @@ def check_append(df: pd.DataFrame, rows: Iterable[Mapping], path: str | os.PathL
     new row 1, column size,variant,seed: ('60M', 'review_neutral', 0) - duplicate run: this (size, variant, seed) appears more than once
     """
     rows = list(rows)
-    columns = [*FIELDS, *extra_columns(df.columns)]
+    columns = file_columns(df.columns)
     if problems := _row_columns(rows, columns):
         raise DataError(path, problems)
     new = [format_row(r, columns) for r in rows]
     added = _parse(("\n".join([",".join(columns), *new]) + "\n").encode("utf-8"), path, new_from=2)
     lines = list(df.attrs.get("lines") or range(2, len(df) + 2))
     first = max(lines, default=1) + 1  # where the new rows would start
-    both = pd.concat([df[FIELDS], added[FIELDS]], ignore_index=True)
+    known = known_columns(columns)
+    both = pd.concat([df[known], added[known]], ignore_index=True)
     if problems := _schema_problems(both, [*lines, *range(first, first + len(new))]):
         raise DataError(path, [_as_new(p, first) for p in problems])
 
@@ -497,9 +525,7 @@ def append_rows(
     path, rows = Path(path), list(rows)
     refuse_reference(path)
     if not path.exists():
-        whole = _lines(
-            rows, [*FIELDS, *extra_columns(dict.fromkeys(k for r in rows for k in r))], path, header=True
-        )
+        whole = _lines(rows, file_columns(dict.fromkeys(k for r in rows for k in r)), path, header=True)
         df = _parse(whole, path, new_from=2)
         if create_new(path, lambda f: f.write(whole)):
             if then is not None:
@@ -508,7 +534,7 @@ def append_rows(
     with locked(path, os.O_RDWR | os.O_APPEND) as fd:  # another writer may have created it meanwhile
         existing = read_bytes(path)
         if not existing.strip():  # empty, as a writer killed mid-create once left it: add the header
-            columns = [*FIELDS, *extra_columns(dict.fromkeys(k for r in rows for k in r))]
+            columns = file_columns(dict.fromkeys(k for r in rows for k in r))
             body = _lines(rows, columns, path, header=True)
         else:  # the file's own columns, in its order
             body = _lines(rows, _header(existing), path)

@@ -67,10 +67,12 @@ def check_integrity(df: pd.DataFrame, reference: pd.DataFrame | None = None) -> 
     ref = load_sweep() if reference is None else reference
     lines = df.attrs.get("lines")
     lines = [None] * len(df) if lines is None else lines
-    mine = df.assign(_line=lines).set_index(KEY)
-    ref = ref.set_index(KEY)
+    mine = df.assign(_line=lines)
+    tuned = _tuning_runs(mine)  # rows that record a learning rate or a role: a tuning's runs, never published
+    mine, ref = mine[~tuned].set_index(KEY), ref.set_index(KEY)
     common = ref.index.intersection(mine.index)
-    out = Integrity(published=len(ref), present=len(common), added=int((~mine.index.isin(ref.index)).sum()))
+    added = int((~mine.index.isin(ref.index)).sum()) + int(tuned.sum())
+    out = Integrity(published=len(ref), present=len(common), added=added)
     out.missing = [tuple(k) for k in ref.index.difference(mine.index)]
     for key in common:
         a, b = ref.loc[key], mine.loc[key]
@@ -85,6 +87,16 @@ def check_integrity(df: pd.DataFrame, reference: pd.DataFrame | None = None) -> 
                 where = f"line {int(b['_line'])}" if pd.notna(b["_line"]) else "row"
                 out.changed.append(f"{where} ({', '.join(map(str, key))}), {col}: published {va}, found {vb}")
     return out
+
+
+def _tuning_runs(df: pd.DataFrame) -> pd.Series:
+    """Which rows record their own learning rate or a role (`rr_core.sweepfile.schema.RECIPE_COLUMNS`)."""
+    tuned = pd.Series(False, index=df.index)
+    if "lr" in df.columns:
+        tuned |= df["lr"].notna()
+    if "role" in df.columns:
+        tuned |= df["role"] != ""
+    return tuned
 
 
 def integrity_warning(df: pd.DataFrame) -> str | None:

@@ -32,6 +32,7 @@ import pandas as pd
 from rr_core.errors import InputError
 from rr_core.files import json_lines
 from rr_core.sweepfile.provenance import read_records, sidecar_path
+from rr_core.sweepfile.schema import record_key, run_stem
 
 __all__ = ["metrics_path", "read_metrics", "load_curves", "load_gates", "CURVE_COLUMNS", "GATE_COLUMNS"]
 
@@ -41,10 +42,11 @@ CURVE_COLUMNS = ("size", "variant", "seed", "step", "loss", "lr", "source")
 GATE_COLUMNS = ("size", "variant", "seed", "step", "layer", "sublayer", "mean", "std", "source")
 
 
-def metrics_path(out: str | os.PathLike, size: str, variant: str, seed: int) -> Path:
-    """Where a run's metrics log lives: `data/x.csv` -> `data/x.metrics/SIZE-VARIANT-seedS.jsonl`."""
+def metrics_path(out: str | os.PathLike, size: str, variant: str, seed: int, lr: float | None = None) -> Path:
+    """Where a run's metrics log lives: `data/x.csv` -> `data/x.metrics/SIZE-VARIANT-seedS.jsonl` (a tuning
+    run's name carries its lr: `rr_core.sweepfile.schema.run_stem`)."""
     out = Path(out)
-    return out.parent / f"{out.stem}.metrics" / f"{size}-{variant}-seed{seed}.jsonl"
+    return out.parent / f"{out.stem}.metrics" / f"{run_stem(size, variant, seed, lr)}.jsonl"
 
 
 def read_metrics(path: str | os.PathLike) -> list[dict[str, Any]]:
@@ -99,9 +101,9 @@ def _gate_rows(path: Path) -> list[dict[str, Any]]:
     ]
 
 
-def _record_curve(key: tuple[str, str, int], record: dict[str, Any], sidecar: Path) -> list[dict[str, Any]]:
+def _record_curve(key: tuple, record: dict[str, Any], sidecar: Path) -> list[dict[str, Any]]:
     """The curve rows of a run without a metrics log: its provenance record's loss curve (no lr)."""
-    run = dict(zip(("size", "variant", "seed"), key, strict=True))
+    run = dict(zip(("size", "variant", "seed"), key[:3], strict=True))  # a tuning run's lr is in its log name
     return [
         {**run, "step": int(step), "loss": loss, "lr": None, "source": str(sidecar)}
         for step, loss in record.get("loss_curve") or []
@@ -111,7 +113,7 @@ def _record_curve(key: tuple[str, str, int], record: dict[str, Any], sidecar: Pa
 def _rows(
     paths: list[Path],
     from_log: Callable[[Path], list[dict[str, Any]]],
-    from_record: Callable[[tuple[str, str, int], dict[str, Any], Path], list[dict[str, Any]]] | None = None,
+    from_record: Callable[[tuple, dict[str, Any], Path], list[dict[str, Any]]] | None = None,
 ) -> list[dict[str, Any]]:
     """`from_log`'s rows of every metrics log `paths` name: a ``.jsonl`` log, a metrics folder (every log in it)
     or a dataset CSV (each "ok" run's log, found through its provenance sidecar; `from_record`'s rows of its
@@ -125,11 +127,7 @@ def _rows(
             rows += from_log(path)
         elif path.is_file():
             sidecar = sidecar_path(path)
-            runs = {
-                (r["size"], r["variant"], r["seed"]): r
-                for r in read_records(sidecar)
-                if r.get("status") == "ok"
-            }
+            runs = {record_key(r): r for r in read_records(sidecar) if r.get("status") == "ok"}
             for key, record in runs.items():
                 if (log := metrics_path(path, *key)).exists():
                     rows += from_log(log)

@@ -18,10 +18,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from rr_core.errors import InputError
 from rr_core.files import append_whole, json_lines, locked, read_regular
+from rr_core.sweepfile.schema import record_key
 
 __all__ = [
     "sidecar_path",
@@ -198,12 +200,14 @@ def join(df: pd.DataFrame, sidecar: str | os.PathLike | None = None) -> pd.DataF
     ok = {}
     for r in read_records(path):
         if r.get("status") == "ok":
-            ok[(r.get("size"), r.get("variant"), r.get("seed"))] = _fields(r, path)
+            ok[record_key(r)] = _fields(r, path)  # a tuning run's key holds its lr
     out = df.copy()
     for col in JOIN_COLUMNS:
         out[col] = None
-    for i, row in enumerate(df.itertuples(index=False)):
-        fields = ok.get((row.size, row.variant, int(row.seed)))
+    lrs = df["lr"] if "lr" in df.columns else pd.Series(np.nan, index=df.index)
+    for i, (row, lr) in enumerate(zip(df.itertuples(index=False), lrs, strict=True)):
+        key = (row.size, row.variant, int(row.seed))
+        fields = ok.get(key if np.isnan(lr) else (*key, float(lr)))
         if fields is None:
             continue
         *values, val_loss, ece = fields

@@ -7,6 +7,7 @@ column means is told once, in the dataset card (rr_core/sweepfile/published/READ
 
 from __future__ import annotations
 
+import copy
 import re
 from dataclasses import dataclass
 
@@ -15,11 +16,14 @@ import pandas as pd
 import pandera.pandas as pa
 
 from rr_core.ladder import LADDER, SIZE_LABEL
+from rr_core.lr_choice import ROLES
 from rr_core.variants import VARIANT_NAME, VARIANT_RULE
 
 __all__ = [
     "Column",
     "COLUMNS",
+    "RECIPE_COLUMNS",
+    "ROLES",
     "KEY",
     "SCHEMA",
     "Problem",
@@ -29,6 +33,10 @@ __all__ = [
     "EXTRA_RULE",
     "no_value",
     "unknown_column",
+    "key_columns",
+    "schema_for",
+    "run_stem",
+    "record_key",
 ]
 
 
@@ -55,6 +63,13 @@ COLUMNS: tuple[Column, ...] = (
 )
 KEY: list[str] = ["size", "variant", "seed"]
 _RULE = {c.name: c.rule for c in COLUMNS}
+# Recipe columns: how a row was trained where a file's rows differ in it (a tuning sweep, `rr tune`). A file
+# may lack them (the published one does); an empty cell, or no column, means the recipe's value. Where a file
+# has `lr`, a run is (size, variant, seed, lr): one seed trained at several learning rates is several runs.
+RECIPE_COLUMNS: tuple[Column, ...] = (
+    Column("lr", "float", True, "a finite number > 0 or empty (the recipe's)"),
+    Column("role", "str", True, f"{' or '.join(ROLES)}, or empty"),
+)
 # A column beyond COLUMNS is an extra measured metric (an accuracy, a downstream score), read as float64 for
 # `rr analyze --metric`, when its name is a plain identifier and every cell is a finite number or empty.
 EXTRA_NAME = re.compile(r"[a-z][a-z0-9_]{0,39}")
@@ -131,11 +146,31 @@ def _constant_within(col: str) -> pa.Check:
     )
 
 
+def key_columns(columns) -> list[str]:
+    """The columns that name a run in a file of these columns: `KEY`, and lr where the file records it."""
+    return [*KEY, "lr"] if "lr" in columns else list(KEY)
+
+
+def run_stem(size: str, variant: str, seed: int, lr: float | None = None) -> str:
+    """A run's name in the files beside a dataset (checkpoints, metrics logs, part files):
+    ``1B-review-seed3``, and ``tiny-review-seed0-lr0.0004`` for a run whose row records its learning rate."""
+    return f"{size}-{variant}-seed{seed}" + ("" if lr is None else f"-lr{lr:g}")
+
+
+def record_key(record) -> tuple:
+    """The key of a run record (a provenance record, a job entry): (size, variant, seed), and lr where the
+    record names one (a tuning run's), as `run_keys` gives a row's and `TrainConfig.key` a run's."""
+    key = (record.get("size"), record.get("variant"), record.get("seed"))
+    return key if record.get("lr") is None else (*key, record["lr"])
+
+
 # Row-level rules that span columns: the column each one is reported against.
 GROUP_RULES: dict[str, str] = {
     "params_M must be the same in every row of a (size, variant)": "params_M",
     "steps must be the same in every row of a (size, variant)": "steps",
 }
+
+_RECIPE_RULE = {c.name: c.rule for c in RECIPE_COLUMNS}
 
 SCHEMA = pa.DataFrameSchema(
     {
@@ -155,6 +190,17 @@ SCHEMA = pa.DataFrameSchema(
         "minutes": pa.Column(
             "float64", pa.Check(lambda s: np.isfinite(s) & (s >= 0), error=_RULE["minutes"]), nullable=True
         ),
+        "lr": pa.Column(
+            "float64",
+            pa.Check(lambda s: np.isfinite(s) & (s > 0), error=_RECIPE_RULE["lr"]),
+            nullable=True,
+            required=False,
+        ),
+        "role": pa.Column(
+            str,
+            pa.Check(lambda s: s.isin([*ROLES, ""]), error=_RECIPE_RULE["role"]),
+            required=False,
+        ),
     },
     checks=[_constant_within("params_M"), _constant_within("steps")],
     unique=KEY,
@@ -162,3 +208,17 @@ SCHEMA = pa.DataFrameSchema(
     strict=True,
     ordered=False,
 )
+
+
+def schema_for(columns) -> pa.DataFrameSchema:
+    """`SCHEMA` for a file of these columns: a run is unique by `key_columns` (with lr where it has lr)."""
+    return SCHEMA if key_columns(columns) == KEY else _LR_SCHEMA
+
+
+def _unique_by(key: list[str]) -> pa.DataFrameSchema:
+    schema = copy.deepcopy(SCHEMA)
+    schema.unique = key
+    return schema
+
+
+_LR_SCHEMA = _unique_by(key_columns(["lr"]))

@@ -23,6 +23,7 @@ from rr_core.errors import InputError
 from rr_core.files import locked
 from rr_core.ladder import PUBLISHED_SIZES, get_size, ladder_sizes, size_sort_key
 from rr_core.sweepfile.provenance import read_records, sidecar_path
+from rr_core.sweepfile.schema import record_key
 from rr_core.variants import COMPARED
 from rr_model.planning import Runs, preflight
 from rr_model.run_config import TrainConfig
@@ -106,7 +107,7 @@ def run_sweep(runs: list[TrainConfig], out: str | os.PathLike, nproc: int = 1) -
             pass
         summary.append(_run_child(cfg, out, nproc) or _summary(cfg, "crashed", {}, HELD))
     order = {cfg.key: i for i, cfg in enumerate(runs)}
-    return sorted(summary, key=lambda r: order[(r["size"], r["variant"], r["seed"])])
+    return sorted(summary, key=lambda r: order[record_key(r)])
 
 
 def _run_child(cfg: TrainConfig, out: str | os.PathLike, nproc: int) -> dict[str, Any] | None:
@@ -116,7 +117,7 @@ def _run_child(cfg: TrainConfig, out: str | os.PathLike, nproc: int) -> dict[str
     exit_code = subprocess.run(train_command(cfg, out, nproc)).returncode
     if exit_code == HELD:
         return None
-    new = [r for r in read_records(sidecar)[before:] if (r["size"], r["variant"], r["seed"]) == cfg.key]
+    new = [r for r in read_records(sidecar)[before:] if record_key(r) == cfg.key]
     if new:
         status, result = new[-1]["status"], new[-1]["result"] or {}
     else:  # no record: the row was there already (exit 0), or the process died
@@ -126,7 +127,7 @@ def _run_child(cfg: TrainConfig, out: str | os.PathLike, nproc: int) -> dict[str
 
 def _summary(cfg: TrainConfig, status: str, result: dict[str, Any], exit_code: int) -> dict[str, Any]:
     return {
-        **dict(zip(("size", "variant", "seed"), cfg.key, strict=True)),
+        **cfg.named,
         "status": status,
         **{k: result.get(k) for k in ("val_loss", "ece", "minutes")},
         "exit": exit_code,

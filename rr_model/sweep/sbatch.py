@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from rr_core.lines import check_line
+from rr_core.sweepfile.schema import run_stem
 
 __all__ = ["Resources", "job_folder", "part_path", "sbatch_script"]
 
@@ -87,8 +88,7 @@ def job_folder(out: str | os.PathLike) -> Path:
 def part_path(out: str | os.PathLike, key: tuple[str, str, int]) -> Path:
     """The results file of one run when each job writes its own: `data/scaling_v8.parts/1B-highway-seed3.csv`."""
     out = Path(out)
-    size, variant, seed = key
-    return out.parent / f"{out.stem}.parts" / f"{size}-{variant}-seed{seed}.csv"
+    return out.parent / f"{out.stem}.parts" / f"{run_stem(*key)}.csv"
 
 
 def sbatch_script(out: str | os.PathLike, resources: Resources, n_jobs: int) -> str:

@@ -33,6 +33,7 @@ from submitit.helpers import Checkpointable, DelayedSubmission, TorchDistributed
 from rr_core.errors import InputError
 from rr_core.files import Held, pid_alive
 from rr_core.plugins import ENV
+from rr_core.sweepfile.schema import record_key
 from rr_model.planning import dataset_keys, preflight
 from rr_model.run_config import TrainConfig
 from rr_model.sweep.child import train_planned
@@ -118,7 +119,7 @@ def submit_runs(
             "job_id": job.job_id,
             "executor": executor.name(),
             "folder": str(executor.folder),
-            **dict(zip(("size", "variant", "seed"), cfg.key, strict=True)),
+            **cfg.named,
             "steps": cfg.steps,
             "out": str(target),
             "log": str(job.paths.stdout),
@@ -154,21 +155,21 @@ def job_status(out: str | os.PathLike) -> list[dict[str, Any]]:
     }
     rows = []
     for e in entries:
-        key = (e["size"], e["variant"], e["seed"])
+        key = record_key(e)
         if key in done[e["out"]]:
             state, step = "DONE", e["steps"]
         else:
             state = _scheduler_state(e, slurm)
             found = current(e["out"], *key)
             step = 0 if found is None else saved_step(found)
-        rows.append({"job_id": e["job_id"], **dict(zip(("size", "variant", "seed"), key, strict=True)),
+        rows.append({"job_id": e["job_id"], **dict(zip(("size", "variant", "seed", "lr"), key, strict=False)),
                      "state": state, "step": step, "log": e["log"]})  # fmt: skip
     return rows
 
 
 def active_keys(status: list[dict[str, Any]]) -> set[tuple[str, str, int]]:
     """The runs that have a job still pending or running (or of unknown state) in `job_status`'s rows."""
-    return {(r["size"], r["variant"], r["seed"]) for r in status if r["state"] in ACTIVE}
+    return {record_key(r) for r in status if r["state"] in ACTIVE}
 
 
 def cancel_jobs(out: str | os.PathLike) -> list[str]:

@@ -1,0 +1,116 @@
+"""Tuning sweeps (`rr tune`): each variant at its own learning rate, picked on seeds kept apart from the test.
+
+Two phases, each a plan of runs for the sweep's launchers (`rr_model.sweep.local`, `rr_model.sweep.slurm`):
+
+1. selection: every variant at every rate of the grid on the selection seeds (`selection_runs`);
+2. comparison: each variant at the rate its selection runs picked (`rr_core.lr_choice.choose_rate`, the rule
+   `rr analyze tuning` reports too) on the comparison seeds (`comparison_runs`).
+
+Every run is a `TrainConfig` with a `role` (selection or comparison) and the size's recipe with the grid's
+lr, so its row records both and its key holds its lr (one seed at four rates is four runs, each with its own
+checkpoint, metrics log and claim). The two seed sets are disjoint: a seed that chose a rate never enters the
+test of the gap at that rate (no winner's curse). Both phases read the output file through `preflight`, so a
+second `rr tune` of one plan trains only what is not there yet, resuming interrupted runs, and a tuning that
+stopped after its selection goes on to its comparison. Torch-free.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from rr_core.errors import InputError
+from rr_core.ladder import get_size
+from rr_core.lr_choice import RateChoice, choose_rate
+from rr_model.planning import OutputPlan, Runs, preflight
+from rr_model.run_config import TrainConfig
+
+__all__ = ["default_tune_out", "check_grid", "selection_runs", "choices", "comparison_runs"]
+
+
+def default_tune_out(ladder: str | os.PathLike | None = None) -> Path:
+    """Where a tuning sweep's rows go without --out: data/tune.csv, or data/<ladder stem>-tune.csv. Never the
+    published dataset: rows off its recipe (any other lr) are refused there."""
+    return Path("data") / ("tune.csv" if ladder is None else f"{Path(ladder).stem}-tune.csv")
+
+
+def check_grid(lrs: Sequence[float], select_seeds: Sequence[int], seeds: Sequence[int]) -> None:
+    """Refuse a grid or seed sets a tuning cannot use: no rate, a rate twice, no seeds of a kind, or a seed in
+    both sets (it would choose the rate and then test it)."""
+    if not lrs:
+        raise InputError("--lr: give at least one learning rate, e.g. --lr 1e-4,2e-4,4e-4,8e-4")
+    if len(set(lrs)) < len(lrs):
+        raise InputError(f"--lr {','.join(f'{lr:g}' for lr in lrs)}: a rate is given twice")
+    if not select_seeds or not seeds:
+        raise InputError("give both --select-seeds (to pick each rate) and --seeds (to compare at it)")
+    if both := sorted(set(select_seeds) & set(seeds)):
+        raise InputError(
+            f"seed(s) {', '.join(map(str, both))} are in both --select-seeds and --seeds: a seed that picks a "
+            "rate may not test the gap at it (its noise helped pick the rate); give disjoint sets"
+        )
+
+
+def _at(size: str, lr: float, ladder: str | None):
+    """The size's recipe with this peak learning rate (every other setting the recipe's)."""
+    return replace(get_size(size, ladder).recipe, lr=lr)
+
+
+def selection_runs(
+    out: str | os.PathLike,
+    size: str,
+    variants: Sequence[str],
+    lrs: Sequence[float],
+    seeds: Iterable[int],
+    **options: Any,
+) -> Runs:
+    """Phase 1: every variant at every rate on the selection `seeds`, split into those to train and those in
+    `out` (its one reading, `preflight`). `options`: further TrainConfig fields (corpus, steps, ladder, ...)."""
+    ladder = options.get("ladder")
+    runs = [
+        TrainConfig(size, v, s, recipe=_at(size, lr, ladder), role="selection", **options)
+        for lr in sorted(lrs)
+        for s in seeds
+        for v in variants
+    ]
+    return Runs.split(runs, preflight(out, [size], ladder=ladder))
+
+
+def choices(
+    output: OutputPlan, size: str, variants: Sequence[str], lrs: Sequence[float], seeds: Sequence[int]
+) -> dict[str, RateChoice | None]:
+    """Each variant's chosen rate from the selection rows `output` holds for these rates and seeds (val_loss,
+    lower is better; `rr_core.lr_choice.choose_rate`); None for a variant with no rate every seed finished."""
+    rows = output.rows
+    found: dict[str, RateChoice | None] = {}
+    for v in variants:
+        losses: dict[float, list[float]] = {lr: [] for lr in lrs}
+        if rows is not None and "role" in rows.columns:
+            mine = rows[
+                (rows["size"].astype(str) == size)
+                & (rows["variant"] == v)
+                & (rows["role"] == "selection")
+                & rows["seed"].isin(list(seeds))
+            ]
+            for lr, loss in zip(mine["lr"], mine["val_loss"], strict=True):
+                if lr in losses:
+                    losses[lr].append(float(loss))
+        found[v] = choose_rate(losses, seeds=len(seeds))
+    return found
+
+
+def comparison_runs(
+    output: OutputPlan, size: str, chosen: dict[str, float], seeds: Iterable[int], **options: Any
+) -> Runs:
+    """Phase 2: each variant at its chosen rate (`chosen`: {variant: lr}) on the comparison `seeds`, split
+    against `output` (the same reading as phase 1's, refreshed where another process wrote since)."""
+    ladder = options.get("ladder")
+    runs = [
+        TrainConfig(size, v, s, recipe=_at(size, lr, ladder), role="comparison", **options)
+        for s in seeds
+        for v, lr in chosen.items()
+    ]
+    output.refresh()
+    return Runs.split(runs, output)
