@@ -79,7 +79,7 @@ LADDER = typer.Option(
     None,
     "--ladder",
     help="forecast, confirm, fits: a ladder file (TOML, as rr sweep --ladder reads) giving forecast sizes their "
-    "exact parameter counts and steps.",
+    "exact parameter counts and steps; tuning: whose recipe lr is its sizes' shared rate.",
     show_default=False,
 )
 STEPS = typer.Option(

@@ -292,5 +292,37 @@ def gates(
     _write_logs([*(runs or []), *([data] if data else [])], out, dpi, draw)
 
 
+@plot_app.command()
+def tuning(
+    data: Path = typer.Option(
+        ..., "--data", help="A tuning file (rr tune --out FILE): rows with lr and role."
+    ),
+    out: Path = _out("tuning.png"),
+    ladder: Path | None = typer.Option(
+        None, "--ladder", help="The ladder file whose recipe lr is its sizes' shared rate (default: rr's)."
+    ),
+    dpi: int = DPI,
+    title: str | None = TITLE,
+    reference: str = options.REFERENCE,
+    baselines: str | None = options.BASELINES,
+    metric: str = options.METRIC,
+    higher_is_better: bool = options.HIGHER_IS_BETTER,
+) -> None:
+    """Each variant's metric against the learning rate on its selection seeds (mean, 95% t CI), a facet per
+    size, with the rate each chose marked (hollow: at the grid's edge). `rr analyze tuning` tests the gap at
+    the chosen rates."""
+    asked = options.comparison(reference, baselines, metric, higher_is_better)
+
+    def draw(df):
+        from rr_analysis.figures.tuning_curves import tuning_figure
+        from rr_analysis.stats.tuning import tuning_table
+
+        return tuning_figure(
+            tuning_table(df, asked, ladder=None if ladder is None else str(ladder)), title=title
+        )
+
+    _write(data, out, dpi, draw)
+
+
 def register(app: typer.Typer) -> None:
     app.add_typer(plot_app, name="plot")

@@ -18,6 +18,7 @@ _WHERE = {
     "seeds_figure": "rr_analysis.figures.raw",
     "calibration_figure": "rr_analysis.figures.raw",
     "curves_figure": "rr_analysis.figures.curves",
+    "tuning_figure": "rr_analysis.figures.tuning_curves",
 }
 
 __getattr__, __dir__ = lazy_exports(__name__, _WHERE)

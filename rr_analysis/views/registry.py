@@ -27,6 +27,7 @@ MODULES: tuple[str, ...] = (
     "rr_analysis.views.confirm_view",
     "rr_analysis.views.fits_view",
     "rr_analysis.views.card_view",
+    "rr_analysis.views.tuning_view",
 )
 
 VIEWS: dict[str, AnalysisView] = {}  # name on the command line -> the view
