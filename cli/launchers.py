@@ -191,6 +191,7 @@ def launch(runs, out: Path, p: dict, dry_run: bool, command: str) -> list[dict] 
         runs.check(p["nproc"])
         return train_here(runs.todo, out, p["nproc"], dry_run, command)
     if not p["per_run_files"]:  # a job of its own file checks that file when it starts
-        runs.check(p["nodes"] * max(1, p["gpus"]), gpu_here=False)  # jobs run on other machines: --gpu-memory only
+        # jobs run on other machines: the memory plan is checked against --gpu-memory only
+        runs.check(p["nodes"] * max(1, p["gpus"]), gpu_here=False)
     submit(runs.todo, out, resources(p), p["per_run_files"], dry_run, command)
     return None

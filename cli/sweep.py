@@ -68,6 +68,8 @@ STATUS = typer.Option(
     False, "--status", help="List the sweep's jobs: id, run, state, step reached, log.", rich_help_panel=SLURM
 )
 CANCEL = typer.Option(False, "--cancel", help="Cancel the sweep's unfinished jobs.", rich_help_panel=SLURM)
+
+
 def _sizes(sizes: str | None, at: str | None, ladder: Path | None) -> list[str]:
     """--sizes as given, or --at's sizes checked to lie past the published ladder, with shapes from --ladder."""
     from rr_core.ladder import beyond_published

@@ -133,7 +133,7 @@ def test_the_comparison_is_planned_at_each_variants_chosen_rate_from_the_file(tm
     assert {c.role for c in second.todo} == {"comparison"}
 
     result = rr("tune", "--size", "tiny", "--variant", "review_neutral", "--variant", "highway",
-                "--lr", "5e-4,1e-3,2e-3", "--select-seeds", "0,1", "--seeds", "2,3", "--corpus", "synthetic",
+                "--lr", "5e-4,1e-3,2e-3", "--select-seeds", "0,1", "--seeds", "2,3", "--corpus", "synthetic", "--steps", "4",
                 "--out", path, "--dry-run")  # fmt: skip
     assert result.exit_code == 0, result.output
     assert "rr tune: selection: 0 run(s) to train, 12 already in" in result.output
