@@ -194,12 +194,28 @@ def test_power_table_on_published_data():
     row = p.loc[("1B", "highway")]
     assert (row["seeds_unpaired"], row["seeds_paired"]) == (6, 2)
     assert t_test_power(abs(row["cohens_d"]), 6, 6) >= 0.8 > t_test_power(abs(row["cohens_d"]), 5, 5)
-    assert (p["seeds_unpaired"] >= 2).all() and (p["note"] == "").all()
+    assert (p["seeds_unpaired"] >= 2).all() and (p.drop(index="320M", level="size")["note"] == "").all()
     # the smallest detectable gap with the seeds at hand reaches 80% power exactly
     sd = p.loc[("590M", "standard"), "gap"] / p.loc[("590M", "standard"), "cohens_d"]
     assert t_test_power(p.loc[("590M", "standard"), "mde_unpaired"] / sd, 3, 3) == pytest.approx(
         0.8, abs=1e-9
     )
+
+
+def test_power_plans_from_no_observed_effect_of_fewer_than_three_pairs():
+    """Issue 36.9: 320M has 2 seeds, and its Standard dz of 25.46 (1 df) read as "2 seeds"; such an effect is
+    shown, with the reason no seed count is given, while the sizes with 3 pairs keep their plan."""
+    p = power_table(load_sweep()).set_index(["size", "baseline"])
+    few = p.loc["320M"]
+    assert few["seeds_paired"].isna().all() and few["dz"].round(2).tolist() == [1.85, 25.46]
+    assert few.loc["standard", "note"] == (
+        "paired: the observed dz (25.46) comes from 2 seed-matched pairs (1 df), too few to plan from: no seed "
+        "count (at least 3 pairs; or give --effect, which plans from the pooled residual SD)"
+    )
+    assert few["mde_paired"].notna().all()  # what the 2 pairs at hand detect is still shown: not a plan
+    assert p.drop(index="320M", level="size")["seeds_paired"].notna().all()
+    text = analyze("power", "--wide").output
+    assert "320M  Standard" in text and "note: 320M Standard: paired: the observed dz (25.46)" in text
 
 
 def test_recipe_notes_on_published_data():

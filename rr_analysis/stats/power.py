@@ -41,6 +41,7 @@ __all__ = [
     "t_test_power",
     "seeds_needed",
     "MAX_SEEDS",
+    "MIN_PLAN_PAIRS",
     "seeds_for_effect",
 ]
 
@@ -99,6 +100,9 @@ def seeds_needed(effect: float, paired: bool, alpha: float, power: float) -> flo
     return float(hi)
 
 
+MIN_PLAN_PAIRS = 3  # an observed dz from fewer seed-matched pairs is too noisy to turn into a seed count
+
+
 def _detectable(n1: float, n2: float | None, alpha: float, power: float) -> float:
     """Smallest standardised effect reaching `power` with these n (root of the increasing power curve)."""
     from scipy.optimize import brentq
@@ -145,7 +149,9 @@ def power_table(
     the smallest integer n >= 2 reaching `power`. Smallest detectable gap = the standardised effect that
     reaches `power` with the n at hand times the observed pooled SD (unpaired) or SD of the differences
     (paired). The observed effect comes from 2-3 seeds and is noisy: read these as rough planning figures;
-    a small observed effect gives a very large requirement.
+    a small observed effect gives a very large requirement. A dz from fewer than `MIN_PLAN_PAIRS` pairs is
+    shown but planned from by nothing (``seeds_paired`` missing, the reason in ``note``): the SD of 2
+    differences has 1 df, so a dz of 25 from 2 seeds (published 320M Standard) would read as "2 seeds".
 
     Example
     -------
@@ -173,10 +179,20 @@ def power_table(
         else:
             notes.append("unpaired: needs 2 runs per arm and a nonzero gap")
         if np.isfinite(dz) and dz != 0:
-            npd, md = seeds_needed(abs(dz), True, alpha, power), _detectable(npair, None, alpha, power) * sdd
+            md = _detectable(npair, None, alpha, power) * sdd
+            if npair >= MIN_PLAN_PAIRS:
+                npd = seeds_needed(abs(dz), True, alpha, power)
+            else:
+                notes.append(
+                    f"paired: the observed dz ({fixed(dz, 2)}) comes from {npair} seed-matched pairs ({npair - 1} "
+                    f"df), too few to plan from: no seed count (at least {MIN_PLAN_PAIRS} pairs; or give --effect, "
+                    "which plans from the pooled residual SD)"
+                )
         else:
             notes.append("paired: needs 2 seed-matched pairs with varying differences")
-        if (np.isfinite(d) and np.isnan(nu)) or (np.isfinite(dz) and np.isnan(npd)):
+        if (np.isfinite(d) and np.isnan(nu)) or (
+            np.isfinite(dz) and npair >= MIN_PLAN_PAIRS and np.isnan(npd)
+        ):
             notes.append(f"effect too small: more than {fixed(MAX_SEEDS, 0, grouped=True)} seeds")
         for c, v in zip(cols, (nu, mu, npd, md, "; ".join(notes)), strict=True):
             cols[c].append(v)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pandas as pd
 
 from rr_analysis.comparison import Comparison
-from rr_analysis.stats.power import power_table
+from rr_analysis.stats.power import MIN_PLAN_PAIRS, power_table
 from rr_analysis.tables.columns import (
     GAP,
     Col,
@@ -50,7 +50,8 @@ VIEW = AnalysisView(
         GAP,
         "unpaired: two-sample t-test, pooled SD, equal arms (statsmodels TTestIndPower's noncentral t); "
         "paired: t-test of seed-matched differences (TTestPower). Effects are the observed ones, from 2-3 "
-        "seeds: rough planning figures.",
+        f"seeds: rough planning figures; a dz from fewer than {MIN_PLAN_PAIRS} seed-matched pairs gives no seed "
+        "count (its note says why).",
     ),
     notes=lambda t: row_notes("note")(t) + params_notes(t),
     compute=_power,
