@@ -136,7 +136,7 @@ def _source_fit(df: pd.DataFrame, new: np.ndarray, metric: str) -> tuple[dict, s
     empty = {"estimate": math.nan, "se": math.nan, "z": math.nan, "p": math.nan}
     if not new.any() or new.all():
         return empty, "no new rows to compare" if not new.any() else "no published rows to compare with"
-    share = data.groupby("cell", sort=False)["new"].mean()
+    share = data.groupby("cell", sort=False, observed=True)["new"].mean()
     by_size = df[["size", "variant"]].drop_duplicates().sort_values("size", kind="stable")  # the sizes' order
     only_new = [c for c in by_size["size"].astype(str) + ":" + by_size["variant"] if share[c] == 1.0]
     left = f"left out {len(only_new)} (size, variant) cell(s) whose rows are all new ({', '.join(only_new)}): a " \
