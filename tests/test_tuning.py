@@ -131,3 +131,10 @@ def test_a_file_that_is_not_a_tuning_is_one_error(published_copy):
     result = rr("analyze", "tuning", "--data", published_copy)
     assert result.exit_code == 2 and "Traceback" not in result.output
     assert "not a tuning file: it lacks the column(s) lr, role" in result.output
+
+
+def test_a_view_that_pairs_by_seed_refuses_a_file_of_several_rates(tune_csv):
+    result = rr("analyze", "table", "--data", tune_csv)
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert "holds runs of one (size, variant, seed) at several learning rates" in result.output
+    assert "use rr analyze tuning" in result.output

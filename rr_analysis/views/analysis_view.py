@@ -41,6 +41,7 @@ class AnalysisView(View):
     summary: str = ""  # what `rr analyze --help` says of it after its name ("" says nothing more)
     paper_only: bool = False  # about the paper's own comparison: any other is refused
     reruns: bool = False  # its file holds re-runs, whose rows differ from the published ones on purpose
+    rates: bool = False  # it reads a tuning file, whose runs repeat a (size, variant, seed) at several lr
     switches: Mapping[str, AnalysisView] = field(
         default_factory=dict
     )  # option given -> the view shown instead
@@ -67,7 +68,10 @@ class AnalysisView(View):
         return view
 
     def frame(self, df: pd.DataFrame, options: Mapping[str, Any]) -> pd.DataFrame:
-        """The view's frame of the sweep `df`: `compute` called with the options it reads."""
+        """The view's frame of the sweep `df`: `compute` called with the options it reads. A view that pairs
+        runs by seed refuses a file holding one seed at several learning rates (`rates`: the tuning view's)."""
+        if not self.rates:
+            _one_rate(df, self.name)
         return self.compute(df, **_picked(self, self.compute, options))
 
     def output(
@@ -84,6 +88,18 @@ class AnalysisView(View):
         if self.show is not None:
             return self.show(frame, **_picked(self, self.show, options))
         return render(frame, self, fmt, width, columns)
+
+
+def _one_rate(df: pd.DataFrame, view: str) -> None:
+    """InputError when `df` trains one (size, variant, seed) at several learning rates (a tuning, `rr tune`):
+    a view that pairs runs by seed would pair rows of different rates."""
+    if "lr" in df.columns and df.duplicated(["size", "variant", "seed"]).any():
+        where = df.attrs.get("path") or "the data"
+        raise InputError(
+            f"{where} holds runs of one (size, variant, seed) at several learning rates (a tuning, rr tune); "
+            f"the {view} view pairs runs by seed and would mix the rates: use rr analyze tuning, or give it "
+            "a file of one rate per run"
+        )
 
 
 def _keywords(function: Callable) -> tuple[str, ...]:

@@ -79,4 +79,5 @@ VIEW = AnalysisView(
     notes=_notes,
     compute=_tuning,
     summary="--data tune.csv: each variant at its own tuned learning rate",
+    rates=True,
 )
