@@ -13,6 +13,8 @@ from scipy import stats
 
 from rr_analysis.comparison import baselines_in_order
 from rr_analysis.stats.gap_tests import TABLE_COLUMNS, adjust_p, gap_table, paired_table, welch_table
+from rr_analysis.tables.render import render
+from rr_analysis.views.registry import VIEWS
 
 # Paper Table 2 and its published script: sizes by parameter count, highway then standard within a size.
 PUBLISHED_T = [0.42, -1.01, 0.81, -0.53, 0.50, 0.39, 3.28, 3.67, 2.31, 2.36]
@@ -219,6 +221,13 @@ def test_unbalanced_seeds(sweep):
     assert r["welch_t"] == pytest.approx(stats.ttest_ind(b, a, equal_var=False).statistic, rel=1e-12)
     assert r["paired_df"] == 1
     assert r["mixed_method"] == "REML, incomplete seed blocks" and r["mixed_note"] == ""
+    # the paired CI is about the 2 seed-matched differences, not the gap of all runs: the table says so
+    pairs = stats.ttest_rel(b.to_numpy(), a.iloc[:2].to_numpy()).confidence_interval()
+    assert (r["paired_ci_low"], r["paired_ci_high"]) == pytest.approx((pairs.low, pairs.high), rel=1e-9)
+    assert (
+        "note: 1B Standard: the paired* 95% CI is about the mean of the 2 seed-matched differences, "
+        f"{r['paired_diff']:.4f}, not the gap of all runs, {r['gap']:.4f}"
+    ) in render(t, VIEWS["table"], "text")
 
 
 def test_size_with_two_variants_mixed_equals_paired(sweep):
