@@ -121,6 +121,9 @@ class _Run:
     gates: GateWatch | None = None  # each gated sublayer's r, summed on the device between log points
     env: dict[str, Any] = field(default_factory=dict)  # software and hardware (rr_core.sweepfile.provenance)
     queued: int = 0  # steps of the runs to train after this one: the progress display's total ETA
+    threads: str = (
+        ""  # on CPU, the threads chosen and why (rr_model.numerics.cpu_threads), for the start line
+    )
     at: int = 0  # the step being trained (after the loop: the final evaluation's)
     own_group: bool = False  # a process group of this one process, made for a sharded run and ended with it
 
@@ -177,9 +180,9 @@ def train(
         The corpus cannot be fetched (see its message for --corpus).
     """
     device = setup_device(cfg.device, int(os.environ.get("LOCAL_RANK", "0")))
-    with numerics(device, cfg.precision, cfg.deterministic), contextlib.ExitStack() as claimed:
+    with numerics(device, cfg.precision, cfg.deterministic) as threads, contextlib.ExitStack() as claimed:
         run = _setup(cfg, Path(out), device, plan, claimed)
-        run.queued = queued
+        run.queued, run.threads = queued, threads
         try:
             _resume(run, resume)
             _start(run)
@@ -419,7 +422,7 @@ def _start(run: _Run) -> None:
         f"{mcfg.n_params / 1e6:.2f}M params | {cfg.steps} steps x {r.batch_size} x {r.block_size} = "
         f"{cfg.steps * tokens_per_step / 1e6:.1f}M tokens | lr {r.lr:g}, warmup {r.warmup_steps}, cosine to "
         f"{r.lr * r.min_lr_frac:g} | {run.device}, {cfg.precision}{fp32}, {run.world} process(es) x "
-        f"{r.batch_size // run.world} sequences | data {run.tokens.source} ({run.tokens.tokenizer}, "
+        f"{r.batch_size // run.world} sequences{', ' + run.threads if run.threads else ''} | data {run.tokens.source} ({run.tokens.tokenizer}, "
         f"{len(run.tokens.train) / 1e6:.1f}M train tokens) | checkpoint every {cfg.checkpoint_every or '-'}"
         + (f" | resumed at step {run.state.step}" if run.state.resumed else "")
         + _memory_note(cfg)

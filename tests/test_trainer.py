@@ -359,6 +359,50 @@ def test_dry_run_validates_data_and_out_and_loads_no_torch(tmp_path):
     assert "est_minutes" in proc.stdout and not (tmp_path / "new").exists()  # a dry run creates nothing
 
 
+# ------------------------------------------------------------------------------------------ CPU threads
+
+
+@pytest.mark.parametrize(
+    ("cores", "load", "own", "explicit", "threads"),
+    [
+        (2, 3.5, 0.1, None, 1),  # the demo on two shared cores: torch's 2 threads ran 4-7x slower than 1
+        (2, 0.2, 0.1, None, 2),  # idle: a thread per core
+        (2, 1.1, 1.0, None, 2),  # this process's own load is not other work
+        (16, 4.2, 0.9, None, 13),
+        (2, 3.5, 0.1, "3", 3),  # OMP_NUM_THREADS is kept
+        (2, 3.5, 0.1, "0", 1),  # ... where it names a count
+        (4, 0.0, 0.0, "many", 4),
+    ],
+)
+def test_cpu_threads_are_the_cores_other_work_leaves_free(cores, load, own, explicit, threads):
+    from rr_model.numerics import cpu_threads
+
+    chosen, said = cpu_threads(cores, load, own, explicit)
+    assert chosen == threads
+    assert said.startswith(f"{threads} CPU thread(s) ")
+    assert ("(OMP_NUM_THREADS)" in said) == (explicit == "3")
+
+
+def test_a_cpu_run_computes_with_the_threads_chosen_says_so_and_puts_torch_s_back(tmp_path, monkeypatch):
+    # issue 36.10: the demo ran at torch's default, a thread per core, however busy the cores were
+    from rr_model import numerics
+
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    numerics.chosen_threads.cache_clear()  # chosen once a process: here, under this environment
+    found = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        with numerics.numerics(torch.device("cpu"), "tf32") as said:
+            assert torch.get_num_threads() == 1 and said == "1 CPU thread(s) (OMP_NUM_THREADS)"
+        assert torch.get_num_threads() == 2
+        result = rr(*tiny_args(tmp_path / "x.csv", "standard", 2))
+        assert result.exit_code == 0, result.output
+        assert "x 8 sequences, 1 CPU thread(s) (OMP_NUM_THREADS) | data synthetic" in result.stderr
+    finally:
+        torch.set_num_threads(found)
+        numerics.chosen_threads.cache_clear()
+
+
 # ------------------------------------------------------------------------------------------ refusals
 
 
