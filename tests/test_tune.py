@@ -194,3 +194,17 @@ def test_each_row_of_one_seed_at_two_rates_joins_its_own_run_record(tmp_path):
         })  # fmt: skip
     joined = join(load_sweep(path))
     assert joined["run_id"].tolist() == ["r0", "r1"] and joined["record_agrees"].tolist() == [True, True]
+
+
+def test_part_files_of_one_seed_at_two_rates_merge_as_two_runs(tmp_path):
+    """`rr tune --launcher slurm --per-run-files` writes a part file per run; rr merge joins them."""
+    from rr_core.sweepfile.merge import merge_sweeps
+
+    parts = []
+    for lr, loss in ((2e-4, 3.5), (4e-4, 3.4), (4e-4, 3.4)):  # the last a copy of the second
+        parts.append(tmp_path / f"p{len(parts)}.csv")
+        parts[-1].write_text(HEADER + f"tiny,highway,0,1.18,4,{loss},,,{lr!r},selection\n")
+    summary = merge_sweeps(parts, tmp_path / "merged.csv")
+    merged = load_sweep(tmp_path / "merged.csv")
+    assert (summary["rows"], summary["copies"]) == (2, 1)
+    assert merged["lr"].tolist() == [2e-4, 4e-4] and merged["role"].tolist() == ["selection"] * 2

@@ -25,9 +25,9 @@ import pandas as pd
 from rr_core.errors import InputError
 from rr_core.files import create_new, locked
 from rr_core.sweepfile.csv_text import FIELDS, DataError
-from rr_core.sweepfile.dataset import bundled_path, extra_columns, load_sweep, plain, write_sweep
+from rr_core.sweepfile.dataset import bundled_path, file_columns, load_sweep, plain, write_sweep
 from rr_core.sweepfile.provenance import read_records, sidecar_path
-from rr_core.sweepfile.schema import KEY
+from rr_core.sweepfile.schema import KEY, key_columns
 
 __all__ = ["merge_sweeps", "join_columns"]
 
@@ -35,6 +35,11 @@ __all__ = ["merge_sweeps", "join_columns"]
 def _same(a: Any, b: Any) -> bool:
     """Equal cells: both empty (NaN, or a column the row's file lacks) or the same value."""
     return (pd.isna(a) and pd.isna(b)) or a == b
+
+
+def _key_cell(value: Any) -> Any:
+    """A key's cell as a dict key: a plain value, None for an empty one (NaN never equals itself)."""
+    return None if value is None or (isinstance(value, float) and pd.isna(value)) else plain(value)
 
 
 def _cell(value: Any) -> str:
@@ -60,11 +65,12 @@ def _combine(snapshots: Sequence[tuple[Path, pd.DataFrame]]) -> tuple[pd.DataFra
     """
     first: dict[tuple, tuple[pd.Series, str]] = {}
     parts, origins, conflicts = [], [], []
-    columns = [*FIELDS, *extra_columns(dict.fromkeys(c for _, df in snapshots for c in df.columns))]
+    columns = file_columns(dict.fromkeys(c for _, df in snapshots for c in df.columns))
+    key_of = key_columns(columns)  # with lr where an input records it: one seed at two rates is two runs
     for path, df in snapshots:
         keep = []
         for (_, row), line in zip(df.iterrows(), df.attrs["lines"], strict=True):
-            key, where = tuple(plain(row[k]) for k in KEY), f"{path} line {line}"
+            key, where = tuple(_key_cell(row.get(k)) for k in key_of), f"{path} line {line}"
             keep.append(key not in first)
             if keep[-1]:
                 first[key] = (row, where)
@@ -146,10 +152,12 @@ def _source_records(merged: pd.DataFrame, origins: list[str]) -> list[dict[str, 
     out = []
     for (_, row), origin in zip(merged.iterrows(), origins, strict=True):
         key = tuple(plain(row[k]) for k in KEY)
-        same = key in pub and all(_same(a, b) for a, b in zip(pub[key], row[values], strict=True))
-        out.append(
-            {"status": "source", **dict(zip(KEY, key, strict=True)), "source": origin, "published": same}
+        lr = _key_cell(row.get("lr"))  # a row that records its rate (a tuning's) is never a published one
+        same = (
+            lr is None and key in pub and all(_same(a, b) for a, b in zip(pub[key], row[values], strict=True))
         )
+        named = dict(zip(KEY, key, strict=True)) | ({} if lr is None else {"lr": lr})
+        out.append({"status": "source", **named, "source": origin, "published": same})
     return out
 
 
