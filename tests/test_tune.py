@@ -208,3 +208,13 @@ def test_part_files_of_one_seed_at_two_rates_merge_as_two_runs(tmp_path):
     merged = load_sweep(tmp_path / "merged.csv")
     assert (summary["rows"], summary["copies"]) == (2, 1)
     assert merged["lr"].tolist() == [2e-4, 4e-4] and merged["role"].tolist() == ["selection"] * 2
+
+
+def test_a_slurm_dry_run_lists_each_job_with_its_rate(tmp_path):
+    result = rr("tune", "--size", "tiny", "--variant", "highway", "--lr", "1e-3,2e-3", "--select-seeds", "0",
+                "--seeds", "1", "--corpus", "synthetic", "--out", tmp_path / "t.csv", "--launcher", "slurm",
+                "--dry-run")  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert "rr tune: 2 job(s) would be submitted" in result.output and "#SBATCH" in result.output
+    jobs = [line.split() for line in result.output.splitlines() if line.lstrip().startswith(("0 ", "1 "))]
+    assert [(j[2], j[4]) for j in jobs[:2]] == [("highway", "0.001"), ("highway", "0.002")]
