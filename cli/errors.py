@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import re
 import sys
+from pathlib import Path
 
 import typer
 
@@ -24,8 +25,10 @@ def fail(message: str, code: int = USAGE_OR_DATA) -> typer.Exit:
 
 
 def _os_message(e: OSError) -> str:
+    """`path: reason`; for a folder that refused a file (`filename2`, `rr_core.files`), which file it was."""
     where = f"{e.filename}: " if e.filename else ""
-    return f"{where}{e.strerror or e}"
+    meant = f" (the folder of {Path(e.filename2).name}, which cannot be written there)" if e.filename2 else ""
+    return f"{where}{e.strerror or e}{meant}"
 
 
 def requirement_name(requirement: str) -> str:

@@ -533,16 +533,15 @@ def _write_synced(
     path: Path, write: Callable[[BinaryIO], object], flags: int = os.O_TRUNC, target: Path | None = None
 ) -> None:
     """Write and fsync `path`; an OSError of the write (a full disk) names `target`, the file meant, and one
-    of creating a temporary `path` beside it that the folder refuses names the folder, not a name rr made up."""
+    of creating a temporary `path` beside it that the folder refuses names the folder (`filename`) and the file
+    meant (`filename2`), not a name rr made up."""
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | flags, 0o666)  # 0o666 & ~umask, like open()
     except OSError as e:
         if target is None or e.errno not in _REFUSED:
             raise
         folder = target.parent if target.parent != Path() else Path.cwd()
-        raise OSError(
-            e.errno, f"{e.strerror}: {target.name} cannot be written in this folder", str(folder)
-        ) from None
+        raise OSError(e.errno, e.strerror, str(folder), None, str(target)) from None
     try:
         with os.fdopen(fd, "wb") as f:
             write(f)

@@ -126,10 +126,8 @@ def test_a_folder_that_refuses_the_new_file_is_named_not_the_temporary_file(tmp_
     folder = refusing_folder(tmp_path)
     result = rr("merge", source, "--out", folder / "m.csv")
     assert result.exit_code == 2 and "rr-tmp" not in result.stderr, result.stderr
-    assert (
-        result.stderr.startswith(f"rr: error: {folder}: ")
-        and "cannot be written in this folder" in result.stderr
-    )
+    assert result.stderr.startswith(f"rr: error: {folder}: ")
+    assert result.stderr.endswith(" (the folder of m.runs.jsonl, which cannot be written there)\n")
 
 
 def test_extra_measured_columns_are_kept_and_compared(tmp_path):
