@@ -222,11 +222,27 @@ def _chosen(present: list[str], reference: str, baselines: Sequence[str] | None)
     return baselines
 
 
+def one_rate(df: pd.DataFrame, what: str) -> None:
+    """InputError when `df` trains one (size, variant, seed) at several learning rates (a tuning, `rr tune`).
+
+    Every analysis that pairs runs by seed, or pools a cell's seeds, would mix rows of different rates in one
+    cell; only the tuning view (`rr analyze tuning`, `rr plot tuning`) reads such a file. `what` names the
+    analysis in the message (a view, a figure)."""
+    if "lr" in df.columns and df.duplicated(["size", "variant", "seed"]).any():
+        where = df.attrs.get("path") or "the data"
+        raise InputError(
+            f"{where} holds runs of one (size, variant, seed) at several learning rates (a tuning, rr tune); "
+            f"{what} pairs runs by seed and would mix the rates: use rr analyze tuning or rr plot tuning, or "
+            "give it a file of one rate per run"
+        )
+
+
 def compare(
     df: pd.DataFrame,
     comparison: Comparison | None = None,
     *,
     require_reference: bool = True,
+    several_rates: bool = False,
     **keywords: Unpack[Keywords],
 ) -> tuple[pd.DataFrame, Comparison]:
     """The rows a comparison reads, with its oriented response, and the comparison with its baselines resolved.
@@ -245,6 +261,9 @@ def compare(
     require_reference
         False for descriptive views (notes, the raw figures): with the default reference and no baselines
         named, every variant is kept and data without the reference are described as before.
+    several_rates
+        True only for the tuning analysis: `df` may hold a (size, variant, seed) at several learning rates.
+        Otherwise such a file is refused (`one_rate`): every other analysis and figure would mix the rates.
 
     Returns
     -------
@@ -271,6 +290,8 @@ def compare(
     """
     c = asked(comparison, **keywords)
     reference, baselines, metric = c.reference, c.baselines, c.metric
+    if not several_rates:
+        one_rate(df, "this analysis")
     _check_metric(df, metric)
     present = list(df["variant"].unique())  # unique first: iterating 10^5 arrow strings is slow
     required = require_reference or baselines is not None or reference != REFERENCE

@@ -138,3 +138,24 @@ def test_a_view_that_pairs_by_seed_refuses_a_file_of_several_rates(tune_csv):
     assert result.exit_code == 2 and "Traceback" not in result.output
     assert "holds runs of one (size, variant, seed) at several learning rates" in result.output
     assert "use rr analyze tuning" in result.output
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ("plot", "emergence"),
+        ("plot", "forecast", "--at", "1B"),
+        ("plot", "scaling"),
+        ("plot", "seeds"),
+        ("report",),
+    ],
+)
+def test_a_figure_or_report_of_a_file_of_several_rates_is_one_error(tune_csv, tmp_path, command):
+    """The figures pair or pool a cell's seeds through `compare`, as the views do: a tuning file is refused
+    there, once, before anything is drawn or written."""
+    out = tmp_path / ("report" if command == ("report",) else "f.png")
+    result = rr(*command, "--data", tune_csv, "--out", out)
+    assert result.exit_code == 2 and "Traceback" not in result.output, result.output
+    assert "holds runs of one (size, variant, seed) at several learning rates" in result.output
+    assert "use rr analyze tuning or rr plot tuning" in result.output
+    assert not out.exists()

@@ -256,7 +256,7 @@ def _tuning_rows(df: pd.DataFrame, c: Comparison, ladder: str | None):
             f"not a tuning file: it lacks the column(s) {missing} (rr tune writes lr and role on every row); "
             "the tuning view reads the rows of rr tune --out FILE"
         )
-    rows, c = compare(df, c)
+    rows, c = compare(df, c, several_rates=True)
     rows = rows.assign(size=rows["size"].astype(str))
     shared = {s: shared_rate(s, ladder)[0] for s in rows["size"].unique()}
     return rows.assign(lr=rows["lr"].fillna(rows["size"].map(shared))), c, shared

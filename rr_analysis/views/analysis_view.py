@@ -12,7 +12,7 @@ from typing import Any
 
 import pandas as pd
 
-from rr_analysis.comparison import Comparison
+from rr_analysis.comparison import Comparison, one_rate
 from rr_analysis.tables.columns import View
 from rr_analysis.tables.render import render
 from rr_core.errors import InputError
@@ -71,7 +71,7 @@ class AnalysisView(View):
         """The view's frame of the sweep `df`: `compute` called with the options it reads. A view that pairs
         runs by seed refuses a file holding one seed at several learning rates (`rates`: the tuning view's)."""
         if not self.rates:
-            _one_rate(df, self.name)
+            one_rate(df, f"the {self.name} view")
         return self.compute(df, **_picked(self, self.compute, options))
 
     def output(
@@ -88,18 +88,6 @@ class AnalysisView(View):
         if self.show is not None:
             return self.show(frame, **_picked(self, self.show, options))
         return render(frame, self, fmt, width, columns)
-
-
-def _one_rate(df: pd.DataFrame, view: str) -> None:
-    """InputError when `df` trains one (size, variant, seed) at several learning rates (a tuning, `rr tune`):
-    a view that pairs runs by seed would pair rows of different rates."""
-    if "lr" in df.columns and df.duplicated(["size", "variant", "seed"]).any():
-        where = df.attrs.get("path") or "the data"
-        raise InputError(
-            f"{where} holds runs of one (size, variant, seed) at several learning rates (a tuning, rr tune); "
-            f"the {view} view pairs runs by seed and would mix the rates: use rr analyze tuning, or give it "
-            "a file of one rate per run"
-        )
 
 
 def _keywords(function: Callable) -> tuple[str, ...]:
