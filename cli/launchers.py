@@ -188,10 +188,10 @@ def launch(runs, out: Path, p: dict, dry_run: bool, command: str) -> list[dict] 
     dry run or not (`Runs.check`), so nothing starts that a later run would refuse."""
     check_launcher(p["launcher"], p["nodes"], p["nproc"])
     if p["launcher"] is Launcher.local:
-        runs.check(p["nproc"])
+        runs.check(p["nproc"], resume=True)  # a sweep continues its runs' checkpoints
         return train_here(runs.todo, out, p["nproc"], dry_run, command)
     if not p["per_run_files"]:  # a job of its own file checks that file when it starts
         # jobs run on other machines: the memory plan is checked against --gpu-memory only
-        runs.check(p["nodes"] * max(1, p["gpus"]), gpu_here=False)
+        runs.check(p["nodes"] * max(1, p["gpus"]), resume=True, gpu_here=False)
     submit(runs.todo, out, resources(p), p["per_run_files"], dry_run, command)
     return None

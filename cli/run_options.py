@@ -260,7 +260,7 @@ def train_and_report(command: str, runs, out: Path, *, resume: bool, dry_run: bo
                 typer.echo(f"skip: {' '.join(map(str, cfg.key))} is already in {out}")
         if not runs.todo:
             return
-        runs.check(world_size())
+        runs.check(world_size(), resume)
         if dry_run:
             echo_plan(describe_runs(runs.todo), f"rr {command}: plan for {out}")
             echo_memory(*memory_plans(runs.todo, world_size()), world_size())

@@ -36,7 +36,7 @@ import torch
 
 from rr_core.errors import RRError
 from rr_core.files import Damaged, atomic_write, verify_sums, zip_damage
-from rr_core.sweepfile.schema import run_stem
+from rr_model.run_files import checkpoint_path, claim_path, final_path, found_checkpoints, sharded_path
 
 __all__ = [
     "Resumable",
@@ -131,15 +131,6 @@ def refused(path: str | os.PathLike, what: str, error: BaseException) -> Checkpo
     return CheckpointError(f"{path}: {what} ({type(error).__name__}: {why}); delete it to start the run over")
 
 
-def checkpoint_path(
-    out: str | os.PathLike, size: str, variant: str, seed: int, lr: float | None = None
-) -> Path:
-    """Where the checkpoint of one run lives: a folder beside the dataset, one file per run (a tuning run's
-    name carries its lr: `rr_core.sweepfile.schema.run_stem`)."""
-    out = Path(out)
-    return out.parent / f"{out.stem}.checkpoints" / f"{run_stem(size, variant, seed, lr)}.pt"
-
-
 class _Writes:
     """A file that remembers the OSError of a failed write: torch's zip writer reports one as its own
     RuntimeError ("unexpected pos"), which would hide the reason (a full disk) behind a traceback."""
@@ -156,12 +147,6 @@ class _Writes:
 
     def flush(self) -> None:
         self.f.flush()
-
-
-def sharded_path(out: str | os.PathLike, size: str, variant: str, seed: int, lr: float | None = None) -> Path:
-    """Where the checkpoint of a sharded run lives: a folder beside `checkpoint_path`'s file,
-    ``SIZE-VARIANT-seedS.dcp``."""
-    return checkpoint_path(out, size, variant, seed, lr).with_suffix(".dcp")
 
 
 def saved_meta(folder: str | os.PathLike) -> Resumable:
@@ -212,22 +197,10 @@ def current(
 ) -> Path | None:
     """The checkpoint a run resumes from: its file or its sharded folder, whichever exists (the later one by
     step if a save was interrupted between writing one and removing the other); None if neither does."""
-    found = [p for p in (checkpoint_path(out, size, variant, seed, lr), sharded_path(out, size, variant, seed, lr))
-             if p.exists()]  # fmt: skip
+    found = found_checkpoints(out, size, variant, seed, lr)
     if len(found) == 2:
         found.sort(key=lambda p: saved_step(p) or 0)
     return found[-1] if found else None
-
-
-def final_path(out: str | os.PathLike, size: str, variant: str, seed: int, lr: float | None = None) -> Path:
-    """Where a finished run's final weights live: beside its checkpoint, ``SIZE-VARIANT-seedS.final.pt``."""
-    return checkpoint_path(out, size, variant, seed, lr).with_suffix(".final.pt")
-
-
-def claim_path(out: str | os.PathLike, size: str, variant: str, seed: int, lr: float | None = None) -> Path:
-    """The lock a trainer holds while it makes a run (`rr_core.files.claim`): ``SIZE-VARIANT-seedS.lock``
-    beside its checkpoint, so two sweeps or two `rr train` of one dataset never train one run twice."""
-    return checkpoint_path(out, size, variant, seed, lr).with_suffix(".lock")
 
 
 def save(path: str | os.PathLike, state: Resumable | Final | dict[str, Any]) -> None:

@@ -40,6 +40,7 @@ from rr_model.flops import assumed_rate, flops_per_token
 from rr_model.hardware import datasheet_memory, gpu_memory, gpu_name
 from rr_model.memory import SETTINGS, Setting, memory_plan, refuse_unfit
 from rr_model.run_config import DEFAULT_OUT, TrainConfig, recipe_differences
+from rr_model.run_files import found_checkpoints
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -172,18 +173,18 @@ class Runs(NamedTuple):
         done = output.keys
         return cls([r for r in runs if r.key not in done], [r for r in runs if r.key in done], output)
 
-    def check(self, world: int, gpu_here: bool = True) -> None:
+    def check(self, world: int, resume: bool = False, gpu_here: bool = True) -> None:
         """Every check each run to do makes before its first step (`check_run`), on what is known before
         any data is tokenized (`check_data`): the dry run's checks, and the real run's before the first of
         its runs trains, so neither plans nor starts what a later run would refuse. `world`: the processes
-        of each run. `gpu_here`: check the memory plan against this machine's GPU where --gpu-memory is
+        of each run; `resume`: checkpoints are continued (`check_run`). `gpu_here`: check the memory plan against this machine's GPU where --gpu-memory is
         not given (not for jobs that run on other machines)."""
         corpora: dict[tuple, Corpus] = {}
         for cfg in self.todo:
             where = (cfg.data, cfg.tokenizer, cfg.recipe.n_text)
             corpus = corpora.get(where) or corpora.setdefault(where, check_data(*where))
             gib = _gpu_memory(cfg)[0] if gpu_here else cfg.gpu_memory
-            check_run(cfg, self.output, corpus, world, gib)
+            check_run(cfg, self.output, corpus, world, gib, resume)
 
 
 def preflight(
@@ -238,7 +239,12 @@ def preflight(
 
 
 def check_run(
-    cfg: TrainConfig, output: OutputPlan, corpus: Tokens | Corpus, world: int, gpu_gib: float | None
+    cfg: TrainConfig,
+    output: OutputPlan,
+    corpus: Tokens | Corpus,
+    world: int,
+    gpu_gib: float | None,
+    resume: bool = False,
 ) -> GPTConfig:
     """Refuse a run that may not go ahead, before it creates anything; the model it trains otherwise.
 
@@ -247,7 +253,9 @@ def check_run(
     the run, and again with the `Tokens` it loaded and the file as it is once claimed), so a dry run
     refuses what the run would refuse, and a refused run leaves no file behind: its batch splits over
     `world` processes and `--micro-batches`; the recipe guard (`OutputPlan.guard`); its row fits the
-    file (`OutputPlan.check_fits`); its memory plan fits `gpu_gib` per process (None: not checked).
+    file (`OutputPlan.check_fits`); its memory plan fits `gpu_gib` per process (None: not checked); a
+    checkpoint of it is there only where `resume` continues it (what the checkpoint holds is checked when the
+    trainer reads it).
     """
     r = cfg.recipe
     if r.batch_size % world:
@@ -264,6 +272,8 @@ def check_run(
     )
     output.check_fits(cfg, mcfg.n_params)
     refuse_unfit(cfg, mcfg, world, gpu_gib)
+    if not resume and (found := found_checkpoints(output.out, *cfg.key)):
+        raise InputError(f"{found[-1]} holds a checkpoint of this run: pass --resume to continue it")
     return mcfg
 
 

@@ -181,7 +181,7 @@ def train(
     """
     device = setup_device(cfg.device, int(os.environ.get("LOCAL_RANK", "0")))
     with numerics(device, cfg.precision, cfg.deterministic) as threads, contextlib.ExitStack() as claimed:
-        run = _setup(cfg, Path(out), device, plan, claimed)
+        run = _setup(cfg, Path(out), device, plan, claimed, resume)
         run.queued, run.threads = queued, threads
         try:
             _resume(run, resume)
@@ -216,7 +216,12 @@ def _stopped(run: _Run, e: Exception) -> Exception:
 
 
 def _setup(
-    cfg: TrainConfig, out: Path, device: torch.device, plan: OutputPlan | None, claimed: contextlib.ExitStack
+    cfg: TrainConfig,
+    out: Path,
+    device: torch.device,
+    plan: OutputPlan | None,
+    claimed: contextlib.ExitStack,
+    resume: bool,
 ) -> _Run:
     """Check that the run may go ahead and where its row goes, load its tokens, build model and optimiser."""
     alone = cfg.shard == "fsdp" and not dist.is_initialized()
@@ -225,7 +230,7 @@ def _setup(
     if plan is None:  # the file's one reading before training
         plan = preflight(out, [cfg.size], reproduction=cfg.reproduce, ladder=cfg.ladder)
     planned = check_data(cfg.data, cfg.tokenizer, r.n_text)
-    check_run(cfg, plan, planned, world, gpu_gib)  # before the run makes any file: what --dry-run checks
+    check_run(cfg, plan, planned, world, gpu_gib, resume)  # before the run makes any file: --dry-run's checks
     _claim(out, cfg, rank, world, claimed)
     plan.refresh()  # once the run is claimed: a row its previous holder wrote since the reading is seen
     tokens = load_tokens(
@@ -236,7 +241,7 @@ def _setup(
         text_field=cfg.text_field,
         val_frac=r.val_frac,
     )
-    mcfg = check_run(cfg, plan, tokens, world, gpu_gib)  # again: on the tokens loaded, the file as it is now
+    mcfg = check_run(cfg, plan, tokens, world, gpu_gib, resume)  # again: the tokens loaded, the file now
     if rank == 0:
         plan.start()
     ckpt = (checkpoint.sharded_path if cfg.shard == "fsdp" else checkpoint.checkpoint_path)(out, *cfg.key)
@@ -316,10 +321,8 @@ def _resume(run: _Run, resume: bool) -> None:
     refused when it was written by another run: another config, corpus (its tokens' sha256) or plugin code
     (`run_identity`)."""
     found = checkpoint.current(run.out, *run.cfg.key)
-    if found is None:
+    if found is None or not resume:  # a checkpoint without --resume: refused by check_run
         return
-    if not resume:
-        raise InputError(f"{found} holds a checkpoint of this run: pass --resume to continue it")
     saved = _verified_meta(run, found) if found.is_dir() else checkpoint.load(found)
     now = run_identity(run.cfg, run.tokens)
     kept = {k: getattr(saved, k) for k in now if getattr(saved, k) is not None}  # an older one: what it kept

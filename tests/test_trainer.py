@@ -261,7 +261,8 @@ def test_ctrl_c_says_how_to_resume(tmp_path, monkeypatch):
     assert f"No row was written ({tmp_path / 'x.csv'} is not made)" in message
     append_rows(tmp_path / "x.csv", [dict(size="tiny", variant="highway", seed=0, params_M=1.1, steps=8,
                                           val_loss=3.0, ece=0.1, minutes=0.1)])  # fmt: skip
-    message = " ".join(rr(*tiny_args(tmp_path / "x.csv")).stderr.split())
+    # as the message says: --resume (without it, the checkpoint is refused before anything trains)
+    message = " ".join(rr(*tiny_args(tmp_path / "x.csv"), "--resume").stderr.split())
     assert f"Rows already written stay in {tmp_path / 'x.csv'}" in message
 
 
@@ -440,6 +441,20 @@ def test_a_dry_run_refuses_what_the_run_refuses_and_a_refused_run_leaves_no_file
     with pytest.raises(RecipeError, match="holds published rows"):
         train(TrainConfig("60M", data="synthetic"), DEFAULT_OUT)  # the trainer itself: a sweep's child, a job
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_dry_run_refuses_a_checkpoint_the_run_would_not_continue(tmp_path):
+    from rr_model.run_files import checkpoint_path
+
+    out = tmp_path / "x.csv"
+    found = checkpoint_path(out, "tiny", "standard", 0)
+    found.parent.mkdir()
+    found.write_bytes(b"")  # what it holds is read by the trainer on --resume; here only that it is there
+    dry = [*tiny_args(out), "--dry-run"]
+    refused = rr(*dry)
+    assert refused.exit_code == 2, refused.output
+    assert f"{found} holds a checkpoint of this run: pass --resume to continue it" in refused.stderr
+    assert rr(*dry, "--resume").exit_code == 0
 
 
 @pytest.mark.parametrize(
