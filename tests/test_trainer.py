@@ -237,6 +237,9 @@ def test_rr_train_appends_a_row_into_a_new_folder_and_skips_it_after(tmp_path):
     assert result.exit_code == 0, result.output
     assert load_sweep(out)[["variant", "params_M", "steps"]].values.tolist() == [["review_neutral", 1.12, 4]]
     assert "step 4/4 | loss" in result.stderr and "review_neutral" in result.stdout  # progress, then the row
+    assert (
+        " x 8 sequences, " in result.stderr and " CPU thread(s) " in result.stderr
+    )  # the start line's threads
     before = out.read_bytes()
     again = rr(*tiny_args(out, "review_neutral", 4, "--seed", 0))
     assert again.exit_code == 0 and "skip: tiny review_neutral 0 is already in" in again.stdout
@@ -384,8 +387,9 @@ def test_cpu_threads_are_the_cores_other_work_leaves_free(cores, load, own, expl
     assert ("(OMP_NUM_THREADS)" in said) == (explicit == "3")
 
 
-def test_a_cpu_run_computes_with_the_threads_chosen_says_so_and_puts_torch_s_back(tmp_path, monkeypatch):
-    # issue 36.10: the demo ran at torch's default, a thread per core, however busy the cores were
+def test_a_cpu_run_computes_with_the_threads_chosen_and_puts_torch_s_back(monkeypatch):
+    # issue 36.10: the demo ran at torch's default, a thread per core, however busy the cores were (a run's
+    # start line says the choice: test_rr_train_appends_a_row_into_a_new_folder_and_skips_it_after)
     from rr_model import numerics
 
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
@@ -396,9 +400,6 @@ def test_a_cpu_run_computes_with_the_threads_chosen_says_so_and_puts_torch_s_bac
         with numerics.numerics(torch.device("cpu"), "tf32") as said:
             assert torch.get_num_threads() == 1 and said == "1 CPU thread(s) (OMP_NUM_THREADS)"
         assert torch.get_num_threads() == 2
-        result = rr(*tiny_args(tmp_path / "x.csv", "standard", 2))
-        assert result.exit_code == 0, result.output
-        assert "x 8 sequences, 1 CPU thread(s) (OMP_NUM_THREADS) | data synthetic" in result.stderr
     finally:
         torch.set_num_threads(found)
         numerics.chosen_threads.cache_clear()
