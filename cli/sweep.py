@@ -80,16 +80,18 @@ def _sizes(sizes: str | None, at: str | None, ladder: Path | None) -> list[str]:
 
 
 def _effect_seeds(
-    out: Path, sizes: list[str] | None, effect: float, variants: tuple, seeds: str | None
+    out: Path, sizes: list[str] | None, effect: float, variants: tuple, seeds: str | None, reference: str
 ) -> dict[str, list[int]]:
     """The new seeds per size that `rr_analysis.stats.power.seeds_for_effect` asks for, printed with its reasons."""
+    from rr_analysis.comparison import Comparison
     from rr_analysis.stats.power import seeds_for_effect
     from rr_core.sweepfile.dataset import load_sweep
 
     if seeds:
         raise InputError("--effect plans the seeds itself: give --effect or --seeds, not both")
 
-    plan = seeds_for_effect(load_sweep(out if out.exists() else None), effect, sizes, variants)
+    data = load_sweep(out if out.exists() else None)
+    plan = seeds_for_effect(data, effect, sizes, variants, Comparison(reference))
     columns = ["size", "seeds_present", "seeds_needed", "seeds_to_add", "new_seeds", "gpu_minutes", "note"]
     title = f"rr sweep: seeds for {percent(POWER)} power on the seed-paired test at a gap of {significant(effect)} (seed_plan)"
     echo_records(plan[columns].astype(object).where(plan[columns].notna(), None).to_dict("records"),
@@ -148,7 +150,11 @@ def _plan(out: Path, p: dict, options: dict):
         _sizes(p["sizes"], p["at"], p["ladder"]),
     )
     effect, seeds = p["effect"], p["seeds"]
-    plan_seeds = seed_list(seeds) if effect is None else _effect_seeds(out, chosen, effect, variants, seeds)
+    plan_seeds = (
+        seed_list(seeds)
+        if effect is None
+        else _effect_seeds(out, chosen, effect, variants, seeds, p["reference"])
+    )
     runs = plan_sweep(out, chosen, plan_seeds, variants, **options)
     if p["reproduce"]:
         check_reproducible(runs.todo + runs.skipped, out)

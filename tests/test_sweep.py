@@ -11,9 +11,12 @@ import sys
 import pytest
 from conftest import rr
 
+from rr_analysis.comparison import Comparison
 from rr_analysis.stats.power import seed_plan, seeds_for_effect
+from rr_core.shapes import model_config
 from rr_core.sweepfile.dataset import append_rows, load_sweep, next_seeds
 from rr_core.sweepfile.provenance import read_records, sidecar_path
+from rr_core.variants import compared
 from rr_model.run_config import TrainConfig
 from rr_model.sweep.child import config_from_json
 from rr_model.sweep.local import plan_sweep, train_command
@@ -103,6 +106,35 @@ def test_effect_plans_the_seeds_the_power_analysis_asks_for(published_copy):
 
     both = rr("sweep", "--effect", 0.003, "--seeds", "3", "--out", published, "--dry-run")
     assert both.exit_code == 2 and "give --effect or --seeds" in both.stderr
+
+
+def test_effect_plans_the_power_of_the_sweeps_own_reference(tmp_path, published_copy):
+    # issue 36.3: --reference NAME sweeps compare against NAME, so --effect plans the power of that comparison;
+    # it planned Review's, and refused a file without Review runs
+    published = load_sweep(published_copy)
+    # runs of one's own, seeds 10-12 (a file of published runs refuses a sweep under another reference)
+    own = published[published["variant"] != "review_neutral"].assign(seed=lambda d: d["seed"] + 10)
+    own["params_M"] = [
+        round(model_config(s, v, reference="highway").n_params / 1e6, 2)
+        for s, v in zip(own["size"], own["variant"], strict=True)
+    ]
+    no_review = tmp_path / "no_review.csv"
+    own.to_csv(no_review, index=False)
+    result = rr(
+        "sweep", "--effect", 0.003, "--sizes", "1B", "--reference", "highway", "--out", no_review, "--dry-run"
+    )
+    assert result.exit_code == 0, result.output
+    plan = seeds_for_effect(
+        load_sweep(no_review), 0.003, ["1B"], compared("highway"), Comparison("highway")
+    ).iloc[0]
+    printed = next(line.split() for line in result.stdout.splitlines() if line.startswith("1B "))
+    assert printed[1:5] == [
+        str(plan.seeds_present),
+        str(plan.seeds_needed),
+        str(plan.seeds_to_add),
+        ",".join(map(str, plan.new_seeds)),
+    ]
+    assert plan.seeds_present == 3 and plan.reference == "highway"
 
 
 def test_at_trains_a_size_past_the_published_ladder_from_a_ladder_file(tmp_path):

@@ -323,7 +323,11 @@ def seed_plan(
 
 
 def seeds_for_effect(
-    df: pd.DataFrame, effect: float, sizes: Sequence[str] | None = None, variants: Sequence[str] = COMPARED
+    df: pd.DataFrame,
+    effect: float,
+    sizes: Sequence[str] | None = None,
+    variants: Sequence[str] = COMPARED,
+    comparison: Comparison | None = None,
 ) -> pd.DataFrame:
     """The new seeds each size needs for the primary (seed-paired) test to detect a gap: what `rr sweep
     --effect` trains.
@@ -338,6 +342,9 @@ def seeds_for_effect(
         Only these sizes (default: every size `seed_plan` reports).
     variants
         The variants each new seed runs.
+    comparison
+        The comparison the plan's power is for (default the paper's: Review against its baselines); the
+        sweep's `--reference` names its reference.
 
     Returns
     -------
@@ -351,7 +358,7 @@ def seeds_for_effect(
     >>> seeds_for_effect(load_sweep(), 0.003, ["1B"])[["size", "seeds_present", "new_seeds"]].values.tolist()
     [['1B', 3, [3, 4, 5, 6, 7]]]
     """
-    plan = seed_plan(df, effect)
+    plan = seed_plan(df, effect, comparison=comparison)
     plan = plan[plan["size"].isin(sizes)].copy() if sizes else plan
     keys = run_keys(df)
     plan["seeds_to_add"] = plan["seeds_to_add"].fillna(0)
