@@ -159,3 +159,14 @@ def test_a_figure_or_report_of_a_file_of_several_rates_is_one_error(tune_csv, tm
     assert "holds runs of one (size, variant, seed) at several learning rates" in result.output
     assert "use rr analyze tuning or rr plot tuning" in result.output
     assert not out.exists()
+
+
+def test_validate_counts_a_tuning_file_s_seeds_once_and_says_it_has_several_rates(tune_csv):
+    # each (variant, seed) at several rates counted once: review_neutral has seeds 0-4 (12 rows), highway 0-4 (9)
+    result = rr("validate", tune_csv)
+    assert result.exit_code == 0, result.output
+    assert (
+        "21 rows, 1 sizes (60M), 2 variants (review_neutral, highway), seeds per cell 5 over 2 cells, "
+        in result.output
+    )
+    assert "at 1-3 learning rates per seed;" in result.output

@@ -7,13 +7,24 @@ import pandas as pd
 from rr_analysis.comparison import sizes_in_order
 
 
+def _span(counts: pd.Series) -> str:
+    return f"{counts.min()}" if counts.min() == counts.max() else f"{counts.min()}-{counts.max()}"
+
+
 def describe(df: pd.DataFrame) -> str:
-    """'42 rows, 5 sizes (60M..1B), 3 variants (...), seeds per cell 2-3 over 15 cells'."""
+    """'42 rows, 5 sizes (60M..1B), 3 variants (...), seeds per cell 2-3 over 15 cells'.
+
+    Seeds are counted once per cell: a tuning file (`rr tune`) trains a seed at several learning rates, and
+    says so ('..., at 1-4 learning rates per seed') rather than counting each rate as a seed."""
     sizes = sizes_in_order(df)
-    per_cell = df.groupby(["size", "variant"], observed=True).size()
-    seeds = f"{per_cell.min()}" if per_cell.min() == per_cell.max() else f"{per_cell.min()}-{per_cell.max()}"
+    cells = df.groupby(["size", "variant"], observed=True)
+    per_cell = cells["seed"].nunique()
     variants = list(dict.fromkeys(df["variant"]))
+    rates = ""
+    if "lr" in df.columns and df.duplicated(["size", "variant", "seed"]).any():
+        per_seed = df.groupby(["size", "variant", "seed"], observed=True).size()
+        rates = f", at {_span(per_seed)} learning rates per seed"
     return (
         f"{len(df)} rows, {len(sizes)} sizes ({', '.join(sizes)}), {len(variants)} variants "
-        f"({', '.join(variants)}), seeds per cell {seeds} over {len(per_cell)} cells"
+        f"({', '.join(variants)}), seeds per cell {_span(per_cell)} over {len(per_cell)} cells{rates}"
     )
