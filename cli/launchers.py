@@ -6,9 +6,12 @@ Standard library and typer at import (as every command module); the library load
 
 from __future__ import annotations
 
+import inspect
 import re
+from collections.abc import Callable
 from enum import Enum
 from pathlib import Path
+from typing import TypeVar
 
 import typer
 
@@ -16,7 +19,17 @@ from cli.records import Format, echo_records
 from cli.run_options import RESULT_FORMATS, echo_memory, echo_plan
 from rr_core.errors import InputError
 
-__all__ = ["Launcher", "items", "seed_list", "launch_module", "resources", "submit", "train_here", "launch"]
+__all__ = [
+    "Launcher",
+    "launcher_options",
+    "items",
+    "seed_list",
+    "launch_module",
+    "resources",
+    "submit",
+    "train_here",
+    "launch",
+]
 
 
 class Launcher(str, Enum):
@@ -77,6 +90,40 @@ PER_RUN_FILES = typer.Option(
     rich_help_panel=SLURM,
 )
 _SBATCH_KEY = re.compile(r"[a-z][a-z0-9_-]*")
+
+# The options of where runs train, each declared once: name, type, option. `launch` reads them from the
+# command's parameters; `launcher_options` gives them to a command.
+LAUNCH_OPTIONS = (
+    ("nproc", int, NPROC),
+    ("launcher", Launcher, LAUNCHER),
+    ("partition", str | None, PARTITION),
+    ("account", str | None, ACCOUNT),
+    ("time", int, TIME),
+    ("gpus", int, GPUS),
+    ("cpus", int | None, CPUS),
+    ("mem_gb", int | None, MEM_GB),
+    ("sbatch", list[str] | None, SBATCH),
+    ("setup", list[str] | None, SETUP),
+    ("max_timeouts", int, MAX_TIMEOUTS),
+    ("per_run_files", bool, PER_RUN_FILES),
+    ("nodes", int, NODES),
+)
+F = TypeVar("F", bound=Callable)
+
+
+def launcher_options(func: F) -> F:
+    """Give a command function (`rr sweep`, `rr tune`) the launcher options, before its ``**run`` parameter
+    (which `cli.run_options.training_options` then fills with the training options); typer passes their
+    values in ``run``, and `launch` reads them from ``ctx.params``."""
+    signature = inspect.signature(func)
+    params = list(signature.parameters.values())
+    at = next(i for i, p in enumerate(params) if p.kind is inspect.Parameter.VAR_KEYWORD)
+    made = [
+        inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=option, annotation=kind)
+        for name, kind, option in LAUNCH_OPTIONS
+    ]
+    func.__signature__ = signature.replace(parameters=[*params[:at], *made, *params[at:]])
+    return func
 
 
 def items(text: str | None) -> list[str] | None:

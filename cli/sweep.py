@@ -10,23 +10,10 @@ import typer
 
 from cli.errors import known_errors
 from cli.launchers import (
-    ACCOUNT,
-    CPUS,
-    GPUS,
-    LAUNCHER,
-    MAX_TIMEOUTS,
-    MEM_GB,
-    NODES,
-    NPROC,
-    PARTITION,
-    PER_RUN_FILES,
-    SBATCH,
-    SETUP,
-    TIME,
-    Launcher,
     items,
     launch,
     launch_module,
+    launcher_options,
     seed_list,
 )
 from cli.records import Format, echo_records
@@ -170,6 +157,7 @@ def _default_out(reproduce: bool, ladder: str | None) -> Path:
 
 
 @training_options("sweep")
+@launcher_options
 def sweep(
     ctx: typer.Context,
     sizes: str | None = SIZES,
@@ -178,22 +166,9 @@ def sweep(
     effect: float | None = EFFECT,
     variant: list[str] = VARIANT,
     out: Path | None = OUT,
-    nproc: int = NPROC,
     dry_run: bool = DRY_RUN,
-    launcher: Launcher = LAUNCHER,
-    partition: str | None = PARTITION,
-    account: str | None = ACCOUNT,
-    time: int = TIME,
-    gpus: int = GPUS,
-    cpus: int | None = CPUS,
-    mem_gb: int | None = MEM_GB,
-    sbatch: list[str] | None = SBATCH,
-    setup: list[str] | None = SETUP,
-    max_timeouts: int = MAX_TIMEOUTS,
-    per_run_files: bool = PER_RUN_FILES,
     status: bool = STATUS,
     cancel: bool = CANCEL,
-    nodes: int = NODES,
     config: Path | None = CONFIG,
     **run: Any,
 ) -> None:

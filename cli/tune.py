@@ -10,22 +10,9 @@ import typer
 
 from cli.errors import known_errors
 from cli.launchers import (
-    ACCOUNT,
-    CPUS,
-    GPUS,
-    LAUNCHER,
-    MAX_TIMEOUTS,
-    MEM_GB,
-    NODES,
-    NPROC,
-    PARTITION,
-    PER_RUN_FILES,
-    SBATCH,
-    SETUP,
-    TIME,
-    Launcher,
     items,
     launch,
+    launcher_options,
     seed_list,
 )
 from cli.records import Format, echo_records
@@ -91,6 +78,7 @@ def _echo_choices(picked: dict, size: str) -> None:
 
 
 @training_options("tune")
+@launcher_options
 def tune(
     ctx: typer.Context,
     size: str = SIZE,
@@ -99,20 +87,7 @@ def tune(
     seeds: str = SEEDS,
     variant: list[str] = VARIANT,
     out: Path | None = OUT,
-    nproc: int = NPROC,
     dry_run: bool = DRY_RUN,
-    launcher: Launcher = LAUNCHER,
-    partition: str | None = PARTITION,
-    account: str | None = ACCOUNT,
-    time: int = TIME,
-    gpus: int = GPUS,
-    cpus: int | None = CPUS,
-    mem_gb: int | None = MEM_GB,
-    sbatch: list[str] | None = SBATCH,
-    setup: list[str] | None = SETUP,
-    max_timeouts: int = MAX_TIMEOUTS,
-    per_run_files: bool = PER_RUN_FILES,
-    nodes: int = NODES,
     config: Path | None = CONFIG,
     **run: Any,
 ) -> None:
