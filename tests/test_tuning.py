@@ -170,3 +170,16 @@ def test_validate_counts_a_tuning_file_s_seeds_once_and_says_it_has_several_rate
         in result.output
     )
     assert "at 1-3 learning rates per seed;" in result.output
+
+
+def test_a_nan_learning_rate_is_refused_not_read_as_the_recipe_s(tmp_path):
+    # an empty lr cell means the recipe's rate: a cell spelled NaN (another tool's missing value) was read as
+    # empty, so a selection row at 1e-4 silently became a row at the shared rate
+    text = _write(tmp_path / "t.csv").read_text().replace(",0.0001,selection", ",nan,selection", 1)
+    bad = tmp_path / "nan.csv"
+    bad.write_text(text)
+    result = rr("analyze", "tuning", "--data", bad)
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert "line 2, column lr: 'nan' - holds NaN: lr must be a finite number > 0 or empty (the recipe's)" in (
+        " ".join(result.output.split())
+    )

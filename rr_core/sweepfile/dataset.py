@@ -132,9 +132,13 @@ def _typed(columns: dict[str, pa.ChunkedArray], lines: np.ndarray) -> tuple[pd.D
             continue
         values, bad, big = _numbers(s, col.kind)
         kind = "an integer" if col.kind == "int" else "a number"
+        # an empty recipe cell means the recipe's value, so a NaN there is refused, not read as empty
+        recipe = col in RECIPE_COLUMNS and col.kind == "float"
+        spelled_nan = ~empty & ~bad & np.isnan(values) if recipe else np.zeros(len(values), dtype=bool)
         for rule, mask in (
             (f"is not {kind}", bad & ~empty),
             ("is too large: an integer must be below 2^63", big),
+            (f"holds NaN: {col.name} must be {col.rule}", spelled_nan),
         ):
             problems += [
                 Problem(int(lines[i]), col.name, (v := s[i].as_py()), _comma_rule(rule, v, col.kind))
