@@ -68,8 +68,9 @@ class GateWatch:
     """
 
     def __init__(self, model: nn.Module, device: torch.device | str):
-        self.sites = [(layer, sublayer) for layer, sublayer, _ in gated(model)]
-        self.rules = [rule for _, _, rule in gated(model)]
+        found = gated(model)
+        self.sites = [(layer, sublayer) for layer, sublayer, _ in found]
+        self.rules = [rule for _, _, rule in found]
         device = torch.device(device)
         dtype = torch.float32 if device.type == "mps" else torch.float64  # MPS has no float64
         self.sums = torch.zeros(len(self.rules), _SUMS, device=device, dtype=dtype)
