@@ -88,10 +88,10 @@ def transformers_rows(size: str, news: list[int], device: str, repeat: int) -> t
 
     from rr_core.ladder import BYTE_EOS
     from rr_core.shapes import model_config
-    from rr_model import checkpoint
-    from rr_model.export import export
+    from rr_model.checkpoint import state as checkpoint
+    from rr_model.config import TrainConfig, result_config
     from rr_model.model import GPT
-    from rr_model.run_config import TrainConfig, result_config
+    from rr_model.uses.export import export
 
     torch.manual_seed(0)
     config = model_config(size, "review_neutral", BYTE_EOS + 1)

@@ -1,6 +1,6 @@
 """Correctness of the trainer's CUDA paths on one GPU, before anyone spends a GPU week on them.
 
-Each check trains through the trainer itself (`rr_model.trainer.train`, the synthetic corpus: no network)
+Each check trains through the trainer itself (`rr_model.run.trainer.train`, the synthetic corpus: no network)
 and prints one line with its figures and PASS or FAIL; the exit status is the number of checks that failed.
 
 1. precisions: the same seed in TF32 eager (the published setting) and in bf16 + torch.compile + fused
@@ -8,7 +8,7 @@ and prints one line with its figures and PASS or FAIL; the exit status is the nu
    each matmul's inputs to 8 mantissa bits; the two runs' arithmetic differs, their trajectories should not).
 2. resume: the TF32 run with `--deterministic`, killed right after its checkpoint at half way and resumed,
    ends with the uninterrupted run's losses, every one bit for bit (the cuBLAS workspace setting and
-   deterministic kernels make the CUDA arithmetic repeatable; `rr_model.numerics`).
+   deterministic kernels make the CUDA arithmetic repeatable; `rr_model.run.numerics`).
 3. kv cache: greedy tokens of the trained model with the KV cache and without it are the same.
 4. sharded: the same run under `--shard fsdp` on a process group of one (FSDP2's code path, NCCL) ends with
    the unsharded run's val_loss within `--tolerance` / 10.
@@ -39,8 +39,8 @@ class _Killed(Exception):
 
 def _train(cfg, out: Path, *, kill_at: int | None = None, resume: bool = False) -> dict:
     """One run through the trainer; `kill_at`: stop right after the checkpoint of that step is written."""
-    from rr_model import checkpoint
-    from rr_model.trainer import train
+    from rr_model.checkpoint import state as checkpoint
+    from rr_model.run.trainer import train
 
     if kill_at is None:
         return train(cfg, out, resume=resume)
@@ -110,8 +110,8 @@ def _kv_cache(base, folder: Path) -> bool:
     """Greedy tokens of the TF32 run's final weights, with the KV cache and without it."""
     import torch
 
-    from rr_model import checkpoint
-    from rr_model.inference import load_trained
+    from rr_model.checkpoint import state as checkpoint
+    from rr_model.uses.inference import load_trained
 
     final = checkpoint.final_path(folder / "tf32.csv", *base.key)
     if not final.exists():
@@ -143,7 +143,7 @@ def main() -> int:
 
     import torch
 
-    from rr_model.run_config import TrainConfig
+    from rr_model.config import TrainConfig
 
     device = "cpu" if a.small else "cuda"
     if device == "cuda" and not torch.cuda.is_available():

@@ -1,11 +1,11 @@
 """What checking rr's files before use costs: each check beside the read it guards, as ratios in one run.
 
-- A checkpoint (`rr_model.checkpoint.verify`: the zip's per-entry CRC-32s) against `torch.load` of the same
+- A checkpoint (`rr_model.checkpoint.state.verify`: the zip's per-entry CRC-32s) against `torch.load` of the same
   file, for a model of the chosen size with its AdamW moments (a resumable checkpoint: 3 tensors per
   parameter), from the page cache.
 - A token cache (`rr_model.data.token_cache`: the stream's sha256, checked at every load) against opening it
   unchecked (a memory map) and against tokenizing it (the build, which computes the sha256 as it writes).
-- A run's identity (`rr_model.run_config.run_identity`), which a checkpoint saves and a resume compares.
+- A run's identity (`rr_model.config.run_identity`), which a checkpoint saves and a resume compares.
 
     python bench/read_back.py                       # 60M's checkpoint, a TinyStories-sized stream (200 MB)
     python bench/read_back.py --size tiny --stream-mb 20
@@ -41,7 +41,7 @@ def checkpoint_figures(size: str, folder: Path) -> None:
     import torch
 
     from rr_core.shapes import model_config
-    from rr_model import checkpoint
+    from rr_model.checkpoint import state as checkpoint
     from rr_model.model import GPT
 
     model = GPT(model_config(size, "review_neutral", 50257))
@@ -91,7 +91,7 @@ def stream_figures(stream_mb: int, folder: Path) -> None:
 
 
 def identity_figures(tokens) -> None:
-    from rr_model.run_config import TrainConfig, run_identity
+    from rr_model.config import TrainConfig, run_identity
 
     cfg = TrainConfig("tiny", "standard", 0, data="synthetic")
     took = timed(lambda: run_identity(cfg, tokens), repeat=100)

@@ -6,10 +6,10 @@
     python bench/sharding.py time --profile   # and where one sharded step's time goes (torch.profiler)
     python bench/sharding.py gpu --size 150M --steps 20   # one CUDA GPU: sharded vs not, bf16, peaks vs plan
 
-`state` shards each model as the trainer does (`rr_model.sharding.shard`) on torch's meta device, over a
+`state` shards each model as the trainer does (`rr_model.parallel.sharding.shard`) on torch's meta device, over a
 process group of 8 simulated in this one process (torch's fake backend, from its test utilities), and
 counts what process 0 holds: its pieces of the parameters and, after one AdamW step on zero gradients,
-of both moments (and the step counters); beside `rr_model.memory.state_bytes`, the plan's arithmetic.
+of both moments (and the step counters); beside `rr_model.parallel.memory.state_bytes`, the plan's arithmetic.
 No memory is used: meta tensors have shapes only. 3B and 7B come from docs/extending/next.toml.
 
 `peaks` trains a small model (d_model 512, 4 blocks, byte vocabulary, 8 x 128 tokens a step) in fresh
@@ -63,9 +63,9 @@ def state() -> None:
     from torch.testing._internal.distributed.fake_pg import FakeStore
 
     from rr_core.shapes import model_config
-    from rr_model.memory import state_bytes
     from rr_model.model import GPT
-    from rr_model.sharding import local, shard
+    from rr_model.parallel.memory import state_bytes
+    from rr_model.parallel.sharding import local, shard
 
     world, gib = 8, 2**30
     dist.init_process_group("fake", store=FakeStore(), rank=0, world_size=world)
@@ -106,14 +106,14 @@ def _build(shard_: str, ac: str, world: int):
     import torch
 
     from rr_core.shapes import GPTConfig
+    from rr_model.config import checkpoint_interval
     from rr_model.model import GPT
-    from rr_model.run_config import checkpoint_interval
 
     torch.manual_seed(0)
     model = GPT(GPTConfig(**SMALL))
     model.checkpoint_activations(checkpoint_interval(ac))
     if shard_ == "fsdp":
-        from rr_model.sharding import shard
+        from rr_model.parallel.sharding import shard
 
         shard(model, torch.device("cpu"), world, "fp32")
     return model, model.configure_optimizers()
@@ -140,7 +140,7 @@ def _peak_process(rank: int, world: int, folder: str, shard_: str, ac: str) -> N
     """One process of `peaks`: build, reset the peak, train STEPS steps, report both."""
     import contextlib
 
-    from rr_model.step import accumulate, apply_gradients
+    from rr_model.run.step import accumulate, apply_gradients
 
     _join(rank, world, folder)
     import torch  # noqa: F401 (loaded already; the base below is torch's libraries and the process group)
@@ -162,7 +162,7 @@ def peaks() -> None:
 
     from rr_core.ladder import RECIPE
     from rr_core.shapes import GPTConfig
-    from rr_model.memory import activation_bytes, gathered_bytes, state_bytes
+    from rr_model.parallel.memory import activation_bytes, gathered_bytes, state_bytes
 
     os.environ["MALLOC_MMAP_THRESHOLD_"] = "65536"  # read by each spawned process's malloc at its start
     mcfg, mib = GPTConfig(**SMALL), 2**20
@@ -202,7 +202,7 @@ def _time_process(rank: int, world: int, folder: str, steps: int, profile: bool)
 
     import torch
 
-    from rr_model.step import accumulate, apply_gradients
+    from rr_model.run.step import accumulate, apply_gradients
 
     _join(rank, world, folder)
     layouts = {"data parallel": _build("none", "none", world), "sharded": _build("fsdp", "none", world)}
@@ -248,10 +248,10 @@ def gpu(size: str, steps: int, ladder: str | None) -> None:
     """One CUDA GPU: each setting's losses against data parallel's, and its peak against the plan."""
     import torch
 
-    from rr_model.memory import Setting, memory_plan
-    from rr_model.planning import planned_model
-    from rr_model.run_config import TrainConfig
-    from rr_model.trainer import train
+    from rr_model.config import TrainConfig
+    from rr_model.parallel.memory import Setting, memory_plan
+    from rr_model.run.planning import planned_model
+    from rr_model.run.trainer import train
 
     assert torch.cuda.is_available(), "gpu: needs a CUDA GPU"
     reference: dict[str, list[float]] = {}

@@ -1,14 +1,14 @@
 """Training throughput: tokens/s, step time, peak memory and MFU of a setting, beside a plain baseline.
 
-Times the trainer's own optimiser step (`rr_model.step.train_step`) on random tokens after warm-up steps
+Times the trainer's own optimiser step (`rr_model.run.step.train_step`) on random tokens after warm-up steps
 (which also absorb torch.compile), for the chosen size, precision, compile and AdamW setting and, in the
 same run, for the baseline: the same model in plain eager fp32 with the unfused AdamW. Each setting runs
 in a fresh process, so its peak memory is its own (CUDA: `torch.cuda.max_memory_allocated`; CPU: the
 process's peak RSS) and a failure (out of memory, a compile error) is printed and the run goes on.
 
-FLOPs per token are `rr_model.flops.flops_per_token`: 6 N plus the attention term 12 L d T (PaLM,
+FLOPs per token are `rr_model.parallel.flops.flops_per_token`: 6 N plus the attention term 12 L d T (PaLM,
 appendix B). MFU divides the achieved rate by the dense peak of a known GPU at the setting's precision
-(`rr_model.hardware.PEAKS`, from NVIDIA's datasheets; H200: 989.4 TFLOP/s bf16, 494.7 TFLOP/s TF32); elsewhere by this device's
+(`rr_model.parallel.hardware.PEAKS`, from NVIDIA's datasheets; H200: 989.4 TFLOP/s bf16, 494.7 TFLOP/s TF32); elsewhere by this device's
 measured matmul rate at that precision, and says so. The figure used is printed.
 
     python bench/train_throughput.py --size tiny                       # CPU: trainer default vs fp32
@@ -55,7 +55,7 @@ class Setting:
     steps: int
     warmup: int
     device: str
-    gates: bool = False  # watch the gates as the trainer does (`rr_model.gate_watch.GateWatch`)
+    gates: bool = False  # watch the gates as the trainer does (`rr_model.run.gate_watch.GateWatch`)
 
     @property
     def label(self) -> str:
@@ -94,7 +94,7 @@ def matmul_flops(device, precision: str) -> float:
     """Measured FLOP/s of square matmuls on `device` at `precision` (well under a second of work): the
     rate MFU is taken against where no datasheet peak is listed, labelled as measured.
 
-    fp32 and tf32 differ only through the float32 matmul precision in force (`rr_model.numerics`).
+    fp32 and tf32 differ only through the float32 matmul precision in force (`rr_model.run.numerics`).
     """
     import torch
 
@@ -112,8 +112,8 @@ def matmul_flops(device, precision: str) -> float:
 
 
 def _watch(model, device):
-    """The gates watched as the trainer watches them (`rr_model.gate_watch.GateWatch`)."""
-    from rr_model.gate_watch import GateWatch
+    """The gates watched as the trainer watches them (`rr_model.run.gate_watch.GateWatch`)."""
+    from rr_model.run.gate_watch import GateWatch
 
     return GateWatch(model, device)
 
@@ -137,8 +137,8 @@ def _stepper(s: Setting):
     from rr_core.ladder import get_size
     from rr_core.shapes import model_config
     from rr_model.model import GPT
-    from rr_model.numerics import numerics
-    from rr_model.step import setup_device, train_step
+    from rr_model.run.numerics import numerics
+    from rr_model.run.step import setup_device, train_step
 
     recipe = get_size(s.size).recipe
     batch = s.batch or recipe.batch_size
@@ -188,8 +188,8 @@ def measure(s: Setting, profile: bool = False) -> dict:
 
     from rr_core.ladder import get_size
     from rr_core.sweepfile.provenance import environment
-    from rr_model.flops import flops_per_token
-    from rr_model.hardware import datasheet_peak
+    from rr_model.parallel.flops import flops_per_token
+    from rr_model.parallel.hardware import datasheet_peak
 
     steps, device, cfg, batch = _stepper(s)
     recipe = get_size(s.size).recipe
@@ -332,7 +332,7 @@ def print_gate_cost(s: Setting, rounds: int) -> None:
 def main() -> None:
     from rr_core.ladder import LADDER
     from rr_core.variants import COMPARED
-    from rr_model.run_config import DEVICES, PRECISIONS
+    from rr_model.config import DEVICES, PRECISIONS
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--size", default="tiny", choices=list(LADDER))

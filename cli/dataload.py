@@ -12,7 +12,7 @@ import typer
 def load_checked(data: Path | None, warn: bool = True):
     """`rr_core.sweepfile.dataset.load_sweep(data)`, with `rr: warning:` on stderr naming altered published rows
     (unless `warn` is False: a reproduction file's rows differ from the published ones on purpose)."""
-    from rr_core.files import same_file
+    from rr_core.files.reading import same_file
     from rr_core.plugins import load_plugins
     from rr_core.sweepfile.dataset import bundled_path, load_sweep
     from rr_core.sweepfile.integrity import integrity_warning

@@ -103,7 +103,7 @@ def evaluate(
 
 def _heldout(checkpoint, corpus, windows, seed, batch, fmt) -> None:
     """--corpus: held-out loss and bits per byte of each run."""
-    from rr_model.inference import heldout, load_trained
+    from rr_model.uses.inference import heldout, load_trained
 
     with known_errors():
         rows = []
@@ -122,7 +122,7 @@ def _heldout(checkpoint, corpus, windows, seed, batch, fmt) -> None:
 def _tasks(checkpoint, names, include_path, limit, batch, device, join, out, fmt) -> None:
     """--tasks: score, print the table, join the scores onto a sweep file when asked."""
     from rr_core.sweepfile.merge import join_columns
-    from rr_model.downstream import measured_columns, task_scores
+    from rr_model.uses.downstream import measured_columns, task_scores
 
     with known_errors():
         scores = task_scores(

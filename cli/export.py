@@ -31,7 +31,7 @@ def export(
     `rr_model.model.GPT.from_pretrained(FOLDER)` or `AutoModelForCausalLM.from_pretrained(FOLDER,
     trust_remote_code=True)`; needs the 'export' extra (safetensors), transformers only to load it.
     """
-    from rr_model.export import export as write
+    from rr_model.uses.export import export as write
 
     with known_errors():
         written = write(checkpoint, out)

@@ -31,7 +31,7 @@ def gates(
 
     r near 1 lets the update through, near 0 holds it back; Review's gates start at exactly 0.5.
     """
-    from rr_model.gates import gates as read
+    from rr_model.uses.gates import gates as read
 
     with known_errors():
         df = read(size, variant, checkpoint_path=checkpoint, batch=batch, seed=seed)

@@ -171,7 +171,7 @@ def resources(p: dict):
 def submit(todo: list, out: Path, resources, per_run_files: bool, dry_run: bool, command: str) -> None:
     """Submit `todo` as a job array (or show it, with the sbatch script, under --dry-run: no submitit needed
     unless jobs are recorded for `out` already). `command` names the rr command in what is printed."""
-    from rr_model.planning import dataset_keys, memory_plans
+    from rr_model.run.planning import dataset_keys, memory_plans
     from rr_model.sweep.jobs import read_jobs
     from rr_model.sweep.sbatch import job_folder, part_path, sbatch_script
 
@@ -205,7 +205,7 @@ def submit(todo: list, out: Path, resources, per_run_files: bool, dry_run: bool,
 def train_here(todo: list, out: Path, nproc: int, dry_run: bool, command: str) -> list[dict]:
     """Train `todo` here, one process each, and print their summary (or show the plan under --dry-run:
     nothing trains, [] returned). Returns the summary records (`rr_model.sweep.local.run_sweep`)."""
-    from rr_model.planning import describe_runs, memory_plans
+    from rr_model.run.planning import describe_runs, memory_plans
     from rr_model.sweep.local import run_sweep
 
     if dry_run:
@@ -230,7 +230,7 @@ def check_launcher(launcher: Launcher, nodes: int, nproc: int) -> None:
 
 
 def launch(runs, out: Path, p: dict, dry_run: bool, command: str) -> list[dict] | None:
-    """Train the plan `runs` (`rr_model.planning.Runs`) where `p["launcher"]` says: here (the summary records,
+    """Train the plan `runs` (`rr_model.run.planning.Runs`) where `p["launcher"]` says: here (the summary records,
     [] under --dry-run) or on Slurm (None: the jobs append their rows later). Every run's checks come first,
     dry run or not (`Runs.check`), so nothing starts that a later run would refuse."""
     check_launcher(p["launcher"], p["nodes"], p["nproc"])

@@ -1,7 +1,7 @@
 """Entry point of the `rr` command. Each command lives in its own module and registers itself here.
 
 Command modules import only typer, the standard library and the training options' declarations
-(`rr_model.run_config`, torch-free and stdlib-only) at top level, so `rr --help` stays fast; library
+(`rr_model.config`, torch-free and stdlib-only) at top level, so `rr --help` stays fast; library
 imports happen inside the command functions. The console script goes one step further: a
 command line that names one of rr's commands builds the app with that command only (its module
 imported, its options made), ~25 ms less for every command than importing and building all of them;

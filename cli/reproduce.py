@@ -21,7 +21,7 @@ OUT = typer.Option(
     "--out",
     help="Reproduction file to append the rows to; never the published dataset. Default: data/reproduction.csv.",
     show_default=False,
-)  # the default is rr_model.reproduce.DEFAULT_REPRODUCTION
+)  # the default is rr_model.run.reproduce.DEFAULT_REPRODUCTION
 
 
 @training_options("reproduce")
@@ -43,7 +43,7 @@ def reproduce(
     determinism flags, world size, rr's version and commit). Many runs, or on Slurm: `rr sweep --reproduce`.
     Exit 0 when every run finished, 1 when one diverged, 2 for a run that is not published.
     """
-    from rr_model.reproduce import DEFAULT_REPRODUCTION, plan_reproduction
+    from rr_model.run.reproduce import DEFAULT_REPRODUCTION, plan_reproduction
 
     out = out or DEFAULT_REPRODUCTION
     with known_errors():

@@ -2,12 +2,12 @@
 the tail of a command that trains (skip what is there, check the data, show the plan or train and report)
 and the run config file (`--config`).
 
-The training options are not declared here: each is a field of `rr_model.run_config.TrainConfig`, whose
+The training options are not declared here: each is a field of `rr_model.config.TrainConfig`, whose
 type, default and metadata (help, commands, bound, flag) `training_options` turns into a command's typer
 options, in a help panel of their own (or the one a field names), and `run_options` turns back into TrainConfig fields. A new
 training option is a new field there (that module's docstring says how) and no line here.
 
-Standard library, typer and those declarations (`rr_model.run_config`, torch-free and light) at import, so
+Standard library, typer and those declarations (`rr_model.config`, torch-free and light) at import, so
 `rr --help` stays light; the library loads inside the calls.
 """
 
@@ -28,7 +28,7 @@ import typer
 from cli.errors import fail, known_errors
 from cli.records import Format, echo_records
 from rr_analysis.numbers import BLANK, fixed
-from rr_model.run_config import Declared, choices, declared_options
+from rr_model.config import Declared, choices, declared_options
 
 F = TypeVar("F", bound=Callable[..., Any])
 PANEL = "Training run"  # the help panel of the options that set TrainConfig fields
@@ -44,7 +44,7 @@ OUT = typer.Option(
     None,
     "--out",
     help="Dataset to append the rows to. Default: data/scaling_v8.csv here, started from the published rows "
-    "if missing.",  # the default is rr_model.run_config.DEFAULT_OUT
+    "if missing.",  # the default is rr_model.config.DEFAULT_OUT
     show_default=False,
 )
 DRY_RUN = typer.Option(
@@ -213,7 +213,7 @@ def _gib(b: int | None) -> str:
     return fixed(None if b is None else b / GIB, 2, none=BLANK)
 
 
-# The memory plan's columns (`rr_model.memory.memory_plan`): bytes shown as GiB, fits as yes/no
+# The memory plan's columns (`rr_model.parallel.memory.memory_plan`): bytes shown as GiB, fits as yes/no
 MEMORY_FORMATS: dict[str, Callable[[object], str]] = {
     **dict.fromkeys(("params", "grads", "optimizer", "gathered", "activations", "eval", "total"), _gib),
     "fits": lambda f: {True: "yes", False: "no"}.get(f, BLANK),
@@ -221,9 +221,9 @@ MEMORY_FORMATS: dict[str, Callable[[object], str]] = {
 
 
 def echo_memory(records: list[dict], source: str, world: int) -> None:
-    """The memory plan of `rr_model.planning.memory_plans`: GiB per GPU, and what it was checked against."""
+    """The memory plan of `rr_model.run.planning.memory_plans`: GiB per GPU, and what it was checked against."""
     from rr_analysis.numbers import percent
-    from rr_model.memory import FIT_SHARE
+    from rr_model.parallel.memory import FIT_SHARE
 
     if not records:
         return
@@ -247,11 +247,11 @@ def world_size() -> int:
 
 
 def train_and_report(command: str, runs, out: Path, *, resume: bool, dry_run: bool) -> None:
-    """The tail of `rr train` and `rr reproduce` once the runs are planned (`rr_model.planning.Runs`): say
+    """The tail of `rr train` and `rr reproduce` once the runs are planned (`rr_model.run.planning.Runs`): say
     which are skipped, make every run's checks (`Runs.check`: what the trainer refuses, refused here before
     any run trains or any file is made), then show the plan and the memory plan (`dry_run`) or train the
     runs to do and show their results; exit 1 if one diverged."""
-    from rr_model.planning import describe_runs, memory_plans
+    from rr_model.run.planning import describe_runs, memory_plans
 
     lead = os.environ.get("RANK", "0") == "0"  # under torchrun, one process reports
     with known_errors():
@@ -266,7 +266,7 @@ def train_and_report(command: str, runs, out: Path, *, resume: bool, dry_run: bo
             echo_memory(*memory_plans(runs.todo, world_size()), world_size())
             return
         records = _train(runs, out, resume)
-    from rr_model.trainer import summarize
+    from rr_model.run.trainer import summarize
 
     if lead:
         echo_records(summarize(records), Format.text, title=f"rr {command}: {out}", formats=RESULT_FORMATS)
@@ -277,9 +277,9 @@ def train_and_report(command: str, runs, out: Path, *, resume: bool, dry_run: bo
 def _train(runs, out: Path, resume: bool) -> list[dict]:
     """Train the runs to do, on the plan's reading of `out`; on Ctrl-C, say what was kept and how to
     continue (exit 130); a sharded run out of memory names the command to resume with."""
-    from rr_model.checkpoint import current
-    from rr_model.out_of_memory import OutOfMemoryStop
-    from rr_model.trainer import train_runs  # torch: only when training
+    from rr_model.checkpoint.state import current
+    from rr_model.parallel.out_of_memory import OutOfMemoryStop
+    from rr_model.run.trainer import train_runs  # torch: only when training
 
     todo = runs.todo
     try:
@@ -382,7 +382,7 @@ def read_config(ctx: typer.Context, path: Path | None) -> Path | None:
     unknown key) the nearest valid one and every valid one.
     """
     from rr_core.errors import InputError, did_you_mean, nearest
-    from rr_core.files import read_toml
+    from rr_core.files.reading import read_toml
 
     if path is None or ctx.resilient_parsing:
         return path

@@ -30,8 +30,8 @@ def sample(
 ) -> None:
     """Print the prompt and a sampled continuation (nanoGPT-style, with a KV cache: past the block each token
     is drawn from the last block_size tokens, run afresh)."""
-    from rr_model.inference import load_trained
-    from rr_model.inference import sample as draw
+    from rr_model.uses.inference import load_trained
+    from rr_model.uses.inference import sample as draw
 
     with known_errors():
         text = draw(

@@ -68,7 +68,7 @@ def sizes(
 
 def _memory(fmt: Format, vocab: int, ladder, gpus: int, gpu_memory: float | None, precision: str) -> None:
     """`rr sizes --memory`: the memory plan of every size, in GiB per GPU (raw bytes in csv and json)."""
-    from rr_model.memory import size_plans
+    from rr_model.parallel.memory import size_plans
 
     with known_errors():
         rows, left_out = size_plans(vocab, ladder, gpus, precision, gpu_memory)

@@ -129,7 +129,7 @@ def _plan(out: Path, p: dict, options: dict):
     """The sweep's runs (to train, already in `out`) from the options `p`: sizes or --at, seeds or --effect,
     variants; a reproduction checked to be one."""
     from rr_core.variants import compared
-    from rr_model.reproduce import check_reproducible
+    from rr_model.run.reproduce import check_reproducible
     from rr_model.sweep.local import plan_sweep
 
     variants, chosen = (
@@ -150,8 +150,8 @@ def _plan(out: Path, p: dict, options: dict):
 
 def _default_out(reproduce: bool, ladder: str | None) -> Path:
     """The file a sweep writes without --out: the reproduction file, the ladder file's, or the published."""
-    from rr_model.reproduce import DEFAULT_REPRODUCTION
-    from rr_model.run_config import default_out
+    from rr_model.config import default_out
+    from rr_model.run.reproduce import DEFAULT_REPRODUCTION
 
     return DEFAULT_REPRODUCTION if reproduce else default_out(ladder)
 

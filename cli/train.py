@@ -36,8 +36,8 @@ def train(
     provenance record in the sidecar `OUT.runs.jsonl`. Exit 0 when every run finished, 1 when one diverged.
     """
     from rr_core.variants import compared
-    from rr_model.planning import plan_runs
-    from rr_model.run_config import default_out
+    from rr_model.config import default_out
+    from rr_model.run.planning import plan_runs
 
     out = out or default_out(run["ladder"])
     with known_errors():

@@ -33,7 +33,8 @@ from rr_analysis.stats.summary import describe
 from rr_analysis.tables.render import render
 from rr_analysis.views.registry import VIEWS
 from rr_core.errors import PlotError
-from rr_core.files import atomic_dir, read_regular
+from rr_core.files.reading import read_regular
+from rr_core.files.replacing import atomic_dir
 from rr_core.sweepfile.integrity import check_integrity
 from rr_core.variants import label
 
@@ -186,11 +187,11 @@ def write_report(
     """Write `report.md` and its PNG figures into the folder `out_dir`; return the report's path.
 
     Everything is computed before anything is written, so bad data leave the folder untouched. The folder
-    is built beside `out_dir` and swapped into place (`rr_core.files.atomic_dir`): a reader sees the old
+    is built beside `out_dir` and swapped into place (`rr_core.files.replacing.atomic_dir`): a reader sees the old
     report or the new one whole, and a figure the data cannot support does not survive from an earlier run.
     A missing folder is created (and its parents). Only files rr writes there are ever deleted: a folder that
     holds others is refused before the build, and checked again at the swap (a file saved into it while the
-    report was built), when it is left as it was (`rr_core.files.Foreign`).
+    report was built), when it is left as it was (`rr_core.files.replacing.Foreign`).
 
     An `out_dir` ending in `.md` is the report file itself: its figures go to the folder beside it named
     after it (`x.md` -> `x_files/`, swapped in the same way), then the Markdown replaces `x.md` whole (an

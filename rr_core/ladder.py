@@ -258,7 +258,7 @@ def load_ladder(path: str | os.PathLike) -> dict[str, Size]:
     -------
     {label: Size}, each with ``ladder`` set to `path` and no published seeds, so no size of a file is
     taken for a published one (a file's "60M" is refused beside the published rows; see
-    `rr_model.run_config.recipe_differences`).
+    `rr_model.config.recipe_differences`).
 
     Raises
     ------
@@ -275,7 +275,7 @@ def load_ladder(path: str | os.PathLike) -> dict[str, Size]:
     >>> size.d_model, size.sweep_seeds, size.recipe.lr, size.recipe.batch_size, size.published
     (64, 3, 0.001, 64, False)
     """
-    from rr_core.files import stamp  # here: as read_toml below
+    from rr_core.files.reading import stamp  # here: as read_toml below
 
     if (now := stamp(path)) is None:
         raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), str(path))
@@ -287,7 +287,9 @@ def load_ladder(path: str | os.PathLike) -> dict[str, Size]:
 
 def _read_ladder(path: str | os.PathLike) -> dict[str, Size]:
     """The sizes of the ladder file at `path`, read and checked (`load_ladder`)."""
-    from rr_core.files import read_toml  # here: the lock and atomic writers are not needed to look up a size
+    from rr_core.files.reading import (
+        read_toml,  # here: the lock and atomic writers are not needed to look up a size
+    )
 
     tables = read_toml(path, f"--ladder {path}")
     if not tables:

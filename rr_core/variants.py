@@ -161,7 +161,7 @@ def register_residual(
         (name, shape) pairs in the order the rule's ``named_parameters()`` gives them, its own parameters
         before its submodules' (`Shapes`; the count follows). None: every parameter a build of the rule holds, on torch's meta device (`rule_params`,
         `rule_shapes`). Either way `rr sizes` and parameter matching count them without building a model;
-        with shapes, the memory plan of a sharded run (`rr_model.memory`) also cuts them exactly without
+        with shapes, the memory plan of a sharded run (`rr_model.parallel.memory`) also cuts them exactly without
         torch.
 
     Raises
@@ -170,7 +170,7 @@ def register_residual(
         A bad name or colour, a name of rr's own or one another rule holds (another class, or the same
         class name from another file: both named, with their files), or a `rule` that is neither an
         ``nn.Module`` class nor a ``"module:Class"`` string. The held class defined again by a byte-for-byte
-        copy of its file (an export carries one, `rr_model.hf_code`) is the rule already held: the call
+        copy of its file (an export carries one, `rr_model.uses.hf_code`) is the rule already held: the call
         does nothing.
     """
     where = f"register_residual({name!r})"
@@ -227,7 +227,7 @@ def _described(rule: type | str, origin: dict[str, Any] | None) -> str:
 
 def _copy_of(origin: dict[str, Any] | None, name: str) -> bool:
     """Whether the class whose code is `origin` is the rule `name` holds, defined again: the same name, from
-    a file of the same bytes (an export carries such a copy, `rr_model.hf_code`)."""
+    a file of the same bytes (an export carries such a copy, `rr_model.uses.hf_code`)."""
     if origin is None or origin["sha256"] is None:
         return False
     try:

@@ -17,9 +17,9 @@ from rr_core.lazy import lazy_exports
 _WHERE = {
     "register_residual": "rr_core.variants",
     "GPT": "rr_model.model",
-    "TrainConfig": "rr_model.run_config",
-    "train": "rr_model.trainer",
-    "train_runs": "rr_model.trainer",
+    "TrainConfig": "rr_model.config",
+    "train": "rr_model.run.trainer",
+    "train_runs": "rr_model.run.trainer",
 }
 
 __getattr__, __dir__ = lazy_exports(__name__, _WHERE)

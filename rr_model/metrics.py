@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Literal, get_args
 
 from rr_core.errors import InputError
-from rr_core.files import torn_tail
+from rr_core.files.appending import torn_tail
 
 __all__ = ["Backend", "BACKENDS", "Metrics", "require_backends", "wandb_mode"]
 
@@ -124,7 +124,7 @@ class Metrics:
     def log(self, step: int, gates: Sequence[dict[str, Any]] = (), **values: float | None) -> None:
         """One log interval's readings at optimiser step `step` (loss, lr, grad_norm, tokens_per_s, ...).
 
-        `gates`: each gated sublayer's r over the interval (`rr_model.gate_watch.GateWatch.stats`: layer,
+        `gates`: each gated sublayer's r over the interval (`rr_model.run.gate_watch.GateWatch.stats`: layer,
         sublayer, mean, std), written under the record's "gates" key and sent to TensorBoard and W&B as
         ``gates/r_mean/LAYER.SUBLAYER`` and ``gates/r_std/LAYER.SUBLAYER``; a run without a gate has none.
         """

@@ -21,7 +21,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from rr_core.files import verify_sums
+from rr_core.files.checksums import verify_sums
 from rr_core.ladder import RECIPE
 from rr_core.shapes import GPTConfig
 from rr_core.variants import residual_rule
@@ -422,7 +422,7 @@ class GPT(nn.Module):
         and restored). A field config.json leaves out takes `GPTConfig`'s default, as transformers'
         ``save_pretrained`` leaves out those equal to its config class's defaults (the same values). A
         plugin's rule must be registered (``RR_PLUGINS``), as for training. The folder's files are first checked against its SHA256SUMS
-        (`rr_core.files.verify_sums`; an export written before rr kept them is not): a damaged export is an
+        (`rr_core.files.checksums.verify_sums`; an export written before rr kept them is not): a damaged export is an
         InputError naming the file, never loaded.
         """
         from safetensors.torch import load_file  # the 'export' extra
@@ -459,7 +459,7 @@ def next_token(
     return torch.multinomial(F.softmax(logits, dim=-1), 1, generator=generator)
 
 
-# What an export carries for transformers (`rr_model.hf_code`): these definitions' source, copied verbatim
+# What an export carries for transformers (`rr_model.uses.hf_code`): these definitions' source, copied verbatim
 # beside a wrapper that adds transformers' plumbing, so the two models cannot drift apart. The residual
 # rules go with them, read from the variant registry (rr's own, all defined above, and a plugin's).
 LAYERS = (rms, RMSNorm, CausalSelfAttention, MLP, Block, trunk)

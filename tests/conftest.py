@@ -114,8 +114,8 @@ def tiny_run(token_cache, tmp_path_factory) -> dict[str, Any]:
     It logs to TensorBoard and to W&B in offline mode too (no network, no account; W&B's own folders in
     the run's temporary folder), so tests/test_metrics.py reads back real event files.
     """
-    from rr_model.run_config import TrainConfig
-    from rr_model.trainer import train
+    from rr_model.config import TrainConfig
+    from rr_model.run.trainer import train
 
     out = tmp_path_factory.mktemp("tiny_run") / "whole.csv"
     wandb_env = {"WANDB_MODE": "offline", "WANDB_SILENT": "true"}

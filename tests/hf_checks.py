@@ -4,7 +4,7 @@ Run as ``python hf_checks.py WORKDIR TINY_FINAL TINY_CSV`` with HF_HUB_OFFLINE=1
 lm-eval costs seconds, so every check that needs them runs here once and writes what it measured to
 WORKDIR/report.json, which the tests read. For every variant of rr and a plugin's rule: a tiny model with
 perturbed weights (every gate and scale away from its initial value) is saved as a checkpoint, exported by
-`rr_model.export.export` and loaded back by transformers; then lm-evaluation-harness scores one export on
+`rr_model.uses.export.export` and loaded back by transformers; then lm-evaluation-harness scores one export on
 the local task of tests/lm_eval_task, and `rr eval --tasks ... --join` runs on the session's tiny run.
 """
 
@@ -28,9 +28,9 @@ TASK = Path(__file__).with_name("lm_eval_task")
 
 def checkpoint(variant: str, seed: int, folder: Path) -> Path:
     """A checkpoint of a tiny model of `variant`, every parameter moved off its initial value."""
-    from rr_model import checkpoint as ckpt
+    from rr_model.checkpoint import state as ckpt
+    from rr_model.config import TrainConfig, result_config
     from rr_model.model import GPT, GPTConfig
-    from rr_model.run_config import TrainConfig, result_config
 
     torch.manual_seed(seed)
     config = GPTConfig(**SHAPE, variant=variant)
@@ -142,8 +142,8 @@ def direct_loglik(model, tok, context: str, continuation: str) -> float:
 def lm_eval_checks(folder: Path, task_dir: Path) -> dict:
     from transformers import AutoTokenizer
 
-    from rr_model.downstream import task_scores
     from rr_model.model import GPT
+    from rr_model.uses.downstream import task_scores
 
     (scores,) = task_scores(
         [folder], ["rr_local_mc"], include_path=task_dir, batch=4, device="cpu", log_samples=True
@@ -195,7 +195,7 @@ def main(work: Path, final: Path, sweep: Path) -> None:
 
     from rr_core.errors import InputError
     from rr_core.variants import NAMES
-    from rr_model.export import export
+    from rr_model.uses.export import export
 
     report = {"variants": {}}
     for seed, variant in enumerate([*NAMES, "myrule"]):

@@ -17,10 +17,10 @@ from conftest import RR, TINY_RUN, rr
 
 from rr_core.sweepfile import provenance
 from rr_core.sweepfile.dataset import load_sweep
-from rr_model import checkpoint
-from rr_model.checkpoint import CheckpointError
-from rr_model.run_config import TrainConfig
-from rr_model.trainer import train
+from rr_model.checkpoint import state as checkpoint
+from rr_model.checkpoint.state import CheckpointError
+from rr_model.config import TrainConfig
+from rr_model.run.trainer import train
 
 pytestmark = pytest.mark.usefixtures("offline")
 

@@ -167,9 +167,9 @@ def test_gates_read_a_checkpoint(tmp_path):
     import torch
 
     from rr_core.shapes import model_config
-    from rr_model import checkpoint
-    from rr_model.gates import BYTE_VOCAB
+    from rr_model.checkpoint import state as checkpoint
     from rr_model.model import GPT
+    from rr_model.uses.gates import BYTE_VOCAB
 
     model = GPT(model_config("tiny", "review_neutral", BYTE_VOCAB))
     with torch.no_grad():
@@ -199,9 +199,9 @@ def test_sizes_say_whose_vocabulary_they_count_with():
 
 def test_gates_read_a_runs_folder_and_name_the_runs_of_a_folder_of_several(tmp_path):
     from rr_core.shapes import model_config
-    from rr_model import checkpoint
-    from rr_model.gates import BYTE_VOCAB
+    from rr_model.checkpoint import state as checkpoint
     from rr_model.model import GPT
+    from rr_model.uses.gates import BYTE_VOCAB
 
     folder = tmp_path / "run.checkpoints"
     for variant in ("review_neutral", "highway"):

@@ -23,12 +23,12 @@ from submitit.core.utils import DelayedSubmission
 
 from rr_core.sweepfile import provenance
 from rr_core.sweepfile.dataset import append_rows, load_sweep
-from rr_model import checkpoint
-from rr_model.run_config import TrainConfig
+from rr_model.checkpoint import state as checkpoint
+from rr_model.config import TrainConfig
+from rr_model.run.trainer import train
 from rr_model.sweep.jobs import read_jobs, state_path
 from rr_model.sweep.sbatch import Resources, job_folder, sbatch_script
 from rr_model.sweep.slurm import TrainJob, job_status, submit_runs
-from rr_model.trainer import train
 
 
 @pytest.fixture(autouse=True)

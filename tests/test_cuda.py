@@ -40,7 +40,7 @@ def test_sdpa_on_each_head_size_agrees_with_its_math_kernel(head_dim, dtype):
 
 
 def test_a_pinned_non_blocking_copy_gives_the_batch():
-    from rr_model.step import to_device
+    from rr_model.run.step import to_device
 
     batch = np.random.default_rng(0).integers(0, 50257, size=(64, 257), dtype=np.int64)
     got = to_device(batch, torch.device("cuda"))
@@ -88,7 +88,7 @@ def _groups(twin, optimizer, model):
 def test_deterministic_numerics_repeat_a_step_bit_for_bit():
     from rr_core.shapes import model_config
     from rr_model.model import GPT
-    from rr_model.numerics import CUBLAS_WORKSPACE, numerics
+    from rr_model.run.numerics import CUBLAS_WORKSPACE, numerics
 
     grads = []
     with numerics(torch.device("cuda"), "tf32", deterministic=True):

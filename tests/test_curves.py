@@ -20,7 +20,7 @@ from rr_core.variants import colour
 
 
 def _lr(step: int, steps: int) -> float:
-    """The published schedule by hand: linear warmup, cosine to a tenth (rr_model.step.lr_at's Notes)."""
+    """The published schedule by hand: linear warmup, cosine to a tenth (rr_model.run.step.lr_at's Notes)."""
     r = get_size("tiny").recipe
     if step < r.warmup_steps:
         return r.lr * (step + 1) / r.warmup_steps

@@ -506,7 +506,7 @@ def test_sample_batch_offsets_stay_in_range():
 
 def test_rr_train_takes_a_corpus_folder_and_its_text_field(tmp_path):
 
-    from rr_model.run_config import TrainConfig
+    from rr_model.config import TrainConfig
     from rr_model.sweep.child import config_from_json
     from rr_model.sweep.local import train_command
 

@@ -23,9 +23,9 @@ from conftest import TINY_RUN
 from rr_core.ladder import get_size
 from rr_core.sweepfile import provenance
 from rr_core.sweepfile.dataset import load_sweep
+from rr_model.config import TrainConfig
 from rr_model.model import GPT
-from rr_model.run_config import TrainConfig
-from rr_model.trainer import train, train_runs
+from rr_model.run.trainer import train, train_runs
 
 pytestmark = pytest.mark.usefixtures("offline")
 

@@ -12,10 +12,10 @@ from conftest import rr
 from safetensors.torch import load_file
 
 from rr_core.variants import NAMES, residual_rule
-from rr_model import checkpoint
-from rr_model.export import FILES
-from rr_model.inference import load_trained
+from rr_model.checkpoint import state as checkpoint
 from rr_model.model import GPT, LAYERS
+from rr_model.uses.export import FILES
+from rr_model.uses.inference import load_trained
 
 
 def test_an_export_loads_back_with_bitwise_equal_logits_and_refuses_to_overwrite(tiny_run, tmp_path):
@@ -77,7 +77,7 @@ def test_an_interrupted_export_leaves_no_folder_and_the_rerun_completes_it(tiny_
 
     import pytest
 
-    from rr_model.export import export
+    from rr_model.uses.export import export
 
     final = checkpoint.final_path(tiny_run["out"], "tiny", "standard", 0)
     out = tmp_path / "export"
@@ -102,7 +102,7 @@ def test_an_interrupted_export_leaves_no_folder_and_the_rerun_completes_it(tiny_
 def test_a_damaged_export_is_refused_before_it_loads(tiny_run, tmp_path):
     import pytest
 
-    from rr_core.files import Damaged
+    from rr_core.files.checksums import Damaged
 
     final = checkpoint.final_path(tiny_run["out"], "tiny", "standard", 0)
     out = tmp_path / "export"

@@ -199,7 +199,7 @@ def test_an_incomplete_or_edited_sidecar_is_one_error_line(tmp_path, sidecar, me
 
 
 def test_a_read_only_filesystem_is_one_error_line(tmp_path, monkeypatch):
-    from rr_core import files
+    from rr_core.files import synced as files
 
     os_open = os.open
 

@@ -12,16 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from rr_core.files import (
-    MAX_READ,
-    Unreadable,
-    atomic_dir,
-    atomic_write,
-    create_new,
-    read_regular,
-    same_file,
-    temp_name,
-)
+from rr_core.files.reading import MAX_READ, Unreadable, read_regular, same_file
+from rr_core.files.replacing import atomic_dir, atomic_write, create_new, temp_name
 
 
 def test_read_regular_refuses_a_fifo_without_waiting_for_a_writer(tmp_path):
@@ -137,8 +129,8 @@ def kill_midway(tmp_path: Path, obj: str, name: str, call: str, target: Path) ->
 
 def test_a_writer_killed_before_its_rename_leaves_a_temporary_file_the_next_write_removes(tmp_path):
     target = tmp_path / "fig.png"
-    call = "rr_core.files.atomic_write(sys.argv[1], lambda f: f.write(b'half'))"
-    kill_midway(tmp_path, "rr_core.files.os", "replace", call, target)
+    call = "rr_core.files.replacing.atomic_write(sys.argv[1], lambda f: f.write(b'half'))"
+    kill_midway(tmp_path, "rr_core.files.replacing.os", "replace", call, target)
     leftovers = list(tmp_path.glob(".fig.png.*.rr-tmp"))
     assert len(leftovers) == 1 and not target.exists()
     atomic_write(target, lambda f: f.write(b"whole"))
@@ -149,7 +141,7 @@ ROW = {"size": "tiny", "variant": "standard", "seed": 0, "params_M": 1.13, "step
 
 
 @pytest.mark.parametrize(
-    "obj, name", [("rr_core.sweepfile.dataset", "create_new"), ("rr_core.files.os", "link")]
+    "obj, name", [("rr_core.sweepfile.dataset", "create_new"), ("rr_core.files.replacing.os", "link")]
 )
 def test_first_append_killed_midway_leaves_no_file_and_the_next_one_succeeds(tmp_path, obj, name):
     from rr_core.sweepfile.dataset import append_rows, load_sweep
@@ -181,7 +173,7 @@ def test_atomic_dir_swaps_a_whole_folder_in_and_keeps_the_old_one_until_then(tmp
 KILLED_REPORT = """
 import os, signal, sys
 from pathlib import Path
-from rr_core.files import atomic_dir, atomic_write
+from rr_core.files.replacing import atomic_dir, atomic_write
 
 def build(folder):
     (folder / "report.md").write_text("# a report")
@@ -210,7 +202,8 @@ def test_a_report_build_killed_while_it_saves_a_figure_is_removed_by_the_next_bu
 
 
 def test_create_dir_publishes_a_folder_whole_with_its_sums_or_leaves_none(tmp_path):
-    from rr_core.files import Damaged, create_dir, verify_sums
+    from rr_core.files.checksums import Damaged, verify_sums
+    from rr_core.files.replacing import create_dir
 
     out = tmp_path / "out"
 

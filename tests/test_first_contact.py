@@ -64,7 +64,7 @@ def test_sizes_are_read_in_any_case_and_an_unknown_one_is_told_the_nearest():
 
 
 def test_a_size_typed_in_any_case_is_planned_and_recorded_by_its_ladder_name():
-    from rr_model.run_config import TrainConfig
+    from rr_model.config import TrainConfig
 
     assert TrainConfig(size="150m").size == "150M" and TrainConfig(size="TINY").size == "tiny"
     result = rr("train", "--size", "150m", "--seed", "0", "--dry-run")

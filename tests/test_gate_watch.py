@@ -1,4 +1,4 @@
-"""The gates watched while a run trains (`rr_model.gate_watch`): the metrics log's r per layer and sublayer is
+"""The gates watched while a run trains (`rr_model.run.gate_watch`): the metrics log's r per layer and sublayer is
 a direct reading of the model at that step (Review's exactly 0.5, spread 0, at the first), the trained numbers
 are the same bits as unwatched, a rule without a gate logs nothing more, and `rr plot gates` draws the logs.
 
@@ -22,13 +22,13 @@ from rr_core.errors import InputError
 from rr_core.ladder import get_size
 from rr_core.shapes import model_config
 from rr_core.sweepfile.metrics_log import GATE_COLUMNS, load_gates, metrics_path, read_metrics
-from rr_model import gate_watch
+from rr_model.config import TrainConfig
 from rr_model.data.token_cache import load_tokens, sample_batch
-from rr_model.gate_watch import GateWatch, gated
 from rr_model.model import GPT
-from rr_model.run_config import TrainConfig
-from rr_model.step import train_step
-from rr_model.trainer import train
+from rr_model.run import gate_watch
+from rr_model.run.gate_watch import GateWatch, gated
+from rr_model.run.step import train_step
+from rr_model.run.trainer import train
 
 RECIPE = replace(get_size("tiny").recipe, block_size=64, eval_batches=4)
 RUN = {"size": "tiny", "data": "synthetic", "steps": 3, "log_every": 1, "recipe": RECIPE}

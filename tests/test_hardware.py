@@ -1,13 +1,13 @@
-"""MFU against the datasheet dense peak of the GPU in use (rr_model.hardware, rr_model.flops), looked up by
+"""MFU against the datasheet dense peak of the GPU in use (rr_model.parallel.hardware, rr_model.parallel.flops), looked up by
 the device names torch reports, and the progress line that shows it."""
 
 from __future__ import annotations
 
 import pytest
 
-from rr_model.flops import mfu
-from rr_model.hardware import PEAKS, datasheet_peak, peak_note
-from rr_model.progress import Progress
+from rr_model.parallel.flops import mfu
+from rr_model.parallel.hardware import PEAKS, datasheet_peak, peak_note
+from rr_model.run.progress import Progress
 
 # torch.cuda.get_device_name on each part, and its datasheet dense peaks in TFLOP/s (fp32, tf32, bf16)
 NAMES = {

@@ -23,9 +23,9 @@ import pytest
 from rr_core.shapes import GPTConfig
 from rr_core.sweepfile.dataset import load_sweep
 from rr_core.variants import NAMES
-from rr_model import checkpoint
-from rr_model.hf_code import MODEL_TYPE
+from rr_model.checkpoint import state as checkpoint
 from rr_model.model import INIT_STD
+from rr_model.uses.hf_code import MODEL_TYPE
 
 ROOT = Path(__file__).resolve().parents[1]
 PLUGIN = ROOT / "docs" / "extending" / "myrule.py"  # registers inside try/except ImportError: it travels

@@ -1,4 +1,4 @@
-"""A trained run at work (rr_model.inference, `rr sample`, `rr eval`): the session's tiny run's final weights
+"""A trained run at work (rr_model.uses.inference, `rr sample`, `rr eval`): the session's tiny run's final weights
 sampled from and scored on held-out windows, against a direct computation."""
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ from conftest import rr
 
 from rr_core.ladder import BYTE_EOS
 from rr_core.shapes import model_config
-from rr_model import checkpoint
+from rr_model.checkpoint import state as checkpoint
 from rr_model.data.token_cache import load_tokens
-from rr_model.inference import heldout, load_trained, sample
 from rr_model.model import GPT
+from rr_model.uses.inference import heldout, load_trained, sample
 
 
 @pytest.fixture

@@ -12,8 +12,8 @@ from rr_core.errors import InputError, RecipeError
 from rr_core.ladder import RECIPE, Recipe, get_size, load_ladder
 from rr_core.shapes import model_config, size_table
 from rr_core.sweepfile.dataset import bundled_path
-from rr_model.planning import preflight
-from rr_model.run_config import TrainConfig, default_out, recipe_differences, result_config
+from rr_model.config import TrainConfig, default_out, recipe_differences, result_config
+from rr_model.run.planning import preflight
 from rr_model.sweep.child import config_from_json
 from rr_model.sweep.local import plan_sweep, train_command
 
@@ -164,7 +164,7 @@ def test_a_recipe_number_outside_its_range_is_refused_before_anything_trains(tmp
 
 
 def test_a_val_frac_override_is_the_split_the_run_trains_and_validates_on(tmp_path, offline):
-    from rr_model.trainer import train
+    from rr_model.run.trainer import train
 
     path = tmp_path / "l.toml"
     path.write_text(f"{SHAPE}batch_size = 2\nblock_size = 32\neval_batches = 2\nval_frac = 0.5\n")

@@ -13,7 +13,9 @@ from conftest import rr
 
 from rr_core.ladder import get_size
 from rr_core.shapes import GPTConfig, model_config
-from rr_model.memory import (
+from rr_model.config import TrainConfig
+from rr_model.model import GPT
+from rr_model.parallel.memory import (
     FIT_SHARE,
     activation_bytes,
     memory_plan,
@@ -21,9 +23,7 @@ from rr_model.memory import (
     saved_activation_bytes,
     state_bytes,
 )
-from rr_model.model import GPT
-from rr_model.run_config import TrainConfig
-from rr_model.trainer import train
+from rr_model.run.trainer import train
 
 VARIANTS = ("standard", "review_neutral", "highway", "review_convex", "layerscale", "rezero")
 

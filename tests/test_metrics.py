@@ -114,7 +114,7 @@ def test_a_resumed_run_continues_its_wandb_run_and_log(tmp_path, monkeypatch):
 
 def test_an_unknown_backend_is_refused():
     from rr_core.errors import InputError
-    from rr_model.run_config import TrainConfig
+    from rr_model.config import TrainConfig
 
     with pytest.raises(InputError, match="log .* must name only tensorboard and wandb"):
         TrainConfig(size="tiny", log=("mlflow",))

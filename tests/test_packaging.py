@@ -121,7 +121,7 @@ def test_the_extra_is_read_from_the_installed_metadata_and_a_bug_stays_a_bug():
 def test_a_missing_logging_or_export_extra_is_one_line(args, blocked, extra, tiny_run, offline, tmp_path):
     """With torch installed but one backend absent: `rr train --log X`, `rr export` and `rr eval --tasks` say
     which extra to install, in one line, and leave no row, log or export folder behind."""
-    from rr_model import checkpoint
+    from rr_model.checkpoint import state as checkpoint
 
     final = checkpoint.final_path(tiny_run["out"], "tiny", "standard", 0)
     if args == ["export"]:

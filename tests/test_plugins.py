@@ -333,7 +333,7 @@ def test_register_residual_refuses_what_could_not_be_a_rule(name, rule, colour, 
 
 
 def test_a_byte_for_byte_copy_of_a_plugin_s_file_registers_as_the_rule_held(plugin, tmp_path):
-    """An export carries the plugin's file under another module name (rr_model.hf_code); importing that copy
+    """An export carries the plugin's file under another module name (rr_model.uses.hf_code); importing that copy
     where the plugin is registered already keeps the rule held, and a file that differs is still refused."""
     (tmp_path / "rule_copy.py").write_bytes(plugin.read_bytes())
     (tmp_path / "rule_edited.py").write_bytes(plugin.read_bytes() + b"# edited\n")
@@ -367,7 +367,7 @@ def test_a_byte_for_byte_copy_of_a_plugin_s_file_registers_as_the_rule_held(plug
 
 def test_a_slurm_job_carries_the_submitter_s_plugins(monkeypatch):
     pytest.importorskip("submitit")
-    from rr_model.run_config import TrainConfig
+    from rr_model.config import TrainConfig
     from rr_model.sweep.slurm import TrainJob
 
     monkeypatch.setenv(ENV, "mylab.rules,./myrule.py")
@@ -487,8 +487,8 @@ def test_a_reference_of_a_plugin_s_matches_the_baselines_to_its_own_count(tmp_pa
         from dataclasses import replace
         from rr_core.ladder import BYTE_EOS, ladder_sizes
         from rr_core.shapes import model_config
-        from rr_model.run_config import TrainConfig, recipe_differences
-        from rr_model.planning import planned_model
+        from rr_model.config import TrainConfig, recipe_differences
+        from rr_model.run.planning import planned_model
 
         ladder, out = {str(ladder)!r}, []
         for size in ladder_sizes(ladder):

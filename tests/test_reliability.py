@@ -142,7 +142,7 @@ def test_a_failed_write_names_the_file_meant_not_its_temporary_name(tmp_path):
     target = tmp_path / "fig.png"
     code = textwrap.dedent(f"""
         import resource
-        from rr_core.files import atomic_write
+        from rr_core.files.replacing import atomic_write
         resource.setrlimit(resource.RLIMIT_FSIZE, (100, resource.RLIM_INFINITY))
         try:
             atomic_write({str(target)!r}, lambda f: f.write(b"x" * 1000))
@@ -161,10 +161,10 @@ def test_a_run_whose_row_does_not_fit_keeps_its_checkpoint_and_resume_writes_the
     from conftest import TINY_RUN
 
     from rr_core.errors import InputError
-    from rr_core.files import Unwritten
+    from rr_core.files.appending import Unwritten
     from rr_core.sweepfile.provenance import read_records, sidecar_path
-    from rr_model import trainer as trainer
-    from rr_model.run_config import TrainConfig
+    from rr_model.config import TrainConfig
+    from rr_model.run import trainer
 
     out, real = tmp_path / "full.csv", trainer.append_rows
 
@@ -272,7 +272,7 @@ def test_a_row_and_its_record_are_appended_under_the_row_lock(tmp_path):
 def test_a_file_saved_into_the_report_folder_during_the_build_is_never_deleted(tmp_path, monkeypatch):
     from rr_analysis import report
     from rr_analysis.report import write_report
-    from rr_core.files import Foreign
+    from rr_core.files.replacing import Foreign
 
     out = tmp_path / "rep"
     write_report(load_sweep(), out, dpi=20)
@@ -292,7 +292,7 @@ def test_a_file_saved_into_the_report_folder_during_the_build_is_never_deleted(t
 
 
 def test_atomic_dir_deletes_only_the_names_it_owns(tmp_path):
-    from rr_core.files import atomic_dir
+    from rr_core.files.replacing import atomic_dir
 
     out = tmp_path / "d"
     out.mkdir()
@@ -308,7 +308,7 @@ def test_atomic_dir_deletes_only_the_names_it_owns(tmp_path):
 def test_an_edit_saved_into_the_card_while_rr_rewrites_it_is_kept(tmp_path, monkeypatch):
     from rr_analysis.stats.gap_tests import gap_table
     from rr_analysis.views import card_view
-    from rr_core.files import Foreign
+    from rr_core.files.replacing import Foreign
 
     card = tmp_path / "README.md"
     card.write_text(f"intro\n{card_view.CARD_BEGIN}\nold\n{card_view.CARD_END}\n")
@@ -330,7 +330,7 @@ def test_an_edit_saved_into_the_card_while_rr_rewrites_it_is_kept(tmp_path, monk
 # Each writer replaces an old file with a bigger new one under a file-size limit that only the old one fits:
 # the old file must stay whole, no temporary file may be left, and the error must name the file meant.
 WRITERS = {
-    "checkpoint": "from rr_model import checkpoint; import torch\n"
+    "checkpoint": "from rr_model.checkpoint import state as checkpoint; import torch\n"
     "checkpoint.save(target, {'step': 1, 'w': torch.zeros(4096)})",
     "figure": "import matplotlib; matplotlib.use('Agg')\nfrom rr_analysis.figures import save_figure, scaling_figure\n"
     "from rr_core.sweepfile.dataset import load_sweep\nfig = scaling_figure(load_sweep())\n"

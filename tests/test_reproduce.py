@@ -12,9 +12,9 @@ from conftest import rr, stub_tokens
 from rr_core.errors import InputError, RecipeError
 from rr_core.sweepfile.dataset import append_rows, bundled_path, load_sweep
 from rr_core.sweepfile.provenance import environment
-from rr_model.planning import preflight
-from rr_model.reproduce import DEFAULT_REPRODUCTION, check_reproducible, plan_reproduction
-from rr_model.run_config import TrainConfig
+from rr_model.config import TrainConfig
+from rr_model.run.planning import preflight
+from rr_model.run.reproduce import DEFAULT_REPRODUCTION, check_reproducible, plan_reproduction
 from rr_model.sweep.child import config_from_json
 from rr_model.sweep.local import train_command
 
@@ -89,7 +89,7 @@ def test_the_recipe_guard_holds_on_a_reproduction_file(tmp_path):
 
 
 def test_the_trainer_refuses_an_off_recipe_reproduction_before_training(offline, tmp_path):
-    from rr_model.trainer import train
+    from rr_model.run.trainer import train
 
     out = tmp_path / "repro.csv"
     with pytest.raises(RecipeError, match="repro.csv is a reproduction file.*data synthetic"):

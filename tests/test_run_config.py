@@ -1,4 +1,4 @@
-"""The pre-flight of a run's output file (`rr_model.planning.preflight`): one reading answers every question
+"""The pre-flight of a run's output file (`rr_model.run.planning.preflight`): one reading answers every question
 the trainer and `rr train` ask of it, and each refusal keeps its sentence."""
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from rr_core.ladder import get_size
 from rr_core.sweepfile import csv_text
 from rr_core.sweepfile.csv_text import DataError
 from rr_core.sweepfile.dataset import append_rows, bundled_path, load_sweep
-from rr_model.planning import plan_runs, preflight
-from rr_model.run_config import TrainConfig, recipe_differences
+from rr_model.config import TrainConfig, recipe_differences
+from rr_model.run.planning import plan_runs, preflight
 
 ROW = dict(
     size="tiny", variant="standard", seed=0, params_M=1.13, steps=8, val_loss=3.0, ece=0.1, minutes=0.1
@@ -25,7 +25,7 @@ ROW = dict(
 
 @pytest.fixture
 def reads(monkeypatch) -> list[Path]:
-    """Every sweep file the loader reads from now on (through `rr_core.files.read_regular`)."""
+    """Every sweep file the loader reads from now on (through `rr_core.files.reading.read_regular`)."""
     seen: list[Path] = []
     read = csv_text.read_regular
 
@@ -51,7 +51,7 @@ def test_one_reading_answers_every_question(tmp_path, reads):
 
 
 def test_the_trainer_reads_its_output_once_before_training_and_once_to_append(tmp_path, reads, offline):
-    from rr_model.trainer import train
+    from rr_model.run.trainer import train
 
     out = tmp_path / "x.csv"
     append_rows(out, [ROW])
@@ -96,7 +96,7 @@ PILOT = "[1M]\nd_model = 32\nn_layer = 1\nn_head = 2\nsteps = 2\nseeds = 1\nbatc
 @pytest.fixture
 def opens(monkeypatch) -> dict[Path, int]:
     """How often each file is opened for reading from now on: every read rr makes of a sweep, ladder or
-    run config file goes through `rr_core.files.read_regular`, whose one primitive is `os.open`."""
+    run config file goes through `rr_core.files.reading.read_regular`, whose one primitive is `os.open`."""
     seen: dict[Path, int] = {}
     real = os.open
 
@@ -132,7 +132,7 @@ def test_a_command_reads_its_output_and_ladder_files_once(tmp_path, opens, offli
 def test_a_plan_reads_its_file_again_only_where_another_process_wrote_to_it(tmp_path, reads):
     """`refresh` (what the trainer calls once it has claimed a run) is one stat while the file holds only what
     the plan knows, its own appends included; a row another process appended before one of ours is seen."""
-    from rr_core.files import stamp
+    from rr_core.files.reading import stamp
 
     out = tmp_path / "x.csv"
     append_rows(out, [ROW])
@@ -154,7 +154,7 @@ def test_a_plan_reads_its_file_again_only_where_another_process_wrote_to_it(tmp_
 def test_a_run_claimed_after_another_process_wrote_its_row_is_not_trained_again(tmp_path, offline):
     """Two commands planned the run; the other one trained it and let its claim go before this one claimed
     it: this one sees the row (the plan is read again after the claim) and trains nothing."""
-    from rr_model.trainer import train
+    from rr_model.run.trainer import train
 
     out = tmp_path / "x.csv"
     append_rows(out, [ROW])

@@ -14,7 +14,7 @@ from conftest import rr
 from cli.run_options import PANEL
 from rr_core.sweepfile.dataset import load_sweep
 from rr_core.sweepfile.provenance import read_records, sidecar_path
-from rr_model.run_config import TRAINING, Declared, RunOption, choices, declared_options
+from rr_model.config import TRAINING, Declared, RunOption, choices, declared_options
 
 pytestmark = pytest.mark.usefixtures("offline")  # no hub; the session's token cache
 
@@ -96,7 +96,7 @@ def test_deterministic_runs_record_it_and_change_nothing_on_cpu(tmp_path, monkey
     option's help says."""
     import torch
 
-    from rr_model import trainer as trainer
+    from rr_model.run import trainer
 
     seen = []
     real = trainer.apply_gradients

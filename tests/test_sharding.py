@@ -29,13 +29,14 @@ from rr_core.errors import StoppedElsewhere
 from rr_core.ladder import get_size
 from rr_core.shapes import GPTConfig
 from rr_core.sweepfile.provenance import read_records, sidecar_path
-from rr_model import checkpoint, sharded_checkpoint
-from rr_model.memory import state_bytes
+from rr_model.checkpoint import sharded as sharded_checkpoint
+from rr_model.checkpoint import state as checkpoint
+from rr_model.config import TrainConfig
 from rr_model.model import GPT
-from rr_model.out_of_memory import OutOfMemoryStop, record_path
-from rr_model.run_config import TrainConfig
+from rr_model.parallel.memory import state_bytes
+from rr_model.parallel.out_of_memory import OutOfMemoryStop, record_path
+from rr_model.run.trainer import train
 from rr_model.sweep.slurm import TrainJob
-from rr_model.trainer import train
 
 pytestmark = pytest.mark.usefixtures("offline")
 

@@ -17,7 +17,7 @@ from rr_core.shapes import model_config
 from rr_core.sweepfile.dataset import append_rows, load_sweep, next_seeds
 from rr_core.sweepfile.provenance import read_records, sidecar_path
 from rr_core.variants import compared
-from rr_model.run_config import TrainConfig
+from rr_model.config import TrainConfig
 from rr_model.sweep.child import config_from_json
 from rr_model.sweep.local import plan_sweep, train_command
 
@@ -201,7 +201,7 @@ def test_a_sweep_child_refuses_as_rr_train_did(tmp_path, capsys):
 
 
 def test_an_interrupted_sweep_child_says_what_it_kept(tmp_path, capsys, monkeypatch):
-    from rr_model import trainer as trainer
+    from rr_model.run import trainer
     from rr_model.sweep.child import config_json, main
 
     def interrupted(*args, **kwargs):
@@ -218,10 +218,10 @@ def test_an_interrupted_sweep_child_says_what_it_kept(tmp_path, capsys, monkeypa
 
 
 def test_a_run_another_process_trains_is_refused_before_anything_is_read_or_written(tmp_path):
-    from rr_core.files import Held, claim
-    from rr_model.checkpoint import claim_path
-    from rr_model.run_config import TrainConfig
-    from rr_model.trainer import train
+    from rr_core.files.locks import Held, claim
+    from rr_model.checkpoint.state import claim_path
+    from rr_model.config import TrainConfig
+    from rr_model.run.trainer import train
 
     out = tmp_path / "x.csv"
     cfg = TrainConfig("tiny", "standard", 0, data="synthetic", steps=2)
@@ -239,8 +239,8 @@ def test_a_run_another_process_trains_is_refused_before_anything_is_read_or_writ
 
 @pytest.mark.slow  # three child processes, each loading torch: ~50 s on a shared 2-core machine
 def test_two_sweeps_of_one_plan_train_each_run_once_and_both_end_with_every_row(tmp_path, monkeypatch, capfd):
-    from rr_core.files import claim
-    from rr_model.checkpoint import claim_path
+    from rr_core.files.locks import claim
+    from rr_model.checkpoint.state import claim_path
     from rr_model.sweep import local
     from rr_model.sweep.local import plan_sweep, run_sweep
 

@@ -26,14 +26,14 @@ from rr_core.ladder import RECIPE, get_size
 from rr_core.shapes import model_config
 from rr_core.sweepfile import provenance
 from rr_core.sweepfile.dataset import append_rows, bundled_path, load_sweep
+from rr_model.config import DEFAULT_OUT, TrainConfig, recipe_differences
 from rr_model.data import synthetic
 from rr_model.data.token_cache import sample_batch
 from rr_model.model import GPT
-from rr_model.planning import plan_runs, preflight
-from rr_model.run_config import DEFAULT_OUT, TrainConfig, recipe_differences
-from rr_model.step import lr_at
-from rr_model.trainer import train
-from rr_model.validation import ece_from_bins, evaluate
+from rr_model.run.planning import plan_runs, preflight
+from rr_model.run.step import lr_at
+from rr_model.run.trainer import train
+from rr_model.run.validation import ece_from_bins, evaluate
 
 pytestmark = pytest.mark.usefixtures("offline")
 
@@ -156,8 +156,8 @@ FIRST_STARTS = {
 
 @pytest.mark.parametrize("seed", [0, 3])
 def test_data_order_is_the_published_stream_from_a_token_cache(tmp_path, monkeypatch, seed):
-    from rr_model import trainer as train_module
-    from rr_model import validation as evaluate_module
+    from rr_model.run import trainer as train_module
+    from rr_model.run import validation as evaluate_module
 
     cache = token_cache(tmp_path / "tokens")
     starts = []
@@ -247,8 +247,8 @@ def test_rr_train_appends_a_row_into_a_new_folder_and_skips_it_after(tmp_path):
 
 
 def test_ctrl_c_says_how_to_resume(tmp_path, monkeypatch):
-    from rr_model import checkpoint
-    from rr_model import trainer as train_module
+    from rr_model.checkpoint import state as checkpoint
+    from rr_model.run import trainer as train_module
 
     def interrupted(runs, out, resume=False, plan=None):
         ckpt = checkpoint.checkpoint_path(out, *runs[0].key)
@@ -379,7 +379,7 @@ def test_dry_run_validates_data_and_out_and_loads_no_torch(tmp_path):
     ],
 )
 def test_cpu_threads_are_the_cores_other_work_leaves_free(cores, load, own, explicit, threads):
-    from rr_model.numerics import cpu_threads
+    from rr_model.run.numerics import cpu_threads
 
     chosen, said = cpu_threads(cores, load, own, explicit)
     assert chosen == threads
@@ -390,7 +390,7 @@ def test_cpu_threads_are_the_cores_other_work_leaves_free(cores, load, own, expl
 def test_a_cpu_run_computes_with_the_threads_chosen_and_puts_torch_s_back(monkeypatch):
     # issue 36.10: the demo ran at torch's default, a thread per core, however busy the cores were (a run's
     # start line says the choice: test_rr_train_appends_a_row_into_a_new_folder_and_skips_it_after)
-    from rr_model import numerics
+    from rr_model.run import numerics
 
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
     numerics.chosen_threads.cache_clear()  # chosen once a process: here, under this environment
@@ -445,7 +445,7 @@ def test_a_dry_run_refuses_what_the_run_refuses_and_a_refused_run_leaves_no_file
 
 
 def test_a_dry_run_refuses_a_checkpoint_the_run_would_not_continue(tmp_path):
-    from rr_model.run_files import checkpoint_path
+    from rr_model.checkpoint.paths import checkpoint_path
 
     out = tmp_path / "x.csv"
     found = checkpoint_path(out, "tiny", "standard", 0)

@@ -71,7 +71,7 @@ def test_order_puts_registered_variants_first_then_the_others_by_name():
 def test_the_model_s_config_and_a_run_refuse_an_unknown_variant_in_the_same_words():
     from rr_core.errors import InputError
     from rr_core.shapes import GPTConfig
-    from rr_model.run_config import TrainConfig
+    from rr_model.config import TrainConfig
 
     said = []
     for make in (lambda: GPTConfig(variant="higway"), lambda: TrainConfig("tiny", "higway")):

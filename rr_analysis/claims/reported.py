@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rr_core.errors import InputError
-from rr_core.files import read_toml
+from rr_core.files.reading import read_toml
 
 __all__ = [
     "load_claims",

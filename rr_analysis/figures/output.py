@@ -12,7 +12,7 @@ from typing import BinaryIO
 from matplotlib.figure import Figure
 
 from rr_core.errors import PlotError
-from rr_core.files import atomic_write
+from rr_core.files.replacing import atomic_write
 
 __all__ = [
     "FORMATS",
@@ -76,7 +76,7 @@ def save_figure(fig: Figure, path: str | os.PathLike, *, dpi: int = DEFAULT_DPI)
 
 
 def write_atomic(path: Path, write: Callable[[BinaryIO], object]) -> None:
-    """`rr_core.files.atomic_write`, with an unwritable folder reported as a PlotError."""
+    """`rr_core.files.replacing.atomic_write`, with an unwritable folder reported as a PlotError."""
     try:
         atomic_write(path, write)
     except OSError as e:

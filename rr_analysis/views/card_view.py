@@ -15,7 +15,8 @@ from rr_analysis.tables.render import render
 from rr_analysis.views import table_view
 from rr_analysis.views.analysis_view import AnalysisView
 from rr_core.errors import InputError
-from rr_core.files import atomic_write, read_regular
+from rr_core.files.reading import read_regular
+from rr_core.files.replacing import atomic_write
 from rr_core.sweepfile.dataset import card_path
 
 __all__ = [
@@ -52,8 +53,8 @@ def _split(text: str) -> tuple[str, str, str]:
 def write_card(path: str | os.PathLike, table: pd.DataFrame) -> bool:
     """Rewrite the generated block of the dataset card file `path` for `table`; False if already up to date.
 
-    The card is replaced whole (`rr_core.files.atomic_write`), and only if it still holds what was
-    read: an edit saved while the block was being rendered is kept and `rr_core.files.Foreign` raised.
+    The card is replaced whole (`rr_core.files.replacing.atomic_write`), and only if it still holds what was
+    read: an edit saved while the block was being rendered is kept and `rr_core.files.replacing.Foreign` raised.
     """
     path = Path(path)
     if not path.is_file():

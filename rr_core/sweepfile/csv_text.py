@@ -28,10 +28,7 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 
 from rr_core.errors import Note, RRError
-from rr_core.files import (
-    Unreadable,
-    read_regular,
-)
+from rr_core.files.reading import Unreadable, read_regular
 from rr_core.sweepfile.schema import COLUMNS, EXTRA_NAME, Problem, unknown_column
 
 __all__ = [

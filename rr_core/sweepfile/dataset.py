@@ -23,13 +23,10 @@ import pandera.pandas as pandera
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from rr_core.files import (
-    append_whole,
-    create_new,
-    locked,
-    same_file,
-    truncate_to,
-)
+from rr_core.files.appending import append_whole, truncate_to
+from rr_core.files.locks import locked
+from rr_core.files.reading import same_file
+from rr_core.files.replacing import create_new
 from rr_core.ladder import size_problem, size_sort_key
 from rr_core.sweepfile.csv_text import DECIMAL_COMMA, FIELDS, DataError, file_problem, read_bytes, split_cells
 from rr_core.sweepfile.schema import (
@@ -294,7 +291,7 @@ def load_sweep(path: str | os.PathLike | None = None) -> pd.DataFrame:
     DataError
         Listing every problem (file, line, column, value, rule). A BOM, CRLF line ends, blank lines and
         whitespace around cells are tolerated. Only a regular file of at most 1 GiB is read
-        (`rr_core.files.read_regular`); a FIFO, device or socket is refused before it is opened.
+        (`rr_core.files.reading.read_regular`); a FIFO, device or socket is refused before it is opened.
 
     Example
     -------
@@ -508,10 +505,10 @@ def append_rows(
 ) -> pd.DataFrame:
     """Append validated rows to a sweep CSV under an exclusive lock, whole or not at all.
 
-    A missing file is created whole, header and rows at once (`rr_core.files.create_new`): a writer
+    A missing file is created whole, header and rows at once (`rr_core.files.replacing.create_new`): a writer
     killed midway leaves no file or a valid one, never an empty one. An existing file is locked
-    (`rr_core.files.locked`), re-read and validated together with the new rows, and only then are the new
-    lines appended in one write, checked and fsynced (`rr_core.files.append_whole`): on a full disk or a
+    (`rr_core.files.locks.locked`), re-read and validated together with the new rows, and only then are the new
+    lines appended in one write, checked and fsynced (`rr_core.files.appending.append_whole`): on a full disk or a
     file-size limit the file is cut back to its old length, never left with a torn last row. The packaged
     reference copy is refused under any name.
 
@@ -523,7 +520,7 @@ def append_rows(
     and a row with a key the file has no column for is refused (a new file gets `FIELDS`, then the rows'
     other keys). Returns the new rows as parsed back. Raises DataError if the combined file would be invalid
     (for instance a duplicate (size, variant, seed)), in which case nothing is written; problems in the new
-    rows are cited as "new row N", since they have no line in the file. Raises `rr_core.files.Unwritten`
+    rows are cited as "new row N", since they have no line in the file. Raises `rr_core.files.appending.Unwritten`
     (an InputError naming the file) when the rows could not be written whole.
     """
     path, rows = Path(path), list(rows)

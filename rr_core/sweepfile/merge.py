@@ -23,7 +23,8 @@ from typing import Any
 import pandas as pd
 
 from rr_core.errors import InputError
-from rr_core.files import create_new, locked
+from rr_core.files.locks import locked
+from rr_core.files.replacing import create_new
 from rr_core.sweepfile.csv_text import FIELDS, DataError
 from rr_core.sweepfile.dataset import bundled_path, file_columns, load_sweep, plain, write_sweep
 from rr_core.sweepfile.provenance import read_records, sidecar_path

@@ -12,7 +12,7 @@ checkpoint folder ``NAME.checkpoints/``: one JSON object per line, each with an 
   ``seconds`` (wall-clock since the segment began); for a variant with a gate r, ``gates`` too: one
   object per gated sublayer in depth order, its ``layer`` (block index), ``sublayer`` ("attn" or "mlp"),
   and the ``mean`` and ``std`` of r over every position, channel and forward pass of the interval (every
-  process's share of the batch pooled; `rr_model.gate_watch`);
+  process's share of the batch pooled; `rr_model.run.gate_watch`);
 - ``eval``: the final evaluation: ``val_loss``, ``ece`` and ``minutes``.
 
 A resumed run appends to its log and repeats the steps after its last checkpoint; the reader keeps the last
@@ -30,7 +30,7 @@ from typing import Any
 import pandas as pd
 
 from rr_core.errors import InputError
-from rr_core.files import json_lines
+from rr_core.files.reading import json_lines
 from rr_core.sweepfile.provenance import read_records, sidecar_path
 from rr_core.sweepfile.schema import record_key, run_stem
 
@@ -52,7 +52,7 @@ def metrics_path(out: str | os.PathLike, size: str, variant: str, seed: int, lr:
 def read_metrics(path: str | os.PathLike) -> list[dict[str, Any]]:
     """Every record of a metrics log, in file order.
 
-    A line cut short (a run killed mid-write; `rr_core.files.json_lines`) is skipped with a note, as the
+    A line cut short (a run killed mid-write; `rr_core.files.reading.json_lines`) is skipped with a note, as the
     run's next segment logs those steps again; a JSON line that is not a metrics record is an InputError
     naming the file and line.
     """

@@ -5,7 +5,7 @@ recipe, the data, the toolkit version and git commit, torch/CUDA versions, the d
 the loss curve, and whether it finished ("ok") or failed (diverged, crashed). Failed runs have a record but
 no row. Records are appended under the same discipline as rows: an exclusive lock, one write, fsync; after
 a torn last line (a write cut short by another tool) a record starts on a new line, and a reader skips the
-torn line with a note (`rr_core.files.json_lines`), so the records around it stay readable.
+torn line with a note (`rr_core.files.reading.json_lines`), so the records around it stay readable.
 """
 
 from __future__ import annotations
@@ -22,7 +22,9 @@ import numpy as np
 import pandas as pd
 
 from rr_core.errors import InputError
-from rr_core.files import append_whole, json_lines, locked, read_regular
+from rr_core.files.appending import append_whole
+from rr_core.files.locks import locked
+from rr_core.files.reading import json_lines, read_regular
 from rr_core.sweepfile.schema import record_key
 
 __all__ = [
@@ -131,7 +133,7 @@ def environment(device: str) -> dict[str, Any]:
 def append_record(path: str | os.PathLike, record: Mapping[str, Any]) -> None:
     """Append one JSON record as one line, under an exclusive lock, whole or not at all.
 
-    The line is written in one checked write and fsynced (`rr_core.files.append_whole`); on a full
+    The line is written in one checked write and fsynced (`rr_core.files.appending.append_whole`); on a full
     disk or a file-size limit the sidecar is cut back to its old length and `Unwritten` is raised.
     """
     line = (json.dumps(record, sort_keys=True, allow_nan=False) + "\n").encode("utf-8")

@@ -8,7 +8,7 @@ windows. Torch-free: the trainer turns the windows into tensors.
 
 A cache is a directory `<cache_dir>/tokens/<key>/` holding `tokens.bin` (raw little-endian uint16) and
 `meta.json` (provenance, lengths and the stream's sha256). It is built in a temporary directory and
-published by one rename (`rr_core.files.atomic_dir`), so a killed run never leaves a cache that loads,
+published by one rename (`rr_core.files.replacing.atomic_dir`), so a killed run never leaves a cache that loads,
 and the next build of the same cache removes what a killed one left. It is only trusted when its meta is
 current, matches the file's length and its sha256 (computed once, while the stream is written, and checked
 at every load): a damaged stream is refused, never trained on. The sha256 is also the corpus's identity in
@@ -33,7 +33,9 @@ from typing import NamedTuple
 import numpy as np
 
 from rr_core.errors import InputError
-from rr_core.files import Damaged, atomic_dir, locked
+from rr_core.files.checksums import Damaged
+from rr_core.files.locks import locked
+from rr_core.files.replacing import atomic_dir
 from rr_core.ladder import BYTE_EOS, RECIPE
 from rr_model.data import synthetic
 from rr_model.data.corpus import READERS, TINYSTORIES, corpus_files, corpus_reader, no_data
@@ -118,7 +120,7 @@ def _digest(path: Path) -> str:
 def _open(directory: Path, key: str | None = None, val_frac: float = RECIPE.val_frac) -> Tokens | None:
     """The cache in `directory`, or None when it is missing, partial, stale or not for `key`.
 
-    Raises `rr_core.files.Damaged` when its stream is not the one its meta records (sha256).
+    Raises `rr_core.files.checksums.Damaged` when its stream is not the one its meta records (sha256).
     """
     try:
         meta = json.loads((directory / "meta.json").read_text())
@@ -234,7 +236,7 @@ def load_tokens(
     ------
     DataUnavailable
         The hub cannot be reached for the dataset or the GPT-2 tokenizer and neither is cached.
-    rr_core.files.Damaged
+    rr_core.files.checksums.Damaged
         The cache's stream is not the one it recorded (its sha256 differs): refused, not trained on.
     InputError
         A corpus file that cannot be read as text (`rr_model.data.corpus`), naming the file and line.
@@ -279,7 +281,7 @@ def load_tokens(
 
 class Corpus(NamedTuple):
     """What a run will train on, as far as it is known before anything is tokenized (`check_data`): the
-    facts of `Tokens` that a run's checks read (`rr_model.planning.check_run`: the recipe guard, the model's
+    facts of `Tokens` that a run's checks read (`rr_model.run.planning.check_run`: the recipe guard, the model's
     vocabulary), so that a dry run checks what the run checks."""
 
     source: str  # as `Tokens.source`

@@ -114,7 +114,7 @@ def decode_text(ids: Iterable[int] | np.ndarray, tokenizer: str) -> str:
 def token_bytes(tokenizer: str) -> np.ndarray:
     """UTF-8 bytes each token id stands for, by id; EOS counts 1 (the document break it marks).
 
-    Bits per byte divide by the bytes of the scored text (`rr_model.inference.heldout`). Bytes map to ids
+    Bits per byte divide by the bytes of the scored text (`rr_model.uses.inference.heldout`). Bytes map to ids
     0-255 one to one; GPT-2's byte-level BPE writes each byte of a token as one character of its
     vocabulary string, so a token's byte count is that string's length.
     """

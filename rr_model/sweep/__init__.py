@@ -1,3 +1,3 @@
 """Launching many runs: `local` (one process per run, biggest first), `slurm` (a submitit job array,
 requeued from checkpoints) and `jobs` (the state file of submitted jobs). Above the trainer: it plans with
-`rr_model.run_config` and starts `rr_model.trainer` in children or jobs."""
+`rr_model.config` and starts `rr_model.run.trainer` in children or jobs."""

@@ -21,10 +21,10 @@ from dataclasses import asdict
 from typing import Any
 
 from rr_core.errors import RRError, StoppedElsewhere, notes_said
-from rr_core.files import Held
+from rr_core.files.locks import Held
 from rr_core.ladder import Recipe
-from rr_model.planning import preflight
-from rr_model.run_config import TrainConfig
+from rr_model.config import TrainConfig
+from rr_model.run.planning import preflight
 
 __all__ = ["config_json", "config_from_json", "train_planned", "main", "HELD"]
 
@@ -52,7 +52,7 @@ def config_from_json(text: str) -> TrainConfig:
 def train_planned(cfg: TrainConfig, out: str | os.PathLike) -> dict[str, Any] | None:
     """Train `cfg` into `out`, resuming from its checkpoint; its provenance record, or None when its row is
     already in `out` (the run finished just before an interruption, or another sweep trained it)."""
-    from rr_model.trainer import train_runs  # torch: only where a run trains
+    from rr_model.run.trainer import train_runs  # torch: only where a run trains
 
     plan = preflight(out, [cfg.size], reproduction=cfg.reproduce, ladder=cfg.ladder)  # the file's one reading
     if cfg.key in plan.keys:
@@ -63,7 +63,7 @@ def train_planned(cfg: TrainConfig, out: str | os.PathLike) -> dict[str, Any] | 
 
 def _kept(cfg: TrainConfig, out: str | os.PathLike) -> str:
     """What an interrupted run leaves for the next run of the same sweep."""
-    from rr_model.checkpoint import current
+    from rr_model.checkpoint.state import current
 
     key, saved = " ".join(map(str, cfg.key)), current(out, *cfg.key)
     if saved is not None:

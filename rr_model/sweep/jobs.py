@@ -6,7 +6,7 @@ local executor), folder (submitit's job folder pattern, with %j), size, variant,
 results file the job appends to: the dataset, or its own part file), log (the job's stdout) and submitted
 (ISO time). Everything that changes later (the job's state, the step reached) is read live by
 `rr_model.sweep.slurm.job_status`, so only the submitter writes this file: it replaces it whole with
-`rr_core.files.atomic_write` under `rr_core.files.locked` on `<state>.lock`, so two sweeps submitting to
+`rr_core.files.replacing.atomic_write` under `rr_core.files.locks.locked` on `<state>.lock`, so two sweeps submitting to
 the same dataset at once keep both their entries. Torch-free.
 """
 
@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from rr_core.errors import InputError
-from rr_core.files import atomic_write, locked
+from rr_core.files.locks import locked
+from rr_core.files.replacing import atomic_write
 
 __all__ = ["state_path", "read_jobs", "add_jobs"]
 

@@ -5,7 +5,7 @@ under torchrun when `nproc` > 1), so a hard crash (a segfault, an out-of-memory 
 the sweep records it and goes on.
 Running the same sweep again skips the rows already written and resumes interrupted runs from their
 checkpoints. Two sweeps of one plan into one file (two terminals, a job submitted twice) share the work:
-each run is claimed by the process that trains it (`rr_model.checkpoint.claim_path`), a sweep that finds a
+each run is claimed by the process that trains it (`rr_model.checkpoint.paths.claim_path`), a sweep that finds a
 run claimed goes on to the next and comes back to it when its holder has finished (its row is then there,
 or the run is trained here if the holder failed), so no run is trained twice and each sweep ends with
 every row in place. Replaces the published orchestrator script and notebook.
@@ -20,13 +20,13 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from rr_core.errors import InputError
-from rr_core.files import locked
+from rr_core.files.locks import locked
 from rr_core.ladder import PUBLISHED_SIZES, get_size, ladder_sizes, size_sort_key
 from rr_core.sweepfile.provenance import read_records, sidecar_path
 from rr_core.sweepfile.schema import record_key
 from rr_core.variants import COMPARED
-from rr_model.planning import Runs, preflight
-from rr_model.run_config import TrainConfig
+from rr_model.config import TrainConfig
+from rr_model.run.planning import Runs, preflight
 from rr_model.sweep.child import HELD, config_json
 
 __all__ = ["plan_sweep", "train_command", "run_sweep"]
@@ -39,7 +39,7 @@ def plan_sweep(
     variants: tuple[str, ...] = COMPARED,
     **options: Any,
 ) -> Runs:
-    """The runs of a sweep: `rr_model.planning.Runs` (to train, already in `out`, the file's one
+    """The runs of a sweep: `rr_model.run.planning.Runs` (to train, already in `out`, the file's one
     reading), biggest size first, then by seed and variant.
 
     Parameters
@@ -90,7 +90,7 @@ def run_sweep(runs: list[TrainConfig], out: str | os.PathLike, nproc: int = 1) -
     another process; "failed": diverged or refused, "crashed": the process died without a record),
     val_loss, ece and minutes (None unless ok) and exit (the child's exit code).
     """
-    from rr_model.checkpoint import claim_path
+    from rr_model.checkpoint.state import claim_path
 
     summary, held = [], []
     for cfg in runs:

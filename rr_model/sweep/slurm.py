@@ -31,11 +31,11 @@ import submitit
 from submitit.helpers import Checkpointable, DelayedSubmission, TorchDistributedEnvironment
 
 from rr_core.errors import InputError
-from rr_core.files import Held, pid_alive
+from rr_core.files.locks import Held, pid_alive
 from rr_core.plugins import ENV
 from rr_core.sweepfile.schema import record_key
-from rr_model.planning import dataset_keys, preflight
-from rr_model.run_config import TrainConfig
+from rr_model.config import TrainConfig
+from rr_model.run.planning import dataset_keys, preflight
 from rr_model.sweep.child import train_planned
 from rr_model.sweep.jobs import add_jobs, read_jobs
 from rr_model.sweep.sbatch import Resources, job_folder, part_path
@@ -146,7 +146,7 @@ def job_status(out: str | os.PathLike) -> list[dict[str, Any]]:
     executor, RUNNING or ENDED. step is the run's steps when done, else the step of its checkpoint (0 when
     it has none yet, None when it cannot be read).
     """
-    from rr_model.checkpoint import current, saved_step  # torch: to read a checkpoint file's step
+    from rr_model.checkpoint.state import current, saved_step  # torch: to read a checkpoint file's step
 
     entries = read_jobs(out)
     done = {target: dataset_keys(target) for target in {e["out"] for e in entries}}

@@ -1,7 +1,7 @@
 """One optimiser step of the published recipe, and what it runs on: the learning-rate schedule, the device,
 the process group torchrun describes, and the step itself (`accumulate` then `apply_gradients`).
 
-Kept apart from `rr_model.trainer` (one run from setup to its row) because these pieces are the recipe's
+Kept apart from `rr_model.run.trainer` (one run from setup to its row) because these pieces are the recipe's
 arithmetic, tested one by one against the published loop, while the trainer is the run's bookkeeping.
 """
 
@@ -106,7 +106,7 @@ def accumulate(model, x, y, accum: int, autocast) -> torch.Tensor:
     """Forward and backward of the batch (x, y) in `accum` micro-batches, the gradients summed into the
     parameters' `.grad`: the batch's mean loss, unsynced (on the device). Under data parallel no collective
     runs in here; a sharded model gathers its parameters and reduce-scatters its gradients in here, each
-    micro-batch (`rr_model.sharding`)."""
+    micro-batch (`rr_model.parallel.sharding`)."""
     total = torch.zeros((), device=x.device)
     for xm, ym in zip(x.chunk(accum), y.chunk(accum), strict=True):
         with autocast:
@@ -142,7 +142,7 @@ def apply_gradients(model, optimizer, clip: float, world: int = 1) -> torch.Tens
 
 def _sharded(t: torch.Tensor) -> bool:
     """Whether `t` is a DTensor (a sharded parameter's piece, or a value computed from pieces). DTensors
-    exist only once `rr_model.sharding` has loaded torch.distributed.tensor (~1.5 s), which a data-parallel
+    exist only once `rr_model.parallel.sharding` has loaded torch.distributed.tensor (~1.5 s), which a data-parallel
     run never imports."""
     tensor = sys.modules.get("torch.distributed.tensor")
     return tensor is not None and isinstance(t, tensor.DTensor)

@@ -1,14 +1,14 @@
 """What a sharded run does when one process runs out of memory: every process stops, one line says which
 ran out and how to go on, and the last checkpoint stays as it was.
 
-Data parallel retries the step in more micro-batches on every process together (`rr_model.trainer._step`),
+Data parallel retries the step in more micro-batches on every process together (`rr_model.run.trainer._step`),
 which works because no collective runs inside its forward and backward passes. A sharded model gathers
 its parameters inside them: a process that runs out mid-forward leaves the others waiting in a gather it
 will never join, and no process can rejoin a collective half done. So the process that ran out writes a
 small record beside the run's checkpoint (`record_path`, whole or not at all; the first to write it wins)
 and leaves; its peers' collectives then fail at once (gloo and NCCL notice the closed connection, and
 torchrun stops the other processes when one exits with an error; the process group's timeout,
-`rr_model.step.COLLECTIVE_TIMEOUT`, bounds the rest). A peer whose collective fails finds the record and
+`rr_model.run.step.COLLECTIVE_TIMEOUT`, bounds the rest). A peer whose collective fails finds the record and
 stops without a message of its own (`rr_core.errors.StoppedElsewhere`), so the run ends with one line.
 Nothing here writes to the checkpoint, which is only ever replaced whole.
 """
@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from rr_core.errors import RRError, StoppedElsewhere
-from rr_core.files import create_new
+from rr_core.files.replacing import create_new
 
 __all__ = ["OutOfMemoryStop", "record_path", "stop", "stopped_elsewhere"]
 

@@ -1,7 +1,7 @@
 """Checkpoints of sharded runs: torch.distributed.checkpoint (DCP) folders, written by every process at once,
 published whole, and read back on any number of processes, sharded or not.
 
-A folder ``SIZE-VARIANT-seedS.dcp`` (`rr_model.checkpoint.sharded_path`) holds DCP's files (``.metadata``
+A folder ``SIZE-VARIANT-seedS.dcp`` (`rr_model.checkpoint.paths.sharded_path`) holds DCP's files (``.metadata``
 and one ``__R_0.distcp`` per process: each process writes its own pieces of the parameters and of both AdamW
 moments) and ``rr.json``, the rest of the run's state as plain JSON: the step, the run's result config and
 corpus identity (so a resume is refused under another config or corpus, as a `.pt` checkpoint's is), every
@@ -10,9 +10,9 @@ bookkeeping. Keeping that out of DCP keeps it readable without torch (`saved_met
 
 Writing is atomic (`save`): the processes write into a fresh folder beside the checkpoint, then process 0
 writes the folder's ``SHA256SUMS`` (every file's sha256, last) and swaps it into place in one step
-(`rr_core.files.atomic_dir`); a kill at any moment leaves the previous checkpoint whole, and the next save
+(`rr_core.files.replacing.atomic_dir`); a kill at any moment leaves the previous checkpoint whole, and the next save
 removes what a dead writer left. A resume checks every file against those sums before it reads one
-(`rr_model.checkpoint.verify`, on process 0: one pass over the pieces), so a damaged piece is refused
+(`rr_model.checkpoint.state.verify`, on process 0: one pass over the pieces), so a damaged piece is refused
 naming the file, never loaded; a folder written before rr kept the sums is read as it is. `load` reshards: DCP reads each
 process's pieces from whatever pieces were written, so a checkpoint of 2 processes resumes on 1 (sharded,
 or a plain model without any process group) or on 4, at the same step, with the same optimiser state.
@@ -32,8 +32,8 @@ import torch.distributed.checkpoint as dcp
 from torch.distributed.checkpoint.state_dict import StateDictOptions, get_state_dict, set_state_dict
 
 from rr_core.errors import InputError
-from rr_core.files import atomic_dir
-from rr_model.checkpoint import META, Resumable, meta_text, refused, saved_meta
+from rr_core.files.replacing import atomic_dir
+from rr_model.checkpoint.state import META, Resumable, meta_text, refused, saved_meta
 
 __all__ = ["save", "load", "load_whole", "saved_meta", "check_shared"]
 
@@ -95,7 +95,7 @@ def load(folder: str | os.PathLike, model: torch.nn.Module, optimizer: torch.opt
 
     Raises
     ------
-    rr_model.checkpoint.CheckpointError
+    rr_model.checkpoint.state.CheckpointError
         The folder's files do not load (missing or damaged pieces), or do not fit this model.
     """
     state = _state(model, optimizer)

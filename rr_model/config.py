@@ -67,7 +67,7 @@ if TYPE_CHECKING:
 Precision = Literal["tf32", "bf16", "fp32"]  # tf32 is the published setting (fp32 arithmetic off CUDA)
 Device = Literal["auto", "cuda", "mps", "cpu"]  # auto: cuda, then mps, then cpu
 Tokenizer = Literal["gpt2", "bytes"]  # gpt2 is the published tokenizer
-# How a run lays its model over the processes (rr_model.sharding): "none" is data parallel, each process
+# How a run lays its model over the processes (rr_model.parallel.sharding): "none" is data parallel, each process
 # holding the whole model (as published); "fsdp" shards parameters, gradients and optimiser state (FSDP2).
 Shard = Literal["none", "fsdp"]
 PRECISIONS: tuple[str, ...] = get_args(Precision)
@@ -213,7 +213,7 @@ class TrainConfig:
             "with no deterministic kernel stops the run with an error); on CPU it changes nothing "
             "measurable. Recorded in the provenance record.",
         ),
-    )  # torch's deterministic algorithms for the run (rr_model.numerics)
+    )  # torch's deterministic algorithms for the run (rr_model.run.numerics)
     # the options of `rr train/sweep --config FILE` as run (TOML: flag over file over default), kept in
     # the provenance record with the rest of the config; None when no run config file was given
     run_config: str | None = None
@@ -230,7 +230,7 @@ class TrainConfig:
             "gradients and optimiser state sharded over the processes (FSDP2); not off-recipe.",
             panel=MEMORY,
         ),
-    )  # rr_model.sharding
+    )  # rr_model.parallel.sharding
     activation_checkpointing: str = field(
         default="none",
         metadata=option(
@@ -256,7 +256,7 @@ class TrainConfig:
             "plan says cannot fit is refused before it starts.",
             panel=MEMORY,
         ),
-    )  # unchecked off CUDA unless given (rr_model.memory.refuse_unfit)
+    )  # unchecked off CUDA unless given (rr_model.parallel.memory.refuse_unfit)
 
     def __post_init__(self) -> None:
         size = get_size(self.size, self.ladder)
@@ -405,7 +405,7 @@ def result_config(cfg: TrainConfig) -> dict[str, Any]:
 
 
 def run_identity(cfg: TrainConfig, tokens: Tokens) -> dict[str, Any]:
-    """Everything a run's numbers depend on, as a checkpoint stores it (`rr_model.checkpoint.Resumable`'s
+    """Everything a run's numbers depend on, as a checkpoint stores it (`rr_model.checkpoint.state.Resumable`'s
     fields of these names) and a resume compares it (`identity_changes`).
 
     Returns

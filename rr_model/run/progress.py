@@ -1,6 +1,6 @@
 """The progress display of a run: a rich progress bar on a terminal (step, loss, tokens/s, MFU, ETA),
 otherwise one plain line per log interval, which reads well in a log file or a CI job. The FLOP arithmetic
-is `rr_model.flops`'s, the peaks `rr_model.hardware`'s.
+is `rr_model.parallel.flops`'s, the peaks `rr_model.parallel.hardware`'s.
 """
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from __future__ import annotations
 import sys
 import time
 
-from rr_model.flops import mfu
+from rr_model.parallel.flops import mfu
 
 __all__ = ["Progress"]
 

@@ -1,7 +1,7 @@
 """A trained run's model at work: loaded from its weights, sampled from, scored on held-out text.
 
 `load_trained` reads what `rr train` leaves (the final weights ``NAME.checkpoints/RUN.final.pt``, a
-resumable checkpoint, or the checkpoint folder of one run; `rr_model.checkpoint.load_weights`) and
+resumable checkpoint, or the checkpoint folder of one run; `rr_model.checkpoint.state.load_weights`) and
 rebuilds the model with the run's tokenizer. `sample` is `rr sample`; `heldout` is `rr eval`: loss and
 bits per byte on windows of a corpus drawn from a seeded stream that does not depend on the model, so two
 checkpoints (every variant of a seed) are scored on the very same text.
@@ -23,7 +23,7 @@ from rr_core.errors import InputError
 from rr_core.ladder import BYTE_EOS, RECIPE
 from rr_core.shapes import GPTConfig, model_config
 from rr_core.variants import REFERENCE
-from rr_model import checkpoint
+from rr_model.checkpoint import state as checkpoint
 from rr_model.data.token_cache import load_tokens
 from rr_model.data.tokenizers import decode_text, encode_text, eos_id, token_bytes
 from rr_model.model import GPT
@@ -58,7 +58,7 @@ def load_trained(path: str | os.PathLike) -> Trained:
 
     Raises
     ------
-    rr_model.checkpoint.CheckpointError
+    rr_model.checkpoint.state.CheckpointError
         `path` holds no weights of rr's trainer, or the weights do not fit the run's model.
     """
     path, saved = checkpoint.load_weights(path)

@@ -5,7 +5,7 @@ trainer's and `--dry-run`'s alike), the plan behind `rr train` (`plan_runs`) and
 `--dry-run` (`describe_runs`). Torch-free, so planning and dry runs start at once.
 
 A command reads its output file once, whatever the number of runs: its plan (`Runs`) carries the
-`OutputPlan` to the trainer (`rr_model.trainer.train_runs`), which takes in each row it appends
+`OutputPlan` to the trainer (`rr_model.run.trainer.train_runs`), which takes in each row it appends
 (`OutputPlan.extend`) instead of reading the file again; only `append_rows` reads it once more per row,
 under the row's lock, to check the file as it is at that moment.
 """
@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from rr_core.errors import InputError, RecipeError
-from rr_core.files import create_new, stamp
+from rr_core.files.reading import stamp
+from rr_core.files.replacing import create_new
 from rr_core.ladder import BYTE_EOS, get_size
 from rr_core.shapes import GPTConfig, model_config
 from rr_core.sweepfile.csv_text import DataError
@@ -35,12 +36,12 @@ from rr_core.sweepfile.dataset import (
 from rr_core.sweepfile.integrity import check_integrity
 from rr_core.sweepfile.provenance import sidecar_path
 from rr_core.variants import COMPARED
+from rr_model.checkpoint.paths import found_checkpoints
+from rr_model.config import DEFAULT_OUT, TrainConfig, recipe_differences
 from rr_model.data.token_cache import Corpus, check_data
-from rr_model.flops import assumed_rate, flops_per_token
-from rr_model.hardware import datasheet_memory, gpu_memory, gpu_name
-from rr_model.memory import SETTINGS, Setting, memory_plan, refuse_unfit
-from rr_model.run_config import DEFAULT_OUT, TrainConfig, recipe_differences
-from rr_model.run_files import found_checkpoints
+from rr_model.parallel.flops import assumed_rate, flops_per_token
+from rr_model.parallel.hardware import datasheet_memory, gpu_memory, gpu_name
+from rr_model.parallel.memory import SETTINGS, Setting, memory_plan, refuse_unfit
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -71,7 +72,7 @@ class OutputPlan:
     `rows` are the file's rows, or the published rows it will start as (`from_published`); None for a new
     file. Every question the trainer and the CLI ask of the file before training is answered from them:
     which runs are present (`keys`), whether it holds published rows (`guard`), whether a run's row would
-    be accepted (`check_fits`). `stamp` is the file's `rr_core.files.stamp` when `rows` were last known to
+    be accepted (`check_fits`). `stamp` is the file's `rr_core.files.reading.stamp` when `rows` were last known to
     be all it held, so that `refresh` reads it again only where another process has written to it.
     """
 
@@ -106,7 +107,7 @@ class OutputPlan:
 
     def refresh(self) -> None:
         """Read the file again if it changed since `rows` were all it held (one stat when it did not): a run
-        claimed now (`rr_model.trainer`) sees a row that its previous holder wrote after this reading."""
+        claimed now (`rr_model.run.trainer`) sees a row that its previous holder wrote after this reading."""
         now = stamp(self.out)
         if now is None or now == self.stamp:
             return
@@ -161,7 +162,7 @@ class OutputPlan:
 
 class Runs(NamedTuple):
     """A command's plan: the runs to train, those already in the output file (skipped), and the file's
-    one reading (`preflight`), which the trainer takes over (`rr_model.trainer.train_runs`'s `plan`)."""
+    one reading (`preflight`), which the trainer takes over (`rr_model.run.trainer.train_runs`'s `plan`)."""
 
     todo: list[TrainConfig]
     skipped: list[TrainConfig]
@@ -205,7 +206,7 @@ def preflight(
         starts as the published sweep, so `rr train --size 150M` in a fresh directory adds seed 3, not a
         second seed 0. Any other new file (an explicit --out, or the tiny demo size) starts empty.
     reproduction
-        `out` is a reproduction file (`rr_model.reproduce`): the recipe guard applies whatever it holds.
+        `out` is a reproduction file (`rr_model.run.reproduce`): the recipe guard applies whatever it holds.
     ladder
         The ladder file `sizes` come from (None: rr's own); none of its sizes is a published one, so a
         missing file of them starts empty.
@@ -249,7 +250,7 @@ def check_run(
     """Refuse a run that may not go ahead, before it creates anything; the model it trains otherwise.
 
     The one list of a run's checks before its first step, called by `--dry-run` (`Runs.check`, with
-    `check_data`'s `Corpus`) and by the trainer (`rr_model.trainer`, with that corpus before it claims
+    `check_data`'s `Corpus`) and by the trainer (`rr_model.run.trainer`, with that corpus before it claims
     the run, and again with the `Tokens` it loaded and the file as it is once claimed), so a dry run
     refuses what the run would refuse, and a refused run leaves no file behind: its batch splits over
     `world` processes and `--micro-batches`; the recipe guard (`OutputPlan.guard`); its row fits the
@@ -340,7 +341,7 @@ def describe_runs(runs: list[TrainConfig]) -> list[dict[str, Any]]:
     -------
     Records with size, variant, seed, d_model, n_layer, n_head, params (exact), steps, tokens (trained
     on), est_minutes and assumed (the device and rate behind the estimate, see
-    `rr_model.flops.assumed_rate`): training FLOPs (`flops_per_token` x tokens) at that rate.
+    `rr_model.parallel.flops.assumed_rate`): training FLOPs (`flops_per_token` x tokens) at that rate.
     A rough figure: evaluation and start-up are not counted.
     """
     records = []
@@ -379,7 +380,7 @@ def _gpu_memory(cfg: TrainConfig) -> tuple[float | None, str]:
 
 
 def memory_plans(runs: list[TrainConfig], world: int) -> tuple[list[dict[str, Any]], str]:
-    """The memory plan (`rr_model.memory.memory_plan`) of the largest model of each size among `runs`, on
+    """The memory plan (`rr_model.parallel.memory.memory_plan`) of the largest model of each size among `runs`, on
     `world` processes, without torch; and the GPU memory it was checked against, in words.
 
     Returns

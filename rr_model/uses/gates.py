@@ -1,7 +1,7 @@
 """What the residual gates do on a batch: each gated sublayer's r, for `rr gates`.
 
 Review and Highway expose their gate as ``rule.r(h, u)`` (`rr_model.model`; which rules have one:
-`rr_model.gate_watch.gated`, which the trainer watches the same way); `gate_stats` reads it through
+`rr_model.run.gate_watch.gated`, which the trainer watches the same way); `gate_stats` reads it through
 forward hooks during one extra forward pass, so the model's own forward stays untouched. `gates` builds
 the model (fresh at a seed, or from a run's weights) and its batch: the project's synthetic stories
 in bytes (`rr_model.data.synthetic`), so nothing is downloaded. Imports torch.
@@ -22,9 +22,9 @@ from rr_core.shapes import model_config
 from rr_core.variants import NAMES, REFERENCE, residual_rule
 from rr_model.data.synthetic import stories
 from rr_model.data.tokenizers import encode_bytes
-from rr_model.gate_watch import gated
-from rr_model.inference import load_trained
 from rr_model.model import GPT
+from rr_model.run.gate_watch import gated
+from rr_model.uses.inference import load_trained
 
 __all__ = ["gate_stats", "gates", "BYTE_VOCAB", "GATED"]
 
@@ -78,7 +78,7 @@ def gates(
     size, variant
         The model, freshly initialised at `seed` (byte vocabulary). Ignored with `checkpoint_path`.
     checkpoint_path
-        A run's weights as `rr_model.inference.load_trained` reads them: a finished run's
+        A run's weights as `rr_model.uses.inference.load_trained` reads them: a finished run's
         ``NAME.checkpoints/SIZE-VARIANT-seedS.final.pt``, a checkpoint (``...seedS.pt``) or the folder of
         one run; its size, variant and weights are used. It must have been trained on bytes
         (``--tokenizer bytes`` or synthetic data).

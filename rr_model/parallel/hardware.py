@@ -4,7 +4,7 @@ estimate loads no torch.
 
 The peaks are NVIDIA's own datasheet figures, dense (the datasheets' tensor-core figures marked "with
 sparsity" are twice these), per GPU, at the precision the trainer computes in: TF32 and BF16 on the tensor
-cores, FP32 on the CUDA cores. MFU is reported against them (`rr_model.flops.mfu`); a GPU not listed gets
+cores, FP32 on the CUDA cores. MFU is reported against them (`rr_model.parallel.flops.mfu`); a GPU not listed gets
 no MFU, with the reason (`datasheet_peak`), rather than a guess.
 """
 
@@ -114,11 +114,13 @@ def peak_note(device_name: str, precision: str) -> str:
                 f"MFU against the {peak.gpu} dense {precision} peak, {peak.at(precision) / 1e12:,.1f} TFLOP/s"
             )
     listed = ", ".join(p.gpu for p in PEAKS)
-    return f"MFU -: no datasheet peak for {device_name!r} (listed in rr_model.hardware.PEAKS: {listed})"
+    return (
+        f"MFU -: no datasheet peak for {device_name!r} (listed in rr_model.parallel.hardware.PEAKS: {listed})"
+    )
 
 
 # Each GPU's memory in GiB, from the same datasheets (their "80GB" is 80 GiB: nvidia-smi reports 81,559 MiB
-# for an H100 80GB). The memory plan (rr_model.memory) checks a run against it where the GPU is known by
+# for an H100 80GB). The memory plan (rr_model.parallel.memory) checks a run against it where the GPU is known by
 # name only; a GPU's own report (torch, nvidia-smi) comes first. Most specific first, as PEAKS.
 GPU_MEMORY: tuple[tuple[str, str, float, str], ...] = (
     ("A100 40GB", r"A100.*40GB", 40, A100 + ": 40GB HBM2"),

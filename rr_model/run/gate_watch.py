@@ -2,11 +2,11 @@
 
 A residual rule has a gate when it exposes it as ``rule.r(h, u)`` (Review and Highway in `rr_model.model`,
 and a plugin's rule written the same way); `gated` lists them, in depth order, for `rr gates` (which reads r
-on a batch, `rr_model.gates`) and for the trainer (which watches it at every step, `GateWatch`).
+on a batch, `rr_model.uses.gates`) and for the trainer (which watches it at every step, `GateWatch`).
 
 Watching costs no host sync: each forward pass adds r's mean and variance over its positions and channels to
 one small tensor on the device, and the trainer reads that tensor at its log points in the same transfer as
-the loss (`rr_model.trainer`), so the metrics log carries each sublayer's r (`rr_core.sweepfile.metrics_log`)
+the loss (`rr_model.run.trainer`), so the metrics log carries each sublayer's r (`rr_core.sweepfile.metrics_log`)
 without a step waiting for it. Imports torch.
 """
 

@@ -10,7 +10,7 @@ The units follow torchtitan's layout: each block is one, then the root takes wha
 the final RMSNorm and the head). The head's matrix is the token embedding's (tied), one Parameter that the
 root owns once; sharding it in a unit of its own would split the tie. The optimiser is built afterwards, on
 the pieces. A 0-d parameter (ReZero's alpha) cannot be cut: it stays whole on every process, outside FSDP,
-and `rr_model.step.apply_gradients` averages its gradient over the processes as data parallel does.
+and `rr_model.run.step.apply_gradients` averages its gradient over the processes as data parallel does.
 
 Reductions sum and then divide by the number of processes (`set_force_sum_reduction_for_comms`): gloo has no
 pre-multiplied sum, so this is the one setting that runs alike on CPU (gloo) and on GPUs (NCCL). Under

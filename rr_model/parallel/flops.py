@@ -6,7 +6,7 @@ from __future__ import annotations
 import functools
 
 from rr_core.shapes import GPTConfig
-from rr_model.hardware import cpu_matmul_flops, datasheet_peak, gpu_name
+from rr_model.parallel.hardware import cpu_matmul_flops, datasheet_peak, gpu_name
 
 __all__ = ["flops_per_token", "mfu", "ASSUMED_MFU", "assumed_rate"]
 
@@ -39,7 +39,7 @@ ASSUMED_MFU = 0.4  # a dense GPT on one GPU in tf32/bf16 typically reaches 30-50
 def assumed_rate(device: str, precision: str) -> tuple[float, str]:
     """The training FLOP/s a time estimate assumes for a run on `device` ("auto", "cuda", "mps", "cpu").
 
-    A listed NVIDIA GPU (`rr_model.hardware.PEAKS`, found by `nvidia-smi`) at `ASSUMED_MFU` of its datasheet
+    A listed NVIDIA GPU (`rr_model.parallel.hardware.PEAKS`, found by `nvidia-smi`) at `ASSUMED_MFU` of its datasheet
     dense peak; anything else at half the float32 matmul rate measured on this CPU. Returns (rate, what
     was assumed).
     """

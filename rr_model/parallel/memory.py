@@ -3,7 +3,7 @@ training commands' `--dry-run` print, and the check that refuses, before trainin
 Torch-free, from the exact shapes of `rr_core.shapes.param_shapes`.
 
 Per process, for data parallel (each process holds the whole model) and for sharding (FSDP2,
-`rr_model.sharding`), with and without activation checkpointing:
+`rr_model.parallel.sharding`), with and without activation checkpointing:
 
 - state, exact: parameters, gradients and AdamW's two moments in float32 (the bf16 policy keeps these in
   float32 too), plus AdamW's step counter (one float32 per parameter tensor). Sharded, a tensor of d0 rows
@@ -32,7 +32,7 @@ from rr_core.errors import InputError
 from rr_core.ladder import Recipe, ladder_sizes
 from rr_core.shapes import GPTConfig, model_config, param_shapes
 from rr_core.variants import COMPARED
-from rr_model.run_config import TrainConfig, checkpoint_interval
+from rr_model.config import TrainConfig, checkpoint_interval
 
 __all__ = [
     "FIT_SHARE",

@@ -17,8 +17,8 @@ from rr_core.errors import InputError
 from rr_core.ladder import get_size
 from rr_core.sweepfile.dataset import bundled_path, load_sweep
 from rr_core.variants import COMPARED
-from rr_model.planning import Runs, preflight
-from rr_model.run_config import DEFAULT_OUT, TrainConfig, published_settings
+from rr_model.config import DEFAULT_OUT, TrainConfig, published_settings
+from rr_model.run.planning import Runs, preflight
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -92,7 +92,7 @@ def plan_reproduction(
     published: pd.DataFrame | None = None,
     **options: Any,
 ) -> Runs:
-    """The runs `rr reproduce` makes: `rr_model.planning.Runs` (to train, already in `out` and skipped,
+    """The runs `rr reproduce` makes: `rr_model.run.planning.Runs` (to train, already in `out` and skipped,
     the file's one reading).
 
     Parameters

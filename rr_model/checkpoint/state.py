@@ -10,7 +10,7 @@ writes is "not an rr checkpoint" (a CSV, a JSON-lines file, a pickle that would 
 entries fail their CRC-32s is "damaged" (a page of zeros inside a tensor, a file cut short), and either is
 refused with one `CheckpointError` line naming the file and what to do, before torch reads a byte of it;
 torch's own advice to load with ``weights_only=False`` is never passed on. `verify` is the same check for a
-file or a folder published with its SHA256SUMS (a sharded checkpoint, `rr_core.files.atomic_dir`).
+file or a folder published with its SHA256SUMS (a sharded checkpoint, `rr_core.files.replacing.atomic_dir`).
 
 A finished run keeps its final weights beside: `final_path` (``SIZE-VARIANT-seedS.final.pt``), the model's
 state dict with the run's config, model shape, data and provenance record, and no optimiser (a third of a
@@ -18,7 +18,7 @@ resumable checkpoint's size, which the run held on disk anyway until it ended). 
 either kind, or the checkpoint folder of a dataset when it holds one run.
 
 A sharded run (`TrainConfig.shard`) checkpoints into a folder instead, ``SIZE-VARIANT-seedS.dcp``
-(`sharded_path`, written by `rr_model.sharded_checkpoint`); its step and config are in its ``rr.json``
+(`sharded_path`, written by `rr_model.checkpoint.sharded`); its step and config are in its ``rr.json``
 (`saved_meta`). A run has one checkpoint at a time, of either kind; `current` finds it.
 """
 
@@ -35,8 +35,9 @@ from typing import Any, BinaryIO
 import torch
 
 from rr_core.errors import RRError
-from rr_core.files import Damaged, atomic_write, verify_sums, zip_damage
-from rr_model.run_files import checkpoint_path, claim_path, final_path, found_checkpoints, sharded_path
+from rr_core.files.checksums import Damaged, verify_sums, zip_damage
+from rr_core.files.replacing import atomic_write
+from rr_model.checkpoint.paths import checkpoint_path, claim_path, final_path, found_checkpoints, sharded_path
 
 __all__ = [
     "Resumable",
@@ -73,14 +74,14 @@ class Resumable:
     """
 
     step: int  # optimiser steps done
-    config: dict[str, Any]  # the fields that decide the run's numbers (`rr_model.run_config.result_config`)
+    config: dict[str, Any]  # the fields that decide the run's numbers (`rr_model.config.result_config`)
     model: dict[str, Any] | None  # the model's state dict (None from a sharded checkpoint's rr.json)
     optimizer: dict[str, Any] | None  # the optimiser's state dict (None there too: DCP's files hold both)
     torch_rng: Any  # torch's CPU random state (a uint8 tensor)
     cuda_rng: Any  # the device's random state on CUDA, else None
     data_rng: list[Any]  # the data order's numpy RandomState, as plain values
-    state: dict[str, Any]  # the trainer's own state (`rr_model.trainer._State`)
-    # What the run's numbers depend on besides `config` (`rr_model.run_config.run_identity`), which a resume
+    state: dict[str, Any]  # the trainer's own state (`rr_model.run.trainer._State`)
+    # What the run's numbers depend on besides `config` (`rr_model.config.run_identity`), which a resume
     # must agree with; None in a checkpoint written before checkpoints kept them (optional: not in `KEYS`).
     data: dict[str, Any] | None = None  # the tokens trained on (`Tokens.describe`, their sha256 included)
     plugin: dict[str, Any] | None = None  # a plugin rule's module, file, sha256; None for rr's own rules
@@ -110,7 +111,7 @@ def _as_dict(content: Resumable | Final) -> dict[str, Any]:
 # default is read where present.
 KEYS = frozenset(f.name for f in fields(Resumable) if f.default is MISSING)
 FINAL_KEYS = frozenset(f.name for f in fields(Final))
-# A sharded checkpoint's ``rr.json`` (`rr_model.sharded_checkpoint`): what a checkpoint holds besides its
+# A sharded checkpoint's ``rr.json`` (`rr_model.checkpoint.sharded`): what a checkpoint holds besides its
 # tensors, which DCP's files hold.
 META = "rr.json"
 META_KEYS = KEYS - {"model", "optimizer"}  # required there; the optional fields are read where present
@@ -205,7 +206,7 @@ def current(
 
 def save(path: str | os.PathLike, state: Resumable | Final | dict[str, Any]) -> None:
     """Write `state` (a checkpoint, final weights, or any dict of tensors and plain values) to `path`
-    atomically (`rr_core.files.atomic_write`), as a dict of its fields.
+    atomically (`rr_core.files.replacing.atomic_write`), as a dict of its fields.
 
     A write that fails (a full disk, a file-size limit) leaves the previous checkpoint whole and raises the
     OSError, naming `path`.
@@ -231,8 +232,8 @@ def verify(path: str | os.PathLike, todo: str = RESUME_TODO) -> None:
     """Refuse a file or folder rr wrote whose bytes are not those it wrote, before anything reads it.
 
     A file must be the zip archive `torch.save` writes, every entry passing its CRC-32
-    (`rr_core.files.zip_damage`); a folder (a sharded checkpoint) every file its SHA256SUMS lists
-    (`rr_core.files.verify_sums`). `todo` ends the message: what to do with such a file.
+    (`rr_core.files.checksums.zip_damage`); a folder (a sharded checkpoint) every file its SHA256SUMS lists
+    (`rr_core.files.checksums.verify_sums`). `todo` ends the message: what to do with such a file.
 
     Raises
     ------

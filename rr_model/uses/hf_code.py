@@ -2,7 +2,7 @@
 
 Three files, importing only torch, transformers and each other (relative imports, as transformers requires):
 
-- ``configuration_rr.py`` and ``modeling_rr.py``, copied from ``rr_model/remote_code/``: the configuration
+- ``configuration_rr.py`` and ``modeling_rr.py``, copied from ``rr_model/uses/remote_code/``: the configuration
   and transformers' plumbing (loading, the KV cache, padding, positions, generation);
 - ``rr_layers.py``, generated here: the source of `rr_model.model.LAYERS` (normalisation, attention, MLP,
   the block, the trunk of embeddings and blocks) and of every rule rr registers as its own

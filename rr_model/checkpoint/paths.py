@@ -1,7 +1,7 @@
 """Where a run's files live beside its dataset: its checkpoint (a file, or a sharded run's folder), its final
-weights and the lock it holds while training. Paths only, torch-free, so a dry run (`rr_model.planning`) asks
+weights and the lock it holds while training. Paths only, torch-free, so a dry run (`rr_model.run.planning`) asks
 what the trainer asks of them (is there a checkpoint to resume?) without loading torch; what the files hold
-is `rr_model.checkpoint`'s.
+is `rr_model.checkpoint.state`'s.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ def final_path(out: str | os.PathLike, size: str, variant: str, seed: int, lr: f
 
 
 def claim_path(out: str | os.PathLike, size: str, variant: str, seed: int, lr: float | None = None) -> Path:
-    """The lock a trainer holds while it makes a run (`rr_core.files.claim`): ``SIZE-VARIANT-seedS.lock``
+    """The lock a trainer holds while it makes a run (`rr_core.files.locks.claim`): ``SIZE-VARIANT-seedS.lock``
     beside its checkpoint, so two sweeps or two `rr train` of one dataset never train one run twice."""
     return checkpoint_path(out, size, variant, seed, lr).with_suffix(".lock")
 

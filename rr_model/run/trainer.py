@@ -2,8 +2,8 @@
 
 Read top to bottom, in the manner of nanoGPT's train.py: `train` in four rooms (setup, resume, loop,
 finish). The recipe's arithmetic (the schedule, one optimiser step, the device and process group) is in
-`rr_model.step`; what to run and whether it is the published experiment lives torch-free in
-`rr_model.run_config` (TrainConfig, the recipe's departures) and `rr_model.planning` (the plan, the output
+`rr_model.run.step`; what to run and whether it is the published experiment lives torch-free in
+`rr_model.config` (TrainConfig, the recipe's departures) and `rr_model.run.planning` (the plan, the output
 file's pre-flight, the recipe guard); what the recipe is, in `rr_core.ladder`; how this trainer matches the
 published script, in docs/faithfulness.md.
 
@@ -13,8 +13,8 @@ The same seed is the published experiment: `torch.manual_seed(seed)` right befor
 batches continue the same stream. Runs single-process or under `torchrun` (data parallel): every rank draws
 the whole batch and trains on its slice, the gradients averaged over the ranks, so the recipe does not
 depend on the number of processes; only rank 0 writes rows, provenance records and checkpoints. A sharded
-run (`TrainConfig.shard`, `rr_model.sharding`) does the same with each process holding a share of the model,
-and every process writes its share of each checkpoint (`rr_model.sharded_checkpoint`).
+run (`TrainConfig.shard`, `rr_model.parallel.sharding`) does the same with each process holding a share of the model,
+and every process writes its share of each checkpoint (`rr_model.checkpoint.sharded`).
 
     rr train --size 150M                     # next unused seed, all three compared variants
     torchrun --nproc_per_node 8 -m cli.main train --size 1B
@@ -38,24 +38,17 @@ import torch
 import torch.distributed as dist
 
 from rr_core.errors import InputError, StoppedElsewhere
-from rr_core.files import Held, Unwritten, claim, stamp
+from rr_core.files.appending import Unwritten
+from rr_core.files.locks import Held, claim
+from rr_core.files.reading import stamp
 from rr_core.plugins import provenance
 from rr_core.shapes import GPTConfig
 from rr_core.sweepfile.csv_text import DataError
 from rr_core.sweepfile.dataset import append_rows
 from rr_core.sweepfile.metrics_log import metrics_path
 from rr_core.sweepfile.provenance import append_record, environment, sidecar_path
-from rr_model import checkpoint, out_of_memory
-from rr_model.data.token_cache import Tokens, check_data, load_tokens, sample_batch
-from rr_model.flops import flops_per_token
-from rr_model.gate_watch import GateWatch
-from rr_model.hardware import datasheet_peak, peak_note
-from rr_model.metrics import Metrics
-from rr_model.model import GPT
-from rr_model.numerics import numerics
-from rr_model.planning import OutputPlan, check_run, dataset_row, preflight
-from rr_model.progress import Progress
-from rr_model.run_config import (
+from rr_model.checkpoint import state as checkpoint
+from rr_model.config import (
     DEFAULT_OUT,
     TrainConfig,
     checkpoint_interval,
@@ -63,7 +56,17 @@ from rr_model.run_config import (
     result_config,
     run_identity,
 )
-from rr_model.step import (
+from rr_model.data.token_cache import Tokens, check_data, load_tokens, sample_batch
+from rr_model.metrics import Metrics
+from rr_model.model import GPT
+from rr_model.parallel import out_of_memory
+from rr_model.parallel.flops import flops_per_token
+from rr_model.parallel.hardware import datasheet_peak, peak_note
+from rr_model.run.gate_watch import GateWatch
+from rr_model.run.numerics import numerics
+from rr_model.run.planning import OutputPlan, check_run, dataset_row, preflight
+from rr_model.run.progress import Progress
+from rr_model.run.step import (
     accumulate,
     apply_gradients,
     join_process_group,
@@ -72,7 +75,7 @@ from rr_model.step import (
     to_device,
     utc_now,
 )
-from rr_model.validation import evaluate
+from rr_model.run.validation import evaluate
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -122,7 +125,7 @@ class _Run:
     env: dict[str, Any] = field(default_factory=dict)  # software and hardware (rr_core.sweepfile.provenance)
     queued: int = 0  # steps of the runs to train after this one: the progress display's total ETA
     threads: str = (
-        ""  # on CPU, the threads chosen and why (rr_model.numerics.cpu_threads), for the start line
+        ""  # on CPU, the threads chosen and why (rr_model.run.numerics.cpu_threads), for the start line
     )
     at: int = 0  # the step being trained (after the loop: the final evaluation's)
     own_group: bool = False  # a process group of this one process, made for a sharded run and ended with it
@@ -168,13 +171,13 @@ def train(
     ------
     RecipeError
         Off-recipe run for a file holding the published rows.
-    rr_core.files.Held
+    rr_core.files.locks.Held
         Another process is training this run into `out` now (it holds the run's claim,
-        `rr_model.checkpoint.claim_path`); nothing is read or written.
+        `rr_model.checkpoint.paths.claim_path`); nothing is read or written.
     InputError
         `out` cannot be written, its row would be refused, or a checkpoint of this run exists but `resume`
         is False, or it was written by another run (config, corpus, plugin code: `run_identity`).
-    rr_model.checkpoint.CheckpointError
+    rr_model.checkpoint.state.CheckpointError
         Resuming from a file that is not a readable checkpoint of this trainer.
     rr_model.data.tokenizers.DataUnavailable
         The corpus cannot be fetched (see its message for --corpus).
@@ -201,7 +204,7 @@ def train(
 
 def _stopped(run: _Run, e: Exception) -> Exception:
     """What a failure becomes: under sharding, running out of memory stops every process with one line
-    (`rr_model.out_of_memory`), and a collective broken by that stop ends a peer silently; else `e` itself."""
+    (`rr_model.parallel.out_of_memory`), and a collective broken by that stop ends a peer silently; else `e` itself."""
     if not run.sharded:
         return e
     record = out_of_memory.record_path(run.ckpt)
@@ -248,7 +251,7 @@ def _setup(
     if rank == 0:
         out_of_memory.record_path(ckpt).unlink(missing_ok=True)  # a stop of an earlier attempt
     if world > 1 and cfg.shard == "fsdp":
-        from rr_model.sharded_checkpoint import check_shared  # torch.distributed.checkpoint: when sharding
+        from rr_model.checkpoint.sharded import check_shared  # torch.distributed.checkpoint: when sharding
 
         check_shared(ckpt.parent)
     model, optimizer = _build(cfg, mcfg, device, world)
@@ -280,13 +283,15 @@ def gpu_memory(cfg: TrainConfig, device: torch.device) -> float | None:
 def _build(
     cfg: TrainConfig, mcfg: GPTConfig, device: torch.device, world: int
 ) -> tuple[GPT, torch.optim.Optimizer]:
-    """The model with its published initial weights, laid over the processes (`rr_model.sharding`), and its
+    """The model with its published initial weights, laid over the processes (`rr_model.parallel.sharding`), and its
     optimiser, built on what each process holds."""
     torch.manual_seed(cfg.seed)  # right before the model: its initial weights are the published draws
     model = GPT(mcfg)
     model.checkpoint_activations(checkpoint_interval(cfg.activation_checkpointing))
     if cfg.shard == "fsdp":
-        from rr_model.sharding import shard  # torch.distributed's FSDP and DTensor: only when sharding
+        from rr_model.parallel.sharding import (
+            shard,  # torch.distributed's FSDP and DTensor: only when sharding
+        )
 
         shard(model, device, world, cfg.precision)
     else:
@@ -296,7 +301,7 @@ def _build(
 
 
 def _claim(out: Path, cfg: TrainConfig, rank: int, world: int, claimed: contextlib.ExitStack) -> None:
-    """Claim the run (`rr_core.files.claim` on `checkpoint.claim_path`) for as long as `claimed` is open, so
+    """Claim the run (`rr_core.files.locks.claim` on `checkpoint.claim_path`) for as long as `claimed` is open, so
     no other process trains it into `out` meanwhile (two sweeps of one plan, a resubmitted job): rank 0
     holds it, and every rank raises `Held` if another process does."""
     held = None
@@ -367,11 +372,11 @@ def _verified_meta(run: _Run, folder: Path) -> checkpoint.Resumable:
 def _restore(run: _Run, found: Path, saved: checkpoint.Resumable) -> None:
     """The weights and optimiser state of the checkpoint `found` into the run's model and optimiser."""
     if found.is_dir():
-        from rr_model import sharded_checkpoint
+        from rr_model.checkpoint import sharded as sharded_checkpoint
 
         sharded_checkpoint.load(found, run.model, run.optimizer)
     elif run.sharded:  # a data-parallel run's checkpoint: whole on every process, each keeps its pieces
-        from rr_model import sharded_checkpoint
+        from rr_model.checkpoint import sharded as sharded_checkpoint
 
         with torch.random.fork_rng(devices=[]):
             whole = GPT(run.mcfg)
@@ -594,7 +599,7 @@ def _save(run: _Run, done: int, seconds: float) -> None:
         **run_identity(run.cfg, run.tokens),  # config, data, plugin: what a resume must agree with
     )
     if run.sharded:
-        from rr_model import sharded_checkpoint
+        from rr_model.checkpoint import sharded as sharded_checkpoint
 
         sharded_checkpoint.save(run.ckpt, run.model, run.optimizer, saved)
     else:
@@ -660,7 +665,7 @@ def _weights(run: _Run) -> dict[str, torch.Tensor]:
     """The whole model's state dict on rank 0 (a sharded run's pieces gathered: every process calls this)."""
     if not run.sharded:
         return run.model.state_dict()
-    from rr_model.sharding import full_weights
+    from rr_model.parallel.sharding import full_weights
 
     return full_weights(run.model)
 
@@ -714,7 +719,7 @@ def _write(
     reader holding it sees both or neither); a refused row is recorded as failed. A row that does not fit
     (full disk) is not written, nor its record, and the checkpoint `ckpt` is kept to write it later.
     Returns the row as appended and `out`'s stamp once it was in, under the lock (None for a run that
-    diverged): what `rr_model.planning.OutputPlan.extend` takes."""
+    diverged): what `rr_model.run.planning.OutputPlan.extend` takes."""
     sidecar = sidecar_path(out)
     if record["result"] is None:
         append_record(sidecar, record)
@@ -769,7 +774,7 @@ def train_runs(
     of each, in order.
 
     `out` is read once for all of them: `plan` is its reading when the caller planned the runs
-    (`rr_model.planning.Runs.output`), else it is read (`preflight`) here; each run's row is taken into it.
+    (`rr_model.run.planning.Runs.output`), else it is read (`preflight`) here; each run's row is taken into it.
     """
     if plan is None and runs:
         sizes, reproduction = {c.size for c in runs}, any(c.reproduce for c in runs)

@@ -1,6 +1,6 @@
 """Downstream evaluation: lm-evaluation-harness's tasks on trained runs (`rr eval --tasks`).
 
-Each run is scored as transformers loads its export (`rr_model.export`): a checkpoint is exported to a
+Each run is scored as transformers loads its export (`rr_model.uses.export`): a checkpoint is exported to a
 temporary folder first, so the figures are those anyone loading the export gets. lm-evaluation-harness
 (Gao et al., EleutherAI) runs the tasks through its ``hf`` model, on every run with the same settings: the
 first `limit` documents of each task and its seeds fixed (lm-eval's defaults), so every run answers the same
@@ -20,7 +20,7 @@ from typing import Any
 
 from rr_core.errors import InputError, did_you_mean, nearest
 from rr_core.sweepfile.schema import EXTRA_NAME
-from rr_model.export import export
+from rr_model.uses.export import export
 
 __all__ = ["RunScores", "task_scores", "measured_columns", "column_name", "SEEDS"]
 
@@ -110,7 +110,7 @@ def task_scores(
     Parameters
     ----------
     paths
-        Checkpoints (what `rr_model.inference.load_trained` reads) or folders `rr export` wrote.
+        Checkpoints (what `rr_model.uses.inference.load_trained` reads) or folders `rr export` wrote.
     tasks
         lm-eval task (or group) names; `include_path` adds a folder of task YAML files of your own.
     limit

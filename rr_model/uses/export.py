@@ -5,14 +5,14 @@ embedding stored once, under the embedding's name ``transformer.wte.weight``, wh
 both tie from), ``config.json`` (the model's shape in rr's field names, what transformers needs to find the
 code: ``auto_map``, ``model_type``, the tie and token ids; rr's own details under "rr"),
 ``generation_config.json``, the code transformers runs (``configuration_rr.py``, ``modeling_rr.py``,
-``rr_layers.py`` and a plugin's rule: `rr_model.hf_code`), the run's tokenizer (``tokenizer.json`` and
+``rr_layers.py`` and a plugin's rule: `rr_model.uses.hf_code`), the run's tokenizer (``tokenizer.json`` and
 ``tokenizer_config.json``: the byte tokenizer or GPT-2's), ``provenance.json`` (the run's record from its
 sidecar) and ``README.md`` (a model card). rr reads it back with `rr_model.model.GPT.from_pretrained`,
 transformers with ``AutoModelForCausalLM.from_pretrained(FOLDER, trust_remote_code=True)``.
 
 Beside them ``SHA256SUMS`` holds the sha256 of each file, which `rr_model.model.GPT.from_pretrained` checks
 before it loads (a damaged export is refused). The folder is built aside and published by one rename
-(`rr_core.files.create_dir`), so it is whole or absent: an interrupted export leaves no folder that loads,
+(`rr_core.files.replacing.create_dir`), so it is whole or absent: an interrupted export leaves no folder that loads,
 and running it again works. Nothing is overwritten: a folder that exists and holds anything is refused
 before anything is written.
 """
@@ -27,12 +27,13 @@ from pathlib import Path
 from typing import Any
 
 from rr_core.errors import InputError
-from rr_core.files import SUMS, create_dir
+from rr_core.files.checksums import SUMS
+from rr_core.files.replacing import create_dir
 from rr_core.variants import label
 from rr_model.data.tokenizers import EOT, eos_id, tokenizer_json
-from rr_model.hf_code import ARCHITECTURE, AUTO_MAP, MODEL_TYPE, PluginRule, remote_code
-from rr_model.inference import Trained, load_trained
 from rr_model.model import INIT_STD
+from rr_model.uses.hf_code import ARCHITECTURE, AUTO_MAP, MODEL_TYPE, PluginRule, remote_code
+from rr_model.uses.inference import Trained, load_trained
 
 __all__ = ["export", "FILES", "PAPER", "FORMAT"]
 
@@ -162,7 +163,7 @@ def export(checkpoint_path: str | os.PathLike, out: str | os.PathLike) -> list[P
     Parameters
     ----------
     checkpoint_path
-        What `rr_model.inference.load_trained` reads: final weights, a checkpoint or a checkpoint folder.
+        What `rr_model.uses.inference.load_trained` reads: final weights, a checkpoint or a checkpoint folder.
     out
         The folder; made (its parent must exist), or an empty folder that is there already.
 
@@ -174,7 +175,7 @@ def export(checkpoint_path: str | os.PathLike, out: str | os.PathLike) -> list[P
     ------
     InputError
         `out` is a file, its parent is missing, it holds files already, or the run's variant is a plugin's
-        whose rule cannot travel (`rr_model.hf_code.plugin_rule` says why).
+        whose rule cannot travel (`rr_model.uses.hf_code.plugin_rule` says why).
     """
     out = Path(out)
     trained = load_trained(checkpoint_path)

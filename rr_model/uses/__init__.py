@@ -1,0 +1,3 @@
+"""A finished model's uses: loading it for generation (`inference`), exporting it with the code that
+transformers loads (`export`, `hf_code`, `remote_code/`), scoring it on lm-evaluation-harness's tasks
+(`downstream`) and looking inside its gates (`gates`)."""
