@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import close, rr
+from conftest import close, floats_in, rr, same_printed
 from scipy import stats as sps
 
 from rr_analysis.comparison import METRIC, STAMP, Comparison, compare, for_reference
@@ -59,18 +59,19 @@ def numbers(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 @pytest.mark.parametrize("view", ["table", "emergence"])
-def test_default_text_is_byte_identical_and_json_only_gains_the_comparison(view):
+def test_default_text_is_unchanged_and_json_only_gains_the_comparison(view):
+    """Text as printed, JSON numbers to conftest's REL (the REML and Kenward-Roger fits are optimiser
+    results, which move in their last digits between library releases); a printed number may round the
+    other way only where its value sits on the rounding edge (`same_printed`)."""
     text = rr("analyze", view, "--wide")
-    assert text.exit_code == 0
-    assert text.output == (GOLDEN / f"default_{view}.txt").read_text()
-    records = json.loads(rr("analyze", view, "--format", "json").output)
     before = json.loads((GOLDEN / f"default_{view}.json").read_text())
+    assert text.exit_code == 0
+    assert same_printed(text.output, (GOLDEN / f"default_{view}.txt").read_text(), floats_in(before))
+    records = json.loads(rr("analyze", view, "--format", "json").output)
     assert [{k: r[k] for k in STAMP} for r in records] == [
         {"reference": "review_neutral", "metric": "val_loss", "higher_is_better": False}
     ] * len(before)
-    # numbers to 1e-6 relative: the REML and Kenward-Roger fits are optimiser results, which move in the 7th
-    # digit between statsmodels and scipy releases; the text above, rounded as printed, stays byte-identical
-    assert close([{k: v for k, v in r.items() if k not in STAMP} for r in records], before, rel=1e-6)
+    assert close([{k: v for k, v in r.items() if k not in STAMP} for r in records], before)
 
 
 def test_explicit_published_options_give_the_default_output():

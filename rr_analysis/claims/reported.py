@@ -10,6 +10,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from rr_analysis.numbers import cut
 from rr_core.errors import InputError
 from rr_core.files import read_toml
 
@@ -50,8 +51,11 @@ class Reported:
         return (-math.inf, self.value) if self.relation in ("<", "<=") else (self.value, math.inf)
 
     def holds(self, x: float) -> bool:
-        """Whether `x` is a value the written number stands for (rounding half away from zero)."""
+        """Whether `x` is a value the written number stands for (rounding half away from zero). `x` is first
+        `cut` to the decimal it stands for: a mean of 1.5041 and 1.5042 is 1.50415, inside "1.5042", whether
+        the float arithmetic gives 1.5041499999999999 or 1.5041500000000002."""
         low, high = self.interval()
+        x = cut(x)
         if self.relation == "=":
             return low <= x < high if self.value >= 0 else low < x <= high
         return {"<": x < high, "<=": x <= high, ">": x > low, ">=": x >= low}[self.relation]
