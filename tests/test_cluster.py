@@ -217,7 +217,8 @@ def test_a_job_signalled_out_of_time_is_requeued_and_resumes_bitwise(tmp_path):
         assert os.waitpid(controller, os.WNOHANG) == (0, 0), "the job ended before its first checkpoint"
         time.sleep(0.02)
     (task,) = _children(controller)
-    os.kill(task, submitit.JobEnvironment._usr_sig())  # what Slurm sends before the time limit
+    # what Slurm sends before the time limit: submitit's own signal, which has no public name
+    os.kill(task, submitit.JobEnvironment._usr_sig())  # noqa: SLF001
     os.waitpid(controller, 0)  # the controller restarts the requeued task and ends with it
 
     (record,) = provenance.read_records(provenance.sidecar_path(out))
