@@ -34,7 +34,7 @@ def test_source_term_equals_the_between_block_contrast(sweep):
     orthogonal to it): an independent computation of the same number."""
     merged = pd.concat([sweep, new_seed(sweep)], ignore_index=True)
     r = pool_check(merged).iloc[0]
-    blocks = merged.groupby(["size", "seed"], sort=False)["val_loss"].mean().reset_index()
+    blocks = merged.groupby(["size", "seed"], sort=False, observed=True)["val_loss"].mean().reset_index()
     sizes = pd.get_dummies(blocks["size"]).to_numpy(float)
     X = np.column_stack([sizes, (blocks["seed"] == 5).to_numpy(float)])
     beta = np.linalg.lstsq(X, blocks["val_loss"].to_numpy(), rcond=None)[0]
