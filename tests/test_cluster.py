@@ -48,8 +48,16 @@ def sbatch_lines(script: str) -> set[str]:
 
 
 def test_the_sbatch_script_asks_for_the_requested_resources(tmp_path):
-    resources = Resources(partition="gpu", account="lab", time_min=120, gpus=4, cpus=32, mem_gb=200,
-                          sbatch={"qos": "high", "exclusive": True}, setup=("module load cuda",))  # fmt: skip
+    resources = Resources(
+        partition="gpu",
+        account="lab",
+        time_min=120,
+        gpus=4,
+        cpus=32,
+        mem_gb=200,
+        sbatch={"qos": "high", "exclusive": True},
+        setup=("module load cuda",),
+    )
     script = sbatch_script(tmp_path / "s.csv", resources, n_jobs=9)
     folder = tmp_path / "s.jobs"
     assert sbatch_lines(script) == {
@@ -126,8 +134,10 @@ def test_slurm_sweep_submits_one_array_and_status_and_cancel_follow_it(tmp_path,
     status = rr("sweep", "--status", "--out", out)
     assert status.exit_code == 0, status.output
     rows = [line.split() for line in status.stdout.splitlines() if line.startswith("4242_")]
-    assert [r[:6] for r in rows] == [["4242_0", "tiny", "standard", "0", "DONE", "6"],
-                                     ["4242_1", "tiny", "standard", "1", "PENDING", "4"]]  # fmt: skip
+    assert [r[:6] for r in rows] == [
+        ["4242_0", "tiny", "standard", "0", "DONE", "6"],
+        ["4242_1", "tiny", "standard", "1", "PENDING", "4"],
+    ]
     assert rows[1][6] == str(tmp_path / "sweep.jobs" / "4242_1" / "4242_1_0_log.out")
 
     again = rr(*args)

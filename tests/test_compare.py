@@ -385,15 +385,17 @@ def test_every_table_has_each_arms_parameter_count_and_flags_a_mismatch_above_2p
     # the published comparison: Highway is 2.03%, 2.7% and 2.4% wider than Review at 60M, 320M and 590M
     pub = gap_table(sweep)
     assert pub.loc[pub["params_flagged"], ["size", "baseline"]].values.tolist() == [
-        ["60M", "highway"], ["320M", "highway"], ["590M", "highway"]
-    ]  # fmt: skip
+        ["60M", "highway"],
+        ["320M", "highway"],
+        ["590M", "highway"],
+    ]
     every = gap_table(df, reference="myrule")
     for frame in (power_table(df, reference="myrule"), equivalence(df, 0.005, reference="myrule")):
         assert frame[["params_M", "baseline_params_M"]].to_numpy() == pytest.approx(
             every.set_index(["size", "baseline"])
             .loc[list(zip(frame["size"], frame["baseline"], strict=True)), ["params_M", "baseline_params_M"]]
             .to_numpy()
-        )  # fmt: skip
+        )
 
 
 def test_the_mismatch_is_flagged_where_the_gap_is_shown_in_every_format(sweep):
@@ -406,8 +408,10 @@ def test_the_mismatch_is_flagged_where_the_gap_is_shown_in_every_format(sweep):
     text = render(t, VIEWS["table"], "text")
     row = next(line for line in text.splitlines() if line.startswith("60M"))
     assert "57.92" in row and "59.71" in row and "-0.0021\u2020" in row.split()  # both arms, the gap marked
-    assert ("\u2020 60M Standard: the arms' parameter counts differ by 3.1% (myrule 57.92M, Standard 59.71M), "
-            "more than 2%: part of the gap may be capacity, not the rule") in text  # fmt: skip
+    assert (
+        "\u2020 60M Standard: the arms' parameter counts differ by 3.1% (myrule 57.92M, Standard 59.71M), "
+        "more than 2%: part of the gap may be capacity, not the rule"
+    ) in text
     assert "-0.0021\\textdagger{}" in render(t, VIEWS["table"], "latex")
     pub = render(gap_table(sweep), VIEWS["table"], "text")
     assert " 0.0032\u2020 " in pub and "-0.0086\u2020" not in pub and "\u2020 60M Highway" in pub

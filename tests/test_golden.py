@@ -107,10 +107,14 @@ def fresh(tmp_path_factory) -> Path:
     runs = [
         subprocess.Popen(
             [sys.executable, str(UPDATE), "--into", str(out), *parts],
-            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
         )
         for parts in (["--part", "pub"], ["--part", "plugin", "--part", "curves"])
-    ]  # fmt: skip
+    ]
     errors = [run.communicate()[1] for run in runs]
     assert [run.returncode for run in runs] == [0, 0], "\n".join(errors)
     return out

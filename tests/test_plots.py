@@ -184,10 +184,13 @@ def test_seeds_has_one_facet_per_size_with_runs_means_intervals_and_seed_lines(s
             ]
             assert mean.get_ydata()[x] == pytest.approx(mine["val_loss"].mean())
             (bar,) = [
-                ln for ln in ax.get_lines()
-                if ln.get_marker() in (None, "None") and same_color(ln.get_color(), colour(v))
-                and ln.get_gid() is None and np.isfinite(ln.get_ydata()).any()
-            ]  # fmt: skip
+                ln
+                for ln in ax.get_lines()
+                if ln.get_marker() in (None, "None")
+                and same_color(ln.get_color(), colour(v))
+                and ln.get_gid() is None
+                and np.isfinite(ln.get_ydata()).any()
+            ]
             np.testing.assert_allclose(np.nanmin(bar.get_ydata()), t_interval(mine["val_loss"])[0])
             np.testing.assert_allclose(np.nanmax(bar.get_ydata()), t_interval(mine["val_loss"])[1])
         seeds = {ln.get_gid(): ln for ln in ax.get_lines() if (ln.get_gid() or "").startswith("seed:")}

@@ -28,8 +28,20 @@ DATA_DECIMALS = 4  # the sweep file's precision: every val_loss is written at 4 
 TESTS = ("welch", "paired", "mean")
 SIDES = ("two-sided", "greater", "less")
 CHECKS = ("grows", "emergence", "no_advantage", "budget")
-_FIELDS = {"id", "words", "source", "size", "baseline", "variant", "statistic", "reported", "test", "sided",
-           "check", "sizes"}  # fmt: skip
+_FIELDS = {
+    "id",
+    "words",
+    "source",
+    "size",
+    "baseline",
+    "variant",
+    "statistic",
+    "reported",
+    "test",
+    "sided",
+    "check",
+    "sizes",
+}
 _REPORTED = re.compile(r"^\s*(?:(?P<stat>t|p|mean)\s*)?(?P<rel><=|>=|=|<|>)?\s*(?P<num>[-+]?\d*\.?\d+)\s*$")
 
 

@@ -77,16 +77,36 @@ CASES: dict[str, tuple[str, dict[str, Any]]] = {
     "emergence-myrule": ("emergence", {"comparison": {"reference": "myrule"}}),
     "tuning": ("tuning", {"data": "tune.csv"}),
 }
-ONLY = {"claims": "pub", "pool-check-merged": "pub", "table-ece": "pub", "table-fdr": "pub",
-        "reproduction": "pub", "table-myrule": "plugin", "emergence-myrule": "plugin", "tuning": "pub"}  # fmt: skip
+ONLY = {
+    "claims": "pub",
+    "pool-check-merged": "pub",
+    "table-ece": "pub",
+    "table-fdr": "pub",
+    "reproduction": "pub",
+    "table-myrule": "plugin",
+    "emergence-myrule": "plugin",
+    "tuning": "pub",
+}
 
 
 def options(**given: Any) -> dict[str, Any]:
     """The options `rr analyze` gives a view when none is on its command line, with `given` instead."""
     from rr_analysis.comparison import POWER, Comparison
 
-    base = dict(adjust="holm", margin=None, effect=None, at=[], target_power=POWER, steps=None, ladder=None,
-                claims_file=None, noise=None, against=None, data=None, card_file=None)  # fmt: skip
+    base = dict(
+        adjust="holm",
+        margin=None,
+        effect=None,
+        at=[],
+        target_power=POWER,
+        steps=None,
+        ladder=None,
+        claims_file=None,
+        noise=None,
+        against=None,
+        data=None,
+        card_file=None,
+    )
     comparison = Comparison(**given.pop("comparison", {}))  # the fields given, the paper's for the rest
     return {**base, **given, "comparison": comparison}
 
@@ -99,10 +119,15 @@ def sweeps(folder: Path) -> dict[str, Path]:
     with open(bundled_path(), newline="") as f:
         rows = list(csv.DictReader(f))
     mine = [
-        {**r, "variant": "myrule", "val_loss": f"{float(r['val_loss']) + 0.0013 * (int(r['seed']) - 1) + 0.0021:.4f}",
-         "params_M": f"{float(r['params_M']) * 0.97:.2f}"}
-        for r in rows if r["variant"] == "standard"
-    ]  # fmt: skip
+        {
+            **r,
+            "variant": "myrule",
+            "val_loss": f"{float(r['val_loss']) + 0.0013 * (int(r['seed']) - 1) + 0.0021:.4f}",
+            "params_M": f"{float(r['params_M']) * 0.97:.2f}",
+        }
+        for r in rows
+        if r["variant"] == "standard"
+    ]
     rerun = [{**r, "val_loss": f"{float(r['val_loss']) + 0.0004:.4f}"} for r in rows[:6]]
     seed_9 = [
         {**r, "seed": "9", "val_loss": f"{float(r['val_loss']) + 0.001:.4f}"}
@@ -111,8 +136,12 @@ def sweeps(folder: Path) -> dict[str, Path]:
     ]
     paths = {name: folder / name for name in ("plugin.csv", "repro.csv", "merged.csv", "tune.csv")}
     paths |= {"pub": bundled_path(), "plugin": paths.pop("plugin.csv")}
-    for name, out in (("plugin", rows + mine), ("repro.csv", rerun), ("merged.csv", rows + seed_9),
-                      ("tune.csv", tuning_rows(rows))):  # fmt: skip
+    for name, out in (
+        ("plugin", rows + mine),
+        ("repro.csv", rerun),
+        ("merged.csv", rows + seed_9),
+        ("tune.csv", tuning_rows(rows)),
+    ):
         with open(paths[name], "w", newline="") as f:
             writer = csv.DictWriter(f, fieldnames=list(out[0]))
             writer.writeheader()
@@ -134,8 +163,18 @@ def tuning_rows(published: list[dict[str, str]]) -> list[dict[str, str]]:
     def row(v: str, seed: int, lr: float, role: str) -> dict[str, str]:
         at, floor = best[v]
         loss = floor + 0.004 * math.log2(lr / at) ** 2 + 0.0013 * ((seed * 7 + len(v)) % 5)
-        return {"size": "60M", "variant": v, "seed": str(seed), "params_M": params[v], "steps": "8000",
-                "val_loss": f"{loss:.4f}", "ece": "", "minutes": "", "lr": repr(lr), "role": role}  # fmt: skip
+        return {
+            "size": "60M",
+            "variant": v,
+            "seed": str(seed),
+            "params_M": params[v],
+            "steps": "8000",
+            "val_loss": f"{loss:.4f}",
+            "ece": "",
+            "minutes": "",
+            "lr": repr(lr),
+            "role": role,
+        }
 
     for v in best:
         out += [row(v, s, lr, "selection") for lr in (1e-4, 2e-4, 4e-4, 8e-4) for s in (0, 1)]
@@ -205,12 +244,19 @@ def curves() -> Any:
 
     steps = np.arange(1, 41) * 25
     runs = [
-        pd.DataFrame({"size": "tiny", "variant": variant, "seed": seed, "step": steps,
-                      "loss": 10.8 * np.exp(-steps / (300 + 40 * k)) + 2.1 + 0.05 * np.sin(steps / (50 + k)),
-                      "lr": 6e-4 * np.minimum(1, steps / 100) * (0.55 + 0.45 * np.cos(np.pi * steps / 1000)),
-                      "source": f"{variant}_{seed}.jsonl"})
+        pd.DataFrame(
+            {
+                "size": "tiny",
+                "variant": variant,
+                "seed": seed,
+                "step": steps,
+                "loss": 10.8 * np.exp(-steps / (300 + 40 * k)) + 2.1 + 0.05 * np.sin(steps / (50 + k)),
+                "lr": 6e-4 * np.minimum(1, steps / 100) * (0.55 + 0.45 * np.cos(np.pi * steps / 1000)),
+                "source": f"{variant}_{seed}.jsonl",
+            }
+        )
         for k, (variant, seed) in enumerate([("review_neutral", 0), ("standard", 0), ("standard", 1)])
-    ]  # fmt: skip
+    ]
     return curves_figure(smooth_curves(pd.concat(runs, ignore_index=True)))
 
 
@@ -230,10 +276,12 @@ def fingerprint(fig: Any) -> list[dict[str, Any]]:
     engine = fig.get_layout_engine()
     shape = {"size": _num(fig.get_size_inches()), "layout": engine and type(engine).__name__}
     return [
-        {"owner": _axes(owner) if isinstance(owner, Axes) else shape,
-         "artists": [_artist(a) for a in owner.get_children() if kept(owner, a)]}
+        {
+            "owner": _axes(owner) if isinstance(owner, Axes) else shape,
+            "artists": [_artist(a) for a in owner.get_children() if kept(owner, a)],
+        }
         for owner in (fig, *fig.axes)
-    ]  # fmt: skip
+    ]
 
 
 def _axes(ax: Any) -> dict[str, Any]:
@@ -246,8 +294,14 @@ def _axes(ax: Any) -> dict[str, Any]:
             placed[f"{name}ticks"] = [
                 list(t) for t in zip(_num(axis.get_majorticklocs()), labels, strict=True)
             ]
-    return {"xlim": _num(ax.get_xlim()), "ylim": _num(ax.get_ylim()), "xscale": ax.get_xscale(),
-            "yscale": ax.get_yscale(), "xlabel": ax.get_xlabel(), "ylabel": ax.get_ylabel()} | placed  # fmt: skip
+    return {
+        "xlim": _num(ax.get_xlim()),
+        "ylim": _num(ax.get_ylim()),
+        "xscale": ax.get_xscale(),
+        "yscale": ax.get_yscale(),
+        "xlabel": ax.get_xlabel(),
+        "ylabel": ax.get_ylabel(),
+    } | placed
 
 
 def _colour(c: Any, alpha: float | None = None) -> str:
@@ -295,8 +349,11 @@ def _artist(a: Any) -> dict[str, Any] | None:
     out: dict[str, Any] = {"type": _kind(a), "gid": a.get_gid(), "label": str(a.get_label())}
     if isinstance(a, Legend):
         handles = getattr(a, "legend_handles", None) or a.legendHandles
-        return out | {"title": a.get_title().get_text(), "texts": [t.get_text() for t in a.get_texts()],
-                      "handles": [_style(h) for h in handles]}  # fmt: skip
+        return out | {
+            "title": a.get_title().get_text(),
+            "texts": [t.get_text() for t in a.get_texts()],
+            "handles": [_style(h) for h in handles],
+        }
     if isinstance(a, Line2D):
         return out | {"xy": _num(a.get_xydata())} | _style(a)
     if isinstance(a, Text):
@@ -307,13 +364,21 @@ def _artist(a: Any) -> dict[str, Any] | None:
             "colour": _colour(a.get_color(), a.get_alpha()),
         }
     if isinstance(a, Collection):
-        return out | {"offsets": _num(a.get_offsets()), "paths": [_num(p.vertices) for p in a.get_paths()],
-                      "face": _colours(a.get_facecolor()), "edge": _colours(a.get_edgecolor()),
-                      "sizes": _num(getattr(a, "get_sizes", list)()), "widths": _num(a.get_linewidths())}  # fmt: skip
+        return out | {
+            "offsets": _num(a.get_offsets()),
+            "paths": [_num(p.vertices) for p in a.get_paths()],
+            "face": _colours(a.get_facecolor()),
+            "edge": _colours(a.get_edgecolor()),
+            "sizes": _num(getattr(a, "get_sizes", list)()),
+            "widths": _num(a.get_linewidths()),
+        }
     if isinstance(a, Patch):  # its corners, in any order: a Rectangle and a closed Polygon draw one shape
         corners = sorted({tuple(v) for v in _num(a.get_patch_transform().transform(a.get_path().vertices))})
-        return out | {"outline": [list(v) for v in corners], "face": _colour(a.get_facecolor()),
-                      "edge": _colour(a.get_edgecolor())}  # fmt: skip
+        return out | {
+            "outline": [list(v) for v in corners],
+            "face": _colour(a.get_facecolor()),
+            "edge": _colour(a.get_edgecolor()),
+        }
     return out
 
 
