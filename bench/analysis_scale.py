@@ -155,8 +155,10 @@ def report(res: dict[int, dict], steps: list[str]) -> None:
     verdict = "met" if seconds < TARGET_S and peak < TARGET_GIB else "MISSED"
     if judged != list(JUDGED):
         verdict = f"not judged: time {' and '.join(JUDGED)} (--steps)"
-    print(f"{ns[-1]:,} rows: {' + '.join(judged)} {seconds:.1f} s, {peak:.2f} GiB peak; target < {TARGET_S:g} s "
-          f"and < {TARGET_GIB:g} GiB: {verdict}")  # fmt: skip
+    print(
+        f"{ns[-1]:,} rows: {' + '.join(judged)} {seconds:.1f} s, {peak:.2f} GiB peak; target < {TARGET_S:g} s "
+        f"and < {TARGET_GIB:g} GiB: {verdict}"
+    )
 
 
 def main() -> None:

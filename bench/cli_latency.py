@@ -115,8 +115,9 @@ def imported(code: str) -> dict[str, int]:
     `importlib.import_module` (matplotlib loads its backend and checks its dependencies so); those count
     0 us here, and their own imports are timed as usual.
     """
-    run = subprocess.run([sys.executable, "-X", "importtime", "-c", f"{LOADED}\n{code}"],
-                         capture_output=True, text=True)  # fmt: skip
+    run = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", f"{LOADED}\n{code}"], capture_output=True, text=True
+    )
     mods = dict.fromkeys(run.stdout.rpartition("LOADED-MODULES ")[2].split(), 0)
     for line in run.stderr.splitlines():
         parts = line.removeprefix("import time:").split("|")

@@ -148,8 +148,10 @@ def main(argv: list[str] | None = None) -> None:
     import torch
 
     news = [int(n) for n in args.new.split(",")]
-    print(f"torch {torch.__version__}, device {args.device}, {torch.get_num_threads()} CPU thread(s), "
-          f"prompt {PROMPT} tokens, greedy")  # fmt: skip
+    print(
+        f"torch {torch.__version__}, device {args.device}, {torch.get_num_threads()} CPU thread(s), "
+        f"prompt {PROMPT} tokens, greedy"
+    )
     print(
         f"{'size':>5} {'new':>4} {'no cache s':>10} {'tok/s':>8} {'cache s':>8} {'tok/s':>8} {'ratio':>6}  same"
     )

@@ -70,8 +70,10 @@ def state() -> None:
     world, gib = 8, 2**30
     dist.init_process_group("fake", store=FakeStore(), rank=0, world_size=world)
     print(f"state bytes per process, process 0 of {world} (GiB; fp32 parameters, gradients, AdamW)")
-    print(f"{'size':4}  {'variant':8}  {'params':>13}  {'sharded params':>14}  {'plan':>8}  {'AdamW':>8}  "
-          f"{'plan':>8}  {'data parallel total':>19}  {'sharded total':>13}")  # fmt: skip
+    print(
+        f"{'size':4}  {'variant':8}  {'params':>13}  {'sharded params':>14}  {'plan':>8}  {'AdamW':>8}  "
+        f"{'plan':>8}  {'data parallel total':>19}  {'sharded total':>13}"
+    )
     next_toml = os.path.join(ROOT, "docs", "extending", "next.toml")
     for size, ladder in (("1B", None), ("3B", next_toml), ("7B", next_toml)):
         mcfg = replace(model_config(size, "standard", ladder=ladder), block_size=256)
@@ -86,9 +88,11 @@ def state() -> None:
         adam = sum(local(t).numel() * t.element_size() for s in optimizer.state.values() for t in s.values())
         plan, whole = state_bytes(mcfg, world, "fsdp"), state_bytes(mcfg)
         assert (held, adam) == (plan["params"], plan["optimizer"]), "the plan's arithmetic is not FSDP2's"
-        print(f"{size:4}  {'standard':8}  {mcfg.n_params:>13,}  {held / gib:>14.3f}  {plan['params'] / gib:>8.3f}  "
-              f"{adam / gib:>8.3f}  {plan['optimizer'] / gib:>8.3f}  {sum(whole.values()) / gib:>19.2f}  "
-              f"{(2 * held + adam) / gib:>13.2f}")  # fmt: skip
+        print(
+            f"{size:4}  {'standard':8}  {mcfg.n_params:>13,}  {held / gib:>14.3f}  {plan['params'] / gib:>8.3f}  "
+            f"{adam / gib:>8.3f}  {plan['optimizer'] / gib:>8.3f}  {sum(whole.values()) / gib:>19.2f}  "
+            f"{(2 * held + adam) / gib:>13.2f}"
+        )
     print("(the widest compared variant of each size; sharded total = parameters + gradients + AdamW state)")
     dist.destroy_process_group()
 
@@ -188,8 +192,10 @@ def peaks() -> None:
         name = f"{world} process(es), {'sharded' if shard_ == 'fsdp' else 'data parallel'}" + (
             ", checkpointing" if every else ""
         )
-        print(f"{name:44}  {found['built'] / mib:>6.0f}  {found['peak'] / mib:>13.0f}  {plan / mib:>6.0f}  "
-              f"{found['peak'] / plan:>11.2f}")  # fmt: skip
+        print(
+            f"{name:44}  {found['built'] / mib:>6.0f}  {found['peak'] / mib:>13.0f}  {plan / mib:>6.0f}  "
+            f"{found['peak'] / plan:>11.2f}"
+        )
     print(
         "MiB over each process's memory before the model (torch, the process group): built, with model and"
         " optimiser built (and cut); training peak, over 3 steps; plan: state + gathered + activations"
@@ -232,16 +238,24 @@ def step_time(steps: int, profile: bool) -> None:
         mp.spawn(_time_process, args=(2, folder, steps, profile), nprocs=2)
         times = json.loads(Path(folder, "time0.json").read_text())
     dp, sharded = (statistics.median(times[k]) for k in ("data parallel", "sharded"))
-    print(f"2 CPU processes (gloo), small model ({BATCH} x {SMALL['block_size']} tokens a step), {steps} steps each, "
-          f"alternated: median step data parallel {dp * 1e3:.1f} ms, sharded {sharded * 1e3:.1f} ms")  # fmt: skip
+    print(
+        f"2 CPU processes (gloo), small model ({BATCH} x {SMALL['block_size']} tokens a step), {steps} steps each, "
+        f"alternated: median step data parallel {dp * 1e3:.1f} ms, sharded {sharded * 1e3:.1f} ms"
+    )
     verdict = "meets" if sharded / dp <= TARGET else "misses"
     print(f"sharded / data parallel = {sharded / dp:.2f} ({verdict} the target of <= {TARGET})")
     if profile:
         print("\none sharded step on process 0, by self CPU time:\n" + times["profile"])
 
 
-GPU_SETTINGS = (("none", "none", "tf32"), ("fsdp", "none", "tf32"), ("fsdp", "full", "tf32"),
-                ("none", "none", "bf16"), ("fsdp", "none", "bf16"), ("fsdp", "full", "bf16"))  # fmt: skip
+GPU_SETTINGS = (
+    ("none", "none", "tf32"),
+    ("fsdp", "none", "tf32"),
+    ("fsdp", "full", "tf32"),
+    ("none", "none", "bf16"),
+    ("fsdp", "none", "bf16"),
+    ("fsdp", "full", "bf16"),
+)
 
 
 def gpu(size: str, steps: int, ladder: str | None) -> None:
@@ -259,8 +273,18 @@ def gpu(size: str, steps: int, ladder: str | None) -> None:
     print(f"{'setting':44}  {'max |dloss|':>11}  {'val_loss':>8}  {'peak':>6}  {'plan':>6}  {'peak/plan':>9}")
     with tempfile.TemporaryDirectory() as folder:
         for shard_, ac, precision in GPU_SETTINGS:
-            cfg = TrainConfig(size, "standard", data="synthetic", steps=steps, log_every=1, checkpoint_every=0,
-                              shard=shard_, activation_checkpointing=ac, precision=precision, ladder=ladder)  # fmt: skip
+            cfg = TrainConfig(
+                size,
+                "standard",
+                data="synthetic",
+                steps=steps,
+                log_every=1,
+                checkpoint_every=0,
+                shard=shard_,
+                activation_checkpointing=ac,
+                precision=precision,
+                ladder=ladder,
+            )
             torch.cuda.reset_peak_memory_stats()
             out = Path(folder, f"{shard_}-{ac}-{precision}.csv")
             record = train(cfg, out)
@@ -274,8 +298,10 @@ def gpu(size: str, steps: int, ladder: str | None) -> None:
                 sum(plan[k] for k in ("params", "grads", "optimizer", "gathered", "activations")) / 2**30
             )
             diff = max(abs(a - b) for a, b in zip(losses, reference[precision], strict=True))
-            print(f"{own.name + ', ' + precision:44}  {diff:>11.2e}  {record['result']['val_loss']:>8.4f}  "
-                  f"{peak:>6.2f}  {estimate:>6.2f}  {peak / estimate:>9.2f}")  # fmt: skip
+            print(
+                f"{own.name + ', ' + precision:44}  {diff:>11.2e}  {record['result']['val_loss']:>8.4f}  "
+                f"{peak:>6.2f}  {estimate:>6.2f}  {peak / estimate:>9.2f}"
+            )
 
 
 def main() -> None:
@@ -287,8 +313,12 @@ def main() -> None:
     parser.add_argument("--profile", action="store_true", help="time: profile one sharded step")
     args = parser.parse_args()
     os.environ.setdefault("OMP_NUM_THREADS", "1")
-    parts = {"state": state, "peaks": peaks, "time": lambda: step_time(args.steps, args.profile),
-             "gpu": lambda: gpu(args.size, args.steps, args.ladder)}  # fmt: skip
+    parts = {
+        "state": state,
+        "peaks": peaks,
+        "time": lambda: step_time(args.steps, args.profile),
+        "gpu": lambda: gpu(args.size, args.steps, args.ladder),
+    }
     parts[args.part]()
 
 

@@ -271,9 +271,11 @@ def compare(chosen: Setting, baseline: Setting | None, timeout: float) -> None:
     rc = run(chosen, timeout)
     first = rc if "error" not in rc else rb or {}
     if "device" in first:
-        print(f"{chosen.size} {chosen.variant}: {first['params_M']:.2f}M params, batch {first['batch']} x "
-              f"{first['block']}, {chosen.steps} timed steps after {chosen.warmup} warm-up, {first['device']}; "
-              f"memory: {first['memory_kind']}")  # fmt: skip
+        print(
+            f"{chosen.size} {chosen.variant}: {first['params_M']:.2f}M params, batch {first['batch']} x "
+            f"{first['block']}, {chosen.steps} timed steps after {chosen.warmup} warm-up, {first['device']}; "
+            f"memory: {first['memory_kind']}"
+        )
     print(HEADER)
     if baseline:
         print(line(baseline, rb, None) + "  (baseline)")
@@ -305,8 +307,10 @@ def gpu_check(a: argparse.Namespace) -> None:
             full = f"{r['full_steps'] * r['step_s'] / 60:>8.1f} min" if "error" not in r else ""
             published = f"{pub:>7.1f} min" if pub is not None and full else ""
             print(line(s, r, got.get("base") if key == "fast" else None) + full + published, flush=True)
-    print(f"done in {time.perf_counter() - start:.0f} s; 'full run': the size's published step count at this "
-          f"step time; 'published': median minutes of its review_neutral runs (B200, TF32 eager)")  # fmt: skip
+    print(
+        f"done in {time.perf_counter() - start:.0f} s; 'full run': the size's published step count at this "
+        f"step time; 'published': median minutes of its review_neutral runs (B200, TF32 eager)"
+    )
     for size, got in results.items():
         b, f = got.get("base", {}), got.get("fast", {})
         if size in ("tiny", "60M") or "tokens_per_s" not in b or "tokens_per_s" not in f:
@@ -314,19 +318,25 @@ def gpu_check(a: argparse.Namespace) -> None:
         mfu = f["tokens_per_s"] * f["flops_per_token"] / f["peak_flops"]
         speedup = f["tokens_per_s"] / b["tokens_per_s"]
         met = mfu >= MFU_GOAL and speedup >= SPEEDUP_GOAL
-        print(f"goal at {size}: bf16 + compile MFU {mfu:.1%} (>= {MFU_GOAL:.0%}) and {speedup:.2f}x TF32 "
-              f"eager tokens/s (>= {SPEEDUP_GOAL:g}x): {'met' if met else 'MISSED'}")  # fmt: skip
+        print(
+            f"goal at {size}: bf16 + compile MFU {mfu:.1%} (>= {MFU_GOAL:.0%}) and {speedup:.2f}x TF32 "
+            f"eager tokens/s (>= {SPEEDUP_GOAL:g}x): {'met' if met else 'MISSED'}"
+        )
 
 
 def print_gate_cost(s: Setting, rounds: int) -> None:
     """`gate_cost` of the setting, each block's step time and the median ratio."""
     r = gate_cost(s, rounds)
-    print(f"{s.size} {s.variant}, {s.label}: {rounds} rounds of {s.steps} steps each way, alternating, "
-          f"after {s.warmup} warm-up")  # fmt: skip
+    print(
+        f"{s.size} {s.variant}, {s.label}: {rounds} rounds of {s.steps} steps each way, alternating, "
+        f"after {s.warmup} warm-up"
+    )
     for key in ("plain", "watched"):
         print(f"  {key:<8} s/step: " + " ".join(f"{t / s.steps:.3f}" for t in r[key]))
-    print(f"gates watched / unwatched step time: median {r['median']:.3f} "
-          f"(rounds: {', '.join(f'{x:.3f}' for x in r['ratios'])})")  # fmt: skip
+    print(
+        f"gates watched / unwatched step time: median {r['median']:.3f} "
+        f"(rounds: {', '.join(f'{x:.3f}' for x in r['ratios'])})"
+    )
 
 
 def main() -> None:
@@ -374,8 +384,18 @@ def main() -> None:
         gpu_check(a)
         return
     steps, warmup = a.steps or 10, a.warmup or 3
-    chosen = Setting(a.size, a.variant, a.precision, a.compile, a.fused, a.batch, a.vocab, steps,
-                     warmup + 2 * a.compile, a.device)  # fmt: skip
+    chosen = Setting(
+        a.size,
+        a.variant,
+        a.precision,
+        a.compile,
+        a.fused,
+        a.batch,
+        a.vocab,
+        steps,
+        warmup + 2 * a.compile,
+        a.device,
+    )
     if a.profile:
         r = measure(replace(chosen, gates=a.gates), profile=True)
         print(f"{chosen.size} {chosen.label}: {r['step_s'] * 1e3:.1f} ms/step under the profiler")

@@ -176,14 +176,32 @@ def analyze(
     Any comparison: --reference, --baselines, --metric and --higher-is-better choose it (claims and
     reproduction are the paper's own); every format states it.
     """
-    flags = {"table": table, "emergence": emergence, "power": power, "notes": notes,
-             "equivalence": equivalence, "claims": claims, "card": card, "pool-check": pool_check}  # fmt: skip
+    flags = {
+        "table": table,
+        "emergence": emergence,
+        "power": power,
+        "notes": notes,
+        "equivalence": equivalence,
+        "claims": claims,
+        "card": card,
+        "pool-check": pool_check,
+    }
     name = _one_view(view, flags)
     width = None if wide or fmt is not Format.text else shutil.get_terminal_size().columns
     options = dict(comparison=comparison(reference, baselines, metric, higher_is_better), adjust=adjust.value)
-    options |= dict(margin=margin, effect=effect, at=at or [], target_power=target_power, steps=steps,
-                    ladder=ladder and str(ladder), claims_file=claims_file, noise=noise, against=against,
-                    data=data, card_file=card_file)  # fmt: skip
+    options |= dict(
+        margin=margin,
+        effect=effect,
+        at=at or [],
+        target_power=target_power,
+        steps=steps,
+        ladder=ladder and str(ladder),
+        claims_file=claims_file,
+        noise=noise,
+        against=against,
+        data=data,
+        card_file=card_file,
+    )
     names = [c.strip() for c in columns.split(",") if c.strip()] if columns else None
     with known_errors():
         from cli.dataload import load_checked

@@ -81,9 +81,15 @@ def _effect_seeds(
     plan = seeds_for_effect(data, effect, sizes, variants, Comparison(reference))
     columns = ["size", "seeds_present", "seeds_needed", "seeds_to_add", "new_seeds", "gpu_minutes", "note"]
     title = f"rr sweep: seeds for {percent(POWER)} power on the seed-paired test at a gap of {significant(effect)} (seed_plan)"
-    echo_records(plan[columns].astype(object).where(plan[columns].notna(), None).to_dict("records"),
-                 Format.text, title=title, formats={"new_seeds": lambda s: ",".join(map(str, s)) or BLANK,
-                 "gpu_minutes": lambda m: fixed(m, 0, grouped=True, none=BLANK)})  # fmt: skip
+    echo_records(
+        plan[columns].astype(object).where(plan[columns].notna(), None).to_dict("records"),
+        Format.text,
+        title=title,
+        formats={
+            "new_seeds": lambda s: ",".join(map(str, s)) or BLANK,
+            "gpu_minutes": lambda m: fixed(m, 0, grouped=True, none=BLANK),
+        },
+    )
     return dict(zip(plan["size"], plan["new_seeds"], strict=True))
 
 

@@ -16,11 +16,23 @@ from __future__ import annotations
 import math
 from decimal import ROUND_HALF_UP, Decimal
 
-__all__ = ["fixed", "p_value", "significant", "percent", "percent_above", "missing", "NA", "BLANK", "P_FLOOR"]
+__all__ = [
+    "fixed",
+    "p_value",
+    "significant",
+    "percent",
+    "percent_above",
+    "missing",
+    "cut",
+    "NA",
+    "BLANK",
+    "P_FLOOR",
+]
 
 P_FLOOR = 1e-4  # a p below this prints as "<0.0001": four decimals cannot tell it from zero
 NA = "n/a"  # a statistic that does not exist (views, claims, report)
 BLANK = "-"  # a value a run or a plan does not have (the training commands' tables)
+EXACT_DIGITS = 12  # a computed float's significant digits that stand for a decimal; past them: float noise
 
 
 def missing(v: object) -> bool:
@@ -37,6 +49,18 @@ def missing(v: object) -> bool:
         return bool(math.isnan(v))  # type: ignore[arg-type]
     except TypeError:  # not a number: pandas' NA (whose truth is ambiguous), or text
         return type(v).__name__ == "NAType"
+
+
+def cut(v: float) -> float:
+    """`v` cut to `EXACT_DIGITS` significant digits: the decimal a computed value stands for, so that a
+    value on the edge of a rounding interval is judged the same whichever way float noise moved it.
+
+    Example
+    -------
+    >>> cut(1.5041499999999999), cut(1.5041500000000002), cut(0.0040499999999999998)
+    (1.50415, 1.50415, 0.00405)
+    """
+    return float(f"{v:.{EXACT_DIGITS}g}")
 
 
 def fixed(
@@ -58,7 +82,8 @@ def fixed(
         return none
     if math.isinf(v):
         return format(v, "+" if sign else "")
-    exact = Decimal(v) if isinstance(v, int) else Decimal(f"{v:.12g}")  # a count keeps every digit
+    # a count keeps every digit; a float is cut to the decimal it stands for (`cut`)
+    exact = Decimal(v) if isinstance(v, int) else Decimal(f"{v:.{EXACT_DIGITS}g}")
     q = exact.quantize(Decimal(1).scaleb(-decimals), rounding=ROUND_HALF_UP)
     return format(q + 0, ("+" if sign else "") + ("," if grouped else ""))  # + 0: -0.0000 is 0.0000
 

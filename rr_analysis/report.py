@@ -48,21 +48,41 @@ REPORT_NAME = "report.md"
 # (file, heading, caption, `emergence_plot`'s options): the emergence figures in reading order, each drawn as
 # `rr plot emergence` draws it with those options, so a file name is one figure in the report and out of it.
 _EMERGENCE = (
-    ("emergence.png", f"Primary: {test_name(PRIMARY_TEST)}, with the size-level line",
-     "The primary analysis, as `rr plot emergence` draws it: the seed-matched paired t-test's gaps, ±1 SE, "
-     "stars Holm-adjusted; the line is the primary size-level model's fit with its 95% CI band.", {}),
-    ("emergence_welch.png", f"The paper's Figure 2: {test_name('welch')}",
-     "The paper's Figure 2 as published (`rr plot emergence --stat welch --adjust none --no-fit`): Welch "
-     "t-test, ±1 SE, stars unadjusted.", {"stat": "welch", "adjust": "none", "fit": False}),
-    ("emergence_mixed.png", test_name("mixed"),
-     "The same gaps as seen by the per-size mixed model (`rr plot emergence --stat mixed --no-fit`), ±1 SE, "
-     "stars Holm-adjusted.", {"stat": "mixed", "fit": False}),
-)  # fmt: skip
+    (
+        "emergence.png",
+        f"Primary: {test_name(PRIMARY_TEST)}, with the size-level line",
+        "The primary analysis, as `rr plot emergence` draws it: the seed-matched paired t-test's gaps, ±1 SE, "
+        "stars Holm-adjusted; the line is the primary size-level model's fit with its 95% CI band.",
+        {},
+    ),
+    (
+        "emergence_welch.png",
+        f"The paper's Figure 2: {test_name('welch')}",
+        "The paper's Figure 2 as published (`rr plot emergence --stat welch --adjust none --no-fit`): Welch "
+        "t-test, ±1 SE, stars unadjusted.",
+        {"stat": "welch", "adjust": "none", "fit": False},
+    ),
+    (
+        "emergence_mixed.png",
+        test_name("mixed"),
+        "The same gaps as seen by the per-size mixed model (`rr plot emergence --stat mixed --no-fit`), ±1 SE, "
+        "stars Holm-adjusted.",
+        {"stat": "mixed", "fit": False},
+    ),
+)
 _RAW = (
-    ("scaling.png", "Scaling", "Validation loss against parameters: every run a point, the seed mean a line."),
-    ("seeds.png", "Seeds", "Per size: every run, each variant's mean with its 95% t interval, and a line per seed (the pairing)."),
+    (
+        "scaling.png",
+        "Scaling",
+        "Validation loss against parameters: every run a point, the seed mean a line.",
+    ),
+    (
+        "seeds.png",
+        "Seeds",
+        "Per size: every run, each variant's mean with its 95% t interval, and a line per seed (the pairing).",
+    ),
     ("calibration.png", "Calibration", "Expected calibration error by size and variant, where measured."),
-)  # fmt: skip
+)
 
 
 _DRAWN = {"scaling.png": scaling_figure, "seeds.png": seeds_figure, "calibration.png": calibration_figure}

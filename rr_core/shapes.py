@@ -81,11 +81,19 @@ def param_shapes(cfg: GPTConfig) -> list[tuple[str, tuple[int, ...]]]:
     d = cfg.d_model
     rule = rule_shapes(cfg.variant, d)  # the variant's entry (rr_core.variants)
     sublayers = {
-        "attn": [("c_attn.weight", (3 * d, d)), ("c_attn.bias", (3 * d,)), ("c_proj.weight", (d, d)),
-                 ("c_proj.bias", (d,))],
-        "mlp": [("c_fc.weight", (4 * d, d)), ("c_fc.bias", (4 * d,)), ("c_proj.weight", (d, 4 * d)),
-                ("c_proj.bias", (d,))],
-    }  # fmt: skip
+        "attn": [
+            ("c_attn.weight", (3 * d, d)),
+            ("c_attn.bias", (3 * d,)),
+            ("c_proj.weight", (d, d)),
+            ("c_proj.bias", (d,)),
+        ],
+        "mlp": [
+            ("c_fc.weight", (4 * d, d)),
+            ("c_fc.bias", (4 * d,)),
+            ("c_proj.weight", (d, 4 * d)),
+            ("c_proj.bias", (d,)),
+        ],
+    }
     block = []
     for norm, sublayer, residual in (("ln_1", "attn", "res_attn"), ("ln_2", "mlp", "res_mlp")):
         block += [(f"{norm}.weight", (d,))]

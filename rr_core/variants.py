@@ -110,8 +110,16 @@ VARIANT_RULE = "a variant name: a lower-case ASCII letter, then at most 39 lower
 # Colours of variants that bring none (unregistered, or registered without one): Paul Tol's "muted"
 # qualitative scheme (https://personal.sron.nl/~pault/), colour-blind safe and distinct from Okabe-Ito's.
 EXTRA_COLOURS: tuple[str, ...] = (
-    "#CC6677", "#332288", "#DDCC77", "#117733", "#88CCEE", "#882255", "#44AA99", "#999933", "#AA4499",
-)  # fmt: skip
+    "#CC6677",
+    "#332288",
+    "#DDCC77",
+    "#117733",
+    "#88CCEE",
+    "#882255",
+    "#44AA99",
+    "#999933",
+    "#AA4499",
+)
 _COLOUR = re.compile(r"#[0-9A-Fa-f]{6}")
 _LAZY_RULE = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*", re.ASCII)
 
@@ -372,27 +380,47 @@ def unknown_variant(name: str) -> str:
 # see each rule in rr_model.model (tests/test_model.py and tests/test_shapes.py build every one and check
 # the count and the shapes).
 register_residual(
-    "review_neutral", "rr_model.model:ReviewNeutral", label="Review", colour="#0072B2",
+    "review_neutral",
+    "rr_model.model:ReviewNeutral",
+    label="Review",
+    colour="#0072B2",
     params=lambda d: [("gate.weight", (d, 2 * d)), ("gate.bias", (d,))],  # gate Linear(2d -> d)
-)  # fmt: skip
+)
 register_residual(
-    "highway", "rr_model.model:Highway", label="Highway", colour="#E69F00", matched=True,
+    "highway",
+    "rr_model.model:Highway",
+    label="Highway",
+    colour="#E69F00",
+    matched=True,
     params=lambda d: [("gate.weight", (d, d)), ("gate.bias", (d,))],  # gate Linear(d -> d)
-)  # fmt: skip
+)
 register_residual(
-    "standard", "rr_model.model:Standard", label="Standard", colour="#009E73", matched=True,
+    "standard",
+    "rr_model.model:Standard",
+    label="Standard",
+    colour="#009E73",
+    matched=True,
     params=lambda d: [],
-)  # fmt: skip
+)
 register_residual(
-    "review_convex", "rr_model.model:ReviewConvex", label="Review (convex)", colour="#D55E00",
+    "review_convex",
+    "rr_model.model:ReviewConvex",
+    label="Review (convex)",
+    colour="#D55E00",
     params=lambda d: [("gate.weight", (d, 2 * d)), ("gate.bias", (d,))],  # Review's gate
-)  # fmt: skip
+)
 register_residual(
-    "layerscale", "rr_model.model:LayerScale", label="LayerScale", colour="#CC79A7",
+    "layerscale",
+    "rr_model.model:LayerScale",
+    label="LayerScale",
+    colour="#CC79A7",
     params=lambda d: [("scale", (d,))],  # per-channel scale
-)  # fmt: skip
+)
 register_residual(
-    "rezero", "rr_model.model:ReZero", label="ReZero", colour="#56B4E9",
+    "rezero",
+    "rr_model.model:ReZero",
+    label="ReZero",
+    colour="#56B4E9",
     params=lambda d: [("alpha", ())],  # one scalar
-)  # fmt: skip
+)
 NAMES = tuple(VARIANTS)

@@ -10,8 +10,10 @@ fixtures they name as arguments.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import sys
+from collections.abc import Collection
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from unittest import mock
@@ -40,27 +42,77 @@ def rr(*args: object, env: dict[str, str] | None = None) -> Result:
     return CliRunner().invoke(app, [str(a) for a in args], env=env)
 
 
-def close(got: Any, expected: Any, rel: float = 1e-6) -> bool:
-    """Whether two JSON values are equal, floats to a relative tolerance `rel` (strings, bools, None, ints and
-    structure exactly): for records whose numbers come from optimisers that move in the last digits between
-    library releases."""
+# Numbers recorded once (golden outputs) are compared to this relative tolerance: the optimiser results (REML,
+# Kenward-Roger, the power-law fit's amplitude on its flat ridge) move up to 1.2e-6 when the losses move by a
+# few units of their last float digit, which is what another numpy, scipy or pandas does to them; the printed
+# text shows 4 significant digits, so a real change moves them far past it.
+REL = 1e-5
+
+
+def close(got: Any, expected: Any, rel: float = REL, values: Collection[float] = ()) -> bool:
+    """Whether two JSON values are equal, floats to a relative tolerance `rel` and strings as `same_printed`
+    reads them with `values` (bools, None, ints and structure exactly): for records whose numbers come from
+    optimisers that move in the last digits between library releases."""
     import math
 
     if isinstance(expected, float) and isinstance(got, int | float) and not isinstance(got, bool):
         return math.isclose(got, expected, rel_tol=rel, abs_tol=0.0) or got == expected
+    if isinstance(expected, str) and isinstance(got, str):
+        return same_printed(got, expected, values, rel)
     if isinstance(expected, dict):
         return (
             isinstance(got, dict)
             and got.keys() == expected.keys()
-            and all(close(got[k], expected[k], rel) for k in expected)
+            and all(close(got[k], expected[k], rel, values) for k in expected)
         )
     if isinstance(expected, list):
         return (
             isinstance(got, list)
             and len(got) == len(expected)
-            and all(close(g, e, rel) for g, e in zip(got, expected, strict=True))
+            and all(close(g, e, rel, values) for g, e in zip(got, expected, strict=True))
         )
     return type(got) is type(expected) and got == expected
+
+
+# a number printed with decimals, standing alone (not part of a name, a colour or a number in e-notation)
+_DECIMAL = re.compile(r"(?<![\w.#])(\d+\.\d+)(?![\w.])")
+
+
+def same_printed(got: str, want: str, values: Collection[float] = (), rel: float = REL) -> bool:
+    """Whether two printed texts read the same: equal, but that a decimal number may read one unit of its last
+    digit away where the two readings are the two roundings of one of `values` (to `rel`).
+
+    Such a value sits on a rounding edge (0.00405 at four decimals, to within the digits the library versions
+    move it), so it prints either way; anything else printed is compared exactly.
+    """
+    if got == want:
+        return True
+    a, b = _DECIMAL.split(got), _DECIMAL.split(want)
+    return len(a) == len(b) and all(
+        x == y or (i % 2 == 1 and _on_edge(x, y, values, rel))
+        for i, (x, y) in enumerate(zip(a, b, strict=True))
+    )
+
+
+def _on_edge(x: str, y: str, values: Collection[float], rel: float) -> bool:
+    """Whether `x` and `y`, digits as printed, are one unit of the last digit apart around one of `values`."""
+    import math
+
+    if len(x) != len(y) or x.find(".") != y.find("."):
+        return False
+    if abs(int(x.replace(".", "")) - int(y.replace(".", ""))) != 1:
+        return False
+    edge = (float(x) + float(y)) / 2
+    return any(math.isclose(abs(v), edge, rel_tol=rel) for v in values)
+
+
+def floats_in(value: Any) -> list[float]:
+    """Every float in a JSON value, however deeply nested: the values its printed forms may round."""
+    if isinstance(value, float):
+        return [value]
+    if isinstance(value, dict):
+        value = list(value.values())
+    return [n for v in value for n in floats_in(v)] if isinstance(value, list) else []
 
 
 def stub_tokens(**kw: Any) -> Tokens:

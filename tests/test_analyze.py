@@ -172,8 +172,11 @@ def test_table_view_loads_no_plotting_or_torch():
 def test_entry_point_subprocess():
     out = subprocess.run(
         [sys.executable, "-m", "cli.main", "analyze", "--notes", "--format", "json"],
-        cwd=ROOT, capture_output=True, text=True, check=True,
-    )  # fmt: skip
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert {r["kind"] for r in json.loads(out.stdout)} >= {"token_budget", "fewer_seeds"}
     assert out.stderr == ""
 
@@ -220,8 +223,15 @@ def test_power_plans_from_no_observed_effect_of_fewer_than_three_pairs():
 
 def test_recipe_notes_on_published_data():
     n = recipe_notes(load_sweep())
-    assert n["kind"].tolist() == ["token_budget", "larger_size_higher_loss", "larger_size_higher_loss",
-                                  "fewer_seeds", "params_mismatch", "params_mismatch", "params_mismatch"]  # fmt: skip
+    assert n["kind"].tolist() == [
+        "token_budget",
+        "larger_size_higher_loss",
+        "larger_size_higher_loss",
+        "fewer_seeds",
+        "params_mismatch",
+        "params_mismatch",
+        "params_mismatch",
+    ]
     assert "590M: 7000; 1B: 6000" in n["message"].iloc[0]
     assert n[n["kind"] == "fewer_seeds"]["size"].tolist() == ["320M"]
     assert n[n["kind"] == "params_mismatch"]["size"].tolist() == ["60M", "320M", "590M"]
@@ -237,16 +247,20 @@ def test_dataset_card_matches_the_data():
 
 def test_card_mismatch_notices_a_changed_value():
     df = load_sweep()
-    text = update_card("# card\n<!-- BEGIN GENERATED: rr analyze --card; do not edit by hand -->\n"
-                       "<!-- END GENERATED -->\n", gap_table(df))  # fmt: skip
+    text = update_card(
+        "# card\n<!-- BEGIN GENERATED: rr analyze --card; do not edit by hand -->\n<!-- END GENERATED -->\n",
+        gap_table(df),
+    )
     df.loc[0, "val_loss"] += 0.01
     assert "does not match the data" in card_mismatch(text, gap_table(df))
 
 
 def test_card_command_rewrites_only_the_block(tmp_path):
     card = tmp_path / "README.md"
-    card.write_text("intro\n<!-- BEGIN GENERATED: rr analyze --card; do not edit by hand -->\nold\n"
-                    "<!-- END GENERATED -->\ntail\n")  # fmt: skip
+    card.write_text(
+        "intro\n<!-- BEGIN GENERATED: rr analyze --card; do not edit by hand -->\nold\n"
+        "<!-- END GENERATED -->\ntail\n"
+    )
     before = card.stat().st_ino
     result = analyze("--card", "--card-file", str(card))
     assert result.exit_code == 0 and "updated" in result.output
@@ -312,9 +326,11 @@ def test_table_at_80_columns_keeps_the_gap_its_ci_and_hedges_g():
         "60M   Highway   0.0032\u2020   [-0.0115, 0.0180]    0.28   0.4455   0.4654",
     ]
     below = " ".join(line.strip() for line in lines[14:19])
-    assert below.startswith("not shown at width 80: Review params (M), baseline params (M), n R/B, Review mean, "
-                            "baseline mean, 95% CI of g, Welch t, Welch df, Welch 95% CI, Welch p, Welch p adj, "
-                            "paired* t, paired* df, ")  # fmt: skip
+    assert below.startswith(
+        "not shown at width 80: Review params (M), baseline params (M), n R/B, Review mean, "
+        "baseline mean, 95% CI of g, Welch t, Welch df, Welch 95% CI, Welch p, Welch p adj, "
+        "paired* t, paired* df, "
+    )
     assert below.endswith("mixed p adj (--wide shows all, --columns chooses)")
     assert max(map(len, lines)) <= 80
 
@@ -330,8 +346,9 @@ def test_columns_choose_and_order_the_columns_and_none_is_dropped():
     named = "size,baseline,gap,welch_95_ci,hedges_g,sign_flip_p_floor,mixed_p_adj,welch_t"
     lines = analyze("--columns", named, env={"COLUMNS": "80"}).output.splitlines()
     assert lines[2].split() == ["size", "baseline", "gap", "95%", "CI", "g", "p", "(floor)", "p", "adj", "t"]
-    assert lines[4].split() == ["60M", "Highway", "0.0032\u2020", "[-0.0203,", "0.0267]", "0.28", "0.5", "(0.25)",
-                                "0.2933", "0.42"]  # fmt: skip
+    assert (
+        lines[4].split() == "60M Highway 0.0032\u2020 [-0.0203, 0.0267] 0.28 0.5 (0.25) 0.2933 0.42".split()
+    )
     assert "not shown" not in "\n".join(lines)
     md = analyze("--format", "markdown", "--columns", "gap,size").output.splitlines()
     assert md[:3] == ["| gap | size |", "|---|---|", "| 0.0032\u2020 | 60M |"]

@@ -48,8 +48,16 @@ def sbatch_lines(script: str) -> set[str]:
 
 
 def test_the_sbatch_script_asks_for_the_requested_resources(tmp_path):
-    resources = Resources(partition="gpu", account="lab", time_min=120, gpus=4, cpus=32, mem_gb=200,
-                          sbatch={"qos": "high", "exclusive": True}, setup=("module load cuda",))  # fmt: skip
+    resources = Resources(
+        partition="gpu",
+        account="lab",
+        time_min=120,
+        gpus=4,
+        cpus=32,
+        mem_gb=200,
+        sbatch={"qos": "high", "exclusive": True},
+        setup=("module load cuda",),
+    )
     script = sbatch_script(tmp_path / "s.csv", resources, n_jobs=9)
     folder = tmp_path / "s.jobs"
     assert sbatch_lines(script) == {
@@ -126,8 +134,10 @@ def test_slurm_sweep_submits_one_array_and_status_and_cancel_follow_it(tmp_path,
     status = rr("sweep", "--status", "--out", out)
     assert status.exit_code == 0, status.output
     rows = [line.split() for line in status.stdout.splitlines() if line.startswith("4242_")]
-    assert [r[:6] for r in rows] == [["4242_0", "tiny", "standard", "0", "DONE", "6"],
-                                     ["4242_1", "tiny", "standard", "1", "PENDING", "4"]]  # fmt: skip
+    assert [r[:6] for r in rows] == [
+        ["4242_0", "tiny", "standard", "0", "DONE", "6"],
+        ["4242_1", "tiny", "standard", "1", "PENDING", "4"],
+    ]
     assert rows[1][6] == str(tmp_path / "sweep.jobs" / "4242_1" / "4242_1_0_log.out")
 
     again = rr(*args)
@@ -217,7 +227,8 @@ def test_a_job_signalled_out_of_time_is_requeued_and_resumes_bitwise(tmp_path):
         assert os.waitpid(controller, os.WNOHANG) == (0, 0), "the job ended before its first checkpoint"
         time.sleep(0.02)
     (task,) = _children(controller)
-    os.kill(task, submitit.JobEnvironment._usr_sig())  # what Slurm sends before the time limit
+    # what Slurm sends before the time limit: submitit's own signal, which has no public name
+    os.kill(task, submitit.JobEnvironment._usr_sig())  # noqa: SLF001
     os.waitpid(controller, 0)  # the controller restarts the requeued task and ends with it
 
     (record,) = provenance.read_records(provenance.sidecar_path(out))

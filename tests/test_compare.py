@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import close, rr
+from conftest import close, floats_in, rr, same_printed
 from scipy import stats as sps
 
 from rr_analysis.comparison import METRIC, STAMP, Comparison, compare, for_reference
@@ -59,18 +59,19 @@ def numbers(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 @pytest.mark.parametrize("view", ["table", "emergence"])
-def test_default_text_is_byte_identical_and_json_only_gains_the_comparison(view):
+def test_default_text_is_unchanged_and_json_only_gains_the_comparison(view):
+    """Text as printed, JSON numbers to conftest's REL (the REML and Kenward-Roger fits are optimiser
+    results, which move in their last digits between library releases); a printed number may round the
+    other way only where its value sits on the rounding edge (`same_printed`)."""
     text = rr("analyze", view, "--wide")
-    assert text.exit_code == 0
-    assert text.output == (GOLDEN / f"default_{view}.txt").read_text()
-    records = json.loads(rr("analyze", view, "--format", "json").output)
     before = json.loads((GOLDEN / f"default_{view}.json").read_text())
+    assert text.exit_code == 0
+    assert same_printed(text.output, (GOLDEN / f"default_{view}.txt").read_text(), floats_in(before))
+    records = json.loads(rr("analyze", view, "--format", "json").output)
     assert [{k: r[k] for k in STAMP} for r in records] == [
         {"reference": "review_neutral", "metric": "val_loss", "higher_is_better": False}
     ] * len(before)
-    # numbers to 1e-6 relative: the REML and Kenward-Roger fits are optimiser results, which move in the 7th
-    # digit between statsmodels and scipy releases; the text above, rounded as printed, stays byte-identical
-    assert close([{k: v for k, v in r.items() if k not in STAMP} for r in records], before, rel=1e-6)
+    assert close([{k: v for k, v in r.items() if k not in STAMP} for r in records], before)
 
 
 def test_explicit_published_options_give_the_default_output():
@@ -384,15 +385,17 @@ def test_every_table_has_each_arms_parameter_count_and_flags_a_mismatch_above_2p
     # the published comparison: Highway is 2.03%, 2.7% and 2.4% wider than Review at 60M, 320M and 590M
     pub = gap_table(sweep)
     assert pub.loc[pub["params_flagged"], ["size", "baseline"]].values.tolist() == [
-        ["60M", "highway"], ["320M", "highway"], ["590M", "highway"]
-    ]  # fmt: skip
+        ["60M", "highway"],
+        ["320M", "highway"],
+        ["590M", "highway"],
+    ]
     every = gap_table(df, reference="myrule")
     for frame in (power_table(df, reference="myrule"), equivalence(df, 0.005, reference="myrule")):
         assert frame[["params_M", "baseline_params_M"]].to_numpy() == pytest.approx(
             every.set_index(["size", "baseline"])
             .loc[list(zip(frame["size"], frame["baseline"], strict=True)), ["params_M", "baseline_params_M"]]
             .to_numpy()
-        )  # fmt: skip
+        )
 
 
 def test_the_mismatch_is_flagged_where_the_gap_is_shown_in_every_format(sweep):
@@ -405,8 +408,10 @@ def test_the_mismatch_is_flagged_where_the_gap_is_shown_in_every_format(sweep):
     text = render(t, VIEWS["table"], "text")
     row = next(line for line in text.splitlines() if line.startswith("60M"))
     assert "57.92" in row and "59.71" in row and "-0.0021\u2020" in row.split()  # both arms, the gap marked
-    assert ("\u2020 60M Standard: the arms' parameter counts differ by 3.1% (myrule 57.92M, Standard 59.71M), "
-            "more than 2%: part of the gap may be capacity, not the rule") in text  # fmt: skip
+    assert (
+        "\u2020 60M Standard: the arms' parameter counts differ by 3.1% (myrule 57.92M, Standard 59.71M), "
+        "more than 2%: part of the gap may be capacity, not the rule"
+    ) in text
     assert "-0.0021\\textdagger{}" in render(t, VIEWS["table"], "latex")
     pub = render(gap_table(sweep), VIEWS["table"], "text")
     assert " 0.0032\u2020 " in pub and "-0.0086\u2020" not in pub and "\u2020 60M Highway" in pub

@@ -190,21 +190,75 @@ _SHEET = HEADER + "\n" + GOOD + "\n"
 # (file bytes, the fragments its refusal holds): files as a spreadsheet leaves them, each refused saying what the
 # file or cell is and what to do.
 SPREADSHEET = {
-    "tokens_B": ((HEADER + ",tokens_B\n" + GOOD + ",1.5\n").encode(), ["line 1, column tokens_B - unknown column: an extra measured column's name must be a lower-case identifier", "rename it tokens_b to read it"]),
-    "Accuracy": ((HEADER + ",Accuracy\n" + GOOD + ",0.5\n").encode(), ["column Accuracy - unknown column", "rename it accuracy to read it"]),
-    "val acc": ((HEADER + ",val acc\n" + GOOD + ",0.5\n").encode(), ["column val acc - unknown column", "rename it val_acc to read it"]),
-    "Val_Loss": (_SHEET.replace("val_loss", "Val_Loss").encode(), ["column Val_Loss - unknown column: did you mean val_loss? Names are matched exactly"]),
-    "taken": ((HEADER + ",acc,Acc\n" + GOOD + ",0.5,0.5\n").encode(), ["column Acc - unknown column", "acc, the name it would take, is another column's"]),
-    "xlsx": (_workbook(), ["is a zip archive, not CSV text: an Excel workbook (.xlsx)", "export the sheet as CSV", "pd.read_excel(path).to_csv(new_path, index=False)"]),
-    "xls": (b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + bytes(504), ["is an Excel 97-2003 workbook (.xls), not CSV text", "export the sheet as CSV"]),
-    "utf-16": (_SHEET.encode("utf-16"), ["is UTF-16 text (as Excel's 'Unicode Text' saves it), not UTF-8", "save it as UTF-8", "encoding='utf-16'"]),
-    "utf-16-le": (_SHEET.encode("utf-16-le"), ["is UTF-16 text (without a byte-order mark), not UTF-8", "encoding='utf-16-le'"]),
-    "utf-16-be": (_SHEET.encode("utf-16-be"), ["is UTF-16 text (without a byte-order mark)", "encoding='utf-16-be'"]),
+    "tokens_B": (
+        (HEADER + ",tokens_B\n" + GOOD + ",1.5\n").encode(),
+        [
+            "line 1, column tokens_B - unknown column: an extra measured column's name must be a lower-case identifier",
+            "rename it tokens_b to read it",
+        ],
+    ),
+    "Accuracy": (
+        (HEADER + ",Accuracy\n" + GOOD + ",0.5\n").encode(),
+        ["column Accuracy - unknown column", "rename it accuracy to read it"],
+    ),
+    "val acc": (
+        (HEADER + ",val acc\n" + GOOD + ",0.5\n").encode(),
+        ["column val acc - unknown column", "rename it val_acc to read it"],
+    ),
+    "Val_Loss": (
+        _SHEET.replace("val_loss", "Val_Loss").encode(),
+        ["column Val_Loss - unknown column: did you mean val_loss? Names are matched exactly"],
+    ),
+    "taken": (
+        (HEADER + ",acc,Acc\n" + GOOD + ",0.5,0.5\n").encode(),
+        ["column Acc - unknown column", "acc, the name it would take, is another column's"],
+    ),
+    "xlsx": (
+        _workbook(),
+        [
+            "is a zip archive, not CSV text: an Excel workbook (.xlsx)",
+            "export the sheet as CSV",
+            "pd.read_excel(path).to_csv(new_path, index=False)",
+        ],
+    ),
+    "xls": (
+        b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + bytes(504),
+        ["is an Excel 97-2003 workbook (.xls), not CSV text", "export the sheet as CSV"],
+    ),
+    "utf-16": (
+        _SHEET.encode("utf-16"),
+        [
+            "is UTF-16 text (as Excel's 'Unicode Text' saves it), not UTF-8",
+            "save it as UTF-8",
+            "encoding='utf-16'",
+        ],
+    ),
+    "utf-16-le": (
+        _SHEET.encode("utf-16-le"),
+        ["is UTF-16 text (without a byte-order mark), not UTF-8", "encoding='utf-16-le'"],
+    ),
+    "utf-16-be": (
+        _SHEET.encode("utf-16-be"),
+        ["is UTF-16 text (without a byte-order mark)", "encoding='utf-16-be'"],
+    ),
     "utf-32": (_SHEET.encode("utf-32"), ["is UTF-32 text", "encoding='utf-32'"]),
-    "empty-cell": (_SHEET.replace(",1.7016,", ",,").encode(), ["line 2, column val_loss: '' - the cell is empty, and val_loss needs a value in every row: a finite number in (0, 20)"]),
-    "empty-size": (_SHEET.replace("60M,", ",", 1).encode(), ["line 2, column size: '' - the cell is empty, and size needs a value in every row"]),
-    "nan-cell": (_SHEET.replace(",1.7016,", ",NaN,").encode(), ["line 2, column val_loss: nan - the cell holds NaN (no value), and val_loss needs a value in every row"]),
-}  # fmt: skip
+    "empty-cell": (
+        _SHEET.replace(",1.7016,", ",,").encode(),
+        [
+            "line 2, column val_loss: '' - the cell is empty, and val_loss needs a value in every row: a finite number in (0, 20)"
+        ],
+    ),
+    "empty-size": (
+        _SHEET.replace("60M,", ",", 1).encode(),
+        ["line 2, column size: '' - the cell is empty, and size needs a value in every row"],
+    ),
+    "nan-cell": (
+        _SHEET.replace(",1.7016,", ",NaN,").encode(),
+        [
+            "line 2, column val_loss: nan - the cell holds NaN (no value), and val_loss needs a value in every row"
+        ],
+    ),
+}
 
 
 @pytest.mark.parametrize("name", list(SPREADSHEET))
@@ -391,8 +445,12 @@ def test_writers_keep_extra_columns_and_append_in_the_files_own_column_order(tmp
 
 def test_size_is_an_ordered_categorical_by_parameter_count(tmp_path):
     path = tmp_path / "s.csv"
-    rows = ["1B,review_neutral,0,1010.5,6000,1.4,,", "60M,review_neutral,0,59.47,8000,1.7,,",
-            "tiny,review_neutral,0,1.13,100,2.2,,", "150M,review_neutral,0,150.2,8000,1.6,,"]  # fmt: skip
+    rows = [
+        "1B,review_neutral,0,1010.5,6000,1.4,,",
+        "60M,review_neutral,0,59.47,8000,1.7,,",
+        "tiny,review_neutral,0,1.13,100,2.2,,",
+        "150M,review_neutral,0,150.2,8000,1.6,,",
+    ]
     path.write_text(HEADER + "\n" + "\n".join(rows) + "\n")
     df = load_sweep(path)
     assert df["size"].tolist() == ["1B", "60M", "tiny", "150M"]  # rows keep the file's order

@@ -19,18 +19,43 @@ from rr_analysis.views.registry import VIEWS
 # R on rr_core/sweepfile/published/scaling_v8.csv: lmerTest summary(), summary(ddf = "Kenward-Roger"),
 # metafor::rma(yi, sei = sei, mods = ~ lx, method = "REML", test = "knha"); tightened optimisers.
 R_DEV = {
-    "highway": dict(dev_slope=0.009024643148, dev_se=0.0025803798334, dev_df=3.148432401, dev_p=0.03665446335,
-                    dev_kr_se=0.0025804933056, dev_kr_df=3.337402248, dev_kr_p=0.03341563162),
-    "standard": dict(dev_slope=0.020714338951, dev_se=0.0015374908692, dev_df=20.789318180,
-                     dev_p=9.716444864e-12, dev_kr_se=0.0015378609838, dev_kr_df=3.026442993,
-                     dev_kr_p=8.458697305e-04),
-}  # fmt: skip
+    "highway": dict(
+        dev_slope=0.009024643148,
+        dev_se=0.0025803798334,
+        dev_df=3.148432401,
+        dev_p=0.03665446335,
+        dev_kr_se=0.0025804933056,
+        dev_kr_df=3.337402248,
+        dev_kr_p=0.03341563162,
+    ),
+    "standard": dict(
+        dev_slope=0.020714338951,
+        dev_se=0.0015374908692,
+        dev_df=20.789318180,
+        dev_p=9.716444864e-12,
+        dev_kr_se=0.0015378609838,
+        dev_kr_df=3.026442993,
+        dev_kr_p=8.458697305e-04,
+    ),
+}
 R_META = {
-    "highway": dict(meta_slope=0.0103139048458, meta_se=0.00355832356369, meta_p=0.0625770402304,
-                    meta_tau2=7.22104273412e-06, meta_qe=45.0188737138, meta_qe_p=9.1676381185e-10),
-    "standard": dict(meta_slope=0.0212475649468, meta_se=0.00173364460215, meta_p=0.00116980023491,
-                     meta_tau2=1.98885183653e-06, meta_qe=27.9993659048, meta_qe_p=3.63314979521e-06),
-}  # fmt: skip
+    "highway": dict(
+        meta_slope=0.0103139048458,
+        meta_se=0.00355832356369,
+        meta_p=0.0625770402304,
+        meta_tau2=7.22104273412e-06,
+        meta_qe=45.0188737138,
+        meta_qe_p=9.1676381185e-10,
+    ),
+    "standard": dict(
+        meta_slope=0.0212475649468,
+        meta_se=0.00173364460215,
+        meta_p=0.00116980023491,
+        meta_tau2=1.98885183653e-06,
+        meta_qe=27.9993659048,
+        meta_qe_p=3.63314979521e-06,
+    ),
+}
 
 
 @pytest.fixture(scope="module")
@@ -55,8 +80,10 @@ def test_published_verdicts_name_the_primary_test_and_the_confound(published):
     # standard's size deviation is 0 (R: theta 2.4e-7); highway's own is 4.0e-06, so its row is clean
     assert published["dev_singular"].to_dict() == {"highway": False, "standard": True}
     assert "singular" not in published.loc["highway", "note"]
-    assert ("(b) singular fit (one model fitted jointly with Highway): sd/sd(residual) < 0.0001 for Standard's "
-            "own size deviation") in published.loc["standard", "note"]  # fmt: skip
+    assert (
+        "(b) singular fit (one model fitted jointly with Highway): sd/sd(residual) < 0.0001 for Standard's "
+        "own size deviation"
+    ) in published.loc["standard", "note"]
     assert "590M 7000, 1B 6000" in published.loc["highway", "confound"]
 
 
@@ -72,8 +99,17 @@ def planted() -> pd.DataFrame:
         for seed in range(3):
             gaps = {"review_neutral": 0.0, "standard": 0.002 * lx, "highway": 0.001 + wob}
             for j, (v, gap) in enumerate(gaps.items()):
-                rows.append({"size": s, "variant": v, "seed": seed, "params_M": float(s[:-1]), "steps": 100,
-                             "val_loss": 2.0 - 0.1 * lx + 0.01 * (seed - 1) + gap + 0.0005 * E[seed][j] * (1 + 0.3 * lx)})  # fmt: skip
+                loss = 2.0 - 0.1 * lx + 0.01 * (seed - 1) + gap + 0.0005 * E[seed][j] * (1 + 0.3 * lx)
+                rows.append(
+                    {
+                        "size": s,
+                        "variant": v,
+                        "seed": seed,
+                        "params_M": float(s[:-1]),
+                        "steps": 100,
+                        "val_loss": loss,
+                    }
+                )
     return pd.DataFrame(rows).assign(ece=np.nan, minutes=np.nan)
 
 
@@ -129,8 +165,13 @@ def test_per_run_model_matches_statsmodels_and_lrt(coded, published):
 def test_size_deviation_model_matches_statsmodels_variance_components(coded, published):
     """The same REML optimum as statsmodels' MixedLM with three variance components (groups = size)."""
     vc = {"seed": "0 + C(seedc)", "hw": "0 + hw", "std": "0 + std"}
-    ref = mixedlm(coded, "val_loss ~ 0 + C(size) + hw + std + hw:lxc + std:lxc", groups=coded["size"],
-                  re_formula="0", vc_formula=vc)  # fmt: skip
+    ref = mixedlm(
+        coded,
+        "val_loss ~ 0 + C(size) + hw + std + hw:lxc + std:lxc",
+        groups=coded["size"],
+        re_formula="0",
+        vc_formula=vc,
+    )
     assert published.loc["highway", "dev_slope"] == pytest.approx(ref.fe_params["hw:lxc"], rel=1e-6)
     assert published.loc["standard", "dev_slope"] == pytest.approx(ref.fe_params["std:lxc"], rel=1e-6)
     names = list(ref.model.exog_vc.names)

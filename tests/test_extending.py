@@ -21,8 +21,9 @@ def test_the_extending_example_runs_end_to_end(tmp_path, token_cache):
     env = {**os.environ, "RR_PLUGINS": "./myrule.py", "RR_CACHE": str(token_cache), "PYTHONPATH": str(ROOT)}
 
     def rr(*args: str) -> subprocess.CompletedProcess:
-        result = subprocess.run([sys.executable, "-m", "cli.main", *args], capture_output=True, text=True,
-                                cwd=tmp_path, env=env)  # fmt: skip
+        result = subprocess.run(
+            [sys.executable, "-m", "cli.main", *args], capture_output=True, text=True, cwd=tmp_path, env=env
+        )
         return result
 
     sweep = rr("sweep", "--ladder", "pilot.toml", "--reference", "myrule", "--variant", "myrule",
@@ -50,8 +51,9 @@ def test_the_tuning_pilot_runs_end_to_end(tmp_path, token_cache):
     env = {**os.environ, "RR_PLUGINS": "./myrule.py", "RR_CACHE": str(token_cache), "PYTHONPATH": str(ROOT)}
 
     def rr(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "cli.main", *args], capture_output=True, text=True,
-                              cwd=tmp_path, env=env)  # fmt: skip
+        return subprocess.run(
+            [sys.executable, "-m", "cli.main", *args], capture_output=True, text=True, cwd=tmp_path, env=env
+        )
 
     tune = ("tune", "--ladder", "pilot.toml", "--size", "0.05M", "--variant", "myrule", "--variant", "standard",
             "--lr", "1e-3,2e-3,4e-3,8e-3", "--select-seeds", "0,1", "--seeds", "2,3,4", "--corpus", "synthetic")  # fmt: skip

@@ -21,11 +21,23 @@ from rr_core.shapes import model_config
 # R 4 / metafor on the published CSV: predict(rma(yi, sei = sei, mods = ~ log10(params), method = "REML",
 # test = "knha", control = list(threshold = 1e-14)), newmods = log10(3e9)): pred, se, ci.lb, ci.ub, pi.lb, pi.ub
 R_3B = {
-    "highway": (0.0178717406301, 0.00356979338746, 0.0065110648535, 0.0292324164066, 0.00365205644142,
-                0.0320914248187),
-    "standard": (0.0256337080187, 0.00181529419687, 0.0198566317089, 0.0314107843285, 0.0183181334242,
-                 0.0329492826132),
-}  # fmt: skip
+    "highway": (
+        0.0178717406301,
+        0.00356979338746,
+        0.0065110648535,
+        0.0292324164066,
+        0.00365205644142,
+        0.0320914248187,
+    ),
+    "standard": (
+        0.0256337080187,
+        0.00181529419687,
+        0.0198566317089,
+        0.0314107843285,
+        0.0183181334242,
+        0.0329492826132,
+    ),
+}
 
 
 @pytest.fixture(scope="module")

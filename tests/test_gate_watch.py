@@ -155,8 +155,14 @@ def test_the_log_carries_r_per_layer_and_sublayer_at_every_log_point(runs, token
 
     # Highway's first reading: the run's initial weights on its first batch, both drawn as the trainer does
     cfg = TrainConfig(**RUN, variant="highway", cache_dir=str(token_cache))
-    tokens = load_tokens(cfg.data, n_text=RECIPE.n_text, cache_dir=cfg.cache_dir, tokenizer=cfg.tokenizer,
-                         text_field=cfg.text_field, val_frac=RECIPE.val_frac)  # fmt: skip
+    tokens = load_tokens(
+        cfg.data,
+        n_text=RECIPE.n_text,
+        cache_dir=cfg.cache_dir,
+        tokenizer=cfg.tokenizer,
+        text_field=cfg.text_field,
+        val_frac=RECIPE.val_frac,
+    )
     torch.manual_seed(0)
     model = GPT(replace(model_config("tiny", "highway", tokens.vocab_size), block_size=RECIPE.block_size))
     x, _ = sample_batch(tokens.train, np.random.RandomState(0), RECIPE.batch_size, RECIPE.block_size)
@@ -188,8 +194,11 @@ def test_load_gates_reads_the_logs_and_the_figure_draws_them(runs, tiny_run, tmp
     one = gates[(gates["variant"] == "highway") & (gates["layer"] == 2) & (gates["sublayer"] == "mlp")]
     assert list(x) == one["step"].tolist() and list(y) == one["mean"].tolist()
     assert [ax.get_title() for ax in fig.axes[:4]] == [
-        "tiny Review: attention", "tiny Review: MLP", "tiny Highway: attention", "tiny Highway: MLP"
-    ]  # fmt: skip
+        "tiny Review: attention",
+        "tiny Review: MLP",
+        "tiny Highway: attention",
+        "tiny Highway: MLP",
+    ]
 
     with pytest.raises(InputError, match="no gate readings in .*whole.csv: runs of a variant with a gate"):
         load_gates([tiny_run["out"]])

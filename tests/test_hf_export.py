@@ -54,8 +54,15 @@ def report(tiny_run, tmp_path_factory) -> dict:
     work = tmp_path_factory.mktemp("hf")
     (work / "travel.py").write_bytes(PLUGIN.read_bytes())
     (work / "stuck.py").write_text(STUCK)
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "HF_HOME": str(work / "hf"),
-           "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT), "RR_PLUGINS": f"{work / 'travel.py'},{work / 'stuck.py'}"}  # fmt: skip
+    env = {
+        **os.environ,
+        "HF_HUB_OFFLINE": "1",
+        "HF_DATASETS_OFFLINE": "1",
+        "HF_HOME": str(work / "hf"),
+        "OMP_NUM_THREADS": "1",
+        "PYTHONPATH": str(ROOT),
+        "RR_PLUGINS": f"{work / 'travel.py'},{work / 'stuck.py'}",
+    }
     final = checkpoint.final_path(tiny_run["out"], "tiny", "standard", 0)
     args = [sys.executable, str(Path(__file__).with_name("hf_checks.py")), work, final, tiny_run["out"]]
     done = subprocess.run([str(a) for a in args], env=env, cwd=work, capture_output=True, text=True)
@@ -119,8 +126,11 @@ def test_the_code_imports_only_torch_and_transformers_and_the_plugin_travels_as_
         for name, imported in report["variants"][variant]["imports"].items():
             assert set(imported) <= {"torch", "transformers"} | standard, (variant, name)
     assert set(report["variants"]["myrule"]["imports"]) == {
-        "configuration_rr.py", "modeling_rr.py", "rr_layers.py", "rule_myrule.py"
-    }  # fmt: skip
+        "configuration_rr.py",
+        "modeling_rr.py",
+        "rr_layers.py",
+        "rule_myrule.py",
+    }
     folder = report["work"] / "export-myrule"
     assert (folder / "rule_myrule.py").read_bytes() == PLUGIN.read_bytes()
     assert hashlib.sha256(PLUGIN.read_bytes()).hexdigest() in (folder / "README.md").read_text()
@@ -165,8 +175,9 @@ def test_rr_eval_tasks_prints_the_scores_and_joins_them_onto_the_sweep(report):
     assert cli["exit_code"] == 0, cli["stderr"][-3000:]
     rows = json.loads(cli["stdout"])
     assert [(r["run"], r["task"], r["metric"]) for r in rows] == [
-        ("tiny standard seed 0", "rr_local_mc", "acc"), ("tiny standard seed 0", "rr_local_mc", "acc_norm")
-    ]  # fmt: skip
+        ("tiny standard seed 0", "rr_local_mc", "acc"),
+        ("tiny standard seed 0", "rr_local_mc", "acc_norm"),
+    ]
     assert all(
         0 <= r["value"] <= 1 and r["value"] * 12 == round(r["value"] * 12) for r in rows
     )  # 12 documents

@@ -140,8 +140,17 @@ def test_every_build_refused_stops_before_rr(machine):
     assert install.main(["test"]) == 1 and machine.calls[-1] == ("install", "torch==2.9.1+cpu")
 
 
-def test_the_readme_and_ci_run_one_test_command():
+def test_the_readme_and_ci_run_one_test_command_in_a_fresh_environment_after_the_lint_steps():
     readme = (ROOT / "README.md").read_text(encoding="utf-8").splitlines()
     command = readme[readme.index("```bash") + 2].split("  #")[0].strip()
     assert command == "python install.py test && pytest"
-    assert (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()[-1] == command
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+    steps = [
+        "python3 -m venv",
+        "python install.py test",
+        "ruff check .",
+        "ruff format --check .",
+        "lint-imports",
+    ]
+    at = [next(i for i, line in enumerate(ci) if line.startswith(step)) for step in steps]
+    assert at == sorted(at) and ci[-1] == command and "set -euo pipefail" in ci

@@ -18,8 +18,16 @@ from rr_core.sweepfile.provenance import append_record, read_records, sidecar_pa
 
 
 def row(seed: int, val_loss: float, variant: str = "highway", steps: int = 8000) -> dict:
-    return {"size": "60M", "variant": variant, "seed": seed, "params_M": 60.68, "steps": steps,
-            "val_loss": val_loss, "ece": 0.0081, "minutes": 7.25}  # fmt: skip
+    return {
+        "size": "60M",
+        "variant": variant,
+        "seed": seed,
+        "params_M": 60.68,
+        "steps": steps,
+        "val_loss": val_loss,
+        "ece": 0.0081,
+        "minutes": 7.25,
+    }
 
 
 def sweep(path, *rows, published: bool = True, records: tuple = ()):
@@ -48,9 +56,13 @@ def test_per_job_files_merge_into_one_with_their_provenance(tmp_path):
     sources = [r for r in records if r.get("status") == "source"]  # each merged row's origin (issue 21.3)
     assert len(sources) == 44 and sum(r["published"] for r in sources) == 42
     assert sources[0]["source"] == f"{a} line 2" and sources[-1] == {
-        "status": "source", "size": "60M", "variant": "highway", "seed": 4,
-        "source": f"{b} line 44", "published": False,
-    }  # fmt: skip
+        "status": "source",
+        "size": "60M",
+        "variant": "highway",
+        "seed": 4,
+        "source": f"{b} line 44",
+        "published": False,
+    }
 
 
 def test_full_precision_and_files_without_published_rows(tmp_path):

@@ -137,3 +137,37 @@ def test_a_missing_logging_or_export_extra_is_one_line(args, blocked, extra, tin
     lines = [line for line in result.stderr.splitlines() if line.startswith("rr: error:")]
     assert len(lines) == 1 and f"comes with rr's '{extra}' extra" in lines[0], result.stderr[-3000:]
     assert not (tmp_path / "demo.csv").exists() and not (tmp_path / "exported" / "model.safetensors").exists()
+
+
+def test_the_constraints_pin_every_declared_dependency_inside_its_range():
+    """constraints.txt (the README's exact reproduction) pins one version of every package pyproject.toml
+    declares, in the base and in every extra (those whose marker holds on this Python), each inside the
+    declared range, and nothing else but `name==version` lines."""
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+    from packaging.version import Version
+
+    pins, malformed = {}, []
+    for line in (ROOT / "constraints.txt").read_text(encoding="utf-8").splitlines():
+        if not line.strip() or line.startswith("#"):
+            continue
+        pin = Requirement(line)
+        if pin.marker is not None and not pin.marker.evaluate():
+            continue
+        specs = list(pin.specifier)
+        if len(specs) != 1 or specs[0].operator != "==" or pin.extras:
+            malformed.append(line)
+            continue
+        pins[canonicalize_name(pin.name)] = Version(specs[0].version)
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    declared = [Requirement(r) for r in project["dependencies"]]
+    declared += [Requirement(r) for reqs in project["optional-dependencies"].values() for r in reqs]
+    declared = [r for r in declared if r.name != OWN and (r.marker is None or r.marker.evaluate())]
+    missing = sorted({r.name for r in declared if canonicalize_name(r.name) not in pins})
+    outside = [
+        f"{r.name}=={pins[canonicalize_name(r.name)]} is outside {r.specifier}"
+        for r in declared
+        if canonicalize_name(r.name) in pins
+        and not r.specifier.contains(pins[canonicalize_name(r.name)], True)
+    ]
+    assert len(declared) > 20 and (malformed, missing, outside) == ([], [], [])

@@ -242,8 +242,10 @@ def test_every_command_sees_the_plugin_s_rules(plugin, tmp_path):
 
 def test_a_run_of_a_plugin_rule_records_the_plugin_s_file(plugin, tmp_path, offline):
     ladder = tmp_path / "small.toml"  # a shape that trains and evaluates in a second
-    ladder.write_text('["0.01M"]\nd_model = 16\nn_layer = 1\nn_head = 2\nsteps = 2\nseeds = 1\n'
-                      "batch_size = 2\nblock_size = 32\neval_batches = 2\n")  # fmt: skip
+    ladder.write_text(
+        '["0.01M"]\nd_model = 16\nn_layer = 1\nn_head = 2\nsteps = 2\nseeds = 1\n'
+        "batch_size = 2\nblock_size = 32\neval_batches = 2\n"
+    )
     got = in_child(
         commands(
             [
@@ -259,7 +261,7 @@ def test_a_run_of_a_plugin_rule_records_the_plugin_s_file(plugin, tmp_path, offl
                 "--out",
                 "mine.csv",
             ]
-        ),  # fmt: skip
+        ),
         str(plugin),
         tmp_path,
     )
@@ -292,24 +294,40 @@ def test_an_installed_package_s_entry_point_is_found(tmp_path):
 @pytest.mark.parametrize(
     ("plugins", "message"),
     [
-        ("no_such_plugin_module", "RR_PLUGINS names the plugin 'no_such_plugin_module', which cannot be imported: "
-         "ModuleNotFoundError: No module named 'no_such_plugin_module'"),
-        ("missing.py", "RR_PLUGINS names the plugin 'missing.py', which cannot be imported: FileNotFoundError"),
+        (
+            "no_such_plugin_module",
+            "RR_PLUGINS names the plugin 'no_such_plugin_module', which cannot be imported: "
+            "ModuleNotFoundError: No module named 'no_such_plugin_module'",
+        ),
+        (
+            "missing.py",
+            "RR_PLUGINS names the plugin 'missing.py', which cannot be imported: FileNotFoundError",
+        ),
         ("broken.py", "which cannot be imported: ZeroDivisionError: division by zero"),
     ],
-)  # fmt: skip
+)
 def test_a_plugin_that_fails_to_import_is_one_error_paragraph_and_help_stays_light(
     tmp_path, plugins, message
 ):
     (tmp_path / "broken.py").write_text("1 / 0\n")
     env = {**__import__("os").environ, ENV: plugins}
     for args in (["sizes"], ["train", "--size", "tiny", "--variant", "myrule", "--dry-run"]):
-        result = subprocess.run([sys.executable, "-m", "cli.main", *args], capture_output=True, text=True,
-                                cwd=tmp_path, env={**env, "PYTHONPATH": str(ROOT)})  # fmt: skip
+        result = subprocess.run(
+            [sys.executable, "-m", "cli.main", *args],
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+            env={**env, "PYTHONPATH": str(ROOT)},
+        )
         assert result.returncode == 2 and result.stderr.startswith("rr: error: "), result.stderr
         assert message in result.stderr and "Traceback" not in result.stderr
-    helped = subprocess.run([sys.executable, "-m", "cli.main", "--help"], capture_output=True, text=True,
-                            cwd=tmp_path, env={**env, "PYTHONPATH": str(ROOT)})  # fmt: skip
+    helped = subprocess.run(
+        [sys.executable, "-m", "cli.main", "--help"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={**env, "PYTHONPATH": str(ROOT)},
+    )
     assert helped.returncode == 0  # no command asked for variants: no plugin was imported
 
 

@@ -34,7 +34,7 @@ def test_source_term_equals_the_between_block_contrast(sweep):
     orthogonal to it): an independent computation of the same number."""
     merged = pd.concat([sweep, new_seed(sweep)], ignore_index=True)
     r = pool_check(merged).iloc[0]
-    blocks = merged.groupby(["size", "seed"], sort=False)["val_loss"].mean().reset_index()
+    blocks = merged.groupby(["size", "seed"], sort=False, observed=True)["val_loss"].mean().reset_index()
     sizes = pd.get_dummies(blocks["size"]).to_numpy(float)
     X = np.column_stack([sizes, (blocks["seed"] == 5).to_numpy(float)])
     beta = np.linalg.lstsq(X, blocks["val_loss"].to_numpy(), rcond=None)[0]
@@ -72,8 +72,17 @@ def test_merge_keeps_sources_and_pool_check_reads_them(sweep, tmp_path):
     append_rows(a, rows.to_dict("records"))
     for r in rows.itertuples():
         env = {"device_name": "NVIDIA H100 80GB HBM3"}
-        append_record(sidecar_path(a), {"status": "ok", "size": r.size, "variant": r.variant, "seed": r.seed,
-                                         "config": {"precision": "tf32", "data": "tinystories"}, "environment": env})  # fmt: skip
+        append_record(
+            sidecar_path(a),
+            {
+                "status": "ok",
+                "size": r.size,
+                "variant": r.variant,
+                "seed": r.seed,
+                "config": {"precision": "tf32", "data": "tinystories"},
+                "environment": env,
+            },
+        )
     merged = tmp_path / "merged.csv"
     assert rr("merge", str(a), "--out", str(merged)).exit_code == 0
     out = rr("analyze", "--data", str(merged), "--pool-check", "--format", "json")
@@ -101,9 +110,19 @@ def test_sharding_and_its_kin_are_named_but_not_flagged(sweep, tmp_path):
     append_rows(a, rows.to_dict("records"))
     how = {"precision": "tf32", "data": "tinystories", "shard": "fsdp", "activation_checkpointing": "every:2"}
     for r in rows.itertuples():
-        append_record(sidecar_path(a), {"status": "ok", "size": r.size, "variant": r.variant, "seed": r.seed,
-                                         "config": how, "environment": {"device_name": "NVIDIA B200"},
-                                         "world_size": 16, "grad_accum": 2})  # fmt: skip
+        append_record(
+            sidecar_path(a),
+            {
+                "status": "ok",
+                "size": r.size,
+                "variant": r.variant,
+                "seed": r.seed,
+                "config": how,
+                "environment": {"device_name": "NVIDIA B200"},
+                "world_size": 16,
+                "grad_accum": 2,
+            },
+        )
     (pool,) = json.loads(rr("analyze", "--data", str(a), "--pool-check", "--format", "json").stdout)
     assert pool["n_new"] == len(rows) and pool["n_flagged"] == 0
     details = ["sharded (fsdp)", "activation checkpointing every:2", "2 micro-batches", "16 processes"]
@@ -128,9 +147,11 @@ def test_a_variant_whose_rows_are_all_new_is_a_note_not_a_singular_matrix(sweep)
     both published and new rows the term is n/a with the reason."""
     r = pool_check(with_plugin_rule(sweep)).iloc[0]
     assert (r["n_published"], r["n_new"]) == (42, 14) and np.isnan(r["estimate"]) and np.isnan(r["p"])
-    assert r["note"].startswith("no (size, variant) cell holds both published and new rows: the source term "
-                                "cannot be estimated; left out 5 (size, variant) cell(s) whose rows are all new "
-                                "(60M:myrule, 150M:myrule, 320M:myrule, 590M:myrule, 1B:myrule)")  # fmt: skip
+    assert r["note"].startswith(
+        "no (size, variant) cell holds both published and new rows: the source term "
+        "cannot be estimated; left out 5 (size, variant) cell(s) whose rows are all new "
+        "(60M:myrule, 150M:myrule, 320M:myrule, 590M:myrule, 1B:myrule)"
+    )
     assert r["verdict"].startswith("the source term cannot be fitted: no (size, variant) cell holds both")
     # with a new seed of the published variants too, the term is theirs: the same as without the rule's rows
     seed5 = new_seed(sweep)

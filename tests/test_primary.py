@@ -88,8 +88,10 @@ def test_published_sign_flips_sit_on_their_floor(sweep):
 def test_tost_matches_the_formula_by_hand(sweep, margin):
     e = equivalence(sweep, margin)
     p, w = paired_table(sweep), welch_table(sweep)
-    for test, est, se, dof in (("paired", p["paired_diff"], p["paired_se"], p["paired_df"]),
-                               ("welch", w["gap"], w["welch_se"], w["welch_df"])):  # fmt: skip
+    for test, est, se, dof in (
+        ("paired", p["paired_diff"], p["paired_se"], p["paired_df"]),
+        ("welch", w["gap"], w["welch_se"], w["welch_df"]),
+    ):
         lower = stats.t.sf((est + margin) / se, dof)
         upper = stats.t.cdf((est - margin) / se, dof)
         assert e[f"{test}_tost_p"].to_numpy() == pytest.approx(np.maximum(lower, upper), rel=1e-9)

@@ -93,8 +93,11 @@ def compare_forecast(d: pd.DataFrame, r: dict, rel: float) -> list[str]:
         f = f[f["baseline"] == b]
         for key in ("pred", "se", "ci_low", "ci_high", "pi_low", "pi_high"):
             got = f["pred_se" if key == "se" else key].to_numpy()
-            bad += [f"forecast {b} {lab} {key}: rr {g!r} R {w!r}"
-                    for lab, g, w in zip(labels, got, vals[key], strict=True) if not close(g, w, rel)]  # fmt: skip
+            bad += [
+                f"forecast {b} {lab} {key}: rr {g!r} R {w!r}"
+                for lab, g, w in zip(labels, got, vals[key], strict=True)
+                if not close(g, w, rel)
+            ]
     return bad
 
 

@@ -22,8 +22,16 @@ from rr_core.sweepfile.dataset import append_rows, format_row, load_sweep
 
 HEADER = ",".join(FIELDS)
 LINE = "60M,review_neutral,{seed},59.47,8000,1.7016,0.0087,6.9"
-ROW = {"size": "60M", "variant": "review_neutral", "seed": 9, "params_M": 59.47, "steps": 8000,
-       "val_loss": 1.6912, "ece": 0.0091, "minutes": 123.4}  # fmt: skip
+ROW = {
+    "size": "60M",
+    "variant": "review_neutral",
+    "seed": 9,
+    "params_M": 59.47,
+    "steps": 8000,
+    "val_loss": 1.6912,
+    "ece": 0.0091,
+    "minutes": 123.4,
+}
 
 # Runs `call` in a child whose files may grow to argv[1] bytes at most; prints the rr error it raised.
 LIMITED = """

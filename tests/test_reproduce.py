@@ -112,8 +112,19 @@ def test_sweep_reproduce_plans_published_seeds_and_its_children_reproduce(tmp_pa
 
 def test_provenance_says_what_can_make_a_rerun_differ():
     env = environment("cpu")
-    for key in ("torch", "cuda", "cudnn", "device_name", "toolkit", "git_commit", "git_dirty",
-                "deterministic_algorithms", "cudnn_deterministic", "cudnn_benchmark", "float32_matmul_precision"):  # fmt: skip
+    for key in (
+        "torch",
+        "cuda",
+        "cudnn",
+        "device_name",
+        "toolkit",
+        "git_commit",
+        "git_dirty",
+        "deterministic_algorithms",
+        "cudnn_deterministic",
+        "cudnn_benchmark",
+        "float32_matmul_precision",
+    ):
         assert key in env, key
     assert env["git_dirty"] in (None, True, False)
     assert isinstance(env["deterministic_algorithms"], bool)

@@ -51,9 +51,12 @@ def test_bootstrap_is_seeded_and_brackets_the_fit(sweep, fits):
 
 def test_a_curve_the_data_cannot_pin_is_said_to_be_not_identified():
     rng = np.random.default_rng(3)
-    rows = [(s, v, seed, n, 8000, 2.0 + rng.normal(0, 0.01), 1.0)
-            for s, n in (("60M", 60), ("150M", 150), ("320M", 320), ("590M", 590), ("1B", 1000))
-            for v in ("review_neutral", "highway") for seed in range(3)]  # fmt: skip
+    rows = [
+        (s, v, seed, n, 8000, 2.0 + rng.normal(0, 0.01), 1.0)
+        for s, n in (("60M", 60), ("150M", 150), ("320M", 320), ("590M", 590), ("1B", 1000))
+        for v in ("review_neutral", "highway")
+        for seed in range(3)
+    ]
     d = pd.DataFrame(rows, columns=["size", "variant", "seed", "params_M", "steps", "val_loss", "minutes"])
     f = scaling_fits(d, boot=40)
     assert (~f["identified"]).all() and f["note"].str.startswith("not identified:").all()

@@ -63,10 +63,19 @@ def _keep_step_10(folder: Path, rank: int) -> None:
         save(path, model, optimizer, saved)
         if saved.step != 10:
             return
-        held = lambda ts: sum(t.to_local().numel() * t.element_size() if hasattr(t, "to_local") else  # noqa: E731
-                              t.numel() * t.element_size() for t in ts)  # fmt: skip
-        pieces = {"params": held(model.parameters()),
-                  "optimizer": held(t for s in optimizer.state.values() for t in s.values())}  # fmt: skip
+
+        def held(tensors) -> int:  # bytes this process holds: its shards, or whole tensors
+            return sum(
+                t.to_local().numel() * t.element_size()
+                if hasattr(t, "to_local")
+                else t.numel() * t.element_size()
+                for t in tensors
+            )
+
+        pieces = {
+            "params": held(model.parameters()),
+            "optimizer": held(t for s in optimizer.state.values() for t in s.values()),
+        }
         (folder / f"pieces{rank}.json").write_text(json.dumps(pieces))
         if rank == 0:
             shutil.copytree(path, folder / "step10.dcp")
@@ -301,8 +310,18 @@ def test_the_stop_names_the_exact_command_and_a_peer_says_nothing(monkeypatch, t
         "torchrun --nnodes 2 (and the same rendezvous options) --nproc_per_node 8 -m cli.main train "
     )
 
-    facts = {"rank": 3, "world": 16, "host": "node2", "device": "cuda:3", "step": 120, "micro_batches": 2,
-             "sequences": 2, "checkpoint": "x.dcp", "checkpoint_step": 100, "error": "CUDA out of memory"}  # fmt: skip
+    facts = {
+        "rank": 3,
+        "world": 16,
+        "host": "node2",
+        "device": "cuda:3",
+        "step": 120,
+        "micro_batches": 2,
+        "sequences": 2,
+        "checkpoint": "x.dcp",
+        "checkpoint_step": 100,
+        "error": "CUDA out of memory",
+    }
     stop = OutOfMemoryStop(facts).resume_with("rr train --resume --micro-batches 4")
     assert str(stop) == (
         "process 3 of 16 (node2, cuda:3) ran out of memory at step 120 with 2 micro-batch(es) of 2 sequence(s) "

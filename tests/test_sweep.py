@@ -47,8 +47,11 @@ def test_train_command_runs_the_library_child_with_the_whole_config(tmp_path):
     assert cmd[:4] == [sys.executable, "-m", "rr_model.sweep.child", str(tmp_path / "x.csv")]
     assert "cli.main" not in cmd and config_from_json(cmd[4]) == cfg  # every field, not only the flags
     assert train_command(cfg, tmp_path / "x.csv", nproc=4)[1:5] == [
-        "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=4"
-    ]  # fmt: skip
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc_per_node=4",
+    ]
 
 
 def test_sweep_trains_each_run_in_its_own_process_and_resumes(tmp_path):
@@ -173,14 +176,21 @@ def test_seeds_for_effect_plans_what_rr_sweep_effect_planned(sweep):
     published = sweep
     plan = seeds_for_effect(published, 0.003)
     assert dict(zip(plan["size"], plan["new_seeds"], strict=True)) == {
-        "60M": [3, 4, 5, 6, 7], "150M": [3, 4, 5, 6, 7], "320M": [2, 3, 4, 5, 6, 7],
-        "590M": [3, 4, 5, 6, 7], "1B": [3, 4, 5, 6, 7],
-    }  # fmt: skip
+        "60M": [3, 4, 5, 6, 7],
+        "150M": [3, 4, 5, 6, 7],
+        "320M": [2, 3, 4, 5, 6, 7],
+        "590M": [3, 4, 5, 6, 7],
+        "1B": [3, 4, 5, 6, 7],
+    }
     assert plan["seeds_needed"].tolist() == [8, 8, 8, 8, 8]
     plan = seeds_for_effect(published, 0.01)
     assert dict(zip(plan["size"], plan["new_seeds"], strict=True)) == {
-        "60M": [], "150M": [], "320M": [2], "590M": [], "1B": []
-    }  # fmt: skip
+        "60M": [],
+        "150M": [],
+        "320M": [2],
+        "590M": [],
+        "1B": [],
+    }
     # a block a crash left incomplete (1B highway seed 1 missing) is completed first
     gap = published[
         ~((published["size"] == "1B") & (published["variant"] == "highway") & (published["seed"] == 1))
@@ -254,8 +264,21 @@ def test_two_sweeps_of_one_plan_train_each_run_once_and_both_end_with_every_row(
     real = local.locked
 
     def other_sweep_finishes(lock):  # this sweep waits for the claim: the other sweep's run ends there
-        append_rows(out, [{"size": "tiny", "variant": "standard", "seed": 0, "params_M": 1.13, "steps": 2,
-                           "val_loss": 5.0, "ece": 0.1, "minutes": 0.1}])  # fmt: skip
+        append_rows(
+            out,
+            [
+                {
+                    "size": "tiny",
+                    "variant": "standard",
+                    "seed": 0,
+                    "params_M": 1.13,
+                    "steps": 2,
+                    "val_loss": 5.0,
+                    "ece": 0.1,
+                    "minutes": 0.1,
+                }
+            ],
+        )
         held.close()
         return real(lock)
 

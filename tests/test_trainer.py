@@ -262,8 +262,21 @@ def test_ctrl_c_says_how_to_resume(tmp_path, monkeypatch):
     assert result.exit_code == 130 and "Run the same command with --resume" in message
     assert "x.checkpoints/tiny-standard-seed0.pt" in message
     assert f"No row was written ({tmp_path / 'x.csv'} is not made)" in message
-    append_rows(tmp_path / "x.csv", [dict(size="tiny", variant="highway", seed=0, params_M=1.1, steps=8,
-                                          val_loss=3.0, ece=0.1, minutes=0.1)])  # fmt: skip
+    append_rows(
+        tmp_path / "x.csv",
+        [
+            dict(
+                size="tiny",
+                variant="highway",
+                seed=0,
+                params_M=1.1,
+                steps=8,
+                val_loss=3.0,
+                ece=0.1,
+                minutes=0.1,
+            )
+        ],
+    )
     # as the message says: --resume (without it, the checkpoint is refused before anything trains)
     message = " ".join(rr(*tiny_args(tmp_path / "x.csv"), "--resume").stderr.split())
     assert f"Rows already written stay in {tmp_path / 'x.csv'}" in message
@@ -579,8 +592,16 @@ def test_evaluate_equals_a_direct_computation():
     torch.manual_seed(0)
     model = GPT(model_config("tiny", "standard", 257)).eval()
     val = np.random.default_rng(1).integers(0, 257, 5000).astype(np.uint16)
-    loss, ece = evaluate(model, val, rng=np.random.RandomState(3), n_batches=3, batch_size=4, block_size=256,
-                         n_bins=15, device=torch.device("cpu"))  # fmt: skip
+    loss, ece = evaluate(
+        model,
+        val,
+        rng=np.random.RandomState(3),
+        n_batches=3,
+        batch_size=4,
+        block_size=256,
+        n_bins=15,
+        device=torch.device("cpu"),
+    )
     rng, losses, conf, correct = np.random.RandomState(3), [], [], []
     with torch.no_grad():
         for _ in range(3):

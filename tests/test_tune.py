@@ -41,8 +41,11 @@ def test_a_file_may_record_lr_and_role_and_a_run_is_then_keyed_by_its_lr(tmp_pat
     )
     df = load_sweep(path)
     assert list(df.columns[-2:]) == ["lr", "role"]
-    assert run_keys(df) == {("tiny", "review_neutral", 0, 2e-4), ("tiny", "review_neutral", 0, 4e-4),
-                            ("tiny", "review_neutral", 1, None)}  # fmt: skip
+    assert run_keys(df) == {
+        ("tiny", "review_neutral", 0, 2e-4),
+        ("tiny", "review_neutral", 0, 4e-4),
+        ("tiny", "review_neutral", 1, None),
+    }
     path.write_text(
         HEADER
         + "tiny,review_neutral,0,1.12,4,3.5,,,0.0004,selection\n"
@@ -115,11 +118,17 @@ def test_choose_rate_takes_the_lowest_mean_among_complete_rates_and_flags_the_ed
 
 
 def test_the_comparison_is_planned_at_each_variants_chosen_rate_from_the_file(tmp_path):
-    path = _selection(tmp_path / "t.csv", {
-        ("review_neutral", 5e-4): [4.9, 4.8], ("review_neutral", 1e-3): [4.7, 4.75],
-        ("review_neutral", 2e-3): [4.72, 4.74],
-        ("highway", 5e-4): [4.6, 4.7], ("highway", 1e-3): [4.8, 4.9], ("highway", 2e-3): [4.9, 5.0],
-    })  # fmt: skip
+    path = _selection(
+        tmp_path / "t.csv",
+        {
+            ("review_neutral", 5e-4): [4.9, 4.8],
+            ("review_neutral", 1e-3): [4.7, 4.75],
+            ("review_neutral", 2e-3): [4.72, 4.74],
+            ("highway", 5e-4): [4.6, 4.7],
+            ("highway", 1e-3): [4.8, 4.9],
+            ("highway", 2e-3): [4.9, 5.0],
+        },
+    )
     first = selection_runs(path, "tiny", ["review_neutral", "highway"], [5e-4, 1e-3, 2e-3], [0, 1])
     assert not first.todo and len(first.skipped) == 12  # every selection row is there: nothing retrained
     picked = choices(first.output, "tiny", ["review_neutral", "highway"], [5e-4, 1e-3, 2e-3], [0, 1])
@@ -127,9 +136,11 @@ def test_the_comparison_is_planned_at_each_variants_chosen_rate_from_the_file(tm
     assert picked["highway"].lr == 5e-4 and picked["highway"].edge == "lowest"
     second = comparison_runs(first.output, "tiny", {v: c.lr for v, c in picked.items()}, [2, 3])
     assert [c.key for c in second.todo] == [
-        ("tiny", "review_neutral", 2, 1e-3), ("tiny", "highway", 2, 5e-4),
-        ("tiny", "review_neutral", 3, 1e-3), ("tiny", "highway", 3, 5e-4),
-    ]  # fmt: skip
+        ("tiny", "review_neutral", 2, 1e-3),
+        ("tiny", "highway", 2, 5e-4),
+        ("tiny", "review_neutral", 3, 1e-3),
+        ("tiny", "highway", 3, 5e-4),
+    ]
     assert {c.role for c in second.todo} == {"comparison"}
 
     result = rr("tune", "--size", "tiny", "--variant", "review_neutral", "--variant", "highway",
@@ -143,9 +154,11 @@ def test_the_comparison_is_planned_at_each_variants_chosen_rate_from_the_file(tm
         :4
     ]  # then memory
     assert [(p[1], p[2], p[3]) for p in plan] == [
-        ("review_neutral", "2", "0.001"), ("highway", "2", "0.0005"),
-        ("review_neutral", "3", "0.001"), ("highway", "3", "0.0005"),
-    ]  # fmt: skip
+        ("review_neutral", "2", "0.001"),
+        ("highway", "2", "0.0005"),
+        ("review_neutral", "3", "0.001"),
+        ("highway", "3", "0.0005"),
+    ]
 
 
 def test_a_fresh_tuning_dry_run_plans_the_grid_and_defers_the_comparison(tmp_path):
@@ -186,12 +199,23 @@ def test_each_row_of_one_seed_at_two_rates_joins_its_own_run_record(tmp_path):
         + "tiny,highway,0,1.18,4,3.4,0.1,,0.0004,selection\n"
     )
     for run, (lr, loss) in enumerate(((2e-4, 3.5), (4e-4, 3.4))):
-        append_record(sidecar_path(path), {
-            "run_id": f"r{run}", "size": "tiny", "variant": "highway", "seed": 0, "lr": lr, "role": "selection",
-            "status": "ok", "environment": {"toolkit": "x", "git_commit": None, "device_name": "cpu"},
-            "config": {"precision": "tf32"}, "started": "s", "ended": "e",
-            "result": {"val_loss": loss, "ece": 0.1},
-        })  # fmt: skip
+        append_record(
+            sidecar_path(path),
+            {
+                "run_id": f"r{run}",
+                "size": "tiny",
+                "variant": "highway",
+                "seed": 0,
+                "lr": lr,
+                "role": "selection",
+                "status": "ok",
+                "environment": {"toolkit": "x", "git_commit": None, "device_name": "cpu"},
+                "config": {"precision": "tf32"},
+                "started": "s",
+                "ended": "e",
+                "result": {"val_loss": loss, "ece": 0.1},
+            },
+        )
     joined = join(load_sweep(path))
     assert joined["run_id"].tolist() == ["r0", "r1"] and joined["record_agrees"].tolist() == [True, True]
 

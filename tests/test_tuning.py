@@ -32,8 +32,11 @@ def _write(path, selection=SELECTION):
     params = {"review_neutral": "59.47", "highway": "59.98"}
     lines = ["size,variant,seed,params_M,steps,val_loss,ece,minutes,lr,role"]
     for v, curve in selection.items():
-        lines += [f"60M,{v},{s},{params[v]},8000,{x},,,{lr!r},selection" for lr, xs in curve.items()
-                  for s, x in enumerate(xs)]  # fmt: skip
+        lines += [
+            f"60M,{v},{s},{params[v]},8000,{x},,,{lr!r},selection"
+            for lr, xs in curve.items()
+            for s, x in enumerate(xs)
+        ]
     for (v, lr), xs in COMPARISON.items():
         lines += [
             f"60M,{v},{s},{params[v]},8000,{x},,,{lr!r},comparison"
@@ -112,8 +115,9 @@ def test_every_format_and_the_figure(tune_csv, tmp_path):
         assert "nan" not in result.output.lower().replace("nan,", "")
     rows = json.loads(rr("analyze", "tuning", "--data", tune_csv, "--format", "json").output)
     tuned = next(r for r in rows if r["part"] == "tuned")
-    assert tuned["p"] == pytest.approx(stats.ttest_rel(COMPARISON[("highway", 2e-4)],
-                                                       COMPARISON[("review_neutral", 4e-4)]).pvalue)  # fmt: skip
+    assert tuned["p"] == pytest.approx(
+        stats.ttest_rel(COMPARISON[("highway", 2e-4)], COMPARISON[("review_neutral", 4e-4)]).pvalue
+    )
     text = rr("analyze", "tuning", "--data", tune_csv, "--wide").output
     assert "ranking flips with tuning" in text and "chosen (highest of grid)" in text
 

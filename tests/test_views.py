@@ -58,9 +58,15 @@ def expected(metric: str = "val_loss") -> pd.DataFrame:
     df = df[df[metric].notna()]
     cells = [(s, v) for s in df["size"].cat.categories for v in ("highway", "review_neutral", "standard")]
     values = [df[(df["size"] == s) & (df["variant"] == v)][metric] for s, v in cells]
-    return pd.DataFrame({"size": [s for s, _ in cells], "variant": [v for _, v in cells],
-                         "runs": [len(x) for x in values], "mean": [x.mean() for x in values],
-                         "sd": [x.std(ddof=1) for x in values]})  # fmt: skip
+    return pd.DataFrame(
+        {
+            "size": [s for s, _ in cells],
+            "variant": [v for _, v in cells],
+            "runs": [len(x) for x in values],
+            "mean": [x.mean() for x in values],
+            "sd": [x.std(ddof=1) for x in values],
+        }
+    )
 
 
 def test_a_view_added_from_outside_is_an_analyze_view_in_every_format(registered):
@@ -96,8 +102,11 @@ def test_a_view_added_from_outside_is_an_analyze_view_in_every_format(registered
     ]
     assert text[-2:] == ["seed SD: the standard deviation over seeds (n - 1).", "note: 15 cells"]
     markdown = rr("analyze", "spread", "--format", "markdown").stdout.splitlines()
-    assert markdown[:3] == ["| size | variant | runs | mean | seed SD |", "|---|---|---:|---:|---:|",
-                            f"| 60M | Highway | {first['runs']} | {first['mean']:.4f} | {first['sd']:.5f} |"]  # fmt: skip
+    assert markdown[:3] == [
+        "| size | variant | runs | mean | seed SD |",
+        "|---|---|---:|---:|---:|",
+        f"| 60M | Highway | {first['runs']} | {first['mean']:.4f} | {first['sd']:.5f} |",
+    ]
     latex = rr("analyze", "spread", "--format", "latex").stdout
     assert "\\toprule" in latex and "% note: 15 cells" not in latex and "% 15 cells" in latex
     narrow = rr("analyze", "spread", env={"COLUMNS": "30"}).stdout

@@ -41,10 +41,33 @@ __all__ = [
 
 
 CLAIM_COLUMNS: tuple[str, ...] = (
-    "id", "claim", "source", "size", "variant", "test", "sided", "reported", "statistic", "relation",
-    "reported_value", "reported_low", "reported_high", "n", "recomputed", "recomputed_low", "recomputed_high",
-    "df", "p", "p_adj", "grim", "verdict", "primary_p_adj", "primary", "evidence", "numbers",
-)  # fmt: skip
+    "id",
+    "claim",
+    "source",
+    "size",
+    "variant",
+    "test",
+    "sided",
+    "reported",
+    "statistic",
+    "relation",
+    "reported_value",
+    "reported_low",
+    "reported_high",
+    "n",
+    "recomputed",
+    "recomputed_low",
+    "recomputed_high",
+    "df",
+    "p",
+    "p_adj",
+    "grim",
+    "verdict",
+    "primary_p_adj",
+    "primary",
+    "evidence",
+    "numbers",
+)
 
 
 def _arrays(df: pd.DataFrame, r: dict) -> tuple[list[np.ndarray], str]:
@@ -65,8 +88,22 @@ def _arrays(df: pd.DataFrame, r: dict) -> tuple[list[np.ndarray], str]:
 
 def _row(r: dict, **fields) -> dict:
     """A claims row: the record's id, words and source, `fields`, and NaN/"" for the rest."""
-    text = {"id", "claim", "source", "size", "variant", "test", "sided", "reported", "statistic", "relation",
-            "grim", "verdict", "primary", "evidence"}  # fmt: skip
+    text = {
+        "id",
+        "claim",
+        "source",
+        "size",
+        "variant",
+        "test",
+        "sided",
+        "reported",
+        "statistic",
+        "relation",
+        "grim",
+        "verdict",
+        "primary",
+        "evidence",
+    }
     row = {c: "" if c in text else math.nan for c in CLAIM_COLUMNS}
     row.update(id=r["id"], claim=r["words"], source=r.get("source", ""), numbers={})
     return {**row, **fields}
@@ -89,10 +126,18 @@ def _number_row(df: pd.DataFrame, r: dict, t: pd.DataFrame) -> dict:
     rep, sided = parse_reported(r["reported"], r.get("statistic")), r.get("sided", "two-sided")
     low, high = rep.interval()
     variant = r.get("baseline", r.get("variant"))
-    fields = dict(size=r["size"], variant=variant, test=r["test"], sided="" if r["test"] == "mean" else sided,
-                  reported=r["reported"], statistic=rep.statistic, relation=rep.relation, reported_value=rep.value,
-                  reported_low=low if np.isfinite(low) else math.nan,
-                  reported_high=high if np.isfinite(high) else math.nan)  # fmt: skip
+    fields = dict(
+        size=r["size"],
+        variant=variant,
+        test=r["test"],
+        sided="" if r["test"] == "mean" else sided,
+        reported=r["reported"],
+        statistic=rep.statistic,
+        relation=rep.relation,
+        reported_value=rep.value,
+        reported_low=low if np.isfinite(low) else math.nan,
+        reported_high=high if np.isfinite(high) else math.nan,
+    )
     arrays, short = _arrays(df, r)
     if short:
         return _row(r, **fields, n=min(len(a) for a in arrays), verdict=f"n/a: {short}", evidence=short)
@@ -111,14 +156,27 @@ def _number_row(df: pd.DataFrame, r: dict, t: pd.DataFrame) -> dict:
     verdict = judge(rep, v["recomputed"], v["recomputed_low"], v["recomputed_high"], claimed, found)
     if r["test"] == "mean":
         v["grim"] = "possible" if grim_possible(rep, v["n"]) else "impossible"
-        return _row(r, **fields, **v, verdict=verdict, primary="n/a: a mean, not a comparison",
-                    evidence=_evidence("mean", "mean", v, "", 0))  # fmt: skip
+        return _row(
+            r,
+            **fields,
+            **v,
+            verdict=verdict,
+            primary="n/a: a mean, not a comparison",
+            evidence=_evidence("mean", "mean", v, "", 0),
+        )
     cell = t[(t["size"] == r["size"]) & (t["baseline"] == variant)]
     v["p_adj"] = float(cell[f"p_adj_{r['test']}"].iloc[0]) if len(cell) else math.nan
     primary = float(cell["p_adj_paired"].iloc[0]) if len(cell) else math.nan
     m = int(t[f"family_m_{r['test']}"].iloc[0])
-    return _row(r, **fields, **v, verdict=verdict, primary_p_adj=primary, primary=primary_verdict(primary, claimed),
-                evidence=_evidence(r["test"], rep.statistic, v, t["adjust"].iloc[0], m))  # fmt: skip
+    return _row(
+        r,
+        **fields,
+        **v,
+        verdict=verdict,
+        primary_p_adj=primary,
+        primary=primary_verdict(primary, claimed),
+        evidence=_evidence(r["test"], rep.statistic, v, t["adjust"].iloc[0], m),
+    )
 
 
 def _number(x) -> float | None:
@@ -131,10 +189,18 @@ def _grows(r: dict, t: pd.DataFrame) -> dict:
     for b, g in t.groupby("baseline", sort=False, observed=True):
         gaps = g.set_index("size")["paired_diff"].reindex(sizes)
         numbers |= {f"gap_{b}_{s}": _number(gaps[s]) for s in sizes}
-        falls += [f"{label(b)} {s0} {fixed(gaps[s0], 4)} -> {s1} {fixed(gaps[s1], 4)}"
-                  for s0, s1 in zip(sizes, sizes[1:], strict=False) if gaps[s1] < gaps[s0]]  # fmt: skip
-    return _row(r, test="per-size seed-paired gaps, consecutive sizes", numbers=numbers, verdict=grows_verdict(falls),
-                evidence=("falls: " + "; ".join(falls)) if falls else "rises at every step")  # fmt: skip
+        falls += [
+            f"{label(b)} {s0} {fixed(gaps[s0], 4)} -> {s1} {fixed(gaps[s1], 4)}"
+            for s0, s1 in zip(sizes, sizes[1:], strict=False)
+            if gaps[s1] < gaps[s0]
+        ]
+    return _row(
+        r,
+        test="per-size seed-paired gaps, consecutive sizes",
+        numbers=numbers,
+        verdict=grows_verdict(falls),
+        evidence=("falls: " + "; ".join(falls)) if falls else "rises at every step",
+    )
 
 
 def _emergence(r: dict, e: pd.DataFrame) -> dict:
@@ -153,27 +219,46 @@ def _emergence(r: dict, e: pd.DataFrame) -> dict:
         if pd.notna(slope) and pd.notna(p)
         else "no slope"
     )
-    return _row(r, variant=r["baseline"], test=f"emergence, primary size-level test ({test})", numbers=numbers,
-                evidence=shown, verdict=x["verdict"], p=_number(p))  # fmt: skip
+    return _row(
+        r,
+        variant=r["baseline"],
+        test=f"emergence, primary size-level test ({test})",
+        numbers=numbers,
+        evidence=shown,
+        verdict=x["verdict"],
+        p=_number(p),
+    )
 
 
 def _no_advantage(r: dict, t: pd.DataFrame, e: pd.DataFrame, margin: float) -> dict:
     """ "no advantage through <size>": differences the primary test finds, and whether TOST shows equivalence."""
     small = [s for s in r["sizes"] if s in set(t["size"])]
     cells = t[t["size"].isin(small)]
-    found = [f"{c.size} {label(c.baseline)} {fixed(c.gap, 4, sign=True)} (p {fixed(c.paired_p, 3)}, mixed {fixed(c.mixed_p, 3)})"
-             for c in cells.itertuples() if c.paired_p < ALPHA or c.mixed_p < ALPHA]  # fmt: skip
+    found = [
+        f"{c.size} {label(c.baseline)} {fixed(c.gap, 4, sign=True)} (p {fixed(c.paired_p, 3)}, mixed {fixed(c.mixed_p, 3)})"
+        for c in cells.itertuples()
+        if c.paired_p < ALPHA or c.mixed_p < ALPHA
+    ]
     eq = e[e["size"].isin(small)]
     top = eq["paired_tost_p"].max()
-    numbers = {"margin": margin, "tost_p_max": _number(top), "cells": len(eq),
-               "cells_failing": int((~(eq["paired_tost_p"] < ALPHA)).sum()),
-               **{f"gap_{c.baseline}_{c.size}": _number(c.gap) for c in cells.itertuples()},
-               **{f"paired_p_{c.baseline}_{c.size}": _number(c.paired_p) for c in cells.itertuples()},
-               **{f"mixed_p_{c.baseline}_{c.size}": _number(c.mixed_p) for c in cells.itertuples()}}  # fmt: skip
+    numbers = {
+        "margin": margin,
+        "tost_p_max": _number(top),
+        "cells": len(eq),
+        "cells_failing": int((~(eq["paired_tost_p"] < ALPHA)).sum()),
+        **{f"gap_{c.baseline}_{c.size}": _number(c.gap) for c in cells.itertuples()},
+        **{f"paired_p_{c.baseline}_{c.size}": _number(c.paired_p) for c in cells.itertuples()},
+        **{f"mixed_p_{c.baseline}_{c.size}": _number(c.mixed_p) for c in cells.itertuples()},
+    }
     tost = f"; TOST p max {fixed(top, 3)}" if eq["paired_tost_p"].notna().any() else "; TOST n/a"
-    return _row(r, test=f"paired (primary) and mixed, raw p; TOST paired, margin ±{significant(margin)}", numbers=numbers,
-                evidence=("differences at 5%: " + "; ".join(found) if found else "no difference at 5%") + tost,
-                verdict=equivalence_verdict(eq["paired_tost_p"], margin), p=_number(top))  # fmt: skip
+    return _row(
+        r,
+        test=f"paired (primary) and mixed, raw p; TOST paired, margin ±{significant(margin)}",
+        numbers=numbers,
+        evidence=("differences at 5%: " + "; ".join(found) if found else "no difference at 5%") + tost,
+        verdict=equivalence_verdict(eq["paired_tost_p"], margin),
+        p=_number(top),
+    )
 
 
 def _budget(r: dict, df: pd.DataFrame) -> dict:
@@ -182,10 +267,14 @@ def _budget(r: dict, df: pd.DataFrame) -> dict:
     steps = df.groupby("size", observed=True)["steps"].max()
     order = [s for s in dict.fromkeys(df["size"]) if s in steps]
     shown = "/".join(str(int(steps[s])) for s in order)
-    return _row(r, test="recipe: steps per run", numbers={f"steps_{s}": int(steps[s]) for s in order},
-                evidence=f"steps by size {shown}; "
-                + ("variants differ within a size" if within else "identical within each size"),
-                verdict=budget_verdict(across, within))  # fmt: skip
+    within_size = "variants differ within a size" if within else "identical within each size"
+    return _row(
+        r,
+        test="recipe: steps per run",
+        numbers={f"steps_{s}": int(steps[s]) for s in order},
+        evidence=f"steps by size {shown}; {within_size}",
+        verdict=budget_verdict(across, within),
+    )
 
 
 def claims(
@@ -243,9 +332,17 @@ def claims(
             continue
         if "check" not in r:
             sizes = set(df["size"])
-            rows.append(_number_row(df, r, t) if r["size"] in sizes else _row(
-                r, size=r["size"], variant=r.get("baseline", r.get("variant")), reported=r["reported"],
-                verdict=f"n/a: no runs at {r['size']} in the data"))  # fmt: skip
+            rows.append(
+                _number_row(df, r, t)
+                if r["size"] in sizes
+                else _row(
+                    r,
+                    size=r["size"],
+                    variant=r.get("baseline", r.get("variant")),
+                    reported=r["reported"],
+                    verdict=f"n/a: no runs at {r['size']} in the data",
+                )
+            )
         elif r["check"] == "grows":
             rows.append(_grows(r, t))
         elif r["check"] == "emergence":

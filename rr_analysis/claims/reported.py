@@ -10,6 +10,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from rr_analysis.numbers import cut
 from rr_core.errors import InputError
 from rr_core.files.reading import read_toml
 
@@ -27,8 +28,20 @@ DATA_DECIMALS = 4  # the sweep file's precision: every val_loss is written at 4 
 TESTS = ("welch", "paired", "mean")
 SIDES = ("two-sided", "greater", "less")
 CHECKS = ("grows", "emergence", "no_advantage", "budget")
-_FIELDS = {"id", "words", "source", "size", "baseline", "variant", "statistic", "reported", "test", "sided",
-           "check", "sizes"}  # fmt: skip
+_FIELDS = {
+    "id",
+    "words",
+    "source",
+    "size",
+    "baseline",
+    "variant",
+    "statistic",
+    "reported",
+    "test",
+    "sided",
+    "check",
+    "sizes",
+}
 _REPORTED = re.compile(r"^\s*(?:(?P<stat>t|p|mean)\s*)?(?P<rel><=|>=|=|<|>)?\s*(?P<num>[-+]?\d*\.?\d+)\s*$")
 
 
@@ -50,8 +63,11 @@ class Reported:
         return (-math.inf, self.value) if self.relation in ("<", "<=") else (self.value, math.inf)
 
     def holds(self, x: float) -> bool:
-        """Whether `x` is a value the written number stands for (rounding half away from zero)."""
+        """Whether `x` is a value the written number stands for (rounding half away from zero). `x` is first
+        `cut` to the decimal it stands for: a mean of 1.5041 and 1.5042 is 1.50415, inside "1.5042", whether
+        the float arithmetic gives 1.5041499999999999 or 1.5041500000000002."""
         low, high = self.interval()
+        x = cut(x)
         if self.relation == "=":
             return low <= x < high if self.value >= 0 else low < x <= high
         return {"<": x < high, "<=": x <= high, ">": x > low, ">=": x >= low}[self.relation]

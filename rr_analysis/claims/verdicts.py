@@ -85,8 +85,11 @@ def claims_significant(rep: Reported, dof: float, sided: str) -> bool | None:
     if rep.statistic == "t" and rep.relation == "=" and np.isfinite(dof):
         from scipy import stats
 
-        p = {"two-sided": 2 * stats.t.sf(abs(rep.value), dof), "greater": stats.t.sf(rep.value, dof),
-             "less": stats.t.cdf(rep.value, dof)}[sided]  # fmt: skip
+        p = {
+            "two-sided": 2 * stats.t.sf(abs(rep.value), dof),
+            "greater": stats.t.sf(rep.value, dof),
+            "less": stats.t.cdf(rep.value, dof),
+        }[sided]
         return bool(p < ALPHA)
     if rep.statistic != "p":
         return None

@@ -225,8 +225,15 @@ def forecast_figure(
         axes = fig.subplots(1, len(baselines), squeeze=False, sharey=True).ravel()
         for ax, b in zip(axes, baselines, strict=True):
             ax.set_xscale("log")
-            _forecast_facet(ax, est[est["baseline"] == b], line[line["baseline"] == b], fc[fc["baseline"] == b],
-                            colours[b], sizes.max(), ticks.max() * 1.4)  # fmt: skip
+            _forecast_facet(
+                ax,
+                est[est["baseline"] == b],
+                line[line["baseline"] == b],
+                fc[fc["baseline"] == b],
+                colours[b],
+                sizes.max(),
+                ticks.max() * 1.4,
+            )
             size_ticks(ax, ticks[~ticks.index.duplicated()])
             ax.set_xlim(ticks.min() / 1.4, ticks.max() * 1.4)
             ax.set_title(f"{ref} vs. {label(b)}")
@@ -244,17 +251,45 @@ def _forecast_facet(ax, e, line, fc, colour: str, largest: float, right: float) 
     ax.axvspan(largest, right, color="0.93", lw=0, zorder=0, gid="beyond")
     e = e[np.isfinite(e["estimate"].to_numpy(float))]
     y = e["estimate"].to_numpy(float)
-    ax.errorbar(e["params_M"].to_numpy(float), y, yerr=[y - e["ci_low"], e["ci_high"] - y], fmt="o",
-                color=colour, ms=5, elinewidth=1.0, capsize=3, label="observed: seed-paired gap, 95% CI",
-                gid="observed")  # fmt: skip
+    ax.errorbar(
+        e["params_M"].to_numpy(float),
+        y,
+        yerr=[y - e["ci_low"], e["ci_high"] - y],
+        fmt="o",
+        color=colour,
+        ms=5,
+        elinewidth=1.0,
+        capsize=3,
+        label="observed: seed-paired gap, 95% CI",
+        gid="observed",
+    )
     _unequal_rings(ax, e, y, colour, "unequal")
     _unequal_says(ax, e)
     _fitted_lines(ax, line, {line["baseline"].iloc[0]: colour} if len(line) else {}, pi=True)
     x, p = fc["params"].to_numpy(float) / 1e6, fc["pred"].to_numpy(float)
-    ax.errorbar(x, p, yerr=[p - fc["pi_low"], fc["pi_high"] - p], fmt="none", ecolor=colour, elinewidth=1.0,
-                capsize=5, gid="forecast_pi")  # fmt: skip
-    ax.errorbar(x, p, yerr=[p - fc["ci_low"], fc["ci_high"] - p], fmt="D", color=colour, mfc="white", ms=6,
-                elinewidth=3.0, capsize=0, label="forecast: 95% CI (thick), 95% PI (thin)", gid="forecast")  # fmt: skip
+    ax.errorbar(
+        x,
+        p,
+        yerr=[p - fc["pi_low"], fc["pi_high"] - p],
+        fmt="none",
+        ecolor=colour,
+        elinewidth=1.0,
+        capsize=5,
+        gid="forecast_pi",
+    )
+    ax.errorbar(
+        x,
+        p,
+        yerr=[p - fc["ci_low"], fc["ci_high"] - p],
+        fmt="D",
+        color=colour,
+        mfc="white",
+        ms=6,
+        elinewidth=3.0,
+        capsize=0,
+        label="forecast: 95% CI (thick), 95% PI (thin)",
+        gid="forecast",
+    )
 
 
 UNEQUAL_SAYS = f"ring: the arms' parameter counts differ by more than {percent(PARAMS_TOLERANCE)}\n(part of the gap may be capacity)"
@@ -265,8 +300,19 @@ def _unequal_rings(ax, e: pd.DataFrame, y, colour: str, gid: str, transform=None
     so the figure flags it where the gap is drawn, as the tables do with their mark."""
     flagged = e["params_flagged"].to_numpy(dtype=bool)
     if flagged.any():
-        ax.plot(e["params_M"].to_numpy(float)[flagged], np.asarray(y)[flagged], ls="none", marker="o", ms=11,
-                mfc="none", mec=colour, mew=1.2, zorder=4, gid=gid, **({"transform": transform} if transform else {}))  # fmt: skip
+        ax.plot(
+            e["params_M"].to_numpy(float)[flagged],
+            np.asarray(y)[flagged],
+            ls="none",
+            marker="o",
+            ms=11,
+            mfc="none",
+            mec=colour,
+            mew=1.2,
+            zorder=4,
+            gid=gid,
+            **({"transform": transform} if transform else {}),
+        )
 
 
 def _unequal_says(ax, est: pd.DataFrame) -> None:

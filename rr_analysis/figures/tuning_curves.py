@@ -64,9 +64,28 @@ def _curve(ax, rows: pd.DataFrame, variant: str, colour: str) -> None:
     x, y = rows["lr"].to_numpy(float), rows["estimate"].to_numpy(float)
     low, high = rows["ci_low"].to_numpy(float), rows["ci_high"].to_numpy(float)
     err = np.where(np.isnan(low), 0.0, [y - low, high - y])
-    ax.errorbar(x, y, yerr=err, color=colour, marker="o", ms=4, lw=1.4, capsize=2, label=label(variant),
-                gid=f"curve:{variant}")  # fmt: skip
+    ax.errorbar(
+        x,
+        y,
+        yerr=err,
+        color=colour,
+        marker="o",
+        ms=4,
+        lw=1.4,
+        capsize=2,
+        label=label(variant),
+        gid=f"curve:{variant}",
+    )
     for r in rows[rows["chosen"]].itertuples():
         face = "none" if r.edge else colour
-        ax.plot([r.lr], [r.estimate], ls="none", marker="o", ms=10, mfc=face, mec="black", mew=1.4,
-                gid=f"chosen:{variant}")  # fmt: skip
+        ax.plot(
+            [r.lr],
+            [r.estimate],
+            ls="none",
+            marker="o",
+            ms=10,
+            mfc=face,
+            mec="black",
+            mew=1.4,
+            gid=f"chosen:{variant}",
+        )

@@ -28,11 +28,35 @@ __all__ = ["confirm_plan", "minutes_fit", "CONFIRM_COLUMNS"]
 
 # The columns of `confirm_plan`, in order: what `rr analyze confirm --format json/csv` emits.
 CONFIRM_COLUMNS: tuple[str, ...] = (
-    "at", "params", "params_source", "steps", "steps_source", "baseline", "pi_low", "pred", "pi_high", "resid_sd", "power",
-    "alpha", "seeds_at_pi_low", "seeds_at_pred", "seeds_at_pi_high", "variants_per_seed",
-    "minutes_per_run", "minutes_ci_low", "minutes_ci_high", "minutes_pi_low", "minutes_pi_high",
-    "minutes_slope", "minutes_cells", "gpu_minutes", "gpu_minutes_low", "gpu_minutes_high", "note", *STAMP,
-)  # fmt: skip
+    "at",
+    "params",
+    "params_source",
+    "steps",
+    "steps_source",
+    "baseline",
+    "pi_low",
+    "pred",
+    "pi_high",
+    "resid_sd",
+    "power",
+    "alpha",
+    "seeds_at_pi_low",
+    "seeds_at_pred",
+    "seeds_at_pi_high",
+    "variants_per_seed",
+    "minutes_per_run",
+    "minutes_ci_low",
+    "minutes_ci_high",
+    "minutes_pi_low",
+    "minutes_pi_high",
+    "minutes_slope",
+    "minutes_cells",
+    "gpu_minutes",
+    "gpu_minutes_low",
+    "gpu_minutes_high",
+    "note",
+    *STAMP,
+)
 
 
 def minutes_fit(df: pd.DataFrame, work: np.ndarray, level: float = LEVEL) -> dict:
@@ -76,12 +100,27 @@ def minutes_fit(df: pd.DataFrame, work: np.ndarray, level: float = LEVEL) -> dic
     x = np.log(cells["work"].to_numpy(float))
     nan = np.full(len(work), np.nan)
     if len(cells) < 3 or np.ptp(x) == 0:
-        return {"minutes": nan, "ci_low": nan, "ci_high": nan, "pi_low": nan, "pi_high": nan,
-                "slope": np.nan, "cells": len(cells)}  # fmt: skip
+        return {
+            "minutes": nan,
+            "ci_low": nan,
+            "ci_high": nan,
+            "pi_low": nan,
+            "pi_high": nan,
+            "slope": np.nan,
+            "cells": len(cells),
+        }
     fit = sm.OLS(cells["log_min"].to_numpy(float), sm.add_constant(x)).fit()
     frame = fit.get_prediction(sm.add_constant(np.log(work), has_constant="add")).summary_frame(1 - level)
-    e = {k: np.exp(frame[c].to_numpy()) for k, c in (("minutes", "mean"), ("ci_low", "mean_ci_lower"),
-         ("ci_high", "mean_ci_upper"), ("pi_low", "obs_ci_lower"), ("pi_high", "obs_ci_upper"))}  # fmt: skip
+    e = {
+        k: np.exp(frame[c].to_numpy())
+        for k, c in (
+            ("minutes", "mean"),
+            ("ci_low", "mean_ci_lower"),
+            ("ci_high", "mean_ci_upper"),
+            ("pi_low", "obs_ci_lower"),
+            ("pi_high", "obs_ci_upper"),
+        )
+    }
     return {**e, "slope": float(fit.params[1]), "cells": len(cells)}
 
 
@@ -187,8 +226,11 @@ def confirm_plan(
     out.insert(out.columns.get_loc("minutes_ci_low"), "minutes_per_run", m["minutes"])
     out["minutes_slope"], out["minutes_cells"] = m["slope"], m["cells"]
     runs = out["seeds_at_pred"].astype("float").to_numpy() * out["variants_per_seed"].to_numpy()
-    for k, c in (("gpu_minutes", "minutes_per_run"), ("gpu_minutes_low", "minutes_ci_low"),
-                 ("gpu_minutes_high", "minutes_ci_high")):  # fmt: skip
+    for k, c in (
+        ("gpu_minutes", "minutes_per_run"),
+        ("gpu_minutes_low", "minutes_ci_low"),
+        ("gpu_minutes_high", "minutes_ci_high"),
+    ):
         out[k] = runs * out[c].to_numpy(float)
     out["note"] = [_note(r, why, f.loc[i, "note"]) for i, r in out.iterrows()]
     return cmp.stamp(out)[list(CONFIRM_COLUMNS)]
@@ -200,8 +242,10 @@ def _note(r: pd.Series, why: str, forecast_note: str) -> str:
     if not np.isfinite(r["pred"]):
         notes.append(f"no forecast ({forecast_note})")
     elif not r["pi_low"] > 0:
-        notes.append(f"the prediction interval reaches {fixed(r['pi_low'], 4)}: if the true gap is at its low end, "
-                     "no number of seeds shows a gap > 0")  # fmt: skip
+        notes.append(
+            f"the prediction interval reaches {fixed(r['pi_low'], 4)}: if the true gap is at its low end, "
+            "no number of seeds shows a gap > 0"
+        )
     if not np.isfinite(r["minutes_per_run"]):
         notes.append("fewer than 3 cells with recorded minutes, or one amount of work: no time extrapolated")
     return "; ".join(n for n in notes if n)

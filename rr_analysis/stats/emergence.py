@@ -83,9 +83,11 @@ def _design(df: pd.DataFrame, c: Comparison) -> _Design:
     if len(sizes) < 2:
         why = f"needs at least 2 sizes with {reference} runs"
     elif not np.isfinite(lx[sizes]).all() or np.ptp(lx[sizes].to_numpy()) > MAX_DECADES:
-        why = (f"{reference}'s parameter counts (params_M {significant(df['params_M'].min(), 3)} to "
-               f"{significant(df['params_M'].max(), 3)}) span over {significant(MAX_DECADES)} decades or overflow: not a size ladder; "
-               "no slope is fitted")  # fmt: skip
+        why = (
+            f"{reference}'s parameter counts (params_M {significant(df['params_M'].min(), 3)} to "
+            f"{significant(df['params_M'].max(), 3)}) span over {significant(MAX_DECADES)} decades or overflow: not a size ladder; "
+            "no slope is fitted"
+        )
     elif len(data) - X.shape[1] < 1:
         why = "no residual degrees of freedom"
     elif np.bincount(blocks).max() < 2:
@@ -163,8 +165,9 @@ def _size_dev(d: _Design, baselines: list[str]) -> tuple[dict, dict[str, list[st
     for i, v in enumerate(baselines):
         if v not in varied:
             continue
-        low = [*(["the seed variance, shared by every baseline"] if fit.theta[0] < SINGULAR_RATIO else []),
-               *([f"{label(v)}'s own size deviation"] if fit.theta[1 + varied.index(v)] < SINGULAR_RATIO else [])]  # fmt: skip
+        low = ["the seed variance, shared by every baseline"] if fit.theta[0] < SINGULAR_RATIO else []
+        if fit.theta[1 + varied.index(v)] < SINGULAR_RATIO:
+            low.append(f"{label(v)}'s own size deviation")
         cols["dev_singular"][i] = bool(low)
         notes[v] = [f"Kenward-Roger not computed: a size holds over {KR_MAX_RUNS} runs"] if big else []
         if low:
@@ -209,8 +212,10 @@ def _verdict(r: pd.Series) -> str:
     if r["meta_p"] < ALPHA:
         return f"{way} with size in the primary test (p = {significant(r['meta_p'], 2)}) but not in the size-deviation model"
     if dev < ALPHA or r["run_p"] < ALPHA:
-        return (f"suggestive, not robust: the primary size-level test gives p = {significant(r['meta_p'], 2)}; only "
-                "models that lean on the runs or on the line's shape reach p < 0.05")  # fmt: skip
+        return (
+            f"suggestive, not robust: the primary size-level test gives p = {significant(r['meta_p'], 2)}; only "
+            "models that lean on the runs or on the line's shape reach p < 0.05"
+        )
     return f"no evidence that the gap changes with size (primary p = {significant(r['meta_p'], 2)})"
 
 
@@ -221,8 +226,10 @@ def _confound(d: _Design) -> str:
         return ""
     way = "fall" if all(a >= b for a, b in zip(steps, steps[1:], strict=False)) else "differ"
     listed = ", ".join(f"{s} {n}" for s, n in zip(d.sizes, steps, strict=True))
-    return (f"steps {way} with size ({listed}): every slope is per decade of parameters and a different "
-            "training length; scale and token budget are confounded")  # fmt: skip
+    return (
+        f"steps {way} with size ({listed}): every slope is per decade of parameters and a different "
+        "training length; scale and token budget are confounded"
+    )
 
 
 def emergence(

@@ -99,8 +99,14 @@ def size_gaps(df: pd.DataFrame, baseline: str, c: Comparison = Comparison()) -> 
     p = p[(p["baseline"] == baseline) & p["size"].isin(lx.index)]
     left = [f"{s} ({n})" for s, n in zip(p["size"], p["paired_note"], strict=True) if n]
     used = p[p["paired_note"] == ""]
-    out = pd.DataFrame({"size": used["size"].to_numpy(), "lx": used["size"].map(lx).to_numpy(float),
-                        "gap": used["paired_diff"].to_numpy(float), "se": used["paired_se"].to_numpy(float)})  # fmt: skip
+    out = pd.DataFrame(
+        {
+            "size": used["size"].to_numpy(),
+            "lx": used["size"].map(lx).to_numpy(float),
+            "gap": used["paired_diff"].to_numpy(float),
+            "se": used["paired_se"].to_numpy(float),
+        }
+    )
     return out, (f"left out {', '.join(left)}" if left else "")
 
 
@@ -113,8 +119,10 @@ def _extrapolation(decades: float, largest: str, span: float) -> str:
         return f"extrapolation: {how}; the interval assumes the line holds there"
     if decades <= 1.0:
         return f"strong extrapolation: {how}; nothing in the data checks the line out there"
-    return (f"far extrapolation: {how}; over a decade out, the forecast is the straight line's assumption, "
-            "not evidence")  # fmt: skip
+    return (
+        f"far extrapolation: {how}; over a decade out, the forecast is the straight line's assumption, "
+        "not evidence"
+    )
 
 
 def _centred_design(df: pd.DataFrame, baselines: list[str], x0: float, reference: str):
@@ -147,8 +155,13 @@ def _run_level(rows: pd.DataFrame, c: Comparison, x0: float, ran: pd.DataFrame) 
             if np.isfinite(ran.loc[v, "run_slope"]):
                 j = names.index(v)
                 est, se, dof = fit.beta[j], float(np.sqrt(fit.cov[j, j])), float(fit.df[j])
-                out[v].update(run_pred=est, run_se=se, run_df=dof, run_ci_low=est - q(dof) * se,
-                              run_ci_high=est + q(dof) * se)  # fmt: skip
+                out[v].update(
+                    run_pred=est,
+                    run_se=se,
+                    run_df=dof,
+                    run_ci_low=est - q(dof) * se,
+                    run_ci_high=est + q(dof) * se,
+                )
     if varied and np.isfinite(ran["dev_kr_df"]).any():
         U = np.column_stack([(data["variant"] == v).to_numpy(float) for v in varied])
         model = SizeModel(y, X, data["size"].to_numpy(), blocks, U)
@@ -158,8 +171,15 @@ def _run_level(rows: pd.DataFrame, c: Comparison, x0: float, ran: pd.DataFrame) 
             j = names.index(v)
             est, se, dof = fit.beta[j], float(kr_se[j]), float(kr_df[j])
             pi = q(dof) * np.sqrt(se**2 + fit.sigma2 * fit.theta[1 + k] ** 2)
-            out[v].update(dev_pred=est, dev_se=se, dev_df=dof, dev_ci_low=est - q(dof) * se,
-                          dev_ci_high=est + q(dof) * se, dev_pi_low=est - pi, dev_pi_high=est + pi)  # fmt: skip
+            out[v].update(
+                dev_pred=est,
+                dev_se=se,
+                dev_df=dof,
+                dev_ci_low=est - q(dof) * se,
+                dev_ci_high=est + q(dof) * se,
+                dev_pi_low=est - pi,
+                dev_pi_high=est + pi,
+            )
     return out
 
 
@@ -170,8 +190,17 @@ def _primary(df: pd.DataFrame, baseline: str, x0s: np.ndarray, c: Comparison) ->
     if len(gaps) < 3:
         return [dict(base) for _ in x0s]
     p = meta_predict(gaps["gap"].to_numpy(), gaps["se"].to_numpy(), gaps["lx"].to_numpy(), x0s, LEVEL)
-    return [{**base, "meta_df": p["df"], "meta_tau2": p["tau2"], "pred": p["pred"][i], "pred_se": p["se"][i],
-             **{k: p[k][i] for k in ("ci_low", "ci_high", "pi_low", "pi_high")}} for i in range(len(x0s))]  # fmt: skip
+    return [
+        {
+            **base,
+            "meta_df": p["df"],
+            "meta_tau2": p["tau2"],
+            "pred": p["pred"][i],
+            "pred_se": p["se"][i],
+            **{k: p[k][i] for k in ("ci_low", "ci_high", "pi_low", "pi_high")},
+        }
+        for i in range(len(x0s))
+    ]
 
 
 def _sizes_at(df: pd.DataFrame, at: Sequence[str], reference: str, ladder) -> list[tuple[str, float, str]]:
@@ -258,9 +287,20 @@ def forecast(
         decades = float(x0s[i] - lxs.max())
         for v in chosen:
             note = ran.loc[v, "note"]
-            records.append({"at": name, "params": n, "params_source": source, "baseline": v, "decades_beyond": decades,
-                         "largest": ref.idxmax(), **primary[v][i], **level[v],
-                         "extrapolation": _extrapolation(decades, ref.idxmax(), span), "note": note})  # fmt: skip
+            records.append(
+                {
+                    "at": name,
+                    "params": n,
+                    "params_source": source,
+                    "baseline": v,
+                    "decades_beyond": decades,
+                    "largest": ref.idxmax(),
+                    **primary[v][i],
+                    **level[v],
+                    "extrapolation": _extrapolation(decades, ref.idxmax(), span),
+                    "note": note,
+                }
+            )
     out = pd.DataFrame(records)
     for col in FORECAST_COLUMNS:
         if col not in out and col not in STAMP:

@@ -75,9 +75,16 @@ def meta_regression(y: np.ndarray, se: np.ndarray, x: np.ndarray) -> dict[str, f
     knha = WLS(y, X, weights=1.0 / (v + tau2)).fit()
     fixed = WLS(y, X, weights=1.0 / v).fit()
     qe_df = float(len(y) - 2)
-    return {"slope": float(knha.params[1]), "se": float(knha.bse[1]), "df": qe_df,
-            "p": float(knha.pvalues[1]), "tau2": tau2, "qe": float(fixed.ssr), "qe_df": qe_df,
-            "qe_p": float(chdtrc(qe_df, fixed.ssr))}  # fmt: skip
+    return {
+        "slope": float(knha.params[1]),
+        "se": float(knha.bse[1]),
+        "df": qe_df,
+        "p": float(knha.pvalues[1]),
+        "tau2": tau2,
+        "qe": float(fixed.ssr),
+        "qe_df": qe_df,
+        "qe_p": float(chdtrc(qe_df, fixed.ssr)),
+    }
 
 
 def meta_predict(y: np.ndarray, se: np.ndarray, x: np.ndarray, at: np.ndarray, level: float = 0.95) -> dict:
@@ -124,5 +131,13 @@ def meta_predict(y: np.ndarray, se: np.ndarray, x: np.ndarray, at: np.ndarray, l
     dof = float(len(y) - 2)
     q = stdtrit(dof, 0.5 + level / 2)
     half_pi = q * np.sqrt(se0**2 + tau2)
-    return {"pred": pred, "se": se0, "ci_low": pred - q * se0, "ci_high": pred + q * se0,
-            "pi_low": pred - half_pi, "pi_high": pred + half_pi, "tau2": tau2, "df": dof}  # fmt: skip
+    return {
+        "pred": pred,
+        "se": se0,
+        "ci_low": pred - q * se0,
+        "ci_high": pred + q * se0,
+        "pi_low": pred - half_pi,
+        "pi_high": pred + half_pi,
+        "tau2": tau2,
+        "df": dof,
+    }

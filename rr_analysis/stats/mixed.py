@@ -203,8 +203,8 @@ def _size_fit(g: pd.DataFrame, reference: str) -> dict[str, dict]:
                 v: {"mixed_note": "as many variants as runs: no residual degrees of freedom"} for v in others
             }
         if long.groupby("seed", observed=True).size().max() < 2:
-            return {v: {"mixed_note": "no seed is shared by two variants: seed and residual variance are "
-                        "not separable"} for v in others}  # fmt: skip
+            why = "no seed is shared by two variants: seed and residual variance are not separable"
+            return {v: {"mixed_note": why} for v in others}
         X = np.column_stack([np.ones(len(long))] + [(long["variant"] == v).to_numpy(float) for v in others])
         fit = BlockModel(long["y"].to_numpy(float), X, long["seed"].to_numpy()).fit(reml=True)
         coef, se, dof = fit.beta[1:], np.sqrt(np.diag(fit.cov))[1:], fit.df[1:]

@@ -22,14 +22,20 @@ def _steps(df: pd.DataFrame, sizes: list[str]) -> list[dict]:
         s = steps[size]
         if s.nunique() > 1:
             shown = ", ".join(f"{v} {n}" for v, n in s.items())
-            out.append({"kind": "steps_within_size", "size": size, "message": f"{size}: variants trained for "
-                        f"different numbers of steps ({shown}); the gap is confounded with training length"})  # fmt: skip
+            message = (
+                f"{size}: variants trained for different numbers of steps ({shown}); the gap is confounded "
+                "with training length"
+            )
+            out.append({"kind": "steps_within_size", "size": size, "message": message})
     per_size = steps.groupby(level="size", observed=True).max().reindex(sizes)
     if per_size.nunique() > 1:
         groups = per_size.groupby(per_size, sort=False, observed=True).groups
         shown = "; ".join(f"{', '.join(idx)}: {n}" for n, idx in groups.items())
-        out.append({"kind": "token_budget", "size": "", "message": f"steps differ across sizes ({shown}): "
-                    "any trend with size is confounded with the token budget (tokens = steps x batch x block)"})  # fmt: skip
+        message = (
+            f"steps differ across sizes ({shown}): any trend with size is confounded with the token budget "
+            "(tokens = steps x batch x block)"
+        )
+        out.append({"kind": "token_budget", "size": "", "message": message})
     return out
 
 
@@ -44,8 +50,13 @@ def _non_monotone(df: pd.DataFrame, sizes: list[str], c: Comparison) -> list[dic
                 shown = ", ".join(
                     f"{v} {fixed(means.at[larger, v], 4)} vs {fixed(means.at[smaller, v], 4)}" for v in worse
                 )
-                out.append({"kind": "larger_size_higher_loss", "size": larger,
-                            "message": f"{larger} has a {more} mean {c.metric} than the smaller {smaller} ({shown})"})  # fmt: skip
+                out.append(
+                    {
+                        "kind": "larger_size_higher_loss",
+                        "size": larger,
+                        "message": f"{larger} has a {more} mean {c.metric} than the smaller {smaller} ({shown})",
+                    }
+                )
     return out
 
 
@@ -57,8 +68,13 @@ def _fewer_seeds(df: pd.DataFrame, sizes: list[str]) -> list[dict]:
         short = n[size][n[size] < most]
         if len(short):
             shown = ", ".join(f"{v} {k}" for v, k in short.items())
-            out.append({"kind": "fewer_seeds", "size": size, "message": f"{size}: fewer seeds than the other "
-                        f"cells ({shown}; most cells have {most})"})  # fmt: skip
+            out.append(
+                {
+                    "kind": "fewer_seeds",
+                    "size": size,
+                    "message": f"{size}: fewer seeds than the other cells ({shown}; most cells have {most})",
+                }
+            )
     return out
 
 
@@ -69,9 +85,12 @@ def _params(df: pd.DataFrame, sizes: list[str]) -> list[dict]:
         s = p[size]
         spread = s.max() / s.min() - 1
         if spread > PARAMS_TOLERANCE:
-            out.append({"kind": "params_mismatch", "size": size, "message": f"{size}: parameter counts differ by "
-                        f"{percent_above(spread, PARAMS_TOLERANCE)} ({s.idxmin()} {fixed(s.min(), 2)}M, {s.idxmax()} {fixed(s.max(), 2)}M), more than "
-                        f"{percent(PARAMS_TOLERANCE)}: part of a gap may be capacity"})  # fmt: skip
+            message = (
+                f"{size}: parameter counts differ by {percent_above(spread, PARAMS_TOLERANCE)} "
+                f"({s.idxmin()} {fixed(s.min(), 2)}M, {s.idxmax()} {fixed(s.max(), 2)}M), more than "
+                f"{percent(PARAMS_TOLERANCE)}: part of a gap may be capacity"
+            )
+            out.append({"kind": "params_mismatch", "size": size, "message": message})
     return out
 
 

@@ -26,8 +26,19 @@ if TYPE_CHECKING:
 __all__ = ["pool_check", "row_flags", "row_details", "POOL_COLUMNS"]
 
 POOL_COLUMNS: tuple[str, ...] = (
-    "term", "estimate", "se", "z", "p", "test", "n_published", "n_new", "n_flagged", "verdict", "note", "rows",
-)  # fmt: skip
+    "term",
+    "estimate",
+    "se",
+    "z",
+    "p",
+    "test",
+    "n_published",
+    "n_new",
+    "n_flagged",
+    "verdict",
+    "note",
+    "rows",
+)
 KEY = ["size", "variant", "seed"]
 
 
@@ -115,9 +126,18 @@ def _new_rows(
         record = records.get(key)
         flags = ["changes the published row of this key"] * (key in pub.index) + row_flags(r, record)
         env = (record or {}).get("environment", {})
-        rows.append({"size": key[0], "variant": key[1], "seed": key[2], "from": sources.get(key),
-                     "device": env.get("device_name"), "precision": (record or {}).get("config", {}).get("precision"),
-                     "flags": flags, "details": row_details(record)})  # fmt: skip
+        rows.append(
+            {
+                "size": key[0],
+                "variant": key[1],
+                "seed": key[2],
+                "from": sources.get(key),
+                "device": env.get("device_name"),
+                "precision": (record or {}).get("config", {}).get("precision"),
+                "flags": flags,
+                "details": row_details(record),
+            }
+        )
     return new, rows
 
 
@@ -130,17 +150,26 @@ def _source_fit(df: pd.DataFrame, new: np.ndarray, metric: str) -> tuple[dict, s
     holds both published and new rows, the term cannot be estimated and the note says why."""
     import statsmodels.formula.api as smf
 
-    data = pd.DataFrame({"y": df[metric].to_numpy(float), "new": new.astype(float),
-                         "cell": (df["size"].astype(str) + ":" + df["variant"]).to_numpy(str),
-                         "block": (df["size"].astype(str) + ":" + df["seed"].astype(str)).to_numpy(str)})  # fmt: skip
+    data = pd.DataFrame(
+        {
+            "y": df[metric].to_numpy(float),
+            "new": new.astype(float),
+            "cell": (df["size"].astype(str) + ":" + df["variant"]).to_numpy(str),
+            "block": (df["size"].astype(str) + ":" + df["seed"].astype(str)).to_numpy(str),
+        }
+    )
     empty = {"estimate": math.nan, "se": math.nan, "z": math.nan, "p": math.nan}
     if not new.any() or new.all():
         return empty, "no new rows to compare" if not new.any() else "no published rows to compare with"
     share = data.groupby("cell", sort=False, observed=True)["new"].mean()
     by_size = df[["size", "variant"]].drop_duplicates().sort_values("size", kind="stable")  # the sizes' order
     only_new = [c for c in by_size["size"].astype(str) + ":" + by_size["variant"] if share[c] == 1.0]
-    left = f"left out {len(only_new)} (size, variant) cell(s) whose rows are all new ({', '.join(only_new)}): a " \
-           "cell with no published row says nothing of a shift from the published rows" if only_new else ""  # fmt: skip
+    left = (
+        f"left out {len(only_new)} (size, variant) cell(s) whose rows are all new ({', '.join(only_new)}): a "
+        "cell with no published row says nothing of a shift from the published rows"
+        if only_new
+        else ""
+    )
     data = data[~data["cell"].isin(only_new)]
     if not (data["new"] == 1.0).any():
         why = "no (size, variant) cell holds both published and new rows: the source term cannot be estimated"
@@ -151,8 +180,12 @@ def _source_fit(df: pd.DataFrame, new: np.ndarray, metric: str) -> tuple[dict, s
             fit = smf.mixedlm("y ~ 0 + C(cell) + new", data, groups=data["block"]).fit(reml=True)
         except np.linalg.LinAlgError as e:  # a design singular some other way: say so, never a traceback
             return empty, "; ".join(filter(None, [f"the model cannot be fitted ({e})", left]))
-    out = {"estimate": float(fit.params["new"]), "se": float(fit.bse["new"]), "z": float(fit.tvalues["new"]),
-           "p": float(fit.pvalues["new"])}  # fmt: skip
+    out = {
+        "estimate": float(fit.params["new"]),
+        "se": float(fit.bse["new"]),
+        "z": float(fit.tvalues["new"]),
+        "p": float(fit.pvalues["new"]),
+    }
     note = "; ".join(sorted({str(w.message).split("\n")[0] for w in caught}))
     return out, "; ".join(filter(None, [f"fit warnings: {note}" if note else "", left]))
 
@@ -223,6 +256,19 @@ def pool_check(
     if flagged:
         verdict += f"; {flagged} new row(s) flagged: pool them only knowingly"
     test = f"{metric} ~ 0 + size:variant + new + (1 | size:seed), REML, Wald z (statsmodels MixedLM)"
-    return pd.DataFrame([{"term": "source: new - published", **fit, "test": test, "n_published": int((~new).sum()),
-                          "n_new": int(new.sum()), "n_flagged": flagged, "verdict": verdict, "note": note,
-                          "rows": rows}], columns=list(POOL_COLUMNS))  # fmt: skip
+    return pd.DataFrame(
+        [
+            {
+                "term": "source: new - published",
+                **fit,
+                "test": test,
+                "n_published": int((~new).sum()),
+                "n_new": int(new.sum()),
+                "n_flagged": flagged,
+                "verdict": verdict,
+                "note": note,
+                "rows": rows,
+            }
+        ],
+        columns=list(POOL_COLUMNS),
+    )

@@ -313,9 +313,20 @@ def seed_plan(
             "" if np.isfinite(minutes) else "no `minutes` recorded for every variant here: no cost"
         )
         now = t_test_power(dz, present) if present >= 2 and np.isfinite(dz) else np.nan
-        plan.append({"size": size, "effect": effect, "resid_sd": sd, "dz": dz, "seeds_present": present,
-                     "power_now": now, "seeds_needed": None if add is None else int(needed),
-                     "seeds_to_add": add, "gpu_minutes": np.nan if add is None else add * minutes, "note": note})  # fmt: skip
+        plan.append(
+            {
+                "size": size,
+                "effect": effect,
+                "resid_sd": sd,
+                "dz": dz,
+                "seeds_present": present,
+                "power_now": now,
+                "seeds_needed": None if add is None else int(needed),
+                "seeds_to_add": add,
+                "gpu_minutes": np.nan if add is None else add * minutes,
+                "note": note,
+            }
+        )
     out = pd.DataFrame(plan)
     for c in ("seeds_needed", "seeds_to_add"):
         out[c] = pd.array(out[c].tolist(), dtype="Int64")

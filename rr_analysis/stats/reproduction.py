@@ -26,10 +26,33 @@ NOISE_FRACTION = 0.1  # default same-seed noise: a tenth of the published betwee
 MARGIN_FRACTION = 0.1  # default TOST margin: a tenth of the published between-seed SD
 NOISE_K = 2.0  # a re-run within NOISE_K x the same-seed noise of its published row is "within noise"
 REPRODUCTION_COLUMNS: tuple[str, ...] = (
-    "size", "variant", "seed", "published", "reproduced", "diff", "rounding_low", "rounding_high", "seed_sd",
-    "diff_in_sd", "noise", "verdict", "n", "mean_offset", "offset_sd", "rms_offset", "t", "df", "p", "margin",
-    "tost_p", "pooling", "test_note", "noise_source", "margin_source", "not_rerun",
-)  # fmt: skip
+    "size",
+    "variant",
+    "seed",
+    "published",
+    "reproduced",
+    "diff",
+    "rounding_low",
+    "rounding_high",
+    "seed_sd",
+    "diff_in_sd",
+    "noise",
+    "verdict",
+    "n",
+    "mean_offset",
+    "offset_sd",
+    "rms_offset",
+    "t",
+    "df",
+    "p",
+    "margin",
+    "tost_p",
+    "pooling",
+    "test_note",
+    "noise_source",
+    "margin_source",
+    "not_rerun",
+)
 
 
 def _pairs(repro: pd.DataFrame, published: pd.DataFrame, metric: str) -> pd.DataFrame:
@@ -63,9 +86,17 @@ def _offset_test(d: np.ndarray, a: np.ndarray, b: np.ndarray, margin: float) -> 
     from statsmodels.stats.weightstats import ttost_paired
 
     n = len(d)
-    out = {"n": n, "mean_offset": float(d.mean()), "offset_sd": float(d.std(ddof=1)) if n > 1 else math.nan,
-           "rms_offset": float(np.sqrt(np.mean(d**2))), "t": math.nan, "df": math.nan, "p": math.nan,
-           "tost_p": math.nan, "test_note": ""}  # fmt: skip
+    out = {
+        "n": n,
+        "mean_offset": float(d.mean()),
+        "offset_sd": float(d.std(ddof=1)) if n > 1 else math.nan,
+        "rms_offset": float(np.sqrt(np.mean(d**2))),
+        "t": math.nan,
+        "df": math.nan,
+        "p": math.nan,
+        "tost_p": math.nan,
+        "test_note": "",
+    }
     if n < 2:
         out["test_note"] = "fewer than 2 re-runs: the offset cannot be tested"
     elif not out["offset_sd"] > 0:
@@ -159,13 +190,25 @@ def reproduction(
     pairs["verdict"] = [_verdict(d, n) for d, n in zip(pairs["diff"], pairs["noise"], strict=True)]
     pooled = float(np.sqrt(np.nanmean(pairs.drop_duplicates(["size", "variant"])["seed_sd"] ** 2)))
     margin_used = MARGIN_FRACTION * pooled if margin is None else margin
-    test = _offset_test(pairs["diff"].to_numpy(float), pairs["reproduced"].to_numpy(float),
-                        pairs["published"].to_numpy(float), margin_used)  # fmt: skip
+    test = _offset_test(
+        pairs["diff"].to_numpy(float),
+        pairs["reproduced"].to_numpy(float),
+        pairs["published"].to_numpy(float),
+        margin_used,
+    )
     test["margin"] = margin_used
-    test["noise_source"] = (f"--noise {significant(noise)}" if noise is not None else f"assumed, not measured: "
-                            f"{significant(NOISE_FRACTION)} x the published between-seed SD of each size and variant; "
-                            "measure it with two re-runs of one seed (docs/statistics.md)")  # fmt: skip
-    test["margin_source"] = (f"--margin {significant(margin)}" if margin is not None else f"{significant(MARGIN_FRACTION)} x the "
-                             f"pooled published between-seed SD of the cells re-run ({fixed(pooled, 5)})")  # fmt: skip
+    test["noise_source"] = (
+        f"--noise {significant(noise)}"
+        if noise is not None
+        else f"assumed, not measured: "
+        f"{significant(NOISE_FRACTION)} x the published between-seed SD of each size and variant; "
+        "measure it with two re-runs of one seed (docs/statistics.md)"
+    )
+    test["margin_source"] = (
+        f"--margin {significant(margin)}"
+        if margin is not None
+        else f"{significant(MARGIN_FRACTION)} x the "
+        f"pooled published between-seed SD of the cells re-run ({fixed(pooled, 5)})"
+    )
     test["not_rerun"] = len(published) - len(pairs)
     return pairs.assign(**test)[list(REPRODUCTION_COLUMNS)]

@@ -28,10 +28,32 @@ ALPHA_BOUNDS = (1e-3, 5.0)  # exponents outside are not a scaling law of these l
 B_DEFAULT = 500
 
 SCALING_COLUMNS: tuple[str, ...] = (
-    "variant", "n_sizes", "E", "A", "alpha", "E_low", "E_high", "A_low", "A_high", "alpha_low", "alpha_high",
-    "chi2", "resid_df", "boot", "boot_ok", "identified", "at", "params", "loss_pred", "loss_low", "loss_high",
-    "df_warning", "confound", "note", *STAMP,
-)  # fmt: skip
+    "variant",
+    "n_sizes",
+    "E",
+    "A",
+    "alpha",
+    "E_low",
+    "E_high",
+    "A_low",
+    "A_high",
+    "alpha_low",
+    "alpha_high",
+    "chi2",
+    "resid_df",
+    "boot",
+    "boot_ok",
+    "identified",
+    "at",
+    "params",
+    "loss_pred",
+    "loss_low",
+    "loss_high",
+    "df_warning",
+    "confound",
+    "note",
+    *STAMP,
+)
 
 
 def power_law(N: np.ndarray, y: np.ndarray, se: np.ndarray) -> tuple[float, float, float, float]:
@@ -63,8 +85,9 @@ def power_law(N: np.ndarray, y: np.ndarray, se: np.ndarray) -> tuple[float, floa
     grid = np.geomspace(*ALPHA_BOUNDS, 60)
     i = int(np.argmin([linear(a)[1] for a in grid]))
     lo, hi = grid[max(i - 1, 0)], grid[min(i + 1, len(grid) - 1)]
-    alpha = float(minimize_scalar(lambda a: linear(a)[1], bounds=(lo, hi), method="bounded",
-                                  options={"xatol": 1e-10}).x)  # fmt: skip
+    alpha = float(
+        minimize_scalar(lambda a: linear(a)[1], bounds=(lo, hi), method="bounded", options={"xatol": 1e-10}).x
+    )
     (E, a), chi2 = linear(alpha)
     return float(E), float(a * N0**alpha), alpha, chi2
 
@@ -72,8 +95,13 @@ def power_law(N: np.ndarray, y: np.ndarray, se: np.ndarray) -> tuple[float, floa
 def _cells(df: pd.DataFrame, variant: str, metric: str) -> pd.DataFrame:
     """Per size with runs of `variant`: the parameter count, mean metric, seed SD, runs, SE and steps."""
     g = df[df["variant"] == variant].groupby("size", sort=False, observed=True)
-    c = g.agg(N=("params_M", "mean"), y=(metric, "mean"), sd=(metric, "std"), n=(metric, "count"),
-              steps=("steps", "median"))  # fmt: skip
+    c = g.agg(
+        N=("params_M", "mean"),
+        y=(metric, "mean"),
+        sd=(metric, "std"),
+        n=(metric, "count"),
+        steps=("steps", "median"),
+    )
     c["N"] *= 1e6
     c["se"] = c["sd"] / np.sqrt(c["n"])
     return c.reindex([s for s in sizes_in_order(df) if s in c.index])
@@ -99,8 +127,10 @@ def _confound(c: pd.DataFrame) -> str:
     steps = c["steps"].astype(int).tolist()
     if len(set(steps)) < 2:
         return ""
-    return (f"steps {'/'.join(map(str, steps))} at {'/'.join(c.index)}: the larger sizes trained for fewer "
-            "steps, so the curve mixes model size with training length")  # fmt: skip
+    return (
+        f"steps {'/'.join(map(str, steps))} at {'/'.join(c.index)}: the larger sizes trained for fewer "
+        "steps, so the curve mixes model size with training length"
+    )
 
 
 def _identified(r: dict) -> tuple[bool, str]:
@@ -120,12 +150,17 @@ def _variant_rows(df, v, at, B, rng, metric: str) -> list[dict]:
     c = _cells(df, v, metric)
     skipped = sorted(set(df.loc[df["variant"] == v, "size"]) - set(c.index[c["n"] >= 2]))
     c = c[(c["n"] >= 2) & (c["se"] > 0)]
-    base = {"variant": v, "n_sizes": len(c), "boot": B, "confound": _confound(c),
-            "note": f"left out {', '.join(skipped)} (fewer than 2 runs or equal losses)" if skipped else ""}  # fmt: skip
+    base = {
+        "variant": v,
+        "n_sizes": len(c),
+        "boot": B,
+        "confound": _confound(c),
+        "note": f"left out {', '.join(skipped)} (fewer than 2 runs or equal losses)" if skipped else "",
+    }
     xs = np.array([n for _, n, _ in at])
     if len(c) < 4:
-        base["note"] = "; ".join(filter(None, [base["note"], f"{len(c)} sizes with 2+ runs: three parameters "
-                                               "need 4 or more to leave a residual"]))  # fmt: skip
+        few = f"{len(c)} sizes with 2+ runs: three parameters need 4 or more to leave a residual"
+        base["note"] = "; ".join(filter(None, [base["note"], few]))
         return [{**base, "at": a, "params": n} for a, n, _ in at] or [base]
     fit = power_law(c["N"].to_numpy(), c["y"].to_numpy(), c["se"].to_numpy())
     boot = _bootstrap(c, fit, xs, B, rng)
@@ -135,20 +170,40 @@ def _variant_rows(df, v, at, B, rng, metric: str) -> list[dict]:
         if ok.any()
         else np.full((2, boot.shape[1]), np.nan)
     )
-    r = {**base, "E": fit[0], "A": fit[1], "alpha": fit[2], "chi2": fit[3], "resid_df": len(c) - 3,
-         "boot_ok": int(ok.sum())}  # fmt: skip
+    r = {
+        **base,
+        "E": fit[0],
+        "A": fit[1],
+        "alpha": fit[2],
+        "chi2": fit[3],
+        "resid_df": len(c) - 3,
+        "boot_ok": int(ok.sum()),
+    }
     for k, name in enumerate(("E", "A", "alpha")):
         r[f"{name}_low"], r[f"{name}_high"] = q[0, k], q[1, k]
     r["identified"], why = _identified(r)
-    r["df_warning"] = (f"{len(c)} sizes, 3 parameters: {len(c) - 3} residual df; the intervals come from "
-                       "the seeds' noise only, not from doubt about the curve's form")  # fmt: skip
+    r["df_warning"] = (
+        f"{len(c)} sizes, 3 parameters: {len(c) - 3} residual df; the intervals come from "
+        "the seeds' noise only, not from doubt about the curve's form"
+    )
     misfit = ""
     if r["resid_df"] > 0 and r["chi2"] > 2 * r["resid_df"]:
-        misfit = (f"chi2 = {significant(r['chi2'], 3)} on {r['resid_df']} df: the sizes scatter around the curve beyond "
-                  "their seeds' noise, so the intervals understate the uncertainty")  # fmt: skip
+        misfit = (
+            f"chi2 = {significant(r['chi2'], 3)} on {r['resid_df']} df: the sizes scatter around the curve beyond "
+            "their seeds' noise, so the intervals understate the uncertainty"
+        )
     r["note"] = "; ".join(filter(None, [why, misfit, r["note"]]))
-    rows = [{**r, "at": a, "params": n, "loss_pred": fit[0] + fit[1] * n ** -fit[2], "loss_low": q[0, 3 + i],
-             "loss_high": q[1, 3 + i]} for i, (a, n, _) in enumerate(at)]  # fmt: skip
+    rows = [
+        {
+            **r,
+            "at": a,
+            "params": n,
+            "loss_pred": fit[0] + fit[1] * n ** -fit[2],
+            "loss_low": q[0, 3 + i],
+            "loss_high": q[1, 3 + i],
+        }
+        for i, (a, n, _) in enumerate(at)
+    ]
     return rows or [r]
 
 

@@ -132,9 +132,13 @@ class SizeModel:
         sigma2 = rss / (self.n - self.p)
         vp = np.r_[theta, np.sqrt(sigma2)]
         return SizeFit(
-            self.beta0 + d, sigma2 * np.linalg.inv(A), self._satterthwaite(vp), theta, sigma2,
+            self.beta0 + d,
+            sigma2 * np.linalg.inv(A),
+            self._satterthwaite(vp),
+            theta,
+            sigma2,
             self.profiled(theta),
-        )  # fmt: skip
+        )
 
     def _polish(self, theta: np.ndarray) -> np.ndarray:
         """Nelder-Mead from the quasi-Newton optimum, with components below 1e-6 set to the boundary at 0."""
@@ -149,8 +153,12 @@ class SizeModel:
                 t[free] = np.abs(x)
                 return self.profiled(t)
 
-            res = minimize(f, theta[free], method="Nelder-Mead",
-                           options={"xatol": 1e-12, "fatol": 1e-15, "maxiter": 20000})  # fmt: skip
+            res = minimize(
+                f,
+                theta[free],
+                method="Nelder-Mead",
+                options={"xatol": 1e-12, "fatol": 1e-15, "maxiter": 20000},
+            )
             if res.fun <= self.profiled(theta):
                 theta[free] = np.abs(res.x)
         return theta

@@ -41,9 +41,27 @@ __all__ = ["tuning_table", "TUNING_COLUMNS", "shared_rate"]
 
 # The columns of `tuning_table`, in order (JSON and CSV emit them all).
 TUNING_COLUMNS: tuple[str, ...] = (
-    "size", "part", "variant", "lr", "reference_lr", "n", "estimate", "sd", "ci_low", "ci_high", "t", "df",
-    "p", "p_adj", "adjust", "family_m", "chosen", "edge", "verdict", "note",
-)  # fmt: skip
+    "size",
+    "part",
+    "variant",
+    "lr",
+    "reference_lr",
+    "n",
+    "estimate",
+    "sd",
+    "ci_low",
+    "ci_high",
+    "t",
+    "df",
+    "p",
+    "p_adj",
+    "adjust",
+    "family_m",
+    "chosen",
+    "edge",
+    "verdict",
+    "note",
+)
 
 
 def shared_rate(size: str, ladder: str | None = None) -> tuple[float, str]:

@@ -133,14 +133,22 @@ def context(frame: pd.DataFrame) -> dict[str, str]:
         )
     name = label(ref)
     if higher:
-        gap = (f"gap = mean({name}) - mean(baseline) of {metric}; positive favours {name} (higher {metric} is "
-               f"better; the tests run on -{metric}).")  # fmt: skip
+        gap = (
+            f"gap = mean({name}) - mean(baseline) of {metric}; positive favours {name} (higher {metric} is "
+            f"better; the tests run on -{metric})."
+        )
     else:
         of = "" if metric == METRIC else f" of {metric}"
         gap = f"gap = mean(baseline) - mean({name}){of}; positive favours {name} (lower {'loss' if metric == METRIC else metric})."
     shown = f"{metric}, higher is better" if higher else metric
-    return {"ref": name, "metric": shown, "response": f"-{metric}" if higher else metric, "gap": gap,
-            "alpha": significant(ALPHA), "power": percent(POWER)}  # fmt: skip
+    return {
+        "ref": name,
+        "metric": shown,
+        "response": f"-{metric}" if higher else metric,
+        "gap": gap,
+        "alpha": significant(ALPHA),
+        "power": percent(POWER),
+    }
 
 
 def filled(view: View, frame: pd.DataFrame) -> View:

@@ -185,8 +185,15 @@ def latex_lines(header: Sequence[str], rows: Sequence[Sequence[str]], right: Seq
         return " & ".join(latex_escape(c.replace("\n", " ")) for c in cells) + r" \\"
 
     spec = "".join("r" if r else "l" for r in right)
-    return [f"\\begin{{tabular}}{{{spec}}}", r"\toprule", row(header), r"\midrule", *map(row, rows),
-            r"\bottomrule", r"\end{tabular}"]  # fmt: skip
+    return [
+        f"\\begin{{tabular}}{{{spec}}}",
+        r"\toprule",
+        row(header),
+        r"\midrule",
+        *map(row, rows),
+        r"\bottomrule",
+        r"\end{tabular}",
+    ]
 
 
 def csv_text(columns: Sequence[str], records: Sequence[dict]) -> str:

@@ -32,8 +32,21 @@ __all__ = [
 
 CARD_BEGIN = "<!-- BEGIN GENERATED: rr analyze --card; do not edit by hand -->"
 CARD_END = "<!-- END GENERATED -->"
-_SHOWN = ("size", "baseline", "n\nR/B", "{ref}\nmean", "baseline\nmean", "gap", "Welch\nt", "Welch\np",
-          "paired*\np", "paired*\np adj", "sign-flip\np (floor)", "mixed\np", "mixed\np adj")  # fmt: skip
+_SHOWN = (
+    "size",
+    "baseline",
+    "n\nR/B",
+    "{ref}\nmean",
+    "baseline\nmean",
+    "gap",
+    "Welch\nt",
+    "Welch\np",
+    "paired*\np",
+    "paired*\np adj",
+    "sign-flip\np (floor)",
+    "mixed\np",
+    "mixed\np adj",
+)
 
 
 def card_block(table: pd.DataFrame) -> str:

@@ -42,13 +42,13 @@ VIEW = AnalysisView(
                 else f"{fixed(r['pi_low'], 4)}, {fixed(r['pred'], 4)}, {fixed(r['pi_high'], 4)}"
             ),
             0,
-        ),  # fmt: skip
+        ),
         Col("resid\nSD", cell_of("resid_sd", number(".5f")), 3),
         Col(
             "seeds/arm at\nPI low, pred, high",
             lambda r: ", ".join(number("d")(r[f"seeds_at_{k}"]) for k in ("pi_low", "pred", "pi_high")),
             0,
-        ),  # fmt: skip
+        ),
         Col("steps", lambda r: f"{fixed(r['steps'], 0)} ({r['steps_source']})", 2),
         Col(
             "min/run\n(95% PI)",
@@ -58,7 +58,7 @@ VIEW = AnalysisView(
                 else f"{fixed(r['minutes_per_run'], 1)} ({fixed(r['minutes_pi_low'], 1)}-{fixed(r['minutes_pi_high'], 1)})"
             ),
             1,
-        ),  # fmt: skip
+        ),
         Col(
             "GPU min at pred\n(95% CI)",
             lambda r: (
@@ -67,7 +67,7 @@ VIEW = AnalysisView(
                 else f"{fixed(r['gpu_minutes'], 0)} ({fixed(r['gpu_minutes_low'], 0)}-{fixed(r['gpu_minutes_high'], 0)})"
             ),
             0,
-        ),  # fmt: skip
+        ),
     ),
     legend=(
         GAP,
@@ -89,7 +89,7 @@ VIEW = AnalysisView(
             for _, r in t.drop_duplicates("at").iterrows()
         ]
         + row_notes("note")(t)
-    ),  # fmt: skip
+    ),
     compute=_confirm,
     summary="--at 3B: seeds and GPU time to settle it",
 )

@@ -62,7 +62,7 @@ VIEW = AnalysisView(
             for _, r in t.drop_duplicates("variant").iterrows()
             if r["note"]
         ]
-    ),  # fmt: skip
+    ),
     compute=_fits,
     summary="L = E + A N^-alpha per variant",
 )

@@ -50,7 +50,7 @@ VIEW = AnalysisView(
             for r in rows
             if r.get("details")
         ),
-    ],  # fmt: skip
+    ],
     compute=_pool_check,
     summary="can new rows pool?",
 )

@@ -21,8 +21,11 @@ def _reproduction_notes(t: pd.DataFrame) -> list[str]:
     if not len(t):
         return []
     r = t.iloc[0]
-    test = (f"paired t = {fixed(r['t'], 2)} on {fixed(r['df'], 0)} df, p {p_cell(r['p'])} (two-sided)" if not missing(r['t'])
-            else f"no t-test: {r['test_note']}")  # fmt: skip
+    test = (
+        f"paired t = {fixed(r['t'], 2)} on {fixed(r['df'], 0)} df, p {p_cell(r['p'])} (two-sided)"
+        if not missing(r["t"])
+        else f"no t-test: {r['test_note']}"
+    )
     tost = f"p {p_cell(r['tost_p'])}" if not missing(r["tost_p"]) else NA
     sd = NA if missing(r["offset_sd"]) else f"{fixed(r['offset_sd'], 5)}"
     return [

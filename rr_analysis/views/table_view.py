@@ -36,20 +36,26 @@ def _flip(r) -> str:
 def _families(t: pd.DataFrame) -> str:
     """The multiple-testing families in words: method, which is primary, and each family's m."""
     method = t["adjust"].iloc[0] if len(t) else "holm"
-    sizes = ", ".join(f"{test}{' (primary)' if test == t['primary'].iloc[0] else ''} m = {t[f'family_m_{test}'].iloc[0]}"
-                      for test in ("paired", "mixed", "welch"))  # fmt: skip
+    sizes = ", ".join(
+        f"{test}{' (primary)' if test == t['primary'].iloc[0] else ''} m = {t[f'family_m_{test}'].iloc[0]}"
+        for test in ("paired", "mixed", "welch")
+    )
     how = "no adjustment" if method == "none" else f"{method} adjustment"
-    return (f"p adj: {how}, separately for each test over its family of size x baseline cells where it "
-            f"ran: {sizes}; n/a cells (below) are not counted")  # fmt: skip
+    return (
+        f"p adj: {how}, separately for each test over its family of size x baseline cells where it "
+        f"ran: {sizes}; n/a cells (below) are not counted"
+    )
 
 
 def _table_notes(t: pd.DataFrame) -> list[str]:
     out = [_families(t)] if len(t) else []
     for _, r in t.iterrows():
         if not missing(r["paired_ci_low"]) and fixed(r["paired_diff"], 4) != fixed(r["gap"], 4):
-            out.append(f"{r['size']} {label(r['baseline'])}: the paired* 95% CI is about the mean of the "
-                       f"{r['n_pairs']} seed-matched differences, {fixed(r['paired_diff'], 4)}, not the gap of "
-                       f"all runs, {fixed(r['gap'], 4)}")  # fmt: skip
+            out.append(
+                f"{r['size']} {label(r['baseline'])}: the paired* 95% CI is about the mean of the "
+                f"{r['n_pairs']} seed-matched differences, {fixed(r['paired_diff'], 4)}, not the gap of "
+                f"all runs, {fixed(r['gap'], 4)}"
+            )
         for view in ("welch", "paired", "mixed"):
             if r[f"{view}_note"]:
                 out.append(f"{r['size']} {label(r['baseline'])}, {view}: {r[f'{view}_note']}")

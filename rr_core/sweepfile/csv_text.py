@@ -79,9 +79,12 @@ _WORKBOOK = (
     "LibreOffice: File > Save As > 'Text CSV'), or in Python pd.read_excel(path).to_csv(new_path, index=False)"
 )
 _SIGNATURES = (  # a file's first bytes -> what it is, for files a spreadsheet saves in a format of its own
-    (b"PK\x03\x04", "is a zip archive, not CSV text: an Excel workbook (.xlsx) or an OpenDocument sheet (.ods) is one"),
+    (
+        b"PK\x03\x04",
+        "is a zip archive, not CSV text: an Excel workbook (.xlsx) or an OpenDocument sheet (.ods) is one",
+    ),
     (b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1", "is an Excel 97-2003 workbook (.xls), not CSV text"),
-)  # fmt: skip
+)
 _WIDE = (  # byte-order marks of text in a wider encoding than UTF-8 (UTF-32's first: FF FE 00 00 starts FF FE)
     (codecs.BOM_UTF32_LE, "utf-32"),
     (codecs.BOM_UTF32_BE, "utf-32"),

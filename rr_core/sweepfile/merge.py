@@ -148,8 +148,12 @@ def _source_records(merged: pd.DataFrame, origins: list[str]) -> list[dict[str, 
     published row unchanged (what `rr analyze --pool-check` reads beside the run records)."""
     published = load_sweep(bundled_path())
     values = [c for c in FIELDS if c not in KEY]
-    pub = {tuple(plain(v) for v in k): tuple(r) for k, r in zip(published[KEY].itertuples(index=False),
-           published[values].itertuples(index=False), strict=True)}  # fmt: skip
+    pub = {
+        tuple(plain(v) for v in k): tuple(r)
+        for k, r in zip(
+            published[KEY].itertuples(index=False), published[values].itertuples(index=False), strict=True
+        )
+    }
     out = []
     for (_, row), origin in zip(merged.iterrows(), origins, strict=True):
         key = tuple(plain(row[k]) for k in KEY)

@@ -163,8 +163,17 @@ def read_records(path: str | os.PathLike) -> list[dict[str, Any]]:
     return records
 
 
-_NEEDED = ("run_id", "environment.toolkit", "environment.git_commit", "environment.device_name",
-           "config.precision", "started", "ended", "result.val_loss", "result.ece")  # fmt: skip
+_NEEDED = (
+    "run_id",
+    "environment.toolkit",
+    "environment.git_commit",
+    "environment.device_name",
+    "config.precision",
+    "started",
+    "ended",
+    "result.val_loss",
+    "result.ece",
+)
 
 
 def _fields(record: dict[str, Any], path: Path) -> list[Any]:

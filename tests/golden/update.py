@@ -15,10 +15,11 @@ What is written, under the folder:
   as `rr analyze` prints it: ``.txt`` text at 100 columns, ``.wide.txt`` text with every column (--wide), ``.md``,
   ``.tex``, ``.csv``, ``.json``; cases with options beside the views' defaults (``forecast``: --at 3B --at 7B).
 - ``report/SWEEP.md``: `rr_analysis.report.build_report`'s Markdown.
-- ``figures/PART/NAME.json``: what each figure draws (`fingerprint`: every line's data, collection, patch, text
-  and legend entry, with colours, per axes); ``figures/PART/png.json``: the sha256 of each figure's PNG as
-  `rr plot` (dpi 150) or `rr report` (dpi 120) writes it, and the matplotlib version that drew them. PART is
-  a sweep, or ``curves``: `rr plot curves` of three made-up runs.
+- ``figures/PART/NAME.json``: what each figure draws (`fingerprint`: its size and layout; per axes the limits,
+  scales, labels and the ticks rr places; every line's data, collection, patch, text and legend entry, with
+  the colours drawn). PART is a sweep, or ``curves``: `rr plot curves` of three made-up runs. Not the PNG's
+  bytes: they change with float noise in the 16th digit of a line's end (one pixel's shade), with the
+  versions of matplotlib, numpy and scipy, and with the CPU, where what is drawn does not.
 
 SWEEP is ``pub`` (the published file) or ``plugin``: the published rows plus a variant ``myrule`` registered by
 docs/extending/myrule.py (RR_PLUGINS), one row beside each standard row, its loss shifted by 0.0021 plus
@@ -31,7 +32,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import hashlib
 import json
 import os
 import shutil
@@ -77,16 +77,36 @@ CASES: dict[str, tuple[str, dict[str, Any]]] = {
     "emergence-myrule": ("emergence", {"comparison": {"reference": "myrule"}}),
     "tuning": ("tuning", {"data": "tune.csv"}),
 }
-ONLY = {"claims": "pub", "pool-check-merged": "pub", "table-ece": "pub", "table-fdr": "pub",
-        "reproduction": "pub", "table-myrule": "plugin", "emergence-myrule": "plugin", "tuning": "pub"}  # fmt: skip
+ONLY = {
+    "claims": "pub",
+    "pool-check-merged": "pub",
+    "table-ece": "pub",
+    "table-fdr": "pub",
+    "reproduction": "pub",
+    "table-myrule": "plugin",
+    "emergence-myrule": "plugin",
+    "tuning": "pub",
+}
 
 
 def options(**given: Any) -> dict[str, Any]:
     """The options `rr analyze` gives a view when none is on its command line, with `given` instead."""
     from rr_analysis.comparison import POWER, Comparison
 
-    base = dict(adjust="holm", margin=None, effect=None, at=[], target_power=POWER, steps=None, ladder=None,
-                claims_file=None, noise=None, against=None, data=None, card_file=None)  # fmt: skip
+    base = dict(
+        adjust="holm",
+        margin=None,
+        effect=None,
+        at=[],
+        target_power=POWER,
+        steps=None,
+        ladder=None,
+        claims_file=None,
+        noise=None,
+        against=None,
+        data=None,
+        card_file=None,
+    )
     comparison = Comparison(**given.pop("comparison", {}))  # the fields given, the paper's for the rest
     return {**base, **given, "comparison": comparison}
 
@@ -99,10 +119,15 @@ def sweeps(folder: Path) -> dict[str, Path]:
     with open(bundled_path(), newline="") as f:
         rows = list(csv.DictReader(f))
     mine = [
-        {**r, "variant": "myrule", "val_loss": f"{float(r['val_loss']) + 0.0013 * (int(r['seed']) - 1) + 0.0021:.4f}",
-         "params_M": f"{float(r['params_M']) * 0.97:.2f}"}
-        for r in rows if r["variant"] == "standard"
-    ]  # fmt: skip
+        {
+            **r,
+            "variant": "myrule",
+            "val_loss": f"{float(r['val_loss']) + 0.0013 * (int(r['seed']) - 1) + 0.0021:.4f}",
+            "params_M": f"{float(r['params_M']) * 0.97:.2f}",
+        }
+        for r in rows
+        if r["variant"] == "standard"
+    ]
     rerun = [{**r, "val_loss": f"{float(r['val_loss']) + 0.0004:.4f}"} for r in rows[:6]]
     seed_9 = [
         {**r, "seed": "9", "val_loss": f"{float(r['val_loss']) + 0.001:.4f}"}
@@ -111,8 +136,12 @@ def sweeps(folder: Path) -> dict[str, Path]:
     ]
     paths = {name: folder / name for name in ("plugin.csv", "repro.csv", "merged.csv", "tune.csv")}
     paths |= {"pub": bundled_path(), "plugin": paths.pop("plugin.csv")}
-    for name, out in (("plugin", rows + mine), ("repro.csv", rerun), ("merged.csv", rows + seed_9),
-                      ("tune.csv", tuning_rows(rows))):  # fmt: skip
+    for name, out in (
+        ("plugin", rows + mine),
+        ("repro.csv", rerun),
+        ("merged.csv", rows + seed_9),
+        ("tune.csv", tuning_rows(rows)),
+    ):
         with open(paths[name], "w", newline="") as f:
             writer = csv.DictWriter(f, fieldnames=list(out[0]))
             writer.writeheader()
@@ -134,8 +163,18 @@ def tuning_rows(published: list[dict[str, str]]) -> list[dict[str, str]]:
     def row(v: str, seed: int, lr: float, role: str) -> dict[str, str]:
         at, floor = best[v]
         loss = floor + 0.004 * math.log2(lr / at) ** 2 + 0.0013 * ((seed * 7 + len(v)) % 5)
-        return {"size": "60M", "variant": v, "seed": str(seed), "params_M": params[v], "steps": "8000",
-                "val_loss": f"{loss:.4f}", "ece": "", "minutes": "", "lr": repr(lr), "role": role}  # fmt: skip
+        return {
+            "size": "60M",
+            "variant": v,
+            "seed": str(seed),
+            "params_M": params[v],
+            "steps": "8000",
+            "val_loss": f"{loss:.4f}",
+            "ece": "",
+            "minutes": "",
+            "lr": repr(lr),
+            "role": role,
+        }
 
     for v in best:
         out += [row(v, s, lr, "selection") for lr in (1e-4, 2e-4, 4e-4, 8e-4) for s in (0, 1)]
@@ -169,9 +208,9 @@ def analyses(sweep: str, paths: dict[str, Path]) -> Iterator[tuple[str, str]]:
                 yield f"analyze/{sweep}/table-columns{EXTENSIONS[fmt]}", text
 
 
-def figures(sweep: str, paths: dict[str, Path]) -> Iterator[tuple[str, Any, int]]:
-    """(name, Figure, dpi) of every figure of `sweep` as `rr plot` and `rr report` draw it, and the report's
-    Markdown as ("report", text, 0)."""
+def figures(sweep: str, paths: dict[str, Path]) -> Iterator[tuple[str, Any]]:
+    """(name, Figure) of every figure of `sweep` as `rr plot` and `rr report` draw it, and the report's
+    Markdown as ("report", text)."""
     from rr_analysis.figures.gaps import emergence_figure, forecast_figure
     from rr_analysis.report import build_report
     from rr_analysis.stats.forecast import forecast, meta_line
@@ -180,18 +219,18 @@ def figures(sweep: str, paths: dict[str, Path]) -> Iterator[tuple[str, Any, int]
 
     df = load_sweep(paths[sweep])
     report = build_report(df, source=paths[sweep].name)
-    yield "report", report.markdown, 0
+    yield "report", report.markdown
     for name, fig in report.figures.items():
-        yield f"report_{name.removesuffix('.png')}", fig, 120
+        yield f"report_{name.removesuffix('.png')}", fig
     table = gap_table(df)
-    yield "emergence", emergence_figure(table, line=meta_line(df)), 150
-    yield "emergence_welch", emergence_figure(gap_table(df, "none"), stat="welch"), 150
-    yield "forecast", forecast_figure(table, meta_line(df, ["3B"]), forecast(df, ["3B"])), 150
+    yield "emergence", emergence_figure(table, line=meta_line(df))
+    yield "emergence_welch", emergence_figure(gap_table(df, "none"), stat="welch")
+    yield "forecast", forecast_figure(table, meta_line(df, ["3B"]), forecast(df, ["3B"]))
     if sweep == "pub":
         from rr_analysis.figures.tuning_curves import tuning_figure
         from rr_analysis.stats.tuning import tuning_table
 
-        yield "tuning", tuning_figure(tuning_table(load_sweep(paths["tune.csv"]))), 150
+        yield "tuning", tuning_figure(tuning_table(load_sweep(paths["tune.csv"])))
 
 
 def curves() -> Any:
@@ -205,20 +244,28 @@ def curves() -> Any:
 
     steps = np.arange(1, 41) * 25
     runs = [
-        pd.DataFrame({"size": "tiny", "variant": variant, "seed": seed, "step": steps,
-                      "loss": 10.8 * np.exp(-steps / (300 + 40 * k)) + 2.1 + 0.05 * np.sin(steps / (50 + k)),
-                      "lr": 6e-4 * np.minimum(1, steps / 100) * (0.55 + 0.45 * np.cos(np.pi * steps / 1000)),
-                      "source": f"{variant}_{seed}.jsonl"})
+        pd.DataFrame(
+            {
+                "size": "tiny",
+                "variant": variant,
+                "seed": seed,
+                "step": steps,
+                "loss": 10.8 * np.exp(-steps / (300 + 40 * k)) + 2.1 + 0.05 * np.sin(steps / (50 + k)),
+                "lr": 6e-4 * np.minimum(1, steps / 100) * (0.55 + 0.45 * np.cos(np.pi * steps / 1000)),
+                "source": f"{variant}_{seed}.jsonl",
+            }
+        )
         for k, (variant, seed) in enumerate([("review_neutral", 0), ("standard", 0), ("standard", 1)])
-    ]  # fmt: skip
+    ]
     return curves_figure(smooth_curves(pd.concat(runs, ignore_index=True)))
 
 
 def fingerprint(fig: Any) -> list[dict[str, Any]]:
-    """What `fig` draws, for the figure and each of its axes: every line's data, style and colour, every
-    collection's offsets, paths and colours, every patch's outline and colours, every text with its place and
-    colour, each legend's entries. Ticks, spines and backgrounds are left out: they are matplotlib's layout,
-    not rr's drawing, and reading them needs a draw."""
+    """What `fig` draws: its size and layout, then for each axes its limits, scales, labels and the ticks rr
+    places (a fixed locator's; matplotlib's own ticks follow the limits), and for the figure and each axes
+    every line's data, style and the colours drawn, every collection's offsets, paths and colours, every
+    patch's outline and colours, every text with its place, size and colour, each legend's entries. Spines,
+    backgrounds and positions are matplotlib's layout, which moves by a pixel between its versions."""
     from matplotlib.axes import Axes
     from matplotlib.axis import Axis
     from matplotlib.spines import Spine
@@ -226,16 +273,35 @@ def fingerprint(fig: Any) -> list[dict[str, Any]]:
     def kept(owner: Any, a: Any) -> bool:
         return a.get_visible() and not isinstance(a, Axes | Axis | Spine) and a is not owner.patch
 
+    engine = fig.get_layout_engine()
+    shape = {"size": _num(fig.get_size_inches()), "layout": engine and type(engine).__name__}
     return [
-        {"axes": _axes(owner) if isinstance(owner, Axes) else None,
-         "artists": [_artist(a) for a in owner.get_children() if kept(owner, a)]}
+        {
+            "owner": _axes(owner) if isinstance(owner, Axes) else shape,
+            "artists": [_artist(a) for a in owner.get_children() if kept(owner, a)],
+        }
         for owner in (fig, *fig.axes)
-    ]  # fmt: skip
+    ]
 
 
 def _axes(ax: Any) -> dict[str, Any]:
-    return {"xlim": _num(ax.get_xlim()), "ylim": _num(ax.get_ylim()), "xscale": ax.get_xscale(),
-            "yscale": ax.get_yscale(), "xlabel": ax.get_xlabel(), "ylabel": ax.get_ylabel()}  # fmt: skip
+    from matplotlib.ticker import FixedLocator
+
+    placed = {}
+    for name, axis in (("x", ax.xaxis), ("y", ax.yaxis)):
+        if isinstance(axis.get_major_locator(), FixedLocator):
+            labels = [t.get_text() for t in axis.get_majorticklabels()]
+            placed[f"{name}ticks"] = [
+                list(t) for t in zip(_num(axis.get_majorticklocs()), labels, strict=True)
+            ]
+    return {
+        "xlim": _num(ax.get_xlim()),
+        "ylim": _num(ax.get_ylim()),
+        "xscale": ax.get_xscale(),
+        "yscale": ax.get_yscale(),
+        "xlabel": ax.get_xlabel(),
+        "ylabel": ax.get_ylabel(),
+    } | placed
 
 
 def _colour(c: Any, alpha: float | None = None) -> str:
@@ -251,6 +317,27 @@ def _colours(values: Any) -> list[str]:
     return [_colour(c) for c in to_rgba_array(values)]
 
 
+# An artist's kind, as the most specific of these classes it is: matplotlib 3.10 made fill_between's
+# PolyCollection a FillBetweenPolyCollection and 3.9 axvspan's Polygon a Rectangle, drawing the same.
+KINDS = (
+    "Legend",
+    "Line2D",
+    "Text",
+    "PathCollection",
+    "PolyCollection",
+    "LineCollection",
+    "Collection",
+    "Patch",
+)
+
+
+NONE = ("None", "none", "", " ")  # a line style or marker that draws nothing
+
+
+def _kind(a: Any) -> str:
+    return next((c.__name__ for c in type(a).__mro__ if c.__name__ in KINDS), type(a).__name__)
+
+
 def _artist(a: Any) -> dict[str, Any] | None:
     """One artist's data, texts and colours; a legend's entries (their labels, colours and styles)."""
     from matplotlib.collections import Collection
@@ -259,41 +346,65 @@ def _artist(a: Any) -> dict[str, Any] | None:
     from matplotlib.patches import Patch
     from matplotlib.text import Text
 
-    out: dict[str, Any] = {"type": type(a).__name__, "gid": a.get_gid(), "label": str(a.get_label())}
+    out: dict[str, Any] = {"type": _kind(a), "gid": a.get_gid(), "label": str(a.get_label())}
     if isinstance(a, Legend):
         handles = getattr(a, "legend_handles", None) or a.legendHandles
-        return out | {"title": a.get_title().get_text(), "texts": [t.get_text() for t in a.get_texts()],
-                      "handles": [_style(h) for h in handles]}  # fmt: skip
+        return out | {
+            "title": a.get_title().get_text(),
+            "texts": [t.get_text() for t in a.get_texts()],
+            "handles": [_style(h) for h in handles],
+        }
     if isinstance(a, Line2D):
         return out | {"xy": _num(a.get_xydata())} | _style(a)
     if isinstance(a, Text):
         return out | {
             "text": a.get_text(),
             "xy": _num(a.get_position()),
+            "size": _num(a.get_fontsize()),
             "colour": _colour(a.get_color(), a.get_alpha()),
         }
     if isinstance(a, Collection):
-        return out | {"offsets": _num(a.get_offsets()), "paths": [_num(p.vertices) for p in a.get_paths()],
-                      "face": _colours(a.get_facecolor()), "edge": _colours(a.get_edgecolor()),
-                      "sizes": _num(getattr(a, "get_sizes", list)()), "widths": _num(a.get_linewidths())}  # fmt: skip
-    if isinstance(a, Patch):
-        return out | {"outline": _num(a.get_patch_transform().transform(a.get_path().vertices)),
-                      "face": _colour(a.get_facecolor()), "edge": _colour(a.get_edgecolor())}  # fmt: skip
+        return out | {
+            "offsets": _num(a.get_offsets()),
+            "paths": [_num(p.vertices) for p in a.get_paths()],
+            "face": _colours(a.get_facecolor()),
+            "edge": _colours(a.get_edgecolor()),
+            "sizes": _num(getattr(a, "get_sizes", list)()),
+            "widths": _num(a.get_linewidths()),
+        }
+    if isinstance(a, Patch):  # its corners, in any order: a Rectangle and a closed Polygon draw one shape
+        corners = sorted({tuple(v) for v in _num(a.get_patch_transform().transform(a.get_path().vertices))})
+        return out | {
+            "outline": [list(v) for v in corners],
+            "face": _colour(a.get_facecolor()),
+            "edge": _colour(a.get_edgecolor()),
+        }
     return out
 
 
 def _style(a: Any) -> dict[str, Any]:
-    """How a line or a legend handle looks: colour, line style and width, marker; a patch's colours."""
+    """How a line or a legend handle looks: the line's colour, style and width where a line is drawn, the
+    marker's shape, size and colours where one is; a patch's colours."""
     from matplotlib.lines import Line2D
+    from matplotlib.markers import MarkerStyle
 
     if not isinstance(a, Line2D):
-        return {
-            "type": type(a).__name__,
-            "face": _colours(a.get_facecolor()),
-            "edge": _colours(a.get_edgecolor()),
-        }
-    return {"colour": _colour(a.get_color(), a.get_alpha()), "line": [a.get_linestyle(), _num(a.get_linewidth())],
-            "marker": [str(a.get_marker()), _num(a.get_markersize()), _colour(a.get_markerfacecolor())]}  # fmt: skip
+        return {"type": _kind(a), "face": _colours(a.get_facecolor()), "edge": _colours(a.get_edgecolor())}
+    alpha, line, marker = a.get_alpha(), None, None
+    if a.get_linestyle() not in NONE and a.get_linewidth() > 0:
+        line = [a.get_linestyle(), _num(a.get_linewidth()), _colour(a.get_color(), alpha)]
+    if str(a.get_marker()) not in NONE:
+        # a face only where the marker has one: a cap ("_") is all edge (matplotlib 3.11 gives it the colour
+        # cycle's face, which nothing draws)
+        filled = MarkerStyle(a.get_marker()).is_filled()
+        face = _colour(a.get_markerfacecolor(), alpha) if filled else None
+        marker = [
+            str(a.get_marker()),
+            _num(a.get_markersize()),
+            face,
+            _colour(a.get_markeredgecolor(), alpha),
+        ]
+    return {"line": line, "marker": marker}
 
 
 def _num(values: Any) -> Any:
@@ -304,14 +415,6 @@ def _num(values: Any) -> Any:
     if array.ndim == 0:
         return None if np.isnan(array) else float(f"{array:.12g}")
     return [_num(v) for v in array]
-
-
-def png(fig: Any, dpi: int, folder: Path) -> str:
-    """The sha256 of `fig` written as rr writes a PNG (`rr_analysis.figures.output.save_figure`)."""
-    from rr_analysis.figures.output import save_figure
-
-    path = save_figure(fig, folder / "figure.png", dpi=dpi)
-    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def write(into: Path, parts: tuple[str, ...] = PARTS) -> None:
@@ -329,19 +432,15 @@ def write(into: Path, parts: tuple[str, ...] = PARTS) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         paths = sweeps(Path(tmp))
         for part in parts:
-            drawn = figures(part, paths) if part != "curves" else [("curves", curves(), 150)]
-            hashes = {}
+            drawn = figures(part, paths) if part != "curves" else [("curves", curves())]
             for name, text in analyses(part, paths) if part != "curves" else []:
                 _put(into / name, text)
-            for name, fig, dpi in drawn:
+            for name, fig in drawn:
                 if name == "report":
                     _put(into / "report" / f"{part}.md", fig)
                     continue
                 _put(into / "figures" / part / f"{name}.json", _json(fingerprint(fig)))
-                hashes[name] = png(fig, dpi, Path(tmp))
                 pyplot.close(fig)
-            png_record = {"matplotlib": matplotlib.__version__, "sha256": hashes}
-            _put(into / "figures" / part / "png.json", _json(png_record))
 
 
 def _json(value: Any) -> str:
