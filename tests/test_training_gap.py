@@ -231,6 +231,16 @@ def test_two_budgets_of_one_size_are_two_cells(tmp_path):
     assert one["trend"].iloc[0] == "" and "one pair: no interval for the trend" in one["cell_note"].iloc[0]
 
 
+def test_pairs_logged_at_different_steps_have_no_common_curve():
+    """Seed 0 logged steps 10 and 30, seed 1 steps 20 and 40: each step has one pair, and no step has both,
+    so there is no mean curve to read tokens to target from; the reason is said, nothing raises."""
+    df, losses = _frame({40: 0.02})
+    odd = losses["step"].isin([10, 30])
+    got = training_gap(df, losses[(losses["seed"] == 0) & odd | (losses["seed"] == 1) & ~odd])
+    assert got["n"].tolist() == [1] * 4 and got["gap"].to_numpy() == pytest.approx([0.02, 0.03, 0.02, 0.03])
+    assert got["multiplier"].isna().all() and "no step logged by every pair" in got["cell_note"].iloc[0]
+
+
 def test_the_published_sweep_has_no_curves_and_another_metric_is_refused(tmp_path):
     result = rr("analyze", "curves")
     assert (

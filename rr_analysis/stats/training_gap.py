@@ -219,7 +219,9 @@ def _series(
         return np.mean([ema(steps[full], row[full], half_life) for row in x], axis=0)
 
     summary = {"pairs": len(keys), "half_life": half_life, **_trend(steps, d, gap, budget)}
-    reached, why = _to_target(steps[full].astype(float), curve(r), curve(b), names)
+    reached, why = {}, "no step logged by every pair: no mean curves, no tokens to target"
+    if full.any():
+        reached, why = _to_target(steps[full].astype(float), curve(r), curve(b), names)
     summary |= reached
     summary["cell_note"] = "; ".join(filter(None, [*notes, summary.pop("trend_note"), why]))
     return rows, summary
