@@ -44,19 +44,19 @@ def _trend(r: pd.Series) -> str:
 
 
 def _target(r: pd.Series, ref: str) -> str:
-    """The tokens to the level both arms reach, and the multiplier, in words."""
+    """The tokens to the level both arms reach (the higher final loss), and the multiplier, in words."""
     if missing(r["multiplier"]):
         return ""
     base = label(r["baseline"])
-    if r["baseline_final"] >= r["reference_final"]:
-        who, level, at, took = ref, f"{base}'s final loss", r["reference_tokens_to_target"], base
+    if r["baseline_final"] >= r["reference_final"]:  # the reference ends lower: it reaches the baseline's
+        who, whose, at, took = ref, base, r["reference_tokens_to_target"], base
     else:
-        who, level, at, took = base, f"{ref}'s final loss", r["baseline_tokens_to_target"], ref
+        who, whose, at, took = base, ref, r["baseline_tokens_to_target"], ref
+    level = max(r["baseline_final"], r["reference_final"])
     smoothed = f"EMA half-life {significant(r['half_life'], 3)} steps" if r["half_life"] else "raw"
     return (
-        f"{who} reaches {level} ({fixed(r[('baseline' if who == ref else 'reference') + '_final'], 4)}) at "
-        f"{_tokens(at)} tokens, where {took} took {_tokens(r['tokens'])}: multiplier "
-        f"{fixed(r['multiplier'], 3)} (mean curves, {smoothed})"
+        f"{who} reaches {whose}'s final loss ({fixed(level, 4)}) at {_tokens(at)} tokens, where {took} took "
+        f"{_tokens(r['tokens'])}: multiplier {fixed(r['multiplier'], 3)} (mean curves, {smoothed})"
     )
 
 
