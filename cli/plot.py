@@ -248,12 +248,31 @@ def curves(
         "gives the same curve on evenly logged runs; use --half-life.",
         show_default=False,
     ),
+    gap: bool = typer.Option(
+        False,
+        "--gap",
+        help="Draw the seed-paired gap (baseline - reference) at every logged step with its 95% CI band, as "
+        "rr analyze curves computes it, instead of each run's loss; needs --data.",
+    ),
     out: Path = _out("curves.png"),
     dpi: int = DPI,
     title: str | None = TITLE,
+    reference: str = options.REFERENCE,
+    baselines: str | None = options.BASELINES,
 ) -> None:
     """Training loss (smoothed by step distance, over its raw readings) and learning rate by step: a facet
-    per size, a line per run, from the metrics logs rr train writes (OUT.metrics/RUN.jsonl)."""
+    per size, a line per run, from the metrics logs rr train writes (OUT.metrics/RUN.jsonl).
+
+    --gap draws the gap over training instead: each baseline's seed-paired gap to the reference by tokens
+    trained, a facet per size (and budget), its 95% t band shaded (--reference and --baselines choose the
+    comparison)."""
+    if gap:
+        if half_life is not None or smooth is not None:
+            raise fail("--half-life and --smooth smooth each run's loss; --gap draws the raw paired gap")
+        from rr_analysis.comparison import Comparison
+
+        _gap(runs, data, out, dpi, title, Comparison(reference, baselines))  # the losses the runs logged
+        return
 
     def draw(sources):
         from rr_analysis.figures.curves import curves_figure
@@ -267,6 +286,21 @@ def curves(
         return curves_figure(curves, title=title)
 
     _write_logs([*(runs or []), *([data] if data else [])], out, dpi, draw)
+
+
+def _gap(runs: list[Path] | None, data: Path | None, out: Path, dpi: int, title: str | None, asked) -> None:
+    """`rr plot curves --gap`: the sweep's gap over training (`training_gap` of its rows and their logs)."""
+    if runs or data is None:
+        raise fail("--gap pairs the runs of a sweep: give --data FILE.csv (their logs are read beside it)")
+
+    def draw(df):
+        from rr_analysis.figures.gap_curves import gap_figure
+        from rr_analysis.stats.training_gap import training_gap
+        from rr_core.sweepfile.metrics_log import load_losses
+
+        return gap_figure(training_gap(df, load_losses([data]), asked), title=title)
+
+    _write(data, out, dpi, draw)
 
 
 @plot_app.command()

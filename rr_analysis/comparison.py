@@ -47,6 +47,7 @@ __all__ = [
     "cell_frame",
     "t_sf2",
     "t_quantile",
+    "t_interval",
     "PARAMS_TOLERANCE",
     "PARAMS_COLUMNS",
     "for_reference",
@@ -374,3 +375,21 @@ def t_quantile(q: float, dof: np.ndarray) -> np.ndarray:
     from scipy.special import stdtrit
 
     return stdtrit(dof, q)
+
+
+def t_interval(mean: np.ndarray, sd: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The 95% t interval of a mean: mean +- t(0.975, n - 1) sd / sqrt(n); NaN below two values.
+
+    Example
+    -------
+    >>> import numpy as np
+    >>> low, high = t_interval(np.array([1.0]), np.array([2.0]), np.array([4]))  # t(0.975, 3) = 3.1824
+    >>> round(float(low[0]), 4), round(float(high[0]), 4)
+    (-2.1824, 4.1824)
+    """
+    import numpy as np
+
+    n = np.asarray(n, dtype=float)
+    ok = n >= 2
+    half = np.where(ok, t_quantile(0.975, np.maximum(n - 1, 1)) * sd / np.sqrt(np.maximum(n, 1)), np.nan)
+    return np.where(ok, mean - half, np.nan), np.where(ok, mean + half, np.nan)

@@ -26,6 +26,7 @@ MODULES: tuple[str, ...] = (
     "rr_analysis.views.forecast_view",
     "rr_analysis.views.confirm_view",
     "rr_analysis.views.fits_view",
+    "rr_analysis.views.curves_view",
     "rr_analysis.views.card_view",
     "rr_analysis.views.tuning_view",
 )

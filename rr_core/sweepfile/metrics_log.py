@@ -13,7 +13,8 @@ checkpoint folder ``NAME.checkpoints/``: one JSON object per line, each with an 
   object per gated sublayer in depth order, its ``layer`` (block index), ``sublayer`` ("attn" or "mlp"),
   and the ``mean`` and ``std`` of r over every position, channel and forward pass of the interval (every
   process's share of the batch pooled; `rr_model.run.gate_watch`);
-- ``eval``: the final evaluation: ``val_loss``, ``ece`` and ``minutes``.
+- ``eval``: the final evaluation: ``val_loss``, ``ece`` and ``minutes``; or, with ``"periodic": true``, an
+  evaluation during training (``--eval-every``): ``val_loss`` and ``tokens`` at ``step``.
 
 A resumed run appends to its log and repeats the steps after its last checkpoint; the reader keeps the last
 reading of each step. A line cut short (a run killed mid-write) is skipped with a note wherever it is, as the
@@ -34,12 +35,23 @@ from rr_core.files.reading import json_lines
 from rr_core.sweepfile.provenance import read_records, sidecar_path
 from rr_core.sweepfile.schema import record_key, run_stem
 
-__all__ = ["metrics_path", "read_metrics", "load_curves", "load_gates", "CURVE_COLUMNS", "GATE_COLUMNS"]
+__all__ = [
+    "metrics_path",
+    "read_metrics",
+    "load_curves",
+    "load_gates",
+    "load_losses",
+    "CURVE_COLUMNS",
+    "GATE_COLUMNS",
+    "LOSS_COLUMNS",
+]
 
 # Columns of `load_curves`: one row per run and logged step.
 CURVE_COLUMNS = ("size", "variant", "seed", "step", "loss", "lr", "source")
 # Columns of `load_gates`: one row per run, logged step and gated sublayer.
 GATE_COLUMNS = ("size", "variant", "seed", "step", "layer", "sublayer", "mean", "std", "source")
+# Columns of `load_losses`: one row per run, series ("train" or "val") and logged step.
+LOSS_COLUMNS = ("size", "variant", "seed", "steps", "series", "step", "loss", "source")
 
 
 def metrics_path(out: str | os.PathLike, size: str, variant: str, seed: int, lr: float | None = None) -> Path:
@@ -65,16 +77,26 @@ def read_metrics(path: str | os.PathLike) -> list[dict[str, Any]]:
     return records
 
 
+def _run(records: list[dict[str, Any]], path: Path) -> dict[str, Any]:
+    """The run a metrics log names: (size, variant, seed) of its first ``start`` record."""
+    start = next((r for r in records if r["event"] == "start"), None)
+    if start is None:
+        raise InputError(f"{path}: no 'start' record naming the run")
+    return {k: start[k] for k in ("size", "variant", "seed")}
+
+
+def _last_of_each_step(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The last of `records` at each step, in step order (a resumed run logs the steps after its last
+    checkpoint again)."""
+    by_step = {r["step"]: r for r in records}
+    return [by_step[s] for s in sorted(by_step)]
+
+
 def _train_records(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The run a metrics log names (size, variant, seed) and its last ``train`` record of each step, in
     step order."""
     records = read_metrics(path)
-    start = next((r for r in records if r["event"] == "start"), None)
-    if start is None:
-        raise InputError(f"{path}: no 'start' record naming the run")
-    key = {k: start[k] for k in ("size", "variant", "seed")}
-    by_step = {r["step"]: r for r in records if r["event"] == "train"}
-    return key, [by_step[s] for s in sorted(by_step)]
+    return _run(records, path), _last_of_each_step([r for r in records if r["event"] == "train"])
 
 
 def _curve_rows(path: Path) -> list[dict[str, Any]]:
@@ -99,6 +121,30 @@ def _gate_rows(path: Path) -> list[dict[str, Any]]:
         for r in train
         for g in r.get("gates") or []
     ]
+
+
+def _loss_rows(path: Path) -> list[dict[str, Any]]:
+    """The loss rows of one metrics log: the last training loss and periodic validation loss of each step,
+    with the steps the run trained (its final evaluation's step; None where it has none yet)."""
+    records = read_metrics(path)
+    run, evals = _run(records, path), [r for r in records if r["event"] == "eval"]
+    final = [r["step"] for r in evals if not r.get("periodic")]
+    run["steps"] = final[-1] if final else None
+    series = {
+        "train": ([r for r in records if r["event"] == "train"], "loss"),
+        "val": ([r for r in evals if r.get("periodic")], "val_loss"),
+    }
+    return [
+        {**run, "series": name, "step": r["step"], "loss": r.get(field), "source": str(path)}
+        for name, (events, field) in series.items()
+        for r in _last_of_each_step(events)
+    ]
+
+
+def _record_losses(key: tuple, record: dict[str, Any], sidecar: Path) -> list[dict[str, Any]]:
+    """The loss rows of a run without a metrics log: its provenance record's training-loss curve."""
+    steps = (record.get("config") or {}).get("steps")
+    return [{**r, "steps": steps, "series": "train"} for r in _record_curve(key, record, sidecar)]
 
 
 def _record_curve(key: tuple, record: dict[str, Any], sidecar: Path) -> list[dict[str, Any]]:
@@ -138,6 +184,13 @@ def _rows(
     return rows
 
 
+def _no_curves(paths: list[Path]) -> InputError:
+    return InputError(
+        f"no training curves in {', '.join(map(str, paths))}: runs trained by rr write them to NAME.metrics/ "
+        "beside the dataset (the published rows were trained before rr and have none)"
+    )
+
+
 def load_curves(paths: Iterable[str | os.PathLike]) -> pd.DataFrame:
     """The training curves of runs, one row per run and logged step.
 
@@ -161,10 +214,7 @@ def load_curves(paths: Iterable[str | os.PathLike]) -> pd.DataFrame:
     paths = [Path(p) for p in paths]
     rows = _rows(paths, _curve_rows, _record_curve)
     if not rows:
-        raise InputError(
-            f"no training curves in {', '.join(map(str, paths))}: runs trained by rr write them to NAME.metrics/ "
-            "beside the dataset (the published rows were trained before rr and have none)"
-        )
+        raise _no_curves(paths)
     df = pd.DataFrame(rows, columns=list(CURVE_COLUMNS))
     df[["loss", "lr"]] = df[["loss", "lr"]].astype(float)
     return df.drop_duplicates(["size", "variant", "seed", "step"], keep="last").reset_index(drop=True)
@@ -202,3 +252,56 @@ def load_gates(paths: Iterable[str | os.PathLike]) -> pd.DataFrame:
     df[["mean", "std"]] = df[["mean", "std"]].astype(float)
     keys = ["size", "variant", "seed", "step", "layer", "sublayer"]
     return df.drop_duplicates(keys, keep="last").reset_index(drop=True)
+
+
+def load_losses(paths: Iterable[str | os.PathLike]) -> pd.DataFrame:
+    """The losses runs logged while they trained, one row per run, series and logged step: what
+    `rr analyze curves` pairs across variants.
+
+    Parameters
+    ----------
+    paths
+        As `load_curves`: dataset CSVs (each "ok" run's log through the provenance sidecar; a run without
+        a log contributes its record's training-loss curve), metrics folders or ``.jsonl`` logs.
+
+    Returns
+    -------
+    DataFrame with `LOSS_COLUMNS`: size, variant, seed; steps, the steps the run trained (the step of its
+    final evaluation, or of its record; missing for a run that has not finished), which keeps two budgets
+    of one (size, variant, seed) apart; series, "train" (the mean training loss of the log interval ending
+    at step) or "val" (a periodic validation, an ``eval`` event with ``"periodic": true``); step; loss; and
+    source (the file read). The final evaluation is not a row: its loss is the sweep file's val_loss.
+
+    Raises
+    ------
+    InputError
+        A path that does not exist, or paths that hold no curve at all.
+
+    Example
+    -------
+    >>> import tempfile
+    >>> lines = [
+    ...     '{"event": "start", "step": 0, "size": "tiny", "variant": "standard", "seed": 0}',
+    ...     '{"event": "train", "step": 2, "loss": 5.0}',
+    ...     '{"event": "eval", "step": 2, "tokens": 4096, "val_loss": 4.9, "periodic": true}',
+    ...     '{"event": "train", "step": 4, "loss": 4.0}',
+    ...     '{"event": "eval", "step": 4, "val_loss": 3.9, "ece": 0.1, "minutes": 0.1}',
+    ... ]
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     log = Path(folder) / "tiny-standard-seed0.jsonl"
+    ...     _ = log.write_text("\\n".join(lines))
+    ...     load_losses([log])[["steps", "series", "step", "loss"]].values.tolist()
+    [[4, 'train', 2, 5.0], [4, 'val', 2, 4.9], [4, 'train', 4, 4.0]]
+    """
+    paths = [Path(p) for p in paths]
+    rows = _rows(paths, _loss_rows, _record_losses)
+    if not rows:
+        raise _no_curves(paths)
+    df = pd.DataFrame(rows, columns=list(LOSS_COLUMNS))
+    df["loss"] = df["loss"].astype(float)
+    df["steps"] = df["steps"].astype("Int64")
+    keys = ["size", "variant", "seed", "steps", "series", "step"]
+    out = df.drop_duplicates(keys, keep="last")
+    return out.sort_values(["size", "variant", "seed", "steps", "step", "series"], kind="stable").reset_index(
+        drop=True
+    )
