@@ -111,7 +111,9 @@ def test_attn_res_starts_reading_the_mean_of_the_earlier_outputs():
     q = torch.randn(8)
     logits = torch.stack([(v / v.pow(2).mean(-1, keepdim=True).add(1e-5).sqrt()) @ q for v in sources], -1)
     w = torch.softmax(logits, -1)
-    torch.testing.assert_close(AttnRes.attend(q, sources), sum(w[..., i : i + 1] * v for i, v in enumerate(sources)))
+    torch.testing.assert_close(
+        AttnRes.attend(q, sources), sum(w[..., i : i + 1] * v for i, v in enumerate(sources))
+    )
 
 
 @pytest.mark.parametrize(("variant", "sources"), [("attn_res", 1 + 16 + 1), ("attn_res_block", 1 + 8 + 1)])
@@ -233,3 +235,19 @@ def test_two_sharded_processes_train_each_rival_as_one_process(offline, tmp_path
         for (_, x), (_, y) in zip(two[v]["loss_curve"], one[v]["loss_curve"], strict=True):
             assert x == pytest.approx(y, abs=1e-5)
         assert two[v]["result"]["val_loss"] == pytest.approx(one[v]["result"]["val_loss"], abs=1e-5)
+
+
+def test_the_documented_two_stream_plugin_registers_and_trains():
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[1] / "docs" / "extending" / "twostreams.py"
+    spec = importlib.util.spec_from_file_location("twostreams_doc", path)
+    module = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(module)
+        model = built(shape("twostreams"))
+        _, loss = model(torch.zeros(2, 8, dtype=torch.long), torch.ones(2, 8, dtype=torch.long))
+        loss.backward()
+        assert torch.isfinite(loss) and model.transformer.wte.weight.grad is not None
+    finally:
+        VARIANTS.pop("twostreams", None)
