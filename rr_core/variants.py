@@ -19,6 +19,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import importlib
+import inspect
 import math
 import re
 import sys
@@ -47,7 +48,10 @@ __all__ = [
     "residual_rule",
     "rule_origin",
     "rule_params",
+    "model_rule_params",
     "rule_shapes",
+    "SEAM",
+    "seam_problem",
     "Shapes",
     "colour",
     "palette",
@@ -73,8 +77,8 @@ class Variant:
     colour: str | None  # Okabe-Ito palette for rr's own: colour-blind safe, fixed across every figure
     matched: bool  # widened in steps of n_head to the reference's parameter count (paper's baselines)
     rule: type | str  # the rule class, or "module:Class" where it lives (imported when a model is built)
-    params: Callable[[int], int | Shapes] | None = (
-        None  # per sublayer at width d: count or shapes; None: built
+    params: Callable[..., int | Shapes] | None = (
+        None  # per sublayer at width d (or d, site, sites): count or shapes; None: built
     )
 
     @property
@@ -118,6 +122,43 @@ _LAZY_RULE = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*", re.ASCII)
 # The code behind each rule, so that a run's record names the bytes that built it, not a file edited since.
 SOURCES: dict[str, str] = {}  # resolved path of a plugin file rr ran itself -> sha256 of the bytes it ran
 _ORIGINS: dict[str, dict[str, Any]] = {}  # variant name -> module, qualname, file, sha256 of its rule's code
+
+
+# What the stream seam (`rr_model.model`) gives a rule: its constructor d_model and, where it names them,
+# site (the sublayer's place in depth order) and sites (2 n_layer); forward the state and the update u;
+# read, where defined, the state alone.
+SEAM = {"__init__": ("d_model", "site", "sites"), "forward": ("state", "u"), "read": ("state",)}
+
+
+def seam_problem(rule: type) -> str | None:
+    """What a rule class asks of the stream seam that the seam does not give (`SEAM`), or None.
+
+    Its constructor may require d_model (first, positional) and the names site and sites; its ``forward``
+    two inputs (the state, the update) and its ``read``, where defined, one. A parameter with a default is
+    never asked for.
+    """
+    for method, given in SEAM.items():
+        found = getattr(rule, method, None)
+        if method == "read" and found is None:
+            continue
+        try:
+            params = list(inspect.signature(found).parameters.values())[1:]  # after self
+        except (TypeError, ValueError):
+            continue  # a builtin's signature: nothing to check
+        variadic = (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
+        required = [p for p in params if p.default is p.empty and p.kind not in variadic]
+        if method == "__init__":  # d_model first, then only what the seam names
+            takes_d = any(p.kind is not p.KEYWORD_ONLY and p.kind is not p.VAR_KEYWORD for p in params)
+            named = [p.name for p in required[1:] if p.name not in given[1:]]
+            if named or not takes_d:
+                what = ", ".join(named) or "no d_model"
+                return f"its constructor asks for {what}; the seam gives {', '.join(given)}"
+        elif len(required) != len(given):
+            return (
+                f"its {method} takes {len(required)} inputs ({', '.join(p.name for p in required)}); "
+                f"the seam gives {len(given)} ({', '.join(given)})"
+            )
+    return None
 
 
 def _rule_path(rule: type | str) -> str:
@@ -201,6 +242,10 @@ def register_residual(
         )
     if colour is not None and not _COLOUR.fullmatch(colour):
         raise InputError(f"{where}: colour {colour!r} must be #RRGGBB")
+    if not isinstance(rule, str) and (problem := seam_problem(rule)) is not None:
+        raise InputError(
+            f"{where}: {_rule_path(rule)} needs an input the stream seam does not give: {problem}"
+        )
     VARIANTS[name] = Variant(name, label or name, colour, matched, rule, params)
     if origin is not None:
         _ORIGINS[name] = origin
@@ -247,6 +292,8 @@ def residual_rule(name: str) -> type:
     found = importlib.import_module(module)
     for part in qualname.split("."):
         found = getattr(found, part)
+    if (problem := seam_problem(found)) is not None:
+        raise InputError(f"variant {name}: {rule} needs an input the stream seam does not give: {problem}")
     if name not in NAMES and name not in _ORIGINS:
         _ORIGINS[name] = _origin(found)
     return found
@@ -261,31 +308,60 @@ def rule_origin(name: str) -> dict[str, Any]:
     return _ORIGINS[name]
 
 
-def rule_params(name: str, d_model: int) -> int:
-    """Parameters one rule of the variant `name` adds per sublayer at width `d_model`: its entry's exact
-    count (or the sum of its entry's shapes), else those of a build of the rule on torch's meta device."""
+def _given(name: str, d_model: int, site: int, sites: int) -> int | Shapes | None:
+    """What the entry of `name` says of one rule: its params function of d_model, or of (d_model, site,
+    sites) where it takes three arguments; None where it has none."""
     params = VARIANTS[name].params
-    given = params(d_model) if params is not None else None
+    if params is None:
+        return None
+    return params(d_model, site, sites) if _per_site(params) else params(d_model)
+
+
+@functools.lru_cache(maxsize=256)
+def _per_site(params: Callable[..., int | Shapes]) -> bool:
+    """Whether a params function takes (d_model, site, sites) rather than d_model alone."""
+    return len(inspect.signature(params).parameters) == 3
+
+
+def rule_params(name: str, d_model: int, site: int = 0, sites: int = 2) -> int:
+    """Parameters one rule of the variant `name` adds at width `d_model`, at sublayer `site` of `sites`
+    (2 n_layer): its entry's exact count (or the sum of its entry's shapes), else those of a build of the
+    rule on torch's meta device. The same at every site unless the entry's params take the site."""
+    given = _given(name, d_model, site, sites)
     return (
-        given if isinstance(given, int) else sum(math.prod(shape) for _, shape in rule_shapes(name, d_model))
+        given
+        if isinstance(given, int)
+        else sum(math.prod(shape) for _, shape in rule_shapes(name, d_model, site, sites))
     )
 
 
-def rule_shapes(name: str, d_model: int) -> Shapes:
-    """The parameters one rule of the variant `name` adds per sublayer at width `d_model`, as (name, shape)
-    in ``named_parameters()`` order: its entry's shapes, else a build's on torch's meta device (no memory),
-    built once per width. What the memory plan cuts into a sharded run's pieces (`rr_core.shapes`)."""
-    params = VARIANTS[name].params
-    given = params(d_model) if params is not None else None
-    return list(given) if given is not None and not isinstance(given, int) else list(_built(name, d_model))
+def model_rule_params(name: str, d_model: int, n_layer: int) -> int:
+    """Parameters every rule of the variant `name` adds to a model of `n_layer` blocks: 2 n_layer sites."""
+    sites = 2 * n_layer
+    if VARIANTS[name].params is not None and not _per_site(VARIANTS[name].params):
+        return sites * rule_params(name, d_model)
+    return sum(rule_params(name, d_model, site, sites) for site in range(sites))
+
+
+def rule_shapes(name: str, d_model: int, site: int = 0, sites: int = 2) -> Shapes:
+    """The parameters one rule of the variant `name` adds at width `d_model` at sublayer `site` of `sites`,
+    as (name, shape) in ``named_parameters()`` order: its entry's shapes, else a build's on torch's meta
+    device (no memory), built once per width and site. What the memory plan cuts into a sharded run's
+    pieces (`rr_core.shapes`)."""
+    given = _given(name, d_model, site, sites)
+    if given is not None and not isinstance(given, int):
+        return list(given)
+    return list(_built(name, d_model, site, sites))
 
 
 @functools.lru_cache(maxsize=4096)
-def _built(name: str, d_model: int) -> tuple[tuple[str, tuple[int, ...]], ...]:
+def _built(name: str, d_model: int, site: int, sites: int) -> tuple[tuple[str, tuple[int, ...]], ...]:
     import torch
 
-    with torch.device("meta"):
-        module = residual_rule(name)(d_model)
+    rule = residual_rule(name)
+    named = inspect.signature(rule).parameters
+    with torch.device("meta"):  # built as the seam builds it (rr_model.model.build_rule)
+        module = rule(d_model, **{k: v for k, v in (("site", site), ("sites", sites)) if k in named})
     return tuple((n, tuple(p.shape)) for n, p in module.named_parameters())
 
 
@@ -394,5 +470,31 @@ register_residual(
 register_residual(
     "rezero", "rr_model.model:ReZero", label="ReZero", colour="#56B4E9",
     params=lambda d: [("alpha", ())],  # one scalar
+)  # fmt: skip
+# The field's rivals, on the stream seam (rr_model.streams): several streams, or every earlier output.
+# Hyper-connections at expansion n = 4 (the rule's `streams`): [A_m A_r] n x (n + 1) and B n per sublayer;
+# dynamic adds the d x (n + 1) and d dynamic matrices, two scales and the norm's gain. DenseFormer: the
+# weights of block i's average (i + 2) on its MLP's rule. AttnRes: a pseudo-query per sublayer, and the
+# last sublayer's rule one more for the final norm's input.
+register_residual(
+    "hyper_connections", "rr_model.streams:HyperConnections", label="Hyper-connections", matched=True,
+    params=lambda d: [("static_alpha", (4, 5)), ("static_beta", (4,)), ("dynamic_alpha", (d, 5)),
+                      ("dynamic_beta", (d,)), ("scale_alpha", ()), ("scale_beta", ()), ("norm.weight", (d,))],
+)  # fmt: skip
+register_residual(
+    "hyper_connections_static", "rr_model.streams:StaticHyperConnections", label="Hyper-connections (static)",
+    matched=True, params=lambda d: [("static_alpha", (4, 5)), ("static_beta", (4,))],
+)  # fmt: skip
+register_residual(
+    "denseformer", "rr_model.streams:DenseFormer", label="DenseFormer", matched=True,
+    params=lambda d, site, sites: [("dwa", (site // 2 + 2,))] if site % 2 else [],
+)  # fmt: skip
+register_residual(
+    "attn_res", "rr_model.streams:AttnRes", label="AttnRes", matched=True,
+    params=lambda d, site, sites: [("query", (d,))] + ([("exit_query", (d,))] if site == sites - 1 else []),
+)  # fmt: skip
+register_residual(
+    "attn_res_block", "rr_model.streams:BlockAttnRes", label="Block AttnRes", matched=True,
+    params=lambda d, site, sites: [("query", (d,))] + ([("exit_query", (d,))] if site == sites - 1 else []),
 )  # fmt: skip
 NAMES = tuple(VARIANTS)

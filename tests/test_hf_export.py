@@ -114,7 +114,7 @@ def test_autotokenizer_encodes_and_decodes_as_rr(report):
 
 
 def test_the_code_imports_only_torch_and_transformers_and_the_plugin_travels_as_written(report):
-    standard = {"math", "__future__"}
+    standard = {"math", "inspect", "__future__"}
     for variant in VARIANTS:
         for name, imported in report["variants"][variant]["imports"].items():
             assert set(imported) <= {"torch", "transformers"} | standard, (variant, name)
