@@ -187,7 +187,11 @@ RESULT_FORMATS = {
 
 
 def duration(minutes: float) -> str:
-    """Minutes in the unit a reader plans with: minutes up to 90, hours up to two days, then days."""
+    """Minutes in the unit a reader plans with: seconds under a minute (a tiny run's "about 0.0 minutes"
+    said nothing), minutes up to 90, hours up to two days, then days."""
+    if minutes < 1:
+        seconds = round(minutes * 60)
+        return f"{seconds} seconds" if seconds >= 1 else "under a second"
     if minutes < 90:
         return f"{fixed(minutes, 1)} minutes"
     if minutes < 48 * 60:

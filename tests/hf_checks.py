@@ -202,6 +202,9 @@ def main(work: Path, final: Path, sweep: Path) -> None:
         folder = work / f"export-{variant}"
         export(checkpoint(variant, seed, work), folder)
         report["variants"][variant] = check_export(folder)
+        report["variants"][variant]["card_method"] = (
+            (folder / "README.md").read_text().rstrip().splitlines()[-1]
+        )
     try:
         export(checkpoint("stuck", 0, work), work / "export-stuck")
     except InputError as e:

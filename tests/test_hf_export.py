@@ -174,3 +174,15 @@ def test_rr_eval_tasks_prints_the_scores_and_joins_them_onto_the_sweep(report):
     assert joined[list(before.columns)].equals(before)
     assert joined[["rr_local_mc_acc", "rr_local_mc_acc_norm"]].values.tolist() == [[r["value"] for r in rows]]
     assert f"joined onto 1 of 1 rows of {report['sweep']}: {cli['out']}" in cli["stderr"]
+
+
+def test_the_card_credits_the_paper_for_its_rules_and_a_plugin_for_its_own(report):
+    """Issue 49.10: a plugin rule's export said the architecture was Kramer's; its card now names the
+    plugin's rule as the plugin's and credits the paper for the trunk and recipe only."""
+    own, plugin = (
+        report["variants"]["review_neutral"]["card_method"],
+        report["variants"]["myrule"]["card_method"],
+    )
+    assert own.startswith("The architecture and recipe are those of Kramer (2026)")
+    assert plugin.startswith("The residual rule `ChannelScale` is a plugin's (travel.py), not the paper's")
+    assert "the training recipe are those of Kramer (2026)" in plugin

@@ -414,3 +414,21 @@ def test_plot_forecast_and_emergence_without_the_fit(tmp_path):
     assert bad.exit_code == 2 and "not a size" in bad.output
     plain = rr("plot", "emergence", "--no-fit", "--out", str(tmp_path / "e.png"))
     assert plain.exit_code == 0
+
+
+def test_six_sizes_draw_one_facet_each_in_a_grid_of_five_columns(published_copy):
+    """Issue 49.2: the published five sizes and a user's tiny runs made 6 facets over a 2 x 5 grid, which
+    the facet loop zipped strictly (ValueError); the spare axes are hidden, not zipped."""
+    from rr_core.sweepfile.dataset import load_sweep
+
+    rows = [
+        f"tiny,{v},{s},{p},100,{2.2 + 0.01 * s + d:.4f},,"
+        for v, p, d in (("review_neutral", 1.13, 0.0), ("highway", 1.14, 0.02), ("standard", 1.12, 0.03))
+        for s in (0, 1)
+    ]
+    with open(published_copy, "a") as f:
+        f.write("\n".join(rows) + "\n")
+    fig = plots.seeds_figure(load_sweep(published_copy))
+    shown = [ax.get_title() for ax in fig.axes if ax.get_visible()]
+    assert len(fig.axes) == 10 and len(shown) == 6
+    assert shown[0].startswith("tiny") and shown[1:] == [s + " (2 seeds)" * (s == "320M") for s in SIZES]

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -22,7 +21,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from rr_core.errors import InputError, RecipeError
 from rr_core.files.reading import stamp
 from rr_core.files.replacing import create_new
-from rr_core.ladder import BYTE_EOS, get_size
+from rr_core.ladder import BYTE_EOS
 from rr_core.shapes import GPTConfig, model_config
 from rr_core.sweepfile.csv_text import DataError
 from rr_core.sweepfile.dataset import (
@@ -188,28 +187,20 @@ class Runs(NamedTuple):
             check_run(cfg, self.output, corpus, world, gib, resume)
 
 
-def preflight(
-    out: str | os.PathLike,
-    sizes: Iterable[str] = (),
-    *,
-    reproduction: bool = False,
-    ladder: str | os.PathLike | None = None,
-) -> OutputPlan:
+def preflight(out: str | os.PathLike, *, reproduction: bool = False) -> OutputPlan:
     """Read a run's output file once, refusing before any training a file that its rows cannot go to.
+
+    A missing default dataset (`DEFAULT_OUT`) starts as the published sweep whatever the size, as ``--out``'s
+    help says: `rr train --size 150M` in a fresh directory adds seed 3, not a second seed 0, and an
+    off-recipe run (the tiny demo on the synthetic corpus) is refused there as it is beside the published
+    file, pointing to --out. Any other new file starts empty.
 
     Parameters
     ----------
     out
         The dataset the rows are appended to.
-    sizes
-        The sizes to be trained: a missing default dataset (`DEFAULT_OUT`) trained at a published size
-        starts as the published sweep, so `rr train --size 150M` in a fresh directory adds seed 3, not a
-        second seed 0. Any other new file (an explicit --out, or the tiny demo size) starts empty.
     reproduction
         `out` is a reproduction file (`rr_model.run.reproduce`): the recipe guard applies whatever it holds.
-    ladder
-        The ladder file `sizes` come from (None: rr's own); none of its sizes is a published one, so a
-        missing file of them starts empty.
 
     Raises
     ------
@@ -223,15 +214,13 @@ def preflight(
     Example
     -------
     >>> import tempfile
-    >>> plan = preflight(Path(tempfile.mkdtemp()) / "new.csv", ["tiny"])
+    >>> plan = preflight(Path(tempfile.mkdtemp()) / "new.csv")
     >>> plan.rows is None, plan.keys, plan.from_published
     (True, set(), False)
     """
     out = Path(out)
     refuse_reference(out)  # by device and inode: a hard link or symlink to the packaged copy is refused too
-    from_published = (
-        out == DEFAULT_OUT and not out.exists() and any(get_size(s, ladder).published for s in sizes)
-    )
+    from_published = out == DEFAULT_OUT and not out.exists()  # as --out's help says, whatever the size
     source = bundled_path() if from_published else out
     known = None if from_published else stamp(out)  # before the reading: an append meanwhile is seen later
     rows = load_sweep(source) if source.exists() else None
@@ -320,7 +309,7 @@ def plan_runs(
     for which some of `variants` has no row yet: the next complete, pairable block (or the rest of one a
     crash left incomplete). `options` are further TrainConfig fields.
     """
-    output = preflight(out, [size], ladder=options.get("ladder"))
+    output = preflight(out)
     if seed is None:
         seed = next_seeds(output.keys, size, 1, variants)[0]
     return Runs.split([TrainConfig(size=size, variant=v, seed=seed, **options) for v in variants], output)

@@ -231,7 +231,7 @@ def _setup(
     rank, world = join_process_group(device, alone=cfg.shard == "fsdp")
     r, gpu_gib = cfg.recipe, gpu_memory(cfg, device)
     if plan is None:  # the file's one reading before training
-        plan = preflight(out, [cfg.size], reproduction=cfg.reproduce, ladder=cfg.ladder)
+        plan = preflight(out, reproduction=cfg.reproduce)
     planned = check_data(cfg.data, cfg.tokenizer, r.n_text)
     check_run(cfg, plan, planned, world, gpu_gib, resume)  # before the run makes any file: --dry-run's checks
     _claim(out, cfg, rank, world, claimed)
@@ -777,8 +777,8 @@ def train_runs(
     (`rr_model.run.planning.Runs.output`), else it is read (`preflight`) here; each run's row is taken into it.
     """
     if plan is None and runs:
-        sizes, reproduction = {c.size for c in runs}, any(c.reproduce for c in runs)
-        plan = preflight(out, sizes, reproduction=reproduction, ladder=runs[0].ladder)
+        reproduction = any(c.reproduce for c in runs)
+        plan = preflight(out, reproduction=reproduction)
     try:
         later = [sum(c.steps for c in runs[i + 1 :]) for i in range(len(runs))]
         records = [

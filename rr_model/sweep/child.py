@@ -54,7 +54,7 @@ def train_planned(cfg: TrainConfig, out: str | os.PathLike) -> dict[str, Any] | 
     already in `out` (the run finished just before an interruption, or another sweep trained it)."""
     from rr_model.run.trainer import train_runs  # torch: only where a run trains
 
-    plan = preflight(out, [cfg.size], reproduction=cfg.reproduce, ladder=cfg.ladder)  # the file's one reading
+    plan = preflight(out, reproduction=cfg.reproduce)  # the file's one reading
     if cfg.key in plan.keys:
         return None
     (record,) = train_runs([cfg], out, resume=True, plan=plan)

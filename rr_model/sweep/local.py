@@ -65,7 +65,7 @@ def plan_sweep(
         elif not (size_seeds := list(range(get_size(size, ladder).sweep_seeds))):
             raise InputError(f"{size} has no published seeds; give the seeds to train")
         runs += [TrainConfig(size, v, s, **options) for s in size_seeds for v in variants]
-    return Runs.split(runs, preflight(out, sizes, ladder=ladder))  # a new default file extends the published
+    return Runs.split(runs, preflight(out))  # a new default file extends the published
 
 
 def train_command(cfg: TrainConfig, out: str | os.PathLike, nproc: int = 1) -> list[str]:

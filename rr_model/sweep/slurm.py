@@ -111,7 +111,7 @@ def submit_runs(
     here, before any job runs, so no job reads it half-written.
     """
     targets = [part_path(out, cfg.key) if per_run_files else Path(out) for cfg in runs]
-    preflight(out, {cfg.size for cfg in runs}, ladder=runs[0].ladder).start()
+    preflight(out).start()
     jobs = executor.submit_array([TrainJob(cfg, target) for cfg, target in zip(runs, targets, strict=True)])
     now = datetime.now(timezone.utc).isoformat(timespec="seconds")
     entries = [

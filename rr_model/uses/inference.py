@@ -21,6 +21,7 @@ import torch.nn.functional as F
 
 from rr_core.errors import InputError
 from rr_core.ladder import BYTE_EOS, RECIPE
+from rr_core.plugins import require_variant
 from rr_core.shapes import GPTConfig, model_config
 from rr_core.variants import REFERENCE
 from rr_model.checkpoint import state as checkpoint
@@ -63,6 +64,7 @@ def load_trained(path: str | os.PathLike) -> Trained:
     """
     path, saved = checkpoint.load_weights(path)
     config, weights = saved.config, saved.model
+    require_variant(config["variant"], (saved.record or {}).get("plugin"))  # a plugin run: name its file
     vocab = weights["transformer.wte.weight"].shape[0]
     if saved.model_config is not None:
         mcfg = GPTConfig(**saved.model_config)
