@@ -29,7 +29,6 @@ from torch.distributed.fsdp import FSDPModule, MixedPrecisionPolicy, fully_shard
 from torch.distributed.tensor import DTensor
 
 if TYPE_CHECKING:
-
     from rr_model.model import GPT
 
 __all__ = ["shard", "local", "full_weights"]
