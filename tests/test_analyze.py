@@ -302,19 +302,21 @@ def test_notes_at_80_columns_wrap_the_note_text():
 
 
 def test_table_at_80_columns_keeps_the_gap_its_ci_and_hedges_g():
-    """The interval beside the primary p is the primary (paired) test's own (issue 36.1), and what the table
-    leaves out is named below it (issue 36.10), wrapped like the legend."""
+    """The interval beside the primary p is the primary (paired) test's own (issue 36.1), the paper's Welch t
+    and p stand beside it (issue 49.9: the quickstart's `rr analyze --table` is the paper's Table 2, which
+    80 columns hid), and what the table leaves out is named below it (issue 36.10), wrapped like the legend."""
     lines = analyze("table", env={"COLUMNS": "80"}).output.splitlines()
     assert lines[1:5] == [
-        "                                    paired*  Hedges  paired*  paired*",
-        "size  baseline      gap              95% CI       g        p    p adj",
-        "----  --------  -------  ------------------  ------  -------  -------",
-        "60M   Highway   0.0032\u2020   [-0.0115, 0.0180]    0.28   0.4455   0.4654",
+        "                                    paired*  Hedges  Welch   Welch  paired*",
+        "size  baseline      gap              95% CI       g      t       p    p adj",
+        "----  --------  -------  ------------------  ------  -----  ------  -------",
+        "60M   Highway   0.0032\u2020   [-0.0115, 0.0180]    0.28   0.42  0.6982   0.4654",
     ]
-    below = " ".join(line.strip() for line in lines[14:19])
+    assert lines[10] == "590M  Highway   0.0094\u2020    [0.0087, 0.0102]    2.14   3.28  0.0307   0.0031"
+    below = " ".join(line.strip() for line in lines[14:18])
     assert below.startswith("not shown at width 80: Review params (M), baseline params (M), n R/B, Review mean, "
-                            "baseline mean, 95% CI of g, Welch t, Welch df, Welch 95% CI, Welch p, Welch p adj, "
-                            "paired* t, paired* df, ")  # fmt: skip
+                            "baseline mean, 95% CI of g, Welch df, Welch 95% CI, Welch p adj, "
+                            "paired* t, paired* df, paired* p, ")  # fmt: skip
     assert below.endswith("mixed p adj (--wide shows all, --columns chooses)")
     assert max(map(len, lines)) <= 80
 
