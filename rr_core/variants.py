@@ -5,10 +5,10 @@ sublayer is added back through, named lazily as ``"module:Class"`` where it is r
 stays torch-free), its legend label and colour, whether it is parameter-matched to the reference, and the
 parameters one rule adds per sublayer as a function of d_model (exact arithmetic: their count, or their
 names and shapes; None: found on a build of the rule on torch's meta device). How a rule is initialised is the rule's own business (its
-``init_published``, `rr_model.model`). rr's own six variants are registered below by `register_residual`,
-the call a plugin makes too (`rr_core.plugins` finds and imports plugins); the model (`residual_rule`), the
-exact parameter count (`rule_params`, `rr_core.shapes`), the memory plan's shapes (`rule_shapes`), analysis,
-plots and the CLI all read the entries.
+``init_published``, `rr_model.model`). rr's own ten variants (the paper's six and four ablations of Review)
+are registered below by `register_residual`, the call a plugin makes too (`rr_core.plugins` finds and
+imports plugins); the model (`residual_rule`), the exact parameter count (`rule_params`, `rr_core.shapes`),
+the memory plan's shapes (`rule_shapes`), analysis, plots and the CLI all read the entries.
 
 Variants are open: a sweep file may hold any name that `VARIANT_NAME` accepts; a name nobody registered is
 labelled by itself and coloured from `EXTRA_COLOURS`.
@@ -394,5 +394,23 @@ register_residual(
 register_residual(
     "rezero", "rr_model.model:ReZero", label="ReZero", colour="#56B4E9",
     params=lambda d: [("alpha", ())],  # one scalar
+)  # fmt: skip
+# Ablations of Review, at its width (not matched): each changes one thing about its gate, and each starts
+# as Review does, bit for bit (`rr_model.model.ReviewHalf`). Tol's "light" colours and Okabe-Ito's black.
+register_residual(
+    "review_half", "rr_model.model:ReviewHalf", label="Review (r = 0.5)", colour="#77AADD",
+    params=lambda d: [],  # the gate held at 0.5: nothing to learn
+)  # fmt: skip
+register_residual(
+    "gate_bias", "rr_model.model:GateBias", label="Gate bias", colour="#EE8866",
+    params=lambda d: [("bias", (d,))],  # b, one per channel
+)  # fmt: skip
+register_residual(
+    "review_state", "rr_model.model:ReviewState", label="Review (state only)", colour="#BBCC33",
+    params=lambda d: [("gate.weight", (d, d)), ("gate.bias", (d,))],  # gate Linear(d -> d) on rms(h)
+)  # fmt: skip
+register_residual(
+    "review_update", "rr_model.model:ReviewUpdate", label="Review (update only)", colour="#000000",
+    params=lambda d: [("gate.weight", (d, d)), ("gate.bias", (d,))],  # gate Linear(d -> d) on rms(u)
 )  # fmt: skip
 NAMES = tuple(VARIANTS)
