@@ -146,10 +146,13 @@ def register_residual(
         built, so registering loads no torch): ``rule(d_model)`` builds one sublayer's rule, ``forward(h,
         u)`` returns the new stream. A ``gate`` attribute, if any, must be an ``nn.Linear``: it is
         initialised as rr's gated rules are (normal(0, 0.02), bias 0, drawn after the sublayers' Linears);
-        an ``r(h, u)`` method is what `rr gates` reads. Other parameters keep the values ``__init__`` gives
-        them, unless the class defines ``init_published(self)``, which is called after rr's own
-        initialisation, in sublayer order, under ``torch.no_grad()`` and drawing from torch's seeded
-        stream (`rr_model.model.GPT.init_published`).
+        an ``r(h, u)`` method is what `rr gates` reads (and ``halves(h, u)``, the two parts of a gate logit
+        that reads the stream and the update, what `rr gates --anatomy` splits its variance by). Other
+        parameters keep the values ``__init__`` gives them, unless the class defines
+        ``init_published(self)``, which is called after rr's own initialisation, in sublayer order, under
+        ``torch.no_grad()`` and drawing from torch's seeded stream (`rr_model.model.GPT.init_published`); a
+        ``published_draws()`` method returns a module drawn in the gate's place instead (Review's
+        ablations: a stand-in of Review's gate, so they start from Review's weights).
     label, colour
         Legend label (default: the name) and a ``#RRGGBB`` colour (default: one of the extra colours, never
         a registered variant's; `palette`).

@@ -143,6 +143,12 @@ class ReviewNeutral(nn.Module):
     def r(self, h: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
         return torch.sigmoid(self.gate(torch.cat([rms(h), rms(u)], dim=-1)))
 
+    def halves(self, h: torch.Tensor, u: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """The gate logit's two halves, W_h rms(h) and W_u rms(u) (W = [W_h, W_u]): the logit is their sum
+        plus b. What `rr gates --anatomy` splits the logit's variance by (`rr_model.uses.anatomy`)."""
+        w_h, w_u = self.gate.weight.split(h.shape[-1], dim=1)
+        return rms(h) @ w_h.T, rms(u) @ w_u.T
+
     def forward(self, h: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
         return h + self.r(h, u) * u
 
