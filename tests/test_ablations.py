@@ -55,9 +55,10 @@ def test_rr_sizes_counts_them_at_review_s_width_exactly(size):
         assert rule_params(variant, d) == per_rule
 
 
+@pytest.mark.parametrize("size", list(COUNTS))
 @pytest.mark.parametrize("variant", ABLATIONS)
-def test_the_60m_model_holds_exactly_the_counted_parameters(variant):
-    config = model_config("60M", variant)
+def test_the_model_holds_exactly_the_counted_parameters(variant, size):
+    config = model_config(size, variant)
     with torch.device("meta"):  # the real shapes, no memory
         model = GPT(config)
     built = [(name, tuple(p.shape)) for name, p in model.named_parameters()]
