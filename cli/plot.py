@@ -307,6 +307,15 @@ def _gap(runs: list[Path] | None, data: Path | None, out: Path, dpi: int, title:
 def gates(
     runs: list[Path] = RUNS,
     data: Path | None = RUNS_DATA,
+    checkpoint: Path | None = typer.Option(
+        None,
+        "--checkpoint",
+        help="Instead: the gate anatomy of one run's weights (RUN.final.pt, a checkpoint, or a folder of one "
+        "run) by layer, on held-out windows of its corpus (rr gates --anatomy).",
+        show_default=False,
+    ),
+    corpus: str | None = options.RUN_CORPUS,
+    windows: int = options.WINDOWS,
     out: Path = _out("gates.png"),
     dpi: int = DPI,
     title: str | None = TITLE,
@@ -315,7 +324,14 @@ def gates(
     per run and layer (coloured by depth), from the metrics logs of runs of gated variants.
 
     `rr gates` reads r on one batch of a checkpoint; this draws what the trainer logged at each log point.
+    With --checkpoint: the gate anatomy of one run by layer (mean r, token_share, freeze_delta and, for
+    Review, the shares of its gate logit's variance), as `rr gates --anatomy` prints it.
     """
+    if checkpoint is not None:
+        if runs or data:
+            raise fail("draw either the logs of runs (RUNS or --data) or the anatomy of one --checkpoint")
+        _write_anatomy(checkpoint, corpus, windows, out, dpi, title)
+        return
 
     def draw(sources):
         from rr_analysis.figures.curves import gates_figure
@@ -324,6 +340,28 @@ def gates(
         return gates_figure(load_gates(sources), title=title)
 
     _write_logs([*(runs or []), *([data] if data else [])], out, dpi, draw)
+
+
+def _write_anatomy(
+    checkpoint: Path, corpus: str | None, windows: int, out: Path, dpi: int, title: str | None
+) -> None:
+    """Read the gate anatomy of `checkpoint`, draw it by layer, write it to `out`, print the path."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+
+    from cli.heap import frozen_heap
+    from rr_analysis.figures.gate_layers import anatomy_figure
+    from rr_analysis.figures.output import check_writable, save_figure
+    from rr_model.uses.anatomy import anatomy
+
+    with known_errors():
+        check_writable(out)
+        found = anatomy(checkpoint, corpus=corpus, windows=windows)
+        default = f"Gate anatomy by layer: {found.path.name}, {windows} held-out windows of {found.corpus}"
+        with frozen_heap():
+            path = save_figure(anatomy_figure(found.table, title=title or default), out, dpi=dpi)
+    typer.echo(str(path))
 
 
 @plot_app.command()

@@ -5,10 +5,10 @@ sublayer is added back through, named lazily as ``"module:Class"`` where it is r
 stays torch-free), its legend label and colour, whether it is parameter-matched to the reference, and the
 parameters one rule adds per sublayer as a function of d_model (exact arithmetic: their count, or their
 names and shapes; None: found on a build of the rule on torch's meta device). How a rule is initialised is the rule's own business (its
-``init_published``, `rr_model.model`). rr's own six variants are registered below by `register_residual`,
-the call a plugin makes too (`rr_core.plugins` finds and imports plugins); the model (`residual_rule`), the
-exact parameter count (`rule_params`, `rr_core.shapes`), the memory plan's shapes (`rule_shapes`), analysis,
-plots and the CLI all read the entries.
+``init_published``, `rr_model.model`). rr's own ten variants (the paper's six and four ablations of Review)
+are registered below by `register_residual`, the call a plugin makes too (`rr_core.plugins` finds and
+imports plugins); the model (`residual_rule`), the exact parameter count (`rule_params`, `rr_core.shapes`),
+the memory plan's shapes (`rule_shapes`), analysis, plots and the CLI all read the entries.
 
 Variants are open: a sweep file may hold any name that `VARIANT_NAME` accepts; a name nobody registered is
 labelled by itself and coloured from `EXTRA_COLOURS`.
@@ -187,10 +187,13 @@ def register_residual(
         built, so registering loads no torch): ``rule(d_model)`` builds one sublayer's rule, ``forward(h,
         u)`` returns the new stream. A ``gate`` attribute, if any, must be an ``nn.Linear``: it is
         initialised as rr's gated rules are (normal(0, 0.02), bias 0, drawn after the sublayers' Linears);
-        an ``r(h, u)`` method is what `rr gates` reads. Other parameters keep the values ``__init__`` gives
-        them, unless the class defines ``init_published(self)``, which is called after rr's own
-        initialisation, in sublayer order, under ``torch.no_grad()`` and drawing from torch's seeded
-        stream (`rr_model.model.GPT.init_published`).
+        an ``r(h, u)`` method is what `rr gates` reads (and ``halves(h, u)``, the two parts of a gate logit
+        that reads the stream and the update, what `rr gates --anatomy` splits its variance by). Other
+        parameters keep the values ``__init__`` gives them, unless the class defines
+        ``init_published(self)``, which is called after rr's own initialisation, in sublayer order, under
+        ``torch.no_grad()`` and drawing from torch's seeded stream (`rr_model.model.GPT.init_published`); a
+        ``published_draws()`` method returns a module drawn in the gate's place instead (Review's
+        ablations: a stand-in of Review's gate, so they start from Review's weights).
     label, colour
         Legend label (default: the name) and a ``#RRGGBB`` colour (default: one of the extra colours, never
         a registered variant's; `palette`).
@@ -470,6 +473,24 @@ register_residual(
 register_residual(
     "rezero", "rr_model.model:ReZero", label="ReZero", colour="#56B4E9",
     params=lambda d: [("alpha", ())],  # one scalar
+)  # fmt: skip
+# Ablations of Review, at its width (not matched): each changes one thing about its gate, and each starts
+# as Review does, bit for bit (`rr_model.model.ReviewHalf`). Tol's "light" colours and Okabe-Ito's black.
+register_residual(
+    "review_half", "rr_model.model:ReviewHalf", label="Review (r = 0.5)", colour="#77AADD",
+    params=lambda d: [],  # the gate held at 0.5: nothing to learn
+)  # fmt: skip
+register_residual(
+    "gate_bias", "rr_model.model:GateBias", label="Gate bias", colour="#EE8866",
+    params=lambda d: [("bias", (d,))],  # b, one per channel
+)  # fmt: skip
+register_residual(
+    "review_state", "rr_model.model:ReviewState", label="Review (state only)", colour="#BBCC33",
+    params=lambda d: [("gate.weight", (d, d)), ("gate.bias", (d,))],  # gate Linear(d -> d) on rms(h)
+)  # fmt: skip
+register_residual(
+    "review_update", "rr_model.model:ReviewUpdate", label="Review (update only)", colour="#000000",
+    params=lambda d: [("gate.weight", (d, d)), ("gate.bias", (d,))],  # gate Linear(d -> d) on rms(u)
 )  # fmt: skip
 # The field's rivals, on the stream seam (rr_model.streams): several streams, or every earlier output.
 # Hyper-connections at expansion n = 4 (the rule's `streams`): [A_m A_r] n x (n + 1) and B n per sublayer;

@@ -176,6 +176,12 @@ class ReviewNeutral(nn.Module):
     def r(self, h: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
         return torch.sigmoid(self.gate(torch.cat([rms(h), rms(u)], dim=-1)))
 
+    def halves(self, h: torch.Tensor, u: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """The gate logit's two halves, W_h rms(h) and W_u rms(u) (W = [W_h, W_u]): the logit is their sum
+        plus b. What `rr gates --anatomy` splits the logit's variance by (`rr_model.uses.anatomy`)."""
+        w_h, w_u = self.gate.weight.split(h.shape[-1], dim=1)
+        return rms(h) @ w_h.T, rms(u) @ w_u.T
+
     def forward(self, h: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
         return h + self.r(h, u) * u
 
@@ -212,6 +218,72 @@ class ReZero(nn.Module):
 
     def forward(self, h: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
         return h + self.alpha * u
+
+
+# Ablations of Review: each changes one thing about its gate, at Review's width (not widened). They take
+# the draws of Review's gate (`published_draws`), so at a seed every other weight starts as Review's, and
+# each starts at r = 0.5 exactly: at init every one computes Review's forward pass, bit for bit.
+
+
+class ReviewHalf(nn.Module):
+    """h + 0.5 u: Review's gate held at its initial r = 0.5 (no parameters)."""
+
+    def __init__(self, d_model: int):
+        super().__init__()
+        self.d_model = d_model
+
+    def published_draws(self) -> nn.Linear:
+        """A stand-in of Review's gate, Linear(2d -> d), that `GPT.init_published` draws where it draws
+        Review's gate and then drops: the draws after it (the head, the residual projections) are Review's."""
+        with torch.random.fork_rng(devices=[]):  # building it draws: only init_published's draws count
+            return nn.Linear(2 * self.d_model, self.d_model)
+
+    def forward(self, h: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
+        return h + 0.5 * u
+
+
+class GateBias(ReviewHalf):
+    """h + sigmoid(b) * u, b a d-vector (0 at init): a learned per-channel gate that reads neither h nor u."""
+
+    def __init__(self, d_model: int):
+        super().__init__(d_model)
+        self.bias = nn.Parameter(torch.zeros(d_model))
+
+    def init_published(self) -> None:
+        """b = 0, so r = 0.5 exactly; draws nothing."""
+        nn.init.zeros_(self.bias)
+
+    def r(self, h: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
+        return torch.sigmoid(self.bias).expand_as(u)  # the same for every token (a view: no copy)
+
+    def forward(self, h: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
+        return h + self.r(h, u) * u
+
+
+class ReviewState(ReviewHalf):
+    """h + sigmoid(W rms(h) + b) * u: Review without the update half of its gate; W (d x d) = 0 at init."""
+
+    def __init__(self, d_model: int):
+        super().__init__(d_model)
+        self.gate = nn.Linear(d_model, d_model)
+
+    def init_published(self) -> None:
+        """Zero the gate (weight and bias), so r = 0.5 exactly; draws nothing."""
+        nn.init.zeros_(self.gate.weight)
+        nn.init.zeros_(self.gate.bias)
+
+    def r(self, h: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
+        return torch.sigmoid(self.gate(rms(h)))
+
+    def forward(self, h: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
+        return h + self.r(h, u) * u
+
+
+class ReviewUpdate(ReviewState):
+    """h + sigmoid(W rms(u) + b) * u: Review without the state half of its gate; W (d x d) = 0 at init."""
+
+    def r(self, h: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
+        return torch.sigmoid(self.gate(rms(u)))
 
 
 class Block(nn.Module):
@@ -317,13 +389,20 @@ class GPT(nn.Module):
 
         RMSNorm gains (1) and the LayerScale (0.1) and ReZero (0) scales draw nothing. A plugin's rule
         with a ``gate`` Linear has it drawn in step 1 with the others, and its ``init_published()`` is
-        called in step 3 as rr's own are (`rr_core.variants.register_residual`).
+        called in step 3 as rr's own are (`rr_core.variants.register_residual`). A rule with a
+        ``published_draws()`` method has what it returns drawn in its gate's place in step 1 instead, and
+        dropped: Review's ablations return a stand-in of Review's gate, so that at a seed every weight
+        but their own starts as Review's (`ReviewHalf`).
         """
         sublayers = [m for block in self.transformer.h for m in (block.attn, block.mlp)]
         rules = [rule for block in self.transformer.h for rule in (block.res_attn, block.res_mlp)]
         projections = [m.c_proj for m in sublayers]
         linears = [lin for m in sublayers for lin in m.children() if isinstance(lin, nn.Linear)]
-        gates = [rule.gate for rule in rules if hasattr(rule, "gate")]
+        gates = [
+            rule.published_draws() if hasattr(rule, "published_draws") else rule.gate
+            for rule in rules
+            if hasattr(rule, "published_draws") or hasattr(rule, "gate")
+        ]
         order = [self.transformer.wte, self.transformer.wpe, *linears, *gates, self.lm_head]
         for module in order:
             module.reset_parameters()

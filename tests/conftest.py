@@ -107,6 +107,37 @@ def offline(token_cache, monkeypatch) -> Path:
     return token_cache
 
 
+@pytest.fixture
+def gpt2(monkeypatch):
+    """A small byte-level BPE tokenizer (400 ids) with GPT-2's EOT, trained on the first 60 synthetic stories
+    and served by `Tokenizer.from_pretrained("gpt2")`: GPT-2's code path, offline. The copy rr keeps of the
+    tokenizer it loaded is forgotten before and after."""
+    import tokenizers
+    from tokenizers import models, pre_tokenizers, trainers
+
+    from rr_model.data import synthetic
+    from rr_model.data.tokenizers import EOT, gpt2_tokenizer
+
+    tok = tokenizers.Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = tokenizers.decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=400, special_tokens=[EOT], initial_alphabet=pre_tokenizers.ByteLevel.alphabet()
+    )
+    tok.train_from_iterator(synthetic.stories(60), trainer)
+
+    class Hub:
+        @staticmethod
+        def from_pretrained(identifier, revision="main", token=None):
+            assert identifier == "gpt2"
+            return tok
+
+    monkeypatch.setattr(tokenizers, "Tokenizer", Hub)
+    gpt2_tokenizer.cache_clear()
+    yield tok
+    gpt2_tokenizer.cache_clear()
+
+
 @pytest.fixture(scope="session")
 def tiny_run(token_cache, tmp_path_factory) -> dict[str, Any]:
     """The provenance record of TINY_RUN trained without interruption, and its dataset at record["out"].

@@ -79,6 +79,17 @@ def test_transformers_loads_every_weight_as_rr_wrote_it(report, variant):
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
+def test_a_fresh_model_from_the_export_starts_each_rule_as_rr_does(report, variant):
+    """transformers' own init of a fresh model (no weights loaded): every residual-rule parameter rr starts at
+    one value (Review's and its ablations' zero gates, the gate bias, LayerScale, ReZero) starts there too."""
+    fresh = report["variants"][variant]["fresh_rules"]
+    assert all(fresh.values()), [k for k, ok in fresh.items() if not ok]
+    # per sublayer (4): a zeroed gate's weight and bias, the gate bias, Highway's bias (its weight is drawn)
+    expected = {"review_state": 8, "review_update": 8, "review_neutral": 8, "gate_bias": 4, "highway": 4}
+    assert len(fresh) == expected.get(variant, len(fresh))
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
 def test_logits_equal_rrs_bitwise_and_a_cache_continues_them(report, variant):
     """(B, T) = (1, 1), (1, 7), (3, 32), (2, 17), each with the default cache, without, and with an all-ones
     mask; then 12 tokens, 1, and 7 more through the cache under either argument name."""

@@ -26,7 +26,7 @@ from transformers.cache_utils import Cache, DynamicCache
 from transformers.modeling_outputs import CausalLMOutputWithPast
 
 from .configuration_rr import RRConfig
-from .rr_layers import ReviewNeutral, build_rule, run_blocks, trunk
+from .rr_layers import ReviewNeutral, ReviewState, build_rule, run_blocks, trunk
 
 # the output field the installed transformers names the cache with (5.24 renamed past_key_values)
 _CACHE_FIELD = "cache" if "cache" in CausalLMOutputWithPast.__dataclass_fields__ else "past_key_values"
@@ -44,9 +44,9 @@ class RRPreTrainedModel(PreTrainedModel):
         run's initial weights) for a fresh model or a tensor a checkpoint lacks.
 
         Linear weights normal(0, initializer_range), the residual projections' scaled by 1/sqrt(2 n_layer)
-        and Review's gates zero (``_rr_std``, set in `RRForCausalLM.__init__`), biases 0; embeddings
-        normal(0, initializer_range); any other module with parameters of its own (RMSNorm, LayerScale,
-        ReZero, a plugin's rule) the values its constructor gives. transformers' init functions skip every
+        and the gates of Review and its ablations zero (``_rr_std``, set in `RRForCausalLM.__init__`),
+        biases 0; embeddings normal(0, initializer_range); any other module with parameters of its own
+        (RMSNorm, LayerScale, ReZero, the gate bias, a plugin's rule) the values its constructor gives. transformers' init functions skip every
         tensor a checkpoint filled, so loaded weights are never touched.
         """
         std = self.config.initializer_range
@@ -82,7 +82,7 @@ class RRForCausalLM(RRPreTrainedModel, GenerationMixin):
             for proj in (block.attn.c_proj, block.mlp.c_proj):
                 proj._rr_std = config.initializer_range / math.sqrt(2 * config.n_layer)
             for rule in (block.res_attn, block.res_mlp):
-                if isinstance(rule, ReviewNeutral):
+                if isinstance(rule, ReviewNeutral | ReviewState):  # ReviewUpdate is a ReviewState
                     rule.gate._rr_std = 0.0
         self.post_init()
 
