@@ -317,9 +317,11 @@ def load_sweep(path: str | os.PathLike | None = None) -> pd.DataFrame:
 
 def size_order(df: pd.DataFrame) -> list[str]:
     """The sizes present in `df`, smallest first: by mean parameter count, then by the label's nominal count
-    (`rr_core.ladder.size_sort_key`), then by label. `load_sweep`'s ``size`` categories follow it."""
-    m = df.groupby("size", observed=True)["params_M"].mean()
-    return sorted(map(str, m.index), key=lambda s: (m[s], size_sort_key(s), s))
+    (`rr_core.ladder.size_sort_key`), then by median steps (the budgets of one size, where an analysis reads
+    each as a cell of its own), then by label. `load_sweep`'s ``size`` categories follow it."""
+    g = df.groupby("size", observed=True)
+    m, steps = g["params_M"].mean(), g["steps"].median()
+    return sorted(map(str, m.index), key=lambda s: (m[s], size_sort_key(s), steps[s], s))
 
 
 def run_keys(df: pd.DataFrame) -> set[tuple]:
