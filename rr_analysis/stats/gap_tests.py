@@ -359,5 +359,7 @@ def gap_table(
         out.insert(at + i, col, out["size"].map(budgets[col]).to_numpy())
     out["tokens_source"] = out["tokens_source"].fillna("")
     for col in ("steps", "tokens"):  # counts: 8000, not 8000.0 (a median over seeds rounded to a whole count)
-        out[col] = pd.array([None if np.isnan(v) else round(v) for v in out[col].astype(float)], dtype="Int64")
+        out[col] = pd.array(
+            [None if np.isnan(v) else round(v) for v in out[col].astype(float)], dtype="Int64"
+        )
     return out[[c for c in out if c not in STAMP] + list(STAMP)]
