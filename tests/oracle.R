@@ -95,8 +95,12 @@ meta2 <- function(d) {  # issue 44: each (size, steps) cell's paired gap on log1
     yi <- rows[, 1]; sei <- rows[, 2]; lN <- rows[, 3]; lDN <- rows[, 4]
     f <- rma(yi, sei = sei, mods = ~ lN + lDN, method = "REML", test = "knha",
              control = list(threshold = 1e-14, maxiter = 10000, stepadj = 0.5))
+    x_new <- c(max(lN) + 0.5, log10(20))  # half a decade past the largest size, at 20 tokens per parameter
+    p <- predict(f, newmods = rbind(x_new))
     out[[v]] <- list(size_slope = f$b[2], size_se = f$se[2], size_p = f$pval[2], dn_slope = f$b[3],
-                     dn_se = f$se[3], dn_p = f$pval[3], tau2 = f$tau2, qe = f$QE, qe_p = f$QEp)
+                     dn_se = f$se[3], dn_p = f$pval[3], tau2 = f$tau2, qe = f$QE, qe_p = f$QEp,
+                     forecast = list(x = x_new, pred = p$pred, se = p$se, ci_low = p$ci.lb, ci_high = p$ci.ub,
+                                     pi_low = p$pi.lb, pi_high = p$pi.ub))
   }
   out
 }

@@ -54,8 +54,10 @@ def test_published_verdicts_name_the_primary_test_and_the_confound(published):
     # so first, with the numbers, before how strongly the gap grows along it
     lead = ("the gap grows along the sweep, where size and tokens per parameter move together (r = -0.998), so "
             "the data cannot attribute it to size")  # fmt: skip
-    assert published.loc["highway", "verdict"] == f"{lead}; suggestive, not robust: the primary size-level test " \
+    assert (
+        published.loc["highway", "verdict"] == f"{lead}; suggestive, not robust: the primary size-level test "
         "gives p = 0.063; only models that lean on the runs or on the line's shape reach p < 0.05"
+    )
     assert published.loc["standard", "verdict"] == (
         f"{lead}: robust (primary p = 0.0012, size-deviation model p = 0.00085)"
     )

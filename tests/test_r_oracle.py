@@ -103,10 +103,19 @@ def compare_meta2(d: pd.DataFrame, r: dict, rel: float) -> list[str]:
     fitted = set(e.index[np.isfinite(e["meta2_size_slope"].astype(float))])
     bad = [] if fitted == set(r) else [f"meta2 fitted for {sorted(fitted)} by rr, {sorted(r)} by R"]
     for b, vals in r.items():
+        ahead = vals.pop("forecast")
         for key, want in vals.items():
             got = e.loc[b, f"meta2_{key}"] if b in e.index else np.nan
             if not close(got, want, rel):
                 bad.append(f"meta2 {b} {key}: rr {got!r} R {want!r}")
+        if e.loc[b, "dn_reading"] != "separable":
+            continue  # rr forecasts at a stated budget only where the cells tell size from D/N
+        at = f"{10 ** (ahead['x'][0] - 6)!r}M"
+        f = forecast(d, [at], tokens_per_param=10 ** ahead["x"][1]).set_index("baseline")
+        for key in ("pred", "se", "ci_low", "ci_high", "pi_low", "pi_high"):
+            got = f.loc[b, "pred_se" if key == "se" else key]
+            if not close(got, ahead[key], rel):
+                bad.append(f"meta2 forecast {b} {key}: rr {got!r} R {ahead[key]!r}")
     return bad
 
 

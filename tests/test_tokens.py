@@ -127,3 +127,82 @@ def test_a_grid_file_reads_end_to_end(tmp_path):
     assert row["dn_reading"] == "separable" and set(row["tokens_per_param"]) == set(
         pd.Categorical(budget_cells(budget_grid())["size"]).categories
     )
+
+
+# --- forecast and confirm at a stated budget (issue 44.5) -----------------------------------------------------
+
+
+def test_the_forecast_says_which_tokens_per_parameter_its_line_assumes(sweep):
+    from rr_analysis.stats.forecast import forecast
+
+    f = forecast(sweep, ["3B"])
+    b = cell_budgets(sweep, "review_neutral")
+    slope, icept = np.polyfit(b["log_params"], b["log_tokens_per_param"], 1)
+    assert f["tokens_per_param"].tolist() == pytest.approx([10 ** (icept + slope * np.log10(3e9))] * 2)
+    assert round(f["tokens_per_param"].iloc[0], 3) == 0.032
+    assert f["budget"].iloc[0] == (
+        "the sweep's path, where tokens per parameter fall with size, from 2.20 at 60M to 0.10 at 1B"
+    )
+    text = rr("analyze", "forecast", "--at", "3B").output
+    assert "note: 3B: the line assumes 0.032 tokens per parameter: the sweep's path" in text
+
+
+def test_a_sweep_of_one_budget_per_size_is_not_carried_to_another_budget(sweep):
+    out = rr("analyze", "forecast", "--at", "3B", "--tokens-per-param", "20")
+    assert out.exit_code == 2 and "Traceback" not in out.output
+    assert "rr: error: the sweep cannot say what the gap is at 20 tokens per parameter: tokens per parameter " \
+        "fall with size, from 2.20 at 60M to 0.10 at 1B" in out.output  # fmt: skip
+    assert "rr analyze confirm --at 3B --tokens-per-param 20" in out.output
+    off = rr("analyze", "confirm", "--at", "3B", "--steps", "60000")
+    assert off.exit_code == 2 and "runs of 60000 steps at 3B train 0.33 tokens per parameter" in off.output
+    assert "(about 0.032 at 3B)" in off.output
+
+
+def test_the_confirm_plan_states_its_runs_budget_beside_the_paths(sweep):
+    from rr_analysis.stats.confirm import confirm_plan
+
+    p = confirm_plan(sweep, ["3B"])
+    assert p["tokens"].tolist() == [6000 * 64 * 256] * 2  # the largest size's steps, as before
+    assert p["tokens_per_param"].iloc[0] == pytest.approx(6000 * 64 * 256 / 3e9)
+    assert p["path_tokens_per_param"].iloc[0] == pytest.approx(0.0321, abs=5e-5)
+
+
+def test_a_grid_forecasts_at_a_stated_budget_from_the_fit_on_both():
+    from rr_analysis.stats.forecast import forecast
+
+    f = forecast(budget_grid(), ["300M"], tokens_per_param=20).iloc[0]
+    e = emergence(budget_grid()).iloc[0]
+    assert f["budget"].startswith("asked") and f["tokens_per_param"] == 20
+    assert f["meta_df"] == e["meta2_df"] == 6.0 and np.isnan(f["run_pred"]) and np.isnan(f["dev_pred"])
+    assert "size-only: not read at a stated budget" in f["note"]
+
+
+def test_the_design_that_tells_size_from_tokens_per_parameter(sweep):
+    """`confirm --at 3B --tokens-per-param 20` on the published sweep, by arithmetic: 1B and 3B at the path and
+    at 20 tokens per parameter; seeds for the size effect at fixed D/N by statsmodels' two-sample power."""
+    from statsmodels.stats.power import TTestIndPower
+
+    from rr_analysis.stats.confirm import confirm_design, minutes_fit
+    from rr_analysis.stats.power import pooled_resid_sd
+
+    d = confirm_design(sweep, ["3B"], 20).set_index(["size", "budget"])
+    n1b = model_config("1B", "review_neutral").n_params
+    x = "20 tokens per parameter"
+    assert d.loc[("1B", "path"), "steps"] == 6000 and d.loc[("1B", "path"), "seeds_in_sweep"] == 3
+    assert d.loc[("1B", x), "steps"] == round(20 * n1b / (64 * 256))
+    assert d.loc[("3B", x), "steps"] == round(20 * 3e9 / (64 * 256))
+    assert d.loc[("3B", "path"), "tokens_per_param"] == pytest.approx(0.0321, abs=5e-5)
+    e = emergence(sweep).set_index("baseline")
+    effect = e.loc["highway", "meta_slope"] * np.log10(3e9 / n1b)  # highway's growth is the smaller
+    assert d["effect"].iloc[0] == pytest.approx(effect) and d["effect_baseline"].iloc[0] == "highway"
+    sd = pooled_resid_sd(sweep)[0]
+    n = next(n for n in range(2, 100) if TTestIndPower().power(effect / (np.sqrt(2) * sd), n, 0.05) >= 0.8)
+    assert (d["seeds"] == n).all() and d.loc[("1B", "path"), "seeds_to_run"] == n - 3
+    at_path = minutes_fit(sweep, np.array([n1b * 6000]))["minutes"][0]
+    assert d.loc[("1B", "path"), "minutes_per_run"] == pytest.approx(at_path)
+    scaled = at_path * d.loc[("1B", x), "steps"] / 6000  # the same size: minutes scale with tokens
+    assert d.loc[("1B", x), "minutes_per_run"] == pytest.approx(scaled)
+    assert d.loc[("1B", x), "gpu_minutes"] == pytest.approx(n * 3 * scaled)
+    assert d["gpu_minutes_total"].iloc[0] == pytest.approx(d["gpu_minutes"].sum())
+    out = rr("analyze", "confirm", "--at", "3B", "--tokens-per-param", "20", "--format", "json")
+    assert out.exit_code == 0 and len(json.loads(out.output)) == 4

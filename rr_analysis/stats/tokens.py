@@ -15,7 +15,6 @@ import numpy as np
 import pandas as pd
 
 from rr_analysis.comparison import SIZE_NAME, sizes_in_order
-from rr_analysis.numbers import fixed, significant
 from rr_core.errors import InputError
 from rr_core.ladder import LADDER, RECIPE
 from rr_core.shapes import model_config
@@ -183,8 +182,15 @@ def budget_words(budgets: pd.DataFrame) -> str:
 
 
 def per_param(v: float) -> str:
-    """Tokens per parameter in words: two decimals (2.20), two significant digits below 0.01 (0.0033)."""
-    return fixed(v, 2) if v >= 0.01 else significant(v, 2)
+    """Tokens per parameter in words: three significant digits from 1 up (2.20, 20.0), two below (0.86, 0.10,
+    0.032), trailing zeros kept.
+
+    Example
+    -------
+    >>> [per_param(v) for v in (2.2039, 20, 0.0999, 0.0321, 100)]
+    ['2.20', '20.0', '0.10', '0.032', '100']
+    """
+    return format(v, "#.3g" if v >= 1 else "#.2g").rstrip(".")
 
 
 def path_tokens_per_param(budgets: pd.DataFrame, params: np.ndarray) -> np.ndarray:

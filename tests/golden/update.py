@@ -86,6 +86,7 @@ def options(**given: Any) -> dict[str, Any]:
     from rr_analysis.comparison import POWER, Comparison
 
     base = dict(adjust="holm", margin=None, effect=None, at=[], target_power=POWER, steps=None, ladder=None,
+                tokens_per_param=None,
                 claims_file=None, noise=None, against=None, data=None, card_file=None)  # fmt: skip
     comparison = Comparison(**given.pop("comparison", {}))  # the fields given, the paper's for the rest
     return {**base, **given, "comparison": comparison}
