@@ -13,7 +13,15 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from rr_analysis.comparison import ALPHA, PARAMS_TOLERANCE, Comparison, Keywords, asked, for_reference
-from rr_analysis.figures.axes import STYLE, compared, few_seeds, gap_axis, new_figure, size_ticks
+from rr_analysis.figures.axes import (
+    STYLE,
+    compared,
+    few_seeds,
+    gap_axis,
+    new_figure,
+    size_ticks,
+    tokens_ticks,
+)
 from rr_analysis.figures.estimates import adjust_name, gap_estimates, require_gap_table, test_name
 from rr_analysis.numbers import percent, significant
 from rr_analysis.stats.forecast import meta_line
@@ -147,9 +155,13 @@ def emergence_figure(
         seeds = table.groupby("size", sort=False, observed=True)[
             "n_pairs" if stat == "paired" else for_reference("n_review", reference)
         ].max()
-        size_ticks(ax, table.drop_duplicates("size").set_index("size")["params_M"][sizes], few_seeds(seeds))
+        cells = table.drop_duplicates("size").set_index("size")
+        dn = tokens_ticks(cells["tokens_per_param"][sizes]) if "tokens_per_param" in cells else {}
+        size_ticks(ax, cells["params_M"][sizes], few_seeds(seeds), dn)
         ax.margins(x=0.08, y=0.12)
-        ax.set_xlabel(f"Parameters ({ref}, log scale)")
+        ax.set_xlabel(
+            f"Parameters ({ref}, log scale)" + ("; D/N: training tokens per parameter" if dn else "")
+        )
         ax.set_ylabel(gap_axis(reference, metric, higher))
         ax.set_title(_stars_say(table, stat, ci), loc="left", fontsize=8, color="0.3")
         ax.legend(title=f"{ref} vs.", loc="best")
@@ -218,6 +230,11 @@ def forecast_figure(
     ref = label(fc["reference"].iloc[0]) if "reference" in fc else label(REFERENCE)
     sizes = table.drop_duplicates("size").set_index("size")["params_M"]
     ticks = pd.concat([sizes, fc.drop_duplicates("at").set_index("at")["params"] / 1e6])
+    per_param = pd.concat([table.drop_duplicates("size").set_index("size").get("tokens_per_param", sizes * np.nan),
+                           fc.drop_duplicates("at").set_index("at").get("tokens_per_param", pd.Series(dtype=float))])  # fmt: skip
+    dn = tokens_ticks(
+        per_param[~per_param.index.duplicated()], prefix=""
+    )  # the ticks are close: the label says
     with mpl.rc_context(STYLE):
         fig = new_figure(
             4.2 * len(baselines) + 0.6, 4.4, title or f"{ref}'s advantage, forecast past the sweep"
@@ -227,13 +244,20 @@ def forecast_figure(
             ax.set_xscale("log")
             _forecast_facet(ax, est[est["baseline"] == b], line[line["baseline"] == b], fc[fc["baseline"] == b],
                             colours[b], sizes.max(), ticks.max() * 1.4)  # fmt: skip
-            size_ticks(ax, ticks[~ticks.index.duplicated()])
+            size_ticks(ax, ticks[~ticks.index.duplicated()], tokens=dn)
             ax.set_xlim(ticks.min() / 1.4, ticks.max() * 1.4)
             ax.set_title(f"{ref} vs. {label(b)}")
         axes[0].set_ylabel(f"Baseline \u2212 {ref} (the gap)\n(positive: {ref} better)")
         axes[0].legend(loc="upper left", fontsize=7)
         fig.supxlabel(
-            f"Parameters ({ref}, log scale); shaded: past the largest size in the sweep", fontsize=8
+            f"Parameters ({ref}, log scale); shaded: past the largest size in the sweep"
+            + (
+                "\nunder each size: training tokens per parameter (D/N; past the sweep, the path's, which the "
+                "line assumes)"
+                if dn
+                else ""
+            ),
+            fontsize=8,
         )
     return fig
 
