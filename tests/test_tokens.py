@@ -206,3 +206,11 @@ def test_the_design_that_tells_size_from_tokens_per_parameter(sweep):
     assert d["gpu_minutes_total"].iloc[0] == pytest.approx(d["gpu_minutes"].sum())
     out = rr("analyze", "confirm", "--at", "3B", "--tokens-per-param", "20", "--format", "json")
     assert out.exit_code == 0 and len(json.loads(out.output)) == 4
+
+
+def test_validate_says_how_many_budgets_a_size_holds(tmp_path):
+    path = tmp_path / "grid.csv"
+    budget_grid().to_csv(path, index=False)
+    out = rr("validate", path)
+    assert out.exit_code == 0
+    assert "seeds per cell 4 over 6 cells, at 3 budgets (step counts) per size" in out.output

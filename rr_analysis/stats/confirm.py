@@ -371,7 +371,7 @@ def confirm_design(
                             "variants_per_seed": len(variants), "minutes_per_run": base["minutes"][0] * scale,
                             "minutes_pi_low": base["pi_low"][0] * scale, "minutes_pi_high": base["pi_high"][0] * scale,
                             "effect": effect, "effect_baseline": chosen, "decades": decades,
-                            "note": _design_note(have, budget, why, effect)})  # fmt: skip
+                            "note": _design_note(have, budget, why, effect, base["minutes"][0])})  # fmt: skip
     frame = pd.DataFrame(out)
     frame["runs"] = frame["seeds_to_run"] * frame["variants_per_seed"]
     frame["gpu_minutes"] = frame["runs"] * frame["minutes_per_run"]
@@ -400,13 +400,16 @@ def _seeds_in(rows: pd.DataFrame, cell: str, variants: list[str]) -> int:
     return len(set.intersection(*sets)) if sets else 0
 
 
-def _design_note(have: int, budget: str, why: str, effect: float) -> str:
+def _design_note(have: int, budget: str, why: str, effect: float, minutes: float) -> str:
+    """Why a cell's numbers are n/a, and what they rest on, in words."""
     notes = [why]
     if have:
         notes.append(f"{have} seeds of every variant are in the sweep already")
     if not np.isfinite(effect):
         notes.append("no size-only slope to plan for (rr analyze emergence says why): no seed count")
-    if budget != "path":
+    if not np.isfinite(minutes):
+        notes.append("fewer than 3 cells with recorded minutes, or one amount of work: no time extrapolated")
+    elif budget != "path":
         notes.append(
             "minutes: the fitted time at the size's path budget scaled by tokens, far past any timed run"
         )
