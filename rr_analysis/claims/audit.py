@@ -188,7 +188,7 @@ def _budget(r: dict, df: pd.DataFrame) -> dict:
     """ "identical token budget": each size's tokens per run (`rr_analysis.stats.tokens.run_tokens`), and the
     tokens per parameter they give the reference, with their correlation with size."""
     tokens, _ = run_tokens(df)
-    per = pd.Series(tokens, index=df.index).groupby(df["size"].astype(str)).agg(["min", "max"])
+    per = pd.Series(tokens, index=df.index).groupby(df["size"].astype(str), observed=True).agg(["min", "max"])
     order = [s for s in sizes_in_order(df) if s in per.index]
     within = bool((per["min"] != per["max"]).any())
     budgets = cell_budgets(df, REFERENCE)

@@ -326,7 +326,6 @@ def confirm_design(
     """
     from rr_analysis.stats.emergence import emergence
     from rr_analysis.stats.forecast import forecast_size
-    from rr_analysis.stats.tokens import path_tokens_per_param
 
     if not 0 < power < 1 or not 0 < alpha < 1:
         raise InputError(f"power and alpha must lie between 0 and 1, got power {power!r}, alpha {alpha!r}")
@@ -339,43 +338,24 @@ def confirm_design(
     sd, why = pooled_resid_sd(df, cmp)
     e = emergence(df, cmp)
     variants = [cmp.reference, *cmp.baselines]
-    x = f"{significant(tokens_per_param, 3)} tokens per parameter"
     out = []
     for name, n, source in dict.fromkeys(forecast_size(a, cmp.reference, ladder) for a in at):
         names = budgets.drop_duplicates("size_name", keep="last")
-        other = names[names["size_name"] != name].iloc[
-            -1
-        ]  # the largest size of the sweep that is not the target
-        sizes = [(other["size_name"], float(other["params"]), None), (name, n, source)]
+        other = names[names["size_name"] != name].iloc[-1]  # the sweep's largest size but the target
         decades = abs(np.log10(n / float(other["params"])))
         effects = _size_effects(e, decades)
         chosen = effects.idxmin() if effects.notna().any() else ""
         effect = float(effects.min()) if chosen else np.nan
         need = _seeds_two(effect, sd, alpha, power)
-        for label_, params, src in sizes:
-            per_step = (
-                _per_step(label_, ladder) if src != "label" else float(RECIPE.batch_size * RECIPE.block_size)
-            )
-            own = budgets[budgets["size_name"] == label_]
-            path = float(path_tokens_per_param(budgets, [params])[0])
-            on = own[np.abs(np.log10(own["tokens_per_param"] / path)) <= np.log10(PATH_FACTOR)]
-            path_dn = float(on["tokens_per_param"].iloc[0]) if len(on) else path
-            base = minutes_fit(df, np.array([params * path_dn * params / per_step]))
-            for budget, dn in (("path", path_dn), (x, float(tokens_per_param))):
-                steps_ = max(round(dn * params / per_step), 1)
-                have = _seeds_in(rows, on["size"].iloc[0], variants) if budget == "path" and len(on) else 0
-                scale = steps_ * per_step / (path_dn * params)
-                out.append({"at": name, "size": label_, "params": params, "budget": budget, "tokens_per_param": dn,
-                            "tokens": steps_ * per_step, "steps": steps_, "seeds_in_sweep": have, "seeds": need,
-                            "seeds_to_run": np.nan if np.isnan(need) else max(need - have, 0),
-                            "variants_per_seed": len(variants), "minutes_per_run": base["minutes"][0] * scale,
-                            "minutes_pi_low": base["pi_low"][0] * scale, "minutes_pi_high": base["pi_high"][0] * scale,
-                            "effect": effect, "effect_baseline": chosen, "decades": decades,
-                            "note": _design_note(have, budget, why, effect, base["minutes"][0])})  # fmt: skip
+        for size, params, src in ((other["size_name"], float(other["params"]), None), (name, n, source)):
+            for cell in _cells(df, rows, budgets, (size, params, src), tokens_per_param, variants, ladder):
+                out.append({"at": name, **cell, "seeds": need, "effect": effect, "effect_baseline": chosen,
+                            "seeds_to_run": np.nan if np.isnan(need) else max(need - cell["seeds_in_sweep"], 0),
+                            "decades": decades, "note": _design_note(cell, why, effect)})  # fmt: skip
     frame = pd.DataFrame(out)
     frame["runs"] = frame["seeds_to_run"] * frame["variants_per_seed"]
     frame["gpu_minutes"] = frame["runs"] * frame["minutes_per_run"]
-    frame["gpu_minutes_total"] = frame.groupby("at", sort=False)["gpu_minutes"].transform(
+    frame["gpu_minutes_total"] = frame.groupby("at", sort=False, observed=True)["gpu_minutes"].transform(
         lambda g: g.sum(min_count=len(g))
     )
     frame["resid_sd"], frame["power"], frame["alpha"] = sd, power, alpha
@@ -384,6 +364,35 @@ def confirm_design(
             [None if np.isnan(v) else int(v) for v in frame[col].astype(float)], dtype="Int64"
         )
     return cmp.stamp(frame)[list(DESIGN_COLUMNS)]
+
+
+def _cells(
+    df, rows, budgets, size: tuple, tokens_per_param: float, variants: list[str], ladder
+) -> list[dict]:
+    """One size's two cells of the design, at the sweep's path and at `tokens_per_param`: budget, steps, seeds
+    the sweep holds, and minutes per run (`minutes_fit` at the path's budget, scaled by tokens)."""
+    from rr_analysis.stats.tokens import path_tokens_per_param
+
+    name, params, source = size
+    per_step = _per_step(name, ladder) if source != "label" else float(RECIPE.batch_size * RECIPE.block_size)
+    own = budgets[budgets["size_name"] == name]
+    path = float(path_tokens_per_param(budgets, [params])[0])
+    on = own[np.abs(np.log10(own["tokens_per_param"] / path)) <= np.log10(PATH_FACTOR)]  # it ran on the path
+    path_dn = float(on["tokens_per_param"].iloc[0]) if len(on) else path
+    base = minutes_fit(df, np.array([params * path_dn * params / per_step]))
+    out = []
+    for budget, dn in (
+        ("path", path_dn),
+        (f"{significant(tokens_per_param, 3)} tokens per parameter", tokens_per_param),
+    ):
+        steps = max(round(dn * params / per_step), 1)
+        scale = steps * per_step / (path_dn * params)
+        out.append({"size": name, "params": params, "budget": budget, "tokens_per_param": float(dn),
+                    "tokens": steps * per_step, "steps": steps,
+                    "seeds_in_sweep": _seeds_in(rows, on["size"].iloc[0], variants) if budget == "path" and len(on) else 0,
+                    "variants_per_seed": len(variants), "minutes_per_run": base["minutes"][0] * scale,
+                    "minutes_pi_low": base["pi_low"][0] * scale, "minutes_pi_high": base["pi_high"][0] * scale})  # fmt: skip
+    return out
 
 
 def _seeds_two(effect: float, sd: float, alpha: float, power: float) -> float:
@@ -400,11 +409,11 @@ def _seeds_in(rows: pd.DataFrame, cell: str, variants: list[str]) -> int:
     return len(set.intersection(*sets)) if sets else 0
 
 
-def _design_note(have: int, budget: str, why: str, effect: float, minutes: float) -> str:
+def _design_note(cell: dict, why: str, effect: float) -> str:
     """Why a cell's numbers are n/a, and what they rest on, in words."""
-    notes = [why]
-    if have:
-        notes.append(f"{have} seeds of every variant are in the sweep already")
+    notes, budget, minutes = [why], cell["budget"], cell["minutes_per_run"]
+    if cell["seeds_in_sweep"]:
+        notes.append(f"{cell['seeds_in_sweep']} seeds of every variant are in the sweep already")
     if not np.isfinite(effect):
         notes.append("no size-only slope to plan for (rr analyze emergence says why): no seed count")
     if not np.isfinite(minutes):
