@@ -51,6 +51,7 @@ __all__ = [
     "PARAMS_COLUMNS",
     "for_reference",
     "budget_cells",
+    "cell_size",
     "SIZE_NAME",
 ]
 
@@ -256,6 +257,17 @@ def budget_cells(df: pd.DataFrame) -> pd.DataFrame:
     cells = names + "@" + df["steps"].astype(str)
     order = size_order(df.assign(size=cells))
     return df.assign(size=pd.Categorical(cells, categories=order, ordered=True), **{SIZE_NAME: names})
+
+
+def cell_size(cell: str) -> str:
+    """The size label of a cell `budget_cells` names (``60M@2000`` -> ``60M``); a size label is its own.
+
+    Example
+    -------
+    >>> cell_size("60M@2000"), cell_size("1B")
+    ('60M', '1B')
+    """
+    return cell.split("@", 1)[0]
 
 
 def one_rate(df: pd.DataFrame, what: str) -> None:

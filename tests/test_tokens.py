@@ -214,3 +214,13 @@ def test_validate_says_how_many_budgets_a_size_holds(tmp_path):
     out = rr("validate", path)
     assert out.exit_code == 0
     assert "seeds per cell 4 over 6 cells, at 3 budgets (step counts) per size" in out.output
+
+
+def test_the_emergence_figure_of_several_budgets_draws_a_line_per_budget():
+    from rr_analysis.figures.gaps import emergence_figure
+
+    ax = emergence_figure(gap_table(budget_grid())).axes[0]
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["10M", "30M", "100M"]
+    labels = ax.get_legend_handles_labels()[1]
+    assert [f"Standard (parameter-matched), {n} steps" for n in (1000, 3000, 9000)] == labels[-3:]
+    assert ax.get_xlabel().endswith("; a line per budget (steps)")
