@@ -157,3 +157,27 @@ def tiny_run(token_cache, tmp_path_factory) -> dict[str, Any]:
         cfg = TrainConfig(**TINY_RUN, cache_dir=str(token_cache), log=("tensorboard", "wandb"))
         record = train(cfg, out)
     return {**record, "out": out}
+
+
+def budget_grid(seed: int = 1) -> pd.DataFrame:
+    """A constructed sweep of 3 sizes x 3 budgets (the worked example of docs/statistics.md, "Scale or
+    tokens?"): sizes 10M, 30M and 100M, each trained for 1000, 3000 and 9000 steps (the published 64 x 256
+    tokens a step, so D/N spans 0.16 to 15), 4 seeds, Review and Standard. Standard's gap depends on tokens
+    per parameter only, 0.002 - 0.006 log10(D/N), plus each cell's own deviation (SD 0.0005, the size-level
+    scatter tau), so at fixed D/N it does not change with size; a seed's effect is shared by both arms of a
+    cell, and each run adds noise of SD 0.0006."""
+    import numpy as np
+    import pandas as pd
+
+    rng = np.random.default_rng(seed)
+    rows = []
+    for size, params in (("10M", 10.0), ("30M", 30.0), ("100M", 100.0)):
+        for steps in (1000, 3000, 9000):
+            dn = steps * 64 * 256 / (params * 1e6)
+            gap = 0.002 - 0.006 * np.log10(dn) + rng.normal(0, 0.0005)
+            for s in range(4):
+                base = 3.0 - 0.2 * np.log10(params) - 0.1 * np.log10(steps) + rng.normal(0, 0.004)
+                for variant, shift in (("review_neutral", 0.0), ("standard", gap)):
+                    rows.append({"size": size, "variant": variant, "seed": s, "params_M": params, "steps": steps,
+                                 "val_loss": base + shift + rng.normal(0, 0.0006), "ece": np.nan, "minutes": np.nan})  # fmt: skip
+    return pd.DataFrame(rows)

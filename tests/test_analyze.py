@@ -72,10 +72,12 @@ def test_table_fits_80_columns_and_names_what_it_hides():
 
 def test_emergence_at_80_columns_shows_each_levels_p_side_by_side():
     lines = analyze("emergence", env={"COLUMNS": "80"}).output.splitlines()
-    assert lines[1].split() == ["(c)", "meta", "(c)", "(c)", "(b)", "dev", "(b)", "(b)", "KR", "(a)"]
-    assert lines[2].split()[-3:] == ["p", "p", "p"] and lines[2].split()[4] == "p"
+    # issue 44: the correlation of log10 N and log10 D/N sits beside the primary p, before the other levels
+    assert lines[1].split() == ["(c)", "meta", "(c)", "(c)", "D/N", "(b)", "(b)", "KR", "(a)"]
+    assert lines[2].split()[-3:] == ["p", "p", "p"] and lines[2].split()[4:6] == ["p", "r"]
     highway = next(line for line in lines if line.startswith("Highway")).split()
-    assert highway[4] == "0.0626" and highway[-3:] == ["0.0367", "0.0334", "<0.0001"]  # (c), (b), (b) KR, (a)
+    assert highway[4:6] == ["0.0626", "-0.998"]  # (c) p, then r
+    assert highway[-3:] == ["0.0367", "0.0334", "<0.0001"]  # (b), (b) KR, (a)
 
 
 @pytest.mark.parametrize("view", ["emergence", "power", "equivalence", "claims", "notes"])
@@ -220,8 +222,14 @@ def test_power_plans_from_no_observed_effect_of_fewer_than_three_pairs():
 
 def test_recipe_notes_on_published_data():
     n = recipe_notes(load_sweep())
-    assert n["kind"].tolist() == ["token_budget", "larger_size_higher_loss", "larger_size_higher_loss",
-                                  "fewer_seeds", "params_mismatch", "params_mismatch", "params_mismatch"]  # fmt: skip
+    assert n["kind"].tolist() == ["token_budget", *["tokens"] * 5, "size_and_tokens", "larger_size_higher_loss",
+                                  "larger_size_higher_loss", "fewer_seeds", "params_mismatch", "params_mismatch",
+                                  "params_mismatch"]  # fmt: skip
+    tokens = n[n["kind"] == "tokens"]["message"].tolist()
+    assert tokens[0] == ("60M: 131M tokens per run (8000 steps x 64 x 256, from the recipe), 2.20 tokens per "
+                         "parameter (of Review's 59,470,848 parameters)")  # fmt: skip
+    assert "1B: 98.3M tokens per run (6000 steps" in tokens[-1] and "0.10 tokens per parameter" in tokens[-1]
+    assert "correlate at r = -0.998 over the 5 cells" in n[n["kind"] == "size_and_tokens"]["message"].item()
     assert "590M: 7000; 1B: 6000" in n["message"].iloc[0]
     assert n[n["kind"] == "fewer_seeds"]["size"].tolist() == ["320M"]
     assert n[n["kind"] == "params_mismatch"]["size"].tolist() == ["60M", "320M", "590M"]

@@ -202,9 +202,14 @@ def test_scaling_says_nothing_of_steps_when_every_size_trained_alike(sweep):
     assert [t.get_text() for t in ax.get_xticklabels()] == SIZES
 
 
-def test_emergence_marks_the_sizes_with_fewer_seeds(table):
+def test_emergence_marks_the_sizes_with_fewer_seeds_and_each_sizes_tokens_per_parameter(table):
+    """Issue 44: under each size, its tokens per parameter, so the budget is read with the trend."""
     ax = plots.emergence_figure(table).axes[0]
-    assert [t.get_text() for t in ax.get_xticklabels()] == [s + "\n2 seeds" * (s == "320M") for s in SIZES]
+    dn = ["2.20", "0.86", "0.41", "0.19", "0.10"]
+    assert [t.get_text() for t in ax.get_xticklabels()] == [
+        f"{s}\nD/N {d}" + "\n2 seeds" * (s == "320M") for s, d in zip(SIZES, dn, strict=True)
+    ]
+    assert ax.get_xlabel() == "Parameters (Review, log scale); D/N: training tokens per parameter"
 
 
 def test_calibration_draws_ece_means_where_measured(sweep):
@@ -394,7 +399,7 @@ def test_forecast_figure_draws_both_intervals_past_the_shaded_range(sweep, table
     beyond = next(p for p in ax.patches if p.get_gid() == "beyond")
     assert beyond.get_x() == pytest.approx(table["params_M"].max())
     labels = [t.get_text() for t in ax.get_xticklabels()]
-    assert labels[-2:] == ["3B", "7B"]
+    assert labels[0] == "60M\n2.20" and labels[-2:] == ["3B\n0.032", "7B\n0.013"]  # D/N: the path's past 1B
 
 
 def test_forecast_figure_without_a_line_says_why(sweep):

@@ -16,12 +16,15 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import budget_grid
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from rr_analysis.comparison import budget_cells
 from rr_analysis.stats.emergence import emergence
 from rr_analysis.stats.forecast import forecast
 from rr_analysis.stats.mixed import mixed_table
+from rr_analysis.stats.tokens import cell_budgets
 from rr_core.sweepfile.dataset import load_sweep
 
 ORACLE = Path(__file__).with_name("oracle.R")
@@ -42,11 +45,18 @@ WHY = _r_missing()
 pytestmark = pytest.mark.skipif(bool(WHY), reason=WHY)
 
 
+def with_reference_params(d: pd.DataFrame) -> pd.DataFrame:
+    """`d` with each row's cell's reference parameter count, as rr counts it (the oracle's N in D/N)."""
+    cells = budget_cells(d)
+    n = cell_budgets(cells, "review_neutral").set_index("size")["params"]
+    return d.assign(ref_params=cells["size"].map(n).astype(float).to_numpy())
+
+
 def run_r(sweeps: list[pd.DataFrame], tmp: Path) -> list[dict]:
     paths = []
     for i, d in enumerate(sweeps):
         paths.append(tmp / f"sweep{i}.csv")
-        d.to_csv(paths[-1], index=False)
+        with_reference_params(d).to_csv(paths[-1], index=False)
     out = tmp / "r.json"
     subprocess.run(["Rscript", str(ORACLE), *map(str, paths), str(out)], check=True, capture_output=True)
     return json.loads(out.read_text())
@@ -58,7 +68,9 @@ def close(a: float, b, rel: float) -> bool:
 
 def compare(d: pd.DataFrame, r: dict, rel: dict[str, float]) -> list[str]:
     """Every mismatch between rr and R on one sweep, as readable lines (empty: they agree)."""
-    bad = []
+    bad = compare_meta2(d, r.get("meta2") or {}, rel["meta"])
+    if "mixed" not in r:  # several budgets: R fitted the two-moderator model only
+        return bad
     m = mixed_table(d)
     for size, terms in (r["mixed"] or {}).items():
         for term, (est, se, df, p) in ((t, v.values()) for t, v in terms.items()):
@@ -82,6 +94,29 @@ def compare(d: pd.DataFrame, r: dict, rel: dict[str, float]) -> list[str]:
             if not close(e.loc[b, f"meta_{key}"], want, rel["meta"]):
                 bad.append(f"meta {b} {key}: rr {e.loc[b, f'meta_{key}']!r} R {want!r}")
     return bad + compare_forecast(d, r.get("forecast") or {}, rel["meta"]) + compare_models(d, r, rel)
+
+
+def compare_meta2(d: pd.DataFrame, r: dict, rel: float) -> list[str]:
+    """rr's size-level fit on log10 N and log10 D/N against metafor's rma(mods = ~ lN + lDN, test = "knha"),
+    and that rr fits it for exactly the baselines R does."""
+    e = emergence(d).set_index("baseline")
+    fitted = set(e.index[np.isfinite(e["meta2_size_slope"].astype(float))])
+    bad = [] if fitted == set(r) else [f"meta2 fitted for {sorted(fitted)} by rr, {sorted(r)} by R"]
+    for b, vals in r.items():
+        ahead = vals.pop("forecast")
+        for key, want in vals.items():
+            got = e.loc[b, f"meta2_{key}"] if b in e.index else np.nan
+            if not close(got, want, rel):
+                bad.append(f"meta2 {b} {key}: rr {got!r} R {want!r}")
+        if e.loc[b, "dn_reading"] != "separable":
+            continue  # rr forecasts at a stated budget only where the cells tell size from D/N
+        at = f"{10 ** (ahead['x'][0] - 6)!r}M"
+        f = forecast(d, [at], tokens_per_param=10 ** ahead["x"][1]).set_index("baseline")
+        for key in ("pred", "se", "ci_low", "ci_high", "pi_low", "pi_high"):
+            got = f.loc[b, "pred_se" if key == "se" else key]
+            if not close(got, ahead[key], rel):
+                bad.append(f"meta2 forecast {b} {key}: rr {got!r} R {ahead[key]!r}")
+    return bad
 
 
 def compare_forecast(d: pd.DataFrame, r: dict, rel: float) -> list[str]:
@@ -124,6 +159,15 @@ REL = {"coef": 1e-6, "slope": 1e-6, "se": 1e-6, "df": 1e-5, "p": 1e-5, "meta": 1
 def test_published_sweep_matches_r(tmp_path):
     d = load_sweep()
     assert compare(d, run_r([d], tmp_path)[0], REL) == []
+
+
+def test_two_moderator_fit_on_a_grid_of_budgets_matches_r(tmp_path):
+    """Issue 44: on 3 sizes x 3 budgets (conftest.budget_grid), each (size, steps) cell's paired gap on log10 N
+    and log10 D/N, as metafor fits it, to 1e-6; and on the published sweep, where the two barely differ."""
+    grid = budget_grid()
+    r = run_r([grid], tmp_path)[0]
+    assert set(r["meta2"]) == {"standard"}
+    assert compare(grid, r, REL) == []
 
 
 @st.composite

@@ -13,7 +13,8 @@ What is written, under the folder:
 
 - ``analyze/SWEEP/CASE.EXT``: a view of `rr_analysis.views.registry.VIEWS`, its frame computed once, rendered
   as `rr analyze` prints it: ``.txt`` text at 100 columns, ``.wide.txt`` text with every column (--wide), ``.md``,
-  ``.tex``, ``.csv``, ``.json``; cases with options beside the views' defaults (``forecast``: --at 3B --at 7B).
+  ``.tex``, ``.csv``, ``.json``; cases with options beside the views' defaults (``forecast``: --at 3B --at 7B;
+  ``confirm-design``: --at 3B --tokens-per-param 20).
 - ``report/SWEEP.md``: `rr_analysis.report.build_report`'s Markdown.
 - ``figures/PART/NAME.json``: what each figure draws (`fingerprint`: every line's data, collection, patch, text
   and legend entry, with colours, per axes); ``figures/PART/png.json``: the sha256 of each figure's PNG as
@@ -68,6 +69,7 @@ CASES: dict[str, tuple[str, dict[str, Any]]] = {
     "pool-check": ("pool-check", {}),
     "forecast": ("forecast", {"at": AT}),
     "confirm": ("confirm", {"at": AT}),
+    "confirm-design": ("confirm", {"at": ["3B"], "tokens_per_param": 20.0}),
     "fits": ("fits", {}),
     "table-ece": ("table", {"comparison": {"metric": "ece"}}),
     "table-fdr": ("table", {"adjust": "fdr_bh"}),
@@ -77,7 +79,7 @@ CASES: dict[str, tuple[str, dict[str, Any]]] = {
     "emergence-myrule": ("emergence", {"comparison": {"reference": "myrule"}}),
     "tuning": ("tuning", {"data": "tune.csv"}),
 }
-ONLY = {"claims": "pub", "pool-check-merged": "pub", "table-ece": "pub", "table-fdr": "pub",
+ONLY = {"claims": "pub", "pool-check-merged": "pub", "table-ece": "pub", "table-fdr": "pub", "confirm-design": "pub",
         "reproduction": "pub", "table-myrule": "plugin", "emergence-myrule": "plugin", "tuning": "pub"}  # fmt: skip
 
 
@@ -86,6 +88,7 @@ def options(**given: Any) -> dict[str, Any]:
     from rr_analysis.comparison import POWER, Comparison
 
     base = dict(adjust="holm", margin=None, effect=None, at=[], target_power=POWER, steps=None, ladder=None,
+                tokens_per_param=None,
                 claims_file=None, noise=None, against=None, data=None, card_file=None)  # fmt: skip
     comparison = Comparison(**given.pop("comparison", {}))  # the fields given, the paper's for the rest
     return {**base, **given, "comparison": comparison}
