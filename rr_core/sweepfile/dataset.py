@@ -39,6 +39,7 @@ from rr_core.sweepfile.schema import (
     key_columns,
     no_value,
     schema_for,
+    several_budgets,
     unknown_column,
 )
 from rr_core.variants import COMPARED, variant_problem
@@ -141,7 +142,8 @@ def _typed(columns: dict[str, pa.ChunkedArray], lines: np.ndarray) -> tuple[pd.D
                 Problem(int(lines[i]), col.name, (v := s[i].as_py()), _comma_rule(rule, v, col.kind))
                 for i in np.flatnonzero(mask)
             ]
-        out[col.name] = values
+        # an optional integer (tokens) is held as float64, NaN where empty, as every optional number is
+        out[col.name] = np.where(empty, np.nan, values) if col.optional and col.kind == "int" else values
     for name in (n for n in columns if n not in out):
         values, problem = _extra(pc.utf8_trim_whitespace(columns[name]), name)
         out[name] = values
@@ -193,8 +195,9 @@ def _schema_problems(
         return cells + [p for p in rows if p.rule in GROUP_RULES or p.column not in df.columns]
     if isinstance(df["size"].dtype, pd.CategoricalDtype):  # a loaded sweep: the schema checks the labels
         df = df.astype({"size": str})
+    budgets = several_budgets(df)
     try:
-        schema_for(df.columns).validate(df, lazy=True)
+        schema_for(df.columns, budgets).validate(df, lazy=True)
         return []
     except pandera.errors.SchemaErrors as e:
         fc = e.failure_cases
@@ -207,7 +210,7 @@ def _schema_problems(
         if row.check in GROUP_RULES:
             column, rule = GROUP_RULES[row.check], row.check
         elif row.check == "multiple_fields_uniqueness":
-            key = key_columns(df.columns)
+            key = key_columns(df.columns, budgets)
             column, rule = ",".join(key), f"duplicate run: this ({', '.join(key)}) appears more than once"
         elif row.check == "not_nullable":  # a NaN where a value is needed: 'nan' in a file, NaN in a frame
             column, rule = row.column, no_value(row.column, "holds NaN (no value)")
@@ -219,7 +222,7 @@ def _schema_problems(
         value = (
             df.at[i, column]
             if column in df.columns
-            else tuple(map(plain, df.loc[i, key_columns(df.columns)]))
+            else tuple(map(plain, df.loc[i, key_columns(df.columns, budgets)]))
         )
         problems.append(Problem(line, column, plain(value), rule))
     return sorted(problems, key=lambda p: (p.line, p.column or ""))
@@ -317,13 +320,16 @@ def size_order(df: pd.DataFrame) -> list[str]:
 
 
 def run_keys(df: pd.DataFrame) -> set[tuple]:
-    """The (size, variant, seed) of every row of a sweep frame; (size, variant, seed, lr) where the file
-    records learning rates (`rr_core.sweepfile.schema.key_columns`), lr None in an empty cell."""
+    """The (size, variant, seed) of every row of a sweep frame; with lr where the file records learning
+    rates (lr None in an empty cell), then steps where it holds several budgets
+    (`rr_core.sweepfile.schema.key_columns`, `several_budgets`)."""
     keys = zip(df["size"], df["variant"], df["seed"].astype(int), strict=True)
-    if "lr" not in df.columns:
-        return set(keys)
-    lrs = (None if np.isnan(lr) else float(lr) for lr in df["lr"])
-    return {(*key, lr) for key, lr in zip(keys, lrs, strict=True)}
+    if "lr" in df.columns:
+        lrs = (None if np.isnan(lr) else float(lr) for lr in df["lr"])
+        keys = ((*key, lr) for key, lr in zip(keys, lrs, strict=True))
+    if several_budgets(df):
+        keys = ((*key, int(steps)) for key, steps in zip(keys, df["steps"], strict=True))
+    return set(keys)
 
 
 def next_seeds(
@@ -347,6 +353,8 @@ def format_row(row: Mapping, columns: Sequence[str] = FIELDS) -> str:
             cells.append("")
         elif name in _DECIMALS:
             cells.append(repr(round(float(v), _DECIMALS[name])))
+        elif name in _INTEGERS:  # an optional integer, held as float64 (tokens)
+            cells.append(str(int(v)))
         elif name in FIELDS or isinstance(v, str):
             cells.append(str(v))
         else:
@@ -363,6 +371,7 @@ def extra_columns(columns: Iterable[str]) -> list[str]:
 
 
 _RECIPE = [c.name for c in RECIPE_COLUMNS]
+_INTEGERS = {c.name for c in RECIPE_COLUMNS if c.kind == "int"}
 
 
 def known_columns(columns: Iterable[str]) -> list[str]:
@@ -444,7 +453,8 @@ def write_sweep(df: pd.DataFrame, path: str | os.PathLike, *, exact: bool = Fals
     if problems:
         raise DataError(path, problems)
     if exact:
-        body = df[columns].to_csv(index=False, float_format=None, lineterminator="\n")
+        whole = {c: df[c].astype("Int64") for c in _INTEGERS if c in columns}  # 131072000, not 131072000.0
+        body = df[columns].assign(**whole).to_csv(index=False, float_format=None, lineterminator="\n")
     else:
         body = (
             "\n".join([",".join(columns), *(format_row(r, columns) for r in df[columns].to_dict("records"))])

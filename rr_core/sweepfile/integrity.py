@@ -11,7 +11,7 @@ import pandas as pd
 
 from rr_core.sweepfile.csv_text import FIELDS
 from rr_core.sweepfile.dataset import PUBLISHED_DIGEST, digest, format_row, load_sweep, verify_reference
-from rr_core.sweepfile.schema import KEY
+from rr_core.sweepfile.schema import KEY, several_budgets
 
 __all__ = [
     "Integrity",
@@ -69,7 +69,9 @@ def check_integrity(df: pd.DataFrame, reference: pd.DataFrame | None = None) -> 
     lines = [None] * len(df) if lines is None else lines
     mine = df.assign(_line=lines)
     tuned = _tuning_runs(mine)  # rows that record a learning rate or a role: a tuning's runs, never published
-    mine, ref = mine[~tuned].set_index(KEY), ref.set_index(KEY)
+    # a file of several budgets names a run by its steps too: a published row is the run at its published steps
+    named = [*KEY, "steps"] if several_budgets(mine[~tuned]) else KEY
+    mine, ref = mine[~tuned].set_index(named), ref.set_index(named)
     common = ref.index.intersection(mine.index)
     added = int((~mine.index.isin(ref.index)).sum()) + int(tuned.sum())
     out = Integrity(published=len(ref), present=len(common), added=added)
@@ -77,8 +79,8 @@ def check_integrity(df: pd.DataFrame, reference: pd.DataFrame | None = None) -> 
     for key in common:
         a, b = ref.loc[key], mine.loc[key]
         fa, fb = (
-            format_row({**dict(zip(KEY, key, strict=True)), **a}),
-            format_row({**dict(zip(KEY, key, strict=True)), **b}),
+            format_row({**dict(zip(named, key, strict=True)), **a}),
+            format_row({**dict(zip(named, key, strict=True)), **b}),
         )
         if fa == fb:
             continue
