@@ -18,8 +18,8 @@ from rr_analysis.comparison import ALPHA, POWER, STAMP, Comparison, Keywords, co
 from rr_analysis.numbers import fixed
 from rr_analysis.stats.forecast import LEVEL, forecast
 from rr_analysis.stats.power import pooled_resid_sd, seeds_needed
+from rr_core.budget import budget
 from rr_core.errors import InputError
-from rr_core.ladder import ladder_sizes
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -92,7 +92,7 @@ def _steps(
     if steps is not None:
         return float(steps), "given"
     if source == "ladder":
-        return float(ladder_sizes(ladder)[name].steps), "ladder"
+        return float(budget(name, ladder=ladder, reference=reference).steps), "ladder"  # steps or tokens
     ref = df[df["variant"] == reference]
     largest = ref.groupby("size", observed=True)["params_M"].mean().idxmax()
     return float(
