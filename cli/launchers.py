@@ -16,7 +16,7 @@ from typing import TypeVar
 import typer
 
 from cli.records import Format, echo_records
-from cli.run_options import RESULT_FORMATS, echo_memory, echo_plan
+from cli.run_options import RESULT_FORMATS, echo_budget_plan, echo_memory, echo_plan
 from rr_core.errors import InputError
 
 __all__ = [
@@ -192,6 +192,7 @@ def submit(todo: list, out: Path, resources, per_run_files: bool, dry_run: bool,
         echo_records(jobs, Format.text, title=f"rr {command}: {len(todo)} job(s) would be submitted")
         typer.echo(f"\nsbatch script (submitit writes it under {job_folder(out)}):\n")
         typer.echo(sbatch_script(out, resources, len(todo)))
+        echo_budget_plan(todo)
         world = resources.nodes * max(1, resources.gpus)
         echo_memory(*memory_plans(todo, world), world)
         return
@@ -211,6 +212,7 @@ def train_here(todo: list, out: Path, nproc: int, dry_run: bool, command: str) -
     if dry_run:
         if todo:
             echo_plan(describe_runs(todo), f"rr {command}: plan for {out}")
+            echo_budget_plan(todo)
             echo_memory(*memory_plans(todo, nproc), nproc)
         return []
     summary = run_sweep(todo, out, nproc)

@@ -27,7 +27,7 @@ import typer
 
 from cli.errors import fail, known_errors
 from cli.records import Format, echo_records
-from rr_analysis.numbers import BLANK, fixed
+from rr_analysis.numbers import BLANK, fixed, significant
 from rr_model.config import Declared, choices, declared_options
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -206,6 +206,42 @@ def echo_plan(plan: list[dict], title: str) -> None:
     )
 
 
+# A budget's columns (`rr_core.budget.Budget`, with passes over the corpus where known)
+BUDGET_FORMATS: dict[str, Callable[[object], str]] = {
+    "params": _decimals(0, True),
+    "steps": _decimals(0, True),
+    "tokens": _decimals(0, True),
+    "tokens_per_param": lambda v: significant(v, 3),
+    "flops": lambda v: significant(v, 3, scientific=True),
+    "passes": lambda v: fixed(v, 2, none=BLANK),
+}
+
+
+def echo_budget(rows: list[dict], title: str, fmt: Format = Format.text) -> None:
+    """A table of budgets (`rr_core.budget.budget_table`, `rr_model.run.planning.budget_plan`) and, in text,
+    how its FLOPs are counted and which budgets pass over their corpus more than once."""
+    from rr_core.budget import FLOPS_FORMULA
+
+    echo_records(rows, fmt, title=title, formats=BUDGET_FORMATS)
+    if fmt is not Format.text:
+        return
+    notes = [f"params: the reference's, exact; tokens per parameter and FLOPs of it; {FLOPS_FORMULA}."]
+    if any("passes" in r for r in rows):
+        notes.append("passes: tokens over the corpus's training tokens (- where it is not tokenized yet).")
+    if over := [f"{r['size']} at {fixed(r['steps'], 0, grouped=True)} steps ({fixed(r['passes'], 2)})"
+                for r in rows if (r.get("passes") or 0) > 1]:  # fmt: skip
+        notes.append(f"past one pass over the corpus, so windows repeat: {', '.join(over)}.")
+    typer.echo("\n".join(notes))
+
+
+def echo_budget_plan(todo: list) -> None:
+    """Every dry run's budget of each size and step count it plans (`rr_model.run.planning.budget_plan`)."""
+    from rr_model.run.planning import budget_plan
+
+    typer.echo("")
+    echo_budget(budget_plan(todo), "Budget per size and steps (of the reference)")
+
+
 GIB = 2**30
 
 
@@ -263,6 +299,7 @@ def train_and_report(command: str, runs, out: Path, *, resume: bool, dry_run: bo
         runs.check(world_size(), resume)
         if dry_run:
             echo_plan(describe_runs(runs.todo), f"rr {command}: plan for {out}")
+            echo_budget_plan(runs.todo)
             echo_memory(*memory_plans(runs.todo, world_size()), world_size())
             return
         records = _train(runs, out, resume)

@@ -22,14 +22,16 @@ Slurm jobs (the whole config travels as JSON) and is kept in each run's provenan
 from __future__ import annotations
 
 import functools
+import math
 import os
 from collections.abc import Iterator
 from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple, get_args, get_origin, get_type_hints
 
+from rr_core.budget import budget_steps, reference_params, step_tokens
 from rr_core.errors import InputError
-from rr_core.ladder import LADDER, Recipe, Size, get_size
+from rr_core.ladder import BYTE_EOS, LADDER, Recipe, Size, get_size
 from rr_core.lr_choice import ROLES
 from rr_core.variants import REFERENCE, VARIANTS
 from rr_model.metrics import Backend, require_backends
@@ -100,11 +102,14 @@ def option(help: str, **how: Any) -> dict[str, RunOption]:
 
 
 def published_settings(size: Size) -> dict[str, object]:
-    """What the published recipe sets for a run of `size` beyond its shape and optimiser: its steps, the
-    precision, the corpus and the tokenizer (`recipe_differences` and `rr reproduce`'s refusals read them)."""
+    """What the published recipe sets for a run of `size` beyond its shape and optimiser: its steps (of its
+    budget, `rr_core.budget`), the precision, the corpus and the tokenizer (`recipe_differences` and `rr reproduce`'s refusals read them)."""
     from rr_model.data.corpus import TINYSTORIES  # here: the corpus readers load numpy
 
-    return {"steps": size.steps, "precision": PRECISIONS[0], "data": TINYSTORIES, "tokenizer": "gpt2"}
+    in_params = size.budget[0] == "tokens_per_param"  # of the reference under the published tokenizer
+    params = reference_params(size.name, size.recipe.vocab_size, size.ladder) if in_params else None
+    steps = budget_steps(size, size.recipe, params)
+    return {"steps": steps, "precision": PRECISIONS[0], "data": TINYSTORIES, "tokenizer": "gpt2"}
 
 
 @dataclass(frozen=True)
@@ -152,6 +157,24 @@ class TrainConfig:
     steps: int | None = field(
         default=None,
         metadata=option("Override the size's step count (off-recipe).", commands=OFF_RECIPE, min=1),
+    )
+    # --- the budget in tokens instead of steps (rr_core.budget; one of steps, tokens, tokens_per_param)
+    tokens: int | None = field(
+        default=None,
+        metadata=option(
+            "Train on this many tokens instead of the size's steps: steps = round(tokens / (batch x block)), "
+            "at least 1 (off-recipe).",
+            commands=OFF_RECIPE,
+            min=1,
+        ),
+    )
+    tokens_per_param: float | None = field(
+        default=None,
+        metadata=option(
+            "Train on this many tokens per parameter of the reference (its exact count: the same steps for "
+            "every arm), e.g. 20 (Chinchilla-optimal); steps = round(X N / (batch x block)) (off-recipe).",
+            commands=OFF_RECIPE,
+        ),
     )
     recipe: Recipe | None = None
     precision: Precision = field(
@@ -262,16 +285,6 @@ class TrainConfig:
         size = get_size(self.size, self.ladder)
         object.__setattr__(self, "size", size.name)  # '150m' is 150M in checkpoints, sidecar and rows
         object.__setattr__(self, "log", tuple(self.log))
-        steps = self.steps or size.steps
-        defaults = {
-            "steps": size.steps,
-            "recipe": size.recipe,
-            "checkpoint_every": min(1000, max(1, steps // 5)),
-            "log_every": min(50, max(1, steps // 10)),
-        }
-        for name, value in defaults.items():
-            if getattr(self, name) is None:
-                object.__setattr__(self, name, value)
         for name in ("reference", "variant"):
             if getattr(self, name) not in VARIANTS:  # a plugin's variant, or none: refused with the nearest
                 from rr_core.plugins import require_variant
@@ -280,8 +293,23 @@ class TrainConfig:
                     require_variant(getattr(self, name))
                 except InputError as e:  # the variant's words are GPTConfig's; the reference is named
                     raise InputError(f"reference: {e}" if name == "reference" else str(e)) from None
+        if self.recipe is None:
+            object.__setattr__(self, "recipe", size.recipe)
         if not isinstance(self.recipe, Recipe):  # its numbers are checked by Recipe itself
             raise InputError(f"recipe {self.recipe!r} must be a rr_core.ladder.Recipe")
+        if self.tokens_per_param is not None and not (
+            isinstance(self.tokens_per_param, int | float) and 0 < self.tokens_per_param < math.inf
+        ):
+            raise InputError(f"tokens_per_param {self.tokens_per_param!r} must be a finite number > 0")
+        object.__setattr__(self, "steps", self._budget_steps(size))
+        steps = self.steps
+        defaults = {
+            "checkpoint_every": min(1000, max(1, steps // 5)),
+            "log_every": min(50, max(1, steps // 10)),
+        }
+        for name, value in defaults.items():
+            if getattr(self, name) is None:
+                object.__setattr__(self, name, value)
         for name in ("seed", "steps", "checkpoint_every", "log_every"):
             if not isinstance(getattr(self, name), int) or isinstance(getattr(self, name), bool):
                 raise InputError(f"{name} {getattr(self, name)!r} must be an integer")
@@ -303,6 +331,48 @@ class TrainConfig:
             if (rule := declared.problem(getattr(self, declared.name))) is not None:
                 raise InputError(f"{declared.name} {getattr(self, declared.name)!r} {rule}")
         require_backends(self.log)  # a missing extra stops the plan, not each run after its data loads
+
+    def _budget_steps(self, size: Size) -> int:
+        """The run's steps: `steps`, else those its token budget (`tokens`, `tokens_per_param`) or its size's
+        gives (`rr_core.budget.budget_steps`; tokens per parameter of the reference at `vocab_size`)."""
+        if isinstance(self.steps, bool) or not isinstance(self.steps, int | None):
+            raise InputError(f"steps {self.steps!r} must be an integer")
+        in_params = self.tokens_per_param is not None or (
+            self.tokens is None and size.budget[0] == "tokens_per_param"
+        )
+        params = (
+            reference_params(self.size, self.vocab_size, self.ladder, self.reference, self.recipe.block_size)
+            if in_params
+            else None
+        )
+        return budget_steps(
+            size,
+            self.recipe,
+            params,
+            steps=self.steps,
+            tokens=self.tokens,
+            tokens_per_param=self.tokens_per_param,
+        )
+
+    @property
+    def vocab_size(self) -> int:
+        """The vocabulary the run's model will have, known before its data loads: the byte tokenizer's (257)
+        for --tokenizer bytes or the synthetic corpus, else the recipe's (GPT-2's). A token cache of another
+        tokenizer, given without --tokenizer, is found out by `rr_model.run.planning.check_run`."""
+        bytes_ = self.tokenizer == "bytes" or (self.tokenizer is None and self.data == "synthetic")
+        return BYTE_EOS + 1 if bytes_ else self.recipe.vocab_size  # the byte tokenizer: 256 bytes and EOS
+
+    @property
+    def token_budget(self) -> bool:
+        """Whether the run's budget is stated in tokens (`tokens`, `tokens_per_param`, or its ladder size's):
+        its row then records the tokens it trained on (the sweep file's `tokens` column)."""
+        size = get_size(self.size, self.ladder)
+        return self.tokens is not None or self.tokens_per_param is not None or size.budget[0] != "steps"
+
+    @property
+    def trained_tokens(self) -> int:
+        """The tokens the run trains on: steps x batch x block."""
+        return self.steps * step_tokens(self.recipe)
 
     @property
     def key(self) -> tuple:

@@ -15,14 +15,15 @@ from __future__ import annotations
 import functools
 import os
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from rr_core.budget import budget, passes
 from rr_core.errors import InputError, RecipeError
 from rr_core.files.reading import stamp
 from rr_core.files.replacing import create_new
-from rr_core.ladder import BYTE_EOS, get_size
+from rr_core.ladder import get_size
 from rr_core.shapes import GPTConfig, model_config
 from rr_core.sweepfile.csv_text import DataError
 from rr_core.sweepfile.dataset import (
@@ -38,7 +39,7 @@ from rr_core.sweepfile.provenance import sidecar_path
 from rr_core.variants import COMPARED
 from rr_model.checkpoint.paths import found_checkpoints
 from rr_model.config import DEFAULT_OUT, TrainConfig, recipe_differences
-from rr_model.data.token_cache import Corpus, check_data
+from rr_model.data.token_cache import Corpus, check_data, known_train_tokens
 from rr_model.parallel.flops import assumed_rate, flops_per_token
 from rr_model.parallel.hardware import datasheet_memory, gpu_memory, gpu_name
 from rr_model.parallel.memory import SETTINGS, Setting, memory_plan, refuse_unfit
@@ -59,6 +60,7 @@ __all__ = [
     "describe_runs",
     "memory_plans",
     "planned_model",
+    "budget_plan",
 ]
 
 
@@ -267,6 +269,11 @@ def check_run(
             "sequences evenly"
         )
     output.guard(cfg, corpus)
+    if cfg.tokens_per_param is not None and corpus.vocab_size != cfg.vocab_size:
+        raise InputError(
+            f"--tokens-per-param counts the reference's parameters at a vocabulary of {cfg.vocab_size}, but "
+            f"{corpus.source} has {corpus.vocab_size}: give --tokenizer {corpus.tokenizer}"
+        )
     mcfg = replace(
         model_config(cfg.size, cfg.variant, corpus.vocab_size, cfg.ladder, cfg.reference),
         block_size=r.block_size,
@@ -301,10 +308,14 @@ def dataset_keys(path: str | os.PathLike) -> set[tuple[str, str, int]]:
 
 
 def dataset_row(cfg: TrainConfig, result: dict[str, Any]) -> dict[str, Any]:
-    """The dataset row of `cfg` with these results (params, val_loss, ece, minutes)."""
+    """The dataset row of `cfg` with these results (params, val_loss, ece, minutes); a tuning run's adds its
+    lr and role, and a run whose budget is stated in tokens (`TrainConfig.token_budget`) the tokens it trains
+    on (the `tokens` column): a run of steps writes the row it always wrote."""
     row = {"size": cfg.size, "variant": cfg.variant, "seed": cfg.seed, "params_M": result["params"] / 1e6}
     row |= {"steps": cfg.steps, **{k: result[k] for k in ("val_loss", "ece", "minutes")}}
-    return row if cfg.role is None else {**row, "lr": cfg.recipe.lr, "role": cfg.role}
+    if cfg.role is not None:
+        row |= {"lr": cfg.recipe.lr, "role": cfg.role}
+    return row | ({"tokens": cfg.trained_tokens} if cfg.token_budget else {})
 
 
 def plan_runs(
@@ -327,11 +338,38 @@ def plan_runs(
 
 
 def planned_model(cfg: TrainConfig) -> GPTConfig:
-    """The model `cfg` trains, without loading its data: the vocabulary follows the tokenizer it will use."""
-    bytes_ = cfg.tokenizer == "bytes" or (cfg.tokenizer is None and cfg.data == "synthetic")
-    vocab = BYTE_EOS + 1 if bytes_ else cfg.recipe.vocab_size  # the byte tokenizer: 256 bytes and EOS
-    mcfg = model_config(cfg.size, cfg.variant, vocab, cfg.ladder, cfg.reference)
+    """The model `cfg` trains, without loading its data: the vocabulary follows the tokenizer it will use
+    (`TrainConfig.vocab_size`)."""
+    mcfg = model_config(cfg.size, cfg.variant, cfg.vocab_size, cfg.ladder, cfg.reference)
     return replace(mcfg, block_size=cfg.recipe.block_size)
+
+
+def budget_plan(runs: list[TrainConfig]) -> list[dict[str, Any]]:
+    """The training budget of each size and step count among `runs` (`rr_core.budget.budget`: the reference's
+    exact parameters, steps, tokens, tokens per parameter, training FLOPs), and the passes over the corpus
+    where its size is known without tokenizing (`known_train_tokens`; None otherwise). Torch-free: every dry
+    run shows it.
+
+    Returns
+    -------
+    One record per (size, steps), in the order of `runs`: size, params, steps, tokens, tokens_per_param,
+    flops, passes.
+    """
+    rows: dict[tuple[str, int], dict[str, Any]] = {}
+    for cfg in runs:
+        if (cfg.size, cfg.steps) in rows:
+            continue
+        found = budget(cfg.size, vocab_size=cfg.vocab_size, ladder=cfg.ladder, reference=cfg.reference,
+                       recipe=cfg.recipe, steps=cfg.steps)  # fmt: skip
+        r = cfg.recipe
+        train = known_train_tokens(
+            cfg.data, cfg.tokenizer, r.n_text, cfg.cache_dir, cfg.text_field, r.val_frac
+        )
+        rows[cfg.size, cfg.steps] = {
+            **asdict(found),
+            "passes": None if train is None else passes(found.tokens, train),
+        }
+    return list(rows.values())
 
 
 def describe_runs(runs: list[TrainConfig]) -> list[dict[str, Any]]:

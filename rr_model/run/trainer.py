@@ -37,6 +37,7 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
+from rr_core.budget import reference_params
 from rr_core.errors import InputError, StoppedElsewhere
 from rr_core.files.appending import Unwritten
 from rr_core.files.locks import Held, claim
@@ -694,6 +695,7 @@ def _record(run: _Run, failure: str | None, result: dict[str, Any] | None) -> di
         **({"lr": run.cfg.recipe.lr, "role": run.cfg.role} if run.cfg.role else {}),
         "status": "failed" if failure else "ok",
         "error": failure,
+        **_budget_record(run),
         "config": asdict(run.cfg),
         "model": asdict(run.mcfg),
         "data": run.tokens.describe(),
@@ -707,6 +709,14 @@ def _record(run: _Run, failure: str | None, result: dict[str, Any] | None) -> di
         "result": result,
         **({"plugin": plugin} if plugin else {}),
     }
+
+
+def _budget_record(run: _Run) -> dict[str, Any]:
+    """What the run trains on, for its record: tokens (steps x batch x block) and tokens per parameter of the
+    reference at the corpus's vocabulary (`rr_core.budget`), the same for every arm of a cell."""
+    cfg = run.cfg
+    n = reference_params(cfg.size, run.tokens.vocab_size, cfg.ladder, cfg.reference, cfg.recipe.block_size)
+    return {"tokens": cfg.trained_tokens, "tokens_per_param": cfg.trained_tokens / n}
 
 
 # ----------------------------------------------------------------------------------------------- output
