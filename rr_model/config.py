@@ -60,6 +60,10 @@ __all__ = [
     "published_settings",
     "SHARDINGS",
     "checkpoint_interval",
+    "decay_start",
+    "schedule_words",
+    "Schedule",
+    "DecayShape",
 ]
 
 
@@ -69,6 +73,8 @@ if TYPE_CHECKING:
 Precision = Literal["tf32", "bf16", "fp32"]  # tf32 is the published setting (fp32 arithmetic off CUDA)
 Device = Literal["auto", "cuda", "mps", "cpu"]  # auto: cuda, then mps, then cpu
 Tokenizer = Literal["gpt2", "bytes"]  # gpt2 is the published tokenizer
+Schedule = Literal["cosine", "wsd"]  # cosine is the published schedule; wsd: warmup-stable-decay
+DecayShape = Literal["linear", "1-sqrt"]  # a wsd cooldown's shape (Hägele et al. 2024, arXiv 2405.18392)
 # How a run lays its model over the processes (rr_model.parallel.sharding): "none" is data parallel, each process
 # holding the whole model (as published); "fsdp" shards parameters, gradients and optimiser state (FSDP2).
 Shard = Literal["none", "fsdp"]
@@ -177,6 +183,23 @@ class TrainConfig:
         ),
     )
     recipe: Recipe | None = None
+    # --- the schedule: the published warmup-cosine, or warmup-stable-decay (rr_model.run.step.wsd_factor)
+    schedule: Schedule = field(
+        default="cosine",
+        metadata=option(
+            "cosine: the published warmup-cosine. wsd: the recipe's warmup, the peak held, then a cooldown to "
+            "the recipe's floor over the last --decay-frac of the steps (off-recipe).",
+            commands=OFF_RECIPE,
+        ),
+    )
+    decay_frac: float = field(
+        default=0.2,
+        metadata=option("wsd: the share of the steps the cooldown takes, in (0, 1].", commands=OFF_RECIPE),
+    )
+    decay_shape: DecayShape = field(
+        default="linear",
+        metadata=option("wsd: the cooldown's shape (Hägele et al. 2024's two).", commands=OFF_RECIPE),
+    )
     precision: Precision = field(
         default="tf32",
         metadata=option(
@@ -323,7 +346,16 @@ class TrainConfig:
             "micro_batches": (self.micro_batches >= 1, "must be >= 1"),
             "role": (self.role in (None, *ROLES), f"must be {' or '.join(ROLES)} (or None)"),
             "gpu_memory": (self.gpu_memory is None or self.gpu_memory > 0, "must be > 0 (GiB)"),
+            "decay_frac": (
+                isinstance(self.decay_frac, int | float) and 0 < self.decay_frac <= 1,
+                "must be in (0, 1] (the share of the steps the cooldown takes)",
+            ),
         }
+        if self.schedule == "cosine" and (self.decay_frac, self.decay_shape) != (0.2, "linear"):
+            raise InputError(
+                f"decay_frac {self.decay_frac:g} and decay_shape {self.decay_shape} shape a wsd cooldown: "
+                "give --schedule wsd, or neither"
+            )
         for name, (ok, rule) in checks.items():
             if not ok:
                 raise InputError(f"{name} {getattr(self, name)!r} {rule}")
@@ -435,6 +467,30 @@ def declared_options(command: str | None = None) -> tuple[Declared, ...]:
     )
 
 
+def decay_start(steps: int, decay_frac: float) -> int:
+    """The first step of a wsd cooldown over the last `decay_frac` of `steps`: steps minus
+    max(1, round(decay_frac x steps)), at least 0 (`rr_model.run.step.wsd_factor`).
+
+    Example
+    -------
+    >>> decay_start(100, 0.2), decay_start(10, 0.2), decay_start(3, 0.2), decay_start(1, 0.5)
+    (80, 8, 2, 0)
+    """
+    return max(0, steps - max(1, round(decay_frac * steps)))
+
+
+def schedule_words(cfg: TrainConfig) -> str:
+    """The run's schedule in words, for its start line and its departures from the recipe."""
+    r = cfg.recipe
+    if cfg.schedule == "cosine":
+        return f"warmup {r.warmup_steps}, cosine to {r.lr * r.min_lr_frac:g}"
+    start = decay_start(cfg.steps, cfg.decay_frac)
+    return (
+        f"wsd: warmup {r.warmup_steps}, constant, then a {cfg.decay_shape} cooldown to {r.lr * r.min_lr_frac:g} "
+        f"over the last {cfg.steps - start} steps ({cfg.decay_frac:g} of {cfg.steps}, from step {start})"
+    )
+
+
 def checkpoint_interval(spec: str) -> int | None:
     """Every how many blocks activation checkpointing recomputes one: 0 for "none", 1 for "full", N for
     "every:N" (blocks 0, N, 2N, ...); None for anything else.
@@ -465,6 +521,8 @@ def result_config(cfg: TrainConfig) -> dict[str, Any]:
         found["text_field"] = cfg.text_field
     if cfg.reference != REFERENCE:  # the matched widths follow it
         found["reference"] = cfg.reference
+    if cfg.schedule != "cosine":  # the published schedule's checkpoints keep the identity they had
+        found |= {k: getattr(cfg, k) for k in ("schedule", "decay_frac", "decay_shape")}
     if cfg.ladder is not None:
         size = get_size(cfg.size, cfg.ladder)
         found["ladder"] = {
@@ -537,6 +595,10 @@ def recipe_differences(cfg: TrainConfig, tokens: Tokens | Corpus) -> list[str]:
         )
         size = LADDER[cfg.size]
         published["shape"] = shape.format(size.d_model, size.n_layer, size.n_head)
+    found["schedule"], published["schedule"] = (
+        (cfg.schedule if cfg.schedule == "cosine" else schedule_words(cfg)),
+        "cosine",
+    )
     found |= {
         "steps": cfg.steps,
         "precision": cfg.precision,

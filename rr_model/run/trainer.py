@@ -56,6 +56,7 @@ from rr_model.config import (
     identity_changes,
     result_config,
     run_identity,
+    schedule_words,
 )
 from rr_model.data.token_cache import Tokens, check_data, load_tokens, sample_batch
 from rr_model.metrics import Metrics
@@ -429,8 +430,7 @@ def _start(run: _Run) -> None:
     run.progress.log(
         f"{run.title}: d_model {mcfg.d_model}, {mcfg.n_layer} layers, {mcfg.n_head} heads, "
         f"{mcfg.n_params / 1e6:.2f}M params | {cfg.steps} steps x {r.batch_size} x {r.block_size} = "
-        f"{cfg.steps * tokens_per_step / 1e6:.1f}M tokens | lr {r.lr:g}, warmup {r.warmup_steps}, cosine to "
-        f"{r.lr * r.min_lr_frac:g} | {run.device}, {cfg.precision}{fp32}, {run.world} process(es) x "
+        f"{cfg.steps * tokens_per_step / 1e6:.1f}M tokens | lr {r.lr:g}, {schedule_words(cfg)} | {run.device}, {cfg.precision}{fp32}, {run.world} process(es) x "
         f"{r.batch_size // run.world} sequences{', ' + run.threads if run.threads else ''} | data {run.tokens.source} ({run.tokens.tokenizer}, "
         f"{len(run.tokens.train) / 1e6:.1f}M train tokens) | checkpoint every {cfg.checkpoint_every or '-'}"
         + (f" | resumed at step {run.state.step}" if run.state.resumed else "")
@@ -461,7 +461,7 @@ def _loop(run: _Run) -> str | None:
     for step in range(run.state.step, cfg.steps):
         run.at = step
         for group in run.optimizer.param_groups:
-            group["lr"] = lr_at(step, cfg.steps, r)
+            group["lr"] = _lr(cfg, step)
         x, y = sample_batch(run.tokens.train, run.data_rng, r.batch_size, r.block_size)  # the global batch
         mine = slice(run.rank * per_rank, (run.rank + 1) * per_rank)
         loss, norm = _step(run, to_device(x[mine], run.device), to_device(y[mine], run.device), step)
@@ -481,7 +481,7 @@ def _loop(run: _Run) -> str | None:
             )
             total, *gates, norms = readings.tolist()  # the interval's one host sync (float32 to 64: exact)
             mean = total / n_sum / world
-            _log(run, done, mean, norms / n_sum, lr_at(step, cfg.steps, r), run.gates.stats(gates))
+            _log(run, done, mean, norms / n_sum, _lr(cfg, step), run.gates.stats(gates))
             loss_sum.zero_()
             norm_sum.zero_()
             run.gates.sums.zero_()
@@ -498,6 +498,11 @@ def _loop(run: _Run) -> str | None:
         torch.cuda.synchronize(run.device)
     run.state.seconds += time.perf_counter() - start
     return None
+
+
+def _lr(cfg: TrainConfig, step: int) -> float:
+    """The learning rate of step `step` under the run's schedule (`rr_model.run.step.lr_at`)."""
+    return lr_at(step, cfg.steps, cfg.recipe, cfg.schedule, cfg.decay_frac, cfg.decay_shape)
 
 
 def _log(run: _Run, done: int, loss: float, grad_norm: float, lr: float, gates: list[dict]) -> None:
