@@ -116,6 +116,8 @@ def _parameters(declared: Declared) -> list[inspect.Parameter]:
     """The keyword parameters of a command function that make `declared`'s option (and its old flag), in
     its help panel (`RunOption.panel`, else `PANEL`)."""
     kind, panel = _cli_type(declared.name, declared.type), declared.option.panel or PANEL
+    if declared.option.comma:  # each given as a comma-separated list, or repeated: parsed by `_comma_items`
+        kind = list[str]
     made = [
         inspect.Parameter(
             declared.name,
@@ -166,10 +168,25 @@ def run_options(ctx: typer.Context) -> dict:
             )
             given = ctx.get_parameter_source(declared.name).name == "COMMANDLINE"
             value = either(new, old, value, ctx.params.get(_renamed_name(declared)), given)
+        if declared.option.comma:
+            value = _comma_items(declared, value)
         options[declared.name] = _plain(value) if value is not None or not choices(declared.type)[1] else ()
     if "config" in ctx.params:
         options["run_config"] = effective_config(ctx)
     return options
+
+
+def _comma_items(declared: Declared, given: list[str] | None) -> tuple:
+    """A comma-separated option's items (`RunOption.comma`: --branch-at 100,200, or repeated), each of the
+    field's item type; () when not given."""
+    kind = get_args(declared.type)[0]
+    texts = [t.strip() for text in given or () for t in text.split(",") if t.strip()]
+    try:
+        return tuple(kind(t) for t in texts)
+    except ValueError:
+        raise fail(
+            f"{declared.flag} {','.join(given)!r}: expected comma-separated {kind.__name__}s, e.g. 100,200"
+        ) from None
 
 
 def _decimals(decimals: int, grouped: bool = False) -> Callable[[object], str]:
@@ -235,9 +252,12 @@ def echo_budget(rows: list[dict], title: str, fmt: Format = Format.text) -> None
 
 
 def echo_budget_plan(todo: list) -> None:
-    """Every dry run's budget of each size and step count it plans (`rr_model.run.planning.budget_plan`)."""
-    from rr_model.run.planning import budget_plan
+    """Every dry run's budget of each size and step count it plans (`rr_model.run.planning.budget_plan`),
+    after what its cooldown branches train themselves (`branch_note`)."""
+    from rr_model.run.planning import branch_note, budget_plan
 
+    if (note := branch_note(todo)) is not None:
+        typer.echo(note)
     typer.echo("")
     echo_budget(budget_plan(todo), "Budget per size and steps (of the reference)")
 
@@ -324,7 +344,7 @@ def _train(runs, out: Path, resume: bool) -> list[dict]:
     except OutOfMemoryStop as e:
         raise e.resume_with(resume_command(e.micro_batches)) from None
     except KeyboardInterrupt:
-        saved = [str(p) for cfg in todo if (p := current(out, *cfg.key)) is not None]
+        saved = [str(p) for cfg in todo if (p := current(out, **cfg.stem)) is not None]
         every = todo[0].checkpoint_every
         kept = f"no checkpoint was written yet (one every {every} steps): the run starts over"
         if saved:

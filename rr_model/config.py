@@ -98,6 +98,7 @@ class RunOption:
     min: int | None = None  # the smallest value allowed (an int field)
     flag: str | None = None  # its flag; None: --field-name
     renamed: tuple[str, str] | None = None  # (an old flag that still works, with a note; why it went)
+    comma: bool = False  # a tuple field given as one comma-separated list (--branch-at 100,200) too
     panel: str | None = None  # the help panel it is listed in; None: the training run's (cli.run_options)
 
 
@@ -200,6 +201,20 @@ class TrainConfig:
         default="linear",
         metadata=option("wsd: the cooldown's shape (Hägele et al. 2024's two).", commands=OFF_RECIPE),
     )
+    # --- cooldown branches: several budgets from one wsd run (rr_model.run.trainer, docs/training.md "Budgets")
+    branch_at: tuple[int, ...] = field(
+        default=(),
+        metadata=option(
+            "wsd: also train a cooldown branch ending at each of these steps (comma-separated, each below "
+            "--steps), from the stable phase's state where its cooldown starts: each a row of its own, equal "
+            "to a run of that many steps.",
+            commands=("train",),
+            comma=True,
+        ),
+    )
+    # a cooldown branch of the run of this many steps (`branches`): it continues from the state that run saved
+    # where the branch's cooldown starts; None for any other run
+    branch_of: int | None = None
     precision: Precision = field(
         default="tf32",
         metadata=option(
@@ -351,14 +366,16 @@ class TrainConfig:
                 "must be in (0, 1] (the share of the steps the cooldown takes)",
             ),
         }
+        for name, (ok, rule) in checks.items():
+            if not ok:
+                raise InputError(f"{name} {getattr(self, name)!r} {rule}")
         if self.schedule == "cosine" and (self.decay_frac, self.decay_shape) != (0.2, "linear"):
             raise InputError(
                 f"decay_frac {self.decay_frac:g} and decay_shape {self.decay_shape} shape a wsd cooldown: "
                 "give --schedule wsd, or neither"
             )
-        for name, (ok, rule) in checks.items():
-            if not ok:
-                raise InputError(f"{name} {getattr(self, name)!r} {rule}")
+        object.__setattr__(self, "branch_at", tuple(self.branch_at))
+        self._check_branches()
         for declared in declared_options():
             if (rule := declared.problem(getattr(self, declared.name))) is not None:
                 raise InputError(f"{declared.name} {getattr(self, declared.name)!r} {rule}")
@@ -409,15 +426,81 @@ class TrainConfig:
     @property
     def key(self) -> tuple:
         """The run's (size, variant, seed): its key in the dataset; a tuning run's (`role`) adds its lr, as
-        a file that records learning rates keys its rows (`rr_core.sweepfile.dataset.run_keys`)."""
-        key = (self.size, self.variant, self.seed)
-        return key if self.role is None else (*key, self.recipe.lr)
+        a file that records learning rates keys its rows (`rr_core.sweepfile.dataset.run_keys`), and one of
+        several budgets (`several_budgets`) its steps, as a file of several budgets keys them."""
+        return tuple(self.stem.values())
+
+    @property
+    def stem(self) -> dict[str, Any]:
+        """`key` by name: size, variant, seed, lr for a tuning run, steps for one of several budgets; the
+        arguments of `rr_core.sweepfile.schema.run_stem`, which names the run's files."""
+        stem = {"size": self.size, "variant": self.variant, "seed": self.seed}
+        stem |= {"lr": self.recipe.lr} if self.role is not None else {}
+        return stem | ({"steps": self.steps} if self.several_budgets else {})
 
     @property
     def named(self) -> dict[str, Any]:
-        """`key` by name: size, variant, seed (and lr for a tuning run), as run records and job entries hold
-        it (`rr_core.sweepfile.schema.record_key` reads it back)."""
-        return dict(zip(("size", "variant", "seed", "lr"), self.key, strict=False))
+        """`stem`, as run records and job entries hold it, with the ``budget`` of one of several budgets
+        ("main": the run whose stable phase its branches share; "branch": a cooldown branch of it), for
+        `rr_core.sweepfile.schema.record_key` to read the key back."""
+        budget = {"budget": "main" if self.branch_of is None else "branch"} if self.several_budgets else {}
+        return self.stem | budget
+
+    @property
+    def family(self) -> tuple:
+        """The run's key without its steps: what the budgets of one (size, variant, seed[, lr]) share."""
+        return tuple(v for k, v in self.stem.items() if k != "steps")
+
+    @property
+    def several_budgets(self) -> bool:
+        """Whether the run is one of several budgets of its (size, variant, seed): a run with cooldown
+        branches (`branch_at`) or one of them (`branch_of`). Its key, its files and its row hold its steps
+        and tokens."""
+        return bool(self.branch_at) or self.branch_of is not None
+
+    def branches(self) -> list[TrainConfig]:
+        """The cooldown branches of this run (`branch_at`): each a wsd run of its steps, in order, training
+        on from the state this run saves where the branch's cooldown starts (`branch_start`)."""
+        keep = {"steps", "tokens", "tokens_per_param", "branch_at", "branch_of"}
+        fields_ = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in keep}
+        return [TrainConfig(**fields_, steps=b, branch_of=self.steps) for b in self.branch_at]
+
+    def with_branches(self) -> list[TrainConfig]:
+        """This run, then its cooldown branches (`branches`): the runs that train its budgets, in order."""
+        return [self, *self.branches()]
+
+    @property
+    def branch_start(self) -> int:
+        """The step where this run's cooldown starts (`decay_start`): where a branch of it leaves the stable
+        phase of the run it branches from."""
+        return decay_start(self.steps, self.decay_frac)
+
+    def _check_branches(self) -> None:
+        """Refuse branches a run cannot train: without the wsd schedule, or not below its steps, or of a
+        branch; and a branch whose cooldown would start after its run's (their stable phases would differ)."""
+        if not (self.branch_at or self.branch_of is not None):
+            return
+        what = (
+            f"branch_at {','.join(map(str, self.branch_at))}"
+            if self.branch_at
+            else f"branch_of {self.branch_of}"
+        )
+        if self.schedule != "wsd":
+            raise InputError(f"{what}: cooldown branches need the wsd schedule (--schedule wsd)")
+        if self.branch_at and self.branch_of is not None:
+            raise InputError(f"{what}: a branch has no branches of its own")
+        if self.branch_at and (
+            any(isinstance(b, bool) or not isinstance(b, int) for b in self.branch_at)
+            or list(self.branch_at) != sorted(set(self.branch_at))
+            or not 0 < self.branch_at[0] <= self.branch_at[-1] < self.steps
+        ):
+            raise InputError(f"{what}: give increasing steps, each > 0 and below the run's {self.steps}")
+        branch, run = (
+            (self.steps, self.branch_of) if self.branch_of is not None else (self.branch_at[-1], self.steps)
+        )
+        later = decay_start(branch, self.decay_frac) > decay_start(run, self.decay_frac)
+        if isinstance(run, bool) or not isinstance(run, int) or not branch < run or later:
+            raise InputError(f"{what}: each branch must be shorter than its run and start its cooldown first")
 
 
 class Declared(NamedTuple):
