@@ -335,10 +335,6 @@ class TrainConfig:
             object.__setattr__(self, "recipe", size.recipe)
         if not isinstance(self.recipe, Recipe):  # its numbers are checked by Recipe itself
             raise InputError(f"recipe {self.recipe!r} must be a rr_core.ladder.Recipe")
-        if self.tokens_per_param is not None and not (
-            isinstance(self.tokens_per_param, int | float) and 0 < self.tokens_per_param < math.inf
-        ):
-            raise InputError(f"tokens_per_param {self.tokens_per_param!r} must be a finite number > 0")
         object.__setattr__(self, "steps", self._budget_steps(size))
         steps = self.steps
         defaults = {
@@ -386,6 +382,10 @@ class TrainConfig:
         gives (`rr_core.budget.budget_steps`; tokens per parameter of the reference at `vocab_size`)."""
         if isinstance(self.steps, bool) or not isinstance(self.steps, int | None):
             raise InputError(f"steps {self.steps!r} must be an integer")
+        if self.tokens_per_param is not None and not (
+            isinstance(self.tokens_per_param, int | float) and 0 < self.tokens_per_param < math.inf
+        ):
+            raise InputError(f"tokens_per_param {self.tokens_per_param!r} must be a finite number > 0")
         in_params = self.tokens_per_param is not None or (
             self.tokens is None and size.budget[0] == "tokens_per_param"
         )
