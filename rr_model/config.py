@@ -110,7 +110,8 @@ def option(help: str, **how: Any) -> dict[str, RunOption]:
 
 def published_settings(size: Size) -> dict[str, object]:
     """What the published recipe sets for a run of `size` beyond its shape and optimiser: its steps (of its
-    budget, `rr_core.budget`), the precision, the corpus and the tokenizer (`recipe_differences` and `rr reproduce`'s refusals read them)."""
+    budget, `rr_core.budget`), the precision, the corpus and the tokenizer (`recipe_differences` and
+    `rr reproduce`'s refusals read them)."""
     from rr_model.data.corpus import TINYSTORIES  # here: the corpus readers load numpy
 
     in_params = size.budget[0] == "tokens_per_param"  # of the reference under the published tokenizer

@@ -438,7 +438,8 @@ def _start(run: _Run) -> None:
     run.progress.log(
         f"{run.title}: d_model {mcfg.d_model}, {mcfg.n_layer} layers, {mcfg.n_head} heads, "
         f"{mcfg.n_params / 1e6:.2f}M params | {cfg.steps} steps x {r.batch_size} x {r.block_size} = "
-        f"{cfg.steps * tokens_per_step / 1e6:.1f}M tokens | lr {r.lr:g}, {schedule_words(cfg)} | {run.device}, {cfg.precision}{fp32}, {run.world} process(es) x "
+        f"{cfg.steps * tokens_per_step / 1e6:.1f}M tokens | lr {r.lr:g}, {schedule_words(cfg)} | "
+        f"{run.device}, {cfg.precision}{fp32}, {run.world} process(es) x "
         f"{r.batch_size // run.world} sequences{', ' + run.threads if run.threads else ''} | data {run.tokens.source} ({run.tokens.tokenizer}, "
         f"{len(run.tokens.train) / 1e6:.1f}M train tokens) | checkpoint every {cfg.checkpoint_every or '-'}"
         + (f" | resumed at step {run.state.step}" if run.state.resumed else "")
