@@ -63,10 +63,12 @@ def trained(ladder, tmp_path_factory, token_cache):
     """A 20-step wsd run with a branch at 10 (its cooldown from step 8), and a straight wsd run of 10 steps."""
     folder = tmp_path_factory.mktemp("branches")
     family, straight = folder / "family.csv", folder / "straight.csv"
+    outputs = []
     for out, extra in ((family, ["--steps", 20, "--branch-at", 10]), (straight, ["--steps", 10])):
         result = rr("train", *cli_args(ladder, out), *extra, env={"RR_CACHE": str(token_cache)})
         assert result.exit_code == 0, result.output
-    return {"family": family, "straight": straight, "output": result.output}
+        outputs.append(result.stdout)
+    return {"family": family, "straight": straight, "stdout": outputs}
 
 
 def weights(out, **stem):
@@ -90,6 +92,9 @@ def test_a_branch_equals_a_straight_wsd_run_of_its_steps_bit_for_bit(trained):
     (alone_record,) = provenance.read_records(provenance.sidecar_path(straight))
     assert cooled["result"]["val_loss"] == alone_record["result"]["val_loss"]
     assert provenance.join(rows)["record_agrees"].tolist() == [True, True]  # each row finds its own record
+    summary = [line.split()[:5] for line in trained["stdout"][0].splitlines()[1:]]
+    assert summary[0] == ["size", "variant", "seed", "steps", "status"] and summary[2][3] == "20"
+    assert trained["stdout"][1].splitlines()[1].split()[3] == "status"  # one budget: the table as before
 
 
 def test_each_branch_has_its_own_files_and_its_log_continues_the_stable_phase(trained, ladder):

@@ -804,14 +804,16 @@ def _write(
 
 
 def summarize(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One flat record per run record: size, variant, seed, status, params_M, val_loss, ece, minutes
-    (the last four None for a failed run)."""
+    """One flat record per run record: size, variant, seed (and steps, where the runs are budgets of one
+    run: `TrainConfig.several_budgets`), status, params_M, val_loss, ece, minutes (the last four None for a
+    failed run)."""
     rows = []
+    budgets = ("steps",) if any("budget" in r for r in records) else ()
     for r in records:
         res = r["result"] or {}
         rows.append(
             {
-                **{k: r[k] for k in ("size", "variant", "seed", "status")},
+                **{k: r[k] for k in ("size", "variant", "seed", *budgets, "status")},
                 "params_M": res["params"] / 1e6 if res else None,
                 **{k: res.get(k) for k in ("val_loss", "ece", "minutes")},
             }
