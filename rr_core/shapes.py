@@ -16,7 +16,7 @@ from rr_core.ladder import RECIPE, get_size, ladder_sizes
 from rr_core.plugins import load_plugins, require_variant
 from rr_core.variants import REFERENCE, VARIANTS, model_rule_params, rule_shapes
 
-__all__ = ["GPTConfig", "model_config", "size_table", "param_shapes"]
+__all__ = ["GPTConfig", "model_config", "size_table", "param_shapes", "flops_per_token"]
 
 
 @dataclass(frozen=True)
@@ -66,6 +66,22 @@ class GPTConfig:
         d = self.d_model
         rules = model_rule_params(self.variant, d, self.n_layer)
         return (self.vocab_size + self.block_size) * d + self.n_layer * (12 * d * d + 11 * d) + rules + d
+
+
+def flops_per_token(cfg: GPTConfig) -> float:
+    """Training FLOPs per token: 6 N' + 12 L d T (PaLM appendix B, as in nanoGPT's estimate_mfu).
+
+    N' counts the parameters that do matmuls or lookups per token (all but the position embedding, T d);
+    12 L d T is the attention score and value arithmetic, forward and backward. Here, in the torch-free
+    ground, so that `rr sizes` and a dry run state a budget's compute without torch.
+
+    Example
+    -------
+    >>> flops_per_token(GPTConfig(vocab_size=257, block_size=64, n_layer=1, n_head=2, d_model=8))
+    25296
+    """
+    n = cfg.n_params - cfg.block_size * cfg.d_model
+    return 6 * n + 12 * cfg.n_layer * cfg.d_model * cfg.block_size
 
 
 def param_shapes(cfg: GPTConfig) -> list[tuple[str, tuple[int, ...]]]:

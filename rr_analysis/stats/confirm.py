@@ -20,6 +20,7 @@ from rr_analysis.numbers import fixed, significant
 from rr_analysis.stats.forecast import LEVEL, PATH_FACTOR, forecast, path_words
 from rr_analysis.stats.power import pooled_resid_sd, seeds_needed
 from rr_analysis.stats.tokens import cell_budgets, per_param
+from rr_core.budget import budget
 from rr_core.errors import InputError
 from rr_core.ladder import RECIPE, ladder_sizes
 
@@ -96,7 +97,7 @@ def _steps(
     if steps is not None:
         return float(steps), "given"
     if source == "ladder":
-        return float(ladder_sizes(ladder)[name].steps), "ladder"
+        return float(budget(name, ladder=ladder, reference=reference).steps), "ladder"  # steps or tokens
     ref = df[df["variant"] == reference]
     largest = ref.groupby("size", observed=True)["params_M"].mean().idxmax()
     return float(
@@ -381,15 +382,15 @@ def _cells(
     path_dn = float(on["tokens_per_param"].iloc[0]) if len(on) else path
     base = minutes_fit(df, np.array([params * path_dn * params / per_step]))
     out = []
-    for budget, dn in (
+    for named, dn in (
         ("path", path_dn),
         (f"{significant(tokens_per_param, 3)} tokens per parameter", tokens_per_param),
     ):
         steps = max(round(dn * params / per_step), 1)
         scale = steps * per_step / (path_dn * params)
-        out.append({"size": name, "params": params, "budget": budget, "tokens_per_param": float(dn),
+        out.append({"size": name, "params": params, "budget": named, "tokens_per_param": float(dn),
                     "tokens": steps * per_step, "steps": steps,
-                    "seeds_in_sweep": _seeds_in(rows, on["size"].iloc[0], variants) if budget == "path" and len(on) else 0,
+                    "seeds_in_sweep": _seeds_in(rows, on["size"].iloc[0], variants) if named == "path" and len(on) else 0,
                     "variants_per_seed": len(variants), "minutes_per_run": base["minutes"][0] * scale,
                     "minutes_pi_low": base["pi_low"][0] * scale, "minutes_pi_high": base["pi_high"][0] * scale})  # fmt: skip
     return out

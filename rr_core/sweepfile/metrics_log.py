@@ -54,11 +54,18 @@ GATE_COLUMNS = ("size", "variant", "seed", "step", "layer", "sublayer", "mean", 
 LOSS_COLUMNS = ("size", "variant", "seed", "steps", "series", "step", "loss", "source")
 
 
-def metrics_path(out: str | os.PathLike, size: str, variant: str, seed: int, lr: float | None = None) -> Path:
+def metrics_path(
+    out: str | os.PathLike,
+    size: str,
+    variant: str,
+    seed: int,
+    lr: float | None = None,
+    steps: int | None = None,
+) -> Path:
     """Where a run's metrics log lives: `data/x.csv` -> `data/x.metrics/SIZE-VARIANT-seedS.jsonl` (a tuning
-    run's name carries its lr: `rr_core.sweepfile.schema.run_stem`)."""
+    run's name carries its lr, one of several budgets its steps: `rr_core.sweepfile.schema.run_stem`)."""
     out = Path(out)
-    return out.parent / f"{out.stem}.metrics" / f"{run_stem(size, variant, seed, lr)}.jsonl"
+    return out.parent / f"{out.stem}.metrics" / f"{run_stem(size, variant, seed, lr, steps)}.jsonl"
 
 
 def read_metrics(path: str | os.PathLike) -> list[dict[str, Any]]:

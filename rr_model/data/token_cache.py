@@ -25,7 +25,7 @@ import json
 import logging
 import os
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
@@ -46,6 +46,7 @@ __all__ = [
     "Corpus",
     "load_tokens",
     "check_data",
+    "known_train_tokens",
     "sample_batch",
     "default_cache_dir",
 ]
@@ -254,16 +255,8 @@ def load_tokens(
     path = Path(data)
     if data not in ("tinystories", "synthetic") and not data.startswith("hf:") and _is_cache(path):
         return _given_cache(path.parent if path.is_file() else path, tokenizer, val_frac)
-    if data == "synthetic":
-        n_text = min(n_text, synthetic.N_STORIES)
-        ident, docs = "synthetic", functools.partial(synthetic.stories, n_text)
-        tokenizer = tokenizer or "bytes"
-    else:
-        ident, docs = corpus_reader(data, n_text, text_field)
-        tokenizer = tokenizer or "gpt2"
+    directory, key, docs, tokenizer, n_text = _cache_of(data, n_text, cache_dir, tokenizer, text_field)
     source = TINYSTORIES if data == "tinystories" else data
-    key = _key(ident, tokenizer, n_text)
-    directory = Path(cache_dir or default_cache_dir()) / "tokens" / key
     if (tokens := _open(directory, key, val_frac)) is not None:
         return tokens
     directory.parent.mkdir(parents=True, exist_ok=True)
@@ -277,6 +270,47 @@ def load_tokens(
             n = len(tokens.train) + len(tokens.val)
             log.info("%d tokens cached in %.1fs", n, time.perf_counter() - start)
     return tokens
+
+
+def _cache_of(
+    data: str, n_text: int, cache_dir: str | Path | None, tokenizer: str | None, text_field: str
+) -> tuple[Path, str, Callable[[], Iterable[str]], str, int]:
+    """Where `load_tokens` caches a corpus that is not a token cache itself: (its folder, its key, the
+    document reader, the tokenizer and the documents it uses)."""
+    if data == "synthetic":
+        n_text = min(n_text, synthetic.N_STORIES)
+        ident, docs = "synthetic", functools.partial(synthetic.stories, n_text)
+        tokenizer = tokenizer or "bytes"
+    else:
+        ident, docs = corpus_reader(data, n_text, text_field)
+        tokenizer = tokenizer or "gpt2"
+    key = _key(ident, tokenizer, n_text)
+    return Path(cache_dir or default_cache_dir()) / "tokens" / key, key, docs, tokenizer, n_text
+
+
+def known_train_tokens(
+    data: str,
+    tokenizer: str | None = None,
+    n_text: int = RECIPE.n_text,
+    cache_dir: str | Path | None = None,
+    text_field: str = "text",
+    val_frac: float = RECIPE.val_frac,
+) -> int | None:
+    """The training tokens of a corpus where they are known without tokenizing or downloading: a token cache
+    given as `data`, or the cache an earlier run built of it (its meta.json alone is read); None otherwise.
+    What a dry run's passes over the corpus divide by (`rr_core.budget.passes`)."""
+    path = Path(data)
+    try:
+        if data not in ("tinystories", "synthetic") and not data.startswith("hf:") and _is_cache(path):
+            directory, key = (path.parent if path.is_file() else path), None
+        else:
+            directory, key, *_ = _cache_of(data, n_text, cache_dir, tokenizer, text_field)
+        meta = json.loads((directory / "meta.json").read_text())
+        if meta["format"] != FORMAT or key not in (None, meta["key"]):
+            return None
+        return _split(meta["n_tokens"], val_frac, meta["source"])
+    except (OSError, ValueError, KeyError, TypeError):  # no cache (yet), or one rr would build again
+        return None
 
 
 class Corpus(NamedTuple):
