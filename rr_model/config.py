@@ -221,6 +221,24 @@ class TrainConfig:
     # the rate picked ("comparison"). Its row records its lr and role, and its lr is part of its key, so one
     # seed trained at several rates is several runs; None: a run of a sweep, keyed by (size, variant, seed)
     role: Literal["selection", "comparison"] | None = None
+    # --- validation during training (docs/training.md): readings of a fixed set of held-out windows, logged
+    # as the run trains (rr_model.run.trainer); they change none of the run's numbers, so they are not recipe
+    eval_every: int = field(
+        default=0,
+        metadata=option(
+            "Optimiser steps between validation readings (0: none), and one at the last step: the loss on a "
+            "fixed set of held-out windows, the same for every variant, seed and size of a corpus, logged as an "
+            "eval event in OUT.metrics/RUN.jsonl. The run trains the same bits with or without them; the final "
+            "evaluation (the row's val_loss) is the published one either way.",
+            min=0,
+        ),
+    )
+    eval_windows: int = field(
+        default=1024,
+        metadata=option(
+            "How many held-out windows (of the recipe's block size) each --eval-every reading scores.", min=1
+        ),
+    )
     # --- how the run uses memory: implementation details, not the recipe (docs/training.md, "Past one GPU"),
     # in a help panel of their own (MEMORY), whose narrow columns leave --activation-checkpointing room at 80
     shard: Shard = field(
@@ -282,7 +300,7 @@ class TrainConfig:
                     raise InputError(f"reference: {e}" if name == "reference" else str(e)) from None
         if not isinstance(self.recipe, Recipe):  # its numbers are checked by Recipe itself
             raise InputError(f"recipe {self.recipe!r} must be a rr_core.ladder.Recipe")
-        for name in ("seed", "steps", "checkpoint_every", "log_every"):
+        for name in ("seed", "steps", "checkpoint_every", "log_every", "eval_every", "eval_windows"):
             if not isinstance(getattr(self, name), int) or isinstance(getattr(self, name), bool):
                 raise InputError(f"{name} {getattr(self, name)!r} must be an integer")
         checks = {
