@@ -17,7 +17,16 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from rr_analysis.comparison import RESPONSE, STAMP, Comparison, Keywords, compare, sizes_in_order, t_quantile
+from rr_analysis.comparison import (
+    PAIR,
+    RESPONSE,
+    STAMP,
+    Comparison,
+    Keywords,
+    compare,
+    sizes_in_order,
+    t_quantile,
+)
 from rr_analysis.numbers import fixed, significant
 from rr_analysis.stats.emergence import emergence
 from rr_analysis.stats.gap_tests import paired_table
@@ -129,7 +138,7 @@ def _centred_design(df: pd.DataFrame, baselines: list[str], x0: float, reference
     cols = [(data["size"] == s).to_numpy(float) for s in sizes] + list(ind.values())
     cols += [ind[v] * lxc for v in baselines if at[v] >= 2]
     names = [*sizes, *ind]
-    blocks = data.groupby(["size", "seed"], sort=False, observed=True).ngroup().to_numpy()
+    blocks = data.groupby(["size", PAIR], sort=False, observed=True).ngroup().to_numpy()
     return data, np.column_stack(cols), names, blocks, [v for v in baselines if at[v] >= 3]
 
 

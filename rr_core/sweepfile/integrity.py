@@ -68,7 +68,8 @@ def check_integrity(df: pd.DataFrame, reference: pd.DataFrame | None = None) -> 
     lines = df.attrs.get("lines")
     lines = [None] * len(df) if lines is None else lines
     mine = df.assign(_line=lines)
-    tuned = _tuning_runs(mine)  # rows that record a learning rate or a role: a tuning's runs, never published
+    # rows that record a learning rate or a role (a tuning's runs), or seeds other than their seed: never published
+    tuned = _tuning_runs(mine) | _other_seeds(mine)
     mine, ref = mine[~tuned].set_index(KEY), ref.set_index(KEY)
     common = ref.index.intersection(mine.index)
     added = int((~mine.index.isin(ref.index)).sum()) + int(tuned.sum())
@@ -97,6 +98,15 @@ def _tuning_runs(df: pd.DataFrame) -> pd.Series:
     if "role" in df.columns:
         tuned |= df["role"] != ""
     return tuned
+
+
+def _other_seeds(df: pd.DataFrame) -> pd.Series:
+    """Which rows record an init_seed or data_seed other than their seed: not the published run of their key."""
+    other = pd.Series(False, index=df.index)
+    for name in ("init_seed", "data_seed"):
+        if name in df.columns:
+            other |= df[name].notna() & (df[name] != df["seed"])
+    return other
 
 
 def integrity_warning(df: pd.DataFrame) -> str | None:

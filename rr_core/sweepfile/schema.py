@@ -69,6 +69,10 @@ _RULE = {c.name: c.rule for c in COLUMNS}
 RECIPE_COLUMNS: tuple[Column, ...] = (
     Column("lr", "float", True, "a finite number > 0 or empty (the recipe's)"),
     Column("role", "str", True, f"{' or '.join(ROLES)}, or empty"),
+    # the seeds of the initial weights and of the data order, where a run named its own (rr train --init-seed,
+    # --data-seed); an empty cell means the seed, as published. The analysis pairs arms on data_seed.
+    Column("init_seed", "int", True, "an integer in 0 .. 2^32 - 1 or empty (the seed)"),
+    Column("data_seed", "int", True, "an integer in 0 .. 2^32 - 1 or empty (the seed)"),
 )
 # A column beyond COLUMNS is an extra measured metric (an accuracy, a downstream score), read as float64 for
 # `rr analyze --metric`, when its name is a plain identifier and every cell is a finite number or empty.
@@ -201,6 +205,15 @@ SCHEMA = pa.DataFrameSchema(
             pa.Check(lambda s: s.isin([*ROLES, ""]), error=_RECIPE_RULE["role"]),
             required=False,
         ),
+        **{
+            name: pa.Column(  # float64: NaN where empty (the seed); the loader reads only integers into it
+                "float64",
+                pa.Check(lambda s: (s >= 0) & (s < 2**32), error=_RECIPE_RULE[name]),
+                nullable=True,
+                required=False,
+            )
+            for name in ("init_seed", "data_seed")
+        },
     },
     checks=[_constant_within("params_M"), _constant_within("steps")],
     unique=KEY,

@@ -301,9 +301,14 @@ def dataset_keys(path: str | os.PathLike) -> set[tuple[str, str, int]]:
 
 
 def dataset_row(cfg: TrainConfig, result: dict[str, Any]) -> dict[str, Any]:
-    """The dataset row of `cfg` with these results (params, val_loss, ece, minutes)."""
+    """The dataset row of `cfg` with these results (params, val_loss, ece, minutes); a tuning run's adds its lr
+    and role, a run that names its seeds (`TrainConfig.own_seeds`) its init_seed and data_seed."""
     row = {"size": cfg.size, "variant": cfg.variant, "seed": cfg.seed, "params_M": result["params"] / 1e6}
     row |= {"steps": cfg.steps, **{k: result[k] for k in ("val_loss", "ece", "minutes")}}
+    if (
+        cfg.own_seeds
+    ):  # a run that names its seeds writes both (a file of such runs has the columns from its first)
+        row |= {"init_seed": cfg.seeds.init, "data_seed": cfg.seeds.data}
     return row if cfg.role is None else {**row, "lr": cfg.recipe.lr, "role": cfg.role}
 
 

@@ -9,7 +9,7 @@ published script, in docs/faithfulness.md.
 
 The same seed is the published experiment: `torch.manual_seed(seed)` right before the model is built
 (`GPT.init_published` consumes the stream in the published order), and the data order is
-`numpy.random.RandomState(seed)`, each step drawing the global batch's window starts; the 80 validation
+`numpy.random.RandomState(seed)` (`--init-seed` and `--data-seed` set the two apart, `TrainConfig.seeds`), each step drawing the global batch's window starts; the 80 validation
 batches continue the same stream. Periodic validation (`--eval-every`) reads windows of its own, drawn once
 from a stream apart (`rr_model.data.token_cache.held_out_windows`), so it moves neither stream. Runs single-process or under `torchrun` (data parallel): every rank draws
 the whole batch and trains on its slice, the gradients averaged over the ranks, so the recipe does not
@@ -274,7 +274,7 @@ def _setup(
         mcfg=mcfg,
         model=model,
         optimizer=optimizer,
-        data_rng=np.random.RandomState(cfg.seed),  # the data order: the seed's alone, same for every variant
+        data_rng=np.random.RandomState(cfg.seeds.data),  # the data order: the seed's, same for every variant
         ckpt=ckpt,
         plan=plan,
         accum=cfg.micro_batches,
@@ -295,7 +295,7 @@ def _build(
 ) -> tuple[GPT, torch.optim.Optimizer]:
     """The model with its published initial weights, laid over the processes (`rr_model.parallel.sharding`), and its
     optimiser, built on what each process holds."""
-    torch.manual_seed(cfg.seed)  # right before the model: its initial weights are the published draws
+    torch.manual_seed(cfg.seeds.init)  # right before the model: its initial weights are the published draws
     model = GPT(mcfg)
     model.checkpoint_activations(checkpoint_interval(cfg.activation_checkpointing))
     if cfg.shard == "fsdp":
@@ -425,7 +425,7 @@ def _start(run: _Run) -> None:
     )
     run.metrics = Metrics(
         metrics_path(run.out, *cfg.key),
-        cfg.named,
+        {**cfg.named, **(dict(init_seed=cfg.seeds.init, data_seed=cfg.seeds.data) if cfg.own_seeds else {})},
         step=run.state.step,
         backends=cfg.log,
         resumed=bool(run.state.resumed),
@@ -727,6 +727,8 @@ def _record(run: _Run, failure: str | None, result: dict[str, Any] | None) -> di
         "size": run.cfg.size,
         "variant": run.cfg.variant,
         "seed": run.cfg.seed,
+        "init_seed": run.cfg.seeds.init,  # the seeds it drew from: `seed`'s unless it named its own
+        "data_seed": run.cfg.seeds.data,
         **({"lr": run.cfg.recipe.lr, "role": run.cfg.role} if run.cfg.role else {}),
         "status": "failed" if failure else "ok",
         "error": failure,
@@ -754,7 +756,7 @@ def _final_windows(run: _Run) -> dict[str, Any]:
     return {
         "draw": "the data-order stream after the training batches",
         "rng": "numpy.random.RandomState",
-        "seed": run.cfg.seed,
+        "seed": run.cfg.seeds.data,
         "after_batches": run.cfg.steps,
         "batches": r.eval_batches,
         "batch_size": r.batch_size,
