@@ -7,6 +7,7 @@ The runs here use tiny's shape with a 64-token context and 4 validation batches,
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 
 import numpy as np
@@ -16,9 +17,11 @@ import torch
 from conftest import rr
 from statsmodels.stats.weightstats import ttost_paired
 
+from rr_analysis.comparison import STAMP
 from rr_analysis.stats.equivalence import equivalence
 from rr_analysis.stats.gap_tests import paired_table
 from rr_analysis.stats.mixed import mixed_table
+from rr_analysis.stats.seeds import SEED_COLUMNS, crossed_reml, seed_components
 from rr_core.errors import InputError
 from rr_core.ladder import get_size
 from rr_core.shapes import model_config
@@ -188,3 +191,77 @@ def test_an_arms_runs_of_one_data_seed_pair_as_their_mean():
     m = mixed_table(df).iloc[0]
     assert m["mixed_method"] == "REML, data-seed blocks, repeated runs"
     assert m["mixed_coef"] == pytest.approx(d.mean(), rel=1e-6)  # balanced: the difference of means
+
+
+# ------------------------------------------------------------------------------------------ seed components
+
+
+def test_a_component_below_zero_is_held_at_zero_and_pooled_into_the_residual():
+    # 3 init x 2 data x 2 runs: the init seeds' means are nearly equal, so MS_init < MS_e
+    y = np.array([[[1.00, 1.02], [1.10, 1.07]], [[1.01, 1.00], [1.09, 1.11]], [[0.99, 1.02], [1.10, 1.08]]])
+    grand, rows, cols = y.mean(), y.mean(axis=(1, 2)), y.mean(axis=(0, 2))
+    ss_a, ss_b = 4 * ((rows - grand) ** 2).sum(), 6 * ((cols - grand) ** 2).sum()
+    ss_e = ((y - rows[:, None, None] - cols[None, :, None] + grand) ** 2).sum()
+    assert ss_a / 2 < ss_e / 8  # the case: init's mean square under the residual's (8 = 12 - 3 - 2 + 1 df)
+    fit = crossed_reml(y)
+    pooled = (ss_e + ss_a) / 10
+    assert fit["init_var"] == 0 and fit["resid_var"] == pytest.approx(pooled, rel=1e-12)
+    assert fit["data_var"] == pytest.approx((ss_b - pooled) / 6, rel=1e-12)
+    assert (fit["df_init"], fit["df_data"], fit["df_resid"]) == (2, 1, 8)
+
+
+def test_seed_components_say_why_a_file_has_none(sweep):
+    got = seed_components(sweep)
+    assert len(got) == 15 and got["init_var"].isna().all() and got["mean"].notna().all()
+    assert (
+        got["note"]
+        .str.startswith("init and data seeds not crossed evenly (each run's one seed set both")
+        .all()
+    )
+    assert list(got.columns) == [*SEED_COLUMNS, *STAMP]
+
+
+def test_rr_analyze_seeds_reads_a_crossed_file(tmp_path):
+    rows = [dict(size="tiny", variant="standard", seed=2 * i + d, params_M=1.13, steps=100,
+                 val_loss=3.0 + 0.01 * i + 0.03 * d + 0.002 * (i == d), ece=None, minutes=None,
+                 init_seed=i, data_seed=d) for i in (0, 1) for d in (0, 1)]  # fmt: skip
+    write_sweep(pd.DataFrame(rows), tmp_path / "pilot.csv")
+    result = rr("analyze", "seeds", "--data", tmp_path / "pilot.csv", "--format", "json")
+    assert result.exit_code == 0, result.output
+    (got,) = json.loads(result.stdout)
+    # by hand: MS_init = 1e-4, MS_data = 9e-4, MS_e = 4e-6, each on one df
+    assert got["init_var"] == pytest.approx((1e-4 - 4e-6) / 2, rel=1e-6)
+    assert got["data_var"] == pytest.approx((9e-4 - 4e-6) / 2, rel=1e-6)
+    assert got["resid_var"] == pytest.approx(4e-6, rel=1e-6) and got["note"] == ""
+    text = rr("analyze", "seeds", "--data", tmp_path / "pilot.csv").stdout
+    assert "Seed components" in text and "2 x 2" in text
+
+
+@pytest.mark.slow  # four tiny runs of 100 steps: a few minutes on two shared cores
+def test_a_two_by_two_pilot_gives_the_components_of_init_and_data(tmp_path, token_cache):
+    out = tmp_path / "pilot.csv"
+    for i in (0, 1):
+        for d in (0, 1):
+            cfg = TrainConfig("tiny", data="synthetic", seed=2 * i + d, init_seed=i, data_seed=d,
+                              cache_dir=str(token_cache))  # fmt: skip
+            train(cfg, out)
+    df = load_sweep(out)
+    got = seed_components(df).iloc[0]
+    y = df.set_index(["init_seed", "data_seed"])["val_loss"]
+    y = np.array([[y[(i, d)] for d in (0.0, 1.0)] for i in (0.0, 1.0)])
+    ms = {"init": 2 * y.mean(axis=1).var(ddof=1), "data": 2 * y.mean(axis=0).var(ddof=1)}  # one df each
+    pooled, df_e = (y[0, 0] - y[0, 1] - y[1, 0] + y[1, 1]) ** 2 / 4, 1  # the interaction contrast: residual
+    zero = set()
+    for name in sorted(ms, key=ms.get):  # a mean square under the residual's is a component at 0, pooled
+        if ms[name] < pooled:
+            pooled, df_e = (pooled * df_e + ms[name]) / (df_e + 1), df_e + 1
+            zero.add(name)
+    assert (got["n_init"], got["n_data"], got["replicates"]) == (2, 2, 1) and got["method"].startswith(
+        "exact"
+    )
+    assert got["resid_var"] == pytest.approx(pooled, rel=1e-9)
+    for name in ms:
+        want = 0.0 if name in zero else (ms[name] - pooled) / 2
+        assert got[f"{name}_var"] == pytest.approx(want, rel=1e-9, abs=1e-15)
+    result = rr("analyze", "seeds", "--data", out)
+    assert result.exit_code == 0 and "2 x 2" in result.stdout, result.output
