@@ -174,6 +174,7 @@ def test_load_evals_reads_the_validation_curve_and_a_resumed_run_logs_the_same(r
         [r["step"], r["tokens"], r["val_loss"]] for r in logged
     ]
     assert evals["tokens"].dtype == np.int64 and set(evals["seed"]) == {0}
+    assert (evals["init_seed"] == 0).all() and (evals["data_seed"] == 0).all()  # named by no run: the seed
     resumed = runs["resumed"]
     assert resumed["resumed_at"] == [2] and resumed["loss_curve"] == runs["read"]["loss_curve"]
     assert load_evals([resumed["out"]]).drop(columns="source").equals(evals.drop(columns="source"))

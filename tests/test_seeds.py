@@ -28,7 +28,7 @@ from rr_core.shapes import model_config
 from rr_core.sweepfile.csv_text import FIELDS, DataError
 from rr_core.sweepfile.dataset import load_sweep, read_sweep_text, write_sweep
 from rr_core.sweepfile.integrity import check_integrity
-from rr_core.sweepfile.metrics_log import metrics_path, read_metrics
+from rr_core.sweepfile.metrics_log import load_evals, metrics_path, read_metrics
 from rr_model.config import TrainConfig, result_config
 from rr_model.data.token_cache import load_tokens, sample_batch
 from rr_model.model import GPT
@@ -44,13 +44,13 @@ RUN = {"size": "tiny", "variant": "review_neutral", "data": "synthetic", "steps"
 @pytest.fixture(scope="module")
 def runs(token_cache, tmp_path_factory):
     """seed 0 as published (plain.csv); seed 0 naming its own seeds 0 and 0, and seed 5 with init seed 0 and
-    data seed 1 (both in own.csv, the first creating its columns)."""
+    data seed 1, read at its last step (both in own.csv, the first creating its columns)."""
     folder = tmp_path_factory.mktemp("seeds")
     found = {}
     for name, out, seeds in (
         ("plain", "plain.csv", {}),
         ("named", "own.csv", {"init_seed": 0, "data_seed": 0}),
-        ("apart", "own.csv", {"seed": 5, "init_seed": 0, "data_seed": 1}),
+        ("apart", "own.csv", {"seed": 5, "init_seed": 0, "data_seed": 1, "eval_every": 3, "eval_windows": 8}),
     ):
         cfg = TrainConfig(**{**RUN, **seeds}, cache_dir=str(token_cache))
         found[name] = {**train(cfg, folder / out), "out": folder / out}
@@ -85,6 +85,9 @@ def test_naming_the_seed_as_both_changes_no_bit(runs):
     start = read_metrics(metrics_path(named["out"], "tiny", "review_neutral", 5))[0]
     assert (start["event"], start["init_seed"], start["data_seed"]) == ("start", 0, 1)
     assert "init_seed" not in read_metrics(metrics_path(plain["out"], "tiny", "review_neutral", 0))[0]
+    # the validation curve's reader names each run's seeds, to pair curves on the data seed
+    evals = load_evals([named["out"]])
+    assert evals[["seed", "init_seed", "data_seed", "step"]].values.tolist() == [[5, 0, 1, 3]]
 
 
 def test_the_weights_follow_the_init_seed_and_the_batches_the_data_seed(runs, token_cache):

@@ -56,7 +56,7 @@ CURVE_COLUMNS = ("size", "variant", "seed", "step", "loss", "lr", "source")
 # Columns of `load_gates`: one row per run, logged step and gated sublayer.
 GATE_COLUMNS = ("size", "variant", "seed", "step", "layer", "sublayer", "mean", "std", "source")
 # Columns of `load_evals`: one row per run and periodic validation reading.
-EVAL_COLUMNS = ("size", "variant", "seed", "step", "tokens", "val_loss", "source")
+EVAL_COLUMNS = ("size", "variant", "seed", "init_seed", "data_seed", "step", "tokens", "val_loss", "source")
 
 
 def metrics_path(out: str | os.PathLike, size: str, variant: str, seed: int, lr: float | None = None) -> Path:
@@ -83,15 +83,18 @@ def read_metrics(path: str | os.PathLike) -> list[dict[str, Any]]:
 
 
 def _last_of_each_step(
-    path: Path, keep: Callable[[dict[str, Any]], bool]
+    path: Path, keep: Callable[[dict[str, Any]], bool], seeds: bool = False
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """The run a metrics log names (size, variant, seed) and its last record of each step among those `keep`
-    accepts, in step order."""
+    """The run a metrics log names (size, variant, seed; with `seeds`, its init_seed and data_seed too, each
+    the seed where the log names none) and its last record of each step among those `keep` accepts, in step
+    order."""
     records = read_metrics(path)
     start = next((r for r in records if r["event"] == "start"), None)
     if start is None:
         raise InputError(f"{path}: no 'start' record naming the run")
     key = {k: start[k] for k in ("size", "variant", "seed")}
+    if seeds:  # a run that named its seeds (rr train --init-seed, --data-seed) logs them in its start record
+        key |= {k: start.get(k, start["seed"]) for k in ("init_seed", "data_seed")}
     by_step = {r["step"]: r for r in records if keep(r)}
     return key, [by_step[s] for s in sorted(by_step)]
 
@@ -103,7 +106,7 @@ def _train_records(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
 
 def _eval_rows(path: Path) -> list[dict[str, Any]]:
     """The validation-curve rows of one metrics log: its periodic eval readings, the last of each step."""
-    key, evals = _last_of_each_step(path, lambda r: r["event"] == "eval" and r.get("periodic") is True)
+    key, evals = _last_of_each_step(path, lambda r: r["event"] == "eval" and r.get("periodic") is True, True)
     return [
         {
             **key,
@@ -254,10 +257,11 @@ def load_evals(paths: Iterable[str | os.PathLike]) -> pd.DataFrame:
 
     Returns
     -------
-    DataFrame with `EVAL_COLUMNS`: size, variant, seed, step (optimiser steps done), tokens (trained by then:
-    step x batch x block), val_loss (mean loss on the held-out windows, which are the same for every run of a
-    corpus at one block size, so readings of any two runs compare on the same tokens; NaN for a non-finite
-    reading) and source (the file read).
+    DataFrame with `EVAL_COLUMNS`: size, variant, seed, init_seed and data_seed (the run's seeds: its seed
+    where it named none; curves pair on data_seed, the batches they shared), step (optimiser steps done),
+    tokens (trained by then: step x batch x block), val_loss (mean loss on the held-out windows, which are the
+    same for every run of a corpus at one block size, so readings of any two runs compare on the same tokens;
+    NaN for a non-finite reading) and source (the file read).
 
     Raises
     ------
