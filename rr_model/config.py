@@ -462,9 +462,7 @@ def result_config(cfg: TrainConfig) -> dict[str, Any]:
     if cfg.reference != REFERENCE:  # the matched widths follow it
         found["reference"] = cfg.reference
     for name, value in zip(("init_seed", "data_seed"), cfg.seeds, strict=True):
-        if (
-            value != cfg.seed
-        ):  # where it is not the seed's: the numbers follow the seeds, not how they were given
+        if value != cfg.seed:  # the numbers follow the seeds drawn from, not how they were given
             found[name] = value
     if cfg.ladder is not None:
         size = get_size(cfg.size, cfg.ladder)

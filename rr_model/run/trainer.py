@@ -9,11 +9,13 @@ published script, in docs/faithfulness.md.
 
 The same seed is the published experiment: `torch.manual_seed(seed)` right before the model is built
 (`GPT.init_published` consumes the stream in the published order), and the data order is
-`numpy.random.RandomState(seed)` (`--init-seed` and `--data-seed` set the two apart, `TrainConfig.seeds`), each step drawing the global batch's window starts; the 80 validation
-batches continue the same stream. Periodic validation (`--eval-every`) reads windows of its own, drawn once
-from a stream apart (`rr_model.data.token_cache.held_out_windows`), so it moves neither stream. Runs single-process or under `torchrun` (data parallel): every rank draws
-the whole batch and trains on its slice, the gradients averaged over the ranks, so the recipe does not
-depend on the number of processes; only rank 0 writes rows, provenance records and checkpoints. A sharded
+`numpy.random.RandomState(seed)`, each step drawing the global batch's window starts; the 80 validation
+batches continue the same stream. `--init-seed` and `--data-seed` set the two seeds apart
+(`TrainConfig.seeds`). Periodic validation (`--eval-every`) reads windows of its own, drawn once from a
+stream apart (`rr_model.data.token_cache.held_out_windows`), so it moves neither stream. Runs single-process
+or under `torchrun` (data parallel): every rank draws the whole batch and trains on its slice, the gradients
+averaged over the ranks, so the recipe does not depend on the number of processes; only rank 0 writes rows,
+provenance records and checkpoints. A sharded
 run (`TrainConfig.shard`, `rr_model.parallel.sharding`) does the same with each process holding a share of the model,
 and every process writes its share of each checkpoint (`rr_model.checkpoint.sharded`).
 
