@@ -37,6 +37,7 @@ __all__ = [
     "POWER",
     "METRIC",
     "RESPONSE",
+    "PAIR",
     "STAMP",
     "Comparison",
     "Keywords",
@@ -62,8 +63,12 @@ ALPHA = 0.05
 POWER = 0.8  # the power every seed plan aims for (Cohen's conventional 80%)
 METRIC = "val_loss"  # the published response; lower is better
 RESPONSE = "response"  # the column `compare` adds: the metric, negated under higher_is_better
+# The column `compare` adds: the block a run is paired on (the batches it trained on): its data_seed where the
+# file records one, else its seed, which then set the data order too. Every seed-paired or seed-blocked
+# analysis reads it.
+PAIR = "pair"
 STAMP: tuple[str, ...] = ("reference", "metric", "higher_is_better")  # what every result frame states
-_KEYS = ("size", "variant", "seed", "size_name")  # design columns, never a response
+_KEYS = ("size", "variant", "seed", "size_name", "init_seed", "data_seed")  # design columns, never a response
 # Two arms' parameter counts may differ by this fraction before a gap between them is flagged as partly capacity.
 PARAMS_TOLERANCE = 0.02
 # What `cell_frame` says of the two arms' sizes, beside size and baseline; every per-cell table carries them.
@@ -318,7 +323,8 @@ def compare(
     -------
     (rows, comparison): the rows of the reference and the baselines that have the metric, with a column
     `RESPONSE` (the metric, or minus it under higher_is_better, so that lower is better and a positive gap
-    favours the reference); the `Comparison` with the baselines listed. Raises InputError for a reference or
+    favours the reference) and a column `PAIR` (the block each run is paired on: its data_seed where the file
+    records one, else its seed); the `Comparison` with the baselines listed. Raises InputError for a reference or
     baseline absent from the data, a reference named as a baseline, and a metric that is missing, not
     numeric, or empty in every compared row.
 
@@ -362,8 +368,19 @@ def compare(
             raise InputError(
                 f"the metric {metric!r} has no value in any {v} row: {v} cannot be compared on it"
             )
-    rows = rows.assign(**{RESPONSE: -rows[metric] if c.higher_is_better else rows[metric]})
+    rows = rows.assign(
+        **{RESPONSE: -rows[metric] if c.higher_is_better else rows[metric], PAIR: _pairs(rows)}
+    )
     return rows, Comparison(reference, tuple(chosen), metric, c.higher_is_better)
+
+
+def _pairs(rows: pd.DataFrame) -> pd.Series:
+    """The block each row is paired on (`PAIR`): the seed of its data order, so arms that trained on the same
+    batches are paired; a run's seed where the file has no data_seed or its cell is empty (the published way:
+    one seed set both)."""
+    if "data_seed" not in rows.columns:
+        return rows["seed"]
+    return rows["data_seed"].fillna(rows["seed"]).astype("int64")
 
 
 def sizes_in_order(df: pd.DataFrame) -> list[str]:

@@ -64,6 +64,7 @@ __all__ = [
     "schedule_words",
     "Schedule",
     "DecayShape",
+    "Seeds",
 ]
 
 
@@ -87,6 +88,13 @@ DEFAULT_OUT = Path("data") / "scaling_v8.csv"
 TRAINING: tuple[str, ...] = ("train", "sweep", "reproduce", "tune")  # the commands that train
 OFF_RECIPE: tuple[str, ...] = ("train", "sweep", "tune")  # rr reproduce trains the published recipe only
 MEMORY = "Memory (docs/training.md, Past one GPU)"  # the help panel of the options of how a run uses memory
+
+
+class Seeds(NamedTuple):
+    """The seeds a run draws from (`TrainConfig.seeds`): its initial weights' and its data order's."""
+
+    init: int  # torch.manual_seed right before the model is built
+    data: int  # numpy RandomState of the training batches, and of the final evaluation's windows after them
 
 
 @dataclass(frozen=True)
@@ -283,6 +291,44 @@ class TrainConfig:
     # the rate picked ("comparison"). Its row records its lr and role, and its lr is part of its key, so one
     # seed trained at several rates is several runs; None: a run of a sweep, keyed by (size, variant, seed)
     role: Literal["selection", "comparison"] | None = None
+    # --- validation during training (docs/training.md): readings of a fixed set of held-out windows, logged
+    # as the run trains (rr_model.run.trainer); they change none of the run's numbers, so they are not recipe
+    eval_every: int = field(
+        default=0,
+        metadata=option(
+            "Optimiser steps between validation readings (0: none), and one at the last step: the loss on a "
+            "fixed set of held-out windows, the same for every variant, seed and size of a corpus, logged as an "
+            "eval event in OUT.metrics/RUN.jsonl. The run trains the same bits with or without them; the final "
+            "evaluation (the row's val_loss) is the published one either way.",
+            min=0,
+        ),
+    )
+    eval_windows: int = field(
+        default=1024,
+        metadata=option(
+            "How many held-out windows (of the recipe's block size) each --eval-every reading scores.", min=1
+        ),
+    )
+    # --- the seeds of the initial weights and of the data order (docs/training.md, "Seeds"): each is `seed`
+    # where not given, as published. A run that names one records both (`seeds`) in its row and record.
+    init_seed: int | None = field(
+        default=None,
+        metadata=option(
+            "Seed of the initial weights (torch.manual_seed before the model is built). Default: --seed, as "
+            "published. Naming it (or --data-seed) writes both seeds in the row: init_seed, data_seed.",
+            commands=OFF_RECIPE,
+            min=0,
+        ),
+    )
+    data_seed: int | None = field(
+        default=None,
+        metadata=option(
+            "Seed of the data order: the training batches, and the final evaluation's windows that follow "
+            "them. Default: --seed, as published. The analysis pairs arms on it (the batches they shared).",
+            commands=OFF_RECIPE,
+            min=0,
+        ),
+    )
     # --- how the run uses memory: implementation details, not the recipe (docs/training.md, "Past one GPU"),
     # in a help panel of their own (MEMORY), whose narrow columns leave --activation-checkpointing room at 80
     shard: Shard = field(
@@ -345,11 +391,18 @@ class TrainConfig:
         for name, value in defaults.items():
             if getattr(self, name) is None:
                 object.__setattr__(self, name, value)
-        for name in ("seed", "steps", "checkpoint_every", "log_every"):
+        for name in ("seed", "steps", "checkpoint_every", "log_every", "eval_every", "eval_windows"):
             if not isinstance(getattr(self, name), int) or isinstance(getattr(self, name), bool):
                 raise InputError(f"{name} {getattr(self, name)!r} must be an integer")
+        for name in ("init_seed", "data_seed"):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, int) or isinstance(value, bool)):
+                raise InputError(f"{name} {value!r} must be an integer")
+        seed_rule = "must be in 0 .. 2**32 - 1 (numpy's RandomState seeds)"
         checks = {
-            "seed": (0 <= self.seed < 2**32, "must be in 0 .. 2**32 - 1 (numpy's RandomState seeds)"),
+            "seed": (0 <= self.seed < 2**32, seed_rule),
+            "init_seed": (self.init_seed is None or 0 <= self.init_seed < 2**32, seed_rule),
+            "data_seed": (self.data_seed is None or 0 <= self.data_seed < 2**32, seed_rule),
             "log_every": (self.log_every > 0, "must be > 0"),
             "activation_checkpointing": (
                 checkpoint_interval(self.activation_checkpointing) is not None,
@@ -438,6 +491,19 @@ class TrainConfig:
         stem = {"size": self.size, "variant": self.variant, "seed": self.seed}
         stem |= {"lr": self.recipe.lr} if self.role is not None else {}
         return stem | ({"steps": self.steps} if self.several_budgets else {})
+
+    @property
+    def seeds(self) -> Seeds:
+        """The seeds the run draws from: `init_seed` and `data_seed`, each `seed` where not given (the
+        published run, where one seed sets both)."""
+        init, data = self.init_seed, self.data_seed
+        return Seeds(self.seed if init is None else init, self.seed if data is None else data)
+
+    @property
+    def own_seeds(self) -> bool:
+        """Whether the run names its initial weights' or data order's seed (`init_seed`, `data_seed`): its row
+        and metrics log then carry both seeds."""
+        return self.init_seed is not None or self.data_seed is not None
 
     @property
     def named(self) -> dict[str, Any]:
@@ -607,6 +673,9 @@ def result_config(cfg: TrainConfig) -> dict[str, Any]:
         found["reference"] = cfg.reference
     if cfg.schedule != "cosine":  # the published schedule's checkpoints keep the identity they had
         found |= {k: getattr(cfg, k) for k in ("schedule", "decay_frac", "decay_shape")}
+    for name, value in zip(("init_seed", "data_seed"), cfg.seeds, strict=True):
+        if value != cfg.seed:  # the numbers follow the seeds drawn from, not how they were given
+            found[name] = value
     if cfg.ladder is not None:
         size = get_size(cfg.size, cfg.ladder)
         found["ladder"] = {

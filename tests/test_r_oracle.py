@@ -1,8 +1,9 @@
 """R as the oracle: lmerTest (per-size mixed model; size-deviation model with Satterthwaite and pbkrtest's
 Kenward-Roger df) and metafor's rma(..., test = "knha") with its predict() against rr, on the published sweep and on
-hypothesis-generated ones (unbalanced, missing seeds, new size labels, extra variants).
+hypothesis-generated ones (unbalanced, missing seeds, new size labels, extra variants); and lme4's crossed
+random-effects fit against rr's seed components (tests/oracle_seeds.R), on constructed crossed designs.
 
-One Rscript process runs every dataset (tests/oracle.R). Skipped, with the reason, without Rscript or
+One Rscript process runs every dataset (tests/oracle.R, tests/oracle_seeds.R). Skipped, with the reason, without Rscript or
 its packages (Debian: r-base-core r-cran-lmertest r-cran-metafor; .ci/run installs them).
 """
 
@@ -202,3 +203,51 @@ def test_generated_sweeps_match_r(tmp_path_factory, batch):
     results = run_r(batch, tmp_path_factory.mktemp("oracle"))
     bad = {i: compare(d, r, REL) for i, (d, r) in enumerate(zip(batch, results, strict=True))}
     assert {i: b for i, b in bad.items() if b} == {}
+
+
+# ------------------------------------------------------------------------------------------ seed components
+
+SEEDS_ORACLE = Path(__file__).with_name("oracle_seeds.R")
+
+
+def crossed(n_init: int, n_data: int, reps: int, sd: tuple[float, float, float], seed: int) -> pd.DataFrame:
+    """Runs of a balanced crossed design: init and data effects drawn with SDs sd[0] and sd[1], noise sd[2]."""
+    rng = np.random.default_rng(seed)
+    a, b = rng.normal(0, sd[0], n_init), rng.normal(0, sd[1], n_data)
+    rows = [(i, j, 1.7 + a[i] + b[j] + rng.normal(0, sd[2]))
+            for i in range(n_init) for j in range(n_data) for _ in range(reps)]  # fmt: skip
+    return pd.DataFrame(rows, columns=["init", "data", "y"])
+
+
+# Both components inside the space, a 2 x 2 pilot, then the init component and (with neither drawn) the data
+# component on the boundary at 0: its mean square below the residual's, its sum of squares pooled with it
+DESIGNS = [
+    crossed(4, 3, 2, (0.01, 0.02, 0.005), 1),
+    crossed(2, 2, 1, (0.01, 0.02, 0.005), 2),
+    crossed(3, 4, 2, (0.0, 0.02, 0.01), 3),
+    crossed(3, 3, 1, (0.0, 0.0, 0.01), 4),
+]
+
+
+def test_seed_components_match_lme4(tmp_path):
+    from rr_analysis.stats.seeds import seed_components
+
+    paths = []
+    for i, d in enumerate(DESIGNS):
+        paths.append(tmp_path / f"crossed{i}.csv")
+        d.to_csv(paths[-1], index=False)
+    out = tmp_path / "r.json"
+    subprocess.run(
+        ["Rscript", str(SEEDS_ORACLE), *map(str, paths), str(out)], check=True, capture_output=True
+    )
+    bound = 0
+    for d, want in zip(DESIGNS, json.loads(out.read_text()), strict=True):
+        runs = d.rename(columns={"init": "init_seed", "data": "data_seed", "y": "val_loss"})
+        runs = runs.assign(size="tiny", variant="standard", seed=range(len(d)), params_M=1.0, steps=100)
+        got = seed_components(runs).iloc[0]
+        for key in ("init_var", "data_var", "resid_var"):
+            scale = want["resid_var"]  # lme4 stops a component at its boundary within ~1e-8 of the residual's
+            assert abs(got[key] - want[key]) <= 1e-6 * max(want[key], 0) + 1e-8 * scale, (key, got[key], want)
+        assert got["mean"] == pytest.approx(want["mean"], rel=1e-9)
+        bound += (got["init_var"] == 0) + (got["data_var"] == 0)
+    assert bound == 2  # the boundary was reached: the pooled residual is checked too

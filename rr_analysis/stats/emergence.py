@@ -14,6 +14,7 @@ import pandas as pd
 
 from rr_analysis.comparison import (
     ALPHA,
+    PAIR,
     RESPONSE,
     STAMP,
     Comparison,
@@ -84,7 +85,7 @@ def _design(df: pd.DataFrame, c: Comparison) -> _Design:
     X0 = np.column_stack([(data["size"] == s).to_numpy(float) for s in sizes] + list(ind.values()))
     X = np.column_stack([X0] + [ind[v] * lxc for v in sloped])
     names = [*sizes, *ind, *((v, "slope") for v in sloped)]
-    blocks = data.groupby(["size", "seed"], sort=False, observed=True).ngroup().to_numpy()
+    blocks = data.groupby(["size", PAIR], sort=False, observed=True).ngroup().to_numpy()
     why = ""
     if len(sizes) < 2:
         why = f"needs at least 2 sizes with {reference} runs"

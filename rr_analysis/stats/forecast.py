@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from rr_analysis.comparison import (
+    PAIR,
     RESPONSE,
     STAMP,
     Comparison,
@@ -160,7 +161,7 @@ def _centred_design(df: pd.DataFrame, baselines: list[str], x0: float, reference
     cols = [(data["size"] == s).to_numpy(float) for s in sizes] + list(ind.values())
     cols += [ind[v] * lxc for v in baselines if at[v] >= 2]
     names = [*sizes, *ind]
-    blocks = data.groupby(["size", "seed"], sort=False, observed=True).ngroup().to_numpy()
+    blocks = data.groupby(["size", PAIR], sort=False, observed=True).ngroup().to_numpy()
     return data, np.column_stack(cols), names, blocks, [v for v in baselines if at[v] >= 3]
 
 

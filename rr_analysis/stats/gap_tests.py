@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 
 from rr_analysis.comparison import (
+    PAIR,
     RESPONSE,
     STAMP,
     Comparison,
@@ -245,7 +246,10 @@ def paired_table(
     the seed's effect. t = mean(d) / (sd(d)/sqrt(n)), df = n - 1, p = 2 P(T_df > |t|), the one-sample t-test
     of the differences (scipy.stats.ttest_rel); CI = mean(d) -/+ t_{0.975, n-1} sd(d)/sqrt(n)
     (``ttest_rel(...).confidence_interval()``). Seeds present in only one arm are left out. Needs n >= 2
-    pairs and differences that are not all equal.
+    pairs and differences that are not all equal. Where the file records a ``data_seed`` (runs that named
+    their own seeds), s is the data seed (`rr_analysis.comparison.PAIR`): arms are paired on the batches they
+    shared, and an arm's several runs of one data seed (other init seeds) enter as their mean, so n counts
+    data seeds.
 
     Example
     -------
@@ -256,8 +260,8 @@ def paired_table(
     """
     rows, c = compare(df, comparison, **keywords)
     out = cell_frame(rows, c)[["size", "baseline"]]
-    y = rows.pivot_table(
-        index=["size", "seed"], columns="variant", values=RESPONSE, aggfunc="first", observed=True
+    y = rows.pivot_table(  # an arm's runs that share a data seed (several init seeds): their mean
+        index=["size", PAIR], columns="variant", values=RESPONSE, aggfunc="mean", observed=True
     )
     d = y.drop(columns=c.reference).sub(y[c.reference], axis=0)
     d = d.rename_axis(columns="baseline").stack().rename("d").reset_index()

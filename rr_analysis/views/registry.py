@@ -29,6 +29,7 @@ MODULES: tuple[str, ...] = (
     "rr_analysis.views.curves_view",
     "rr_analysis.views.card_view",
     "rr_analysis.views.tuning_view",
+    "rr_analysis.views.seeds_view",
 )
 
 VIEWS: dict[str, AnalysisView] = {}  # name on the command line -> the view

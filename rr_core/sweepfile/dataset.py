@@ -142,7 +142,7 @@ def _typed(columns: dict[str, pa.ChunkedArray], lines: np.ndarray) -> tuple[pd.D
                 Problem(int(lines[i]), col.name, (v := s[i].as_py()), _comma_rule(rule, v, col.kind))
                 for i in np.flatnonzero(mask)
             ]
-        # an optional integer (tokens) is held as float64, NaN where empty, as every optional number is
+        # an optional integer (tokens, init_seed, data_seed) is held as float64, NaN where empty, as every optional number is
         out[col.name] = np.where(empty, np.nan, values) if col.optional and col.kind == "int" else values
     for name in (n for n in columns if n not in out):
         values, problem = _extra(pc.utf8_trim_whitespace(columns[name]), name)
@@ -224,6 +224,8 @@ def _schema_problems(
             if column in df.columns
             else tuple(map(plain, df.loc[i, key_columns(df.columns, budgets)]))
         )
+        if column in _INTEGERS and pd.notna(value):  # an optional integer held as float64: shown as written
+            value = int(value)
         problems.append(Problem(line, column, plain(value), rule))
     return sorted(problems, key=lambda p: (p.line, p.column or ""))
 
@@ -284,7 +286,9 @@ def load_sweep(path: str | os.PathLike | None = None) -> pd.DataFrame:
     -------
     DataFrame with those columns in that order: seed and steps int64, size an ordered categorical whose
     categories are the sizes present smallest first (`size_order`: sorting and grouping follow size, and
-    ``df["size"].astype(str)`` gives plain labels), variant str, the rest float64 (ece and minutes NaN where not measured); then any extra measured column the file carries, in
+    ``df["size"].astype(str)`` gives plain labels), variant str, the rest float64 (ece and minutes NaN where not measured); then the recipe columns it has
+    (`rr_core.sweepfile.schema.RECIPE_COLUMNS`: lr, init_seed and data_seed float64, NaN where empty, role
+    str); then any extra measured column the file carries, in
     its order, as float64 (`rr_core.sweepfile.schema.EXTRA_NAME` and `EXTRA_RULE`: an ``accuracy`` column for
     ``rr analyze --metric accuracy``). Writers (`write_sweep`, `append_rows`, `rr merge`) keep them. Rows keep the file's order;
     ``df.attrs["lines"]`` holds each row's line number in the file (a tuple).
@@ -355,7 +359,7 @@ def format_row(row: Mapping, columns: Sequence[str] = FIELDS) -> str:
             cells.append("")
         elif name in _DECIMALS:
             cells.append(repr(round(float(v), _DECIMALS[name])))
-        elif name in _INTEGERS:  # an optional integer, held as float64 (tokens)
+        elif name in _INTEGERS:  # an optional integer, held as float64 (tokens, init_seed, data_seed)
             cells.append(str(int(v)))
         elif name in FIELDS or isinstance(v, str):
             cells.append(str(v))
@@ -377,7 +381,8 @@ _INTEGERS = {c.name for c in RECIPE_COLUMNS if c.kind == "int"}
 
 
 def known_columns(columns: Iterable[str]) -> list[str]:
-    """The schema's columns a file of `columns` has: `FIELDS`, then the recipe columns present (lr, role)."""
+    """The schema's columns a file of `columns` has: `FIELDS`, then the recipe columns present (lr, role,
+    init_seed, data_seed)."""
     columns = list(columns)
     return [*FIELDS, *(c for c in _RECIPE if c in columns)]
 

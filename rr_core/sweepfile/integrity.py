@@ -68,7 +68,8 @@ def check_integrity(df: pd.DataFrame, reference: pd.DataFrame | None = None) -> 
     lines = df.attrs.get("lines")
     lines = [None] * len(df) if lines is None else lines
     mine = df.assign(_line=lines)
-    tuned = _tuning_runs(mine)  # rows that record a learning rate or a role: a tuning's runs, never published
+    # rows that record a learning rate or a role (a tuning's runs), or seeds other than their seed: never published
+    tuned = _tuning_runs(mine) | _other_seeds(mine)
     # a file of several budgets names a run by its steps too: a published row is the run at its published steps
     named = [*KEY, "steps"] if several_budgets(mine[~tuned]) else KEY
     mine, ref = mine[~tuned].set_index(named), ref.set_index(named)
@@ -99,6 +100,15 @@ def _tuning_runs(df: pd.DataFrame) -> pd.Series:
     if "role" in df.columns:
         tuned |= df["role"] != ""
     return tuned
+
+
+def _other_seeds(df: pd.DataFrame) -> pd.Series:
+    """Which rows record an init_seed or data_seed other than their seed: not the published run of their key."""
+    other = pd.Series(False, index=df.index)
+    for name in ("init_seed", "data_seed"):
+        if name in df.columns:
+            other |= df[name].notna() & (df[name] != df["seed"])
+    return other
 
 
 def integrity_warning(df: pd.DataFrame) -> str | None:

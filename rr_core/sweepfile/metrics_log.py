@@ -1,5 +1,5 @@
 """Training curves: the per-step metrics log every run writes, and the readers behind `rr plot curves` and
-`rr plot gates`.
+`rr plot gates` (`load_curves`, `load_gates`) and of the validation curve (`load_evals`).
 
 A dataset ``NAME.csv`` keeps its runs' metrics in ``NAME.metrics/SIZE-VARIANT-seedS.jsonl``, beside the
 checkpoint folder ``NAME.checkpoints/``: one JSON object per line, each with an ``event``:
@@ -13,10 +13,15 @@ checkpoint folder ``NAME.checkpoints/``: one JSON object per line, each with an 
   object per gated sublayer in depth order, its ``layer`` (block index), ``sublayer`` ("attn" or "mlp"),
   and the ``mean`` and ``std`` of r over every position, channel and forward pass of the interval (every
   process's share of the batch pooled; `rr_model.run.gate_watch`);
-- ``eval``: the final evaluation: ``val_loss``, ``ece`` and ``minutes``; or, with ``"periodic": true``, an
-  evaluation during training (``--eval-every``): ``val_loss`` and ``tokens`` at ``step``.
+- ``eval``, two kinds: the final evaluation (``val_loss``, ``ece`` and ``minutes``, after the last step;
+  scored on the published windows, which move with the step count), and, for a run trained with
+  ``--eval-every N``, a periodic validation reading every N steps and at the last: ``step``, ``tokens``
+  (trained so far: step x batch x block), ``val_loss`` (the mean loss on the run's held-out windows, the
+  same windows at every reading of every variant, seed and size of a corpus; the record's
+  ``held_out_windows`` describes them) and ``periodic``: true. An eval event with ``periodic`` true is a
+  point of the validation curve; the final one has no ``periodic`` key.
 
-A resumed run appends to its log and repeats the steps after its last checkpoint; the reader keeps the last
+A resumed run appends to its log and repeats the steps after its last checkpoint; the readers keep the last
 reading of each step. A line cut short (a run killed mid-write) is skipped with a note wherever it is, as the
 run's next segment logs those steps again and starts on a new line. Torch-free.
 """
@@ -41,9 +46,11 @@ __all__ = [
     "load_curves",
     "load_gates",
     "load_losses",
+    "load_evals",
     "CURVE_COLUMNS",
     "GATE_COLUMNS",
     "LOSS_COLUMNS",
+    "EVAL_COLUMNS",
 ]
 
 # Columns of `load_curves`: one row per run and logged step.
@@ -52,6 +59,8 @@ CURVE_COLUMNS = ("size", "variant", "seed", "step", "loss", "lr", "source")
 GATE_COLUMNS = ("size", "variant", "seed", "step", "layer", "sublayer", "mean", "std", "source")
 # Columns of `load_losses`: one row per run, series ("train" or "val") and logged step.
 LOSS_COLUMNS = ("size", "variant", "seed", "steps", "series", "step", "loss", "source")
+# Columns of `load_evals`: one row per run and periodic validation reading.
+EVAL_COLUMNS = ("size", "variant", "seed", "init_seed", "data_seed", "step", "tokens", "val_loss", "source")
 
 
 def metrics_path(
@@ -84,12 +93,17 @@ def read_metrics(path: str | os.PathLike) -> list[dict[str, Any]]:
     return records
 
 
-def _run(records: list[dict[str, Any]], path: Path) -> dict[str, Any]:
-    """The run a metrics log names: (size, variant, seed) of its first ``start`` record."""
+def _run(records: list[dict[str, Any]], path: Path, seeds: bool = False) -> dict[str, Any]:
+    """The run a metrics log names: (size, variant, seed) of its first ``start`` record; with `seeds`, its
+    init_seed and data_seed too (each the seed where the log names none: a run that named its seeds,
+    rr train --init-seed, --data-seed, logs them in its start record)."""
     start = next((r for r in records if r["event"] == "start"), None)
     if start is None:
         raise InputError(f"{path}: no 'start' record naming the run")
-    return {k: start[k] for k in ("size", "variant", "seed")}
+    key = {k: start[k] for k in ("size", "variant", "seed")}
+    if seeds:
+        key |= {k: start.get(k, start["seed"]) for k in ("init_seed", "data_seed")}
+    return key
 
 
 def _last_of_each_step(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -104,6 +118,23 @@ def _train_records(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     step order."""
     records = read_metrics(path)
     return _run(records, path), _last_of_each_step([r for r in records if r["event"] == "train"])
+
+
+def _eval_rows(path: Path) -> list[dict[str, Any]]:
+    """The validation-curve rows of one metrics log: its periodic eval readings, the last of each step."""
+    records = read_metrics(path)
+    key = _run(records, path, seeds=True)
+    evals = _last_of_each_step([r for r in records if r["event"] == "eval" and r.get("periodic") is True])
+    return [
+        {
+            **key,
+            "step": r["step"],
+            "tokens": r.get("tokens"),
+            "val_loss": r.get("val_loss"),
+            "source": str(path),
+        }
+        for r in evals
+    ]
 
 
 def _curve_rows(path: Path) -> list[dict[str, Any]]:
@@ -312,3 +343,38 @@ def load_losses(paths: Iterable[str | os.PathLike]) -> pd.DataFrame:
     return out.sort_values(["size", "variant", "seed", "steps", "step", "series"], kind="stable").reset_index(
         drop=True
     )
+
+
+def load_evals(paths: Iterable[str | os.PathLike]) -> pd.DataFrame:
+    """The validation curves of runs trained with ``--eval-every``: one row per run and periodic reading.
+
+    Parameters
+    ----------
+    paths
+        As `load_curves`: dataset CSVs (their runs' logs), metrics folders or ``.jsonl`` logs. Only eval events
+        marked ``periodic`` are read; a run's final evaluation is its row's val_loss, on other windows.
+
+    Returns
+    -------
+    DataFrame with `EVAL_COLUMNS`: size, variant, seed, init_seed and data_seed (the run's seeds: its seed
+    where it named none; curves pair on data_seed, the batches they shared), step (optimiser steps done),
+    tokens (trained by then: step x batch x block), val_loss (mean loss on the held-out windows, which are the
+    same for every run of a corpus at one block size, so readings of any two runs compare on the same tokens;
+    NaN for a non-finite reading) and source (the file read).
+
+    Raises
+    ------
+    InputError
+        A path that does not exist, or paths that hold no periodic reading at all.
+    """
+    paths = [Path(p) for p in paths]
+    rows = _rows(paths, _eval_rows)
+    if not rows:
+        raise InputError(
+            f"no periodic validation readings in {', '.join(map(str, paths))}: runs trained with "
+            "--eval-every N log them in NAME.metrics/ as they train"
+        )
+    df = pd.DataFrame(rows, columns=list(EVAL_COLUMNS))
+    df["tokens"] = df["tokens"].astype("int64")
+    df["val_loss"] = df["val_loss"].astype(float)
+    return df.drop_duplicates(["size", "variant", "seed", "step"], keep="last").reset_index(drop=True)

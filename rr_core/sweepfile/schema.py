@@ -72,6 +72,10 @@ RECIPE_COLUMNS: tuple[Column, ...] = (
     Column("role", "str", True, f"{' or '.join(ROLES)}, or empty"),
     # the tokens a run trained on, as the trainer records them; empty: steps x the recipe's batch x block
     Column("tokens", "int", True, "an integer > 0 or empty (steps x the recipe's batch x block)"),
+    # the seeds of the initial weights and of the data order, where a run named its own (rr train --init-seed,
+    # --data-seed); an empty cell means the seed, as published. The analysis pairs arms on data_seed.
+    Column("init_seed", "int", True, "an integer in 0 .. 2^32 - 1 or empty (the seed)"),
+    Column("data_seed", "int", True, "an integer in 0 .. 2^32 - 1 or empty (the seed)"),
 )
 # A column beyond COLUMNS is an extra measured metric (an accuracy, a downstream score), read as float64 for
 # `rr analyze --metric`, when its name is a plain identifier and every cell is a finite number or empty.
@@ -240,6 +244,15 @@ SCHEMA = pa.DataFrameSchema(
             nullable=True,
             required=False,
         ),
+        **{
+            name: pa.Column(  # float64: NaN where empty (the seed); the loader reads only integers into it
+                "float64",
+                pa.Check(lambda s: (s >= 0) & (s < 2**32), error=_RECIPE_RULE[name]),
+                nullable=True,
+                required=False,
+            )
+            for name in ("init_seed", "data_seed")
+        },
     },
     checks=[_constant_within("params_M"), _constant_within("steps")],
     unique=KEY,

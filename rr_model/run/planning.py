@@ -329,12 +329,17 @@ def read_output(path: str | os.PathLike) -> OutputPlan:
 
 
 def dataset_row(cfg: TrainConfig, result: dict[str, Any]) -> dict[str, Any]:
-    """The dataset row of `cfg` with these results (params, val_loss, ece, minutes); a tuning run's adds its
-    lr and role, and a run whose budget is stated in tokens (`TrainConfig.token_budget`) or one of several
-    budgets (`TrainConfig.several_budgets`) the tokens it trains on (the `tokens` column): a run of steps
-    writes the row it always wrote."""
+    """The dataset row of `cfg` with these results (params, val_loss, ece, minutes); a run that names its
+    seeds (`TrainConfig.own_seeds`) adds its init_seed and data_seed, a tuning run its lr and role, and a run
+    whose budget is stated in tokens (`TrainConfig.token_budget`) or one of several budgets
+    (`TrainConfig.several_budgets`) the tokens it trains on (the `tokens` column): a run of steps writes the
+    row it always wrote."""
     row = {"size": cfg.size, "variant": cfg.variant, "seed": cfg.seed, "params_M": result["params"] / 1e6}
     row |= {"steps": cfg.steps, **{k: result[k] for k in ("val_loss", "ece", "minutes")}}
+    if (
+        cfg.own_seeds
+    ):  # a run that names its seeds writes both (a file of such runs has the columns from its first)
+        row |= {"init_seed": cfg.seeds.init, "data_seed": cfg.seeds.data}
     if cfg.role is not None:
         row |= {"lr": cfg.recipe.lr, "role": cfg.role}
     return row | ({"tokens": cfg.trained_tokens} if cfg.token_budget or cfg.several_budgets else {})

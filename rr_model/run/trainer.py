@@ -10,9 +10,12 @@ published script, in docs/faithfulness.md.
 The same seed is the published experiment: `torch.manual_seed(seed)` right before the model is built
 (`GPT.init_published` consumes the stream in the published order), and the data order is
 `numpy.random.RandomState(seed)`, each step drawing the global batch's window starts; the 80 validation
-batches continue the same stream. Runs single-process or under `torchrun` (data parallel): every rank draws
-the whole batch and trains on its slice, the gradients averaged over the ranks, so the recipe does not
-depend on the number of processes; only rank 0 writes rows, provenance records and checkpoints. A sharded
+batches continue the same stream. `--init-seed` and `--data-seed` set the two seeds apart
+(`TrainConfig.seeds`). Periodic validation (`--eval-every`) reads windows of its own, drawn once from a
+stream apart (`rr_model.data.token_cache.held_out_windows`), so it moves neither stream. Runs single-process
+or under `torchrun` (data parallel): every rank draws the whole batch and trains on its slice, the gradients
+averaged over the ranks, so the recipe does not depend on the number of processes; only rank 0 writes rows,
+provenance records and checkpoints. A sharded
 run (`TrainConfig.shard`, `rr_model.parallel.sharding`) does the same with each process holding a share of the model,
 and every process writes its share of each checkpoint (`rr_model.checkpoint.sharded`).
 
@@ -58,7 +61,14 @@ from rr_model.config import (
     run_identity,
     schedule_words,
 )
-from rr_model.data.token_cache import Tokens, check_data, load_tokens, sample_batch
+from rr_model.data.token_cache import (
+    Tokens,
+    check_data,
+    describe_held_out,
+    held_out_windows,
+    load_tokens,
+    sample_batch,
+)
 from rr_model.metrics import Metrics
 from rr_model.model import GPT
 from rr_model.parallel import out_of_memory
@@ -77,7 +87,7 @@ from rr_model.run.step import (
     to_device,
     utc_now,
 )
-from rr_model.run.validation import evaluate
+from rr_model.run.validation import evaluate, held_out_loss
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -134,6 +144,7 @@ class _Run:
     own_group: bool = False  # a process group of this one process, made for a sharded run and ended with it
     # the cooldown branches of the run by the step where each starts (`_save_branches` saves their state there)
     branch_starts: dict[int, list[TrainConfig]] = field(default_factory=dict)
+    held_out: np.ndarray | None = None  # the starts of the held-out windows of --eval-every; None without it
 
     @property
     def sharded(self) -> bool:
@@ -271,11 +282,12 @@ def _setup(
         mcfg=mcfg,
         model=model,
         optimizer=optimizer,
-        data_rng=np.random.RandomState(cfg.seed),  # the data order: the seed's alone, same for every variant
+        data_rng=np.random.RandomState(cfg.seeds.data),  # the data order: the seed's, same for every variant
         ckpt=ckpt,
         plan=plan,
         accum=cfg.micro_batches,
         own_group=alone and world == 1,
+        held_out=held_out_windows(tokens.val, cfg.eval_windows, r.block_size) if cfg.eval_every else None,
     )
 
 
@@ -291,7 +303,7 @@ def _build(
 ) -> tuple[GPT, torch.optim.Optimizer]:
     """The model with its published initial weights, laid over the processes (`rr_model.parallel.sharding`), and its
     optimiser, built on what each process holds."""
-    torch.manual_seed(cfg.seed)  # right before the model: its initial weights are the published draws
+    torch.manual_seed(cfg.seeds.init)  # right before the model: its initial weights are the published draws
     model = GPT(mcfg)
     model.checkpoint_activations(checkpoint_interval(cfg.activation_checkpointing))
     if cfg.shard == "fsdp":
@@ -422,7 +434,7 @@ def _start(run: _Run) -> None:
     )
     run.metrics = Metrics(
         metrics_path(run.out, **cfg.stem),
-        cfg.named,
+        {**cfg.named, **(dict(init_seed=cfg.seeds.init, data_seed=cfg.seeds.data) if cfg.own_seeds else {})},
         step=run.state.step,
         backends=cfg.log,
         resumed=bool(run.state.resumed) or run.state.branched_at is not None,  # a branch: its run's log
@@ -501,6 +513,8 @@ def _loop(run: _Run) -> str | None:
                 return f"non-finite training loss ({mean}) in the steps up to {done}"
             run.state.curve.append([done, mean])
             run.progress.report(done, mean)
+        if cfg.eval_every and (done % cfg.eval_every == 0 or done == cfg.steps):
+            _validate(run, done)
         if branching:  # before the run's own checkpoint: a run resumed from that one has passed here
             _save_branches(run, done, run.state.seconds + time.perf_counter() - start)
         if at_checkpoint:
@@ -527,6 +541,30 @@ def _log(run: _Run, done: int, loss: float, grad_norm: float, lr: float, gates: 
         done, loss=loss, lr=lr, grad_norm=grad_norm, tokens_per_s=rate, mfu=mfu, memory_gib=memory,
         seconds=time.perf_counter() - run.progress.t0, gates=gates,
     )  # fmt: skip
+
+
+def _validate(run: _Run, done: int) -> None:
+    """A periodic validation reading after `done` steps (`--eval-every`): the loss on the run's held-out windows
+    (`rr_model.run.validation.held_out_loss`) into the metrics log, with the tokens trained so far.
+
+    It leaves training as it was: the windows were drawn once, from a stream of their own, so no random
+    stream moves; the model is back in train mode after it; the gates' forward passes in it are left out of
+    the interval's readings (`GateWatch.ignoring`). Its time counts in the run's minutes and rates.
+    """
+    r = run.cfg.recipe
+    with run.gates.ignoring():
+        loss = held_out_loss(
+            run.net,
+            run.tokens.val,
+            run.held_out,
+            batch_size=r.batch_size,
+            block_size=r.block_size,
+            device=run.device,
+            autocast=run.autocast,
+            lockstep=run.sharded,
+        )
+    run.metrics.validation(done, tokens=done * r.batch_size * r.block_size, val_loss=loss)
+    run.progress.log(f"{run.title}: step {done}, held-out val_loss {loss:.4f}")
 
 
 def _step(run: _Run, x: torch.Tensor, y: torch.Tensor, step: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -725,10 +763,12 @@ def _keep_weights(run: _Run, record: dict[str, Any], weights: dict[str, torch.Te
 
 def _record(run: _Run, failure: str | None, result: dict[str, Any] | None) -> dict[str, Any]:
     """The run's provenance record for the sidecar; a plugin's variant adds its module, file and sha256."""
-    plugin = provenance(run.cfg.variant)
+    plugin, r = provenance(run.cfg.variant), run.cfg.recipe
     return {
         "run_id": uuid.uuid4().hex[:12],
         **run.cfg.named,  # size, variant, seed; lr, and steps and budget for one of several budgets
+        "init_seed": run.cfg.seeds.init,  # the seeds it drew from: `seed`'s unless it named its own
+        "data_seed": run.cfg.seeds.data,
         **({"role": run.cfg.role} if run.cfg.role else {}),
         **_branch_record(run),
         "status": "failed" if failure else "ok",
@@ -745,6 +785,8 @@ def _record(run: _Run, failure: str | None, result: dict[str, Any] | None) -> di
         "resumed_at": run.state.resumed,
         "loss_curve": run.state.curve,
         "result": result,
+        "val_windows": _final_windows(run) if result is not None else None,
+        **({"held_out_windows": describe_held_out(run.held_out, r.block_size)} if run.cfg.eval_every else {}),
         **({"plugin": plugin} if plugin else {}),
     }
 
@@ -763,6 +805,21 @@ def _budget_record(run: _Run) -> dict[str, Any]:
     cfg = run.cfg
     n = reference_params(cfg.size, run.tokens.vocab_size, cfg.ladder, cfg.reference, cfg.recipe.block_size)
     return {"tokens": cfg.trained_tokens, "tokens_per_param": cfg.trained_tokens / n}
+
+
+def _final_windows(run: _Run) -> dict[str, Any]:
+    """Which windows the final evaluation scored, for the record: the published draw, from the data-order
+    stream where the training batches left it (so they move with the step count), `evaluate`'s batches."""
+    r = run.cfg.recipe
+    return {
+        "draw": "the data-order stream after the training batches",
+        "rng": "numpy.random.RandomState",
+        "seed": run.cfg.seeds.data,
+        "after_batches": run.cfg.steps,
+        "batches": r.eval_batches,
+        "batch_size": r.batch_size,
+        "block_size": r.block_size,
+    }
 
 
 # ----------------------------------------------------------------------------------------------- output
