@@ -26,6 +26,8 @@ import pandas as pd
 
 from rr_analysis.comparison import (
     METRIC,
+    PAIR,
+    SIZE_NAME,
     STAMP,
     Comparison,
     Keywords,
@@ -261,8 +263,10 @@ def _runs(
     rows, c = compare(df, c)
     pair_on = "data_seed" if "data_seed" in rows else "seed"
     extra = ["tokens"] if "tokens" in rows else []
-    pair = rows[pair_on].fillna(rows["seed"]).astype("int64")
-    runs = rows.assign(size=rows["size"].astype(str), pair=pair)[
+    # the size as the logs name it (compare labels a file of several budgets' cells SIZE@STEPS; the steps
+    # keep them apart here), and the pair key compare gives every paired analysis (data_seed, else seed)
+    size = rows[SIZE_NAME] if SIZE_NAME in rows else rows["size"]
+    runs = rows.assign(size=size.astype(str), pair=rows[PAIR].astype("int64"))[
         ["size", "variant", "seed", "steps", "params_M", "pair", *extra]
     ]
     logged = losses.dropna(subset=["steps"]).astype({"steps": "int64", "seed": "int64", "size": str})
