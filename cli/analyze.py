@@ -85,6 +85,14 @@ LADDER = typer.Option(
 STEPS = typer.Option(
     None, "--steps", help="confirm: steps of the new runs. Default: the ladder's, else the largest size's."
 )
+TOKENS_PER_PARAM = typer.Option(
+    None,
+    "--tokens-per-param",
+    help="forecast: the gap at this many training tokens per parameter (only a sweep that tells size from "
+    "tokens per parameter can say); confirm: plan the design that can tell them apart, two sizes at this "
+    "budget and at the sweep's own path (e.g. 20, about compute-optimal).",
+    show_default=False,
+)
 
 
 def _view(value: str | None) -> str | None:
@@ -159,6 +167,7 @@ def analyze(
     at: list[str] = AT,
     target_power: float = TARGET_POWER,
     steps: int = STEPS,
+    tokens_per_param: float = TOKENS_PER_PARAM,
     ladder: Path = LADDER,
     wide: bool = typer.Option(False, "--wide", help="Text: every column, whatever the terminal's width."),
     columns: str | None = COLUMNS,
@@ -195,6 +204,7 @@ def analyze(
         at=at or [],
         target_power=target_power,
         steps=steps,
+        tokens_per_param=tokens_per_param,
         ladder=ladder and str(ladder),
         claims_file=claims_file,
         noise=noise,

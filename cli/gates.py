@@ -1,4 +1,5 @@
-"""`rr gates`: how open each residual gate is on a batch, for a fresh model or a trainer checkpoint."""
+"""`rr gates`: how open each residual gate is on a batch, for a fresh model or a trainer checkpoint; with
+--anatomy, what each gate of a run does on held-out text of its corpus."""
 
 from __future__ import annotations
 
@@ -6,12 +7,14 @@ from pathlib import Path
 
 import typer
 
-from cli.errors import known_errors
+from cli import options
+from cli.errors import fail, known_errors
 from cli.records import FORMAT_HELP, Format, echo_records
-from rr_analysis.numbers import fixed
+from rr_analysis.numbers import fixed, significant
 
 
 def gates(
+    ctx: typer.Context,
     size: str = typer.Option("tiny", "--size", help="Ladder size of a fresh model."),
     variant: str = typer.Option(
         "review_neutral", "--variant", help="A variant whose residual rule has a gate (Review, Highway)."
@@ -20,17 +23,47 @@ def gates(
         None,
         "--checkpoint",
         help="A byte-level run's weights: OUT.checkpoints/RUN.final.pt (kept when a run finishes), a checkpoint, "
-        "or the folder OUT.checkpoints/ of one run; its size and variant are used.",
+        "or the folder OUT.checkpoints/ of one run; its size and variant are used. With --anatomy, a run of "
+        "any vocabulary.",
         show_default=False,
     ),
-    batch: int = typer.Option(8, "--batch", min=1, help="Sequences in the batch, each one block long."),
-    seed: int = typer.Option(0, "--seed", min=0, help="Seed of the batch (and of a fresh model's weights)."),
+    batch: int = typer.Option(
+        8,
+        "--batch",
+        min=1,
+        help="Sequences in the batch, each one block long; with --anatomy, windows per forward pass.",
+    ),
+    seed: int = typer.Option(
+        0,
+        "--seed",
+        min=0,
+        help="Seed of the batch (and of a fresh model's weights); with --anatomy, of the windows' starts.",
+    ),
+    anatomy: bool = typer.Option(
+        False,
+        "--anatomy",
+        help="The gate anatomy of --checkpoint on held-out windows of its corpus: mean r, token_share (the "
+        "share of r's variance that depends on the token), freeze_delta (the loss change when r is frozen at "
+        "its per-channel mean), and for Review the shares of the gate logit's variance from the stream half "
+        "of W, the update half and their covariance (docs/extending.md, Against the field).",
+    ),
+    corpus: str | None = options.RUN_CORPUS,
+    windows: int = options.WINDOWS,
     fmt: Format = typer.Option(Format.text, "--format", help=FORMAT_HELP),
 ) -> None:
-    """Mean and spread of each gated sublayer's r on a batch of the synthetic stories (no download).
+    """Mean and spread of each gated sublayer's r on a batch of the synthetic stories (no download); with
+    --anatomy, what each gate of a run does on held-out text of its own corpus.
 
     r near 1 lets the update through, near 0 holds it back; Review's gates start at exactly 0.5.
     """
+    given = {name for name in ("corpus", "windows") if ctx.get_parameter_source(name).name != "DEFAULT"}
+    if anatomy or given:
+        if not anatomy:
+            raise fail("--corpus and --windows choose the text of --anatomy: add --anatomy")
+        if checkpoint is None:
+            raise fail("--anatomy reads a run's weights: give --checkpoint")
+        _anatomy(checkpoint, corpus, windows, seed, batch, fmt)
+        return
     from rr_model.uses.gates import gates as read
 
     with known_errors():
@@ -41,6 +74,26 @@ def gates(
         fmt,
         title=f"Gate r per sublayer: {where}; {batch} sequences of synthetic stories",
         formats={k: lambda v: fixed(v, 4) for k in ("mean", "std", "frac_open", "frac_closed")},
+    )
+
+
+def _anatomy(checkpoint: Path, corpus: str | None, windows: int, seed: int, batch: int, fmt: Format) -> None:
+    from rr_model.uses.anatomy import anatomy
+
+    with known_errors():
+        found = anatomy(checkpoint, corpus=corpus, windows=windows, seed=seed, batch=batch)
+    shares = ("token_share", "state_share", "update_share", "cov_share")
+    echo_records(
+        found.table.astype(object).where(found.table.notna(), None).to_dict("records"),
+        fmt,
+        title=f"Gate anatomy per sublayer: {found.path}; {windows} held-out windows of {found.corpus} "
+        f"({found.tokens:,} tokens, {found.tokenizer}, seed {seed}), loss {found.loss:.4f}",
+        formats={
+            **{k: lambda v: fixed(v, 4) for k in ("mean", "std")},
+            **{k: lambda v: fixed(v, 3) for k in shares},
+            "freeze_delta": lambda v: fixed(v, 5, sign=True),
+            "logit_var": lambda v: significant(v, 4),
+        },
     )
 
 

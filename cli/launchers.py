@@ -16,7 +16,8 @@ from typing import TypeVar
 import typer
 
 from cli.records import Format, echo_records
-from cli.run_options import RESULT_FORMATS, echo_memory, echo_plan
+from cli.run_options import RESULT_FORMATS, echo_budget_plan, echo_memory, echo_plan
+from rr_analysis.numbers import BLANK
 from rr_core.errors import InputError
 
 __all__ = [
@@ -171,12 +172,12 @@ def resources(p: dict):
 def submit(todo: list, out: Path, resources, per_run_files: bool, dry_run: bool, command: str) -> None:
     """Submit `todo` as a job array (or show it, with the sbatch script, under --dry-run: no submitit needed
     unless jobs are recorded for `out` already). `command` names the rr command in what is printed."""
-    from rr_model.run.planning import dataset_keys, memory_plans
+    from rr_model.run.planning import dataset_keys, families, memory_plans
     from rr_model.sweep.jobs import read_jobs
     from rr_model.sweep.sbatch import job_folder, part_path, sbatch_script
 
     if per_run_files:
-        todo = [cfg for cfg in todo if cfg.key not in dataset_keys(part_path(out, cfg.key))]
+        todo = [cfg for cfg in todo if cfg.key not in dataset_keys(part_path(out, cfg.stem))]
     if read_jobs(out):
         slurm = launch_module()
         busy = slurm.active_keys(slurm.job_status(out))
@@ -188,10 +189,16 @@ def submit(todo: list, out: Path, resources, per_run_files: bool, dry_run: bool,
     if not todo:
         return
     if dry_run:
-        jobs = [{"job": i, **c.named, "steps": c.steps} for i, c in enumerate(todo)]
-        echo_records(jobs, Format.text, title=f"rr {command}: {len(todo)} job(s) would be submitted")
+        groups = families(todo)  # a run with cooldown branches is one job: it trains them after itself
+        jobs = []
+        for i, (lead, *branches) in enumerate(groups):
+            jobs.append({"job": i, **lead.named, "steps": lead.steps})
+            if any(len(g) > 1 for g in groups):
+                jobs[-1]["branch_at"] = ",".join(str(c.steps) for c in branches) or BLANK
+        echo_records(jobs, Format.text, title=f"rr {command}: {len(jobs)} job(s) would be submitted")
         typer.echo(f"\nsbatch script (submitit writes it under {job_folder(out)}):\n")
-        typer.echo(sbatch_script(out, resources, len(todo)))
+        typer.echo(sbatch_script(out, resources, len(jobs)))
+        echo_budget_plan(todo)
         world = resources.nodes * max(1, resources.gpus)
         echo_memory(*memory_plans(todo, world), world)
         return
@@ -211,6 +218,7 @@ def train_here(todo: list, out: Path, nproc: int, dry_run: bool, command: str) -
     if dry_run:
         if todo:
             echo_plan(describe_runs(todo), f"rr {command}: plan for {out}")
+            echo_budget_plan(todo)
             echo_memory(*memory_plans(todo, nproc), nproc)
         return []
     summary = run_sweep(todo, out, nproc)

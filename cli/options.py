@@ -1,4 +1,5 @@
-"""The options that choose a comparison, for `rr analyze`, `rr plot` and `rr report`.
+"""The options that choose a comparison, for `rr analyze`, `rr plot` and `rr report`, and the text a gate
+anatomy reads, for `rr gates --anatomy` and `rr plot gates --checkpoint`.
 
 `--reference`, `--baselines`, `--metric` and `--higher-is-better` are the fields of
 `rr_analysis.comparison.Comparison`, whose defaults (the published comparison), help and metavars are
@@ -15,7 +16,7 @@ import typer
 
 from rr_analysis.comparison import Comparison
 
-__all__ = ["REFERENCE", "BASELINES", "METRIC", "HIGHER_IS_BETTER", "comparison"]
+__all__ = ["REFERENCE", "BASELINES", "METRIC", "HIGHER_IS_BETTER", "comparison", "RUN_CORPUS", "WINDOWS"]
 
 
 def _names(value: str | None) -> list[str] | None:
@@ -52,3 +53,17 @@ def comparison(
 ) -> Comparison:
     """The comparison the options choose: the one value the analysis functions take."""
     return Comparison(reference, baselines, metric, higher_is_better)
+
+
+# The held-out text of a gate anatomy (`rr_model.uses.anatomy.anatomy`).
+RUN_CORPUS = typer.Option(
+    None,
+    "--corpus",
+    help="The corpus whose validation part the gate anatomy reads, tokenized with the run's tokenizer "
+    "(synthetic, tinystories, a .txt/.jsonl/.parquet file or a token cache). Default: the run's own, split as "
+    "it was split for the run.",
+    show_default=False,
+)
+WINDOWS = typer.Option(
+    64, "--windows", min=1, help="Held-out windows of block_size + 1 tokens the gate anatomy reads."
+)

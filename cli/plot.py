@@ -248,12 +248,31 @@ def curves(
         "gives the same curve on evenly logged runs; use --half-life.",
         show_default=False,
     ),
+    gap: bool = typer.Option(
+        False,
+        "--gap",
+        help="Draw the seed-paired gap (baseline - reference) at every logged step with its 95% CI band, as "
+        "rr analyze curves computes it, instead of each run's loss; needs --data.",
+    ),
     out: Path = _out("curves.png"),
     dpi: int = DPI,
     title: str | None = TITLE,
+    reference: str = options.REFERENCE,
+    baselines: str | None = options.BASELINES,
 ) -> None:
     """Training loss (smoothed by step distance, over its raw readings) and learning rate by step: a facet
-    per size, a line per run, from the metrics logs rr train writes (OUT.metrics/RUN.jsonl)."""
+    per size, a line per run, from the metrics logs rr train writes (OUT.metrics/RUN.jsonl).
+
+    --gap draws the gap over training instead: each baseline's seed-paired gap to the reference by tokens
+    trained, a facet per size (and budget), its 95% t band shaded (--reference and --baselines choose the
+    comparison)."""
+    if gap:
+        if half_life is not None or smooth is not None:
+            raise fail("--half-life and --smooth smooth each run's loss; --gap draws the raw paired gap")
+        from rr_analysis.comparison import Comparison
+
+        _gap(runs, data, out, dpi, title, Comparison(reference, baselines))  # the losses the runs logged
+        return
 
     def draw(sources):
         from rr_analysis.figures.curves import curves_figure
@@ -269,10 +288,34 @@ def curves(
     _write_logs([*(runs or []), *([data] if data else [])], out, dpi, draw)
 
 
+def _gap(runs: list[Path] | None, data: Path | None, out: Path, dpi: int, title: str | None, asked) -> None:
+    """`rr plot curves --gap`: the sweep's gap over training (`training_gap` of its rows and their logs)."""
+    if runs or data is None:
+        raise fail("--gap pairs the runs of a sweep: give --data FILE.csv (their logs are read beside it)")
+
+    def draw(df):
+        from rr_analysis.figures.gap_curves import gap_figure
+        from rr_analysis.stats.training_gap import training_gap
+        from rr_core.sweepfile.metrics_log import load_losses
+
+        return gap_figure(training_gap(df, load_losses([data]), asked), title=title)
+
+    _write(data, out, dpi, draw)
+
+
 @plot_app.command()
 def gates(
     runs: list[Path] = RUNS,
     data: Path | None = RUNS_DATA,
+    checkpoint: Path | None = typer.Option(
+        None,
+        "--checkpoint",
+        help="Instead: the gate anatomy of one run's weights (RUN.final.pt, a checkpoint, or a folder of one "
+        "run) by layer, on held-out windows of its corpus (rr gates --anatomy).",
+        show_default=False,
+    ),
+    corpus: str | None = options.RUN_CORPUS,
+    windows: int = options.WINDOWS,
     out: Path = _out("gates.png"),
     dpi: int = DPI,
     title: str | None = TITLE,
@@ -281,7 +324,14 @@ def gates(
     per run and layer (coloured by depth), from the metrics logs of runs of gated variants.
 
     `rr gates` reads r on one batch of a checkpoint; this draws what the trainer logged at each log point.
+    With --checkpoint: the gate anatomy of one run by layer (mean r, token_share, freeze_delta and, for
+    Review, the shares of its gate logit's variance), as `rr gates --anatomy` prints it.
     """
+    if checkpoint is not None:
+        if runs or data:
+            raise fail("draw either the logs of runs (RUNS or --data) or the anatomy of one --checkpoint")
+        _write_anatomy(checkpoint, corpus, windows, out, dpi, title)
+        return
 
     def draw(sources):
         from rr_analysis.figures.curves import gates_figure
@@ -290,6 +340,28 @@ def gates(
         return gates_figure(load_gates(sources), title=title)
 
     _write_logs([*(runs or []), *([data] if data else [])], out, dpi, draw)
+
+
+def _write_anatomy(
+    checkpoint: Path, corpus: str | None, windows: int, out: Path, dpi: int, title: str | None
+) -> None:
+    """Read the gate anatomy of `checkpoint`, draw it by layer, write it to `out`, print the path."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+
+    from cli.heap import frozen_heap
+    from rr_analysis.figures.gate_layers import anatomy_figure
+    from rr_analysis.figures.output import check_writable, save_figure
+    from rr_model.uses.anatomy import anatomy
+
+    with known_errors():
+        check_writable(out)
+        found = anatomy(checkpoint, corpus=corpus, windows=windows)
+        default = f"Gate anatomy by layer: {found.path.name}, {windows} held-out windows of {found.corpus}"
+        with frozen_heap():
+            path = save_figure(anatomy_figure(found.table, title=title or default), out, dpi=dpi)
+    typer.echo(str(path))
 
 
 @plot_app.command()

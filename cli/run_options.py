@@ -27,7 +27,7 @@ import typer
 
 from cli.errors import fail, known_errors
 from cli.records import Format, echo_records
-from rr_analysis.numbers import BLANK, fixed
+from rr_analysis.numbers import BLANK, fixed, significant
 from rr_model.config import Declared, choices, declared_options
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -116,6 +116,8 @@ def _parameters(declared: Declared) -> list[inspect.Parameter]:
     """The keyword parameters of a command function that make `declared`'s option (and its old flag), in
     its help panel (`RunOption.panel`, else `PANEL`)."""
     kind, panel = _cli_type(declared.name, declared.type), declared.option.panel or PANEL
+    if declared.option.comma:  # each given as a comma-separated list, or repeated: parsed by `_comma_items`
+        kind = list[str]
     made = [
         inspect.Parameter(
             declared.name,
@@ -166,10 +168,25 @@ def run_options(ctx: typer.Context) -> dict:
             )
             given = ctx.get_parameter_source(declared.name).name == "COMMANDLINE"
             value = either(new, old, value, ctx.params.get(_renamed_name(declared)), given)
+        if declared.option.comma:
+            value = _comma_items(declared, value)
         options[declared.name] = _plain(value) if value is not None or not choices(declared.type)[1] else ()
     if "config" in ctx.params:
         options["run_config"] = effective_config(ctx)
     return options
+
+
+def _comma_items(declared: Declared, given: list[str] | None) -> tuple:
+    """A comma-separated option's items (`RunOption.comma`: --branch-at 100,200, or repeated), each of the
+    field's item type; () when not given."""
+    kind = get_args(declared.type)[0]
+    texts = [t.strip() for text in given or () for t in text.split(",") if t.strip()]
+    try:
+        return tuple(kind(t) for t in texts)
+    except ValueError:
+        raise fail(
+            f"{declared.flag} {','.join(given)!r}: expected comma-separated {kind.__name__}s, e.g. 100,200"
+        ) from None
 
 
 def _decimals(decimals: int, grouped: bool = False) -> Callable[[object], str]:
@@ -187,7 +204,11 @@ RESULT_FORMATS = {
 
 
 def duration(minutes: float) -> str:
-    """Minutes in the unit a reader plans with: minutes up to 90, hours up to two days, then days."""
+    """Minutes in the unit a reader plans with: seconds under a minute (a tiny run's "about 0.0 minutes"
+    said nothing), minutes up to 90, hours up to two days, then days."""
+    if minutes < 1:
+        seconds = round(minutes * 60)
+        return f"{seconds} seconds" if seconds >= 1 else "under a second"
     if minutes < 90:
         return f"{fixed(minutes, 1)} minutes"
     if minutes < 48 * 60:
@@ -204,6 +225,45 @@ def echo_plan(plan: list[dict], title: str) -> None:
         f"{len(plan)} run(s), {fixed(sum(r['tokens'] for r in plan), 0, grouped=True)} tokens, about {took} "
         f"(training FLOPs at the rate assumed for {plan[0]['assumed']}; a rough figure)"
     )
+
+
+# A budget's columns (`rr_core.budget.Budget`, with passes over the corpus where known)
+BUDGET_FORMATS: dict[str, Callable[[object], str]] = {
+    "params": _decimals(0, True),
+    "steps": _decimals(0, True),
+    "tokens": _decimals(0, True),
+    "tokens_per_param": lambda v: significant(v, 3),
+    "flops": lambda v: significant(v, 3, scientific=True),
+    "passes": lambda v: fixed(v, 2, none=BLANK),
+}
+
+
+def echo_budget(rows: list[dict], title: str, fmt: Format = Format.text) -> None:
+    """A table of budgets (`rr_core.budget.budget_table`, `rr_model.run.planning.budget_plan`) and, in text,
+    how its FLOPs are counted and which budgets pass over their corpus more than once."""
+    from rr_core.budget import FLOPS_FORMULA
+
+    echo_records(rows, fmt, title=title, formats=BUDGET_FORMATS)
+    if fmt is not Format.text:
+        return
+    notes = [f"params: the reference's, exact; tokens per parameter and FLOPs of it; {FLOPS_FORMULA}."]
+    if any("passes" in r for r in rows):
+        notes.append("passes: tokens over the corpus's training tokens (- where it is not tokenized yet).")
+    if over := [f"{r['size']} at {fixed(r['steps'], 0, grouped=True)} steps ({fixed(r['passes'], 2)})"
+                for r in rows if (r.get("passes") or 0) > 1]:  # fmt: skip
+        notes.append(f"past one pass over the corpus, so windows repeat: {', '.join(over)}.")
+    typer.echo("\n".join(notes))
+
+
+def echo_budget_plan(todo: list) -> None:
+    """Every dry run's budget of each size and step count it plans (`rr_model.run.planning.budget_plan`),
+    after what its cooldown branches train themselves (`branch_note`)."""
+    from rr_model.run.planning import branch_note, budget_plan
+
+    if (note := branch_note(todo)) is not None:
+        typer.echo(note)
+    typer.echo("")
+    echo_budget(budget_plan(todo), "Budget per size and steps (of the reference)")
 
 
 GIB = 2**30
@@ -263,6 +323,7 @@ def train_and_report(command: str, runs, out: Path, *, resume: bool, dry_run: bo
         runs.check(world_size(), resume)
         if dry_run:
             echo_plan(describe_runs(runs.todo), f"rr {command}: plan for {out}")
+            echo_budget_plan(runs.todo)
             echo_memory(*memory_plans(runs.todo, world_size()), world_size())
             return
         records = _train(runs, out, resume)
@@ -287,7 +348,7 @@ def _train(runs, out: Path, resume: bool) -> list[dict]:
     except OutOfMemoryStop as e:
         raise e.resume_with(resume_command(e.micro_batches)) from None
     except KeyboardInterrupt:
-        saved = [str(p) for cfg in todo if (p := current(out, *cfg.key)) is not None]
+        saved = [str(p) for cfg in todo if (p := current(out, **cfg.stem)) is not None]
         every = todo[0].checkpoint_every
         kept = f"no checkpoint was written yet (one every {every} steps): the run starts over"
         if saved:

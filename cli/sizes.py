@@ -8,10 +8,26 @@ import typer
 
 from cli.errors import known_errors
 from cli.records import FORMAT_HELP, Format, echo_records
-from cli.run_options import MEMORY_FORMATS, option_type, run_option
+from cli.run_options import MEMORY_FORMATS, echo_budget, option_type, run_option
 from rr_analysis.numbers import fixed, significant
+from rr_core.errors import InputError
 
 Precision = option_type("precision")  # TrainConfig's choices, parsed as its training options parse them
+BUDGET = "Budget (--budget)"  # the help panel of the options of the budget view
+BUDGET_VIEW = typer.Option(
+    False,
+    "--budget",
+    help="Instead: each size's training budget: steps, tokens, tokens per parameter of the reference, "
+    "training FLOPs (6 N' D plus attention) and, with --corpus, passes over the corpus.",
+    rich_help_panel=BUDGET,
+)
+CORPUS = typer.Option(
+    None,
+    "--corpus",
+    help="--budget: the passes over this corpus, where it is tokenized already (a token cache, or a corpus a "
+    "run has tokenized).",
+    rich_help_panel=BUDGET,
+)
 
 
 def sizes(
@@ -36,17 +52,27 @@ def sizes(
     gpus: int = typer.Option(1, "--gpus", min=1, help="--memory: the GPUs a run spans."),
     gpu_memory: float | None = run_option("gpu_memory"),
     precision: Precision = run_option("precision"),
+    budget: bool = BUDGET_VIEW,
+    steps: int | None = run_option("steps", BUDGET),
+    tokens: int | None = run_option("tokens", BUDGET),
+    tokens_per_param: float | None = run_option("tokens_per_param", BUDGET),
+    corpus: str | None = CORPUS,
 ) -> None:
     """List d_model, n_layer, n_head, head_dim and the exact parameter count of every size x variant.
 
     Baselines are matched in steps of n_head to the reference's count (Review's, or --reference's) at the
     same depth, so their width depends on --vocab. Counted by arithmetic: instant, no model is built. `--memory` plans each size's memory
-    per GPU instead (docs/training.md, "Past one GPU").
+    per GPU instead (docs/training.md, "Past one GPU"); `--budget` shows each size's training budget (steps,
+    tokens, tokens per parameter, FLOPs; docs/training.md, "Budgets"), at --steps, --tokens or
+    --tokens-per-param where given.
     """
     from rr_core.ladder import BYTE_EOS, RECIPE
     from rr_core.shapes import size_table
 
     vocab = vocab or RECIPE.vocab_size
+    given = {"steps": steps, "tokens": tokens, "tokens_per_param": tokens_per_param}
+    if budget or corpus or any(v is not None for v in given.values()):
+        return _budget(fmt, vocab, ladder, reference, corpus, given)
     if memory:
         return _memory(fmt, vocab, ladder, gpus, gpu_memory, getattr(precision, "value", precision))
     with known_errors():
@@ -79,6 +105,30 @@ def _memory(fmt: Format, vocab: int, ladder, gpus: int, gpu_memory: float | None
     echo_records(rows, fmt, title=title, formats=MEMORY_FORMATS)
     if left_out and fmt is Format.text:
         typer.echo(f"left out: {', '.join(left_out)} (the batch does not split over {gpus} GPUs)")
+
+
+def _budget(fmt: Format, vocab: int, ladder, reference: str, corpus: str | None, given: dict) -> None:
+    """`rr sizes --budget`: every size's budget, at its own or the given one (`rr_core.budget.budget_table`)."""
+    from rr_core.budget import budget_table
+    from rr_core.ladder import BYTE_EOS
+    from rr_model.data.token_cache import known_train_tokens
+
+    with known_errors():
+        train = None
+        if corpus is not None:
+            train = known_train_tokens(corpus, "bytes" if vocab == BYTE_EOS + 1 else "gpt2")
+            if train is None:
+                raise InputError(
+                    f"--corpus {corpus}: not tokenized yet, so its size is unknown (a run tokenizes it)"
+                )
+        rows = budget_table(
+            vocab, ladder, reference, train, **{k: v for k, v in given.items() if v is not None}
+        )
+    stated = ", ".join(f"{k.replace('_', ' ')} {significant(v)}" for k, v in given.items() if v is not None)
+    title = (
+        f"Budget per size, vocabulary {fixed(vocab, 0, grouped=True)}: {stated or 'as the ladder states it'}"
+    )
+    echo_budget(rows, title, fmt)
 
 
 def register(app: typer.Typer) -> None:

@@ -50,6 +50,13 @@ EFFECT = typer.Option(
     "it does not exist yet).",
     show_default=False,
 )
+BUDGETS = typer.Option(
+    None,
+    "--budgets",
+    help="Comma-separated multiples of each size's budget, e.g. 1,2,4 (with --schedule wsd): each run trains "
+    "the largest, with a cooldown branch ending at each other one, a row each (docs/training.md, Budgets).",
+    show_default=False,
+)
 SLURM = "Slurm (--launcher slurm)"
 STATUS = typer.Option(
     False, "--status", help="List the sweep's jobs: id, run, state, step reached, log.", rich_help_panel=SLURM
@@ -148,10 +155,21 @@ def _plan(out: Path, p: dict, options: dict):
         if effect is None
         else _effect_seeds(out, chosen, effect, variants, seeds, p["reference"])
     )
-    runs = plan_sweep(out, chosen, plan_seeds, variants, **options)
+    runs = plan_sweep(out, chosen, plan_seeds, variants, _multiples(p["budgets"]), **options)
     if p["reproduce"]:
         check_reproducible(runs.todo + runs.skipped, out)
     return runs
+
+
+def _multiples(text: str | None) -> list[float] | None:
+    """--budgets' multiples: numbers > 0; None when not given."""
+    try:
+        found = [float(item) for item in items(text) or []]
+    except ValueError:
+        found = []
+    if text and not (found and all(0 < k < float("inf") for k in found)):
+        raise InputError(f"--budgets {text!r}: expected comma-separated multiples > 0, e.g. 1,2,4")
+    return found or None
 
 
 def _default_out(reproduce: bool, ladder: str | None) -> Path:
@@ -170,6 +188,7 @@ def sweep(
     at: str | None = AT,
     seeds: str | None = SEEDS,
     effect: float | None = EFFECT,
+    budgets: str | None = BUDGETS,
     variant: list[str] = VARIANT,
     out: Path | None = OUT,
     dry_run: bool = DRY_RUN,
@@ -185,7 +204,8 @@ def sweep(
     would (a crash loses that run only); it ends with a summary and the analysis table of the file, exit 1 if any run
     failed or crashed. With `--launcher slurm` each run is a submitit job that appends its row to the same
     file when it finishes (or to its own file, `--per-run-files`); `--status` and `--cancel` follow and stop
-    them. `--effect` plans the seeds a target gap needs instead of `--seeds`.
+    them. `--effect` plans the seeds a target gap needs instead of `--seeds`; `--budgets` trains several
+    budgets per run as cooldown branches.
     """
     reproduce, ladder = run["reproduce"], run["ladder"]
     out = out or _default_out(reproduce, ladder)

@@ -37,6 +37,7 @@ __all__ = [
     "POWER",
     "METRIC",
     "RESPONSE",
+    "PAIR",
     "STAMP",
     "Comparison",
     "Keywords",
@@ -47,9 +48,13 @@ __all__ = [
     "cell_frame",
     "t_sf2",
     "t_quantile",
+    "t_interval",
     "PARAMS_TOLERANCE",
     "PARAMS_COLUMNS",
     "for_reference",
+    "budget_cells",
+    "cell_size",
+    "SIZE_NAME",
 ]
 
 # Every test's two-sided level: a p below it is "significant" (the paper's star), a TOST below it shows
@@ -58,8 +63,12 @@ ALPHA = 0.05
 POWER = 0.8  # the power every seed plan aims for (Cohen's conventional 80%)
 METRIC = "val_loss"  # the published response; lower is better
 RESPONSE = "response"  # the column `compare` adds: the metric, negated under higher_is_better
+# The column `compare` adds: the block a run is paired on (the batches it trained on): its data_seed where the
+# file records one, else its seed, which then set the data order too. Every seed-paired or seed-blocked
+# analysis reads it.
+PAIR = "pair"
 STAMP: tuple[str, ...] = ("reference", "metric", "higher_is_better")  # what every result frame states
-_KEYS = ("size", "variant", "seed")  # design columns, never a response
+_KEYS = ("size", "variant", "seed", "size_name", "init_seed", "data_seed")  # design columns, never a response
 # Two arms' parameter counts may differ by this fraction before a gap between them is flagged as partly capacity.
 PARAMS_TOLERANCE = 0.02
 # What `cell_frame` says of the two arms' sizes, beside size and baseline; every per-cell table carries them.
@@ -222,13 +231,58 @@ def _chosen(present: list[str], reference: str, baselines: Sequence[str] | None)
     return baselines
 
 
+SIZE_NAME = "size_name"  # the column `budget_cells` keeps each row's size label in, beside its cell's
+
+
+def budget_cells(df: pd.DataFrame) -> pd.DataFrame:
+    """`df` with each (size, budget) a cell of its own, where the file holds several budgets per size.
+
+    A file where a run appears at several step counts (`rr_core.sweepfile.schema.several_budgets`: a
+    token-budget ladder, cooldown branches) is read per (size, steps): its ``size`` becomes the cell's label
+    ``SIZE@STEPS`` (``60M@2000``), ordered by parameter count then steps, and the column `SIZE_NAME` keeps the
+    size's own label (for the recipe and shape it trained with). Every per-size analysis then runs per cell.
+    Any other file, and a frame already read so, is returned as it is: a file of one budget per size reads
+    exactly as before.
+
+    Example
+    -------
+    >>> import pandas as pd
+    >>> runs = pd.DataFrame({"size": ["60M"] * 4, "variant": ["highway"] * 4, "seed": [0, 0, 1, 1],
+    ...                      "params_M": [60.7] * 4, "steps": [16000, 2000] * 2})
+    >>> budget_cells(runs)["size"].cat.categories.tolist()
+    ['60M@2000', '60M@16000']
+    """
+    import pandas as pd
+
+    from rr_core.sweepfile.dataset import size_order
+    from rr_core.sweepfile.schema import several_budgets
+
+    if SIZE_NAME in df.columns or not several_budgets(df):
+        return df
+    names = df["size"].astype(str)
+    cells = names + "@" + df["steps"].astype(str)
+    order = size_order(df.assign(size=cells))
+    return df.assign(size=pd.Categorical(cells, categories=order, ordered=True), **{SIZE_NAME: names})
+
+
+def cell_size(cell: str) -> str:
+    """The size label of a cell `budget_cells` names (``60M@2000`` -> ``60M``); a size label is its own.
+
+    Example
+    -------
+    >>> cell_size("60M@2000"), cell_size("1B")
+    ('60M', '1B')
+    """
+    return cell.split("@", 1)[0]
+
+
 def one_rate(df: pd.DataFrame, what: str) -> None:
     """InputError when `df` trains one (size, variant, seed) at several learning rates (a tuning, `rr tune`).
 
     Every analysis that pairs runs by seed, or pools a cell's seeds, would mix rows of different rates in one
     cell; only the tuning view (`rr analyze tuning`, `rr plot tuning`) reads such a file. `what` names the
     analysis in the message (a view, a figure)."""
-    if "lr" in df.columns and df.duplicated(["size", "variant", "seed"]).any():
+    if "lr" in df.columns and df.duplicated(["size", "variant", "seed", "steps"]).any():
         where = df.attrs.get("path") or "the data"
         raise InputError(
             f"{where} holds runs of one (size, variant, seed) at several learning rates (a tuning, rr tune); "
@@ -269,7 +323,8 @@ def compare(
     -------
     (rows, comparison): the rows of the reference and the baselines that have the metric, with a column
     `RESPONSE` (the metric, or minus it under higher_is_better, so that lower is better and a positive gap
-    favours the reference); the `Comparison` with the baselines listed. Raises InputError for a reference or
+    favours the reference) and a column `PAIR` (the block each run is paired on: its data_seed where the file
+    records one, else its seed); the `Comparison` with the baselines listed. Raises InputError for a reference or
     baseline absent from the data, a reference named as a baseline, and a metric that is missing, not
     numeric, or empty in every compared row.
 
@@ -292,6 +347,7 @@ def compare(
     reference, baselines, metric = c.reference, c.baselines, c.metric
     if not several_rates:
         one_rate(df, "this analysis")
+    df = budget_cells(df)
     _check_metric(df, metric)
     present = list(df["variant"].unique())  # unique first: iterating 10^5 arrow strings is slow
     required = require_reference or baselines is not None or reference != REFERENCE
@@ -312,8 +368,19 @@ def compare(
             raise InputError(
                 f"the metric {metric!r} has no value in any {v} row: {v} cannot be compared on it"
             )
-    rows = rows.assign(**{RESPONSE: -rows[metric] if c.higher_is_better else rows[metric]})
+    rows = rows.assign(
+        **{RESPONSE: -rows[metric] if c.higher_is_better else rows[metric], PAIR: _pairs(rows)}
+    )
     return rows, Comparison(reference, tuple(chosen), metric, c.higher_is_better)
+
+
+def _pairs(rows: pd.DataFrame) -> pd.Series:
+    """The block each row is paired on (`PAIR`): the seed of its data order, so arms that trained on the same
+    batches are paired; a run's seed where the file has no data_seed or its cell is empty (the published way:
+    one seed set both)."""
+    if "data_seed" not in rows.columns:
+        return rows["seed"]
+    return rows["data_seed"].fillna(rows["seed"]).astype("int64")
 
 
 def sizes_in_order(df: pd.DataFrame) -> list[str]:
@@ -374,3 +441,21 @@ def t_quantile(q: float, dof: np.ndarray) -> np.ndarray:
     from scipy.special import stdtrit
 
     return stdtrit(dof, q)
+
+
+def t_interval(mean: np.ndarray, sd: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The 95% t interval of a mean: mean +- t(0.975, n - 1) sd / sqrt(n); NaN below two values.
+
+    Example
+    -------
+    >>> import numpy as np
+    >>> low, high = t_interval(np.array([1.0]), np.array([2.0]), np.array([4]))  # t(0.975, 3) = 3.1824
+    >>> round(float(low[0]), 4), round(float(high[0]), 4)
+    (-2.1824, 4.1824)
+    """
+    import numpy as np
+
+    n = np.asarray(n, dtype=float)
+    ok = n >= 2
+    half = np.where(ok, t_quantile(0.975, np.maximum(n - 1, 1)) * sd / np.sqrt(np.maximum(n, 1)), np.nan)
+    return np.where(ok, mean - half, np.nan), np.where(ok, mean + half, np.nan)

@@ -22,6 +22,7 @@ __all__ = [
     "significant",
     "percent",
     "percent_above",
+    "count",
     "missing",
     "cut",
     "NA",
@@ -138,3 +139,21 @@ def percent_above(value: float, limit: float) -> str:
     while round(value * 100, decimals) <= limit * 100 and decimals < 6:
         decimals += 1
     return f"{value:.{decimals}%}"
+
+
+def count(v: float | None, digits: int = 3) -> str:
+    """A large count (tokens, parameters) to `digits` significant digits with K, M, B or T: 131072000 is
+    "131M". `NA` when missing.
+
+    Example
+    -------
+    >>> count(131072000), count(98304000), count(6.0e10), count(512)
+    ('131M', '98.3M', '60B', '512')
+    """
+    if missing(v):
+        return NA
+    v = float(f"{v:.{digits}g}")  # rounded first, so 999.6M reads 1B
+    for scale, unit in ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "K")):
+        if abs(v) >= scale:
+            return f"{significant(v / scale, digits)}{unit}"
+    return significant(v, digits)

@@ -34,6 +34,7 @@ __all__ = [
     "load_ladder",
     "ladder_sizes",
     "LADDER_KEYS",
+    "BUDGET_KEYS",
     "size_sort_key",
     "SIZE_LABEL",
     "canonical_size",
@@ -93,26 +94,45 @@ RECIPE_DEFAULTS = {f.name: f.default for f in fields(Recipe)}
 
 
 RECIPE = Recipe()
+# The three ways a size or a run states its training budget; exactly one holds (`Size.budget`).
+BUDGET_KEYS: tuple[str, ...] = ("steps", "tokens", "tokens_per_param")
 BYTE_EOS = 256  # the byte tokenizer (the synthetic demo's): ids 0-255 are UTF-8 bytes, 256 ends a document
 
 
 @dataclass(frozen=True)
 class Size:
-    """One rung of the ladder: the Review model's shape, its step budget and its recipe."""
+    """One rung of the ladder: the Review model's shape, its training budget and its recipe.
+
+    The budget is stated one way of three: `steps`, or `tokens` (trained on), or `tokens_per_param` (tokens
+    per parameter of the reference); the steps of the other two are derived by `rr_core.budget`, which
+    needs the reference's exact parameter count (the vocabulary and the reference are a run's).
+    """
 
     name: str
     d_model: int
     n_layer: int
     n_head: int
-    steps: int
+    steps: int | None
     published_seeds: int  # seeds per variant in the published sweep (0: not part of it)
     recipe: Recipe = RECIPE  # every published size trains with the one published recipe
     ladder: str | None = None  # the ladder file the size comes from; None: rr's own ladder
     seeds: int | None = None  # seeds a sweep trains by default; None: the published seeds
+    tokens: int | None = None  # the budget in tokens instead of steps (a ladder file's)
+    tokens_per_param: float | None = None  # the budget in tokens per reference parameter (a ladder file's)
+
+    def __post_init__(self) -> None:
+        if sum(getattr(self, k) is not None for k in BUDGET_KEYS) != 1:
+            stated = ", ".join(f"{k} = {getattr(self, k)!r}" for k in BUDGET_KEYS)
+            raise InputError(f"size {self.name}: give one of {', '.join(BUDGET_KEYS)}, not {stated}")
 
     @property
     def published(self) -> bool:
         return self.published_seeds > 0
+
+    @property
+    def budget(self) -> tuple[str, float]:
+        """How the size states its budget: ("steps", 8000), ("tokens", 2e9) or ("tokens_per_param", 20.0)."""
+        return next((k, getattr(self, k)) for k in BUDGET_KEYS if getattr(self, k) is not None)
 
     @property
     def sweep_seeds(self) -> int:
@@ -223,6 +243,8 @@ def size_sort_key(label: str) -> float:
 # ------------------------------------------------------------------------------------------ ladder files
 
 LADDER_KEYS: dict[str, type] = {"d_model": int, "n_layer": int, "n_head": int, "steps": int, "seeds": int}
+# What may stand for steps in a ladder file's size: its budget in tokens, or in tokens per parameter.
+_BUDGET_TYPES: dict[str, type] = {"tokens": int, "tokens_per_param": float}
 # Recipe fields a ladder file may override per size; the vocabulary follows the tokenizer, not the size.
 _OVERRIDES: dict[str, type] = {
     f.name: type(getattr(RECIPE, f.name)) for f in fields(Recipe) if f.name != "vocab_size"
@@ -250,9 +272,11 @@ def load_ladder(path: str | os.PathLike) -> dict[str, Size]:
     path
         A TOML file. Each table is named by its size label, a ``<number><K|M|B>`` count as a sweep file
         holds it (``[2M]``, ``["0.5M"]``), and holds d_model, n_layer, n_head, steps and seeds (the seeds
-        `rr sweep` trains by default), all integers > 0 with d_model a multiple of n_head. Any field of
-        `Recipe` but vocab_size (batch_size, lr, warmup_steps, block_size, ...) may follow; the rest of the
-        recipe is the published one.
+        `rr sweep` trains by default), all integers > 0 with d_model a multiple of n_head. The budget may
+        be given instead of steps as tokens (an integer > 0) or tokens_per_param (a number > 0: tokens per
+        parameter of the reference, `rr_core.budget`), one of the three. Any field of `Recipe` but
+        vocab_size (batch_size, lr, warmup_steps, block_size, ...) may follow; the rest of the recipe is the
+        published one.
 
     Returns
     -------
@@ -309,20 +333,27 @@ def _ladder_size(path: Path, name: str, table: Any) -> Size:
         raise InputError(
             f"{where}: a size label {size_problem(name) or 'is not valid'}, as a sweep file holds it"
         )
-    allowed = {**LADDER_KEYS, **_OVERRIDES}
+    allowed = {**LADDER_KEYS, **_BUDGET_TYPES, **_OVERRIDES}
+    positive = {*LADDER_KEYS, *_BUDGET_TYPES}
     for key, value in table.items():
         if key not in allowed:
             hint = did_you_mean(nearest(key, allowed))
             raise InputError(f"{where}: unknown key {key!r}{hint}; a size has {', '.join(allowed)}")
         kind = allowed[key]
         ok = isinstance(value, (int, float) if kind is float else kind) and not isinstance(value, bool)
-        if not ok or (key in LADDER_KEYS and value <= 0):  # a recipe field's range: Recipe's own check
-            rule = "an integer" if kind is int else "a number"
-            raise InputError(
-                f"{where}: {key} = {value!r} must be {rule}{' > 0' if key in LADDER_KEYS else ''}"
-            )
-    if missing := [k for k in LADDER_KEYS if k not in table]:
-        raise InputError(f"{where}: missing {', '.join(missing)} (a size has {', '.join(LADDER_KEYS)})")
+        if ok and key in _BUDGET_TYPES and kind is float:  # a recipe number's range is Recipe's to check
+            ok = math.isfinite(value)
+        if not ok or (key in positive and value <= 0):  # a recipe field's range: Recipe's own check
+            rule = "an integer" if kind is int else "a finite number" if key in positive else "a number"
+            raise InputError(f"{where}: {key} = {value!r} must be {rule}{' > 0' if key in positive else ''}")
+    if len(budgets := [k for k in BUDGET_KEYS if k in table]) > 1:
+        raise InputError(f"{where}: {' and '.join(budgets)}: give one budget, {' or '.join(BUDGET_KEYS)}")
+    needed = [k for k in LADDER_KEYS if k != "steps" or not budgets]  # tokens may stand for steps
+    if missing := [k for k in needed if k not in table]:
+        raise InputError(
+            f"{where}: missing {', '.join(missing)} (a size has {', '.join(LADDER_KEYS)}; tokens or "
+            "tokens_per_param may stand for steps)"
+        )
     if table["d_model"] % table["n_head"]:
         raise InputError(
             f"{where}: d_model ({table['d_model']}) must be a multiple of n_head ({table['n_head']})"
@@ -331,5 +362,10 @@ def _ladder_size(path: Path, name: str, table: Any) -> Size:
         recipe = replace(RECIPE, **{k: kind(table[k]) for k, kind in _OVERRIDES.items() if k in table})
     except InputError as e:
         raise InputError(f"{where}: {e}") from None
-    shape = {k: table[k] for k in ("d_model", "n_layer", "n_head", "steps")}
-    return Size(name, **shape, published_seeds=0, recipe=recipe, ladder=str(path), seeds=table["seeds"])
+    shape = {k: table[k] for k in ("d_model", "n_layer", "n_head")}
+    budget = {k: table.get(k) for k in BUDGET_KEYS}
+    if budget["tokens_per_param"] is not None:
+        budget["tokens_per_param"] = float(budget["tokens_per_param"])
+    return Size(
+        name, **shape, **budget, published_seeds=0, recipe=recipe, ladder=str(path), seeds=table["seeds"]
+    )

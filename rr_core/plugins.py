@@ -61,13 +61,25 @@ def load_plugins() -> None:
             _import(spec, f"the plugin {spec} ({dist}, entry point group {GROUP})", ep.load)
 
 
-def require_variant(name: str) -> None:
+def require_variant(name: str, recorded: dict[str, Any] | None = None) -> None:
     """Refuse a variant with no residual rule to train, after looking for it among the plugins not yet
-    imported (`load_plugins`); InputError naming the nearest registered name and every registered one."""
+    imported (`load_plugins`); InputError naming the nearest registered name and every registered one.
+
+    `recorded` is the plugin's `provenance` as a run kept it (a checkpoint or final weights of a plugin
+    run): the refusal then names the file that defined the rule and the ``RR_PLUGINS`` setting that loads
+    it, since a run read back without its plugin is the usual way to meet an unknown variant.
+    """
     if name not in VARIANTS:
         load_plugins()
-    if name not in VARIANTS:
-        raise InputError(unknown_variant(name))
+    if name in VARIANTS:
+        return
+    if recorded and recorded.get("file"):
+        raise InputError(
+            f"unknown variant {name!r}: the run was trained with the plugin rule of {recorded['file']} "
+            f"(module {recorded.get('module', '?')}), which is not loaded; set {ENV}={recorded['file']} "
+            f"(or the module's name where it is installed) and run the command again"
+        )
+    raise InputError(unknown_variant(name))
 
 
 def _import(spec: str, what: str, load: Any) -> None:

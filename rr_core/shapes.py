@@ -14,9 +14,9 @@ from dataclasses import dataclass, replace
 from rr_core.errors import InputError
 from rr_core.ladder import RECIPE, get_size, ladder_sizes
 from rr_core.plugins import load_plugins, require_variant
-from rr_core.variants import REFERENCE, VARIANTS, rule_params, rule_shapes
+from rr_core.variants import REFERENCE, VARIANTS, model_rule_params, rule_shapes
 
-__all__ = ["GPTConfig", "model_config", "size_table", "param_shapes"]
+__all__ = ["GPTConfig", "model_config", "size_table", "param_shapes", "flops_per_token"]
 
 
 @dataclass(frozen=True)
@@ -60,12 +60,28 @@ class GPTConfig:
         Notes
         -----
         embeddings V d + T d; per block 12 d^2 + 11 d (RMSNorm gains 2d, c_attn 3d^2 + 3d, attn c_proj
-        d^2 + d, c_fc 4d^2 + 4d, MLP c_proj 4d^2 + d) plus two residual rules, each as its variant's
-        entry counts it (`rr_core.variants.rule_params`); final RMSNorm d.
+        d^2 + d, c_fc 4d^2 + 4d, MLP c_proj 4d^2 + d); the 2 n_layer residual rules, each as its
+        variant's entry counts it at its site (`rr_core.variants.model_rule_params`); final RMSNorm d.
         """
         d = self.d_model
-        block = 12 * d * d + 11 * d + 2 * rule_params(self.variant, d)
-        return (self.vocab_size + self.block_size) * d + self.n_layer * block + d
+        rules = model_rule_params(self.variant, d, self.n_layer)
+        return (self.vocab_size + self.block_size) * d + self.n_layer * (12 * d * d + 11 * d) + rules + d
+
+
+def flops_per_token(cfg: GPTConfig) -> float:
+    """Training FLOPs per token: 6 N' + 12 L d T (PaLM appendix B, as in nanoGPT's estimate_mfu).
+
+    N' counts the parameters that do matmuls or lookups per token (all but the position embedding, T d);
+    12 L d T is the attention score and value arithmetic, forward and backward. Here, in the torch-free
+    ground, so that `rr sizes` and a dry run state a budget's compute without torch.
+
+    Example
+    -------
+    >>> flops_per_token(GPTConfig(vocab_size=257, block_size=64, n_layer=1, n_head=2, d_model=8))
+    25296
+    """
+    n = cfg.n_params - cfg.block_size * cfg.d_model
+    return 6 * n + 12 * cfg.n_layer * cfg.d_model * cfg.block_size
 
 
 def param_shapes(cfg: GPTConfig) -> list[tuple[str, tuple[int, ...]]]:
@@ -78,8 +94,7 @@ def param_shapes(cfg: GPTConfig) -> list[tuple[str, tuple[int, ...]]]:
     >>> shapes[:2], shapes[-1], len(shapes)
     ([('transformer.wte.weight', (257, 8)), ('transformer.wpe.weight', (64, 8))], ('transformer.ln_f.weight', (8,)), 17)
     """
-    d = cfg.d_model
-    rule = rule_shapes(cfg.variant, d)  # the variant's entry (rr_core.variants)
+    d, sites = cfg.d_model, 2 * cfg.n_layer
     sublayers = {
         "attn": [
             ("c_attn.weight", (3 * d, d)),
@@ -94,12 +109,16 @@ def param_shapes(cfg: GPTConfig) -> list[tuple[str, tuple[int, ...]]]:
             ("c_proj.bias", (d,)),
         ],
     }
-    block = []
-    for norm, sublayer, residual in (("ln_1", "attn", "res_attn"), ("ln_2", "mlp", "res_mlp")):
-        block += [(f"{norm}.weight", (d,))]
-        block += [(f"{sublayer}.{name}", shape) for name, shape in sublayers[sublayer]]
-        block += [(f"{residual}.{name}", shape) for name, shape in rule]
-    blocks = [(f"transformer.h.{i}.{name}", shape) for i in range(cfg.n_layer) for name, shape in block]
+    blocks = []
+    for i in range(cfg.n_layer):
+        for j, (norm, sublayer, residual) in enumerate(
+            (("ln_1", "attn", "res_attn"), ("ln_2", "mlp", "res_mlp"))
+        ):
+            rule = rule_shapes(cfg.variant, d, 2 * i + j, sites)  # the variant's entry (rr_core.variants)
+            block = [(f"{norm}.weight", (d,))]
+            block += [(f"{sublayer}.{name}", shape) for name, shape in sublayers[sublayer]]
+            block += [(f"{residual}.{name}", shape) for name, shape in rule]
+            blocks += [(f"transformer.h.{i}.{name}", shape) for name, shape in block]
     embeddings = [
         ("transformer.wte.weight", (cfg.vocab_size, d)),
         ("transformer.wpe.weight", (cfg.block_size, d)),

@@ -5,10 +5,10 @@ sublayer is added back through, named lazily as ``"module:Class"`` where it is r
 stays torch-free), its legend label and colour, whether it is parameter-matched to the reference, and the
 parameters one rule adds per sublayer as a function of d_model (exact arithmetic: their count, or their
 names and shapes; None: found on a build of the rule on torch's meta device). How a rule is initialised is the rule's own business (its
-``init_published``, `rr_model.model`). rr's own six variants are registered below by `register_residual`,
-the call a plugin makes too (`rr_core.plugins` finds and imports plugins); the model (`residual_rule`), the
-exact parameter count (`rule_params`, `rr_core.shapes`), the memory plan's shapes (`rule_shapes`), analysis,
-plots and the CLI all read the entries.
+``init_published``, `rr_model.model`). rr's own ten variants (the paper's six and four ablations of Review)
+are registered below by `register_residual`, the call a plugin makes too (`rr_core.plugins` finds and
+imports plugins); the model (`residual_rule`), the exact parameter count (`rule_params`, `rr_core.shapes`),
+the memory plan's shapes (`rule_shapes`), analysis, plots and the CLI all read the entries.
 
 Variants are open: a sweep file may hold any name that `VARIANT_NAME` accepts; a name nobody registered is
 labelled by itself and coloured from `EXTRA_COLOURS`.
@@ -19,6 +19,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import importlib
+import inspect
 import math
 import re
 import sys
@@ -47,7 +48,10 @@ __all__ = [
     "residual_rule",
     "rule_origin",
     "rule_params",
+    "model_rule_params",
     "rule_shapes",
+    "SEAM",
+    "seam_problem",
     "Shapes",
     "colour",
     "palette",
@@ -73,8 +77,8 @@ class Variant:
     colour: str | None  # Okabe-Ito palette for rr's own: colour-blind safe, fixed across every figure
     matched: bool  # widened in steps of n_head to the reference's parameter count (paper's baselines)
     rule: type | str  # the rule class, or "module:Class" where it lives (imported when a model is built)
-    params: Callable[[int], int | Shapes] | None = (
-        None  # per sublayer at width d: count or shapes; None: built
+    params: Callable[..., int | Shapes] | None = (
+        None  # per sublayer at width d (or d, site, sites): count or shapes; None: built
     )
 
     @property
@@ -128,6 +132,43 @@ SOURCES: dict[str, str] = {}  # resolved path of a plugin file rr ran itself -> 
 _ORIGINS: dict[str, dict[str, Any]] = {}  # variant name -> module, qualname, file, sha256 of its rule's code
 
 
+# What the stream seam (`rr_model.model`) gives a rule: its constructor d_model and, where it names them,
+# site (the sublayer's place in depth order) and sites (2 n_layer); forward the state and the update u;
+# read, where defined, the state alone.
+SEAM = {"__init__": ("d_model", "site", "sites"), "forward": ("state", "u"), "read": ("state",)}
+
+
+def seam_problem(rule: type) -> str | None:
+    """What a rule class asks of the stream seam that the seam does not give (`SEAM`), or None.
+
+    Its constructor may require d_model (first, positional) and the names site and sites; its ``forward``
+    two inputs (the state, the update) and its ``read``, where defined, one. A parameter with a default is
+    never asked for.
+    """
+    for method, given in SEAM.items():
+        found = getattr(rule, method, None)
+        if method == "read" and found is None:
+            continue
+        try:
+            params = list(inspect.signature(found).parameters.values())[1:]  # after self
+        except (TypeError, ValueError):
+            continue  # a builtin's signature: nothing to check
+        variadic = (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
+        required = [p for p in params if p.default is p.empty and p.kind not in variadic]
+        if method == "__init__":  # d_model first, then only what the seam names
+            takes_d = any(p.kind is not p.KEYWORD_ONLY and p.kind is not p.VAR_KEYWORD for p in params)
+            named = [p.name for p in required[1:] if p.name not in given[1:]]
+            if named or not takes_d:
+                what = ", ".join(named) or "no d_model"
+                return f"its constructor asks for {what}; the seam gives {', '.join(given)}"
+        elif len(required) != len(given):
+            return (
+                f"its {method} takes {len(required)} inputs ({', '.join(p.name for p in required)}); "
+                f"the seam gives {len(given)} ({', '.join(given)})"
+            )
+    return None
+
+
 def _rule_path(rule: type | str) -> str:
     """Where a rule lives, as "module:Class"."""
     return rule if isinstance(rule, str) else f"{rule.__module__}:{rule.__qualname__}"
@@ -154,10 +195,13 @@ def register_residual(
         built, so registering loads no torch): ``rule(d_model)`` builds one sublayer's rule, ``forward(h,
         u)`` returns the new stream. A ``gate`` attribute, if any, must be an ``nn.Linear``: it is
         initialised as rr's gated rules are (normal(0, 0.02), bias 0, drawn after the sublayers' Linears);
-        an ``r(h, u)`` method is what `rr gates` reads. Other parameters keep the values ``__init__`` gives
-        them, unless the class defines ``init_published(self)``, which is called after rr's own
-        initialisation, in sublayer order, under ``torch.no_grad()`` and drawing from torch's seeded
-        stream (`rr_model.model.GPT.init_published`).
+        an ``r(h, u)`` method is what `rr gates` reads (and ``halves(h, u)``, the two parts of a gate logit
+        that reads the stream and the update, what `rr gates --anatomy` splits its variance by). Other
+        parameters keep the values ``__init__`` gives them, unless the class defines
+        ``init_published(self)``, which is called after rr's own initialisation, in sublayer order, under
+        ``torch.no_grad()`` and drawing from torch's seeded stream (`rr_model.model.GPT.init_published`); a
+        ``published_draws()`` method returns a module drawn in the gate's place instead (Review's
+        ablations: a stand-in of Review's gate, so they start from Review's weights).
     label, colour
         Legend label (default: the name) and a ``#RRGGBB`` colour (default: one of the extra colours, never
         a registered variant's; `palette`).
@@ -209,6 +253,10 @@ def register_residual(
         )
     if colour is not None and not _COLOUR.fullmatch(colour):
         raise InputError(f"{where}: colour {colour!r} must be #RRGGBB")
+    if not isinstance(rule, str) and (problem := seam_problem(rule)) is not None:
+        raise InputError(
+            f"{where}: {_rule_path(rule)} needs an input the stream seam does not give: {problem}"
+        )
     VARIANTS[name] = Variant(name, label or name, colour, matched, rule, params)
     if origin is not None:
         _ORIGINS[name] = origin
@@ -255,6 +303,8 @@ def residual_rule(name: str) -> type:
     found = importlib.import_module(module)
     for part in qualname.split("."):
         found = getattr(found, part)
+    if (problem := seam_problem(found)) is not None:
+        raise InputError(f"variant {name}: {rule} needs an input the stream seam does not give: {problem}")
     if name not in NAMES and name not in _ORIGINS:
         _ORIGINS[name] = _origin(found)
     return found
@@ -269,31 +319,60 @@ def rule_origin(name: str) -> dict[str, Any]:
     return _ORIGINS[name]
 
 
-def rule_params(name: str, d_model: int) -> int:
-    """Parameters one rule of the variant `name` adds per sublayer at width `d_model`: its entry's exact
-    count (or the sum of its entry's shapes), else those of a build of the rule on torch's meta device."""
+def _given(name: str, d_model: int, site: int, sites: int) -> int | Shapes | None:
+    """What the entry of `name` says of one rule: its params function of d_model, or of (d_model, site,
+    sites) where it takes three arguments; None where it has none."""
     params = VARIANTS[name].params
-    given = params(d_model) if params is not None else None
+    if params is None:
+        return None
+    return params(d_model, site, sites) if _per_site(params) else params(d_model)
+
+
+@functools.lru_cache(maxsize=256)
+def _per_site(params: Callable[..., int | Shapes]) -> bool:
+    """Whether a params function takes (d_model, site, sites) rather than d_model alone."""
+    return len(inspect.signature(params).parameters) == 3
+
+
+def rule_params(name: str, d_model: int, site: int = 0, sites: int = 2) -> int:
+    """Parameters one rule of the variant `name` adds at width `d_model`, at sublayer `site` of `sites`
+    (2 n_layer): its entry's exact count (or the sum of its entry's shapes), else those of a build of the
+    rule on torch's meta device. The same at every site unless the entry's params take the site."""
+    given = _given(name, d_model, site, sites)
     return (
-        given if isinstance(given, int) else sum(math.prod(shape) for _, shape in rule_shapes(name, d_model))
+        given
+        if isinstance(given, int)
+        else sum(math.prod(shape) for _, shape in rule_shapes(name, d_model, site, sites))
     )
 
 
-def rule_shapes(name: str, d_model: int) -> Shapes:
-    """The parameters one rule of the variant `name` adds per sublayer at width `d_model`, as (name, shape)
-    in ``named_parameters()`` order: its entry's shapes, else a build's on torch's meta device (no memory),
-    built once per width. What the memory plan cuts into a sharded run's pieces (`rr_core.shapes`)."""
-    params = VARIANTS[name].params
-    given = params(d_model) if params is not None else None
-    return list(given) if given is not None and not isinstance(given, int) else list(_built(name, d_model))
+def model_rule_params(name: str, d_model: int, n_layer: int) -> int:
+    """Parameters every rule of the variant `name` adds to a model of `n_layer` blocks: 2 n_layer sites."""
+    sites = 2 * n_layer
+    if VARIANTS[name].params is not None and not _per_site(VARIANTS[name].params):
+        return sites * rule_params(name, d_model)
+    return sum(rule_params(name, d_model, site, sites) for site in range(sites))
+
+
+def rule_shapes(name: str, d_model: int, site: int = 0, sites: int = 2) -> Shapes:
+    """The parameters one rule of the variant `name` adds at width `d_model` at sublayer `site` of `sites`,
+    as (name, shape) in ``named_parameters()`` order: its entry's shapes, else a build's on torch's meta
+    device (no memory), built once per width and site. What the memory plan cuts into a sharded run's
+    pieces (`rr_core.shapes`)."""
+    given = _given(name, d_model, site, sites)
+    if given is not None and not isinstance(given, int):
+        return list(given)
+    return list(_built(name, d_model, site, sites))
 
 
 @functools.lru_cache(maxsize=4096)
-def _built(name: str, d_model: int) -> tuple[tuple[str, tuple[int, ...]], ...]:
+def _built(name: str, d_model: int, site: int, sites: int) -> tuple[tuple[str, tuple[int, ...]], ...]:
     import torch
 
-    with torch.device("meta"):
-        module = residual_rule(name)(d_model)
+    rule = residual_rule(name)
+    named = inspect.signature(rule).parameters
+    with torch.device("meta"):  # built as the seam builds it (rr_model.model.build_rule)
+        module = rule(d_model, **{k: v for k, v in (("site", site), ("sites", sites)) if k in named})
     return tuple((n, tuple(p.shape)) for n, p in module.named_parameters())
 
 
@@ -422,5 +501,49 @@ register_residual(
     label="ReZero",
     colour="#56B4E9",
     params=lambda d: [("alpha", ())],  # one scalar
-)
+)  # fmt: skip
+# Ablations of Review, at its width (not matched): each changes one thing about its gate, and each starts
+# as Review does, bit for bit (`rr_model.model.ReviewHalf`). Tol's "light" colours and Okabe-Ito's black.
+register_residual(
+    "review_half", "rr_model.model:ReviewHalf", label="Review (r = 0.5)", colour="#77AADD",
+    params=lambda d: [],  # the gate held at 0.5: nothing to learn
+)  # fmt: skip
+register_residual(
+    "gate_bias", "rr_model.model:GateBias", label="Gate bias", colour="#EE8866",
+    params=lambda d: [("bias", (d,))],  # b, one per channel
+)  # fmt: skip
+register_residual(
+    "review_state", "rr_model.model:ReviewState", label="Review (state only)", colour="#BBCC33",
+    params=lambda d: [("gate.weight", (d, d)), ("gate.bias", (d,))],  # gate Linear(d -> d) on rms(h)
+)  # fmt: skip
+register_residual(
+    "review_update", "rr_model.model:ReviewUpdate", label="Review (update only)", colour="#000000",
+    params=lambda d: [("gate.weight", (d, d)), ("gate.bias", (d,))],  # gate Linear(d -> d) on rms(u)
+)  # fmt: skip
+# The field's rivals, on the stream seam (rr_model.streams): several streams, or every earlier output.
+# Hyper-connections at expansion n = 4 (the rule's `streams`): [A_m A_r] n x (n + 1) and B n per sublayer;
+# dynamic adds the d x (n + 1) and d dynamic matrices, two scales and the norm's gain. DenseFormer: the
+# weights of block i's average (i + 2) on its MLP's rule. AttnRes: a pseudo-query per sublayer, and the
+# last sublayer's rule one more for the final norm's input.
+register_residual(
+    "hyper_connections", "rr_model.streams:HyperConnections", label="Hyper-connections", matched=True,
+    params=lambda d: [("static_alpha", (4, 5)), ("static_beta", (4,)), ("dynamic_alpha", (d, 5)),
+                      ("dynamic_beta", (d,)), ("scale_alpha", ()), ("scale_beta", ()), ("norm.weight", (d,))],
+)  # fmt: skip
+register_residual(
+    "hyper_connections_static", "rr_model.streams:StaticHyperConnections", label="Hyper-connections (static)",
+    matched=True, params=lambda d: [("static_alpha", (4, 5)), ("static_beta", (4,))],
+)  # fmt: skip
+register_residual(
+    "denseformer", "rr_model.streams:DenseFormer", label="DenseFormer", matched=True,
+    params=lambda d, site, sites: [("dwa", (site // 2 + 2,))] if site % 2 else [],
+)  # fmt: skip
+register_residual(
+    "attn_res", "rr_model.streams:AttnRes", label="AttnRes", matched=True,
+    params=lambda d, site, sites: [("query", (d,))] + ([("exit_query", (d,))] if site == sites - 1 else []),
+)  # fmt: skip
+register_residual(
+    "attn_res_block", "rr_model.streams:BlockAttnRes", label="Block AttnRes", matched=True,
+    params=lambda d, site, sites: [("query", (d,))] + ([("exit_query", (d,))] if site == sites - 1 else []),
+)  # fmt: skip
 NAMES = tuple(VARIANTS)

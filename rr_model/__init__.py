@@ -5,7 +5,7 @@ first (`.importlinter` holds the order): `sweep/` launches many runs (local, Slu
 trained runs on lm-evaluation-harness's tasks; the trainer (`trainer`: one run from setup to its row;
 `step`: the recipe's optimiser step), the model (`model`), its final validation (`validation`) and what a
 trained run is used for (`inference`, `export` with the code it carries, `hf_code` and `remote_code/`,
-`gates`, `reproduce`, `depth`); `run_config` and `planning` say what to train and where its rows go,
+`gates` and their `anatomy` on held-out text, `reproduce`, `depth`); `run_config` and `planning` say what to train and where its rows go,
 torch-free; `data/` turns a corpus into token streams. Importing this package is cheap; torch is imported only by the
 modules that run a model.
 

@@ -22,14 +22,16 @@ Slurm jobs (the whole config travels as JSON) and is kept in each run's provenan
 from __future__ import annotations
 
 import functools
+import math
 import os
 from collections.abc import Iterator
 from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple, get_args, get_origin, get_type_hints
 
+from rr_core.budget import budget_steps, reference_params, step_tokens
 from rr_core.errors import InputError
-from rr_core.ladder import LADDER, Recipe, Size, get_size
+from rr_core.ladder import BYTE_EOS, LADDER, Recipe, Size, get_size
 from rr_core.lr_choice import ROLES
 from rr_core.variants import REFERENCE, VARIANTS
 from rr_model.metrics import Backend, require_backends
@@ -58,6 +60,11 @@ __all__ = [
     "published_settings",
     "SHARDINGS",
     "checkpoint_interval",
+    "decay_start",
+    "schedule_words",
+    "Schedule",
+    "DecayShape",
+    "Seeds",
 ]
 
 
@@ -67,6 +74,8 @@ if TYPE_CHECKING:
 Precision = Literal["tf32", "bf16", "fp32"]  # tf32 is the published setting (fp32 arithmetic off CUDA)
 Device = Literal["auto", "cuda", "mps", "cpu"]  # auto: cuda, then mps, then cpu
 Tokenizer = Literal["gpt2", "bytes"]  # gpt2 is the published tokenizer
+Schedule = Literal["cosine", "wsd"]  # cosine is the published schedule; wsd: warmup-stable-decay
+DecayShape = Literal["linear", "1-sqrt"]  # a wsd cooldown's shape (Hägele et al. 2024, arXiv 2405.18392)
 # How a run lays its model over the processes (rr_model.parallel.sharding): "none" is data parallel, each process
 # holding the whole model (as published); "fsdp" shards parameters, gradients and optimiser state (FSDP2).
 Shard = Literal["none", "fsdp"]
@@ -81,6 +90,13 @@ OFF_RECIPE: tuple[str, ...] = ("train", "sweep", "tune")  # rr reproduce trains 
 MEMORY = "Memory (docs/training.md, Past one GPU)"  # the help panel of the options of how a run uses memory
 
 
+class Seeds(NamedTuple):
+    """The seeds a run draws from (`TrainConfig.seeds`): its initial weights' and its data order's."""
+
+    init: int  # torch.manual_seed right before the model is built
+    data: int  # numpy RandomState of the training batches, and of the final evaluation's windows after them
+
+
 @dataclass(frozen=True)
 class RunOption:
     """How a command line sets a TrainConfig field (`option` makes one; see the module docstring)."""
@@ -90,6 +106,7 @@ class RunOption:
     min: int | None = None  # the smallest value allowed (an int field)
     flag: str | None = None  # its flag; None: --field-name
     renamed: tuple[str, str] | None = None  # (an old flag that still works, with a note; why it went)
+    comma: bool = False  # a tuple field given as one comma-separated list (--branch-at 100,200) too
     panel: str | None = None  # the help panel it is listed in; None: the training run's (cli.run_options)
 
 
@@ -100,11 +117,15 @@ def option(help: str, **how: Any) -> dict[str, RunOption]:
 
 
 def published_settings(size: Size) -> dict[str, object]:
-    """What the published recipe sets for a run of `size` beyond its shape and optimiser: its steps, the
-    precision, the corpus and the tokenizer (`recipe_differences` and `rr reproduce`'s refusals read them)."""
+    """What the published recipe sets for a run of `size` beyond its shape and optimiser: its steps (of its
+    budget, `rr_core.budget`), the precision, the corpus and the tokenizer (`recipe_differences` and
+    `rr reproduce`'s refusals read them)."""
     from rr_model.data.corpus import TINYSTORIES  # here: the corpus readers load numpy
 
-    return {"steps": size.steps, "precision": PRECISIONS[0], "data": TINYSTORIES, "tokenizer": "gpt2"}
+    in_params = size.budget[0] == "tokens_per_param"  # of the reference under the published tokenizer
+    params = reference_params(size.name, size.recipe.vocab_size, size.ladder) if in_params else None
+    steps = budget_steps(size, size.recipe, params)
+    return {"steps": steps, "precision": PRECISIONS[0], "data": TINYSTORIES, "tokenizer": "gpt2"}
 
 
 @dataclass(frozen=True)
@@ -153,7 +174,56 @@ class TrainConfig:
         default=None,
         metadata=option("Override the size's step count (off-recipe).", commands=OFF_RECIPE, min=1),
     )
+    # --- the budget in tokens instead of steps (rr_core.budget; one of steps, tokens, tokens_per_param)
+    tokens: int | None = field(
+        default=None,
+        metadata=option(
+            "Train on this many tokens instead of the size's steps: steps = round(tokens / (batch x block)), "
+            "at least 1 (off-recipe).",
+            commands=OFF_RECIPE,
+            min=1,
+        ),
+    )
+    tokens_per_param: float | None = field(
+        default=None,
+        metadata=option(
+            "Train on this many tokens per parameter of the reference (its exact count: the same steps for "
+            "every arm), e.g. 20 (Chinchilla-optimal); steps = round(X N / (batch x block)) (off-recipe).",
+            commands=OFF_RECIPE,
+        ),
+    )
     recipe: Recipe | None = None
+    # --- the schedule: the published warmup-cosine, or warmup-stable-decay (rr_model.run.step.wsd_factor)
+    schedule: Schedule = field(
+        default="cosine",
+        metadata=option(
+            "cosine: the published warmup-cosine. wsd: the recipe's warmup, the peak held, then a cooldown to "
+            "the recipe's floor over the last --decay-frac of the steps (off-recipe).",
+            commands=OFF_RECIPE,
+        ),
+    )
+    decay_frac: float = field(
+        default=0.2,
+        metadata=option("wsd: the share of the steps the cooldown takes, in (0, 1].", commands=OFF_RECIPE),
+    )
+    decay_shape: DecayShape = field(
+        default="linear",
+        metadata=option("wsd: the cooldown's shape (Hägele et al. 2024's two).", commands=OFF_RECIPE),
+    )
+    # --- cooldown branches: several budgets from one wsd run (rr_model.run.trainer, docs/training.md "Budgets")
+    branch_at: tuple[int, ...] = field(
+        default=(),
+        metadata=option(
+            "wsd: also train a cooldown branch ending at each of these steps (comma-separated, each below "
+            "--steps), from the stable phase's state where its cooldown starts: each a row of its own, equal "
+            "to a run of that many steps.",
+            commands=("train",),
+            comma=True,
+        ),
+    )
+    # a cooldown branch of the run of this many steps (`branches`): it continues from the state that run saved
+    # where the branch's cooldown starts; None for any other run
+    branch_of: int | None = None
     precision: Precision = field(
         default="tf32",
         metadata=option(
@@ -221,6 +291,44 @@ class TrainConfig:
     # the rate picked ("comparison"). Its row records its lr and role, and its lr is part of its key, so one
     # seed trained at several rates is several runs; None: a run of a sweep, keyed by (size, variant, seed)
     role: Literal["selection", "comparison"] | None = None
+    # --- validation during training (docs/training.md): readings of a fixed set of held-out windows, logged
+    # as the run trains (rr_model.run.trainer); they change none of the run's numbers, so they are not recipe
+    eval_every: int = field(
+        default=0,
+        metadata=option(
+            "Optimiser steps between validation readings (0: none), and one at the last step: the loss on a "
+            "fixed set of held-out windows, the same for every variant, seed and size of a corpus, logged as an "
+            "eval event in OUT.metrics/RUN.jsonl. The run trains the same bits with or without them; the final "
+            "evaluation (the row's val_loss) is the published one either way.",
+            min=0,
+        ),
+    )
+    eval_windows: int = field(
+        default=1024,
+        metadata=option(
+            "How many held-out windows (of the recipe's block size) each --eval-every reading scores.", min=1
+        ),
+    )
+    # --- the seeds of the initial weights and of the data order (docs/training.md, "Seeds"): each is `seed`
+    # where not given, as published. A run that names one records both (`seeds`) in its row and record.
+    init_seed: int | None = field(
+        default=None,
+        metadata=option(
+            "Seed of the initial weights (torch.manual_seed before the model is built). Default: --seed, as "
+            "published. Naming it (or --data-seed) writes both seeds in the row: init_seed, data_seed.",
+            commands=OFF_RECIPE,
+            min=0,
+        ),
+    )
+    data_seed: int | None = field(
+        default=None,
+        metadata=option(
+            "Seed of the data order: the training batches, and the final evaluation's windows that follow "
+            "them. Default: --seed, as published. The analysis pairs arms on it (the batches they shared).",
+            commands=OFF_RECIPE,
+            min=0,
+        ),
+    )
     # --- how the run uses memory: implementation details, not the recipe (docs/training.md, "Past one GPU"),
     # in a help panel of their own (MEMORY), whose narrow columns leave --activation-checkpointing room at 80
     shard: Shard = field(
@@ -262,16 +370,6 @@ class TrainConfig:
         size = get_size(self.size, self.ladder)
         object.__setattr__(self, "size", size.name)  # '150m' is 150M in checkpoints, sidecar and rows
         object.__setattr__(self, "log", tuple(self.log))
-        steps = self.steps or size.steps
-        defaults = {
-            "steps": size.steps,
-            "recipe": size.recipe,
-            "checkpoint_every": min(1000, max(1, steps // 5)),
-            "log_every": min(50, max(1, steps // 10)),
-        }
-        for name, value in defaults.items():
-            if getattr(self, name) is None:
-                object.__setattr__(self, name, value)
         for name in ("reference", "variant"):
             if getattr(self, name) not in VARIANTS:  # a plugin's variant, or none: refused with the nearest
                 from rr_core.plugins import require_variant
@@ -280,13 +378,31 @@ class TrainConfig:
                     require_variant(getattr(self, name))
                 except InputError as e:  # the variant's words are GPTConfig's; the reference is named
                     raise InputError(f"reference: {e}" if name == "reference" else str(e)) from None
+        if self.recipe is None:
+            object.__setattr__(self, "recipe", size.recipe)
         if not isinstance(self.recipe, Recipe):  # its numbers are checked by Recipe itself
             raise InputError(f"recipe {self.recipe!r} must be a rr_core.ladder.Recipe")
-        for name in ("seed", "steps", "checkpoint_every", "log_every"):
+        object.__setattr__(self, "steps", self._budget_steps(size))
+        steps = self.steps
+        defaults = {
+            "checkpoint_every": min(1000, max(1, steps // 5)),
+            "log_every": min(50, max(1, steps // 10)),
+        }
+        for name, value in defaults.items():
+            if getattr(self, name) is None:
+                object.__setattr__(self, name, value)
+        for name in ("seed", "steps", "checkpoint_every", "log_every", "eval_every", "eval_windows"):
             if not isinstance(getattr(self, name), int) or isinstance(getattr(self, name), bool):
                 raise InputError(f"{name} {getattr(self, name)!r} must be an integer")
+        for name in ("init_seed", "data_seed"):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, int) or isinstance(value, bool)):
+                raise InputError(f"{name} {value!r} must be an integer")
+        seed_rule = "must be in 0 .. 2**32 - 1 (numpy's RandomState seeds)"
         checks = {
-            "seed": (0 <= self.seed < 2**32, "must be in 0 .. 2**32 - 1 (numpy's RandomState seeds)"),
+            "seed": (0 <= self.seed < 2**32, seed_rule),
+            "init_seed": (self.init_seed is None or 0 <= self.init_seed < 2**32, seed_rule),
+            "data_seed": (self.data_seed is None or 0 <= self.data_seed < 2**32, seed_rule),
             "log_every": (self.log_every > 0, "must be > 0"),
             "activation_checkpointing": (
                 checkpoint_interval(self.activation_checkpointing) is not None,
@@ -295,27 +411,163 @@ class TrainConfig:
             "micro_batches": (self.micro_batches >= 1, "must be >= 1"),
             "role": (self.role in (None, *ROLES), f"must be {' or '.join(ROLES)} (or None)"),
             "gpu_memory": (self.gpu_memory is None or self.gpu_memory > 0, "must be > 0 (GiB)"),
+            "decay_frac": (
+                isinstance(self.decay_frac, int | float) and 0 < self.decay_frac <= 1,
+                "must be in (0, 1] (the share of the steps the cooldown takes)",
+            ),
         }
         for name, (ok, rule) in checks.items():
             if not ok:
                 raise InputError(f"{name} {getattr(self, name)!r} {rule}")
+        if self.schedule == "cosine" and (self.decay_frac, self.decay_shape) != (0.2, "linear"):
+            raise InputError(
+                f"decay_frac {self.decay_frac:g} and decay_shape {self.decay_shape} shape a wsd cooldown: "
+                "give --schedule wsd, or neither"
+            )
+        object.__setattr__(self, "branch_at", tuple(self.branch_at))
+        self._check_branches()
         for declared in declared_options():
             if (rule := declared.problem(getattr(self, declared.name))) is not None:
                 raise InputError(f"{declared.name} {getattr(self, declared.name)!r} {rule}")
         require_backends(self.log)  # a missing extra stops the plan, not each run after its data loads
 
+    def _budget_steps(self, size: Size) -> int:
+        """The run's steps: `steps`, else those its token budget (`tokens`, `tokens_per_param`) or its size's
+        gives (`rr_core.budget.budget_steps`; tokens per parameter of the reference at `vocab_size`)."""
+        if isinstance(self.steps, bool) or not isinstance(self.steps, int | None):
+            raise InputError(f"steps {self.steps!r} must be an integer")
+        if self.tokens_per_param is not None and not (
+            isinstance(self.tokens_per_param, int | float) and 0 < self.tokens_per_param < math.inf
+        ):
+            raise InputError(f"tokens_per_param {self.tokens_per_param!r} must be a finite number > 0")
+        in_params = self.tokens_per_param is not None or (
+            self.tokens is None and size.budget[0] == "tokens_per_param"
+        )
+        params = (
+            reference_params(self.size, self.vocab_size, self.ladder, self.reference, self.recipe.block_size)
+            if in_params
+            else None
+        )
+        return budget_steps(
+            size,
+            self.recipe,
+            params,
+            steps=self.steps,
+            tokens=self.tokens,
+            tokens_per_param=self.tokens_per_param,
+        )
+
+    @property
+    def vocab_size(self) -> int:
+        """The vocabulary the run's model will have, known before its data loads: the byte tokenizer's (257)
+        for --tokenizer bytes or the synthetic corpus, else the recipe's (GPT-2's). A token cache of another
+        tokenizer, given without --tokenizer, is found out by `rr_model.run.planning.check_run`."""
+        bytes_ = self.tokenizer == "bytes" or (self.tokenizer is None and self.data == "synthetic")
+        return BYTE_EOS + 1 if bytes_ else self.recipe.vocab_size  # the byte tokenizer: 256 bytes and EOS
+
+    @property
+    def token_budget(self) -> bool:
+        """Whether the run's budget is stated in tokens (`tokens`, `tokens_per_param`, or its ladder size's):
+        its row then records the tokens it trained on (the sweep file's `tokens` column)."""
+        size = get_size(self.size, self.ladder)
+        return self.tokens is not None or self.tokens_per_param is not None or size.budget[0] != "steps"
+
+    @property
+    def trained_tokens(self) -> int:
+        """The tokens the run trains on: steps x batch x block."""
+        return self.steps * step_tokens(self.recipe)
+
     @property
     def key(self) -> tuple:
         """The run's (size, variant, seed): its key in the dataset; a tuning run's (`role`) adds its lr, as
-        a file that records learning rates keys its rows (`rr_core.sweepfile.dataset.run_keys`)."""
-        key = (self.size, self.variant, self.seed)
-        return key if self.role is None else (*key, self.recipe.lr)
+        a file that records learning rates keys its rows (`rr_core.sweepfile.dataset.run_keys`), and one of
+        several budgets (`several_budgets`) its steps, as a file of several budgets keys them."""
+        return tuple(self.stem.values())
+
+    @property
+    def stem(self) -> dict[str, Any]:
+        """`key` by name: size, variant, seed, lr for a tuning run, steps for one of several budgets; the
+        arguments of `rr_core.sweepfile.schema.run_stem`, which names the run's files."""
+        stem = {"size": self.size, "variant": self.variant, "seed": self.seed}
+        stem |= {"lr": self.recipe.lr} if self.role is not None else {}
+        return stem | ({"steps": self.steps} if self.several_budgets else {})
+
+    @property
+    def seeds(self) -> Seeds:
+        """The seeds the run draws from: `init_seed` and `data_seed`, each `seed` where not given (the
+        published run, where one seed sets both)."""
+        init, data = self.init_seed, self.data_seed
+        return Seeds(self.seed if init is None else init, self.seed if data is None else data)
+
+    @property
+    def own_seeds(self) -> bool:
+        """Whether the run names its initial weights' or data order's seed (`init_seed`, `data_seed`): its row
+        and metrics log then carry both seeds."""
+        return self.init_seed is not None or self.data_seed is not None
 
     @property
     def named(self) -> dict[str, Any]:
-        """`key` by name: size, variant, seed (and lr for a tuning run), as run records and job entries hold
-        it (`rr_core.sweepfile.schema.record_key` reads it back)."""
-        return dict(zip(("size", "variant", "seed", "lr"), self.key, strict=False))
+        """`stem`, as run records and job entries hold it, with the ``budget`` of one of several budgets
+        ("main": the run whose stable phase its branches share; "branch": a cooldown branch of it), for
+        `rr_core.sweepfile.schema.record_key` to read the key back."""
+        budget = {"budget": "main" if self.branch_of is None else "branch"} if self.several_budgets else {}
+        return self.stem | budget
+
+    @property
+    def family(self) -> tuple:
+        """The run's key without its steps: what the budgets of one (size, variant, seed[, lr]) share."""
+        return tuple(v for k, v in self.stem.items() if k != "steps")
+
+    @property
+    def several_budgets(self) -> bool:
+        """Whether the run is one of several budgets of its (size, variant, seed): a run with cooldown
+        branches (`branch_at`) or one of them (`branch_of`). Its key, its files and its row hold its steps
+        and tokens."""
+        return bool(self.branch_at) or self.branch_of is not None
+
+    def branches(self) -> list[TrainConfig]:
+        """The cooldown branches of this run (`branch_at`): each a wsd run of its steps, in order, training
+        on from the state this run saves where the branch's cooldown starts (`branch_start`)."""
+        keep = {"steps", "tokens", "tokens_per_param", "branch_at", "branch_of"}
+        fields_ = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in keep}
+        return [TrainConfig(**fields_, steps=b, branch_of=self.steps) for b in self.branch_at]
+
+    def with_branches(self) -> list[TrainConfig]:
+        """This run, then its cooldown branches (`branches`): the runs that train its budgets, in order."""
+        return [self, *self.branches()]
+
+    @property
+    def branch_start(self) -> int:
+        """The step where this run's cooldown starts (`decay_start`): where a branch of it leaves the stable
+        phase of the run it branches from."""
+        return decay_start(self.steps, self.decay_frac)
+
+    def _check_branches(self) -> None:
+        """Refuse branches a run cannot train: without the wsd schedule, or not below its steps, or of a
+        branch; and a branch whose cooldown would start after its run's (their stable phases would differ)."""
+        if not (self.branch_at or self.branch_of is not None):
+            return
+        what = (
+            f"branch_at {','.join(map(str, self.branch_at))}"
+            if self.branch_at
+            else f"branch_of {self.branch_of}"
+        )
+        if self.schedule != "wsd":
+            raise InputError(f"{what}: cooldown branches need the wsd schedule (--schedule wsd)")
+        if self.branch_at and self.branch_of is not None:
+            raise InputError(f"{what}: a branch has no branches of its own")
+        if self.branch_at and (
+            any(isinstance(b, bool) or not isinstance(b, int) for b in self.branch_at)
+            or list(self.branch_at) != sorted(set(self.branch_at))
+            or not 0 < self.branch_at[0] <= self.branch_at[-1] < self.steps
+        ):
+            raise InputError(f"{what}: give increasing steps, each > 0 and below the run's {self.steps}")
+        branch, run = (
+            (self.steps, self.branch_of) if self.branch_of is not None else (self.branch_at[-1], self.steps)
+        )
+        later = decay_start(branch, self.decay_frac) > decay_start(run, self.decay_frac)
+        if isinstance(run, bool) or not isinstance(run, int) or not branch < run or later:
+            raise InputError(f"{what}: each branch must be shorter than its run and start its cooldown first")
 
 
 class Declared(NamedTuple):
@@ -365,6 +617,30 @@ def declared_options(command: str | None = None) -> tuple[Declared, ...]:
     )
 
 
+def decay_start(steps: int, decay_frac: float) -> int:
+    """The first step of a wsd cooldown over the last `decay_frac` of `steps`: steps minus
+    max(1, round(decay_frac x steps)), at least 0 (`rr_model.run.step.wsd_factor`).
+
+    Example
+    -------
+    >>> decay_start(100, 0.2), decay_start(10, 0.2), decay_start(3, 0.2), decay_start(1, 0.5)
+    (80, 8, 2, 0)
+    """
+    return max(0, steps - max(1, round(decay_frac * steps)))
+
+
+def schedule_words(cfg: TrainConfig) -> str:
+    """The run's schedule in words, for its start line and its departures from the recipe."""
+    r = cfg.recipe
+    if cfg.schedule == "cosine":
+        return f"warmup {r.warmup_steps}, cosine to {r.lr * r.min_lr_frac:g}"
+    start = decay_start(cfg.steps, cfg.decay_frac)
+    return (
+        f"wsd: warmup {r.warmup_steps}, constant, then a {cfg.decay_shape} cooldown to {r.lr * r.min_lr_frac:g} "
+        f"over the last {cfg.steps - start} steps ({cfg.decay_frac:g} of {cfg.steps}, from step {start})"
+    )
+
+
 def checkpoint_interval(spec: str) -> int | None:
     """Every how many blocks activation checkpointing recomputes one: 0 for "none", 1 for "full", N for
     "every:N" (blocks 0, N, 2N, ...); None for anything else.
@@ -395,6 +671,11 @@ def result_config(cfg: TrainConfig) -> dict[str, Any]:
         found["text_field"] = cfg.text_field
     if cfg.reference != REFERENCE:  # the matched widths follow it
         found["reference"] = cfg.reference
+    if cfg.schedule != "cosine":  # the published schedule's checkpoints keep the identity they had
+        found |= {k: getattr(cfg, k) for k in ("schedule", "decay_frac", "decay_shape")}
+    for name, value in zip(("init_seed", "data_seed"), cfg.seeds, strict=True):
+        if value != cfg.seed:  # the numbers follow the seeds drawn from, not how they were given
+            found[name] = value
     if cfg.ladder is not None:
         size = get_size(cfg.size, cfg.ladder)
         found["ladder"] = {
@@ -467,6 +748,10 @@ def recipe_differences(cfg: TrainConfig, tokens: Tokens | Corpus) -> list[str]:
         )
         size = LADDER[cfg.size]
         published["shape"] = shape.format(size.d_model, size.n_layer, size.n_head)
+    found["schedule"], published["schedule"] = (
+        (cfg.schedule if cfg.schedule == "cosine" else schedule_words(cfg)),
+        "cosine",
+    )
     found |= {
         "steps": cfg.steps,
         "precision": cfg.precision,

@@ -1,7 +1,8 @@
 """Where a run's metrics go: its JSONL log always, TensorBoard and Weights & Biases when asked.
 
 The trainer calls `Metrics.log` at its log points only (every `log_every` steps, where it reads the loss
-back from the device anyway) and `Metrics.evaluation` once at the end, so logging adds no host sync. The
+back from the device anyway), `Metrics.validation` at each periodic validation reading (`--eval-every`)
+and `Metrics.evaluation` once at the end, so logging adds no host sync of its own. The
 JSONL log (`rr_core.sweepfile.metrics_log.metrics_path`, its records described there) is written line by line
 and flushed at each log point; TensorBoard's event file lives in ``NAME.metrics/tensorboard/RUN/`` and W&B's
 run folder in ``NAME.metrics/wandb/``. A resumed run appends to its log and continues the same W&B run
@@ -137,18 +138,27 @@ class Metrics:
             for stat in ("mean", "std"):
                 if g[stat] is not None and math.isfinite(g[stat]):
                     scalars[f"gates/r_{stat}/{g['layer']}.{g['sublayer']}"] = g[stat]
-        if self.tensorboard is not None:
-            for tag, value in scalars.items():
-                self.tensorboard.add_scalar(tag, value, step)
-        if self.wandb is not None:
-            self.wandb.log(scalars, step=step)
+        self._send(scalars, step)
 
     def evaluation(self, step: int, **values: float | None) -> None:
         """The final evaluation (val_loss, ece, minutes) after `step` steps."""
         if not self.enabled:
             return
         self._write({"event": "eval", "step": step, **values})
-        scalars = {f"eval/{k}": v for k, v in values.items() if v is not None}
+        self._send({f"eval/{k}": v for k, v in values.items() if v is not None}, step)
+
+    def validation(self, step: int, *, tokens: int, val_loss: float) -> None:
+        """A periodic validation reading (`--eval-every`) after `step` steps and `tokens` tokens trained: the
+        loss on the held-out windows, an eval event marked ``periodic`` (the final evaluation's has no such
+        key), sent to TensorBoard and W&B as ``val/loss``."""
+        if not self.enabled:
+            return
+        self._write({"event": "eval", "step": step, "tokens": tokens, "val_loss": val_loss, "periodic": True})
+        if math.isfinite(val_loss):
+            self._send({"val/loss": val_loss}, step)
+
+    def _send(self, scalars: dict[str, float], step: int) -> None:
+        """`scalars` (tag: value) at `step` to TensorBoard and W&B, where the run logs to them."""
         if self.tensorboard is not None:
             for tag, value in scalars.items():
                 self.tensorboard.add_scalar(tag, value, step)

@@ -12,6 +12,7 @@ The config and its exact parameter count live torch-free in `rr_core.shapes`.
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import json
 import math
 import os
@@ -26,7 +27,7 @@ from rr_core.ladder import RECIPE
 from rr_core.shapes import GPTConfig
 from rr_core.variants import residual_rule
 
-__all__ = ["GPTConfig", "GPT", "KVCache", "trunk", "next_token", "LAYERS"]
+__all__ = ["GPTConfig", "GPT", "KVCache", "trunk", "build_rule", "read", "run_blocks", "next_token", "LAYERS"]
 
 INIT_STD = 0.02  # GPT-2 init for every Linear and Embedding weight
 EPS = 1e-5
@@ -94,10 +95,42 @@ class MLP(nn.Module):
         return self.c_proj(self.gelu(self.c_fc(x)))
 
 
-# Residual rules: forward(h, u) adds a sublayer's update u to the residual stream h. Gated rules hold
-# their gate Linear as `gate` (drawn by `GPT.init_published`) and expose it as r(h, u); a rule whose
-# parameters start otherwise sets them in its own `init_published`. Each is registered, with its label,
-# colour and parameter count, in `rr_core.variants`.
+# The stream seam: what every sublayer reads and how its update is written back, over a state carried from
+# the embeddings through every sublayer to the final norm. A rule may define, besides forward:
+#
+#   enter(x) -> state         the first sublayer's rule makes the state of the embeddings x   (default: x)
+#   read(state) -> x          what its sublayer reads, before the norm                        (default: state)
+#   forward(state, u) -> state  the sublayer's update u written back                         (required)
+#   leave(state) -> x         the last sublayer's rule gives what the final norm reads       (default: state)
+#
+# and is built as rule(d_model), with site= (its sublayer's place in depth order, 0 .. sites - 1) and
+# sites= (2 n_layer) where its constructor names them (`build_rule`). The state is a tensor or a tuple of
+# tensors: one stream (rr's own rules below, forward(h, u) on the stream h), several streams, or every
+# earlier output (`rr_model.streams`). enter and leave hold no parameters, so that a sharded model runs
+# them outside any block. Gated rules hold their gate Linear as `gate` (drawn by `GPT.init_published`) and
+# expose it as r(h, u); a rule whose parameters start otherwise sets them in its own `init_published`. Each
+# is registered, with its label, colour and parameter count, in `rr_core.variants`.
+
+
+def build_rule(rule: type, d_model: int, site: int, sites: int) -> nn.Module:
+    """One sublayer's rule: rule(d_model), given site= and sites= where its constructor names them."""
+    named = inspect.signature(rule).parameters
+    return rule(d_model, **{k: v for k, v in (("site", site), ("sites", sites)) if k in named})
+
+
+def read(rule: nn.Module, state):
+    """What the sublayer of `rule` reads from the state: ``rule.read(state)``, the state itself by default."""
+    return rule.read(state) if hasattr(rule, "read") else state
+
+
+def run_blocks(blocks: nn.ModuleList, x: torch.Tensor, cache=None, mask: torch.Tensor | None = None):
+    """The embeddings `x` through every block: the first rule's ``enter``, the blocks, the last rule's
+    ``leave`` (each the identity for a rule on one stream); what the final norm reads."""
+    first, last = blocks[0].res_attn, blocks[-1].res_mlp
+    state = first.enter(x) if hasattr(first, "enter") else x
+    for block in blocks:
+        state = block(state, cache, mask)
+    return last.leave(state) if hasattr(last, "leave") else state
 
 
 class Standard(nn.Module):
@@ -143,6 +176,12 @@ class ReviewNeutral(nn.Module):
     def r(self, h: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
         return torch.sigmoid(self.gate(torch.cat([rms(h), rms(u)], dim=-1)))
 
+    def halves(self, h: torch.Tensor, u: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """The gate logit's two halves, W_h rms(h) and W_u rms(u) (W = [W_h, W_u]): the logit is their sum
+        plus b. What `rr gates --anatomy` splits the logit's variance by (`rr_model.uses.anatomy`)."""
+        w_h, w_u = self.gate.weight.split(h.shape[-1], dim=1)
+        return rms(h) @ w_h.T, rms(u) @ w_u.T
+
     def forward(self, h: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
         return h + self.r(h, u) * u
 
@@ -181,6 +220,72 @@ class ReZero(nn.Module):
         return h + self.alpha * u
 
 
+# Ablations of Review: each changes one thing about its gate, at Review's width (not widened). They take
+# the draws of Review's gate (`published_draws`), so at a seed every other weight starts as Review's, and
+# each starts at r = 0.5 exactly: at init every one computes Review's forward pass, bit for bit.
+
+
+class ReviewHalf(nn.Module):
+    """h + 0.5 u: Review's gate held at its initial r = 0.5 (no parameters)."""
+
+    def __init__(self, d_model: int):
+        super().__init__()
+        self.d_model = d_model
+
+    def published_draws(self) -> nn.Linear:
+        """A stand-in of Review's gate, Linear(2d -> d), that `GPT.init_published` draws where it draws
+        Review's gate and then drops: the draws after it (the head, the residual projections) are Review's."""
+        with torch.random.fork_rng(devices=[]):  # building it draws: only init_published's draws count
+            return nn.Linear(2 * self.d_model, self.d_model)
+
+    def forward(self, h: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
+        return h + 0.5 * u
+
+
+class GateBias(ReviewHalf):
+    """h + sigmoid(b) * u, b a d-vector (0 at init): a learned per-channel gate that reads neither h nor u."""
+
+    def __init__(self, d_model: int):
+        super().__init__(d_model)
+        self.bias = nn.Parameter(torch.zeros(d_model))
+
+    def init_published(self) -> None:
+        """b = 0, so r = 0.5 exactly; draws nothing."""
+        nn.init.zeros_(self.bias)
+
+    def r(self, h: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
+        return torch.sigmoid(self.bias).expand_as(u)  # the same for every token (a view: no copy)
+
+    def forward(self, h: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
+        return h + self.r(h, u) * u
+
+
+class ReviewState(ReviewHalf):
+    """h + sigmoid(W rms(h) + b) * u: Review without the update half of its gate; W (d x d) = 0 at init."""
+
+    def __init__(self, d_model: int):
+        super().__init__(d_model)
+        self.gate = nn.Linear(d_model, d_model)
+
+    def init_published(self) -> None:
+        """Zero the gate (weight and bias), so r = 0.5 exactly; draws nothing."""
+        nn.init.zeros_(self.gate.weight)
+        nn.init.zeros_(self.gate.bias)
+
+    def r(self, h: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
+        return torch.sigmoid(self.gate(rms(h)))
+
+    def forward(self, h: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
+        return h + self.r(h, u) * u
+
+
+class ReviewUpdate(ReviewState):
+    """h + sigmoid(W rms(u) + b) * u: Review without the state half of its gate; W (d x d) = 0 at init."""
+
+    def r(self, h: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
+        return torch.sigmoid(self.gate(rms(u)))
+
+
 class Block(nn.Module):
     """Pre-norm transformer block; each sublayer's output u goes through the residual rule.
 
@@ -193,13 +298,13 @@ class Block(nn.Module):
 
     def __init__(self, config: GPTConfig, layer_idx: int = 0):
         super().__init__()
-        rule = residual_rule(config.variant)
-        self.ln_1 = RMSNorm(config.d_model)
+        rule, d, sites = residual_rule(config.variant), config.d_model, 2 * config.n_layer
+        self.ln_1 = RMSNorm(d)
         self.attn = CausalSelfAttention(config, layer_idx)
-        self.res_attn = rule(config.d_model)
-        self.ln_2 = RMSNorm(config.d_model)
+        self.res_attn = build_rule(rule, d, 2 * layer_idx, sites)
+        self.ln_2 = RMSNorm(d)
         self.mlp = MLP(config)
-        self.res_mlp = rule(config.d_model)
+        self.res_mlp = build_rule(rule, d, 2 * layer_idx + 1, sites)
 
     def forward(
         self, x: torch.Tensor, cache: KVCache | None = None, mask: torch.Tensor | None = None
@@ -211,8 +316,8 @@ class Block(nn.Module):
     def sublayers(
         self, x: torch.Tensor, cache: KVCache | None = None, mask: torch.Tensor | None = None
     ) -> torch.Tensor:
-        x = self.res_attn(x, self.attn(self.ln_1(x), cache, mask))
-        return self.res_mlp(x, self.mlp(self.ln_2(x)))
+        x = self.res_attn(x, self.attn(self.ln_1(read(self.res_attn, x)), cache, mask))
+        return self.res_mlp(x, self.mlp(self.ln_2(read(self.res_mlp, x))))
 
 
 class KVCache:
@@ -284,13 +389,20 @@ class GPT(nn.Module):
 
         RMSNorm gains (1) and the LayerScale (0.1) and ReZero (0) scales draw nothing. A plugin's rule
         with a ``gate`` Linear has it drawn in step 1 with the others, and its ``init_published()`` is
-        called in step 3 as rr's own are (`rr_core.variants.register_residual`).
+        called in step 3 as rr's own are (`rr_core.variants.register_residual`). A rule with a
+        ``published_draws()`` method has what it returns drawn in its gate's place in step 1 instead, and
+        dropped: Review's ablations return a stand-in of Review's gate, so that at a seed every weight
+        but their own starts as Review's (`ReviewHalf`).
         """
         sublayers = [m for block in self.transformer.h for m in (block.attn, block.mlp)]
         rules = [rule for block in self.transformer.h for rule in (block.res_attn, block.res_mlp)]
         projections = [m.c_proj for m in sublayers]
         linears = [lin for m in sublayers for lin in m.children() if isinstance(lin, nn.Linear)]
-        gates = [rule.gate for rule in rules if hasattr(rule, "gate")]
+        gates = [
+            rule.published_draws() if hasattr(rule, "published_draws") else rule.gate
+            for rule in rules
+            if hasattr(rule, "published_draws") or hasattr(rule, "gate")
+        ]
         order = [self.transformer.wte, self.transformer.wpe, *linears, *gates, self.lm_head]
         for module in order:
             module.reset_parameters()
@@ -342,9 +454,7 @@ class GPT(nn.Module):
                 "(as generate does)"
             )
         pos = torch.arange(past, past + T, device=idx.device)
-        x = self.transformer.wte(idx) + self.transformer.wpe(pos)
-        for block in self.transformer.h:
-            x = block(x, cache)
+        x = run_blocks(self.transformer.h, self.transformer.wte(idx) + self.transformer.wpe(pos), cache)
         logits = self.lm_head(self.transformer.ln_f(x))
         loss = None
         if targets is not None:
@@ -462,4 +572,4 @@ def next_token(
 # What an export carries for transformers (`rr_model.uses.hf_code`): these definitions' source, copied verbatim
 # beside a wrapper that adds transformers' plumbing, so the two models cannot drift apart. The residual
 # rules go with them, read from the variant registry (rr's own, all defined above, and a plugin's).
-LAYERS = (rms, RMSNorm, CausalSelfAttention, MLP, Block, trunk)
+LAYERS = (rms, RMSNorm, CausalSelfAttention, MLP, build_rule, read, run_blocks, Block, trunk)

@@ -159,6 +159,37 @@ def offline(token_cache, monkeypatch) -> Path:
     return token_cache
 
 
+@pytest.fixture
+def gpt2(monkeypatch):
+    """A small byte-level BPE tokenizer (400 ids) with GPT-2's EOT, trained on the first 60 synthetic stories
+    and served by `Tokenizer.from_pretrained("gpt2")`: GPT-2's code path, offline. The copy rr keeps of the
+    tokenizer it loaded is forgotten before and after."""
+    import tokenizers
+    from tokenizers import models, pre_tokenizers, trainers
+
+    from rr_model.data import synthetic
+    from rr_model.data.tokenizers import EOT, gpt2_tokenizer
+
+    tok = tokenizers.Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = tokenizers.decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=400, special_tokens=[EOT], initial_alphabet=pre_tokenizers.ByteLevel.alphabet()
+    )
+    tok.train_from_iterator(synthetic.stories(60), trainer)
+
+    class Hub:
+        @staticmethod
+        def from_pretrained(identifier, revision="main", token=None):
+            assert identifier == "gpt2"
+            return tok
+
+    monkeypatch.setattr(tokenizers, "Tokenizer", Hub)
+    gpt2_tokenizer.cache_clear()
+    yield tok
+    gpt2_tokenizer.cache_clear()
+
+
 @pytest.fixture(scope="session")
 def tiny_run(token_cache, tmp_path_factory) -> dict[str, Any]:
     """The provenance record of TINY_RUN trained without interruption, and its dataset at record["out"].
@@ -178,3 +209,27 @@ def tiny_run(token_cache, tmp_path_factory) -> dict[str, Any]:
         cfg = TrainConfig(**TINY_RUN, cache_dir=str(token_cache), log=("tensorboard", "wandb"))
         record = train(cfg, out)
     return {**record, "out": out}
+
+
+def budget_grid(seed: int = 1) -> pd.DataFrame:
+    """A constructed sweep of 3 sizes x 3 budgets (the worked example of docs/statistics.md, "Scale or
+    tokens?"): sizes 10M, 30M and 100M, each trained for 1000, 3000 and 9000 steps (the published 64 x 256
+    tokens a step, so D/N spans 0.16 to 15), 4 seeds, Review and Standard. Standard's gap depends on tokens
+    per parameter only, 0.002 - 0.006 log10(D/N), plus each cell's own deviation (SD 0.0005, the size-level
+    scatter tau), so at fixed D/N it does not change with size; a seed's effect is shared by both arms of a
+    cell, and each run adds noise of SD 0.0006."""
+    import numpy as np
+    import pandas as pd
+
+    rng = np.random.default_rng(seed)
+    rows = []
+    for size, params in (("10M", 10.0), ("30M", 30.0), ("100M", 100.0)):
+        for steps in (1000, 3000, 9000):
+            dn = steps * 64 * 256 / (params * 1e6)
+            gap = 0.002 - 0.006 * np.log10(dn) + rng.normal(0, 0.0005)
+            for s in range(4):
+                base = 3.0 - 0.2 * np.log10(params) - 0.1 * np.log10(steps) + rng.normal(0, 0.004)
+                for variant, shift in (("review_neutral", 0.0), ("standard", gap)):
+                    rows.append({"size": size, "variant": variant, "seed": s, "params_M": params, "steps": steps,
+                                 "val_loss": base + shift + rng.normal(0, 0.0006), "ece": np.nan, "minutes": np.nan})  # fmt: skip
+    return pd.DataFrame(rows)

@@ -106,6 +106,21 @@ def generation_checks(hf, rr, tok) -> dict:
     return {"greedy": greedy, "padded_batch": padded, "one_at_a_time": singles, "tokenizer": tokens}
 
 
+def fresh_rules(hf, rr) -> dict[str, bool]:
+    """Whether transformers' fresh model of the export's config (its `_init_weights`) starts each residual rule's
+    parameter where rr's init does, for every such parameter that rr starts at one value throughout (a zeroed
+    gate, LayerScale's 0.1, the gate bias's 0); by parameter name."""
+    from transformers import AutoModelForCausalLM
+
+    from rr_model.model import GPT
+
+    torch.manual_seed(0)
+    ours = GPT(rr.config).state_dict()
+    theirs = AutoModelForCausalLM.from_config(hf.config, trust_remote_code=True).state_dict()
+    fixed = [k for k, v in ours.items() if ".res_" in k and bool((v == v.flatten()[0]).all())]
+    return {k: torch.equal(theirs[k], ours[k]) for k in fixed}
+
+
 def check_export(folder: Path) -> dict:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -122,6 +137,7 @@ def check_export(folder: Path) -> dict:
         "weights_bitwise": all(torch.equal(hf_state[k], rr_state[k]) for k in rr_state),
         "module": type(hf).__module__,
         "imports": imports_of(folder),
+        "fresh_rules": fresh_rules(hf, rr),
         **logits_checks(hf.eval(), rr),
         **generation_checks(hf, rr, tok),
     }
@@ -202,6 +218,9 @@ def main(work: Path, final: Path, sweep: Path) -> None:
         folder = work / f"export-{variant}"
         export(checkpoint(variant, seed, work), folder)
         report["variants"][variant] = check_export(folder)
+        report["variants"][variant]["card_method"] = (
+            (folder / "README.md").read_text().rstrip().splitlines()[-1]
+        )
     try:
         export(checkpoint("stuck", 0, work), work / "export-stuck")
     except InputError as e:

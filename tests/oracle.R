@@ -1,7 +1,8 @@
 # R as a test oracle for rr's statistics (tests/test_r_oracle.py runs it): for each sweep CSV named on the
 # command line, lmerTest's per-size mixed model, the size-deviation emergence model (Satterthwaite and
-# Kenward-Roger) and metafor's Knapp-Hartung meta-regression with its predictions (predict.rma), written as
-# JSON to the last argument.
+# Kenward-Roger) and metafor's Knapp-Hartung meta-regression with its predictions (predict.rma), and per
+# (size, steps) cell on log10 N and log10 D/N together (the sweep's ref_params column gives N), written as
+# JSON to the last argument. A file of several budgets gets the two-moderator fit only.
 # Rules that decide which terms exist mirror rr's own: sizes with Review runs; a slope for a baseline at 2+
 # of them, a random size deviation at 3+; a meta-regression over sizes with 2+ seed pairs and unequal
 # differences, when there are 3+ such sizes.
@@ -74,13 +75,44 @@ meta <- function(d) {  # the fits, and metafor's predictions from each
   }
   list(fits = out, forecast = fc)
 }
+meta2 <- function(d) {  # issue 44: each (size, steps) cell's paired gap on log10 N and log10 D/N together
+  if (is.null(d$ref_params)) return(list())
+  out <- list()
+  cells <- unique(d[d$variant == ref, c("size", "steps")])
+  for (v in setdiff(unique(d$variant), ref)) {
+    rows <- NULL
+    for (i in seq_len(nrow(cells))) {
+      at <- d$size == cells$size[i] & d$steps == cells$steps[i]
+      r <- d[at & d$variant == ref, ]
+      m <- merge(d[at & d$variant == v, ], r, by = "seed")
+      dd <- m$val_loss.x - m$val_loss.y
+      n <- r$ref_params[1]  # the reference's exact parameter count, as rr counts it (rr_core.shapes)
+      if (length(dd) >= 2 && sd(dd) > 1e-12 * max(abs(mean(dd)), 1e-12))
+        rows <- rbind(rows, c(mean(dd), sd(dd) / sqrt(length(dd)), log10(n),
+                              log10(cells$steps[i] * 64 * 256 / n)))
+    }
+    if (is.null(rows) || nrow(rows) < 4 || qr(cbind(1, rows[, 3:4]))$rank < 3) next
+    yi <- rows[, 1]; sei <- rows[, 2]; lN <- rows[, 3]; lDN <- rows[, 4]
+    f <- rma(yi, sei = sei, mods = ~ lN + lDN, method = "REML", test = "knha",
+             control = list(threshold = 1e-14, maxiter = 10000, stepadj = 0.5))
+    x_new <- c(max(lN) + 0.5, log10(20))  # half a decade past the largest size, at 20 tokens per parameter
+    p <- predict(f, newmods = rbind(x_new))
+    out[[v]] <- list(size_slope = f$b[2], size_se = f$se[2], size_p = f$pval[2], dn_slope = f$b[3],
+                     dn_se = f$se[3], dn_p = f$pval[3], tau2 = f$tau2, qe = f$QE, qe_p = f$QEp,
+                     forecast = list(x = x_new, pred = p$pred, se = p$se, ci_low = p$ci.lb, ci_high = p$ci.ub,
+                                     pi_low = p$pi.lb, pi_high = p$pi.ub))
+  }
+  out
+}
 args <- commandArgs(trailingOnly = TRUE)
 files <- head(args, -1)
 res <- lapply(files, function(f) {
   d <- read.csv(f, stringsAsFactors = FALSE)
   d$size <- as.character(d$size)
+  if (length(unique(paste(d$size, d$variant, d$seed))) < nrow(d))  # several budgets: the two-moderator fit only
+    return(list(meta2 = meta2(d)))
   m <- meta(d)
   list(mixed = per_size(d), deviation = deviation(d), meta = m$fits, forecast = m$forecast,
-       forecast_models = deviation(d, ahead = 0.25))
+       forecast_models = deviation(d, ahead = 0.25), meta2 = meta2(d))
 })
 writeLines(toJSON(res, auto_unbox = TRUE, digits = NA, null = "null", na = "null"), tail(args, 1))

@@ -72,10 +72,12 @@ def test_table_fits_80_columns_and_names_what_it_hides():
 
 def test_emergence_at_80_columns_shows_each_levels_p_side_by_side():
     lines = analyze("emergence", env={"COLUMNS": "80"}).output.splitlines()
-    assert lines[1].split() == ["(c)", "meta", "(c)", "(c)", "(b)", "dev", "(b)", "(b)", "KR", "(a)"]
-    assert lines[2].split()[-3:] == ["p", "p", "p"] and lines[2].split()[4] == "p"
+    # issue 44: the correlation of log10 N and log10 D/N sits beside the primary p, before the other levels
+    assert lines[1].split() == ["(c)", "meta", "(c)", "(c)", "D/N", "(b)", "(b)", "KR", "(a)"]
+    assert lines[2].split()[-3:] == ["p", "p", "p"] and lines[2].split()[4:6] == ["p", "r"]
     highway = next(line for line in lines if line.startswith("Highway")).split()
-    assert highway[4] == "0.0626" and highway[-3:] == ["0.0367", "0.0334", "<0.0001"]  # (c), (b), (b) KR, (a)
+    assert highway[4:6] == ["0.0626", "-0.998"]  # (c) p, then r
+    assert highway[-3:] == ["0.0367", "0.0334", "<0.0001"]  # (b), (b) KR, (a)
 
 
 @pytest.mark.parametrize("view", ["emergence", "power", "equivalence", "claims", "notes"])
@@ -225,6 +227,8 @@ def test_recipe_notes_on_published_data():
     n = recipe_notes(load_sweep())
     assert n["kind"].tolist() == [
         "token_budget",
+        *["tokens"] * 5,
+        "size_and_tokens",
         "larger_size_higher_loss",
         "larger_size_higher_loss",
         "fewer_seeds",
@@ -232,6 +236,13 @@ def test_recipe_notes_on_published_data():
         "params_mismatch",
         "params_mismatch",
     ]
+    tokens = n[n["kind"] == "tokens"]["message"].tolist()
+    assert tokens[0] == (
+        "60M: 131M tokens per run (8000 steps x 64 x 256, from the recipe), 2.20 tokens per "
+        "parameter (of Review's 59,470,848 parameters)"
+    )
+    assert "1B: 98.3M tokens per run (6000 steps" in tokens[-1] and "0.10 tokens per parameter" in tokens[-1]
+    assert "correlate at r = -0.998 over the 5 cells" in n[n["kind"] == "size_and_tokens"]["message"].item()
     assert "590M: 7000; 1B: 6000" in n["message"].iloc[0]
     assert n[n["kind"] == "fewer_seeds"]["size"].tolist() == ["320M"]
     assert n[n["kind"] == "params_mismatch"]["size"].tolist() == ["60M", "320M", "590M"]
@@ -316,20 +327,22 @@ def test_notes_at_80_columns_wrap_the_note_text():
 
 
 def test_table_at_80_columns_keeps_the_gap_its_ci_and_hedges_g():
-    """The interval beside the primary p is the primary (paired) test's own (issue 36.1), and what the table
-    leaves out is named below it (issue 36.10), wrapped like the legend."""
+    """The interval beside the primary p is the primary (paired) test's own (issue 36.1), the paper's Welch t
+    and p stand beside it (issue 49.9: the quickstart's `rr analyze --table` is the paper's Table 2, which
+    80 columns hid), and what the table leaves out is named below it (issue 36.10), wrapped like the legend."""
     lines = analyze("table", env={"COLUMNS": "80"}).output.splitlines()
     assert lines[1:5] == [
-        "                                    paired*  Hedges  paired*  paired*",
-        "size  baseline      gap              95% CI       g        p    p adj",
-        "----  --------  -------  ------------------  ------  -------  -------",
-        "60M   Highway   0.0032\u2020   [-0.0115, 0.0180]    0.28   0.4455   0.4654",
+        "                                    paired*  Hedges  Welch   Welch  paired*",
+        "size  baseline      gap              95% CI       g      t       p    p adj",
+        "----  --------  -------  ------------------  ------  -----  ------  -------",
+        "60M   Highway   0.0032\u2020   [-0.0115, 0.0180]    0.28   0.42  0.6982   0.4654",
     ]
-    below = " ".join(line.strip() for line in lines[14:19])
+    assert lines[10] == "590M  Highway   0.0094\u2020    [0.0087, 0.0102]    2.14   3.28  0.0307   0.0031"
+    below = " ".join(line.strip() for line in lines[14:18])
     assert below.startswith(
         "not shown at width 80: Review params (M), baseline params (M), n R/B, Review mean, "
-        "baseline mean, 95% CI of g, Welch t, Welch df, Welch 95% CI, Welch p, Welch p adj, "
-        "paired* t, paired* df, "
+        "baseline mean, 95% CI of g, Welch df, Welch 95% CI, Welch p adj, "
+        "paired* t, paired* df, paired* p, "
     )
     assert below.endswith("mixed p adj (--wide shows all, --columns chooses)")
     assert max(map(len, lines)) <= 80

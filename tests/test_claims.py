@@ -113,10 +113,14 @@ def test_equivalence_verdict():
 @pytest.mark.parametrize(
     ("across", "within", "verdict"),
     [
-        (False, False, "supported"),
-        (True, False, "true within each size only: steps differ across sizes"),
-        (True, True, "not supported"),
-        (False, True, "not supported"),
+        ("", False, "supported"),
+        (
+            "tokens per run 1M at 1M, 2M at 2M",
+            False,
+            "contradicted across sizes: tokens per run 1M at 1M, 2M at 2M; identical within each size only",
+        ),
+        ("tokens per run 1M at 1M, 2M at 2M", True, "not supported"),
+        ("", True, "not supported"),
     ],
 )
 def test_budget_verdict(across, within, verdict):
@@ -191,8 +195,22 @@ def test_published_verdicts(audit):
     assert v["grows_every_size"] == "not supported: the gap falls between some sizes"
     assert "Highway 150M 0.0049 -> 320M" in audit.loc["grows_every_size", "evidence"]
     assert v["no_advantage_small"] == "not shown: equivalence within ±0.005 fails in 5 of 6 cells"
-    assert v["identical_token_budget"].startswith("true within each size only")
-    assert audit.loc["identical_token_budget", "numbers"]["steps_1B"] == 6000
+    # issue 44: the tokens per run differ across sizes, which the paper's "identical token budget" contradicts
+    assert v["identical_token_budget"] == (
+        "contradicted across sizes: tokens per run 131M at 60M-320M, 115M at 590M, 98.3M at 1B, so tokens per "
+        "parameter go from 2.20 at 60M to 0.10 at 1B (r = -0.998 with log10 N); identical within each size only"
+    )
+    budget = audit.loc["identical_token_budget", "numbers"]
+    assert budget["steps_1B"] == 6000 and budget["tokens_1B"] == 6000 * 64 * 256
+    assert round(budget["tokens_per_param_60M"], 2) == 2.20
+    for b in ("highway", "standard"):
+        assert v[f"emerges_{b}"].startswith(
+            "the gap grows along the sweep, where size and tokens per parameter move together (r = -0.998), so "
+            "the data cannot attribute it to size"
+        )
+        assert audit.loc[f"emerges_{b}", "evidence"].endswith(
+            "where log10 N and log10 D/N correlate at r = -0.998"
+        )
 
 
 def test_constructed_claims_reach_each_verdict(sweep, tmp_path):

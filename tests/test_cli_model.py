@@ -70,6 +70,15 @@ def test_sizes_vocab_rematches_the_baselines():
         "review_convex": 128,
         "layerscale": 128,
         "rezero": 128,
+        "review_half": 128,  # Review's ablations: at its width, not matched
+        "gate_bias": 128,
+        "review_state": 128,
+        "review_update": 128,
+        "hyper_connections": 148,  # the field's rivals: matched up to Review, as the baselines are
+        "hyper_connections_static": 148,
+        "denseformer": 148,
+        "attn_res": 148,
+        "attn_res_block": 148,
     }
 
 
@@ -248,6 +257,8 @@ def test_sizes_renders_every_format(fmt):
     assert tiny in result.output
     if fmt is Format.csv:
         rows = list(csv.DictReader(io.StringIO(result.output)))
-        assert len(rows) == 36 and rows[-1]["variant"] == "rezero" and rows[-1]["d_model"] == "128"
+        assert (
+            len(rows) == 6 * 15 and rows[-1]["variant"] == "attn_res_block" and rows[-1]["d_model"] == "148"
+        )
     if fmt is Format.markdown:
         assert "|---|---|---:|---:|---:|---:|---:|---:|" in result.output

@@ -133,16 +133,26 @@ def test_mixed_model_of_a_non_default_reference_is_the_block_anova(sweep):
 def test_any_reference_is_the_published_analysis_of_relabelled_data(sweep, analysis):
     ours = analysis(sweep, reference="highway", baselines=["standard"])
     published = analysis(relabelled(sweep, "highway"))
-    pd.testing.assert_frame_equal(numbers(ours), numbers(published), rtol=1e-12)
+    # D/N divides by the reference's exact count, its shape's; a relabelled highway has Review's params_M and
+    # no shape of that count, so its params_M (to 0.01M) stands in: the two agree to that rounding (issue 44)
+    dn = [c for c in ("tokens_per_param",) if c in ours]
+    pd.testing.assert_frame_equal(
+        numbers(ours).drop(columns=dn), numbers(published).drop(columns=dn), rtol=1e-12
+    )
+    pd.testing.assert_frame_equal(numbers(ours)[dn], numbers(published)[dn], rtol=1e-4)
 
 
 def test_emergence_at_all_three_levels_for_another_reference(sweep):
     ours = emergence(sweep, reference="highway", baselines=["standard"])
     published = emergence(relabelled(sweep, "highway"))
     assert ours["reference"].tolist() == ["highway"] and ours["baseline"].tolist() == ["standard"]
-    for level in ("meta", "dev", "run"):
+    for level in ("meta_", "dev", "run"):
         cols = [c for c in ours if c.startswith(level) and ours[c].dtype.kind == "f"]
         np.testing.assert_allclose(ours[cols].to_numpy(float), published[cols].to_numpy(float), rtol=1e-9)
+    # the two-moderator fit's log10 N is the reference's exact count, which the relabelled data lack (its
+    # params_M, to 0.01M, stands in): near-collinear moderators magnify that rounding, to 1e-4 here (issue 44)
+    cols = [c for c in ours if c.startswith(("meta2_", "dn_r")) and ours[c].dtype.kind == "f"]
+    np.testing.assert_allclose(ours[cols].to_numpy(float), published[cols].to_numpy(float), rtol=1e-4)
     assert ours["verdict"].tolist() == published["verdict"].tolist()
 
 

@@ -1,8 +1,10 @@
 """Training curves: the tiny run's metrics log read back (rr_core.sweepfile.metrics_log), smoothed
-(rr_analysis.stats.smoothing) and drawn by `rr plot curves` (rr_analysis.figures.curves.curves_figure)."""
+(rr_analysis.stats.smoothing) and drawn by `rr plot curves` (rr_analysis.figures.curves.curves_figure); the
+losses `rr analyze curves` pairs (`load_losses`)."""
 
 from __future__ import annotations
 
+import json
 import shutil
 
 import numpy as np
@@ -14,7 +16,7 @@ from rr_analysis.figures.curves import curves_figure
 from rr_analysis.stats.smoothing import ema, half_life_of_weight, smooth_curves
 from rr_core.errors import InputError
 from rr_core.ladder import get_size
-from rr_core.sweepfile.metrics_log import load_curves
+from rr_core.sweepfile.metrics_log import LOSS_COLUMNS, load_curves, load_losses
 from rr_core.sweepfile.provenance import sidecar_path
 from rr_core.variants import colour
 
@@ -46,6 +48,52 @@ def test_a_run_without_a_log_gives_its_records_loss_curve(tiny_run, tmp_path):
         load_curves([tmp_path / "empty.metrics"])
     with pytest.raises(InputError, match="copy.runs.jsonl: line 1 is not a metrics record"):
         load_curves([sidecar_path(out)])
+
+
+def test_the_losses_of_a_dataset_are_its_runs_training_loss_with_their_steps(tiny_run, tmp_path):
+    losses = load_losses([tiny_run["out"]])
+    assert list(losses.columns) == list(LOSS_COLUMNS) and set(losses["series"]) == {"train"}
+    assert losses[["step", "loss"]].values.tolist() == tiny_run["loss_curve"]
+    assert set(losses["steps"]) == {12}  # the final evaluation's step: the run's budget
+    out = tmp_path / "copy.csv"  # without its log, the record's curve and its config's steps
+    shutil.copy(tiny_run["out"], out)
+    shutil.copy(sidecar_path(tiny_run["out"]), sidecar_path(out))
+    assert load_losses([out])[["steps", "step", "loss"]].values.tolist() == [
+        [12, step, loss] for step, loss in tiny_run["loss_curve"]
+    ]
+
+
+def test_periodic_evaluations_are_the_validation_series_and_a_resumed_log_keeps_the_last_reading(tmp_path):
+    """The trainer's periodic event ({"event": "eval", "periodic": true, ...}) is a "val" row; the final
+    evaluation is not a row; a step logged again after a resume keeps its last reading; two budgets of one
+    run (two logs) stay apart by their steps."""
+
+    def log(name: str, events: list[dict]) -> None:
+        text = "\n".join(json.dumps(e) for e in events) + "\n"
+        (tmp_path / f"{name}.jsonl").write_text(text, encoding="utf-8")
+
+    start = {"event": "start", "size": "tiny", "variant": "standard", "seed": 0}
+    log("tiny-standard-seed0", [
+        {**start, "step": 0, "resumed": False},
+        {"event": "train", "step": 5, "loss": 4.0},
+        {"event": "eval", "step": 5, "tokens": 10240, "val_loss": 4.1, "periodic": True},
+        {"event": "train", "step": 10, "loss": 3.5},  # killed here; resumed from the checkpoint at step 5
+        {**start, "step": 5, "resumed": True},
+        {"event": "train", "step": 10, "loss": 3.4},
+        {"event": "eval", "step": 10, "tokens": 20480, "val_loss": 3.6, "periodic": True},
+        {"event": "eval", "step": 10, "val_loss": 3.6, "ece": 0.1, "minutes": 0.2},
+    ])  # fmt: skip
+    log("tiny-standard-seed0-steps20", [
+        {**start, "step": 0, "resumed": False},
+        {"event": "train", "step": 10, "loss": 3.3},
+        {"event": "train", "step": 20, "loss": 3.0},
+        {"event": "eval", "step": 20, "val_loss": 3.1, "ece": 0.1, "minutes": 0.3},
+    ])  # fmt: skip
+    got = load_losses([tmp_path])
+    assert got[["steps", "series", "step", "loss"]].values.tolist() == [
+        [10, "train", 5, 4.0], [10, "val", 5, 4.1], [10, "train", 10, 3.4], [10, "val", 10, 3.6],
+        [20, "train", 10, 3.3], [20, "train", 20, 3.0],
+    ]  # fmt: skip
 
 
 def test_the_figure_draws_the_smoothed_loss_and_lr_of_each_run(tiny_run):

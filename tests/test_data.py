@@ -17,9 +17,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-import tokenizers
 from conftest import rr
-from tokenizers import models, pre_tokenizers, trainers
 
 import rr_model.data.corpus as corpus_mod
 import rr_model.data.token_cache as tokmod
@@ -62,27 +60,6 @@ def offline(tmp_path, monkeypatch):
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(tmp_path / "hf"))
     monkeypatch.setattr(datasets.config, "HF_HUB_OFFLINE", True)
     monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", tmp_path / "hf-datasets")
-
-
-@pytest.fixture
-def gpt2(monkeypatch):
-    """A small byte-level BPE tokenizer with GPT-2's EOT, served by `Tokenizer.from_pretrained("gpt2")`."""
-    tok = tokenizers.Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = tokenizers.decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(
-        vocab_size=400, special_tokens=[EOT], initial_alphabet=pre_tokenizers.ByteLevel.alphabet()
-    )
-    tok.train_from_iterator(DOCS, trainer)
-
-    class Hub:
-        @staticmethod
-        def from_pretrained(identifier, revision="main", token=None):
-            assert identifier == "gpt2"
-            return tok
-
-    monkeypatch.setattr(tokenizers, "Tokenizer", Hub)
-    return tok
 
 
 def stream(tokens):

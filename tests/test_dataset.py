@@ -487,3 +487,83 @@ def test_a_users_own_ladder_sizes_and_unknown_labels_load_in_parameter_order(tmp
     )
     out = rr("validate", str(path))
     assert out.exit_code == 0 and "5 sizes (0.03M, 0.05M, 0.1M, 3B, 7.5B)" in out.output, out.output
+
+
+TOKENS_HEADER = HEADER + ",tokens"
+
+
+def test_tokens_is_an_optional_integer_column_kept_by_the_writers(tmp_path):
+    """Issue 44: the trainer may record each run's tokens; an empty cell means steps x the recipe's batch x
+    block. Held as float64 (NaN where empty), written back as the integer it is."""
+    text = f"{TOKENS_HEADER}\n{GOOD},131072000\n60M,highway,0,60.68,8000,1.698,0.0078,7.3,\n"
+    df = load_sweep(write(tmp_path, text))
+    assert df["tokens"].dtype == np.float64
+    assert df["tokens"].iloc[0] == 131_072_000 and np.isnan(df["tokens"].iloc[1])
+    for exact in (False, True):
+        out = tmp_path / f"out{exact}.csv"
+        write_sweep(df, out, exact=exact)
+        lines = out.read_text().splitlines()
+        assert lines[0].endswith(",tokens") and lines[1].endswith(",131072000") and lines[2].endswith(",")
+        assert load_sweep(out)["tokens"].iloc[0] == 131_072_000
+
+
+@pytest.mark.parametrize(
+    ("cell", "rule"),
+    [
+        ("1.5e8", "is not an integer"),
+        ("0", "must be an integer > 0 or empty (steps x the recipe's batch x block)"),
+        ("-5", "must be an integer > 0 or empty"),
+        ("nan", "is not an integer"),
+    ],
+)
+def test_a_tokens_cell_that_is_not_a_positive_integer_is_refused(tmp_path, cell, rule):
+    path = write(tmp_path, f"{TOKENS_HEADER}\n{GOOD},{cell}\n")
+    with pytest.raises(DataError) as e:
+        load_sweep(path)
+    assert [str(p) for p in e.value.problems][0].startswith("line 2, column tokens")
+    assert rule in str(e.value.problems[0])
+
+
+BUDGETS = "\n".join([
+    HEADER,
+    "60M,review_neutral,0,59.47,2000,1.90,,",
+    "60M,review_neutral,0,59.47,8000,1.70,,",
+    "60M,highway,0,60.68,2000,1.91,,",
+    "60M,highway,0,60.68,8000,1.71,,",
+]) + "\n"  # fmt: skip
+
+
+def test_a_run_at_several_step_counts_makes_a_file_of_several_budgets(tmp_path):
+    """A (size, variant, seed) at two step counts: two runs, keyed by steps too; steps may then differ within
+    a (size, variant)."""
+    from rr_core.sweepfile.dataset import run_keys
+    from rr_core.sweepfile.schema import record_key, run_stem, several_budgets
+
+    df = load_sweep(write(tmp_path, BUDGETS))
+    assert several_budgets(df) and len(df) == 4
+    assert ("60M", "highway", 0, 2000) in run_keys(df) and len(run_keys(df)) == 4
+    assert run_keys(load_sweep()) == {tuple(k) for k in load_sweep()[["size", "variant", "seed"]].values}
+    assert run_stem("60M", "review_neutral", 0, steps=2000) == "60M-review_neutral-seed0-steps2000"
+    assert run_stem("60M", "review_neutral", 0) == "60M-review_neutral-seed0"
+    record = {"size": "60M", "variant": "highway", "seed": 0, "steps": 2000}
+    assert record_key(record) == ("60M", "highway", 0)
+    assert record_key({**record, "budget": 2000}) == ("60M", "highway", 0, 2000)
+    twice = write(tmp_path, BUDGETS + "60M,highway,0,60.68,2000,1.92,,\n", "twice.csv")
+    with pytest.raises(DataError) as e:
+        load_sweep(twice)
+    assert [str(p) for p in e.value.problems] == [
+        f"line {n}, column size,variant,seed,steps: ('60M', 'highway', 0, 2000) - duplicate run: this "
+        "(size, variant, seed, steps) appears more than once"
+        for n in (4, 6)
+    ]
+
+
+def test_a_file_of_one_budget_keeps_the_rule_on_steps(tmp_path):
+    """Two seeds of a (size, variant) at different steps, no run at two: the rule and its message as before."""
+    text = f"{HEADER}\n{GOOD}\n60M,review_neutral,1,59.47,7000,1.69,,\n"
+    with pytest.raises(DataError) as e:
+        load_sweep(write(tmp_path, text))
+    assert [str(p) for p in e.value.problems] == [
+        "line 2, column steps: 8000 - steps must be the same in every row of a (size, variant)",
+        "line 3, column steps: 7000 - steps must be the same in every row of a (size, variant)",
+    ]

@@ -23,9 +23,13 @@ from conftest import TINY_RUN
 from rr_core.ladder import get_size
 from rr_core.sweepfile import provenance
 from rr_core.sweepfile.dataset import load_sweep
+from rr_core.sweepfile.metrics_log import load_evals
+from rr_model.checkpoint.paths import final_path
 from rr_model.config import TrainConfig
+from rr_model.data.token_cache import held_out_windows, load_tokens, windows_at
 from rr_model.model import GPT
 from rr_model.run.trainer import train, train_runs
+from rr_model.uses.inference import load_trained
 
 pytestmark = pytest.mark.usefixtures("offline")
 
@@ -37,6 +41,7 @@ def test_two_processes_give_the_single_process_val_loss(tmp_path, tiny_run):
     args = ["-m", "cli.main", "train", "--size", "tiny", "--variant", "standard", "--corpus", "synthetic"]
     args += ["--steps", str(TINY_RUN["steps"]), "--checkpoint-every", str(TINY_RUN["checkpoint_every"])]
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    args += ["--eval-every", "6", "--eval-windows", "12"]  # readings change no number; two batches, one each
     proc = subprocess.run([*launch, *args, "--out", str(out)], capture_output=True, text=True, env=env)
     assert proc.returncode == 0, proc.stderr[-3000:]
 
@@ -45,6 +50,17 @@ def test_two_processes_give_the_single_process_val_loss(tmp_path, tiny_run):
     assert two["result"]["val_loss"] == pytest.approx(tiny_run["result"]["val_loss"], abs=1e-5)
     assert two["result"]["ece"] == pytest.approx(tiny_run["result"]["ece"], abs=1e-5)
     assert proc.stdout.count("rr train:") == 1  # one process reports
+    # the last reading: each process scored one of the two batches, their sums added (8 and 4 windows)
+    evals = load_evals([out])
+    assert evals["step"].tolist() == [6, 12]
+    model = load_trained(final_path(out, "tiny", "standard", 0)).model
+    stream = load_tokens("synthetic", cache_dir=os.environ["RR_CACHE"]).val
+    block = get_size("tiny").recipe.block_size
+    starts = held_out_windows(stream, 12, block)
+    with torch.no_grad():
+        x, y = windows_at(stream, starts, block)
+        _, loss = model(torch.from_numpy(x), torch.from_numpy(y))
+    assert evals["val_loss"].iloc[-1] == pytest.approx(loss.item(), rel=1e-5)
 
 
 # ----------------------------------------------------------------------------- out-of-memory under DDP

@@ -117,3 +117,24 @@ def test_a_damaged_export_is_refused_before_it_loads(tiny_run, tmp_path):
         f"{weights}: damaged: its sha256 is not the one SHA256SUMS records for it; export it again from the "
         "run's weights (rr export)"
     )
+
+
+def test_a_plugin_run_exported_without_its_plugin_names_the_file_and_the_setting(
+    tiny_run, tmp_path, monkeypatch
+):
+    """Issue 49.6: the final weights keep the plugin's provenance; without RR_PLUGINS the refusal names the
+    file that defined the rule and the setting that loads it (it said only "unknown variant 'diaggate'")."""
+    monkeypatch.delenv("RR_PLUGINS", raising=False)
+    saved = checkpoint.read(checkpoint.final_path(tiny_run["out"], "tiny", "standard", 0))
+    plugin = {"module": "diaggate", "file": str(tmp_path / "diaggate.py"), "sha256": "0" * 64}
+    saved["config"] = {**saved["config"], "variant": "diaggate"}
+    saved["record"] = {**saved["record"], "variant": "diaggate", "plugin": plugin}
+    final = tmp_path / "diaggate.final.pt"
+    checkpoint.save(final, saved)
+    result = rr("export", "--checkpoint", str(final), "--out", str(tmp_path / "export"))
+    assert result.exit_code == 2 and not (tmp_path / "export").exists()
+    assert result.stderr.count("\n") == 1 and "unknown variant 'diaggate'" in result.stderr
+    assert (
+        f"plugin rule of {plugin['file']}" in result.stderr
+        and f"RR_PLUGINS={plugin['file']}" in result.stderr
+    )

@@ -73,3 +73,60 @@ def test_the_tuning_pilot_runs_end_to_end(tmp_path, token_cache):
     assert len(tuned) == 1 and tuned[0]["n"] == 3 and tuned[0]["verdict"]
     plot = rr("plot", "tuning", *compare, "--out", "t.png")
     assert plot.returncode == 0 and (tmp_path / "t.png").read_bytes().startswith(b"\x89PNG")
+
+
+# docs/extending.md, "Against the field": Review, its four ablations and the rival residual methods that are
+# registered (they join this pilot where rr has them), each at its own tuned rate.
+ABLATIONS = ("review_half", "gate_bias", "review_state", "review_update")
+RIVALS = ("hyper_connections", "denseformer", "attn_res")
+
+
+@pytest.mark.slow
+def test_the_field_pilot_runs_end_to_end(tmp_path, token_cache):
+    """Every variant tuned on the pilot ladder's middle size (4 rates x 2 selection seeds, then 3 comparison
+    seeds at its own rate), the tuning analysis against Review, and the gate anatomy of Review's runs and of
+    the gate bias (token_share and freeze_delta exactly 0)."""
+    from rr_core.variants import VARIANTS
+
+    shutil.copy(ROOT / "docs" / "extending" / "pilot.toml", tmp_path / "pilot.toml")
+    env = {**os.environ, "RR_CACHE": str(token_cache), "PYTHONPATH": str(ROOT)}
+
+    def rr(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "cli.main", *args], capture_output=True, text=True,
+                              cwd=tmp_path, env=env)  # fmt: skip
+
+    baselines = [*ABLATIONS, *(v for v in RIVALS if v in VARIANTS)]
+    every = [arg for v in ("review_neutral", *baselines) for arg in ("--variant", v)]
+    tune = rr("tune", "--ladder", "pilot.toml", "--size", "0.05M", *every, "--lr", "2e-3,4e-3,8e-3,1.6e-2",
+              "--select-seeds", "0,1", "--seeds", "2,3,4", "--corpus", "synthetic", "--out", "data/field.csv")  # fmt: skip
+    assert tune.returncode == 0, tune.stderr
+    n = 1 + len(baselines)
+    assert f"rr tune: selection: {8 * n} run(s) to train" in tune.stdout
+    assert f"rr tune: comparison: {3 * n} run(s) to train" in tune.stdout
+    compare = ("--data", "data/field.csv", "--ladder", "pilot.toml", "--baselines", ",".join(baselines))
+    table = rr("analyze", "tuning", *compare, "--format", "json")
+    assert table.returncode == 0, table.stderr
+    tuned = [r for r in json.loads(table.stdout) if r["part"] == "tuned"]
+    assert sorted(r["variant"] for r in tuned) == sorted(baselines) and {r["n"] for r in tuned} == {3}
+    plot = rr("plot", "tuning", *compare, "--out", "field.png")
+    assert plot.returncode == 0 and (tmp_path / "field.png").read_bytes().startswith(b"\x89PNG")
+
+    finals = tmp_path / "data" / "field.checkpoints"
+    reviews = sorted(finals.glob("0.05M-review_neutral-seed[234]-*.final.pt"))
+    assert len(reviews) == 3
+    for path in reviews:
+        gates = rr("gates", "--checkpoint", str(path), "--anatomy", "--format", "json")
+        assert gates.returncode == 0, gates.stderr
+        rows = json.loads(gates.stdout)
+        assert [(r["layer"], r["sublayer"]) for r in rows] == [
+            (0, "attn"),
+            (0, "mlp"),
+            (1, "attn"),
+            (1, "mlp"),
+        ]
+        assert all(0 <= r["token_share"] <= 1 and r["state_share"] is not None for r in rows)
+    (bias,) = finals.glob("0.05M-gate_bias-seed2-*.final.pt")
+    rows = json.loads(rr("gates", "--checkpoint", str(bias), "--anatomy", "--format", "json").stdout)
+    assert {(r["token_share"], r["freeze_delta"]) for r in rows} == {(0.0, 0.0)}
+    drawn = rr("plot", "gates", "--checkpoint", str(reviews[0]), "--out", "anatomy.png")
+    assert drawn.returncode == 0 and (tmp_path / "anatomy.png").read_bytes().startswith(b"\x89PNG")

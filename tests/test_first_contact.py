@@ -78,7 +78,10 @@ def test_a_size_typed_in_any_case_is_planned_and_recorded_by_its_ladder_name():
 def test_plan_durations_read_in_minutes_hours_or_days():
     from cli.run_options import duration
 
-    assert [duration(m) for m in (12.34, 89.9, 90, 47.9 * 60, 48 * 60, 25137.2 * 3)] == [
+    assert [duration(m) for m in (0.001, 0.04, 0.5, 12.34, 89.9, 90, 47.9 * 60, 48 * 60, 25137.2 * 3)] == [
+        "under a second",  # issue 49.10: a tiny dry run said "about 0.0 minutes"
+        "2 seconds",
+        "30 seconds",
         "12.3 minutes",
         "89.9 minutes",
         "1.5 hours",

@@ -86,6 +86,17 @@ def test_transformers_loads_every_weight_as_rr_wrote_it(report, variant):
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
+def test_a_fresh_model_from_the_export_starts_each_rule_as_rr_does(report, variant):
+    """transformers' own init of a fresh model (no weights loaded): every residual-rule parameter rr starts at
+    one value (Review's and its ablations' zero gates, the gate bias, LayerScale, ReZero) starts there too."""
+    fresh = report["variants"][variant]["fresh_rules"]
+    assert all(fresh.values()), [k for k, ok in fresh.items() if not ok]
+    # per sublayer (4): a zeroed gate's weight and bias, the gate bias, Highway's bias (its weight is drawn)
+    expected = {"review_state": 8, "review_update": 8, "review_neutral": 8, "gate_bias": 4, "highway": 4}
+    assert len(fresh) == expected.get(variant, len(fresh))
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
 def test_logits_equal_rrs_bitwise_and_a_cache_continues_them(report, variant):
     """(B, T) = (1, 1), (1, 7), (3, 32), (2, 17), each with the default cache, without, and with an all-ones
     mask; then 12 tokens, 1, and 7 more through the cache under either argument name."""
@@ -121,7 +132,7 @@ def test_autotokenizer_encodes_and_decodes_as_rr(report):
 
 
 def test_the_code_imports_only_torch_and_transformers_and_the_plugin_travels_as_written(report):
-    standard = {"math", "__future__"}
+    standard = {"math", "inspect", "__future__"}
     for variant in VARIANTS:
         for name, imported in report["variants"][variant]["imports"].items():
             assert set(imported) <= {"torch", "transformers"} | standard, (variant, name)
@@ -185,3 +196,15 @@ def test_rr_eval_tasks_prints_the_scores_and_joins_them_onto_the_sweep(report):
     assert joined[list(before.columns)].equals(before)
     assert joined[["rr_local_mc_acc", "rr_local_mc_acc_norm"]].values.tolist() == [[r["value"] for r in rows]]
     assert f"joined onto 1 of 1 rows of {report['sweep']}: {cli['out']}" in cli["stderr"]
+
+
+def test_the_card_credits_the_paper_for_its_rules_and_a_plugin_for_its_own(report):
+    """Issue 49.10: a plugin rule's export said the architecture was Kramer's; its card now names the
+    plugin's rule as the plugin's and credits the paper for the trunk and recipe only."""
+    own, plugin = (
+        report["variants"]["review_neutral"]["card_method"],
+        report["variants"]["myrule"]["card_method"],
+    )
+    assert own.startswith("The architecture and recipe are those of Kramer (2026)")
+    assert plugin.startswith("The residual rule `ChannelScale` is a plugin's (travel.py), not the paper's")
+    assert "the training recipe are those of Kramer (2026)" in plugin

@@ -116,7 +116,7 @@ def test_a_ladder_size_with_a_published_label_is_refused_beside_the_published_ro
         "(published: d_model 512, n_layer 8, n_head 8)"
     )
     with pytest.raises(RecipeError, match="holds published rows"):
-        preflight(out, [cfg.size], ladder=cfg.ladder).guard(cfg, stub_tokens())
+        preflight(out).guard(cfg, stub_tokens())
     assert recipe_differences(TrainConfig("60M"), stub_tokens()) == []
 
 

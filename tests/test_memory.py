@@ -26,6 +26,7 @@ from rr_model.parallel.memory import (
 from rr_model.run.trainer import train
 
 VARIANTS = ("standard", "review_neutral", "highway", "review_convex", "layerscale", "rezero")
+STREAMS = ("hyper_connections", "hyper_connections_static", "denseformer", "attn_res", "attn_res_block")
 
 
 def kept_for_backward(model: GPT, x: torch.Tensor, y: torch.Tensor, precision: str) -> int:
@@ -61,6 +62,23 @@ def test_the_activation_formula_is_what_autograd_keeps(variant, precision):
         model.checkpoint_activations(every)
         x, y = torch.randint(0, V, (B, T)), torch.randint(0, V, (B, T))
         assert kept_for_backward(model, x, y, precision) == saved_activation_bytes(cfg, B, precision, every)
+
+
+@pytest.mark.parametrize("variant", STREAMS)
+@pytest.mark.parametrize("precision", ["fp32", "bf16"])
+def test_the_activation_estimate_of_the_rules_on_several_streams_is_within_5_percent(variant, precision):
+    for every, (B, T, d, L, H, V) in [
+        (0, (3, 24, 48, 3, 4, 90)),
+        (0, (2, 16, 64, 6, 4, 90)),
+        (0, (2, 16, 96, 4, 4, 9)),
+    ]:
+        cfg = GPTConfig(vocab_size=V, block_size=T, n_layer=L, n_head=H, d_model=d, variant=variant)
+        torch.manual_seed(0)
+        model = GPT(cfg)
+        model.checkpoint_activations(every)
+        x, y = torch.randint(0, V, (B, T)), torch.randint(0, V, (B, T))
+        kept = kept_for_backward(model, x, y, precision)
+        assert saved_activation_bytes(cfg, B, precision, every) == pytest.approx(kept, rel=0.05)
 
 
 def test_state_bytes_are_a_single_process_runs_parameters_gradients_and_adamw_state():

@@ -198,3 +198,13 @@ def test_scores_joined_onto_a_sweep_are_analysed_as_val_loss_is(tmp_path, publis
         assert not (tmp_path / "refused.csv").exists()
     with pytest.raises(InputError, match="exists; a join writes a new file and never overwrites one"):
         join_columns(published_copy, measured, evals)
+
+
+def test_budgets_of_one_run_merge_as_separate_runs(tmp_path):
+    """Issue 44: one seed at two step counts (two budgets, as cooldown branches write them in part files) is
+    two runs to merge, not a conflict; a copy of one of them is kept once."""
+    a = sweep(tmp_path / "a.csv", row(3, 1.70, steps=8000), published=False)
+    b = sweep(tmp_path / "b.csv", row(3, 1.80, steps=2000), row(3, 1.70, steps=8000), published=False)
+    merge_sweeps([a, b], tmp_path / "merged.csv")
+    merged = load_sweep(tmp_path / "merged.csv")
+    assert sorted(merged["steps"]) == [2000, 8000]

@@ -205,9 +205,14 @@ def test_scaling_says_nothing_of_steps_when_every_size_trained_alike(sweep):
     assert [t.get_text() for t in ax.get_xticklabels()] == SIZES
 
 
-def test_emergence_marks_the_sizes_with_fewer_seeds(table):
+def test_emergence_marks_the_sizes_with_fewer_seeds_and_each_sizes_tokens_per_parameter(table):
+    """Issue 44: under each size, its tokens per parameter, so the budget is read with the trend."""
     ax = plots.emergence_figure(table).axes[0]
-    assert [t.get_text() for t in ax.get_xticklabels()] == [s + "\n2 seeds" * (s == "320M") for s in SIZES]
+    dn = ["2.20", "0.86", "0.41", "0.19", "0.10"]
+    assert [t.get_text() for t in ax.get_xticklabels()] == [
+        f"{s}\nD/N {d}" + "\n2 seeds" * (s == "320M") for s, d in zip(SIZES, dn, strict=True)
+    ]
+    assert ax.get_xlabel() == "Parameters (Review, log scale); D/N: training tokens per parameter"
 
 
 def test_calibration_draws_ece_means_where_measured(sweep):
@@ -398,7 +403,7 @@ def test_forecast_figure_draws_both_intervals_past_the_shaded_range(sweep, table
     corners = beyond.get_patch_transform().transform(beyond.get_path().vertices)
     assert corners[:, 0].min() == pytest.approx(table["params_M"].max())
     labels = [t.get_text() for t in ax.get_xticklabels()]
-    assert labels[-2:] == ["3B", "7B"]
+    assert labels[0] == "60M\n2.20" and labels[-2:] == ["3B\n0.032", "7B\n0.013"]  # D/N: the path's past 1B
 
 
 def test_forecast_figure_without_a_line_says_why(sweep):
@@ -418,3 +423,21 @@ def test_plot_forecast_and_emergence_without_the_fit(tmp_path):
     assert bad.exit_code == 2 and "not a size" in bad.output
     plain = rr("plot", "emergence", "--no-fit", "--out", str(tmp_path / "e.png"))
     assert plain.exit_code == 0
+
+
+def test_six_sizes_draw_one_facet_each_in_a_grid_of_five_columns(published_copy):
+    """Issue 49.2: the published five sizes and a user's tiny runs made 6 facets over a 2 x 5 grid, which
+    the facet loop zipped strictly (ValueError); the spare axes are hidden, not zipped."""
+    from rr_core.sweepfile.dataset import load_sweep
+
+    rows = [
+        f"tiny,{v},{s},{p},100,{2.2 + 0.01 * s + d:.4f},,"
+        for v, p, d in (("review_neutral", 1.13, 0.0), ("highway", 1.14, 0.02), ("standard", 1.12, 0.03))
+        for s in (0, 1)
+    ]
+    with open(published_copy, "a") as f:
+        f.write("\n".join(rows) + "\n")
+    fig = plots.seeds_figure(load_sweep(published_copy))
+    shown = [ax.get_title() for ax in fig.axes if ax.get_visible()]
+    assert len(fig.axes) == 10 and len(shown) == 6
+    assert shown[0].startswith("tiny") and shown[1:] == [s + " (2 seeds)" * (s == "320M") for s in SIZES]

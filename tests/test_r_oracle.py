@@ -1,8 +1,9 @@
 """R as the oracle: lmerTest (per-size mixed model; size-deviation model with Satterthwaite and pbkrtest's
 Kenward-Roger df) and metafor's rma(..., test = "knha") with its predict() against rr, on the published sweep and on
-hypothesis-generated ones (unbalanced, missing seeds, new size labels, extra variants).
+hypothesis-generated ones (unbalanced, missing seeds, new size labels, extra variants); and lme4's crossed
+random-effects fit against rr's seed components (tests/oracle_seeds.R), on constructed crossed designs.
 
-One Rscript process runs every dataset (tests/oracle.R). Skipped, with the reason, without Rscript or
+One Rscript process runs every dataset (tests/oracle.R, tests/oracle_seeds.R). Skipped, with the reason, without Rscript or
 its packages (Debian: r-base-core r-cran-lmertest r-cran-metafor; .ci/run installs them).
 """
 
@@ -16,12 +17,15 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import budget_grid
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from rr_analysis.comparison import budget_cells
 from rr_analysis.stats.emergence import emergence
 from rr_analysis.stats.forecast import forecast
 from rr_analysis.stats.mixed import mixed_table
+from rr_analysis.stats.tokens import cell_budgets
 from rr_core.sweepfile.dataset import load_sweep
 
 ORACLE = Path(__file__).with_name("oracle.R")
@@ -42,11 +46,18 @@ WHY = _r_missing()
 pytestmark = pytest.mark.skipif(bool(WHY), reason=WHY)
 
 
+def with_reference_params(d: pd.DataFrame) -> pd.DataFrame:
+    """`d` with each row's cell's reference parameter count, as rr counts it (the oracle's N in D/N)."""
+    cells = budget_cells(d)
+    n = cell_budgets(cells, "review_neutral").set_index("size")["params"]
+    return d.assign(ref_params=cells["size"].map(n).astype(float).to_numpy())
+
+
 def run_r(sweeps: list[pd.DataFrame], tmp: Path) -> list[dict]:
     paths = []
     for i, d in enumerate(sweeps):
         paths.append(tmp / f"sweep{i}.csv")
-        d.to_csv(paths[-1], index=False)
+        with_reference_params(d).to_csv(paths[-1], index=False)
     out = tmp / "r.json"
     subprocess.run(["Rscript", str(ORACLE), *map(str, paths), str(out)], check=True, capture_output=True)
     return json.loads(out.read_text())
@@ -58,7 +69,9 @@ def close(a: float, b, rel: float) -> bool:
 
 def compare(d: pd.DataFrame, r: dict, rel: dict[str, float]) -> list[str]:
     """Every mismatch between rr and R on one sweep, as readable lines (empty: they agree)."""
-    bad = []
+    bad = compare_meta2(d, r.get("meta2") or {}, rel["meta"])
+    if "mixed" not in r:  # several budgets: R fitted the two-moderator model only
+        return bad
     m = mixed_table(d)
     for size, terms in (r["mixed"] or {}).items():
         for term, (est, se, df, p) in ((t, v.values()) for t, v in terms.items()):
@@ -82,6 +95,29 @@ def compare(d: pd.DataFrame, r: dict, rel: dict[str, float]) -> list[str]:
             if not close(e.loc[b, f"meta_{key}"], want, rel["meta"]):
                 bad.append(f"meta {b} {key}: rr {e.loc[b, f'meta_{key}']!r} R {want!r}")
     return bad + compare_forecast(d, r.get("forecast") or {}, rel["meta"]) + compare_models(d, r, rel)
+
+
+def compare_meta2(d: pd.DataFrame, r: dict, rel: float) -> list[str]:
+    """rr's size-level fit on log10 N and log10 D/N against metafor's rma(mods = ~ lN + lDN, test = "knha"),
+    and that rr fits it for exactly the baselines R does."""
+    e = emergence(d).set_index("baseline")
+    fitted = set(e.index[np.isfinite(e["meta2_size_slope"].astype(float))])
+    bad = [] if fitted == set(r) else [f"meta2 fitted for {sorted(fitted)} by rr, {sorted(r)} by R"]
+    for b, vals in r.items():
+        ahead = vals.pop("forecast")
+        for key, want in vals.items():
+            got = e.loc[b, f"meta2_{key}"] if b in e.index else np.nan
+            if not close(got, want, rel):
+                bad.append(f"meta2 {b} {key}: rr {got!r} R {want!r}")
+        if e.loc[b, "dn_reading"] != "separable":
+            continue  # rr forecasts at a stated budget only where the cells tell size from D/N
+        at = f"{10 ** (ahead['x'][0] - 6)!r}M"
+        f = forecast(d, [at], tokens_per_param=10 ** ahead["x"][1]).set_index("baseline")
+        for key in ("pred", "se", "ci_low", "ci_high", "pi_low", "pi_high"):
+            got = f.loc[b, "pred_se" if key == "se" else key]
+            if not close(got, ahead[key], rel):
+                bad.append(f"meta2 forecast {b} {key}: rr {got!r} R {ahead[key]!r}")
+    return bad
 
 
 def compare_forecast(d: pd.DataFrame, r: dict, rel: float) -> list[str]:
@@ -129,6 +165,15 @@ def test_published_sweep_matches_r(tmp_path):
     assert compare(d, run_r([d], tmp_path)[0], REL) == []
 
 
+def test_two_moderator_fit_on_a_grid_of_budgets_matches_r(tmp_path):
+    """Issue 44: on 3 sizes x 3 budgets (conftest.budget_grid), each (size, steps) cell's paired gap on log10 N
+    and log10 D/N, as metafor fits it, to 1e-6; and on the published sweep, where the two barely differ."""
+    grid = budget_grid()
+    r = run_r([grid], tmp_path)[0]
+    assert set(r["meta2"]) == {"standard"}
+    assert compare(grid, r, REL) == []
+
+
 @st.composite
 def sweeps(draw) -> pd.DataFrame:
     """A sweep with 3-6 new size labels, 2-4 seeds, some runs missing, and 1-3 extra variants."""
@@ -161,3 +206,51 @@ def test_generated_sweeps_match_r(tmp_path_factory, batch):
     results = run_r(batch, tmp_path_factory.mktemp("oracle"))
     bad = {i: compare(d, r, REL) for i, (d, r) in enumerate(zip(batch, results, strict=True))}
     assert {i: b for i, b in bad.items() if b} == {}
+
+
+# ------------------------------------------------------------------------------------------ seed components
+
+SEEDS_ORACLE = Path(__file__).with_name("oracle_seeds.R")
+
+
+def crossed(n_init: int, n_data: int, reps: int, sd: tuple[float, float, float], seed: int) -> pd.DataFrame:
+    """Runs of a balanced crossed design: init and data effects drawn with SDs sd[0] and sd[1], noise sd[2]."""
+    rng = np.random.default_rng(seed)
+    a, b = rng.normal(0, sd[0], n_init), rng.normal(0, sd[1], n_data)
+    rows = [(i, j, 1.7 + a[i] + b[j] + rng.normal(0, sd[2]))
+            for i in range(n_init) for j in range(n_data) for _ in range(reps)]  # fmt: skip
+    return pd.DataFrame(rows, columns=["init", "data", "y"])
+
+
+# Both components inside the space, a 2 x 2 pilot, then the init component and (with neither drawn) the data
+# component on the boundary at 0: its mean square below the residual's, its sum of squares pooled with it
+DESIGNS = [
+    crossed(4, 3, 2, (0.01, 0.02, 0.005), 1),
+    crossed(2, 2, 1, (0.01, 0.02, 0.005), 2),
+    crossed(3, 4, 2, (0.0, 0.02, 0.01), 3),
+    crossed(3, 3, 1, (0.0, 0.0, 0.01), 4),
+]
+
+
+def test_seed_components_match_lme4(tmp_path):
+    from rr_analysis.stats.seeds import seed_components
+
+    paths = []
+    for i, d in enumerate(DESIGNS):
+        paths.append(tmp_path / f"crossed{i}.csv")
+        d.to_csv(paths[-1], index=False)
+    out = tmp_path / "r.json"
+    subprocess.run(
+        ["Rscript", str(SEEDS_ORACLE), *map(str, paths), str(out)], check=True, capture_output=True
+    )
+    bound = 0
+    for d, want in zip(DESIGNS, json.loads(out.read_text()), strict=True):
+        runs = d.rename(columns={"init": "init_seed", "data": "data_seed", "y": "val_loss"})
+        runs = runs.assign(size="tiny", variant="standard", seed=range(len(d)), params_M=1.0, steps=100)
+        got = seed_components(runs).iloc[0]
+        for key in ("init_var", "data_var", "resid_var"):
+            scale = want["resid_var"]  # lme4 stops a component at its boundary within ~1e-8 of the residual's
+            assert abs(got[key] - want[key]) <= 1e-6 * max(want[key], 0) + 1e-8 * scale, (key, got[key], want)
+        assert got["mean"] == pytest.approx(want["mean"], rel=1e-9)
+        bound += (got["init_var"] == 0) + (got["data_var"] == 0)
+    assert bound == 2  # the boundary was reached: the pooled residual is checked too

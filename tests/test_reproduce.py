@@ -80,12 +80,12 @@ def test_plan_through_the_published_seam_and_skips_present_rows(tmp_path):
 
 
 def test_the_recipe_guard_holds_on_a_reproduction_file(tmp_path):
-    plan = preflight(tmp_path / "new.csv", ["60M"], reproduction=True)
+    plan = preflight(tmp_path / "new.csv", reproduction=True)
     assert plan.published  # a new, empty reproduction file is guarded
     plan.guard(TrainConfig("60M", reproduce=True), stub_tokens())  # the published recipe passes
     with pytest.raises(RecipeError, match="is a reproduction file, and this run is off the published recipe"):
         plan.guard(TrainConfig("60M", precision="bf16", reproduce=True), stub_tokens())
-    assert not preflight(tmp_path / "new.csv", ["60M"]).published  # the same new file, not a reproduction
+    assert not preflight(tmp_path / "new.csv").published  # the same new file, not a reproduction
 
 
 def test_the_trainer_refuses_an_off_recipe_reproduction_before_training(offline, tmp_path):

@@ -18,6 +18,15 @@ from rr_core.errors import InputError
 from rr_core.sweepfile.dataset import load_sweep, write_sweep
 
 
+@pytest.fixture(scope="module")
+def sweep() -> pd.DataFrame:
+    """The published rows as a frame built in code (no file behind it), which `reproduction` takes as
+    re-runs; a file's rows are judged by their records (`test_the_published_rows_given_as_data_...`)."""
+    df = load_sweep()
+    df.attrs = {}
+    return df
+
+
 def offset(sweep: pd.DataFrame, sizes=("60M", "150M"), shift=0.0003, jitter=0.0002) -> pd.DataFrame:
     """Re-runs of `sizes`: the published values moved by `shift` plus Gaussian jitter, at 4 decimals."""
     rows = sweep[sweep["size"].isin(sizes)].copy()
@@ -141,3 +150,17 @@ def test_cli_json_carries_every_number(sweep, tmp_path):
         and "pooling is safe" in text.output
         and "same-seed noise: assumed" in text.output
     )
+
+
+def test_the_published_rows_given_as_data_are_named_as_such_not_taken_as_reruns(published_copy):
+    """Issue 49.4: `rr analyze reproduction --data` on the published rows themselves said "pooling is safe:
+    every re-run equals its published row"; rows with the published value and no run record are no re-runs."""
+    from rr_analysis.stats.reproduction import ITSELF
+
+    r = reproduction(load_sweep(published_copy))
+    assert (r["verdict"] == ITSELF).all() and r["n"].iloc[0] == 0
+    assert r["pooling"].iloc[0].startswith("not judged: the file holds the published rows themselves")
+    out = rr("analyze", "reproduction", "--data", str(published_copy), "--format", "json")
+    assert out.exit_code == 0, out.output
+    rows = json.loads(out.output)
+    assert {row["verdict"] for row in rows} == {ITSELF} and "safe" not in rows[0]["pooling"]

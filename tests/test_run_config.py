@@ -41,7 +41,7 @@ def test_one_reading_answers_every_question(tmp_path, reads):
     out = tmp_path / "x.csv"
     append_rows(out, [ROW])
     reads.clear()
-    plan = preflight(out, ["tiny"])
+    plan = preflight(out)
     cfg = TrainConfig("tiny", "standard", 1, data="synthetic", steps=8)
     assert plan.keys == {("tiny", "standard", 0)} and not plan.published and not plan.from_published
     plan.guard(cfg, stub_tokens(source="synthetic"))  # a file of its own: any recipe
@@ -71,7 +71,7 @@ def test_each_refusal_keeps_its_sentence(tmp_path, monkeypatch, published_copy):
     with pytest.raises(InputError, match="is not a folder, and its parent is none either"):
         preflight(tmp_path / "no" / "such" / "x.csv")
     published = published_copy
-    plan = preflight(published, ["60M"])
+    plan = preflight(published)
     assert plan.published
     with pytest.raises(
         RecipeError, match=r"holds published rows.*steps 20 \(published: 8000\).*--out other.csv"
@@ -136,7 +136,7 @@ def test_a_plan_reads_its_file_again_only_where_another_process_wrote_to_it(tmp_
 
     out = tmp_path / "x.csv"
     append_rows(out, [ROW])
-    plan = preflight(out, ["tiny"])
+    plan = preflight(out)
     ours = append_rows(out, [{**ROW, "seed": 1}])
     plan.extend(ours, stamp(out))
     reads.clear()
@@ -159,7 +159,7 @@ def test_a_run_claimed_after_another_process_wrote_its_row_is_not_trained_again(
     out = tmp_path / "x.csv"
     append_rows(out, [ROW])
     cfg = TrainConfig("tiny", "highway", 0, data="synthetic", steps=2, checkpoint_every=0)
-    plan = preflight(out, ["tiny"])  # this command's one reading: the run is not in the file yet
+    plan = preflight(out)  # this command's one reading: the run is not in the file yet
     append_rows(out, [{**ROW, "variant": "highway", "params_M": 1.14, "steps": 2}])  # the other's row
     with pytest.raises(InputError, match="not training tiny highway 0: its row would be refused"):
         train(cfg, out, plan=plan)

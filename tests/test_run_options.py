@@ -58,7 +58,7 @@ def test_without_a_config_file_nothing_changes(tmp_path):
         (
             'size = "tiny"\nstpes = 6\n',
             "unknown key 'stpes' for rr train (did you mean steps?); valid keys: activation_checkpointing, "
-            "checkpoint_every, compile, ",
+            "branch_at, checkpoint_every, compile, ",
         ),
         ('size = "tiny"\ncheckpoint_evry = 6\n', "(did you mean checkpoint_every?)"),
         ('size = "tiny"\nsteps = "six"\n', "key 'steps' must be an integer (as --steps takes), not 'six'"),

@@ -626,6 +626,18 @@ def test_tiny_demo_trains_every_variant_and_each_learns(tmp_path):
     assert all(r["loss_curve"][-1][1] < r["loss_curve"][0][1] - 2 for r in records(tmp_path / "demo.csv"))
 
 
+def test_the_default_dataset_behaves_alike_missing_or_present(tmp_path, monkeypatch):
+    """Issue 49.5: from the clone's root the tiny demo into data/scaling_v8.csv was refused (off-recipe rows
+    beside published ones), from an empty folder the same command made that file with the tiny row alone;
+    --help says the file starts from the published rows: both folders now refuse it, naming --out."""
+    monkeypatch.chdir(tmp_path)
+    result = rr("train", "--size", "tiny", "--corpus", "synthetic", "--steps", "2")
+    assert result.exit_code == 2, result.output
+    message = " ".join(result.stderr.split())
+    assert message.startswith("rr: error: data/scaling_v8.csv holds published rows, and this run is off the")
+    assert "--out other.csv" in message and list(tmp_path.iterdir()) == []
+
+
 def test_a_new_default_dataset_extends_the_published_sweep(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     todo, skipped, _ = plan_runs(DEFAULT_OUT, "150M")
@@ -633,10 +645,9 @@ def test_a_new_default_dataset_extends_the_published_sweep(tmp_path, monkeypatch
     assert not DEFAULT_OUT.exists()  # planning writes nothing
     assert [r.seed for r in plan_runs(DEFAULT_OUT, "320M")[0]] == [2, 2, 2]
     assert [r.seed for r in plan_runs(Path("elsewhere.csv"), "150M")[0]] == [0, 0, 0]
-    assert [r.seed for r in plan_runs(DEFAULT_OUT, "tiny")[0]] == [0, 0, 0]
-    preflight(DEFAULT_OUT, ["tiny"]).start()
+    assert [r.seed for r in plan_runs(DEFAULT_OUT, "tiny")[0]] == [0, 0, 0]  # no published tiny seed
     assert not DEFAULT_OUT.exists()
-    plan = preflight(DEFAULT_OUT, ["150M"])
+    plan = preflight(DEFAULT_OUT)
     assert plan.from_published and plan.published and len(plan.keys) == 42
     plan.start()
     assert DEFAULT_OUT.read_bytes() == bundled_path().read_bytes()

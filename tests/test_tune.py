@@ -97,7 +97,7 @@ def test_an_lr_off_the_recipe_is_off_recipe_so_the_published_file_refuses_it(pub
     assert recipe_differences(tuned[0], stub_tokens()) == ["lr 0.0004 (published: 0.0002)"]
     assert recipe_differences(tuned[1], stub_tokens()) == []  # the recipe's own rate is on it
     with pytest.raises(RecipeError, match="holds published rows, and this run is off the published recipe"):
-        preflight(published_copy, ["60M"]).guard(tuned[0], stub_tokens())
+        preflight(published_copy).guard(tuned[0], stub_tokens())
     row = dataset_row(tuned[1], {"params": 1e6, "val_loss": 3.0, "ece": None, "minutes": None})
     with pytest.raises(DataError, match="the file has no such column"):
         append_rows(published_copy, [row])  # the published file's columns stay its own

@@ -127,9 +127,11 @@ def test_the_view_reads_the_options_its_function_names(registered):
 
 def test_the_help_and_the_misspelt_name_know_the_added_view(registered):
     help_text = " ".join(rr("analyze", "--help", env={"COLUMNS": "300"}).stdout.split())
-    added = "card, tuning (--data tune.csv: each variant at its own tuned learning rate), spread (runs, mean"
+    added = "seeds (--data pilot.csv: init seed vs data seed variance), spread (runs, mean"
     assert added in help_text
-    assert "What to show: table (default), emergence," in help_text and "card, tuning or spread." in help_text
+    assert (
+        "What to show: table (default), emergence," in help_text and "tuning, seeds or spread." in help_text
+    )
     result = rr("analyze", "spred")
     assert result.exit_code == 2 and "'spred' is not a view (did you mean spread?)" in result.output
     assert rr("analyze", "spread", "--columns", "runs,nope").stderr == (

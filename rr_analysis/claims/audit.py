@@ -8,6 +8,7 @@ records too, each naming the check that judges it.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 from pathlib import Path
@@ -27,11 +28,11 @@ from rr_analysis.claims.verdicts import (
     recompute,
     statistic_of,
 )
-from rr_analysis.comparison import ALPHA
-from rr_analysis.numbers import fixed, significant
+from rr_analysis.comparison import ALPHA, sizes_in_order
+from rr_analysis.numbers import count, fixed, significant
 from rr_analysis.stats.equivalence import DEFAULT_MARGIN, equivalence
 from rr_analysis.stats.gap_tests import gap_table
-from rr_analysis.stats.notes import recipe_notes
+from rr_analysis.stats.tokens import cell_budgets, per_param, run_tokens, size_and_tokens, tokens_source
 from rr_core.variants import REFERENCE, label
 
 __all__ = [
@@ -213,12 +214,25 @@ def _emergence(r: dict, e: pd.DataFrame) -> dict:
     x = row.iloc[0]
     test = str(x.get("primary", ""))
     slope, p = x.get(f"{test}_slope"), x.get(f"{test}_p")
-    numbers = {"slope_per_decade": _number(slope), "p": _number(p)}
+    numbers = {"slope_per_decade": _number(slope), "p": _number(p), "size_tokens_r": _number(x.get("dn_r"))}
     shown = (
         f"slope {fixed(slope, 4)} per decade, p {significant(p, 3)}"
         if pd.notna(slope) and pd.notna(p)
         else "no slope"
     )
+    if x.get("dn_reading") == "confounded" and pd.notna(x.get("dn_r")):  # issue 44: along the sweep only
+        shown += f" along the sweep, where log10 N and log10 D/N correlate at r = {fixed(x['dn_r'], 3)}"
+    elif x.get("dn_reading") == "separable" and pd.notna(x.get("meta2_size_p")):
+        numbers |= {
+            "size_slope_at_fixed_dn": _number(x["meta2_size_slope"]),
+            "size_p": _number(x["meta2_size_p"]),
+            "dn_slope_at_fixed_size": _number(x["meta2_dn_slope"]),
+            "dn_p": _number(x["meta2_dn_p"]),
+        }
+        shown += (
+            f" (size only); at fixed tokens per parameter {fixed(x['meta2_size_slope'], 4)} per decade of "
+            f"size, p {significant(x['meta2_size_p'], 3)}"
+        )
     return _row(
         r,
         variant=r["baseline"],
@@ -262,17 +276,38 @@ def _no_advantage(r: dict, t: pd.DataFrame, e: pd.DataFrame, margin: float) -> d
 
 
 def _budget(r: dict, df: pd.DataFrame) -> dict:
-    n = recipe_notes(df)
-    across, within = bool((n["kind"] == "token_budget").any()), bool((n["kind"] == "steps_within_size").any())
-    steps = df.groupby("size", observed=True)["steps"].max()
-    order = [s for s in dict.fromkeys(df["size"]) if s in steps]
-    shown = "/".join(str(int(steps[s])) for s in order)
-    within_size = "variants differ within a size" if within else "identical within each size"
+    """ "identical token budget": each size's tokens per run (`rr_analysis.stats.tokens.run_tokens`), and the
+    tokens per parameter they give the reference, with their correlation with size."""
+    tokens, _ = run_tokens(df)
+    per = pd.Series(tokens, index=df.index).groupby(df["size"].astype(str), observed=True).agg(["min", "max"])
+    order = [s for s in sizes_in_order(df) if s in per.index]
+    within = bool((per["min"] != per["max"]).any())
+    budgets = cell_budgets(df, REFERENCE)
+    dn = dict(zip(budgets["size"], budgets["tokens_per_param"], strict=True))
+    numbers = {f"steps_{s}": int(df.loc[df["size"] == s, "steps"].max()) for s in order}
+    numbers |= {f"tokens_{s}": float(per.loc[s, "max"]) for s in order}
+    numbers |= {f"tokens_per_param_{s}": float(dn[s]) for s in order if s in dn}
+    groups = [list(g) for _, g in itertools.groupby(order, key=lambda s: per.loc[s, "max"])]
+    shown = ", ".join(
+        f"{count(per.loc[g[0], 'max'])} at {g[0] if len(g) == 1 else f'{g[0]}-{g[-1]}'}" for g in groups
+    )
+    across = ""
+    if len(groups) > 1:
+        reading = size_and_tokens(budgets)
+        corr = f" (r = {fixed(reading['r'], 3)} with log10 N)" if np.isfinite(reading["r"]) else ""
+        first, last = budgets.iloc[0], budgets.iloc[-1]
+        across = (
+            f"tokens per run {shown}, so tokens per parameter go from {per_param(first['tokens_per_param'])} "
+            f"at {first['size']} to {per_param(last['tokens_per_param'])} at {last['size']}{corr}"
+        )
     return _row(
         r,
-        test="recipe: steps per run",
-        numbers={f"steps_{s}": int(steps[s]) for s in order},
-        evidence=f"steps by size {shown}; {within_size}",
+        test="recipe: tokens per run (steps x batch x block)",
+        numbers=numbers,
+        evidence=f"tokens per run {shown} ({tokens_source(budgets)}); tokens per parameter "
+        + ", ".join(f"{s} {per_param(v)}" for s, v in dn.items())
+        + "; "
+        + ("variants differ within a size" if within else "identical within each size"),
         verdict=budget_verdict(across, within),
     )
 

@@ -208,14 +208,25 @@ def equivalence_verdict(tost_p: Sequence[float], margin: float, alpha: float = A
     return f"not shown: equivalence within ±{significant(margin)} fails in {int((~passed).sum())} of {len(passed)} cells"
 
 
-def budget_verdict(differs_across_sizes: bool, differs_within_a_size: bool) -> str:
-    """ "identical token budget": steps per run, across sizes and between the variants of one size.
+def budget_verdict(across_sizes: str, differs_within_a_size: bool) -> str:
+    """ "identical token budget": tokens per run, across sizes and between the variants of one size.
+
+    Parameters
+    ----------
+    across_sizes
+        How the tokens per run differ across sizes, in words ("" where they do not).
+    differs_within_a_size
+        Whether the variants of one size trained on different numbers of tokens.
 
     Example
     -------
-    >>> budget_verdict(True, False)
-    'true within each size only: steps differ across sizes'
+    >>> budget_verdict("tokens per run 131M at 60M-320M, 98.3M at 1B", False)
+    'contradicted across sizes: tokens per run 131M at 60M-320M, 98.3M at 1B; identical within each size only'
     """
     if differs_within_a_size:
         return "not supported"
-    return "true within each size only: steps differ across sizes" if differs_across_sizes else "supported"
+    return (
+        f"contradicted across sizes: {across_sizes}; identical within each size only"
+        if across_sizes
+        else "supported"
+    )

@@ -69,14 +69,17 @@ def new_figure(width: float, height: float, title: str | None) -> Figure:
     return fig
 
 
-def size_ticks(ax, at: pd.Series, notes: dict[str, str] | None = None) -> None:
+def size_ticks(
+    ax, at: pd.Series, notes: dict[str, str] | None = None, tokens: dict[str, str] | None = None
+) -> None:
     """Log x axis with one tick per size at `at[size]` (its parameter count), labelled with its name.
 
-    `notes` adds a second line under a size's name (its steps, or that it has fewer seeds).
+    `tokens` adds a line under a size's name (its tokens per parameter, "D/N 2.20"), `notes` one more (its
+    steps, or that it has fewer seeds).
     """
-    notes = notes or {}
+    notes, tokens = notes or {}, tokens or {}
     ax.set_xscale("log")
-    labels = [f"{s}\n{notes[s]}" if notes.get(s) else s for s in at.index]
+    labels = ["\n".join(x for x in (s, tokens.get(s), notes.get(s)) if x) for s in at.index]
     ax.set_xticks(at.to_numpy(float), labels=labels)
     ax.xaxis.set_minor_locator(NullLocator())
 
@@ -86,6 +89,15 @@ def size_positions(df: pd.DataFrame, sizes: list[str], reference: str = REFERENC
     ref = df[df["variant"] == reference].groupby("size", observed=True)["params_M"].mean()
     every = df.groupby("size", observed=True)["params_M"].mean()
     return ref.reindex(sizes).fillna(every.reindex(sizes))
+
+
+def tokens_ticks(per_param: pd.Series, prefix: str = "D/N ") -> dict[str, str]:
+    """ "D/N 2.20" under each size: its tokens per parameter (`rr_analysis.stats.tokens`), where a table gives
+    them, so a reader of a trend with size sees the training budget move with it (`prefix` "" where the
+    ticks are close: the axis label then says what the line is)."""
+    from rr_analysis.stats.tokens import per_param as words
+
+    return {s: f"{prefix}{words(v)}" for s, v in per_param.items() if pd.notna(v)}
 
 
 def few_seeds(n_seeds: pd.Series) -> dict[str, str]:

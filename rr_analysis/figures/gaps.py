@@ -12,8 +12,24 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from rr_analysis.comparison import ALPHA, PARAMS_TOLERANCE, Comparison, Keywords, asked, for_reference
-from rr_analysis.figures.axes import STYLE, compared, few_seeds, gap_axis, new_figure, size_ticks
+from rr_analysis.comparison import (
+    ALPHA,
+    PARAMS_TOLERANCE,
+    Comparison,
+    Keywords,
+    asked,
+    cell_size,
+    for_reference,
+)
+from rr_analysis.figures.axes import (
+    STYLE,
+    compared,
+    few_seeds,
+    gap_axis,
+    new_figure,
+    size_ticks,
+    tokens_ticks,
+)
 from rr_analysis.figures.estimates import adjust_name, gap_estimates, require_gap_table, test_name
 from rr_analysis.numbers import percent, significant
 from rr_analysis.stats.forecast import meta_line
@@ -133,23 +149,38 @@ def emergence_figure(
         )
     baselines = list(dict.fromkeys(est["baseline"]))
     colours = palette(baselines)
+    cells = table.drop_duplicates("size").set_index("size")
+    budgets = _budgets(table)  # a file of several budgets: one line per (baseline, budget)
+    lines = [(b, steps) for b in baselines for steps in (budgets or [None])]
     with mpl.rc_context(STYLE):
         fig = new_figure(6.4, 4.4, title or f"{ref}'s advantage over each baseline, by model size")
         ax = fig.add_subplot()
         ax.axhline(0.0, color="0.35", ls="--", lw=0.9, zorder=1, gid="zero")
-        for i, b in enumerate(baselines):
-            points = (i - (len(baselines) - 1) / 2) * 5 / 72
+        for i, (b, steps) in enumerate(lines):
+            points = (i - (len(lines) - 1) / 2) * 5 / 72
             nudge = ax.transData + mpl.transforms.ScaledTranslation(points, 0, fig.dpi_scale_trans)
-            _gap_line(ax, est[est["baseline"] == b], b, colours[b], nudge, ci, reference == REFERENCE)
+            e = est[(est["baseline"] == b) & (est["size"].map(cells["steps"]) == steps if steps else True)]
+            style = _BUDGET_STYLES[budgets.index(steps) % len(_BUDGET_STYLES)] if steps else "-o"
+            _gap_line(ax, e, b, colours[b], nudge, ci, reference == REFERENCE, steps, style)
         if line is not None:
             _fitted_lines(ax, line, colours)
         _unequal_says(ax, est)
         seeds = table.groupby("size", sort=False, observed=True)[
             "n_pairs" if stat == "paired" else for_reference("n_review", reference)
         ].max()
-        size_ticks(ax, table.drop_duplicates("size").set_index("size")["params_M"][sizes], few_seeds(seeds))
+        if budgets:  # the cells of one size share its x: a tick per size, D/N told by the lines' budgets
+            at = cells["params_M"][sizes].groupby(cells["params_M"][sizes], sort=False, observed=True).head(1)
+            size_ticks(ax, at.rename(index=cell_size))
+            dn = {}
+        else:
+            dn = tokens_ticks(cells["tokens_per_param"][sizes]) if "tokens_per_param" in cells else {}
+            size_ticks(ax, cells["params_M"][sizes], few_seeds(seeds), dn)
         ax.margins(x=0.08, y=0.12)
-        ax.set_xlabel(f"Parameters ({ref}, log scale)")
+        ax.set_xlabel(
+            f"Parameters ({ref}, log scale)"
+            + ("; D/N: training tokens per parameter" if dn else "")
+            + ("; a line per budget (steps)" if budgets else "")
+        )
         ax.set_ylabel(gap_axis(reference, metric, higher))
         ax.set_title(_stars_say(table, stat, ci), loc="left", fontsize=8, color="0.3")
         ax.legend(title=f"{ref} vs.", loc="best")
@@ -218,6 +249,11 @@ def forecast_figure(
     ref = label(fc["reference"].iloc[0]) if "reference" in fc else label(REFERENCE)
     sizes = table.drop_duplicates("size").set_index("size")["params_M"]
     ticks = pd.concat([sizes, fc.drop_duplicates("at").set_index("at")["params"] / 1e6])
+    per_param = pd.concat([table.drop_duplicates("size").set_index("size").get("tokens_per_param", sizes * np.nan),
+                           fc.drop_duplicates("at").set_index("at").get("tokens_per_param", pd.Series(dtype=float))])  # fmt: skip
+    dn = tokens_ticks(
+        per_param[~per_param.index.duplicated()], prefix=""
+    )  # the ticks are close: the label says
     with mpl.rc_context(STYLE):
         fig = new_figure(
             4.2 * len(baselines) + 0.6, 4.4, title or f"{ref}'s advantage, forecast past the sweep"
@@ -234,13 +270,20 @@ def forecast_figure(
                 sizes.max(),
                 ticks.max() * 1.4,
             )
-            size_ticks(ax, ticks[~ticks.index.duplicated()])
+            size_ticks(ax, ticks[~ticks.index.duplicated()], tokens=dn)
             ax.set_xlim(ticks.min() / 1.4, ticks.max() * 1.4)
             ax.set_title(f"{ref} vs. {label(b)}")
         axes[0].set_ylabel(f"Baseline \u2212 {ref} (the gap)\n(positive: {ref} better)")
         axes[0].legend(loc="upper left", fontsize=7)
         fig.supxlabel(
-            f"Parameters ({ref}, log scale); shaded: past the largest size in the sweep", fontsize=8
+            f"Parameters ({ref}, log scale); shaded: past the largest size in the sweep"
+            + (
+                "\nunder each size: training tokens per parameter (D/N; past the sweep, the path's, which the "
+                "line assumes)"
+                if dn
+                else ""
+            ),
+            fontsize=8,
         )
     return fig
 
@@ -329,25 +372,41 @@ def _stars_say(table: pd.DataFrame, stat: str, ci: bool) -> str:
     return f"{test_name(stat)}; bars {bars}; * {adjust_name(method)} p < {significant(ALPHA)}{family}"
 
 
-def _gap_line(ax, e: pd.DataFrame, baseline: str, colour: str, nudge, ci: bool, published: bool) -> None:
+_BUDGET_STYLES = ("-o", "--s", ":^", "-.D")  # a file of several budgets: one line style per budget
+
+
+def _budgets(table: pd.DataFrame) -> list[int]:
+    """The step counts of a gap table whose sizes hold several budgets (cells `SIZE@STEPS`), smallest first;
+    [] for a table of one budget per size."""
+    if "steps" not in table or table.groupby("params_M", observed=True)["steps"].nunique().max() < 2:
+        return []
+    return sorted(int(s) for s in table["steps"].dropna().unique())
+
+
+def _gap_line(
+    ax, e: pd.DataFrame, baseline: str, colour: str, nudge, ci: bool, published: bool,
+    steps: int | None = None, style: str = "-o",
+) -> None:  # fmt: skip
     """One baseline's gaps with their bars, and a star beyond the bar where the adjusted p is small.
 
     `published`: the reference is the published one, to whose parameter count the registry's matched
-    baselines are widened, so their legend says so."""
+    baselines are widened, so their legend says so. `steps`: the budget this line is of, in a file of
+    several budgets (drawn in `style`, and named in the legend)."""
     y = e["estimate"].to_numpy()
     lo, hi = (e["ci_low"].to_numpy(), e["ci_high"].to_numpy()) if ci else (y - e["se"], y + e["se"])
+    named = label(baseline) + " (parameter-matched)" * (published and matched(baseline))
     bars = ax.errorbar(
         e["params_M"].to_numpy(float),
         y,
         yerr=[y - lo, hi - y],
-        fmt="-o",
+        fmt=style,
         color=colour,
         ms=5,
         lw=1.6,
         elinewidth=1.1,
         capsize=3,
-        label=label(baseline) + " (parameter-matched)" * (published and matched(baseline)),
-        gid=baseline,
+        label=named + (f", {steps} steps" if steps else ""),
+        gid=baseline + (f"@{steps}" if steps else ""),
     )
     for artist in (bars.lines[0], *bars.lines[1], *bars.lines[2]):
         artist.set_transform(nudge)  # after autoscaling, which used exact x

@@ -152,7 +152,9 @@ def seeds_figure(
         fig = new_figure(2.3 * ncols + 0.6, 2.7 * nrows + 0.6, title or f"{axis} per seed within each size")
         axes = fig.subplots(nrows, ncols, squeeze=False).ravel()
         few = few_seeds(df[df["size"].isin(sizes)].groupby("size", observed=True)["seed"].nunique())
-        for ax, size in zip(axes, sizes, strict=True):
+        for ax, size in zip(
+            axes[: len(sizes)], sizes, strict=True
+        ):  # a grid of 5 columns: spare axes hidden below
             _seed_facet(ax, df[df["size"] == size], c.metric, c.reference)
             ax.set_title(f"{size} ({few[size]})" if size in few else size)
         for ax in axes[len(sizes) :]:

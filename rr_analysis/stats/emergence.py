@@ -1,5 +1,7 @@
 """Does Review's advantage grow with size? The gap's slope per decade of parameters, per baseline, at three
-levels of evidence: per run (a), with each size's gap free to leave the line (b), and per size (c, primary).
+levels of evidence: per run (a), with each size's gap free to leave the line (b), and per size (c, primary);
+and, at the size level, whether the data can tell growth with size from growth with falling tokens per
+parameter (both moderators in one meta-regression, where the cells vary in both).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import pandas as pd
 
 from rr_analysis.comparison import (
     ALPHA,
+    PAIR,
     RESPONSE,
     STAMP,
     Comparison,
@@ -21,11 +24,12 @@ from rr_analysis.comparison import (
     sizes_in_order,
     t_sf2,
 )
-from rr_analysis.numbers import significant
+from rr_analysis.numbers import fixed, significant
 from rr_analysis.stats.gap_tests import paired_table
-from rr_analysis.stats.meta import meta_regression
+from rr_analysis.stats.meta import meta_moderators, meta_regression
 from rr_analysis.stats.mixed import SINGULAR_RATIO, BlockModel
 from rr_analysis.stats.slopes import SizeModel, kenward_roger
+from rr_analysis.stats.tokens import cell_budgets, per_param, size_and_tokens, tokens_source
 from rr_core.variants import label
 
 if TYPE_CHECKING:
@@ -38,6 +42,9 @@ EMERGENCE_COLUMNS: tuple[str, ...] = (
     "baseline", "n_sizes", "primary", "verdict",
     "meta_slope", "meta_se", "meta_df", "meta_p", "meta_tau2", "meta_qe", "meta_qe_df", "meta_qe_p",
     "meta_sizes",
+    "tokens_per_param", "tokens_source", "dn_r", "dn_sizes_with_budgets", "dn_reading",
+    "meta2_size_slope", "meta2_size_se", "meta2_size_p", "meta2_dn_slope", "meta2_dn_se", "meta2_dn_p",
+    "meta2_df", "meta2_tau2", "meta2_qe", "meta2_qe_df", "meta2_qe_p",
     "dev_slope", "dev_se", "dev_df", "dev_p", "dev_kr_se", "dev_kr_df", "dev_kr_p",
     "dev_var_seed", "dev_var_size", "dev_var_resid", "dev_singular",
     "run_slope", "run_se", "run_df", "run_p", "run_gap_at_centre", "lrt_chi2", "lrt_df", "lrt_p",
@@ -78,7 +85,7 @@ def _design(df: pd.DataFrame, c: Comparison) -> _Design:
     X0 = np.column_stack([(data["size"] == s).to_numpy(float) for s in sizes] + list(ind.values()))
     X = np.column_stack([X0] + [ind[v] * lxc for v in sloped])
     names = [*sizes, *ind, *((v, "slope") for v in sloped)]
-    blocks = data.groupby(["size", "seed"], sort=False, observed=True).ngroup().to_numpy()
+    blocks = data.groupby(["size", PAIR], sort=False, observed=True).ngroup().to_numpy()
     why = ""
     if len(sizes) < 2:
         why = f"needs at least 2 sizes with {reference} runs"
@@ -180,14 +187,18 @@ def _size_dev(d: _Design, baselines: list[str]) -> tuple[dict, dict[str, list[st
     return cols, notes
 
 
-def _meta(p: pd.DataFrame, d: _Design, baseline: str) -> tuple[dict, str]:
+def _meta(p: pd.DataFrame, d: _Design, baseline: str, budgets: pd.DataFrame) -> tuple[dict, str]:
     """(c), primary: the per-size seed-paired gaps and their SEs (`p`: `paired_table`), meta-regressed on
-    log10(params)."""
+    log10(params); and on log10(params) and log10(tokens per parameter) together (`_meta2`)."""
     p = p[(p["baseline"] == baseline) & p["size"].isin(d.sizes)]
     used = p[p["paired_note"] == ""]
     left = [f"{s} ({n})" for s, n in zip(p["size"], p["paired_note"], strict=True) if n]
     note = f"(c) left out {', '.join(left)}" if left else ""
-    out = {"meta_sizes": len(used)}
+    cells = budgets.set_index("size").reindex(used["size"])
+    reading = size_and_tokens(cells.reset_index())
+    out = {"meta_sizes": len(used), "tokens_per_param": dict(zip(map(str, cells.index), cells["tokens_per_param"], strict=True)),
+           "dn_r": reading["r"], "dn_sizes_with_budgets": reading["sizes_with_budgets"],
+           "dn_reading": _reading(reading)}  # fmt: skip
     if len(used) < 3:
         why = f"(c) no size-level test: {len(used)} size(s) with a paired gap and SE; a line needs 3 or more"
         return out, "; ".join(filter(None, [note, why]))
@@ -198,37 +209,136 @@ def _meta(p: pd.DataFrame, d: _Design, baseline: str) -> tuple[dict, str]:
         note = "; ".join(
             filter(None, [note, f"only {len(used)} sizes: the size-level df ({len(used) - 2}) are few"])
         )
-    return out, note
+    two, why2 = _meta2(used, cells, reading)
+    out.update(two)
+    return out, "; ".join(filter(None, [note, why2]))
+
+
+def _reading(reading: dict) -> str:
+    """What the cells let the size-level fit attribute: "constant" (tokens per parameter, or size, the same in
+    every cell: the size-only line reads size alone), "separable" (both moderators fitted apart) or
+    "confounded" (they move together: |r| >= 0.9, or fewer than two sizes with two budgets)."""
+    if not reading["varies"]:
+        return "constant"
+    return "separable" if reading["separable"] else "confounded"
+
+
+def _meta2(used: pd.DataFrame, cells: pd.DataFrame, reading: dict) -> tuple[dict, str]:
+    """(c) on both moderators, log10 N and log10 D/N, where the cells vary in both: metafor's
+    ``rma(yi, sei = sei, mods = ~ lN + lDN, test = "knha")``; none with fewer than 4 cells or collinear ones."""
+    if not reading["varies"]:
+        return {}, ""
+    X = cells[["log_params", "log_tokens_per_param"]].to_numpy(float)
+    # too few cells, or D/N exactly 1/N times a constant: the verdict says they move together
+    if len(used) < 4 or np.linalg.matrix_rank(np.column_stack([np.ones(len(X)), X])) < 3:
+        return {}, ""
+    r = meta_moderators(used["paired_diff"].to_numpy(float), used["paired_se"].to_numpy(float), X)
+    out = {"meta2_df": r["df"], "meta2_tau2": r["tau2"], "meta2_qe": r["qe"], "meta2_qe_df": r["qe_df"],
+           "meta2_qe_p": r["qe_p"]}  # fmt: skip
+    for i, name in enumerate(("size", "dn")):
+        out |= {
+            f"meta2_{name}_slope": r["coef"][i],
+            f"meta2_{name}_se": r["se"][i],
+            f"meta2_{name}_p": r["p"][i],
+        }
+    if reading["separable"]:
+        return out, ""
+    n = reading["sizes_with_budgets"]
+    held = "no size holds two budgets" if n == 0 else f"only {n} size holds two budgets or more"
+    r_is = (
+        f"log10 N and log10 D/N correlate at r = {fixed(reading['r'], 3)} and "
+        if np.isfinite(reading["r"])
+        else ""
+    )
+    return (
+        out,
+        f"(c2) shown, not read: {r_is}{held}, so its slopes extrapolate along a direction the cells barely span",
+    )
+
+
+def _strength(r: pd.Series) -> tuple[str, str]:
+    """How strongly the size-only line (c) says the gap changes, checked against the size-deviation model (b):
+    ("robust" | "primary" | "suggestive" | "none", its p-values in words)."""
+    dev = np.nanmax([r["dev_p"], r["dev_kr_p"]]) if np.isfinite([r["dev_p"], r["dev_kr_p"]]).any() else np.nan
+    p = significant(r["meta_p"], 2)
+    if r["meta_p"] < ALPHA and dev < ALPHA:
+        return "robust", f"robust (primary p = {p}, size-deviation model p = {significant(dev, 2)})"
+    if r["meta_p"] < ALPHA:
+        return "primary", f"in the primary test (p = {p}) but not in the size-deviation model"
+    if dev < ALPHA or r["run_p"] < ALPHA:
+        return "suggestive", (f"suggestive, not robust: the primary size-level test gives p = {p}; only models "
+                              "that lean on the runs or on the line's shape reach p < 0.05")  # fmt: skip
+    return "none", f"(primary p = {p})"
+
+
+def _size_only(r: pd.Series) -> str:
+    """The size-only line's verdict, as it reads where tokens per parameter do not move with size."""
+    level, words = _strength(r)
+    way = "grows" if r["meta_slope"] > 0 else "shrinks"
+    if level == "none":
+        return f"no evidence that the gap changes with size {words}"
+    return words if level == "suggestive" else f"{way} with size{':' if level == 'robust' else ''} {words}"
+
+
+def _trend(slope: float, p: float, along: str) -> str:
+    """One moderator of the two-moderator fit in words."""
+    if not p < ALPHA:
+        return f"no evidence that the gap changes {along} (p = {significant(p, 2)})"
+    return f"the gap {'grows' if slope > 0 else 'shrinks'} {along} (p = {significant(p, 2)})"
 
 
 def _verdict(r: pd.Series) -> str:
-    """One line in words, led by the primary test and checked against the size-deviation model."""
+    """One line in words. Where size and tokens per parameter move together, that comes first; where they are
+    told apart, the two-moderator fit leads; where tokens per parameter are the same in every cell, the
+    primary size-only line, checked against the size-deviation model."""
     if not np.isfinite(r["meta_p"]):
         return "not testable at the size level (see the notes)"
-    way = "grows" if r["meta_slope"] > 0 else "shrinks"
-    dev = np.nanmax([r["dev_p"], r["dev_kr_p"]]) if np.isfinite([r["dev_p"], r["dev_kr_p"]]).any() else np.nan
-    if r["meta_p"] < ALPHA and dev < ALPHA:
-        return f"{way} with size: robust (primary p = {significant(r['meta_p'], 2)}, size-deviation model p = {significant(dev, 2)})"
-    if r["meta_p"] < ALPHA:
-        return f"{way} with size in the primary test (p = {significant(r['meta_p'], 2)}) but not in the size-deviation model"
-    if dev < ALPHA or r["run_p"] < ALPHA:
-        return (
-            f"suggestive, not robust: the primary size-level test gives p = {significant(r['meta_p'], 2)}; only "
-            "models that lean on the runs or on the line's shape reach p < 0.05"
+    if r["dn_reading"] == "confounded":
+        together = "size and tokens per parameter move together" + (
+            f" (r = {fixed(r['dn_r'], 3)})" if np.isfinite(r["dn_r"]) else ""
         )
-    return f"no evidence that the gap changes with size (primary p = {significant(r['meta_p'], 2)})"
+        level, words = _strength(r)
+        if level == "none":
+            return (
+                f"no evidence that the gap changes along the sweep {words}, where {together}; nor could the "
+                "data attribute a change to size"
+            )
+        way = "grows" if r["meta_slope"] > 0 else "shrinks"
+        lead = f"the gap {way} along the sweep, where {together}, so the data cannot attribute it to size"
+        return f"{lead}{': ' if level == 'robust' else '; '}{words}"
+    if r["dn_reading"] == "separable" and np.isfinite(r["meta2_size_p"]):
+        return (
+            f"size and tokens per parameter told apart (r = {fixed(r['dn_r'], 3)}): at fixed tokens per "
+            f"parameter, {_trend(r['meta2_size_slope'], r['meta2_size_p'], 'with size')}; at fixed size, "
+            f"{_trend(r['meta2_dn_slope'], r['meta2_dn_p'], 'with tokens per parameter')}; the size-only line "
+            f"would read: {_size_only(r)}"
+        )
+    return _size_only(r)
 
 
-def _confound(d: _Design) -> str:
+def _confound(d: _Design, budgets: pd.DataFrame) -> str:
+    """Steps, and tokens per parameter, that change with size along the sweep, where the data cannot tell
+    them apart from size ("" where they can, or where neither changes)."""
     ref = d.data[d.data["variant"] == d.reference].groupby("size", observed=True)["steps"].median()
     steps = [int(ref[s]) for s in d.sizes]
-    if len(set(steps)) < 2:
+    cells = budgets[budgets["size"].isin(d.sizes)]
+    if size_and_tokens(cells)["separable"]:
         return ""
+    first, last = (cells.iloc[i] for i in (0, -1))
+    dn = (f"tokens per parameter (from {per_param(first['tokens_per_param'])} at {first['size']} to "
+          f"{per_param(last['tokens_per_param'])} at {last['size']})")  # fmt: skip
+    if len(set(steps)) < 2:
+        if not size_and_tokens(cells)["varies"]:
+            return ""
+        return (
+            f"steps are the same at every size, so {dn} fall as 1/N: every slope is per decade of "
+            "parameters and of tokens per parameter at once; scale and training budget are confounded"
+        )
     way = "fall" if all(a >= b for a, b in zip(steps, steps[1:], strict=False)) else "differ"
     listed = ", ".join(f"{s} {n}" for s, n in zip(d.sizes, steps, strict=True))
     return (
-        f"steps {way} with size ({listed}): every slope is per decade of parameters and a different "
-        "training length; scale and token budget are confounded"
+        f"steps {way} with size ({listed}), and {dn} with them: every slope is per decade of parameters "
+        "and a different training length; scale and token budget are confounded"
     )
 
 
@@ -255,12 +365,21 @@ def emergence(
     (`PRIMARY_LEVEL`: which test the verdict leads with), ``verdict`` (one line in words);
     (c), primary, ``meta_slope, meta_se, meta_df, meta_p`` (Knapp-Hartung), ``meta_tau2`` (REML between-size
     variance), ``meta_qe, meta_qe_df, meta_qe_p`` (residual heterogeneity), ``meta_sizes`` (sizes used);
+    tokens: ``tokens_per_param`` (cell -> D/N of the cells (c) used, `rr_analysis.stats.tokens.cell_budgets`),
+    ``tokens_source`` (where tokens and parameter counts come from, in words), ``dn_r`` (Pearson's r of log10 N
+    and log10 D/N over those cells), ``dn_sizes_with_budgets`` (sizes holding two budgets or more),
+    ``dn_reading`` ("constant": D/N or N the same in every cell; "separable"; "confounded": |r| >= 0.9 or
+    fewer than two sizes with two budgets; `rr_analysis.stats.tokens.size_and_tokens`); (c) on both
+    moderators, where the cells vary in both, ``meta2_size_slope, meta2_size_se, meta2_size_p`` (per decade of
+    N at fixed D/N), ``meta2_dn_slope, meta2_dn_se, meta2_dn_p`` (per decade of D/N at fixed N; Knapp-Hartung
+    t on cells - 3 df), ``meta2_df, meta2_tau2, meta2_qe, meta2_qe_df, meta2_qe_p``;
     (b) ``dev_slope, dev_se, dev_df, dev_p`` (Satterthwaite), ``dev_kr_se, dev_kr_df, dev_kr_p``
     (Kenward-Roger), ``dev_var_seed, dev_var_size, dev_var_resid`` (REML variance components; dev_var_size
     is this baseline's), ``dev_singular`` (lme4's rule, for a component of this row: the shared seed variance
     or this baseline's own size deviation, never another baseline's); (a) ``run_slope, run_se, run_df, run_p``
     (Satterthwaite), ``run_gap_at_centre``, ``lrt_chi2, lrt_df, lrt_p`` (joint LRT of all slopes under (a));
-    ``confound`` (steps that change with size), ``note`` (n/a reasons, singular fits, few sizes), then
+    ``confound`` (steps and tokens per parameter that change with size where the data cannot tell them from
+    size), ``note`` (n/a reasons, singular fits, few sizes), then
     `rr_analysis.comparison.STAMP`. Slopes are changes of the gap (baseline - reference of the response, positive
     favours the reference) per decade of the reference's parameter count; positive: the gap grows.
 
@@ -276,8 +395,14 @@ def emergence(
     pbkrtest's Kenward-Roger adjusted SE and df.
     (c) seed-paired gap per size (`stats.paired_table`) and its SE, regressed on lx with REML tau^2 and the
     Knapp-Hartung t on (sizes - 2) df (`meta.meta_regression`, metafor's ``rma(..., test = "knha")``).
-    Fewer than 3 sizes: no size-level p. The verdict: robust when (c) and the more conservative of (b)'s two
-    p are below 0.05; suggestive when only (b) or (a) is.
+    Fewer than 3 sizes: no size-level p. (c) on both moderators: the same per-cell gaps regressed on lN =
+    log10(N) and lDN = log10(D/N), N the reference's exact parameter count and D its tokens (metafor's
+    ``rma(yi, sei = sei, mods = ~ lN + lDN, method = "REML", test = "knha")``), wherever 4 or more cells vary
+    in both without lying on one line.
+    The verdict: where D/N moves with N (``dn_reading`` "confounded"), it says first that the data cannot
+    attribute the change to size, with r; where they are told apart, it reads the two-moderator fit, size at
+    fixed D/N and D/N at fixed size; otherwise the size-only line: robust when (c) and the more conservative
+    of (b)'s two p are below 0.05; suggestive when only (b) or (a) is. (a) and (b) are size-only throughout.
 
     Example
     -------
@@ -303,16 +428,21 @@ def emergence(
         if not d.why:
             out[c] = _p(out["dev_slope"], out[c.replace("_p", "_se")], out[c.replace("_p", "_df")])
     paired = paired_table(df, comparison) if not d.why else None
-    metas = [_meta(paired, d, v) if not d.why else ({}, "") for v in baselines]
+    budgets = cell_budgets(rows, comparison.reference) if not d.why else None
+    metas = [_meta(paired, d, v, budgets) if not d.why else ({}, "") for v in baselines]
     for c in EMERGENCE_COLUMNS:
-        if c.startswith("meta_"):
+        if c.startswith(("meta_", "meta2_", "dn_")) or c == "tokens_per_param":
             out[c] = [m[0].get(c, np.nan) for m in metas]
     for c in EMERGENCE_COLUMNS:
         if c not in out and c not in STAMP:
             out[c] = False if c == "dev_singular" else np.nan
     out["meta_sizes"] = out["meta_sizes"].fillna(0).astype("int64")
+    out["dn_sizes_with_budgets"] = out["dn_sizes_with_budgets"].fillna(0).astype("int64")
+    out["dn_reading"] = [v if isinstance(v, str) else "" for v in out["dn_reading"]]
+    out["tokens_per_param"] = [v if isinstance(v, dict) else {} for v in out["tokens_per_param"]]
     out["verdict"] = [_verdict(r) for _, r in out.iterrows()]
-    out["confound"] = _confound(d) if len(d.sizes) else ""
+    out["confound"] = _confound(d, budgets) if budgets is not None else ""
+    out["tokens_source"] = tokens_source(budgets) if budgets is not None and len(budgets) else ""
     for i, v in enumerate(baselines):
         few = "" if d.at[v] >= 3 else f"at {d.at[v]} size(s) with {d.reference}: no size-level slope test"
         notes[v] = [d.why or few, metas[i][1], *notes[v]]

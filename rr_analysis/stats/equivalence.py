@@ -13,6 +13,7 @@ import pandas as pd
 
 from rr_analysis.comparison import (
     ALPHA,
+    PAIR,
     PARAMS_COLUMNS,
     RESPONSE,
     Comparison,
@@ -38,12 +39,21 @@ def _arms(
     rows: pd.DataFrame, size: str, baseline: str, reference: str
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(baseline runs, reference runs, then both arms on the seeds they share, seed-aligned) at one size, of
-    the response (`rows`: what `rr_analysis.comparison.compare` returns)."""
+    the response (`rows`: what `rr_analysis.comparison.compare` returns). The seeds are `PAIR`'s (the data
+    seed where the file records one); an arm's several runs of one data seed pair as their mean."""
     cell = rows[rows["size"] == size]
-    b = cell[cell["variant"] == baseline].set_index("seed")[RESPONSE]
-    r = cell[cell["variant"] == reference].set_index("seed")[RESPONSE]
-    shared = b.index.intersection(r.index)
-    return b.to_numpy(float), r.to_numpy(float), b[shared].to_numpy(float), r[shared].to_numpy(float)
+    b = cell[cell["variant"] == baseline].set_index(PAIR)[RESPONSE]
+    r = cell[cell["variant"] == reference].set_index(PAIR)[RESPONSE]
+    b_pair, r_pair = (
+        s.groupby(level=0, observed=True).mean() if s.index.duplicated().any() else s for s in (b, r)
+    )
+    shared = b_pair.index.intersection(r_pair.index)
+    return (
+        b.to_numpy(float),
+        r.to_numpy(float),
+        b_pair[shared].to_numpy(float),
+        r_pair[shared].to_numpy(float),
+    )
 
 
 def _tost(

@@ -17,13 +17,24 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from rr_analysis.comparison import RESPONSE, STAMP, Comparison, Keywords, compare, sizes_in_order, t_quantile
+from rr_analysis.comparison import (
+    PAIR,
+    RESPONSE,
+    STAMP,
+    Comparison,
+    Keywords,
+    budget_cells,
+    compare,
+    sizes_in_order,
+    t_quantile,
+)
 from rr_analysis.numbers import fixed, significant
 from rr_analysis.stats.emergence import emergence
 from rr_analysis.stats.gap_tests import paired_table
 from rr_analysis.stats.meta import meta_predict
 from rr_analysis.stats.mixed import BlockModel
 from rr_analysis.stats.slopes import SizeModel, kenward_roger
+from rr_analysis.stats.tokens import cell_budgets, path_tokens_per_param, per_param, size_and_tokens
 from rr_core.errors import InputError
 from rr_core.ladder import canonical_size, ladder_sizes, size_sort_key
 from rr_core.shapes import model_config
@@ -32,13 +43,28 @@ from rr_core.variants import REFERENCE
 if TYPE_CHECKING:
     from typing_extensions import Unpack
 
-__all__ = ["forecast", "forecast_size", "size_gaps", "meta_line", "FORECAST_COLUMNS", "LEVEL"]
+__all__ = [
+    "forecast",
+    "forecast_size",
+    "size_gaps",
+    "meta_line",
+    "at_budget",
+    "path_words",
+    "FORECAST_COLUMNS",
+    "LEVEL",
+    "PATH_FACTOR",
+]
 
 LEVEL = 0.95  # coverage of every interval here
+# A budget within this factor of the sweep's own tokens per parameter there is on its path (the published
+# budgets lie within 10% of their line; 3B runs at the largest size's 6000 steps train 0.033 against the path's
+# 0.032); one further off is another budget, which a sweep of one budget per size cannot speak for
+PATH_FACTOR = 2.0
 
 # The columns of `forecast`, in order: what `rr analyze forecast --format json/csv` emits.
 FORECAST_COLUMNS: tuple[str, ...] = (
-    "at", "params", "params_source", "baseline", "decades_beyond", "largest", "meta_sizes", "meta_df",
+    "at", "params", "params_source", "baseline", "decades_beyond", "largest", "tokens_per_param", "budget",
+    "meta_sizes", "meta_df",
     "meta_tau2", "pred", "pred_se", "ci_low", "ci_high", "pi_low", "pi_high",
     "dev_pred", "dev_se", "dev_df", "dev_ci_low", "dev_ci_high", "dev_pi_low", "dev_pi_high",
     "run_pred", "run_se", "run_df", "run_ci_low", "run_ci_high", "extrapolation", "note", *STAMP,
@@ -90,21 +116,27 @@ def size_gaps(df: pd.DataFrame, baseline: str, c: Comparison = Comparison()) -> 
     Returns
     -------
     (DataFrame with ``size, lx`` (log10 of the reference's mean parameter count), ``gap, se``
-    (`paired_table`'s paired_diff and paired_se under comparison `c`), one row per size with a paired gap
-    and SE; a note naming the sizes left out with their reason, "" when none was).
+    (`paired_table`'s paired_diff and paired_se under comparison `c`), ``log_params, log_tokens_per_param``
+    (the cell's log10 N and log10 D/N, `rr_analysis.stats.tokens.cell_budgets`), one row per size (per
+    (size, budget) cell in a file of several budgets) with a paired gap and SE; a note naming the sizes left
+    out with their reason, "" when none was).
     """
+    df = budget_cells(df)
     p = paired_table(df, replace(c, baselines=(baseline,)))
     ref = df[df["variant"] == c.reference]
     lx = np.log10(ref.groupby("size", observed=True)["params_M"].mean()) + 6.0
     p = p[(p["baseline"] == baseline) & p["size"].isin(lx.index)]
     left = [f"{s} ({n})" for s, n in zip(p["size"], p["paired_note"], strict=True) if n]
     used = p[p["paired_note"] == ""]
+    budgets = cell_budgets(df, c.reference).set_index("size").reindex(used["size"])
     out = pd.DataFrame(
         {
             "size": used["size"].to_numpy(),
             "lx": used["size"].map(lx).to_numpy(float),
             "gap": used["paired_diff"].to_numpy(float),
             "se": used["paired_se"].to_numpy(float),
+            "log_params": budgets["log_params"].to_numpy(float),
+            "log_tokens_per_param": budgets["log_tokens_per_param"].to_numpy(float),
         }
     )
     return out, (f"left out {', '.join(left)}" if left else "")
@@ -137,7 +169,7 @@ def _centred_design(df: pd.DataFrame, baselines: list[str], x0: float, reference
     cols = [(data["size"] == s).to_numpy(float) for s in sizes] + list(ind.values())
     cols += [ind[v] * lxc for v in baselines if at[v] >= 2]
     names = [*sizes, *ind]
-    blocks = data.groupby(["size", "seed"], sort=False, observed=True).ngroup().to_numpy()
+    blocks = data.groupby(["size", PAIR], sort=False, observed=True).ngroup().to_numpy()
     return data, np.column_stack(cols), names, blocks, [v for v in baselines if at[v] >= 3]
 
 
@@ -183,13 +215,23 @@ def _run_level(rows: pd.DataFrame, c: Comparison, x0: float, ran: pd.DataFrame) 
     return out
 
 
-def _primary(df: pd.DataFrame, baseline: str, x0s: np.ndarray, c: Comparison) -> list[dict]:
-    """(c), primary: the size-level line's prediction at each x0; none below 3 sizes (`emergence` says why)."""
+def _primary(
+    df: pd.DataFrame, baseline: str, x0s: np.ndarray, c: Comparison, dn: float | None = None
+) -> list[dict]:
+    """(c), primary: the size-level line's prediction at each x0; none below 3 sizes (`emergence` says why).
+    With `dn` (log10 tokens per parameter), the fit on size and D/N together at (x0, dn); none below 4 cells."""
     gaps = size_gaps(df, baseline, c)[0]
     base = {"meta_sizes": len(gaps)}
-    if len(gaps) < 3:
+    if dn is not None:
+        X = gaps[["log_params", "log_tokens_per_param"]].to_numpy(float)
+        if len(gaps) < 4 or np.linalg.matrix_rank(np.column_stack([np.ones(len(X)), X])) < 3:
+            return [dict(base) for _ in x0s]
+        at = np.column_stack([x0s, np.full(len(x0s), dn)])
+        p = meta_predict(gaps["gap"].to_numpy(), gaps["se"].to_numpy(), X, at, LEVEL)
+    elif len(gaps) < 3:
         return [dict(base) for _ in x0s]
-    p = meta_predict(gaps["gap"].to_numpy(), gaps["se"].to_numpy(), gaps["lx"].to_numpy(), x0s, LEVEL)
+    else:
+        p = meta_predict(gaps["gap"].to_numpy(), gaps["se"].to_numpy(), gaps["lx"].to_numpy(), x0s, LEVEL)
     return [
         {
             **base,
@@ -201,6 +243,14 @@ def _primary(df: pd.DataFrame, baseline: str, x0s: np.ndarray, c: Comparison) ->
         }
         for i in range(len(x0s))
     ]
+
+
+def _two_note(primary: dict) -> str:
+    """Why a forecast at a stated budget has no (c), and that (a) and (b), size-only, are not read there."""
+    why = (
+        "" if "pred" in primary else "(c) no fit on size and D/N: fewer than 4 cells, or cells on one line; "
+    )
+    return why + "(a) and (b) are size-only: not read at a stated budget"
 
 
 def _sizes_at(df: pd.DataFrame, at: Sequence[str], reference: str, ladder) -> list[tuple[str, float, str]]:
@@ -218,11 +268,83 @@ def _sizes_at(df: pd.DataFrame, at: Sequence[str], reference: str, ladder) -> li
     return parsed
 
 
+def at_budget(
+    df: pd.DataFrame, reference: str, tokens_per_param: float | None, at: Sequence[str] = ()
+) -> str:
+    """What a forecast's line assumes about tokens per parameter, or InputError where a stated budget is one
+    the sweep cannot speak for.
+
+    Parameters
+    ----------
+    df
+        `compare`'s rows (a file of several budgets read per cell).
+    reference
+        The reference, whose tokens and parameter count make each cell's D/N.
+    tokens_per_param
+        The budget asked for (D/N at every forecast size), or None: the sweep's own path.
+    at
+        The forecast sizes, named in the refusal.
+
+    Returns
+    -------
+    "path" (no budget asked: the size-only line, along the sweep's path), "constant" (the sweep's D/N is the
+    same in every cell and the one asked, within a factor `PATH_FACTOR`) or "separable" (the cells tell size
+    from D/N: the fit on both is read at the budget asked).
+
+    Raises
+    ------
+    InputError
+        A budget asked of a sweep that cannot tell size from tokens per parameter (one budget per size): its
+        line runs along the path where D/N falls with N, so the gap at another D/N is not in it; the message
+        names the path and the design that could say (`rr analyze confirm --tokens-per-param`).
+    """
+    if tokens_per_param is None:
+        return "path"
+    if not (np.isfinite(tokens_per_param) and tokens_per_param > 0):
+        raise InputError(f"--tokens-per-param must be a number above 0, got {tokens_per_param!r}")
+    budgets = cell_budgets(df, reference)
+    reading = size_and_tokens(budgets)
+    if reading["separable"]:
+        return "separable"
+    dn = budgets["tokens_per_param"].to_numpy(float)
+    if (
+        len(dn)
+        and not reading["varies"]
+        and abs(np.log10(tokens_per_param / np.median(dn))) <= np.log10(PATH_FACTOR)
+    ):
+        return "constant"
+    where = ", ".join(at) or "a new size"
+    path = path_words(budgets)
+    raise InputError(
+        f"the sweep cannot say what the gap is at {significant(tokens_per_param, 3)} tokens per parameter: {path}, "
+        f"so its size-level line runs along that path and no cell tells size from tokens per parameter; rr will "
+        f"not carry it to another budget. Plan runs that can: rr analyze confirm --at {where.split(', ')[0]} "
+        f"--tokens-per-param {significant(tokens_per_param, 3)}"
+    )
+
+
+def path_words(budgets: pd.DataFrame) -> str:
+    """The sweep's budgets in words: "tokens per parameter fall with size, from 2.20 at 60M to 0.10 at 1B"
+    (or are the same in every cell, or differ by cell)."""
+    if budgets.empty:
+        return "no cell with reference runs"
+    first, last = budgets.iloc[0], budgets.iloc[-1]
+    if np.ptp(budgets["tokens_per_param"].to_numpy(float)) == 0:
+        return f"tokens per parameter are {per_param(first['tokens_per_param'])} in every cell"
+    if size_and_tokens(budgets)["sizes_with_budgets"]:
+        return ("the cells hold several budgets at some sizes, which the size-only line mixes (--tokens-per-param "
+                "reads the fit on size and tokens per parameter at one)")  # fmt: skip
+    way = "fall" if last["tokens_per_param"] < first["tokens_per_param"] else "rise"
+    return (f"tokens per parameter {way} with size, from {per_param(first['tokens_per_param'])} at {first['size']} "
+            f"to {per_param(last['tokens_per_param'])} at {last['size']}")  # fmt: skip
+
+
 def forecast(
     df: pd.DataFrame,
     at: Sequence[str],
     *,
     ladder: str | None = None,
+    tokens_per_param: float | None = None,
     comparison: Comparison | None = None,
     **keywords: Unpack[Keywords],
 ) -> pd.DataFrame:
@@ -236,6 +358,11 @@ def forecast(
         Forecast sizes: ladder names or parameter counts such as ``"3B"`` (`forecast_size`).
     ladder
         A ladder file giving forecast sizes their exact counts (`forecast_size`); None: rr's ladder.
+    tokens_per_param
+        The budget to forecast at, D/N at every forecast size. None: the sweep's own path (a sweep of one
+        budget per size: where D/N falls with N as it did). Given, it is read from the fit on size and D/N
+        together where the cells tell them apart (`emergence`'s ``meta2_*``); a sweep that cannot is refused
+        (`at_budget`), never carried to another budget silently.
     comparison, **keywords
         The comparison (`rr_analysis.comparison.Comparison`, or its fields as keywords; default: the paper's,
         val_loss against review_neutral).
@@ -245,7 +372,9 @@ def forecast(
     DataFrame, one row per (forecast size, baseline), columns `FORECAST_COLUMNS`: ``at, params`` (parameter
     count), ``params_source`` ("ladder": the exact count of the ladder's shape; "label": the label's number),
     ``baseline``, ``decades_beyond`` (log10(params / the largest size's), negative inside the data) and
-    ``largest``; (c), primary: ``meta_sizes, meta_df, meta_tau2``, ``pred, pred_se`` (gap and Knapp-Hartung
+    ``largest``; ``tokens_per_param`` (the D/N the line assumes there: the path's, `path_tokens_per_param`,
+    or the one asked) and ``budget`` (in words: "the sweep's path, where D/N falls with N ...", or "asked:
+    read from the fit on size and D/N together"); (c), primary: ``meta_sizes, meta_df, meta_tau2``, ``pred, pred_se`` (gap and Knapp-Hartung
     SE), ``ci_low, ci_high`` (95% CI of the mean gap at that size), ``pi_low, pi_high`` (95% prediction
     interval of the gap a new size there would show, tau^2 included); (b) size-deviation model ``dev_pred,
     dev_se, dev_df`` (Kenward-Roger), ``dev_ci_*``, ``dev_pi_*`` (with this baseline's size-deviation
@@ -263,7 +392,10 @@ def forecast(
     (b)'s PI adds the baseline's size-deviation variance. Both lean on stronger assumptions than (c): (a)
     that every size lies exactly on the line, (b) that the seed and residual variances are shared by every
     size. Every interval is conditional on the line being straight in log10(params) out to x0, and on the
-    recipe changing with size as it did (steps fell from 8000 to 6000); five sizes cannot check either.
+    recipe changing with size as it did (steps fell from 8000 to 6000; tokens per parameter from 2.20 to
+    0.10, to about 0.03 at 3B along that path); five sizes cannot check either. With `tokens_per_param` and a
+    sweep that separates size from D/N, (c) is the fit on both, pred = b0 + b1 x0 + b2 log10(D/N) (metafor's
+    ``predict.rma`` with two moderators, t on cells - 3 df), and (a) and (b), size-only, are not given.
 
     Example
     -------
@@ -275,18 +407,32 @@ def forecast(
     rows, c = compare(df, comparison, **keywords)
     parsed = _sizes_at(rows, at, c.reference, ladder)
     chosen = list(c.baselines)
+    budget = at_budget(rows, c.reference, tokens_per_param, [a for a, _, _ in parsed])
     ran = emergence(df, c).set_index("baseline").reindex(chosen)
     ref = rows[rows["variant"] == c.reference].groupby("size", observed=True)["params_M"].mean() * 1e6
     lxs = np.log10(ref.to_numpy(float))
     span = float(np.ptp(lxs)) if len(lxs) else np.nan
     x0s = np.log10([n for _, n, _ in parsed])
-    primary = {v: _primary(df, v, x0s, c) for v in chosen}
+    budgets = cell_budgets(rows, c.reference)
+    if budget == "separable":
+        dn = np.full(len(x0s), float(tokens_per_param))
+        basis = "asked: read from the fit on size and tokens per parameter together"
+    else:
+        dn = (
+            path_tokens_per_param(budgets, 10**x0s)
+            if budget == "path"
+            else np.full(len(x0s), tokens_per_param)
+        )
+        basis = f"the sweep's path, where {path_words(budgets)}"
+    two = np.log10(tokens_per_param) if budget == "separable" else None
+    primary = {v: _primary(df, v, x0s, c, two) for v in chosen}
+    largest = dict(zip(budgets["size"], budgets["size_name"], strict=True)).get(ref.idxmax(), ref.idxmax())
     records = []
     for i, (name, n, source) in enumerate(parsed):
-        level = _run_level(rows, c, x0s[i], ran)
+        level = _run_level(rows, c, x0s[i], ran) if two is None else {v: {} for v in chosen}
         decades = float(x0s[i] - lxs.max())
         for v in chosen:
-            note = ran.loc[v, "note"]
+            note = ran.loc[v, "note"] if two is None else _two_note(primary[v][i])
             records.append(
                 {
                     "at": name,
@@ -294,10 +440,12 @@ def forecast(
                     "params_source": source,
                     "baseline": v,
                     "decades_beyond": decades,
-                    "largest": ref.idxmax(),
+                    "largest": largest,
+                    "tokens_per_param": dn[i],
+                    "budget": basis,
                     **primary[v][i],
                     **level[v],
-                    "extrapolation": _extrapolation(decades, ref.idxmax(), span),
+                    "extrapolation": _extrapolation(decades, largest, span),
                     "note": note,
                 }
             )

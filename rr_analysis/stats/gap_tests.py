@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 
 from rr_analysis.comparison import (
+    PAIR,
     RESPONSE,
     STAMP,
     Comparison,
@@ -37,6 +38,7 @@ from rr_analysis.comparison import (
 from rr_analysis.stats.effect import hedges_g
 from rr_analysis.stats.exact import sign_flip
 from rr_analysis.stats.mixed import mixed_table
+from rr_analysis.stats.tokens import cell_budgets
 from rr_core.errors import InputError
 
 if TYPE_CHECKING:
@@ -61,6 +63,7 @@ ADJUST_METHODS: tuple[str, ...] = ("holm", "bonferroni", "fdr_bh", "none")
 # are named for the reference when it is another (`rr_analysis.comparison.for_reference`).
 TABLE_COLUMNS: tuple[str, ...] = (
     "size", "baseline", "params_M", "baseline_params_M", "params_mismatch", "params_flagged",
+    "steps", "tokens", "tokens_source", "tokens_per_param",
     "n_review", "n_baseline", "n_pairs", "review_mean", "baseline_mean", "gap",
     "welch_t", "welch_df", "welch_p", "welch_ci_low", "welch_ci_high", "hedges_g", "g_ci_low", "g_ci_high",
     "paired_diff", "paired_se", "paired_t", "paired_df", "paired_p", "paired_ci_low", "paired_ci_high",
@@ -243,7 +246,10 @@ def paired_table(
     the seed's effect. t = mean(d) / (sd(d)/sqrt(n)), df = n - 1, p = 2 P(T_df > |t|), the one-sample t-test
     of the differences (scipy.stats.ttest_rel); CI = mean(d) -/+ t_{0.975, n-1} sd(d)/sqrt(n)
     (``ttest_rel(...).confidence_interval()``). Seeds present in only one arm are left out. Needs n >= 2
-    pairs and differences that are not all equal.
+    pairs and differences that are not all equal. Where the file records a ``data_seed`` (runs that named
+    their own seeds), s is the data seed (`rr_analysis.comparison.PAIR`): arms are paired on the batches they
+    shared, and an arm's several runs of one data seed (other init seeds) enter as their mean, so n counts
+    data seeds.
 
     Example
     -------
@@ -254,8 +260,8 @@ def paired_table(
     """
     rows, c = compare(df, comparison, **keywords)
     out = cell_frame(rows, c)[["size", "baseline"]]
-    y = rows.pivot_table(
-        index=["size", "seed"], columns="variant", values=RESPONSE, aggfunc="first", observed=True
+    y = rows.pivot_table(  # an arm's runs that share a data seed (several init seeds): their mean
+        index=["size", PAIR], columns="variant", values=RESPONSE, aggfunc="mean", observed=True
     )
     d = y.drop(columns=c.reference).sub(y[c.reference], axis=0)
     d = d.rename_axis(columns="baseline").stack().rename("d").reset_index()
@@ -316,7 +322,10 @@ def gap_table(
 
     Returns
     -------
-    DataFrame, one row per (size, baseline): the columns of `welch_table`, `paired_table` and
+    DataFrame, one row per (size, baseline): the columns of `welch_table` with, after ``params_flagged``, the
+    cell's budget (`rr_analysis.stats.tokens.cell_budgets`: ``steps`` and ``tokens`` of the reference's runs,
+    ``tokens_source`` "recipe" or "file", ``tokens_per_param`` of the reference's parameter count, the same for
+    every arm; NaN where the reference did not run), `paired_table` and
     `rr_analysis.stats.mixed.mixed_table` (see those), then ``p_adj_welch, p_adj_paired, p_adj_mixed`` (adjusted
     p), ``adjust`` (the method), ``primary`` (the name of the declared primary test, `PRIMARY_TEST`) and
     ``family_m_welch, family_m_paired, family_m_mixed`` (how many tests each family holds), then `STAMP`.
@@ -348,4 +357,13 @@ def gap_table(
     out["adjust"], out["primary"] = adjust, PRIMARY_TEST
     for test in TESTS:
         out[f"family_m_{test}"] = int(out[f"{test}_p"].notna().sum())
+    budgets = cell_budgets(compare(df, c)[0], c.reference).set_index("size")
+    at = out.columns.get_loc("params_flagged") + 1
+    for i, col in enumerate(("steps", "tokens", "tokens_source", "tokens_per_param")):
+        out.insert(at + i, col, out["size"].map(budgets[col]).to_numpy())
+    out["tokens_source"] = out["tokens_source"].fillna("")
+    for col in ("steps", "tokens"):  # counts: 8000, not 8000.0 (a median over seeds rounded to a whole count)
+        out[col] = pd.array(
+            [None if np.isnan(v) else round(v) for v in out[col].astype(float)], dtype="Int64"
+        )
     return out[[c for c in out if c not in STAMP] + list(STAMP)]

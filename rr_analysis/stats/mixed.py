@@ -20,7 +20,16 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from rr_analysis.comparison import RESPONSE, Comparison, Keywords, cell_frame, compare, t_quantile, t_sf2
+from rr_analysis.comparison import (
+    PAIR,
+    RESPONSE,
+    Comparison,
+    Keywords,
+    cell_frame,
+    compare,
+    t_quantile,
+    t_sf2,
+)
 from rr_analysis.numbers import significant
 
 if TYPE_CHECKING:
@@ -186,29 +195,40 @@ def _closed_form(wide: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, float, flo
 
 
 def _size_fit(g: pd.DataFrame, reference: str) -> dict[str, dict]:
-    """Per-baseline mixed-model results for one size's rows (the reference present), on the response."""
-    wide = g.pivot(index="seed", columns="variant", values=RESPONSE)
-    others = [v for v in wide.columns if v != reference]
-    wide = wide[[reference, *others]]
-    n_seeds = len(wide)
-    if not wide.isna().any().any():
-        if n_seeds < 2:
+    """Per-baseline mixed-model results for one size's rows (the reference present), on the response; the
+    blocks are `PAIR`'s (the data seed where the file records one, else the seed)."""
+    # an arm with several runs of one block (init seeds apart): each run is a row of the numerical fit
+    repeated = g.duplicated([PAIR, "variant"]).any()
+    wide = None if repeated else g.pivot(index=PAIR, columns="variant", values=RESPONSE)
+    others = [v for v in (sorted(g["variant"].unique()) if repeated else wide.columns) if v != reference]
+    if not repeated and not wide.isna().any().any():
+        wide = wide[[reference, *others]]
+        if len(wide) < 2:
             return {v: {"mixed_note": "one seed: no residual degrees of freedom"} for v in others}
         coef, se, dof, sigma2, tau2 = _closed_form(wide)
         dof, method = np.full(len(others), dof), "closed form, complete seed blocks"
     else:
-        long = wide.stack().dropna().rename("y").reset_index()
-        if len(long) - len(wide.columns) < 1:
+        if repeated:
+            long = g[[PAIR, "variant", RESPONSE]].rename(columns={RESPONSE: "y"}).reset_index(drop=True)
+        else:
+            long = wide[[reference, *others]].stack().dropna().rename("y").reset_index()
+        if len(long) - 1 - len(others) < 1:
             return {
                 v: {"mixed_note": "as many variants as runs: no residual degrees of freedom"} for v in others
             }
-        if long.groupby("seed", observed=True).size().max() < 2:
-            why = "no seed is shared by two variants: seed and residual variance are not separable"
-            return {v: {"mixed_note": why} for v in others}
+        if long.groupby(PAIR, observed=True).size().max() < 2:
+            return {
+                v: {
+                    "mixed_note": "no seed is shared by two variants: seed and residual variance are "
+                    "not separable"
+                }
+                for v in others
+            }
         X = np.column_stack([np.ones(len(long))] + [(long["variant"] == v).to_numpy(float) for v in others])
-        fit = BlockModel(long["y"].to_numpy(float), X, long["seed"].to_numpy()).fit(reml=True)
+        fit = BlockModel(long["y"].to_numpy(float), X, long[PAIR].to_numpy()).fit(reml=True)
         coef, se, dof = fit.beta[1:], np.sqrt(np.diag(fit.cov))[1:], fit.df[1:]
-        sigma2, tau2, method = fit.sigma2, fit.tau2, "REML, incomplete seed blocks"
+        method = "REML, data-seed blocks, repeated runs" if repeated else "REML, incomplete seed blocks"
+        sigma2, tau2 = fit.sigma2, fit.tau2
     ratio = np.sqrt(tau2 / sigma2) if sigma2 > 0 else np.nan
     singular = bool(ratio < SINGULAR_RATIO)
     out = {}

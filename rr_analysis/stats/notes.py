@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import numpy as np
 import pandas as pd
 
-from rr_analysis.comparison import PARAMS_TOLERANCE, Comparison, Keywords, compare, sizes_in_order
-from rr_analysis.numbers import fixed, percent, percent_above
+from rr_analysis.comparison import PARAMS_TOLERANCE, SIZE_NAME, Comparison, Keywords, compare, sizes_in_order
+from rr_analysis.numbers import count, fixed, percent, percent_above
+from rr_analysis.stats.tokens import cell_budgets, per_param, size_and_tokens
+from rr_core.variants import label
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -28,7 +31,7 @@ def _steps(df: pd.DataFrame, sizes: list[str]) -> list[dict]:
             )
             out.append({"kind": "steps_within_size", "size": size, "message": message})
     per_size = steps.groupby(level="size", observed=True).max().reindex(sizes)
-    if per_size.nunique() > 1:
+    if per_size.nunique() > 1 and SIZE_NAME not in df.columns:  # several budgets: steps differ by design
         groups = per_size.groupby(per_size, sort=False, observed=True).groups
         shown = "; ".join(f"{', '.join(idx)}: {n}" for n, idx in groups.items())
         message = (
@@ -37,6 +40,43 @@ def _steps(df: pd.DataFrame, sizes: list[str]) -> list[dict]:
         )
         out.append({"kind": "token_budget", "size": "", "message": message})
     return out
+
+
+def _tokens(df: pd.DataFrame, c: Comparison) -> list[dict]:
+    """Each cell's tokens per run and tokens per parameter, and whether log N and log D/N move together."""
+    budgets = cell_budgets(df, c.reference)
+    if budgets.empty:
+        return []
+    ref = label(c.reference)
+    out = []
+    for b in budgets.itertuples():
+        run = {"recipe": f"{fixed(b.steps, 0)} steps x {b.batch} x {b.block}, from the recipe",
+               "file": "the file's tokens column"}.get(b.tokens_source, "the file's tokens column, else the recipe's")  # fmt: skip
+        counted = f"{ref}'s {fixed(b.params, 0, grouped=True)} parameters" + (
+            "" if b.params_source == "shape" else ", its params_M"
+        )
+        out.append({"kind": "tokens", "size": b.size, "message": f"{b.size}: {count(b.tokens)} tokens per run "
+                    f"({run}), {per_param(b.tokens_per_param)} tokens per parameter (of {counted})"})  # fmt: skip
+    reading = size_and_tokens(budgets)
+    if not reading["varies"]:
+        return out
+    first, last = budgets.iloc[0], budgets.iloc[-1]
+    way = "fall" if last["tokens_per_param"] < first["tokens_per_param"] else "rise"
+    r = (
+        f"log10 N and log10 D/N correlate at r = {fixed(reading['r'], 3)} over the {len(budgets)} cells"
+        if np.isfinite(reading["r"])
+        else f"{len(budgets)} cells"
+    )
+    if reading["separable"]:
+        said = (f"{r}, and {reading['sizes_with_budgets']} sizes hold two budgets or more: the emergence view fits "
+                "size and tokens per parameter apart")  # fmt: skip
+    else:
+        held = "no size holds" if reading["sizes_with_budgets"] == 0 else "fewer than two sizes hold"
+        said = (f"tokens per parameter {way} with size, from {per_param(first['tokens_per_param'])} ({first['size']}) "
+                f"to {per_param(last['tokens_per_param'])} ({last['size']}), against a compute-optimal ~20 "
+                f"(Hoffmann et al. 2022): {r} and {held} two budgets, so a trend with size cannot be told from one "
+                "with tokens per parameter")  # fmt: skip
+    return [*out, {"kind": "size_and_tokens", "size": "", "message": said}]
 
 
 def _non_monotone(df: pd.DataFrame, sizes: list[str], c: Comparison) -> list[dict]:
@@ -113,7 +153,11 @@ def recipe_notes(
     -------
     DataFrame with columns ``kind, size, message`` (``size`` is "" for a note about the whole sweep), one row
     per finding, in this order of kinds: ``token_budget`` and ``steps_within_size`` (steps differ across
-    sizes, or across variants of one size), ``larger_size_higher_loss`` (a variant's mean metric at a larger
+    sizes, or across variants of one size; across sizes not said of a file of several budgets, whose cells
+    differ in steps by design), ``tokens`` (each cell's tokens per run and tokens per parameter of its
+    reference, `rr_analysis.stats.tokens.cell_budgets`), ``size_and_tokens`` (where D/N varies over the
+    cells: the correlation of log10 N and log10 D/N, and whether the cells can tell them apart,
+    `rr_analysis.stats.tokens.size_and_tokens`), ``larger_size_higher_loss`` (a variant's mean metric at a larger
     size worse than its mean at a smaller one: higher, or lower when higher is better), ``fewer_seeds`` (a (size, variant) cell with fewer runs than the
     fullest cell), ``params_mismatch`` (parameter counts within a size differ by more than
     `PARAMS_TOLERANCE` relative to the smallest); then `rr_analysis.comparison.STAMP`. Empty when none applies.
@@ -126,9 +170,10 @@ def recipe_notes(
     -------
     >>> from rr_core.sweepfile.dataset import load_sweep
     >>> recipe_notes(load_sweep())["kind"].unique().tolist()
-    ['token_budget', 'larger_size_higher_loss', 'fewer_seeds', 'params_mismatch']
+    ['token_budget', 'tokens', 'size_and_tokens', 'larger_size_higher_loss', 'fewer_seeds', 'params_mismatch']
     """
     df, c = compare(df, comparison, require_reference=False, **keywords)
     sizes = sizes_in_order(df)
-    rows = [*_steps(df, sizes), *_non_monotone(df, sizes, c), *_fewer_seeds(df, sizes), *_params(df, sizes)]
+    rows = [*_steps(df, sizes), *_tokens(df, c), *_non_monotone(df, sizes, c), *_fewer_seeds(df, sizes),
+            *_params(df, sizes)]  # fmt: skip
     return c.stamp(pd.DataFrame(rows, columns=["kind", "size", "message"]))

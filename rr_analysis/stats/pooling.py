@@ -79,6 +79,8 @@ def row_flags(row: pd.Series, record: dict | None) -> list[str]:
         flags.append(f"precision {config.get('precision')} (published: {PUBLISHED_ENVIRONMENT['precision']})")
     if config.get("data") != "tinystories":
         flags.append(f"data {config.get('data')} (published: tinystories)")
+    if config.get("schedule", "cosine") != "cosine":  # warmup-stable-decay: another schedule than the paper's
+        flags.append(f"schedule {config['schedule']} (published: cosine)")
     device = env.get("device_name") or "unknown"
     if PUBLISHED_ENVIRONMENT["device_name"].split()[-1] not in device:
         flags.append(f"hardware {device} (published: {PUBLISHED_ENVIRONMENT['device_name']})")

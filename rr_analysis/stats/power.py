@@ -14,6 +14,7 @@ import pandas as pd
 
 from rr_analysis.comparison import (
     ALPHA,
+    PAIR,
     PARAMS_COLUMNS,
     POWER,
     RESPONSE,
@@ -227,7 +228,7 @@ def pooled_resid_sd(
     """
     df = compare(df, comparison, **keywords)[0]
     cells = df.groupby(["size", "variant"], sort=False, observed=True).ngroup().to_numpy()
-    blocks = df.groupby(["size", "seed"], sort=False, observed=True).ngroup().to_numpy()
+    blocks = df.groupby(["size", PAIR], sort=False, observed=True).ngroup().to_numpy()
     X = np.eye(cells.max() + 1)[cells]
     if len(df) - X.shape[1] < 1:
         return (
@@ -300,7 +301,7 @@ def seed_plan(
     plan = []
     for size in sizes_in_order(rows):
         cell = rows[rows["size"] == size]
-        by_seed = cell.groupby("seed", observed=True)["variant"].agg(set)
+        by_seed = cell.groupby(PAIR, observed=True)["variant"].agg(set)
         present = int(sum(set(variants) <= seeds for seeds in by_seed))
         minutes = (
             cell.groupby("variant", observed=True)["minutes"]

@@ -17,6 +17,8 @@ from rr_analysis.comparison import ALPHA
 from rr_analysis.numbers import fixed, significant
 from rr_core.errors import InputError
 from rr_core.sweepfile.dataset import bundled_path, load_sweep
+from rr_core.sweepfile.provenance import read_records, sidecar_path
+from rr_core.sweepfile.schema import record_key
 
 __all__ = ["reproduction", "REPRODUCTION_COLUMNS", "ROUNDING", "NOISE_FRACTION", "MARGIN_FRACTION", "KEY"]
 
@@ -25,6 +27,7 @@ ROUNDING = 0.5e-4  # half a unit of the published files' 4th decimal: 1.7016 sta
 NOISE_FRACTION = 0.1  # default same-seed noise: a tenth of the published between-seed SD (not measured)
 MARGIN_FRACTION = 0.1  # default TOST margin: a tenth of the published between-seed SD
 NOISE_K = 2.0  # a re-run within NOISE_K x the same-seed noise of its published row is "within noise"
+ITSELF = "the published row itself: same value, no run record beside it"
 REPRODUCTION_COLUMNS: tuple[str, ...] = (
     "size",
     "variant",
@@ -72,6 +75,29 @@ def _pairs(repro: pd.DataFrame, published: pd.DataFrame, metric: str) -> pd.Data
     return joined
 
 
+def _published_itself(repro: pd.DataFrame, pairs: pd.DataFrame) -> np.ndarray:
+    """Which rows are the published rows themselves rather than re-runs of them.
+
+    A re-run made by rr has a run record in its file's sidecar (`rr_core.sweepfile.provenance`); a row
+    read from a file (``attrs["path"]``) with no "ok" record of its key and the published value to the
+    file's 4 decimals is the published row copied, which says nothing about reproduction. A frame built in
+    code (no path) is taken as re-runs, as its caller says.
+    """
+    path = repro.attrs.get("path")
+    if path is None:
+        return np.zeros(len(pairs), dtype=bool)
+    recorded = {record_key(r) for r in read_records(sidecar_path(path)) if r.get("status") == "ok"}
+    no_record = np.array(
+        [
+            (s, v, int(k)) not in recorded
+            for s, v, k in zip(pairs["size"], pairs["variant"], pairs["seed"], strict=True)
+        ],
+        dtype=bool,
+    )
+    same = (pairs["reproduced"].round(4) == pairs["published"].round(4)).to_numpy()
+    return no_record & same
+
+
 def _verdict(diff: float, noise: float) -> str:
     if abs(diff) <= ROUNDING * (1 + 1e-9):
         return "reproduced within rounding"
@@ -86,6 +112,19 @@ def _offset_test(d: np.ndarray, a: np.ndarray, b: np.ndarray, margin: float) -> 
     from statsmodels.stats.weightstats import ttost_paired
 
     n = len(d)
+    if n == 0:
+        return {
+            "n": 0,
+            "mean_offset": math.nan,
+            "offset_sd": math.nan,
+            "rms_offset": math.nan,
+            "t": math.nan,
+            "df": math.nan,
+            "p": math.nan,
+            "tost_p": math.nan,
+            "test_note": "no re-runs to test",
+            "pooling": "",
+        }
     out = {
         "n": n,
         "mean_offset": float(d.mean()),
@@ -149,7 +188,8 @@ def reproduction(
     reproduced, diff`` (reproduced - published), ``rounding_low, rounding_high`` (the published value's
     rounding interval), ``seed_sd`` (published between-seed SD at that size and variant), ``diff_in_sd``,
     ``noise``, ``verdict`` ("reproduced within rounding", "within same-seed noise": |diff| <= 2 noise, or
-    "outside same-seed noise"); then, the same on every row, the test over all re-runs: ``n, mean_offset,
+    "outside same-seed noise"; `ITSELF` for a row read from a file that is the published row itself: the
+    published value and no run record beside it, left out of the test below); then, the same on every row, the test over all re-runs: ``n, mean_offset,
     offset_sd, rms_offset``, ``t, df, p`` (paired t-test, two-sided), ``margin, tost_p, pooling`` (TOST of
     |mean offset| < margin and what it says of pooling), ``test_note`` (why a test did not run),
     ``noise_source, margin_source`` (where those numbers come from) and ``not_rerun`` (published rows
@@ -166,9 +206,12 @@ def reproduction(
     -------
     >>> pub = load_sweep()
     >>> far = pub.assign(val_loss=pub["val_loss"].where(pub.index != 0, pub["val_loss"] + 0.05))
+    >>> far.attrs = {}  # built in code: every row is taken as a re-run
     >>> r = reproduction(far)
     >>> r["verdict"].value_counts().to_dict()
     {'reproduced within rounding': 41, 'outside same-seed noise': 1}
+    >>> reproduction(pub)["verdict"].value_counts().to_dict()  # the packaged file: its rows are no re-runs
+    {'the published row itself: same value, no run record beside it': 42}
     """
     published = load_sweep(bundled_path()) if published is None else published
     pairs = _pairs(repro, published, metric)
@@ -187,15 +230,25 @@ def reproduction(
     )
     pairs["diff_in_sd"] = pairs["diff"] / pairs["seed_sd"]
     pairs["noise"] = NOISE_FRACTION * pairs["seed_sd"] if noise is None else noise
-    pairs["verdict"] = [_verdict(d, n) for d, n in zip(pairs["diff"], pairs["noise"], strict=True)]
+    itself = _published_itself(repro, pairs)
+    pairs["verdict"] = [
+        ITSELF if own else _verdict(d, n)
+        for d, n, own in zip(pairs["diff"], pairs["noise"], itself, strict=True)
+    ]
     pooled = float(np.sqrt(np.nanmean(pairs.drop_duplicates(["size", "variant"])["seed_sd"] ** 2)))
     margin_used = MARGIN_FRACTION * pooled if margin is None else margin
+    reruns = pairs[~itself]
     test = _offset_test(
-        pairs["diff"].to_numpy(float),
-        pairs["reproduced"].to_numpy(float),
-        pairs["published"].to_numpy(float),
+        reruns["diff"].to_numpy(float),
+        reruns["reproduced"].to_numpy(float),
+        reruns["published"].to_numpy(float),
         margin_used,
     )
+    if itself.any():
+        note = f"{int(itself.sum())} row(s) are the published rows themselves (same value, no run record), not re-runs"
+        test["test_note"] = "; ".join(filter(None, [note, test["test_note"]]))
+    if not len(reruns):
+        test["pooling"] = "not judged: the file holds the published rows themselves, not re-runs of them"
     test["margin"] = margin_used
     test["noise_source"] = (
         f"--noise {significant(noise)}"

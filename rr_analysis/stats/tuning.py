@@ -26,6 +26,7 @@ from rr_analysis.comparison import (
     asked,
     compare,
     sizes_in_order,
+    t_interval,
     t_quantile,
 )
 from rr_analysis.stats.gap_tests import adjust_p, paired_table
@@ -73,13 +74,6 @@ def shared_rate(size: str, ladder: str | None = None) -> tuple[float, str]:
         return RECIPE.lr, "the published recipe's (give --ladder FILE for a ladder file's own)"
 
 
-def _t_interval(mean: np.ndarray, sd: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The 95% t interval of a mean: mean +- t_{0.975, n-1} sd / sqrt(n); NaN below two values."""
-    ok = n >= 2
-    half = np.where(ok, t_quantile(0.975, np.maximum(n - 1, 1)) * sd / np.sqrt(np.maximum(n, 1)), np.nan)
-    return np.where(ok, mean - half, np.nan), np.where(ok, mean + half, np.nan)
-
-
 def _curves(sel: pd.DataFrame, c: Comparison) -> pd.DataFrame:
     """The selection rows' metric by (size, variant, lr): n, mean, sd, 95% t CI, the rate chosen, its edge."""
     stats = sel.groupby(["size", "variant", "lr"], observed=True)[c.metric].agg(
@@ -87,7 +81,7 @@ def _curves(sel: pd.DataFrame, c: Comparison) -> pd.DataFrame:
     )
     out = stats.reset_index()
     n = out["n"].to_numpy(dtype=float)
-    out["ci_low"], out["ci_high"] = _t_interval(out["estimate"].to_numpy(float), out["sd"].to_numpy(float), n)
+    out["ci_low"], out["ci_high"] = t_interval(out["estimate"].to_numpy(float), out["sd"].to_numpy(float), n)
     out["chosen"], out["edge"], out["note"] = False, "", ""
     for (size, variant), cell in sel.groupby(["size", "variant"], observed=True):
         seeds = cell["seed"].nunique()

@@ -27,14 +27,14 @@ class AnalysisView(View):
     The options a view reads are the keyword-only parameters of its `compute` (and of its `show`), by the names
     `rr analyze` gives them: ``comparison`` (the `rr_analysis.comparison.Comparison` every analysis function
     takes), ``adjust``, ``margin``, ``effect``, ``at``,
-    ``target_power``, ``steps``, ``ladder``, ``claims_file``, ``noise``, ``against``, ``data`` and
-    ``card_file``, each None when not given (``at``: empty).
+    ``target_power``, ``steps``, ``tokens_per_param``, ``ladder``, ``claims_file``, ``noise``, ``against``,
+    ``data`` and ``card_file``, each None when not given (``at``: empty).
 
     Example
     -------
     >>> from rr_analysis.views.registry import VIEWS
     >>> VIEWS["forecast"].reads
-    ('at', 'ladder', 'comparison')
+    ('at', 'ladder', 'tokens_per_param', 'comparison')
     """
 
     compute: Callable[..., pd.DataFrame]  # compute(df, *, OPTION, ...): the view's frame from a loaded sweep

@@ -9,17 +9,27 @@ from collections.abc import Sequence
 import pandas as pd
 
 from rr_analysis.comparison import Comparison
-from rr_analysis.numbers import significant
+from rr_analysis.numbers import NA, missing, significant
 from rr_analysis.stats.forecast import forecast
+from rr_analysis.stats.tokens import per_param
 from rr_analysis.tables.columns import GAP, Col, cell_of, interval, number, row_notes
 from rr_analysis.views.analysis_view import AnalysisView
 from rr_core.variants import label
 
 
+def per_param_cell(v) -> str:
+    return NA if missing(v) else per_param(v)
+
+
 def _forecast(
-    df: pd.DataFrame, *, at: Sequence[str], ladder: str | None, comparison: Comparison
+    df: pd.DataFrame,
+    *,
+    at: Sequence[str],
+    ladder: str | None,
+    tokens_per_param: float | None,
+    comparison: Comparison,
 ) -> pd.DataFrame:
-    return forecast(df, at, ladder=ladder, comparison=comparison)
+    return forecast(df, at, ladder=ladder, tokens_per_param=tokens_per_param, comparison=comparison)
 
 
 VIEW = AnalysisView(
@@ -30,6 +40,7 @@ VIEW = AnalysisView(
         Col("params", lambda r: f"{significant(r['params'], 4)} ({r['params_source']})", 2),
         Col("baseline", cell_of("baseline", label), 0),
         Col("decades\npast data", cell_of("decades_beyond", number(".2f")), 1),
+        Col("D/N\nassumed", cell_of("tokens_per_param", per_param_cell), 1),
         Col("(c) gap*\npredicted", cell_of("pred", number(".4f")), 0),
         Col("(c)\nSE", cell_of("pred_se", number(".4f")), 2),
         Col("(c) 95% CI\nmean gap", interval("ci_low", "ci_high", ".4f"), 0),
@@ -50,9 +61,16 @@ VIEW = AnalysisView(
         "(a) puts every size exactly on the line (its PI is its CI).",
         "params: (ladder) the exact count of the ladder's shape; (label) the label's number. Every "
         "interval assumes the line stays straight in log10(params) out to that size.",
+        "D/N assumed: the tokens per parameter the line speaks for there; along the sweep's path, log10(D/N) "
+        "fitted on log10(params) over the sweep's cells and carried to that size (--tokens-per-param asks for "
+        "another, which only a sweep that tells size from D/N can answer).",
     ),
     notes=lambda t: (
         [f"{r['at']}: {r['extrapolation']}" for _, r in t.drop_duplicates("at").iterrows()]
+        + [
+            f"{r['at']}: the line assumes {per_param_cell(r['tokens_per_param'])} tokens per parameter: {r['budget']}"
+            for _, r in t.drop_duplicates("at").iterrows()
+        ]  # fmt: skip
         + row_notes("note")(t.drop_duplicates("baseline"))
     ),
     compute=_forecast,

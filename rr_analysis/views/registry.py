@@ -26,8 +26,10 @@ MODULES: tuple[str, ...] = (
     "rr_analysis.views.forecast_view",
     "rr_analysis.views.confirm_view",
     "rr_analysis.views.fits_view",
+    "rr_analysis.views.curves_view",
     "rr_analysis.views.card_view",
     "rr_analysis.views.tuning_view",
+    "rr_analysis.views.seeds_view",
 )
 
 VIEWS: dict[str, AnalysisView] = {}  # name on the command line -> the view

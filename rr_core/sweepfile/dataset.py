@@ -39,6 +39,7 @@ from rr_core.sweepfile.schema import (
     key_columns,
     no_value,
     schema_for,
+    several_budgets,
     unknown_column,
 )
 from rr_core.variants import COMPARED, variant_problem
@@ -141,7 +142,8 @@ def _typed(columns: dict[str, pa.ChunkedArray], lines: np.ndarray) -> tuple[pd.D
                 Problem(int(lines[i]), col.name, (v := s[i].as_py()), _comma_rule(rule, v, col.kind))
                 for i in np.flatnonzero(mask)
             ]
-        out[col.name] = values
+        # an optional integer (tokens, init_seed, data_seed) is held as float64, NaN where empty, as every optional number is
+        out[col.name] = np.where(empty, np.nan, values) if col.optional and col.kind == "int" else values
     for name in (n for n in columns if n not in out):
         values, problem = _extra(pc.utf8_trim_whitespace(columns[name]), name)
         out[name] = values
@@ -193,8 +195,9 @@ def _schema_problems(
         return cells + [p for p in rows if p.rule in GROUP_RULES or p.column not in df.columns]
     if isinstance(df["size"].dtype, pd.CategoricalDtype):  # a loaded sweep: the schema checks the labels
         df = df.astype({"size": str})
+    budgets = several_budgets(df)
     try:
-        schema_for(df.columns).validate(df, lazy=True)
+        schema_for(df.columns, budgets).validate(df, lazy=True)
         return []
     except pandera.errors.SchemaErrors as e:
         fc = e.failure_cases
@@ -207,7 +210,7 @@ def _schema_problems(
         if row.check in GROUP_RULES:
             column, rule = GROUP_RULES[row.check], row.check
         elif row.check == "multiple_fields_uniqueness":
-            key = key_columns(df.columns)
+            key = key_columns(df.columns, budgets)
             column, rule = ",".join(key), f"duplicate run: this ({', '.join(key)}) appears more than once"
         elif row.check == "not_nullable":  # a NaN where a value is needed: 'nan' in a file, NaN in a frame
             column, rule = row.column, no_value(row.column, "holds NaN (no value)")
@@ -219,8 +222,10 @@ def _schema_problems(
         value = (
             df.at[i, column]
             if column in df.columns
-            else tuple(map(plain, df.loc[i, key_columns(df.columns)]))
+            else tuple(map(plain, df.loc[i, key_columns(df.columns, budgets)]))
         )
+        if column in _INTEGERS and pd.notna(value):  # an optional integer held as float64: shown as written
+            value = int(value)
         problems.append(Problem(line, column, plain(value), rule))
     return sorted(problems, key=lambda p: (p.line, p.column or ""))
 
@@ -281,7 +286,9 @@ def load_sweep(path: str | os.PathLike | None = None) -> pd.DataFrame:
     -------
     DataFrame with those columns in that order: seed and steps int64, size an ordered categorical whose
     categories are the sizes present smallest first (`size_order`: sorting and grouping follow size, and
-    ``df["size"].astype(str)`` gives plain labels), variant str, the rest float64 (ece and minutes NaN where not measured); then any extra measured column the file carries, in
+    ``df["size"].astype(str)`` gives plain labels), variant str, the rest float64 (ece and minutes NaN where not measured); then the recipe columns it has
+    (`rr_core.sweepfile.schema.RECIPE_COLUMNS`: lr, init_seed and data_seed float64, NaN where empty, role
+    str); then any extra measured column the file carries, in
     its order, as float64 (`rr_core.sweepfile.schema.EXTRA_NAME` and `EXTRA_RULE`: an ``accuracy`` column for
     ``rr analyze --metric accuracy``). Writers (`write_sweep`, `append_rows`, `rr merge`) keep them. Rows keep the file's order;
     ``df.attrs["lines"]`` holds each row's line number in the file (a tuple).
@@ -311,19 +318,24 @@ def load_sweep(path: str | os.PathLike | None = None) -> pd.DataFrame:
 
 def size_order(df: pd.DataFrame) -> list[str]:
     """The sizes present in `df`, smallest first: by mean parameter count, then by the label's nominal count
-    (`rr_core.ladder.size_sort_key`), then by label. `load_sweep`'s ``size`` categories follow it."""
-    m = df.groupby("size", observed=True)["params_M"].mean()
-    return sorted(map(str, m.index), key=lambda s: (m[s], size_sort_key(s), s))
+    (`rr_core.ladder.size_sort_key`), then by median steps (the budgets of one size, where an analysis reads
+    each as a cell of its own), then by label. `load_sweep`'s ``size`` categories follow it."""
+    g = df.groupby("size", observed=True)
+    m, steps = g["params_M"].mean(), g["steps"].median()
+    return sorted(map(str, m.index), key=lambda s: (m[s], size_sort_key(s), steps[s], s))
 
 
 def run_keys(df: pd.DataFrame) -> set[tuple]:
-    """The (size, variant, seed) of every row of a sweep frame; (size, variant, seed, lr) where the file
-    records learning rates (`rr_core.sweepfile.schema.key_columns`), lr None in an empty cell."""
+    """The (size, variant, seed) of every row of a sweep frame; with lr where the file records learning
+    rates (lr None in an empty cell), then steps where it holds several budgets
+    (`rr_core.sweepfile.schema.key_columns`, `several_budgets`)."""
     keys = zip(df["size"], df["variant"], df["seed"].astype(int), strict=True)
-    if "lr" not in df.columns:
-        return set(keys)
-    lrs = (None if np.isnan(lr) else float(lr) for lr in df["lr"])
-    return {(*key, lr) for key, lr in zip(keys, lrs, strict=True)}
+    if "lr" in df.columns:
+        lrs = (None if np.isnan(lr) else float(lr) for lr in df["lr"])
+        keys = ((*key, lr) for key, lr in zip(keys, lrs, strict=True))
+    if several_budgets(df):
+        keys = ((*key, int(steps)) for key, steps in zip(keys, df["steps"], strict=True))
+    return set(keys)
 
 
 def next_seeds(
@@ -347,6 +359,8 @@ def format_row(row: Mapping, columns: Sequence[str] = FIELDS) -> str:
             cells.append("")
         elif name in _DECIMALS:
             cells.append(repr(round(float(v), _DECIMALS[name])))
+        elif name in _INTEGERS:  # an optional integer, held as float64 (tokens, init_seed, data_seed)
+            cells.append(str(int(v)))
         elif name in FIELDS or isinstance(v, str):
             cells.append(str(v))
         else:
@@ -363,10 +377,12 @@ def extra_columns(columns: Iterable[str]) -> list[str]:
 
 
 _RECIPE = [c.name for c in RECIPE_COLUMNS]
+_INTEGERS = {c.name for c in RECIPE_COLUMNS if c.kind == "int"}
 
 
 def known_columns(columns: Iterable[str]) -> list[str]:
-    """The schema's columns a file of `columns` has: `FIELDS`, then the recipe columns present (lr, role)."""
+    """The schema's columns a file of `columns` has: `FIELDS`, then the recipe columns present (lr, role,
+    init_seed, data_seed)."""
     columns = list(columns)
     return [*FIELDS, *(c for c in _RECIPE if c in columns)]
 
@@ -444,7 +460,8 @@ def write_sweep(df: pd.DataFrame, path: str | os.PathLike, *, exact: bool = Fals
     if problems:
         raise DataError(path, problems)
     if exact:
-        body = df[columns].to_csv(index=False, float_format=None, lineterminator="\n")
+        whole = {c: df[c].astype("Int64") for c in _INTEGERS if c in columns}  # 131072000, not 131072000.0
+        body = df[columns].assign(**whole).to_csv(index=False, float_format=None, lineterminator="\n")
     else:
         body = (
             "\n".join([",".join(columns), *(format_row(r, columns) for r in df[columns].to_dict("records"))])

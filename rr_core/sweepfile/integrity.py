@@ -11,7 +11,7 @@ import pandas as pd
 
 from rr_core.sweepfile.csv_text import FIELDS
 from rr_core.sweepfile.dataset import PUBLISHED_DIGEST, digest, format_row, load_sweep, verify_reference
-from rr_core.sweepfile.schema import KEY
+from rr_core.sweepfile.schema import KEY, several_budgets
 
 __all__ = [
     "Integrity",
@@ -68,8 +68,11 @@ def check_integrity(df: pd.DataFrame, reference: pd.DataFrame | None = None) -> 
     lines = df.attrs.get("lines")
     lines = [None] * len(df) if lines is None else lines
     mine = df.assign(_line=lines)
-    tuned = _tuning_runs(mine)  # rows that record a learning rate or a role: a tuning's runs, never published
-    mine, ref = mine[~tuned].set_index(KEY), ref.set_index(KEY)
+    # rows that record a learning rate or a role (a tuning's runs), or seeds other than their seed: never published
+    tuned = _tuning_runs(mine) | _other_seeds(mine)
+    # a file of several budgets names a run by its steps too: a published row is the run at its published steps
+    named = [*KEY, "steps"] if several_budgets(mine[~tuned]) else KEY
+    mine, ref = mine[~tuned].set_index(named), ref.set_index(named)
     common = ref.index.intersection(mine.index)
     added = int((~mine.index.isin(ref.index)).sum()) + int(tuned.sum())
     out = Integrity(published=len(ref), present=len(common), added=added)
@@ -77,8 +80,8 @@ def check_integrity(df: pd.DataFrame, reference: pd.DataFrame | None = None) -> 
     for key in common:
         a, b = ref.loc[key], mine.loc[key]
         fa, fb = (
-            format_row({**dict(zip(KEY, key, strict=True)), **a}),
-            format_row({**dict(zip(KEY, key, strict=True)), **b}),
+            format_row({**dict(zip(named, key, strict=True)), **a}),
+            format_row({**dict(zip(named, key, strict=True)), **b}),
         )
         if fa == fb:
             continue
@@ -97,6 +100,15 @@ def _tuning_runs(df: pd.DataFrame) -> pd.Series:
     if "role" in df.columns:
         tuned |= df["role"] != ""
     return tuned
+
+
+def _other_seeds(df: pd.DataFrame) -> pd.Series:
+    """Which rows record an init_seed or data_seed other than their seed: not the published run of their key."""
+    other = pd.Series(False, index=df.index)
+    for name in ("init_seed", "data_seed"):
+        if name in df.columns:
+            other |= df[name].notna() & (df[name] != df["seed"])
+    return other
 
 
 def integrity_warning(df: pd.DataFrame) -> str | None:

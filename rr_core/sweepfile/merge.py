@@ -28,7 +28,7 @@ from rr_core.files.replacing import create_new
 from rr_core.sweepfile.csv_text import FIELDS, DataError
 from rr_core.sweepfile.dataset import bundled_path, file_columns, load_sweep, plain, write_sweep
 from rr_core.sweepfile.provenance import read_records, sidecar_path
-from rr_core.sweepfile.schema import KEY, key_columns
+from rr_core.sweepfile.schema import KEY, key_columns, several_budgets
 
 __all__ = ["merge_sweeps", "join_columns"]
 
@@ -67,7 +67,11 @@ def _combine(snapshots: Sequence[tuple[Path, pd.DataFrame]]) -> tuple[pd.DataFra
     first: dict[tuple, tuple[pd.Series, str]] = {}
     parts, origins, conflicts = [], [], []
     columns = file_columns(dict.fromkeys(c for _, df in snapshots for c in df.columns))
-    key_of = key_columns(columns)  # with lr where an input records it: one seed at two rates is two runs
+    # with lr where an input records it (one seed at two rates is two runs), and with steps where the inputs
+    # together hold a run at several step counts (one run's budgets are several runs)
+    names = key_columns(columns)
+    both = pd.concat([df.reindex(columns=[*names, "steps"]).astype({"size": str}) for _, df in snapshots])
+    key_of = key_columns(columns, several_budgets(both))
     for path, df in snapshots:
         keep = []
         for (_, row), line in zip(df.iterrows(), df.attrs["lines"], strict=True):

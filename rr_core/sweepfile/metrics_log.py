@@ -1,5 +1,5 @@
 """Training curves: the per-step metrics log every run writes, and the readers behind `rr plot curves` and
-`rr plot gates`.
+`rr plot gates` (`load_curves`, `load_gates`) and of the validation curve (`load_evals`).
 
 A dataset ``NAME.csv`` keeps its runs' metrics in ``NAME.metrics/SIZE-VARIANT-seedS.jsonl``, beside the
 checkpoint folder ``NAME.checkpoints/``: one JSON object per line, each with an ``event``:
@@ -13,9 +13,15 @@ checkpoint folder ``NAME.checkpoints/``: one JSON object per line, each with an 
   object per gated sublayer in depth order, its ``layer`` (block index), ``sublayer`` ("attn" or "mlp"),
   and the ``mean`` and ``std`` of r over every position, channel and forward pass of the interval (every
   process's share of the batch pooled; `rr_model.run.gate_watch`);
-- ``eval``: the final evaluation: ``val_loss``, ``ece`` and ``minutes``.
+- ``eval``, two kinds: the final evaluation (``val_loss``, ``ece`` and ``minutes``, after the last step;
+  scored on the published windows, which move with the step count), and, for a run trained with
+  ``--eval-every N``, a periodic validation reading every N steps and at the last: ``step``, ``tokens``
+  (trained so far: step x batch x block), ``val_loss`` (the mean loss on the run's held-out windows, the
+  same windows at every reading of every variant, seed and size of a corpus; the record's
+  ``held_out_windows`` describes them) and ``periodic``: true. An eval event with ``periodic`` true is a
+  point of the validation curve; the final one has no ``periodic`` key.
 
-A resumed run appends to its log and repeats the steps after its last checkpoint; the reader keeps the last
+A resumed run appends to its log and repeats the steps after its last checkpoint; the readers keep the last
 reading of each step. A line cut short (a run killed mid-write) is skipped with a note wherever it is, as the
 run's next segment logs those steps again and starts on a new line. Torch-free.
 """
@@ -34,19 +40,41 @@ from rr_core.files.reading import json_lines
 from rr_core.sweepfile.provenance import read_records, sidecar_path
 from rr_core.sweepfile.schema import record_key, run_stem
 
-__all__ = ["metrics_path", "read_metrics", "load_curves", "load_gates", "CURVE_COLUMNS", "GATE_COLUMNS"]
+__all__ = [
+    "metrics_path",
+    "read_metrics",
+    "load_curves",
+    "load_gates",
+    "load_losses",
+    "load_evals",
+    "CURVE_COLUMNS",
+    "GATE_COLUMNS",
+    "LOSS_COLUMNS",
+    "EVAL_COLUMNS",
+]
 
 # Columns of `load_curves`: one row per run and logged step.
 CURVE_COLUMNS = ("size", "variant", "seed", "step", "loss", "lr", "source")
 # Columns of `load_gates`: one row per run, logged step and gated sublayer.
 GATE_COLUMNS = ("size", "variant", "seed", "step", "layer", "sublayer", "mean", "std", "source")
+# Columns of `load_losses`: one row per run, series ("train" or "val") and logged step.
+LOSS_COLUMNS = ("size", "variant", "seed", "steps", "series", "step", "loss", "source")
+# Columns of `load_evals`: one row per run and periodic validation reading.
+EVAL_COLUMNS = ("size", "variant", "seed", "init_seed", "data_seed", "step", "tokens", "val_loss", "source")
 
 
-def metrics_path(out: str | os.PathLike, size: str, variant: str, seed: int, lr: float | None = None) -> Path:
+def metrics_path(
+    out: str | os.PathLike,
+    size: str,
+    variant: str,
+    seed: int,
+    lr: float | None = None,
+    steps: int | None = None,
+) -> Path:
     """Where a run's metrics log lives: `data/x.csv` -> `data/x.metrics/SIZE-VARIANT-seedS.jsonl` (a tuning
-    run's name carries its lr: `rr_core.sweepfile.schema.run_stem`)."""
+    run's name carries its lr, one of several budgets its steps: `rr_core.sweepfile.schema.run_stem`)."""
     out = Path(out)
-    return out.parent / f"{out.stem}.metrics" / f"{run_stem(size, variant, seed, lr)}.jsonl"
+    return out.parent / f"{out.stem}.metrics" / f"{run_stem(size, variant, seed, lr, steps)}.jsonl"
 
 
 def read_metrics(path: str | os.PathLike) -> list[dict[str, Any]]:
@@ -65,16 +93,48 @@ def read_metrics(path: str | os.PathLike) -> list[dict[str, Any]]:
     return records
 
 
-def _train_records(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """The run a metrics log names (size, variant, seed) and its last ``train`` record of each step, in
-    step order."""
-    records = read_metrics(path)
+def _run(records: list[dict[str, Any]], path: Path, seeds: bool = False) -> dict[str, Any]:
+    """The run a metrics log names: (size, variant, seed) of its first ``start`` record; with `seeds`, its
+    init_seed and data_seed too (each the seed where the log names none: a run that named its seeds,
+    rr train --init-seed, --data-seed, logs them in its start record)."""
     start = next((r for r in records if r["event"] == "start"), None)
     if start is None:
         raise InputError(f"{path}: no 'start' record naming the run")
     key = {k: start[k] for k in ("size", "variant", "seed")}
-    by_step = {r["step"]: r for r in records if r["event"] == "train"}
-    return key, [by_step[s] for s in sorted(by_step)]
+    if seeds:
+        key |= {k: start.get(k, start["seed"]) for k in ("init_seed", "data_seed")}
+    return key
+
+
+def _last_of_each_step(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The last of `records` at each step, in step order (a resumed run logs the steps after its last
+    checkpoint again)."""
+    by_step = {r["step"]: r for r in records}
+    return [by_step[s] for s in sorted(by_step)]
+
+
+def _train_records(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The run a metrics log names (size, variant, seed) and its last ``train`` record of each step, in
+    step order."""
+    records = read_metrics(path)
+    return _run(records, path), _last_of_each_step([r for r in records if r["event"] == "train"])
+
+
+def _eval_rows(path: Path) -> list[dict[str, Any]]:
+    """The validation-curve rows of one metrics log: its periodic eval readings, the last of each step."""
+    records = read_metrics(path)
+    key = _run(records, path, seeds=True)
+    evals = _last_of_each_step([r for r in records if r["event"] == "eval" and r.get("periodic") is True])
+    return [
+        {
+            **key,
+            "step": r["step"],
+            "tokens": r.get("tokens"),
+            "val_loss": r.get("val_loss"),
+            "source": str(path),
+        }
+        for r in evals
+    ]
 
 
 def _curve_rows(path: Path) -> list[dict[str, Any]]:
@@ -99,6 +159,30 @@ def _gate_rows(path: Path) -> list[dict[str, Any]]:
         for r in train
         for g in r.get("gates") or []
     ]
+
+
+def _loss_rows(path: Path) -> list[dict[str, Any]]:
+    """The loss rows of one metrics log: the last training loss and periodic validation loss of each step,
+    with the steps the run trained (its final evaluation's step; None where it has none yet)."""
+    records = read_metrics(path)
+    run, evals = _run(records, path), [r for r in records if r["event"] == "eval"]
+    final = [r["step"] for r in evals if not r.get("periodic")]
+    run["steps"] = final[-1] if final else None
+    series = {
+        "train": ([r for r in records if r["event"] == "train"], "loss"),
+        "val": ([r for r in evals if r.get("periodic")], "val_loss"),
+    }
+    return [
+        {**run, "series": name, "step": r["step"], "loss": r.get(field), "source": str(path)}
+        for name, (events, field) in series.items()
+        for r in _last_of_each_step(events)
+    ]
+
+
+def _record_losses(key: tuple, record: dict[str, Any], sidecar: Path) -> list[dict[str, Any]]:
+    """The loss rows of a run without a metrics log: its provenance record's training-loss curve."""
+    steps = (record.get("config") or {}).get("steps")
+    return [{**r, "steps": steps, "series": "train"} for r in _record_curve(key, record, sidecar)]
 
 
 def _record_curve(key: tuple, record: dict[str, Any], sidecar: Path) -> list[dict[str, Any]]:
@@ -138,6 +222,13 @@ def _rows(
     return rows
 
 
+def _no_curves(paths: list[Path]) -> InputError:
+    return InputError(
+        f"no training curves in {', '.join(map(str, paths))}: runs trained by rr write them to NAME.metrics/ "
+        "beside the dataset (the published rows were trained before rr and have none)"
+    )
+
+
 def load_curves(paths: Iterable[str | os.PathLike]) -> pd.DataFrame:
     """The training curves of runs, one row per run and logged step.
 
@@ -161,10 +252,7 @@ def load_curves(paths: Iterable[str | os.PathLike]) -> pd.DataFrame:
     paths = [Path(p) for p in paths]
     rows = _rows(paths, _curve_rows, _record_curve)
     if not rows:
-        raise InputError(
-            f"no training curves in {', '.join(map(str, paths))}: runs trained by rr write them to NAME.metrics/ "
-            "beside the dataset (the published rows were trained before rr and have none)"
-        )
+        raise _no_curves(paths)
     df = pd.DataFrame(rows, columns=list(CURVE_COLUMNS))
     df[["loss", "lr"]] = df[["loss", "lr"]].astype(float)
     return df.drop_duplicates(["size", "variant", "seed", "step"], keep="last").reset_index(drop=True)
@@ -202,3 +290,91 @@ def load_gates(paths: Iterable[str | os.PathLike]) -> pd.DataFrame:
     df[["mean", "std"]] = df[["mean", "std"]].astype(float)
     keys = ["size", "variant", "seed", "step", "layer", "sublayer"]
     return df.drop_duplicates(keys, keep="last").reset_index(drop=True)
+
+
+def load_losses(paths: Iterable[str | os.PathLike]) -> pd.DataFrame:
+    """The losses runs logged while they trained, one row per run, series and logged step: what
+    `rr analyze curves` pairs across variants.
+
+    Parameters
+    ----------
+    paths
+        As `load_curves`: dataset CSVs (each "ok" run's log through the provenance sidecar; a run without
+        a log contributes its record's training-loss curve), metrics folders or ``.jsonl`` logs.
+
+    Returns
+    -------
+    DataFrame with `LOSS_COLUMNS`: size, variant, seed; steps, the steps the run trained (the step of its
+    final evaluation, or of its record; missing for a run that has not finished), which keeps two budgets
+    of one (size, variant, seed) apart; series, "train" (the mean training loss of the log interval ending
+    at step) or "val" (a periodic validation, an ``eval`` event with ``"periodic": true``); step; loss; and
+    source (the file read). The final evaluation is not a row: its loss is the sweep file's val_loss.
+
+    Raises
+    ------
+    InputError
+        A path that does not exist, or paths that hold no curve at all.
+
+    Example
+    -------
+    >>> import tempfile
+    >>> lines = [
+    ...     '{"event": "start", "step": 0, "size": "tiny", "variant": "standard", "seed": 0}',
+    ...     '{"event": "train", "step": 2, "loss": 5.0}',
+    ...     '{"event": "eval", "step": 2, "tokens": 4096, "val_loss": 4.9, "periodic": true}',
+    ...     '{"event": "train", "step": 4, "loss": 4.0}',
+    ...     '{"event": "eval", "step": 4, "val_loss": 3.9, "ece": 0.1, "minutes": 0.1}',
+    ... ]
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     log = Path(folder) / "tiny-standard-seed0.jsonl"
+    ...     _ = log.write_text("\\n".join(lines))
+    ...     load_losses([log])[["steps", "series", "step", "loss"]].values.tolist()
+    [[4, 'train', 2, 5.0], [4, 'val', 2, 4.9], [4, 'train', 4, 4.0]]
+    """
+    paths = [Path(p) for p in paths]
+    rows = _rows(paths, _loss_rows, _record_losses)
+    if not rows:
+        raise _no_curves(paths)
+    df = pd.DataFrame(rows, columns=list(LOSS_COLUMNS))
+    df["loss"] = df["loss"].astype(float)
+    df["steps"] = df["steps"].astype("Int64")
+    keys = ["size", "variant", "seed", "steps", "series", "step"]
+    out = df.drop_duplicates(keys, keep="last")
+    return out.sort_values(["size", "variant", "seed", "steps", "step", "series"], kind="stable").reset_index(
+        drop=True
+    )
+
+
+def load_evals(paths: Iterable[str | os.PathLike]) -> pd.DataFrame:
+    """The validation curves of runs trained with ``--eval-every``: one row per run and periodic reading.
+
+    Parameters
+    ----------
+    paths
+        As `load_curves`: dataset CSVs (their runs' logs), metrics folders or ``.jsonl`` logs. Only eval events
+        marked ``periodic`` are read; a run's final evaluation is its row's val_loss, on other windows.
+
+    Returns
+    -------
+    DataFrame with `EVAL_COLUMNS`: size, variant, seed, init_seed and data_seed (the run's seeds: its seed
+    where it named none; curves pair on data_seed, the batches they shared), step (optimiser steps done),
+    tokens (trained by then: step x batch x block), val_loss (mean loss on the held-out windows, which are the
+    same for every run of a corpus at one block size, so readings of any two runs compare on the same tokens;
+    NaN for a non-finite reading) and source (the file read).
+
+    Raises
+    ------
+    InputError
+        A path that does not exist, or paths that hold no periodic reading at all.
+    """
+    paths = [Path(p) for p in paths]
+    rows = _rows(paths, _eval_rows)
+    if not rows:
+        raise InputError(
+            f"no periodic validation readings in {', '.join(map(str, paths))}: runs trained with "
+            "--eval-every N log them in NAME.metrics/ as they train"
+        )
+    df = pd.DataFrame(rows, columns=list(EVAL_COLUMNS))
+    df["tokens"] = df["tokens"].astype("int64")
+    df["val_loss"] = df["val_loss"].astype(float)
+    return df.drop_duplicates(["size", "variant", "seed", "step"], keep="last").reset_index(drop=True)

@@ -191,7 +191,8 @@ def _fields(record: dict[str, Any], path: Path) -> list[Any]:
 
 
 def join(df: pd.DataFrame, sidecar: str | os.PathLike | None = None) -> pd.DataFrame:
-    """The rows of a sweep with the provenance of each, from the last "ok" record of its (size, variant, seed).
+    """The rows of a sweep with the provenance of each, from the last "ok" record of its (size, variant, seed)
+    (with its lr where the record has one, and its steps where the record names a budget: `record_key`).
 
     Parameters
     ----------
@@ -218,7 +219,8 @@ def join(df: pd.DataFrame, sidecar: str | os.PathLike | None = None) -> pd.DataF
     lrs = df["lr"] if "lr" in df.columns else pd.Series(np.nan, index=df.index)
     for i, (row, lr) in enumerate(zip(df.itertuples(index=False), lrs, strict=True)):
         key = (row.size, row.variant, int(row.seed))
-        fields = ok.get(key if np.isnan(lr) else (*key, float(lr)))
+        key = key if np.isnan(lr) else (*key, float(lr))
+        fields = ok.get((*key, int(row.steps))) or ok.get(key)  # one of several budgets: its steps name it
         if fields is None:
             continue
         *values, val_loss, ece = fields

@@ -34,6 +34,7 @@ __all__ = [
     "no_value",
     "unknown_column",
     "key_columns",
+    "several_budgets",
     "schema_for",
     "run_stem",
     "record_key",
@@ -69,6 +70,12 @@ _RULE = {c.name: c.rule for c in COLUMNS}
 RECIPE_COLUMNS: tuple[Column, ...] = (
     Column("lr", "float", True, "a finite number > 0 or empty (the recipe's)"),
     Column("role", "str", True, f"{' or '.join(ROLES)}, or empty"),
+    # the tokens a run trained on, as the trainer records them; empty: steps x the recipe's batch x block
+    Column("tokens", "int", True, "an integer > 0 or empty (steps x the recipe's batch x block)"),
+    # the seeds of the initial weights and of the data order, where a run named its own (rr train --init-seed,
+    # --data-seed); an empty cell means the seed, as published. The analysis pairs arms on data_seed.
+    Column("init_seed", "int", True, "an integer in 0 .. 2^32 - 1 or empty (the seed)"),
+    Column("data_seed", "int", True, "an integer in 0 .. 2^32 - 1 or empty (the seed)"),
 )
 # A column beyond COLUMNS is an extra measured metric (an accuracy, a downstream score), read as float64 for
 # `rr analyze --metric`, when its name is a plain identifier and every cell is a finite number or empty.
@@ -146,22 +153,52 @@ def _constant_within(col: str) -> pa.Check:
     )
 
 
-def key_columns(columns) -> list[str]:
-    """The columns that name a run in a file of these columns: `KEY`, and lr where the file records it."""
-    return [*KEY, "lr"] if "lr" in columns else list(KEY)
+def key_columns(columns, budgets: bool = False) -> list[str]:
+    """The columns that name a run in a file of these columns: `KEY`, lr where the file records it, and steps
+    where the file holds several budgets (`several_budgets`: one run trained to several step counts)."""
+    return [*KEY, *(["lr"] if "lr" in columns else []), *(["steps"] if budgets else [])]
 
 
-def run_stem(size: str, variant: str, seed: int, lr: float | None = None) -> str:
+def several_budgets(df: pd.DataFrame) -> bool:
+    """Whether a run of `df` (its (size, variant, seed), with lr where the file records it) appears at several
+    step counts: a file of several budgets per size, as a token-budget ladder or cooldown branches write it.
+
+    Such a file names a run by its steps too (`key_columns`), and a (size, variant) may hold several step
+    counts; any other file keeps the rule that steps are the same in every row of a (size, variant).
+
+    Example
+    -------
+    >>> rows = pd.DataFrame({"size": ["60M"] * 2, "variant": ["highway"] * 2, "seed": [0, 0], "steps": [1, 2]})
+    >>> several_budgets(rows), several_budgets(rows.assign(seed=[0, 1]))
+    (True, False)
+    """
+    key = key_columns(df.columns)
+    if df.empty or "steps" not in df.columns:
+        return False
+    repeated = df[df.duplicated(key, keep=False)]  # a run may hold several budgets only where its key repeats
+    if repeated.empty:
+        return False
+    return bool((repeated.groupby(key, observed=True, dropna=False)["steps"].nunique() > 1).any())
+
+
+def run_stem(size: str, variant: str, seed: int, lr: float | None = None, steps: int | None = None) -> str:
     """A run's name in the files beside a dataset (checkpoints, metrics logs, part files):
-    ``1B-review-seed3``, and ``tiny-review-seed0-lr0.0004`` for a run whose row records its learning rate."""
-    return f"{size}-{variant}-seed{seed}" + ("" if lr is None else f"-lr{lr:g}")
+    ``1B-review-seed3``, ``tiny-review-seed0-lr0.0004`` for a run whose row records its learning rate, and
+    ``60M-review_neutral-seed0-steps2000`` for one budget of a run trained to several (`several_budgets`)."""
+    return (
+        f"{size}-{variant}-seed{seed}"
+        + ("" if lr is None else f"-lr{lr:g}")
+        + ("" if steps is None else f"-steps{steps}")
+    )
 
 
 def record_key(record) -> tuple:
-    """The key of a run record (a provenance record, a job entry): (size, variant, seed), and lr where the
-    record names one (a tuning run's), as `run_keys` gives a row's and `TrainConfig.key` a run's."""
+    """The key of a run record (a provenance record, a job entry): (size, variant, seed), lr where the record
+    names one (a tuning run's), and steps where it names a ``budget`` (one budget of a run trained to several),
+    as `run_keys` gives a row's and `TrainConfig.key` a run's."""
     key = (record.get("size"), record.get("variant"), record.get("seed"))
-    return key if record.get("lr") is None else (*key, record["lr"])
+    key = key if record.get("lr") is None else (*key, record["lr"])
+    return key if record.get("budget") is None else (*key, record.get("steps"))
 
 
 # Row-level rules that span columns: the column each one is reported against.
@@ -201,6 +238,21 @@ SCHEMA = pa.DataFrameSchema(
             pa.Check(lambda s: s.isin([*ROLES, ""]), error=_RECIPE_RULE["role"]),
             required=False,
         ),
+        "tokens": pa.Column(  # float64: NaN where empty; the loader reads only integers into it
+            "float64",
+            pa.Check(lambda s: s > 0, error=_RECIPE_RULE["tokens"]),
+            nullable=True,
+            required=False,
+        ),
+        **{
+            name: pa.Column(  # float64: NaN where empty (the seed); the loader reads only integers into it
+                "float64",
+                pa.Check(lambda s: (s >= 0) & (s < 2**32), error=_RECIPE_RULE[name]),
+                nullable=True,
+                required=False,
+            )
+            for name in ("init_seed", "data_seed")
+        },
     },
     checks=[_constant_within("params_M"), _constant_within("steps")],
     unique=KEY,
@@ -210,15 +262,21 @@ SCHEMA = pa.DataFrameSchema(
 )
 
 
-def schema_for(columns) -> pa.DataFrameSchema:
-    """`SCHEMA` for a file of these columns: a run is unique by `key_columns` (with lr where it has lr)."""
-    return SCHEMA if key_columns(columns) == KEY else _LR_SCHEMA
+def schema_for(columns, budgets: bool = False) -> pa.DataFrameSchema:
+    """`SCHEMA` for a file of these columns: a run is unique by `key_columns` (with lr where it has lr, with
+    steps where it holds several budgets, `several_budgets`, which frees steps within a (size, variant))."""
+    return _SCHEMAS[("lr" in columns, budgets)]
 
 
-def _unique_by(key: list[str]) -> pa.DataFrameSchema:
+def _unique_by(key: list[str], budgets: bool) -> pa.DataFrameSchema:
     schema = copy.deepcopy(SCHEMA)
     schema.unique = key
+    if budgets:  # a (size, variant) holds one step count per budget
+        schema.checks = [c for c in schema.checks if GROUP_RULES.get(c.error) != "steps"]
     return schema
 
 
-_LR_SCHEMA = _unique_by(key_columns(["lr"]))
+_SCHEMAS = {(False, False): SCHEMA} | {
+    (lr, budgets): _unique_by(key_columns(["lr"] if lr else [], budgets), budgets)
+    for lr, budgets in ((False, True), (True, False), (True, True))
+}

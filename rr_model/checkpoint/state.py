@@ -194,11 +194,16 @@ def saved_step(path: str | os.PathLike) -> int | None:
 
 
 def current(
-    out: str | os.PathLike, size: str, variant: str, seed: int, lr: float | None = None
+    out: str | os.PathLike,
+    size: str,
+    variant: str,
+    seed: int,
+    lr: float | None = None,
+    steps: int | None = None,
 ) -> Path | None:
     """The checkpoint a run resumes from: its file or its sharded folder, whichever exists (the later one by
     step if a save was interrupted between writing one and removing the other); None if neither does."""
-    found = found_checkpoints(out, size, variant, seed, lr)
+    found = found_checkpoints(out, size, variant, seed, lr, steps)
     if len(found) == 2:
         found.sort(key=lambda p: saved_step(p) or 0)
     return found[-1] if found else None

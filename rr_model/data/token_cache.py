@@ -4,7 +4,8 @@ files) or a Hugging Face dataset (`hf:NAME[:SPLIT]`), cached on disk.
 `load_tokens` turns a corpus into one uint16 token stream (each document followed by EOS; the first 97%
 is train, the rest validation: the recipe's val_frac) and caches it as a memory-mapped file, so only the
 first run tokenizes and later runs start at once, offline too. `sample_batch` draws the random training
-windows. Torch-free: the trainer turns the windows into tensors.
+windows; `held_out_windows` the fixed validation windows of periodic validation. Torch-free: the trainer
+turns the windows into tensors.
 
 A cache is a directory `<cache_dir>/tokens/<key>/` holding `tokens.bin` (raw little-endian uint16) and
 `meta.json` (provenance, lengths and the stream's sha256). It is built in a temporary directory and
@@ -25,7 +26,7 @@ import json
 import logging
 import os
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
@@ -46,7 +47,13 @@ __all__ = [
     "Corpus",
     "load_tokens",
     "check_data",
+    "known_train_tokens",
     "sample_batch",
+    "windows_at",
+    "held_out_windows",
+    "describe_held_out",
+    "HELD_OUT",
+    "HELD_OUT_SEED",
     "default_cache_dir",
 ]
 
@@ -254,16 +261,8 @@ def load_tokens(
     path = Path(data)
     if data not in ("tinystories", "synthetic") and not data.startswith("hf:") and _is_cache(path):
         return _given_cache(path.parent if path.is_file() else path, tokenizer, val_frac)
-    if data == "synthetic":
-        n_text = min(n_text, synthetic.N_STORIES)
-        ident, docs = "synthetic", functools.partial(synthetic.stories, n_text)
-        tokenizer = tokenizer or "bytes"
-    else:
-        ident, docs = corpus_reader(data, n_text, text_field)
-        tokenizer = tokenizer or "gpt2"
+    directory, key, docs, tokenizer, n_text = _cache_of(data, n_text, cache_dir, tokenizer, text_field)
     source = TINYSTORIES if data == "tinystories" else data
-    key = _key(ident, tokenizer, n_text)
-    directory = Path(cache_dir or default_cache_dir()) / "tokens" / key
     if (tokens := _open(directory, key, val_frac)) is not None:
         return tokens
     directory.parent.mkdir(parents=True, exist_ok=True)
@@ -277,6 +276,47 @@ def load_tokens(
             n = len(tokens.train) + len(tokens.val)
             log.info("%d tokens cached in %.1fs", n, time.perf_counter() - start)
     return tokens
+
+
+def _cache_of(
+    data: str, n_text: int, cache_dir: str | Path | None, tokenizer: str | None, text_field: str
+) -> tuple[Path, str, Callable[[], Iterable[str]], str, int]:
+    """Where `load_tokens` caches a corpus that is not a token cache itself: (its folder, its key, the
+    document reader, the tokenizer and the documents it uses)."""
+    if data == "synthetic":
+        n_text = min(n_text, synthetic.N_STORIES)
+        ident, docs = "synthetic", functools.partial(synthetic.stories, n_text)
+        tokenizer = tokenizer or "bytes"
+    else:
+        ident, docs = corpus_reader(data, n_text, text_field)
+        tokenizer = tokenizer or "gpt2"
+    key = _key(ident, tokenizer, n_text)
+    return Path(cache_dir or default_cache_dir()) / "tokens" / key, key, docs, tokenizer, n_text
+
+
+def known_train_tokens(
+    data: str,
+    tokenizer: str | None = None,
+    n_text: int = RECIPE.n_text,
+    cache_dir: str | Path | None = None,
+    text_field: str = "text",
+    val_frac: float = RECIPE.val_frac,
+) -> int | None:
+    """The training tokens of a corpus where they are known without tokenizing or downloading: a token cache
+    given as `data`, or the cache an earlier run built of it (its meta.json alone is read); None otherwise.
+    What a dry run's passes over the corpus divide by (`rr_core.budget.passes`)."""
+    path = Path(data)
+    try:
+        if data not in ("tinystories", "synthetic") and not data.startswith("hf:") and _is_cache(path):
+            directory, key = (path.parent if path.is_file() else path), None
+        else:
+            directory, key, *_ = _cache_of(data, n_text, cache_dir, tokenizer, text_field)
+        meta = json.loads((directory / "meta.json").read_text())
+        if meta["format"] != FORMAT or key not in (None, meta["key"]):
+            return None
+        return _split(meta["n_tokens"], val_frac, meta["source"])
+    except (OSError, ValueError, KeyError, TypeError):  # no cache (yet), or one rr would build again
+        return None
 
 
 class Corpus(NamedTuple):
@@ -338,8 +378,58 @@ def sample_batch(
     from numpy's legacy Mersenne Twister, so a seed's batches are the published ones and a given rng state
     always gives the same batch; only the selected windows are read from the memory map.
     """
+    _check_long_enough(data, block)
+    return windows_at(data, rng.randint(0, len(data) - block - 1, size=batch), block)
+
+
+def windows_at(data: np.ndarray, starts: np.ndarray, block: int) -> tuple[np.ndarray, np.ndarray]:
+    """The windows of `block` + 1 tokens of `data` at `starts`: inputs `x` and next-token targets `y`, each
+    (len(starts), block) int64; only these windows are read from the memory map."""
+    windows = np.lib.stride_tricks.sliding_window_view(data, block + 1)[starts].astype(np.int64)
+    return np.ascontiguousarray(windows[:, :-1]), np.ascontiguousarray(windows[:, 1:])
+
+
+def _check_long_enough(data: np.ndarray, block: int) -> None:
     if len(data) < block + 2:
         raise InputError(f"a stream of {len(data)} tokens is too short for blocks of {block}")
-    offsets = rng.randint(0, len(data) - block - 1, size=batch)
-    windows = np.lib.stride_tricks.sliding_window_view(data, block + 1)[offsets].astype(np.int64)
-    return np.ascontiguousarray(windows[:, :-1]), np.ascontiguousarray(windows[:, 1:])
+
+
+# ------------------------------------------------------------------------------------ held-out windows
+
+# Periodic validation (`rr train --eval-every`) reads a fixed set of validation windows, drawn from a stream of
+# their own whose seed is derived from this name: a constant, apart from every run's seeds and step count, so
+# every variant, seed and size of a corpus (at one block size) is scored on the same windows at every reading.
+HELD_OUT = "rr held-out validation windows"
+HELD_OUT_SEED = int.from_bytes(hashlib.sha256(HELD_OUT.encode()).digest()[:4], "little")
+
+
+def held_out_windows(val: np.ndarray, n: int, block: int) -> np.ndarray:
+    """The starts of the `n` held-out windows of `block` + 1 tokens in the validation stream `val`.
+
+    Drawn as `sample_batch` draws a batch, ``randint(0, len(val) - block - 1, size=n)``, from a
+    ``RandomState(HELD_OUT_SEED)`` of their own: they depend on the stream, `n` and `block` alone, and the first
+    k of n windows are the windows of a draw of k.
+
+    Example
+    -------
+    >>> val = np.arange(1000, dtype=np.uint16)
+    >>> held_out_windows(val, 4, 16).tolist() == held_out_windows(val, 8, 16)[:4].tolist()
+    True
+    """
+    _check_long_enough(val, block)
+    return np.random.RandomState(HELD_OUT_SEED).randint(0, len(val) - block - 1, size=n)
+
+
+def describe_held_out(starts: np.ndarray, block: int) -> dict:
+    """JSON-able provenance of held-out windows for a run's record: how they were drawn, their count and block,
+    and the sha256 of their starts (as little-endian int64), which is equal for runs scored on the same
+    windows."""
+    return {
+        "draw": "held-out windows of the validation stream, fixed per corpus and block size",
+        "rng": "numpy.random.RandomState",
+        "seed": HELD_OUT_SEED,
+        "seeded_by": f"the first 4 bytes (little-endian) of the sha256 of {HELD_OUT!r}",
+        "windows": len(starts),
+        "block_size": block,
+        "starts_sha256": hashlib.sha256(np.asarray(starts, dtype="<i8").tobytes()).hexdigest(),
+    }

@@ -1,24 +1,15 @@
-"""FLOP arithmetic: training FLOPs per token, model FLOPs utilisation (MFU), and the rate a dry run's time
-estimate assumes. Torch-free, so `rr train --dry-run` loads no torch."""
+"""FLOP arithmetic: training FLOPs per token (`rr_core.shapes.flops_per_token`, in the ground so that `rr sizes`
+states a budget's compute), model FLOPs utilisation (MFU), and the rate a dry run's time estimate assumes.
+Torch-free, so `rr train --dry-run` loads no torch."""
 
 from __future__ import annotations
 
 import functools
 
-from rr_core.shapes import GPTConfig
+from rr_core.shapes import flops_per_token  # the formula lives in the ground: rr sizes shows it
 from rr_model.parallel.hardware import cpu_matmul_flops, datasheet_peak, gpu_name
 
 __all__ = ["flops_per_token", "mfu", "ASSUMED_MFU", "assumed_rate"]
-
-
-def flops_per_token(cfg: GPTConfig) -> float:
-    """Training FLOPs per token: 6 N + 12 L d T (PaLM appendix B, as in nanoGPT's estimate_mfu).
-
-    N counts the parameters that do matmuls or lookups per token (all but the position embedding);
-    12 L d T is the attention score and value arithmetic, forward and backward.
-    """
-    n = cfg.n_params - cfg.block_size * cfg.d_model
-    return 6 * n + 12 * cfg.n_layer * cfg.d_model * cfg.block_size
 
 
 def mfu(tokens_per_s: float, flops: float, peak: float | None) -> float | None:

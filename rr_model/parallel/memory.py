@@ -71,7 +71,7 @@ SETTINGS = tuple(Setting(s, ac) for s in ("none", "fsdp") for ac in ("none", "fu
 
 # Bytes autograd keeps per token for one residual rule's sublayer: (per d_model, per token), in float32 and
 # under bf16 autocast; measured on CPU with saved-tensor hooks (tests/test_memory.py). A plugin's rule is
-# assumed to keep as much as the largest of rr's (review_convex).
+# assumed to keep as much as the largest of rr's one-stream rules (review_convex).
 _RULE_SAVED = {
     "standard": ((0, 0), (0, 0)),
     "highway": ((8, 0), (6, 0)),
@@ -79,6 +79,15 @@ _RULE_SAVED = {
     "rezero": ((4, 0), (2, 0)),
     "review_neutral": ((16, 8), (8, 6)),
     "review_convex": ((20, 8), (10, 6)),
+    # The rules on several streams (rr_model.streams), an estimate: fitted on CPU at 4 blocks, width 48 and
+    # 96 (within 5% at other depths: tests/test_memory.py). Hyper-connections keep their n = 4 streams
+    # (n d per token) at each sublayer, and the dynamic weights' normalised copies; DenseFormer keeps every
+    # block's output beside the averaged stream; AttnRes every sublayer's output and its depth softmax.
+    "hyper_connections": ((82.5, 400), (92.5, 190)),
+    "hyper_connections_static": ((32.5, 0), (14, 0)),
+    "denseformer": ((2, 0), (2, 0)),
+    "attn_res": ((4.5, 67.5), (4.75, 47)),
+    "attn_res_block": ((4.5, 67.5), (4.75, 47)),
 }
 
 
@@ -122,7 +131,8 @@ def _block_bytes(mcfg: GPTConfig, sequences: int, bf16: bool) -> int:
     """Bytes one block keeps for the backward pass (see `saved_activation_bytes`)."""
     rule = _RULE_SAVED.get(mcfg.variant, _RULE_SAVED["review_convex"])[bf16]
     B, T, d, H = sequences, mcfg.block_size, mcfg.d_model, mcfg.n_head
-    return ((44 if bf16 else 72) + 2 * rule[0]) * B * T * d + 4 * B * H * T + (8 + 2 * rule[1]) * B * T
+    kept = ((44 if bf16 else 72) + 2 * rule[0]) * B * T * d + 4 * B * H * T + (8 + 2 * rule[1]) * B * T
+    return round(kept)
 
 
 def saved_activation_bytes(
@@ -144,7 +154,8 @@ def saved_activation_bytes(
     W: the elements of the matrices the kept blocks and the head multiply by (the copies autocast caches;
     none under FSDP's bf16 policy, whose gathered weights are bfloat16 already). 4 B H T is the attention's
     log-sum-exp (flash and memory-efficient kernels); 4 B T V the loss's log-softmax in float32. Exact on
-    CPU for rr's rules (tests/test_memory.py counts the saved tensors).
+    CPU for rr's one-stream rules (tests/test_memory.py counts the saved tensors); for the rules on
+    several streams an estimate within 5%.
     """
     bf16 = precision == "bf16"
     B, T, d, L, V = sequences, mcfg.block_size, mcfg.d_model, mcfg.n_layer, mcfg.vocab_size

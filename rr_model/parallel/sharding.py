@@ -29,11 +29,9 @@ from torch.distributed.fsdp import FSDPModule, MixedPrecisionPolicy, fully_shard
 from torch.distributed.tensor import DTensor
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
-
     from rr_model.model import GPT
 
-__all__ = ["shard", "local", "local_numel", "full_weights"]
+__all__ = ["shard", "local", "full_weights"]
 
 
 def shard(model: GPT, device: torch.device, world: int, precision: str) -> GPT:
@@ -63,11 +61,6 @@ def shard(model: GPT, device: torch.device, world: int, precision: str) -> GPT:
 def local(t: torch.Tensor) -> torch.Tensor:
     """The part of `t` this process holds: a DTensor's local piece, a plain tensor itself."""
     return t.to_local() if isinstance(t, DTensor) else t
-
-
-def local_numel(tensors: Iterable[torch.Tensor]) -> int:
-    """Elements of `tensors` this process holds (of a sharded parameter, its piece only)."""
-    return sum(local(t).numel() for t in tensors)
 
 
 def full_weights(model: GPT) -> dict[str, torch.Tensor]:

@@ -12,8 +12,9 @@ without a step waiting for it. Imports torch.
 
 from __future__ import annotations
 
+import contextlib
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import torch
 import torch.nn as nn
@@ -79,6 +80,17 @@ class GateWatch:
 
     def __len__(self) -> int:
         return len(self.rules)
+
+    @contextlib.contextmanager
+    def ignoring(self) -> Iterator[None]:
+        """Leave out of the readings the forward passes run inside (periodic validation's, which are no part
+        of the training interval the trainer reads next): `sums` is put back as it was, on the device, with
+        no host sync."""
+        kept = self.sums.clone()
+        try:
+            yield
+        finally:
+            self.sums.copy_(kept)
 
     def close(self) -> None:
         """Detach: each rule's ``r`` is its class's again."""

@@ -13,32 +13,32 @@ under the row's lock, to check the file as it is at that moment.
 from __future__ import annotations
 
 import functools
+import itertools
 import os
-from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from rr_core.budget import budget, passes
 from rr_core.errors import InputError, RecipeError
 from rr_core.files.reading import stamp
 from rr_core.files.replacing import create_new
-from rr_core.ladder import BYTE_EOS, get_size
 from rr_core.shapes import GPTConfig, model_config
 from rr_core.sweepfile.csv_text import DataError
 from rr_core.sweepfile.dataset import (
     bundled_path,
     check_append,
     load_sweep,
-    next_seeds,
     refuse_reference,
     run_keys,
 )
 from rr_core.sweepfile.integrity import check_integrity
 from rr_core.sweepfile.provenance import sidecar_path
+from rr_core.sweepfile.schema import key_columns, several_budgets
 from rr_core.variants import COMPARED
 from rr_model.checkpoint.paths import found_checkpoints
 from rr_model.config import DEFAULT_OUT, TrainConfig, recipe_differences
-from rr_model.data.token_cache import Corpus, check_data
+from rr_model.data.token_cache import Corpus, check_data, known_train_tokens
 from rr_model.parallel.flops import assumed_rate, flops_per_token
 from rr_model.parallel.hardware import datasheet_memory, gpu_memory, gpu_name
 from rr_model.parallel.memory import SETTINGS, Setting, memory_plan, refuse_unfit
@@ -54,11 +54,15 @@ __all__ = [
     "preflight",
     "check_run",
     "dataset_keys",
+    "read_output",
     "dataset_row",
     "plan_runs",
     "describe_runs",
     "memory_plans",
     "planned_model",
+    "budget_plan",
+    "branch_note",
+    "families",
 ]
 
 
@@ -88,6 +92,24 @@ class OutputPlan:
         return set() if self.rows is None else run_keys(self.rows)
 
     @functools.cached_property
+    def budget_keys(self) -> set[tuple]:
+        """Every row's key with its steps, as a file of several budgets keys its rows (`several_budgets`)."""
+        if self.rows is None or several_budgets(self.rows):
+            return self.keys
+        names = key_columns(self.rows.columns)
+        rows = zip(self.rows[names].itertuples(index=False, name=None), self.rows["steps"], strict=True)
+        return {(*key, int(steps)) for key, steps in rows}
+
+    def holds(self, cfg: TrainConfig) -> bool:
+        """Whether the file holds the row of `cfg`: a row of its key, at its steps where the run is one of
+        several budgets or the file holds several (a budget of a run is not another budget of it)."""
+        if self.rows is None:
+            return False
+        if cfg.several_budgets or several_budgets(self.rows):
+            return (*cfg.family, cfg.steps) in self.budget_keys
+        return cfg.key in self.keys
+
+    @functools.cached_property
     def published(self) -> bool:
         """Whether the file holds (or will start as) published rows, or is a reproduction file, so the recipe
         guard applies."""
@@ -112,7 +134,7 @@ class OutputPlan:
         if now is None or now == self.stamp:
             return
         self.rows, self.stamp = load_sweep(self.out), now  # stat first: a later append is seen next time
-        for derived in ("keys", "published"):
+        for derived in ("keys", "budget_keys", "published"):
             self.__dict__.pop(derived, None)
 
     def extend(self, added: pd.DataFrame, after: tuple[int, ...] | None = None) -> None:
@@ -133,7 +155,8 @@ class OutputPlan:
             rows = pd.concat([self.rows, added], ignore_index=True)
             rows.attrs = {"path": str(self.out), "lines": (*lines, *range(first, first + len(added)))}
             self.rows = rows
-        self.__dict__.pop("keys", None)  # recomputed from the new rows when next asked
+        for derived in ("keys", "budget_keys"):  # recomputed from the new rows when next asked
+            self.__dict__.pop(derived, None)
 
     def guard(self, cfg: TrainConfig, tokens: Tokens | Corpus) -> None:
         """Refuse an off-recipe run for a file that holds published rows, naming every difference."""
@@ -170,9 +193,13 @@ class Runs(NamedTuple):
 
     @classmethod
     def split(cls, runs: list[TrainConfig], output: OutputPlan) -> Runs:
-        """`runs` split into those `output` lacks (to train) and those it holds."""
-        done = output.keys
-        return cls([r for r in runs if r.key not in done], [r for r in runs if r.key in done], output)
+        """`runs` split into those `output` lacks (to train) and those it holds (`OutputPlan.holds`)."""
+        held = [output.holds(r) for r in runs]
+        return cls(
+            [r for r, h in zip(runs, held, strict=True) if not h],
+            [r for r, h in zip(runs, held, strict=True) if h],
+            output,
+        )
 
     def check(self, world: int, resume: bool = False, gpu_here: bool = True) -> None:
         """Every check each run to do makes before its first step (`check_run`), on what is known before
@@ -188,28 +215,20 @@ class Runs(NamedTuple):
             check_run(cfg, self.output, corpus, world, gib, resume)
 
 
-def preflight(
-    out: str | os.PathLike,
-    sizes: Iterable[str] = (),
-    *,
-    reproduction: bool = False,
-    ladder: str | os.PathLike | None = None,
-) -> OutputPlan:
+def preflight(out: str | os.PathLike, *, reproduction: bool = False) -> OutputPlan:
     """Read a run's output file once, refusing before any training a file that its rows cannot go to.
+
+    A missing default dataset (`DEFAULT_OUT`) starts as the published sweep whatever the size, as ``--out``'s
+    help says: `rr train --size 150M` in a fresh directory adds seed 3, not a second seed 0, and an
+    off-recipe run (the tiny demo on the synthetic corpus) is refused there as it is beside the published
+    file, pointing to --out. Any other new file starts empty.
 
     Parameters
     ----------
     out
         The dataset the rows are appended to.
-    sizes
-        The sizes to be trained: a missing default dataset (`DEFAULT_OUT`) trained at a published size
-        starts as the published sweep, so `rr train --size 150M` in a fresh directory adds seed 3, not a
-        second seed 0. Any other new file (an explicit --out, or the tiny demo size) starts empty.
     reproduction
         `out` is a reproduction file (`rr_model.run.reproduce`): the recipe guard applies whatever it holds.
-    ladder
-        The ladder file `sizes` come from (None: rr's own); none of its sizes is a published one, so a
-        missing file of them starts empty.
 
     Raises
     ------
@@ -223,15 +242,13 @@ def preflight(
     Example
     -------
     >>> import tempfile
-    >>> plan = preflight(Path(tempfile.mkdtemp()) / "new.csv", ["tiny"])
+    >>> plan = preflight(Path(tempfile.mkdtemp()) / "new.csv")
     >>> plan.rows is None, plan.keys, plan.from_published
     (True, set(), False)
     """
     out = Path(out)
     refuse_reference(out)  # by device and inode: a hard link or symlink to the packaged copy is refused too
-    from_published = (
-        out == DEFAULT_OUT and not out.exists() and any(get_size(s, ladder).published for s in sizes)
-    )
+    from_published = out == DEFAULT_OUT and not out.exists()  # as --out's help says, whatever the size
     source = bundled_path() if from_published else out
     known = None if from_published else stamp(out)  # before the reading: an append meanwhile is seen later
     rows = load_sweep(source) if source.exists() else None
@@ -267,13 +284,18 @@ def check_run(
             "sequences evenly"
         )
     output.guard(cfg, corpus)
+    if cfg.tokens_per_param is not None and corpus.vocab_size != cfg.vocab_size:
+        raise InputError(
+            f"--tokens-per-param counts the reference's parameters at a vocabulary of {cfg.vocab_size}, but "
+            f"{corpus.source} has {corpus.vocab_size}: give --tokenizer {corpus.tokenizer}"
+        )
     mcfg = replace(
         model_config(cfg.size, cfg.variant, corpus.vocab_size, cfg.ladder, cfg.reference),
         block_size=r.block_size,
     )
     output.check_fits(cfg, mcfg.n_params)
     refuse_unfit(cfg, mcfg, world, gpu_gib)
-    if not resume and (found := found_checkpoints(output.out, *cfg.key)):
+    if not resume and (found := found_checkpoints(output.out, **cfg.stem)):
         raise InputError(f"{found[-1]} holds a checkpoint of this run: pass --resume to continue it")
     return mcfg
 
@@ -296,15 +318,31 @@ def _check_writable(out: Path) -> None:
 def dataset_keys(path: str | os.PathLike) -> set[tuple[str, str, int]]:
     """The (size, variant, seed) of every row in a sweep file (empty if there is no file yet), for reading
     a file no run is planned against here (a job's own part file, a sweep's status)."""
+    return read_output(path).keys
+
+
+def read_output(path: str | os.PathLike) -> OutputPlan:
+    """A sweep file no run is planned against here (a job's own part file, a sweep's status), as an
+    `OutputPlan` to ask which runs it holds (`keys`, `budget_keys`); no rows where there is no file yet."""
     path = Path(path)
-    return run_keys(load_sweep(path)) if path.exists() else set()
+    return OutputPlan(path, load_sweep(path) if path.exists() else None, from_published=False)
 
 
 def dataset_row(cfg: TrainConfig, result: dict[str, Any]) -> dict[str, Any]:
-    """The dataset row of `cfg` with these results (params, val_loss, ece, minutes)."""
+    """The dataset row of `cfg` with these results (params, val_loss, ece, minutes); a run that names its
+    seeds (`TrainConfig.own_seeds`) adds its init_seed and data_seed, a tuning run its lr and role, and a run
+    whose budget is stated in tokens (`TrainConfig.token_budget`) or one of several budgets
+    (`TrainConfig.several_budgets`) the tokens it trains on (the `tokens` column): a run of steps writes the
+    row it always wrote."""
     row = {"size": cfg.size, "variant": cfg.variant, "seed": cfg.seed, "params_M": result["params"] / 1e6}
     row |= {"steps": cfg.steps, **{k: result[k] for k in ("val_loss", "ece", "minutes")}}
-    return row if cfg.role is None else {**row, "lr": cfg.recipe.lr, "role": cfg.role}
+    if (
+        cfg.own_seeds
+    ):  # a run that names its seeds writes both (a file of such runs has the columns from its first)
+        row |= {"init_seed": cfg.seeds.init, "data_seed": cfg.seeds.data}
+    if cfg.role is not None:
+        row |= {"lr": cfg.recipe.lr, "role": cfg.role}
+    return row | ({"tokens": cfg.trained_tokens} if cfg.token_budget or cfg.several_budgets else {})
 
 
 def plan_runs(
@@ -318,20 +356,54 @@ def plan_runs(
 
     `out` is read once (`preflight`) and refused if no row could go to it. Without `seed`, the lowest seed
     for which some of `variants` has no row yet: the next complete, pairable block (or the rest of one a
-    crash left incomplete). `options` are further TrainConfig fields.
+    crash left incomplete). `options` are further TrainConfig fields; a run with cooldown branches
+    (`TrainConfig.branch_at`) is followed by its branches, each a run of its own.
     """
-    output = preflight(out, [size], ladder=options.get("ladder"))
+    output = preflight(out)
+
+    def block(s: int) -> list[TrainConfig]:  # every run of seed s: each variant, and its cooldown branches
+        return [
+            c for v in variants for c in TrainConfig(size=size, variant=v, seed=s, **options).with_branches()
+        ]
+
     if seed is None:
-        seed = next_seeds(output.keys, size, 1, variants)[0]
-    return Runs.split([TrainConfig(size=size, variant=v, seed=seed, **options) for v in variants], output)
+        seed = next(s for s in itertools.count() if not all(map(output.holds, block(s))))
+    return Runs.split(block(seed), output)
 
 
 def planned_model(cfg: TrainConfig) -> GPTConfig:
-    """The model `cfg` trains, without loading its data: the vocabulary follows the tokenizer it will use."""
-    bytes_ = cfg.tokenizer == "bytes" or (cfg.tokenizer is None and cfg.data == "synthetic")
-    vocab = BYTE_EOS + 1 if bytes_ else cfg.recipe.vocab_size  # the byte tokenizer: 256 bytes and EOS
-    mcfg = model_config(cfg.size, cfg.variant, vocab, cfg.ladder, cfg.reference)
+    """The model `cfg` trains, without loading its data: the vocabulary follows the tokenizer it will use
+    (`TrainConfig.vocab_size`)."""
+    mcfg = model_config(cfg.size, cfg.variant, cfg.vocab_size, cfg.ladder, cfg.reference)
     return replace(mcfg, block_size=cfg.recipe.block_size)
+
+
+def budget_plan(runs: list[TrainConfig]) -> list[dict[str, Any]]:
+    """The training budget of each size and step count among `runs` (`rr_core.budget.budget`: the reference's
+    exact parameters, steps, tokens, tokens per parameter, training FLOPs), and the passes over the corpus
+    where its size is known without tokenizing (`known_train_tokens`; None otherwise). Torch-free: every dry
+    run shows it.
+
+    Returns
+    -------
+    One record per (size, steps), in the order of `runs`: size, params, steps, tokens, tokens_per_param,
+    flops, passes.
+    """
+    rows: dict[tuple[str, int], dict[str, Any]] = {}
+    for cfg in runs:
+        if (cfg.size, cfg.steps) in rows:
+            continue
+        found = budget(cfg.size, vocab_size=cfg.vocab_size, ladder=cfg.ladder, reference=cfg.reference,
+                       recipe=cfg.recipe, steps=cfg.steps)  # fmt: skip
+        r = cfg.recipe
+        train = known_train_tokens(
+            cfg.data, cfg.tokenizer, r.n_text, cfg.cache_dir, cfg.text_field, r.val_frac
+        )
+        rows[cfg.size, cfg.steps] = {
+            **asdict(found),
+            "passes": None if train is None else passes(found.tokens, train),
+        }
+    return list(rows.values())
 
 
 def describe_runs(runs: list[TrainConfig]) -> list[dict[str, Any]]:
@@ -341,13 +413,15 @@ def describe_runs(runs: list[TrainConfig]) -> list[dict[str, Any]]:
     -------
     Records with size, variant, seed, d_model, n_layer, n_head, params (exact), steps, tokens (trained
     on), est_minutes and assumed (the device and rate behind the estimate, see
-    `rr_model.parallel.flops.assumed_rate`): training FLOPs (`flops_per_token` x tokens) at that rate.
-    A rough figure: evaluation and start-up are not counted.
+    `rr_model.parallel.flops.assumed_rate`): training FLOPs (`flops_per_token` x tokens) at that rate; a
+    cooldown branch's, of the steps it trains past its run's stable phase (`branch_note`). A rough figure:
+    evaluation and start-up are not counted.
     """
     records = []
     for cfg in runs:
         mcfg = planned_model(cfg)
         tokens = cfg.steps * cfg.recipe.batch_size * cfg.recipe.block_size
+        own = tokens - _branched(cfg) * cfg.recipe.batch_size * cfg.recipe.block_size  # what it trains itself
         rate, assumed = assumed_rate(cfg.device, cfg.precision)
         shape = {k: getattr(mcfg, k) for k in ("d_model", "n_layer", "n_head")}
         records.append(
@@ -357,11 +431,43 @@ def describe_runs(runs: list[TrainConfig]) -> list[dict[str, Any]]:
                 "params": mcfg.n_params,
                 "steps": cfg.steps,
                 "tokens": tokens,
-                "est_minutes": flops_per_token(mcfg) * tokens / rate / 60,
+                "est_minutes": flops_per_token(mcfg) * own / rate / 60,
                 "assumed": assumed,
             }
         )
     return records
+
+
+def families(runs: list[TrainConfig]) -> list[list[TrainConfig]]:
+    """`runs` as a job trains them: a run with cooldown branches, then its branches among `runs` (in their
+    order: the run saves the state each starts from); every other run alone."""
+    groups: list[list[TrainConfig]] = []
+    leads: dict[tuple, list[TrainConfig]] = {}
+    for cfg in runs:
+        if (group := leads.get((cfg.family, cfg.branch_of))) is not None:
+            group.append(cfg)
+            continue
+        groups.append([cfg])
+        if cfg.branch_at:
+            leads[cfg.family, cfg.steps] = groups[-1]
+    return groups
+
+
+def _branched(cfg: TrainConfig) -> int:
+    """The steps of a cooldown branch that its run trains for it (its stable phase); 0 for any other run."""
+    return 0 if cfg.branch_of is None else cfg.branch_start
+
+
+def branch_note(runs: list[TrainConfig]) -> str | None:
+    """What the cooldown branches among `runs` train themselves, in words; None without a branch."""
+    branches = [c for c in runs if c.branch_of is not None]
+    if not branches:
+        return None
+    steps, shared = sum(c.steps for c in branches), sum(map(_branched, branches))
+    return (
+        f"{len(branches)} cooldown branch(es) continue from the state their run saves where their cooldown "
+        f"starts: they train {steps - shared:,} of their {steps:,} steps (est_minutes counts those)."
+    )
 
 
 def _gpu_memory(cfg: TrainConfig) -> tuple[float | None, str]:

@@ -121,4 +121,4 @@ def plan_reproduction(
         variants = tuple(v for v in COMPARED if (size, v, seed) in keys) or COMPARED
     runs = [TrainConfig(size, v, seed, reproduce=True, **options) for v in variants]
     check_reproducible(runs, out, published)
-    return Runs.split(runs, preflight(out, [size], reproduction=True))
+    return Runs.split(runs, preflight(out, reproduction=True))

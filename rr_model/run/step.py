@@ -1,4 +1,5 @@
-"""One optimiser step of the published recipe, and what it runs on: the learning-rate schedule, the device,
+"""One optimiser step of the published recipe, and what it runs on: the learning-rate schedule (the published
+cosine, or warmup-stable-decay), the device,
 the process group torchrun describes, and the step itself (`accumulate` then `apply_gradients`).
 
 Kept apart from `rr_model.run.trainer` (one run from setup to its row) because these pieces are the recipe's
@@ -18,9 +19,13 @@ import torch.distributed as dist
 
 from rr_core.errors import InputError
 from rr_core.ladder import Recipe
+from rr_model.config import decay_start
 
 __all__ = [
     "lr_factor",
+    "wsd_factor",
+    "COOLDOWNS",
+    "SCHEDULES",
     "lr_at",
     "train_step",
     "accumulate",
@@ -48,9 +53,48 @@ def lr_factor(step: int, steps: int, recipe: Recipe) -> float:
     return recipe.min_lr_frac + (1 - recipe.min_lr_frac) * 0.5 * (1 + math.cos(math.pi * progress))
 
 
-def lr_at(step: int, steps: int, recipe: Recipe) -> float:
-    """Learning rate of optimiser step `step`: the peak times `lr_factor`, as LambdaLR computes it."""
-    return recipe.lr * lr_factor(step, steps, recipe)
+def wsd_factor(step: int, steps: int, recipe: Recipe, decay_frac: float, decay_shape: str) -> float:
+    """The warmup-stable-decay schedule's multiplier of the peak lr at optimiser step `step` (0-based):
+    the recipe's warmup, the peak held, then a cooldown to the recipe's floor over the last `decay_frac` of
+    the steps (Hägele et al. 2024, arXiv 2405.18392; MiniCPM, Hu et al. 2024, arXiv 2404.06395).
+
+    Notes
+    -----
+    w = (step + 1) / warmup below warmup, else 1. From s = `rr_model.config.decay_start` (steps minus
+    max(1, round(decay_frac x steps))) on, the factor is min(w, m + (1 - m) c(p)) with m = min_lr_frac,
+    p = (step - s) / (steps - s) and c(p) = 1 - p (linear) or 1 - sqrt(p) (1-sqrt); read before the step,
+    as the cosine's, so the floor is reached one step after the last. Up to s the factor depends on `step`
+    alone, not on `steps`: a run's stable phase is every shorter run's, which is what lets a cooldown
+    branch from it equal a run of its length (`rr_model.run.trainer`).
+    """
+    warm = (step + 1) / recipe.warmup_steps if step < recipe.warmup_steps else 1.0
+    start = decay_start(steps, decay_frac)
+    if step < start:
+        return warm
+    p = (step - start) / (steps - start)
+    return min(warm, recipe.min_lr_frac + (1 - recipe.min_lr_frac) * COOLDOWNS[decay_shape](p))
+
+
+# The cooldown's shape c(p), from 1 at its first step (p = 0) towards 0 (p = 1): Hägele et al.'s two.
+COOLDOWNS = {"linear": lambda p: 1 - p, "1-sqrt": lambda p: 1 - math.sqrt(p)}
+# Each schedule's multiplier of the peak lr: (step, steps, recipe, decay_frac, decay_shape) -> factor.
+SCHEDULES = {
+    "cosine": lambda step, steps, recipe, decay_frac, decay_shape: lr_factor(step, steps, recipe),
+    "wsd": wsd_factor,
+}
+
+
+def lr_at(
+    step: int,
+    steps: int,
+    recipe: Recipe,
+    schedule: str = "cosine",
+    decay_frac: float = 0.2,
+    decay_shape: str = "linear",
+) -> float:
+    """Learning rate of optimiser step `step`: the peak times the schedule's factor (`TrainConfig.schedule`:
+    the published cosine, `lr_factor`, as LambdaLR computes it; or `wsd_factor`)."""
+    return recipe.lr * SCHEDULES[schedule](step, steps, recipe, decay_frac, decay_shape)
 
 
 # ------------------------------------------------------------------------------------------ machinery

@@ -10,9 +10,12 @@ published script, in docs/faithfulness.md.
 The same seed is the published experiment: `torch.manual_seed(seed)` right before the model is built
 (`GPT.init_published` consumes the stream in the published order), and the data order is
 `numpy.random.RandomState(seed)`, each step drawing the global batch's window starts; the 80 validation
-batches continue the same stream. Runs single-process or under `torchrun` (data parallel): every rank draws
-the whole batch and trains on its slice, the gradients averaged over the ranks, so the recipe does not
-depend on the number of processes; only rank 0 writes rows, provenance records and checkpoints. A sharded
+batches continue the same stream. `--init-seed` and `--data-seed` set the two seeds apart
+(`TrainConfig.seeds`). Periodic validation (`--eval-every`) reads windows of its own, drawn once from a
+stream apart (`rr_model.data.token_cache.held_out_windows`), so it moves neither stream. Runs single-process
+or under `torchrun` (data parallel): every rank draws the whole batch and trains on its slice, the gradients
+averaged over the ranks, so the recipe does not depend on the number of processes; only rank 0 writes rows,
+provenance records and checkpoints. A sharded
 run (`TrainConfig.shard`, `rr_model.parallel.sharding`) does the same with each process holding a share of the model,
 and every process writes its share of each checkpoint (`rr_model.checkpoint.sharded`).
 
@@ -37,6 +40,7 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
+from rr_core.budget import reference_params
 from rr_core.errors import InputError, StoppedElsewhere
 from rr_core.files.appending import Unwritten
 from rr_core.files.locks import Held, claim
@@ -55,8 +59,16 @@ from rr_model.config import (
     identity_changes,
     result_config,
     run_identity,
+    schedule_words,
 )
-from rr_model.data.token_cache import Tokens, check_data, load_tokens, sample_batch
+from rr_model.data.token_cache import (
+    Tokens,
+    check_data,
+    describe_held_out,
+    held_out_windows,
+    load_tokens,
+    sample_batch,
+)
 from rr_model.metrics import Metrics
 from rr_model.model import GPT
 from rr_model.parallel import out_of_memory
@@ -75,7 +87,7 @@ from rr_model.run.step import (
     to_device,
     utc_now,
 )
-from rr_model.run.validation import evaluate
+from rr_model.run.validation import evaluate, held_out_loss
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -97,6 +109,7 @@ class _State:
     started: str = field(default_factory=utc_now)
     resumed: list[int] = field(default_factory=list)  # steps at which the run was resumed
     wandb_id: str | None = None  # the W&B run a resumed run continues (rr_model.metrics)
+    branched_at: int | None = None  # a cooldown branch: the step of its run's state it continues from
 
 
 @dataclass
@@ -129,6 +142,9 @@ class _Run:
     )
     at: int = 0  # the step being trained (after the loop: the final evaluation's)
     own_group: bool = False  # a process group of this one process, made for a sharded run and ended with it
+    # the cooldown branches of the run by the step where each starts (`_save_branches` saves their state there)
+    branch_starts: dict[int, list[TrainConfig]] = field(default_factory=dict)
+    held_out: np.ndarray | None = None  # the starts of the held-out windows of --eval-every; None without it
 
     @property
     def sharded(self) -> bool:
@@ -182,6 +198,7 @@ def train(
     rr_model.data.tokenizers.DataUnavailable
         The corpus cannot be fetched (see its message for --corpus).
     """
+    resume = resume or cfg.branch_of is not None  # a branch continues from the state its run saved for it
     device = setup_device(cfg.device, int(os.environ.get("LOCAL_RANK", "0")))
     with numerics(device, cfg.precision, cfg.deterministic) as threads, contextlib.ExitStack() as claimed:
         run = _setup(cfg, Path(out), device, plan, claimed, resume)
@@ -209,7 +226,7 @@ def _stopped(run: _Run, e: Exception) -> Exception:
         return e
     record = out_of_memory.record_path(run.ckpt)
     if isinstance(e, torch.OutOfMemoryError):
-        latest = checkpoint.current(run.out, *run.cfg.key)
+        latest = checkpoint.current(run.out, **run.cfg.stem)
         per_rank = run.cfg.recipe.batch_size // run.world
         facts = {"rank": run.rank, "world": run.world, "device": str(run.device), "step": run.at,
                  "micro_batches": run.accum, "sequences": per_rank // run.accum, "error": str(e)[:500],
@@ -231,7 +248,7 @@ def _setup(
     rank, world = join_process_group(device, alone=cfg.shard == "fsdp")
     r, gpu_gib = cfg.recipe, gpu_memory(cfg, device)
     if plan is None:  # the file's one reading before training
-        plan = preflight(out, [cfg.size], reproduction=cfg.reproduce, ladder=cfg.ladder)
+        plan = preflight(out, reproduction=cfg.reproduce)
     planned = check_data(cfg.data, cfg.tokenizer, r.n_text)
     check_run(cfg, plan, planned, world, gpu_gib, resume)  # before the run makes any file: --dry-run's checks
     _claim(out, cfg, rank, world, claimed)
@@ -247,7 +264,7 @@ def _setup(
     mcfg = check_run(cfg, plan, tokens, world, gpu_gib, resume)  # again: the tokens loaded, the file now
     if rank == 0:
         plan.start()
-    ckpt = (checkpoint.sharded_path if cfg.shard == "fsdp" else checkpoint.checkpoint_path)(out, *cfg.key)
+    ckpt = (checkpoint.sharded_path if cfg.shard == "fsdp" else checkpoint.checkpoint_path)(out, **cfg.stem)
     if rank == 0:
         out_of_memory.record_path(ckpt).unlink(missing_ok=True)  # a stop of an earlier attempt
     if world > 1 and cfg.shard == "fsdp":
@@ -265,11 +282,12 @@ def _setup(
         mcfg=mcfg,
         model=model,
         optimizer=optimizer,
-        data_rng=np.random.RandomState(cfg.seed),  # the data order: the seed's alone, same for every variant
+        data_rng=np.random.RandomState(cfg.seeds.data),  # the data order: the seed's, same for every variant
         ckpt=ckpt,
         plan=plan,
         accum=cfg.micro_batches,
         own_group=alone and world == 1,
+        held_out=held_out_windows(tokens.val, cfg.eval_windows, r.block_size) if cfg.eval_every else None,
     )
 
 
@@ -285,7 +303,7 @@ def _build(
 ) -> tuple[GPT, torch.optim.Optimizer]:
     """The model with its published initial weights, laid over the processes (`rr_model.parallel.sharding`), and its
     optimiser, built on what each process holds."""
-    torch.manual_seed(cfg.seed)  # right before the model: its initial weights are the published draws
+    torch.manual_seed(cfg.seeds.init)  # right before the model: its initial weights are the published draws
     model = GPT(mcfg)
     model.checkpoint_activations(checkpoint_interval(cfg.activation_checkpointing))
     if cfg.shard == "fsdp":
@@ -306,7 +324,7 @@ def _claim(out: Path, cfg: TrainConfig, rank: int, world: int, claimed: contextl
     holds it, and every rank raises `Held` if another process does."""
     held = None
     if rank == 0:
-        path = checkpoint.claim_path(out, *cfg.key)
+        path = checkpoint.claim_path(out, **cfg.stem)
         path.parent.mkdir(parents=True, exist_ok=True)  # `out`'s folder too: preflight checked its parent
         try:
             claimed.enter_context(claim(path, f"{' '.join(map(str, cfg.key))} of {out}"))
@@ -325,7 +343,7 @@ def _resume(run: _Run, resume: bool) -> None:
     resumes either way, on any number of processes); the checkpoint is read only then, verified first, and
     refused when it was written by another run: another config, corpus (its tokens' sha256) or plugin code
     (`run_identity`)."""
-    found = checkpoint.current(run.out, *run.cfg.key)
+    found = checkpoint.current(run.out, **run.cfg.stem)
     if found is None or not resume:  # a checkpoint without --resume: refused by check_run
         return
     saved = _verified_meta(run, found) if found.is_dir() else checkpoint.load(found)
@@ -346,7 +364,8 @@ def _resume(run: _Run, resume: bool) -> None:
         run.state = _State(**saved.state)
     except (RuntimeError, ValueError, TypeError, KeyError) as e:
         raise checkpoint.refused(found, "its contents do not fit this run", e) from None
-    run.state.resumed.append(run.state.step)
+    if run.state.step != run.state.branched_at:  # a branch's first segment continues its run, not itself
+        run.state.resumed.append(run.state.step)
 
 
 def _verified_meta(run: _Run, folder: Path) -> checkpoint.Resumable:
@@ -414,22 +433,25 @@ def _start(run: _Run) -> None:
         run.queued,
     )
     run.metrics = Metrics(
-        metrics_path(run.out, *cfg.key),
-        cfg.named,
+        metrics_path(run.out, **cfg.stem),
+        {**cfg.named, **(dict(init_seed=cfg.seeds.init, data_seed=cfg.seeds.data) if cfg.own_seeds else {})},
         step=run.state.step,
         backends=cfg.log,
-        resumed=bool(run.state.resumed),
+        resumed=bool(run.state.resumed) or run.state.branched_at is not None,  # a branch: its run's log
         wandb_id=run.state.wandb_id,
         config=asdict(cfg),
         enabled=run.rank == 0,
     )
     run.state.wandb_id = run.metrics.wandb_id  # kept in checkpoints: a resumed run continues it
+    for branch in cfg.branches():  # a branch that starts at step 0 is a run of its own from the start
+        if run.state.step < branch.branch_start:
+            run.branch_starts.setdefault(branch.branch_start, []).append(branch)
     fp32 = "" if run.device.type == "cuda" or cfg.precision != "tf32" else " (fp32 arithmetic off CUDA)"
     run.progress.log(
         f"{run.title}: d_model {mcfg.d_model}, {mcfg.n_layer} layers, {mcfg.n_head} heads, "
         f"{mcfg.n_params / 1e6:.2f}M params | {cfg.steps} steps x {r.batch_size} x {r.block_size} = "
-        f"{cfg.steps * tokens_per_step / 1e6:.1f}M tokens | lr {r.lr:g}, warmup {r.warmup_steps}, cosine to "
-        f"{r.lr * r.min_lr_frac:g} | {run.device}, {cfg.precision}{fp32}, {run.world} process(es) x "
+        f"{cfg.steps * tokens_per_step / 1e6:.1f}M tokens | lr {r.lr:g}, {schedule_words(cfg)} | "
+        f"{run.device}, {cfg.precision}{fp32}, {run.world} process(es) x "
         f"{r.batch_size // run.world} sequences{', ' + run.threads if run.threads else ''} | data {run.tokens.source} ({run.tokens.tokenizer}, "
         f"{len(run.tokens.train) / 1e6:.1f}M train tokens) | checkpoint every {cfg.checkpoint_every or '-'}"
         + (f" | resumed at step {run.state.step}" if run.state.resumed else "")
@@ -460,7 +482,7 @@ def _loop(run: _Run) -> str | None:
     for step in range(run.state.step, cfg.steps):
         run.at = step
         for group in run.optimizer.param_groups:
-            group["lr"] = lr_at(step, cfg.steps, r)
+            group["lr"] = _lr(cfg, step)
         x, y = sample_batch(run.tokens.train, run.data_rng, r.batch_size, r.block_size)  # the global batch
         mine = slice(run.rank * per_rank, (run.rank + 1) * per_rank)
         loss, norm = _step(run, to_device(x[mine], run.device), to_device(y[mine], run.device), step)
@@ -470,7 +492,8 @@ def _loop(run: _Run) -> str | None:
         done = step + 1
         run.progress.advance(done)
         at_checkpoint = cfg.checkpoint_every and done % cfg.checkpoint_every == 0 and done < cfg.steps
-        if done % cfg.log_every == 0 or done == cfg.steps or at_checkpoint:
+        branching = done in run.branch_starts  # a reading there too: a branch's log continues this one's
+        if done % cfg.log_every == 0 or done == cfg.steps or at_checkpoint or branching:
             if world > 1:
                 dist.all_reduce(loss_sum)  # every rank sees the same mean, so all stop together
                 if len(run.gates):
@@ -480,7 +503,7 @@ def _loop(run: _Run) -> str | None:
             )
             total, *gates, norms = readings.tolist()  # the interval's one host sync (float32 to 64: exact)
             mean = total / n_sum / world
-            _log(run, done, mean, norms / n_sum, lr_at(step, cfg.steps, r), run.gates.stats(gates))
+            _log(run, done, mean, norms / n_sum, _lr(cfg, step), run.gates.stats(gates))
             loss_sum.zero_()
             norm_sum.zero_()
             run.gates.sums.zero_()
@@ -490,6 +513,10 @@ def _loop(run: _Run) -> str | None:
                 return f"non-finite training loss ({mean}) in the steps up to {done}"
             run.state.curve.append([done, mean])
             run.progress.report(done, mean)
+        if cfg.eval_every and (done % cfg.eval_every == 0 or done == cfg.steps):
+            _validate(run, done)
+        if branching:  # before the run's own checkpoint: a run resumed from that one has passed here
+            _save_branches(run, done, run.state.seconds + time.perf_counter() - start)
         if at_checkpoint:
             _save(run, done, run.state.seconds + time.perf_counter() - start)
     run.at = cfg.steps
@@ -497,6 +524,11 @@ def _loop(run: _Run) -> str | None:
         torch.cuda.synchronize(run.device)
     run.state.seconds += time.perf_counter() - start
     return None
+
+
+def _lr(cfg: TrainConfig, step: int) -> float:
+    """The learning rate of step `step` under the run's schedule (`rr_model.run.step.lr_at`)."""
+    return lr_at(step, cfg.steps, cfg.recipe, cfg.schedule, cfg.decay_frac, cfg.decay_shape)
 
 
 def _log(run: _Run, done: int, loss: float, grad_norm: float, lr: float, gates: list[dict]) -> None:
@@ -509,6 +541,30 @@ def _log(run: _Run, done: int, loss: float, grad_norm: float, lr: float, gates: 
         done, loss=loss, lr=lr, grad_norm=grad_norm, tokens_per_s=rate, mfu=mfu, memory_gib=memory,
         seconds=time.perf_counter() - run.progress.t0, gates=gates,
     )  # fmt: skip
+
+
+def _validate(run: _Run, done: int) -> None:
+    """A periodic validation reading after `done` steps (`--eval-every`): the loss on the run's held-out windows
+    (`rr_model.run.validation.held_out_loss`) into the metrics log, with the tokens trained so far.
+
+    It leaves training as it was: the windows were drawn once, from a stream of their own, so no random
+    stream moves; the model is back in train mode after it; the gates' forward passes in it are left out of
+    the interval's readings (`GateWatch.ignoring`). Its time counts in the run's minutes and rates.
+    """
+    r = run.cfg.recipe
+    with run.gates.ignoring():
+        loss = held_out_loss(
+            run.net,
+            run.tokens.val,
+            run.held_out,
+            batch_size=r.batch_size,
+            block_size=r.block_size,
+            device=run.device,
+            autocast=run.autocast,
+            lockstep=run.sharded,
+        )
+    run.metrics.validation(done, tokens=done * r.batch_size * r.block_size, val_loss=loss)
+    run.progress.log(f"{run.title}: step {done}, held-out val_loss {loss:.4f}")
 
 
 def _step(run: _Run, x: torch.Tensor, y: torch.Tensor, step: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -581,11 +637,15 @@ def _more_micro_batches(run: _Run, step: int, ran_out: int, detail: str) -> None
     )
 
 
-def _save(run: _Run, done: int, seconds: float) -> None:
+def _save(
+    run: _Run, done: int, seconds: float, cfg: TrainConfig | None = None, state: _State | None = None
+) -> None:
     """Checkpoint the run after `done` steps: weights, optimiser, every random stream and the state (rank 0
-    alone, or every process for its share of a sharded run), then drop a checkpoint of the other kind."""
+    alone, or every process for its share of a sharded run), then drop a checkpoint of the other kind. With
+    `cfg` and `state`: the checkpoint of that run (a cooldown branch, `_save_branches`) at this state."""
     if run.rank != 0 and not run.sharded:
         return
+    cfg = cfg or run.cfg
     cuda = run.device.type == "cuda"
     name, keys, *rest = run.data_rng.get_state()  # as plain values: weights_only loading takes no arrays
     saved = checkpoint.Resumable(
@@ -595,25 +655,43 @@ def _save(run: _Run, done: int, seconds: float) -> None:
         torch_rng=torch.get_rng_state(),
         cuda_rng=torch.cuda.get_rng_state(run.device) if cuda else None,
         data_rng=[name, keys.tolist(), *rest],
-        state=asdict(replace(run.state, step=done, seconds=seconds)),
-        **run_identity(run.cfg, run.tokens),  # config, data, plugin: what a resume must agree with
+        state=asdict(state or replace(run.state, step=done, seconds=seconds)),
+        **run_identity(cfg, run.tokens),  # config, data, plugin: what a resume must agree with
     )
+    ckpt = (checkpoint.sharded_path if run.sharded else checkpoint.checkpoint_path)(run.out, **cfg.stem)
     if run.sharded:
         from rr_model.checkpoint import sharded as sharded_checkpoint
 
-        sharded_checkpoint.save(run.ckpt, run.model, run.optimizer, saved)
+        sharded_checkpoint.save(ckpt, run.model, run.optimizer, saved)
     else:
-        checkpoint.save(run.ckpt, saved)
+        checkpoint.save(ckpt, saved)
     if run.rank == 0:
-        _remove_checkpoints(run, keep=run.ckpt)
+        _remove_checkpoints(run, keep=ckpt, cfg=cfg)
 
 
-def _remove_checkpoints(run: _Run, keep: Path | None = None) -> None:
-    """Remove the run's checkpoints, file and sharded folder, but `keep`."""
-    for path in (
-        checkpoint.checkpoint_path(run.out, *run.cfg.key),
-        checkpoint.sharded_path(run.out, *run.cfg.key),
-    ):
+def _save_branches(run: _Run, done: int, seconds: float) -> None:
+    """Where cooldown branches start (`TrainConfig.branch_start`), save this state as each branch's checkpoint
+    (its config, this step, the stable phase's curve) and start its metrics log as a copy of this run's, so
+    the branch continues from here as a run of its steps would (the lr up to here is the same, so are the
+    batches: the data stream is the seed's). A branch that has a row or a checkpoint already is left alone."""
+    for branch in run.branch_starts[done]:
+        fresh = [not run.plan.holds(branch) and checkpoint.current(run.out, **branch.stem) is None]
+        if run.world > 1:  # the processes take rank 0's decision: each writes its share of a sharded one
+            dist.broadcast_object_list(fresh, src=0)
+        if not fresh[0]:
+            continue
+        state = _State(step=done, seconds=seconds, curve=[list(c) for c in run.state.curve],
+                       started=run.state.started, branched_at=done)  # fmt: skip
+        _save(run, done, seconds, branch, state)
+        if run.rank == 0:
+            log = metrics_path(run.out, **branch.stem)
+            shutil.copyfile(metrics_path(run.out, **run.cfg.stem), log)
+
+
+def _remove_checkpoints(run: _Run, keep: Path | None = None, cfg: TrainConfig | None = None) -> None:
+    """Remove the run's checkpoints (or `cfg`'s), file and sharded folder, but `keep`."""
+    stem = (cfg or run.cfg).stem
+    for path in (checkpoint.checkpoint_path(run.out, **stem), checkpoint.sharded_path(run.out, **stem)):
         if path != keep:
             shutil.rmtree(path, ignore_errors=True) if path.is_dir() else path.unlink(missing_ok=True)
 
@@ -680,20 +758,22 @@ def _keep_weights(run: _Run, record: dict[str, Any], weights: dict[str, torch.Te
         data=run.tokens.describe(),
         record=json.loads(json.dumps(record)),  # plain values (torch's version is a str subclass)
     )
-    checkpoint.save(checkpoint.final_path(run.out, *run.cfg.key), final)
+    checkpoint.save(checkpoint.final_path(run.out, **run.cfg.stem), final)
 
 
 def _record(run: _Run, failure: str | None, result: dict[str, Any] | None) -> dict[str, Any]:
     """The run's provenance record for the sidecar; a plugin's variant adds its module, file and sha256."""
-    plugin = provenance(run.cfg.variant)
+    plugin, r = provenance(run.cfg.variant), run.cfg.recipe
     return {
         "run_id": uuid.uuid4().hex[:12],
-        "size": run.cfg.size,
-        "variant": run.cfg.variant,
-        "seed": run.cfg.seed,
-        **({"lr": run.cfg.recipe.lr, "role": run.cfg.role} if run.cfg.role else {}),
+        **run.cfg.named,  # size, variant, seed; lr, and steps and budget for one of several budgets
+        "init_seed": run.cfg.seeds.init,  # the seeds it drew from: `seed`'s unless it named its own
+        "data_seed": run.cfg.seeds.data,
+        **({"role": run.cfg.role} if run.cfg.role else {}),
+        **_branch_record(run),
         "status": "failed" if failure else "ok",
         "error": failure,
+        **_budget_record(run),
         "config": asdict(run.cfg),
         "model": asdict(run.mcfg),
         "data": run.tokens.describe(),
@@ -705,7 +785,40 @@ def _record(run: _Run, failure: str | None, result: dict[str, Any] | None) -> di
         "resumed_at": run.state.resumed,
         "loss_curve": run.state.curve,
         "result": result,
+        "val_windows": _final_windows(run) if result is not None else None,
+        **({"held_out_windows": describe_held_out(run.held_out, r.block_size)} if run.cfg.eval_every else {}),
         **({"plugin": plugin} if plugin else {}),
+    }
+
+
+def _branch_record(run: _Run) -> dict[str, Any]:
+    """A cooldown branch's provenance: the steps of the run it branches from, and the step of that run's state
+    it continued from (None where it trained from the start, as a run of its steps)."""
+    if run.cfg.branch_of is None:
+        return {}
+    return {"branch_of": run.cfg.branch_of, "branched_at": run.state.branched_at}
+
+
+def _budget_record(run: _Run) -> dict[str, Any]:
+    """What the run trains on, for its record: tokens (steps x batch x block) and tokens per parameter of the
+    reference at the corpus's vocabulary (`rr_core.budget`), the same for every arm of a cell."""
+    cfg = run.cfg
+    n = reference_params(cfg.size, run.tokens.vocab_size, cfg.ladder, cfg.reference, cfg.recipe.block_size)
+    return {"tokens": cfg.trained_tokens, "tokens_per_param": cfg.trained_tokens / n}
+
+
+def _final_windows(run: _Run) -> dict[str, Any]:
+    """Which windows the final evaluation scored, for the record: the published draw, from the data-order
+    stream where the training batches left it (so they move with the step count), `evaluate`'s batches."""
+    r = run.cfg.recipe
+    return {
+        "draw": "the data-order stream after the training batches",
+        "rng": "numpy.random.RandomState",
+        "seed": run.cfg.seeds.data,
+        "after_batches": run.cfg.steps,
+        "batches": r.eval_batches,
+        "batch_size": r.batch_size,
+        "block_size": r.block_size,
     }
 
 
@@ -748,14 +861,16 @@ def _write(
 
 
 def summarize(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One flat record per run record: size, variant, seed, status, params_M, val_loss, ece, minutes
-    (the last four None for a failed run)."""
+    """One flat record per run record: size, variant, seed (and steps, where the runs are budgets of one
+    run: `TrainConfig.several_budgets`), status, params_M, val_loss, ece, minutes (the last four None for a
+    failed run)."""
     rows = []
+    budgets = ("steps",) if any("budget" in r for r in records) else ()
     for r in records:
         res = r["result"] or {}
         rows.append(
             {
-                **{k: r[k] for k in ("size", "variant", "seed", "status")},
+                **{k: r[k] for k in ("size", "variant", "seed", *budgets, "status")},
                 "params_M": res["params"] / 1e6 if res else None,
                 **{k: res.get(k) for k in ("val_loss", "ece", "minutes")},
             }
@@ -777,8 +892,8 @@ def train_runs(
     (`rr_model.run.planning.Runs.output`), else it is read (`preflight`) here; each run's row is taken into it.
     """
     if plan is None and runs:
-        sizes, reproduction = {c.size for c in runs}, any(c.reproduce for c in runs)
-        plan = preflight(out, sizes, reproduction=reproduction, ladder=runs[0].ladder)
+        reproduction = any(c.reproduce for c in runs)
+        plan = preflight(out, reproduction=reproduction)
     try:
         later = [sum(c.steps for c in runs[i + 1 :]) for i in range(len(runs))]
         records = [

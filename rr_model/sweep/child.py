@@ -54,8 +54,8 @@ def train_planned(cfg: TrainConfig, out: str | os.PathLike) -> dict[str, Any] | 
     already in `out` (the run finished just before an interruption, or another sweep trained it)."""
     from rr_model.run.trainer import train_runs  # torch: only where a run trains
 
-    plan = preflight(out, [cfg.size], reproduction=cfg.reproduce, ladder=cfg.ladder)  # the file's one reading
-    if cfg.key in plan.keys:
+    plan = preflight(out, reproduction=cfg.reproduce)  # the file's one reading
+    if plan.holds(cfg):
         return None
     (record,) = train_runs([cfg], out, resume=True, plan=plan)
     return record
@@ -65,7 +65,7 @@ def _kept(cfg: TrainConfig, out: str | os.PathLike) -> str:
     """What an interrupted run leaves for the next run of the same sweep."""
     from rr_model.checkpoint.state import current
 
-    key, saved = " ".join(map(str, cfg.key)), current(out, *cfg.key)
+    key, saved = " ".join(map(str, cfg.key)), current(out, **cfg.stem)
     if saved is not None:
         return f"{key} continues from its checkpoint {saved} when the same sweep runs again"
     return f"{key} had no checkpoint yet, so the same sweep run again trains it from the start"

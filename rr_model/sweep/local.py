@@ -16,12 +16,13 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from rr_core.budget import budget_steps, reference_params
 from rr_core.errors import InputError
 from rr_core.files.locks import locked
-from rr_core.ladder import PUBLISHED_SIZES, get_size, ladder_sizes, size_sort_key
+from rr_core.ladder import BUDGET_KEYS, PUBLISHED_SIZES, get_size, ladder_sizes, size_sort_key
 from rr_core.sweepfile.provenance import read_records, sidecar_path
 from rr_core.sweepfile.schema import record_key
 from rr_core.variants import COMPARED
@@ -29,7 +30,7 @@ from rr_model.config import TrainConfig
 from rr_model.run.planning import Runs, preflight
 from rr_model.sweep.child import HELD, config_json
 
-__all__ = ["plan_sweep", "train_command", "run_sweep"]
+__all__ = ["plan_sweep", "budget_options", "train_command", "run_sweep"]
 
 
 def plan_sweep(
@@ -37,6 +38,7 @@ def plan_sweep(
     sizes: Iterable[str] | None = None,
     seeds: Iterable[int] | Mapping[str, Iterable[int]] | None = None,
     variants: tuple[str, ...] = COMPARED,
+    budgets: Sequence[float] | None = None,
     **options: Any,
 ) -> Runs:
     """The runs of a sweep: `rr_model.run.planning.Runs` (to train, already in `out`, the file's one
@@ -50,6 +52,9 @@ def plan_sweep(
         Seeds for every size, or per size ({size: seeds}, as `rr_core.sweepfile.dataset.next_seeds` gives); default each size's
         published seeds (0 .. published_seeds - 1), so the default plan is the published sweep, or a
         ladder file's seeds.
+    budgets
+        Multiples of each size's budget (`rr sweep --budgets 1,2,4`): each run trains the largest, with a
+        cooldown branch ending at each other one (`budget_options`; the wsd schedule); its branches follow it.
     options
         Further TrainConfig fields (data, precision, steps, ladder, ...), the same for every run.
     """
@@ -64,8 +69,49 @@ def plan_sweep(
             size_seeds = list(seeds)
         elif not (size_seeds := list(range(get_size(size, ladder).sweep_seeds))):
             raise InputError(f"{size} has no published seeds; give the seeds to train")
-        runs += [TrainConfig(size, v, s, **options) for s in size_seeds for v in variants]
-    return Runs.split(runs, preflight(out, sizes, ladder=ladder))  # a new default file extends the published
+        given = options if budgets is None else budget_options(size, budgets, options)
+        runs += [
+            c for s in size_seeds for v in variants for c in TrainConfig(size, v, s, **given).with_branches()
+        ]
+    return Runs.split(runs, preflight(out))  # a new default file extends the published
+
+
+def budget_options(size: str, multiples: Sequence[float], options: Mapping[str, Any]) -> dict[str, Any]:
+    """`options` for runs of `size` that train several multiples of its budget: the steps of the largest,
+    and a cooldown branch ending at each other one (`TrainConfig.branch_at`).
+
+    A multiple scales the budget as stated (the options' steps, tokens or tokens per parameter, else the
+    size's own, `rr_core.ladder.Size.budget`) before its steps are rounded (`rr_core.budget.budget_steps`).
+
+    Raises
+    ------
+    InputError
+        Without the wsd schedule (a cosine run serves one budget), or multiples that are not distinct and
+        > 0, or two that round to the same steps.
+    """
+    listed = ",".join(f"{k:g}" for k in multiples)
+    if options.get("schedule") != "wsd":
+        raise InputError(
+            f"--budgets {listed}: --budgets trains cooldown branches: give --schedule wsd (a cosine run serves "
+            "one budget: run a sweep per budget with --steps, --tokens or --tokens-per-param)"
+        )
+    if len(set(multiples)) < len(multiples) or not all(k > 0 for k in multiples):
+        raise InputError(f"--budgets {listed}: give distinct multiples of each size's budget > 0, e.g. 1,2,4")
+    base = TrainConfig(size, **options)
+    stated = get_size(size, base.ladder)
+    kind, value = next(((k, options[k]) for k in BUDGET_KEYS if options.get(k) is not None), stated.budget)
+    params = reference_params(base.size, base.vocab_size, base.ladder, base.reference, base.recipe.block_size)
+    scaled = [{kind: max(1, round(k * value)) if kind == "steps" else k * value} for k in multiples]
+    steps = sorted(budget_steps(stated, base.recipe, params, **given) for given in scaled)
+    if len(set(steps)) < len(steps):
+        raise InputError(f"--budgets {listed}: two budgets of {size} train the same steps ({steps})")
+    return {
+        **options,
+        "steps": steps[-1],
+        "tokens": None,
+        "tokens_per_param": None,
+        "branch_at": tuple(steps[:-1]),
+    }
 
 
 def train_command(cfg: TrainConfig, out: str | os.PathLike, nproc: int = 1) -> list[str]:
@@ -82,7 +128,8 @@ def run_sweep(runs: list[TrainConfig], out: str | os.PathLike, nproc: int = 1) -
 
     A run another process holds (child exit `HELD`) is set aside and taken up again after the others, once
     its holder has finished: this sweep waits for the run's claim, saying so, then runs its child again,
-    which finds the row in place or trains the run.
+    which finds the row in place or trains the run. The cooldown branches of a run set aside wait with it
+    (its holder saves the state they start from).
 
     Returns
     -------
@@ -94,12 +141,14 @@ def run_sweep(runs: list[TrainConfig], out: str | os.PathLike, nproc: int = 1) -
 
     summary, held = [], []
     for cfg in runs:
-        if (done := _run_child(cfg, out, nproc)) is None:
+        if cfg.branch_of is not None and cfg.family in {h.family for h in held}:
+            held.append(cfg)  # a branch of a run another process trains: that process saves its start
+        elif (done := _run_child(cfg, out, nproc)) is None:
             held.append(cfg)
         else:
             summary.append(done)
     for cfg in held:
-        path = claim_path(out, *cfg.key)
+        path = claim_path(out, **cfg.stem)
         print(
             f"rr sweep: waiting for {' '.join(map(str, cfg.key))}, which another process trains", flush=True
         )

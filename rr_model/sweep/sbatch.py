@@ -9,6 +9,7 @@ submitit adds (output and error paths, its wckey, the srun command) left out and
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -85,10 +86,11 @@ def job_folder(out: str | os.PathLike) -> Path:
     return folder
 
 
-def part_path(out: str | os.PathLike, key: tuple[str, str, int]) -> Path:
-    """The results file of one run when each job writes its own: `data/scaling_v8.parts/1B-highway-seed3.csv`."""
+def part_path(out: str | os.PathLike, stem: Mapping[str, Any]) -> Path:
+    """The results file of one run when each job writes its own: `data/scaling_v8.parts/1B-highway-seed3.csv`
+    (`stem`: the run's names, `TrainConfig.stem`)."""
     out = Path(out)
-    return out.parent / f"{out.stem}.parts" / f"{run_stem(*key)}.csv"
+    return out.parent / f"{out.stem}.parts" / f"{run_stem(**stem)}.csv"
 
 
 def sbatch_script(out: str | os.PathLike, resources: Resources, n_jobs: int) -> str:

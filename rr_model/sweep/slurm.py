@@ -35,7 +35,7 @@ from rr_core.files.locks import Held, pid_alive
 from rr_core.plugins import ENV
 from rr_core.sweepfile.schema import record_key
 from rr_model.config import TrainConfig
-from rr_model.run.planning import dataset_keys, preflight
+from rr_model.run.planning import families, preflight, read_output
 from rr_model.sweep.child import train_planned
 from rr_model.sweep.jobs import add_jobs, read_jobs
 from rr_model.sweep.sbatch import Resources, job_folder, part_path
@@ -63,8 +63,9 @@ class TrainJob(Checkpointable):
     directory of the submitter is kept, so a relative `out` means the same file inside the job.
     """
 
-    def __init__(self, cfg: TrainConfig, out: str | os.PathLike):
+    def __init__(self, cfg: TrainConfig, out: str | os.PathLike, then: tuple[TrainConfig, ...] = ()):
         self.cfg = cfg
+        self.then = tuple(then)  # cooldown branches of `cfg`, trained after it (`planning.families`)
         self.out = str(out)
         self.cwd = os.getcwd()
         self.plugins = os.environ.get(ENV)  # the submitter's plugins: the job finds the same rules
@@ -76,7 +77,10 @@ class TrainJob(Checkpointable):
         if submitit.JobEnvironment().num_tasks > 1:
             TorchDistributedEnvironment().export(set_cuda_visible_devices=False, overwrite=True)
         try:
-            return train_planned(self.cfg, self.out)
+            record = train_planned(self.cfg, self.out)
+            for branch in self.then:  # each from the state the run saved where its cooldown starts
+                train_planned(branch, self.out)
+            return record
         except Held as e:  # another job trains this run now (a sweep submitted twice): it writes the row
             print(f"rr: skip: {e}", flush=True)
             return None
@@ -106,13 +110,18 @@ def submit_runs(
     """Submit one `TrainJob` per run (a job array on Slurm) and record them in the state file of `out`.
 
     Each job appends its row to `out`, or with `per_run_files` to its own `part_path` (no file is shared, so
-    no lock has to hold across hosts; `rr merge` joins them). Returns the state entries, in the order of
+    no lock has to hold across hosts; `rr merge` joins them). A run with cooldown branches among `runs` is one
+    job that trains them after it (`rr_model.run.planning.families`), into the same file. Returns the state entries, in the order of
     `runs` (see `rr_model.sweep.jobs`). A default dataset that starts as the published rows is created
     here, before any job runs, so no job reads it half-written.
     """
-    targets = [part_path(out, cfg.key) if per_run_files else Path(out) for cfg in runs]
-    preflight(out, {cfg.size for cfg in runs}, ladder=runs[0].ladder).start()
-    jobs = executor.submit_array([TrainJob(cfg, target) for cfg, target in zip(runs, targets, strict=True)])
+    groups = families(runs)  # a run with cooldown branches is one job, which trains them after it
+    runs = [lead for lead, *_ in groups]
+    targets = [part_path(out, cfg.stem) if per_run_files else Path(out) for cfg in runs]
+    preflight(out).start()
+    jobs = executor.submit_array(
+        [TrainJob(lead, target, then) for (lead, *then), target in zip(groups, targets, strict=True)]
+    )
     now = datetime.now(timezone.utc).isoformat(timespec="seconds")
     entries = [
         {
@@ -149,21 +158,24 @@ def job_status(out: str | os.PathLike) -> list[dict[str, Any]]:
     from rr_model.checkpoint.state import current, saved_step  # torch: to read a checkpoint file's step
 
     entries = read_jobs(out)
-    done = {target: dataset_keys(target) for target in {e["out"] for e in entries}}
+    done = {target: read_output(target) for target in {e["out"] for e in entries}}
     slurm = {
         e["job_id"]: submitit.SlurmJob(e["folder"], e["job_id"]) for e in entries if e["executor"] == "slurm"
     }
     rows = []
     for e in entries:
-        key = record_key(e)
-        if key in done[e["out"]]:
+        stem = {k: e[k] for k in ("size", "variant", "seed", "lr") if e.get(k) is not None}
+        stem |= {"steps": e["steps"]} if e.get("budget") else {}  # one of several budgets: its steps name it
+        family = tuple(v for k, v in stem.items() if k != "steps")
+        held = done[e["out"]]
+        if (*family, e["steps"]) in held.budget_keys if e.get("budget") else record_key(e) in held.keys:
             state, step = "DONE", e["steps"]
         else:
             state = _scheduler_state(e, slurm)
-            found = current(e["out"], *key)
+            found = current(e["out"], **stem)
             step = 0 if found is None else saved_step(found)
-        rows.append({"job_id": e["job_id"], **dict(zip(("size", "variant", "seed", "lr"), key, strict=False)),
-                     "state": state, "step": step, "log": e["log"]})  # fmt: skip
+        budget = {"budget": e["budget"]} if e.get("budget") else {}
+        rows.append({"job_id": e["job_id"], **stem, **budget, "state": state, "step": step, "log": e["log"]})
     return rows
 
 

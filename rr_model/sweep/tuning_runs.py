@@ -75,7 +75,7 @@ def selection_runs(
         for s in seeds
         for v in variants
     ]
-    return Runs.split(runs, preflight(out, [size], ladder=ladder))
+    return Runs.split(runs, preflight(out))
 
 
 def choices(

@@ -142,10 +142,22 @@ def _card(trained: Trained, plugin: PluginRule | None) -> str:
     lines += [
         "",
         "## Method and licence",
-        f"The architecture and recipe are those of {PAPER}. The full run record is in provenance.json.",
+        _method(plugin),
         "",
     ]
     return "\n".join(lines)
+
+
+def _method(plugin: PluginRule | None) -> str:
+    """Whose method the model is: the paper's, or for a plugin's rule the plugin's rule in the paper's trunk
+    and recipe (the paper's authors did not design a rule someone plugged in)."""
+    if plugin is None:
+        return f"The architecture and recipe are those of {PAPER}. The full run record is in provenance.json."
+    return (
+        f"The residual rule `{plugin.class_name}` is a plugin's ({plugin.origin.name}), not the paper's; the "
+        f"rest of the architecture (the GPT trunk) and the training recipe are those of {PAPER}. The full run "
+        "record is in provenance.json."
+    )
 
 
 def _plugin_lines(plugin: PluginRule | None) -> list[str]:

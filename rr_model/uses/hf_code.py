@@ -140,6 +140,7 @@ def layers_source(plugin: PluginRule | None, toolkit: str | None) -> str:
             "",
             "from __future__ import annotations",
             "",
+            "import inspect  # noqa: F401",
             "import math  # noqa: F401",
             "",
             "import torch",

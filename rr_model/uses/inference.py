@@ -21,14 +21,15 @@ import torch.nn.functional as F
 
 from rr_core.errors import InputError
 from rr_core.ladder import BYTE_EOS, RECIPE
+from rr_core.plugins import require_variant
 from rr_core.shapes import GPTConfig, model_config
 from rr_core.variants import REFERENCE
 from rr_model.checkpoint import state as checkpoint
-from rr_model.data.token_cache import load_tokens
+from rr_model.data.token_cache import Tokens, load_tokens
 from rr_model.data.tokenizers import decode_text, encode_text, eos_id, token_bytes
 from rr_model.model import GPT
 
-__all__ = ["Trained", "load_trained", "sample", "heldout"]
+__all__ = ["Trained", "load_trained", "sample", "heldout", "heldout_windows", "run_tokens"]
 
 
 @dataclass(frozen=True)
@@ -63,6 +64,7 @@ def load_trained(path: str | os.PathLike) -> Trained:
     """
     path, saved = checkpoint.load_weights(path)
     config, weights = saved.config, saved.model
+    require_variant(config["variant"], (saved.record or {}).get("plugin"))  # a plugin run: name its file
     vocab = weights["transformer.wte.weight"].shape[0]
     if saved.model_config is not None:
         mcfg = GPTConfig(**saved.model_config)
@@ -107,6 +109,54 @@ def sample(
         torch.from_numpy(start)[None], tokens, temperature=temperature, top_k=top_k, generator=generator
     )
     return prompt + decode_text(out[0, len(start) :].tolist(), trained.tokenizer)
+
+
+def run_tokens(
+    trained: Trained, corpus: str | None = None, *, cache_dir: str | os.PathLike | None = None
+) -> Tokens:
+    """The run's own corpus, or `corpus`, tokenized with the run's tokenizer and split as the run's recipe
+    splits it (its n_text and val_frac, and the run's text field), so that its validation part is the text
+    the run held out.
+
+    Raises
+    ------
+    InputError
+        The run's corpus is not recorded (a checkpoint written without it: give `corpus`); the run's corpus
+        has changed since the run read it (its stream's sha256 differs from the one the run recorded); the
+        corpus holds token ids past the model's vocabulary.
+    """
+    config, recipe = trained.config, trained.config.get("recipe") or {}
+    data = corpus if corpus is not None else config.get("data")
+    if data is None:
+        raise InputError(f"{trained.path} does not record the corpus its run trained on; name one (--corpus)")
+    tokens = load_tokens(
+        data,
+        n_text=recipe.get("n_text", RECIPE.n_text),
+        cache_dir=cache_dir,
+        tokenizer=trained.tokenizer,
+        text_field=config.get("text_field", "text"),
+        val_frac=recipe.get("val_frac", RECIPE.val_frac),
+    )
+    then = (trained.data or {}).get("sha256")
+    if corpus is None and then and tokens.sha256 and then != tokens.sha256:
+        raise InputError(
+            f"{data}: the run's corpus has changed since it trained (its tokens' sha256 was {then[:12]}, is "
+            f"{tokens.sha256[:12]} now), so its validation part is not the text the run held out; name the "
+            "corpus to read it anyway (--corpus)"
+        )
+    if tokens.vocab_size > trained.model.config.vocab_size:
+        raise InputError(
+            f"{data}: tokenized with {tokens.tokenizer}, its vocabulary ({tokens.vocab_size:,}) is larger than "
+            f"the model's ({trained.model.config.vocab_size:,})"
+        )
+    return tokens
+
+
+def heldout_windows(stream: np.ndarray, block: int, windows: int, seed: int) -> np.ndarray:
+    """`windows` windows of `block` + 1 tokens of `stream` (windows, block + 1), int64, their starts drawn by
+    ``numpy.random.default_rng(seed)`` alone: the same windows for every model of a block size."""
+    starts = np.random.default_rng(seed).integers(0, len(stream) - block, size=windows)
+    return np.stack([stream[s : s + block + 1] for s in starts]).astype(np.int64)
 
 
 @torch.no_grad()
@@ -155,10 +205,10 @@ def heldout(
     if len(stream) < block + 2:
         raise InputError(f"{data}: its validation part ({len(stream)} tokens) is shorter than one window")
     seed = trained.config["seed"] if seed is None else seed
-    starts = np.random.default_rng(seed).integers(0, len(stream) - block, size=windows)
+    every = heldout_windows(stream, block, windows, seed)
     nats, n_bytes, lengths = 0.0, 0, token_bytes(trained.tokenizer)
     for i in range(0, windows, batch):
-        w = np.stack([stream[s : s + block + 1] for s in starts[i : i + batch]]).astype(np.int64)
+        w = every[i : i + batch]
         x, y = torch.from_numpy(w[:, :-1]), torch.from_numpy(w[:, 1:])
         logits, _ = trained.model(x)
         nats += F.cross_entropy(logits.flatten(0, 1).double(), y.flatten(), reduction="sum").item()

@@ -13,7 +13,8 @@ What is written, under the folder:
 
 - ``analyze/SWEEP/CASE.EXT``: a view of `rr_analysis.views.registry.VIEWS`, its frame computed once, rendered
   as `rr analyze` prints it: ``.txt`` text at 100 columns, ``.wide.txt`` text with every column (--wide), ``.md``,
-  ``.tex``, ``.csv``, ``.json``; cases with options beside the views' defaults (``forecast``: --at 3B --at 7B).
+  ``.tex``, ``.csv``, ``.json``; cases with options beside the views' defaults (``forecast``: --at 3B --at 7B;
+  ``confirm-design``: --at 3B --tokens-per-param 20).
 - ``report/SWEEP.md``: `rr_analysis.report.build_report`'s Markdown.
 - ``figures/PART/NAME.json``: what each figure draws (`fingerprint`: its size and layout; per axes the limits,
   scales, labels and the ticks rr places; every line's data, collection, patch, text and legend entry, with
@@ -68,6 +69,7 @@ CASES: dict[str, tuple[str, dict[str, Any]]] = {
     "pool-check": ("pool-check", {}),
     "forecast": ("forecast", {"at": AT}),
     "confirm": ("confirm", {"at": AT}),
+    "confirm-design": ("confirm", {"at": ["3B"], "tokens_per_param": 20.0}),
     "fits": ("fits", {}),
     "table-ece": ("table", {"comparison": {"metric": "ece"}}),
     "table-fdr": ("table", {"adjust": "fdr_bh"}),
@@ -82,6 +84,7 @@ ONLY = {
     "pool-check-merged": "pub",
     "table-ece": "pub",
     "table-fdr": "pub",
+    "confirm-design": "pub",
     "reproduction": "pub",
     "table-myrule": "plugin",
     "emergence-myrule": "plugin",
@@ -101,6 +104,7 @@ def options(**given: Any) -> dict[str, Any]:
         target_power=POWER,
         steps=None,
         ladder=None,
+        tokens_per_param=None,
         claims_file=None,
         noise=None,
         against=None,

@@ -26,7 +26,7 @@ from transformers.cache_utils import Cache, DynamicCache
 from transformers.modeling_outputs import CausalLMOutputWithPast
 
 from .configuration_rr import RRConfig
-from .rr_layers import ReviewNeutral, trunk
+from .rr_layers import ReviewNeutral, ReviewState, build_rule, run_blocks, trunk
 
 # the output field the installed transformers names the cache with (5.24 renamed past_key_values)
 _CACHE_FIELD = "cache" if "cache" in CausalLMOutputWithPast.__dataclass_fields__ else "past_key_values"
@@ -44,9 +44,9 @@ class RRPreTrainedModel(PreTrainedModel):
         run's initial weights) for a fresh model or a tensor a checkpoint lacks.
 
         Linear weights normal(0, initializer_range), the residual projections' scaled by 1/sqrt(2 n_layer)
-        and Review's gates zero (``_rr_std``, set in `RRForCausalLM.__init__`), biases 0; embeddings
-        normal(0, initializer_range); any other module with parameters of its own (RMSNorm, LayerScale,
-        ReZero, a plugin's rule) the values its constructor gives. transformers' init functions skip every
+        and the gates of Review and its ablations zero (``_rr_std``, set in `RRForCausalLM.__init__`),
+        biases 0; embeddings normal(0, initializer_range); any other module with parameters of its own
+        (RMSNorm, LayerScale, ReZero, the gate bias, a plugin's rule) the values its constructor gives. transformers' init functions skip every
         tensor a checkpoint filled, so loaded weights are never touched.
         """
         std = self.config.initializer_range
@@ -61,8 +61,11 @@ class RRPreTrainedModel(PreTrainedModel):
         elif isinstance(module, nn.Embedding):
             init.normal_(module.weight, mean=0.0, std=std)
         elif any(True for _ in module.parameters(recurse=False)):
+            site, sites = getattr(module, "site", 0), 2 * self.config.n_layer  # a rule built at its site
             with torch.device("cpu"):
-                fresh = dict(type(module)(self.config.d_model).named_parameters(recurse=False))
+                fresh = dict(
+                    build_rule(type(module), self.config.d_model, site, sites).named_parameters(recurse=False)
+                )
             for name, p in module.named_parameters(recurse=False):
                 init.copy_(p, fresh[name])
 
@@ -79,7 +82,7 @@ class RRForCausalLM(RRPreTrainedModel, GenerationMixin):
             for proj in (block.attn.c_proj, block.mlp.c_proj):
                 proj._rr_std = config.initializer_range / math.sqrt(2 * config.n_layer)
             for rule in (block.res_attn, block.res_mlp):
-                if isinstance(rule, ReviewNeutral):
+                if isinstance(rule, ReviewNeutral | ReviewState):  # ReviewUpdate is a ReviewState
                     rule.gate._rr_std = 0.0
         self.post_init()
 
@@ -147,9 +150,9 @@ class RRForCausalLM(RRPreTrainedModel, GenerationMixin):
             )
         mask = None if attention_mask is None else _padding_mask(attention_mask, past, input_ids.shape[1])
         pos = position_ids[0] if position_ids.shape[0] == 1 else position_ids  # (T, C) broadcasts as rr's
-        x = self.transformer.wte(input_ids) + self.transformer.wpe(pos)
-        for block in self.transformer.h:
-            x = block(x, cache, mask)
+        x = run_blocks(
+            self.transformer.h, self.transformer.wte(input_ids) + self.transformer.wpe(pos), cache, mask
+        )
         logits = self.lm_head(self.transformer.ln_f(x))
         loss = None
         if labels is not None:
