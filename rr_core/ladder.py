@@ -62,13 +62,18 @@ class Recipe:
 
     def __post_init__(self) -> None:
         """Refuse a value outside its field's range (`RECIPE_RANGES`) before anything trains with it: NaN and
-        infinity are outside every range, so an optimiser never sees them and a record never holds them."""
+        infinity are outside every range, so an optimiser never sees them and a record never holds them; then
+        values that are each in range but not together (`RECIPE_TOGETHER`)."""
         for name, (ok, rule) in RECIPE_RANGES.items():
             value = getattr(self, name)
             kind = int if isinstance(RECIPE_DEFAULTS[name], int) else float
             typed = isinstance(value, (int, float) if kind is float else int) and not isinstance(value, bool)
             if not typed or (kind is float and not math.isfinite(value)) or not ok(value):
                 raise InputError(f"{name} = {value!r} must be {rule}")
+        for ok, rule in RECIPE_TOGETHER:
+            if not ok(self):
+                predictions = self.eval_batches * self.batch_size * self.block_size
+                raise InputError(rule.format(r=self, predictions=predictions))
 
 
 # The range of each recipe field, as the rule a refusal states: checked by Recipe itself, so a ladder file, a
@@ -90,6 +95,19 @@ RECIPE_RANGES: dict[str, tuple] = {
     "vocab_size": (lambda v: v > 0, "an integer > 0"),
 }
 RECIPE_DEFAULTS = {f.name: f.default for f in fields(Recipe)}
+# Rules between recipe fields, each with the sentence a refusal states (formatted with the recipe `r`).
+RECIPE_TOGETHER: tuple[tuple, ...] = (
+    (
+        lambda r: r.lr * r.weight_decay < 1,
+        "lr = {r.lr!r} and weight_decay = {r.weight_decay!r} must multiply to less than 1: AdamW scales every "
+        "weight by 1 - lr x weight_decay each step, which would zero or flip them",
+    ),
+    (
+        lambda r: r.ece_bins <= r.eval_batches * r.batch_size * r.block_size,
+        "ece_bins = {r.ece_bins!r} must be at most the predictions the evaluation scores (eval_batches x "
+        "batch_size x block_size = {predictions}): more bins than predictions are bins left empty",
+    ),
+)
 
 
 RECIPE = Recipe()
@@ -109,6 +127,14 @@ class Size:
     recipe: Recipe = RECIPE  # every published size trains with the one published recipe
     ladder: str | None = None  # the ladder file the size comes from; None: rr's own ladder
     seeds: int | None = None  # seeds a sweep trains by default; None: the published seeds
+
+    def __post_init__(self) -> None:
+        """Refuse a size whose schedule would end inside its warmup (the recipe's own fields are `Recipe`'s)."""
+        if self.recipe.warmup_steps >= self.steps:
+            raise InputError(
+                f"warmup_steps = {self.recipe.warmup_steps} must be below the size's steps ({self.steps}): the "
+                "schedule would end inside its warmup, never reaching its peak lr"
+            )
 
     @property
     def published(self) -> bool:
@@ -252,7 +278,8 @@ def load_ladder(path: str | os.PathLike) -> dict[str, Size]:
         holds it (``[2M]``, ``["0.5M"]``), and holds d_model, n_layer, n_head, steps and seeds (the seeds
         `rr sweep` trains by default), all integers > 0 with d_model a multiple of n_head. Any field of
         `Recipe` but vocab_size (batch_size, lr, warmup_steps, block_size, ...) may follow; the rest of the
-        recipe is the published one.
+        recipe is the published one. warmup_steps must stay below steps: a pilot shorter than the
+        published warmup (500) gives its own.
 
     Returns
     -------
@@ -270,7 +297,8 @@ def load_ladder(path: str | os.PathLike) -> dict[str, Size]:
     -------
     >>> import pathlib, tempfile
     >>> path = pathlib.Path(tempfile.mkdtemp()) / "pilot.toml"
-    >>> _ = path.write_text("[1M]\\nd_model = 64\\nn_layer = 2\\nn_head = 2\\nsteps = 50\\nseeds = 3\\nlr = 1e-3\\n")
+    >>> _ = path.write_text("[1M]\\nd_model = 64\\nn_layer = 2\\nn_head = 2\\nsteps = 50\\nseeds = 3\\nlr = 1e-3\\n"
+    ...                     "warmup_steps = 5\\n")
     >>> size = load_ladder(path)["1M"]
     >>> size.d_model, size.sweep_seeds, size.recipe.lr, size.recipe.batch_size, size.published
     (64, 3, 0.001, 64, False)
@@ -327,9 +355,9 @@ def _ladder_size(path: Path, name: str, table: Any) -> Size:
         raise InputError(
             f"{where}: d_model ({table['d_model']}) must be a multiple of n_head ({table['n_head']})"
         )
+    shape = {k: table[k] for k in ("d_model", "n_layer", "n_head", "steps")}
     try:
         recipe = replace(RECIPE, **{k: kind(table[k]) for k, kind in _OVERRIDES.items() if k in table})
+        return Size(name, **shape, published_seeds=0, recipe=recipe, ladder=str(path), seeds=table["seeds"])
     except InputError as e:
         raise InputError(f"{where}: {e}") from None
-    shape = {k: table[k] for k in ("d_model", "n_layer", "n_head", "steps")}
-    return Size(name, **shape, published_seeds=0, recipe=recipe, ladder=str(path), seeds=table["seeds"])

@@ -22,6 +22,7 @@ Slurm jobs (the whole config travels as JSON) and is kept in each run's provenan
 from __future__ import annotations
 
 import functools
+import math
 import os
 from collections.abc import Iterator
 from dataclasses import MISSING, asdict, dataclass, field, fields
@@ -295,6 +296,11 @@ class TrainConfig:
             "micro_batches": (self.micro_batches >= 1, "must be >= 1"),
             "role": (self.role in (None, *ROLES), f"must be {' or '.join(ROLES)} (or None)"),
             "gpu_memory": (self.gpu_memory is None or self.gpu_memory > 0, "must be > 0 (GiB)"),
+            "checkpoint_every": (
+                self.checkpoint_every <= self.steps,
+                f"must be 0 (no checkpoints) or at most the run's {self.steps} steps: a longer interval never "
+                "checkpoints",
+            ),
         }
         for name, (ok, rule) in checks.items():
             if not ok:
@@ -333,6 +339,8 @@ class Declared(NamedTuple):
 
     def problem(self, value: Any) -> str | None:
         """Why `value` may not stand in this field (its choices, its bound), or None."""
+        if isinstance(value, float) and not math.isfinite(value):  # a number a command line or file spelt inf
+            return "must be a finite number"
         allowed, many = choices(self.type)
         if allowed and many and not set(value) <= set(allowed):
             return f"must name only {', '.join(allowed[:-1])} and {allowed[-1]}"

@@ -40,8 +40,8 @@ from rr_model.checkpoint.paths import found_checkpoints
 from rr_model.config import DEFAULT_OUT, TrainConfig, recipe_differences
 from rr_model.data.token_cache import Corpus, check_data
 from rr_model.parallel.flops import assumed_rate, flops_per_token
-from rr_model.parallel.hardware import datasheet_memory, gpu_memory, gpu_name
-from rr_model.parallel.memory import SETTINGS, Setting, memory_plan, refuse_unfit
+from rr_model.parallel.hardware import datasheet_memory, gpu_memory, gpu_name, host_memory
+from rr_model.parallel.memory import SETTINGS, Setting, memory_plan, refuse_unbuildable, refuse_unfit
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -185,7 +185,7 @@ class Runs(NamedTuple):
             where = (cfg.data, cfg.tokenizer, cfg.recipe.n_text)
             corpus = corpora.get(where) or corpora.setdefault(where, check_data(*where))
             gib = _gpu_memory(cfg)[0] if gpu_here else cfg.gpu_memory
-            check_run(cfg, self.output, corpus, world, gib, resume)
+            check_run(cfg, self.output, corpus, world, gib, resume, here=gpu_here)
 
 
 def preflight(
@@ -246,6 +246,8 @@ def check_run(
     world: int,
     gpu_gib: float | None,
     resume: bool = False,
+    *,
+    here: bool = True,
 ) -> GPTConfig:
     """Refuse a run that may not go ahead, before it creates anything; the model it trains otherwise.
 
@@ -254,9 +256,12 @@ def check_run(
     the run, and again with the `Tokens` it loaded and the file as it is once claimed), so a dry run
     refuses what the run would refuse, and a refused run leaves no file behind: its batch splits over
     `world` processes and `--micro-batches`; the recipe guard (`OutputPlan.guard`); its row fits the
-    file (`OutputPlan.check_fits`); its memory plan fits `gpu_gib` per process (None: not checked); a
-    checkpoint of it is there only where `resume` continues it (what the checkpoint holds is checked when the
-    trainer reads it).
+    file (`OutputPlan.check_fits`); its memory plan fits `gpu_gib` per process (None: not checked) and,
+    where it trains `here` (not a job planned for other machines), this machine's memory holds it
+    (`refuse_unbuildable`); its tokens hold a window of `block_size` + 1 for training and for validation
+    (`_check_windows`: known once the corpus is tokenized); a checkpoint of it is there only where `resume`
+    continues it (what the checkpoint holds is checked when the trainer reads it). The numbers of the run
+    alone are checked where they are made (`rr_core.ladder.Recipe`, `rr_core.ladder.Size`, `TrainConfig`).
     """
     r = cfg.recipe
     if r.batch_size % world:
@@ -273,9 +278,27 @@ def check_run(
     )
     output.check_fits(cfg, mcfg.n_params)
     refuse_unfit(cfg, mcfg, world, gpu_gib)
+    refuse_unbuildable(cfg, mcfg, world, host_memory() if here else None, on_host=gpu_gib is None)
+    if not isinstance(corpus, Corpus):
+        _check_windows(cfg, corpus)
     if not resume and (found := found_checkpoints(output.out, *cfg.key)):
         raise InputError(f"{found[-1]} holds a checkpoint of this run: pass --resume to continue it")
     return mcfg
+
+
+def _check_windows(cfg: TrainConfig, tokens: Tokens) -> None:
+    """Refuse tokens too few for the run's windows: each training batch and each of the evaluation's
+    `eval_batches` draws windows of `block_size` + 1 tokens from a stream of at least `block_size` + 2
+    (`rr_model.data.token_cache.sample_batch`), so a short corpus is refused now, not after training."""
+    r = cfg.recipe
+    for part, stream in (("training", tokens.train), ("validation", tokens.val)):
+        if len(stream) < r.block_size + 2:
+            n = len(tokens.train) + len(tokens.val)
+            raise InputError(
+                f"--corpus {cfg.data}: its {n:,} tokens ({tokens.n_text:,} documents) leave {len(stream):,} "
+                f"for {part} (val_frac {r.val_frac}), fewer than one window of block_size {r.block_size} needs "
+                f"({r.block_size + 2}); give a longer corpus, or a smaller block_size in a ladder file"
+            )
 
 
 def _check_writable(out: Path) -> None:
