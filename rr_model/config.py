@@ -296,11 +296,6 @@ class TrainConfig:
             "micro_batches": (self.micro_batches >= 1, "must be >= 1"),
             "role": (self.role in (None, *ROLES), f"must be {' or '.join(ROLES)} (or None)"),
             "gpu_memory": (self.gpu_memory is None or self.gpu_memory > 0, "must be > 0 (GiB)"),
-            "checkpoint_every": (
-                self.checkpoint_every <= self.steps,
-                f"must be 0 (no checkpoints) or at most the run's {self.steps} steps: a longer interval never "
-                "checkpoints",
-            ),
         }
         for name, (ok, rule) in checks.items():
             if not ok:
@@ -308,6 +303,11 @@ class TrainConfig:
         for declared in declared_options():
             if (rule := declared.problem(getattr(self, declared.name))) is not None:
                 raise InputError(f"{declared.name} {getattr(self, declared.name)!r} {rule}")
+        if self.checkpoint_every > self.steps:  # each value in its range: the rule between them
+            raise InputError(
+                f"checkpoint_every {self.checkpoint_every} must be 0 (no checkpoints) or at most the run's "
+                f"{self.steps} steps: a longer interval never checkpoints"
+            )
         require_backends(self.log)  # a missing extra stops the plan, not each run after its data loads
 
     @property
