@@ -40,6 +40,19 @@ def rr(*args: object, env: dict[str, str] | None = None) -> Result:
     return CliRunner().invoke(app, [str(a) for a in args], env=env)
 
 
+def refuse_files_in(folder: Path, monkeypatch) -> None:
+    """Make creating a file directly in `folder` fail with EACCES, as the kernel answers a user without write
+    permission there (the tests run as root on some machines, where chmod refuses nothing)."""
+    real = os.open
+
+    def open_(path, flags, *args, **kwargs):
+        if flags & os.O_CREAT and Path(path).parent == folder:
+            raise PermissionError(13, "Permission denied", str(path))
+        return real(path, flags, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", open_)
+
+
 def close(got: Any, expected: Any, rel: float = 1e-6) -> bool:
     """Whether two JSON values are equal, floats to a relative tolerance `rel` (strings, bools, None, ints and
     structure exactly): for records whose numbers come from optimisers that move in the last digits between

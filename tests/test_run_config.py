@@ -8,7 +8,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from conftest import rr, stub_tokens
+from conftest import refuse_files_in, rr, stub_tokens
 
 from rr_core.errors import InputError, RecipeError
 from rr_core.ladder import get_size
@@ -85,8 +85,10 @@ def test_each_refusal_keeps_its_sentence(tmp_path, monkeypatch, published_copy):
     append_rows(own, [ROW])
     with pytest.raises(InputError, match="steps must be the same in every row of a \\(size, variant\\)"):
         preflight(own).check_fits(TrainConfig("tiny", "standard", 1, steps=9), 1_130_000)
-    monkeypatch.setattr(os, "access", lambda path, mode: Path(path) != tmp_path)  # root passes chmod
-    with pytest.raises(InputError, match="is not writable here, so the run's result would be lost"):
+    refuse_files_in(tmp_path, monkeypatch)  # as the kernel answers a user without write permission
+    with pytest.raises(
+        InputError, match="cannot be written to .* \\(Permission denied\\), so the run's result would be lost"
+    ):
         preflight(tmp_path / "new.csv")
 
 

@@ -23,7 +23,15 @@ from rr_core.files.locks import pid_alive
 from rr_core.files.reading import read_regular
 from rr_core.files.synced import fsync_path, write_synced
 
-__all__ = ["Foreign", "atomic_dir", "atomic_write", "create_dir", "create_new", "temp_name"]
+__all__ = [
+    "Foreign",
+    "atomic_dir",
+    "atomic_write",
+    "create_dir",
+    "create_new",
+    "probe",
+    "temp_name",
+]
 
 _TMP = ".rr-tmp"
 
@@ -39,6 +47,13 @@ class Foreign(InputError):
 def temp_name(path: Path, pid: int | None = None) -> Path:
     """The temporary name a process writes `path` under: hidden, beside it, tagged with the pid."""
     return path.with_name(f".{path.name}.{os.getpid() if pid is None else pid}{_TMP}")
+
+
+def _target(path: Path) -> Path:
+    """The file a path names, through symbolic links: a file rr replaces or creates under a link is the
+    link's target, written beside it, so the link stays (a rename onto the link's own name would replace the
+    link, and a hard link onto it would find the name taken, even where its target is missing)."""
+    return Path(os.path.realpath(path)) if path.is_symlink() else path
 
 
 def _remove_leftovers(path: Path, owned: Collection[str] | None = None) -> None:
@@ -59,6 +74,22 @@ def _remove_leftovers(path: Path, owned: Collection[str] | None = None) -> None:
                 _remove_owned(p, owned) if p.is_dir() else p.unlink()
 
 
+def probe(folder: str | os.PathLike) -> None:
+    """Create a file in `folder` and remove it: the proof that rr can make files there, which `os.access`
+    cannot give (it answers yes to root on a root-squashed NFS mount, and knows nothing of a full inode
+    table). The probe is a temporary file of this process (`temp_name`), so one a kill leaves is removed by
+    the next probe of the folder. Raises the OSError of the creation, naming `folder`.
+    """
+    target = Path(folder) / "rr-probe"
+    _remove_leftovers(target)
+    tmp = temp_name(target)
+    try:
+        os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    except OSError as e:
+        raise OSError(e.errno, e.strerror, str(folder)) from None
+    tmp.unlink()
+
+
 def atomic_write(
     path: str | os.PathLike, write: Callable[[BinaryIO], object], *, expect: bytes | None = None
 ) -> None:
@@ -66,9 +97,10 @@ def atomic_write(
 
     Any failure removes the temporary file and leaves `path` as it was; the OSError propagates. With
     `expect` (the bytes a read-modify-write read), `path` is read again just before the rename and left as
-    it is, with `Foreign` raised, if another writer changed it meanwhile: its edit is not lost.
+    it is, with `Foreign` raised, if another writer changed it meanwhile: its edit is not lost. A symbolic
+    link is written through (`_target`), as `open` writes through one.
     """
-    path = Path(path)
+    path = _target(Path(path))
     _remove_leftovers(path)
     tmp = temp_name(path)
     try:
@@ -200,9 +232,10 @@ def create_new(path: str | os.PathLike, write: Callable[[BinaryIO], object]) -> 
 
     The content is written and fsynced under a temporary name, then hard-linked to `path`: the link fails
     if `path` exists, and a reader (or a writer killed midway) never sees a partial or empty file. Where
-    the filesystem has no hard links, `path` is created exclusively and written in place.
+    the filesystem has no hard links, `path` is created exclusively and written in place. A symbolic link
+    whose target is missing creates its target (`_target`), as `open` with O_CREAT does.
     """
-    path = Path(path)
+    path = _target(Path(path))
     _remove_leftovers(path)
     tmp = temp_name(path)
     try:

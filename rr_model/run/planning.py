@@ -12,6 +12,7 @@ under the row's lock, to check the file as it is at that moment.
 
 from __future__ import annotations
 
+import errno
 import functools
 import os
 from collections.abc import Iterable
@@ -21,7 +22,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from rr_core.errors import InputError, RecipeError
 from rr_core.files.reading import stamp
-from rr_core.files.replacing import create_new
+from rr_core.files.replacing import create_new, probe
 from rr_core.ladder import BYTE_EOS, get_size
 from rr_core.shapes import GPTConfig, model_config
 from rr_core.sweepfile.csv_text import DataError
@@ -36,7 +37,7 @@ from rr_core.sweepfile.dataset import (
 from rr_core.sweepfile.integrity import check_integrity
 from rr_core.sweepfile.provenance import sidecar_path
 from rr_core.variants import COMPARED
-from rr_model.checkpoint.paths import found_checkpoints
+from rr_model.checkpoint.paths import final_path, found_checkpoints
 from rr_model.config import DEFAULT_OUT, TrainConfig, recipe_differences
 from rr_model.data.token_cache import Corpus, check_data
 from rr_model.parallel.flops import assumed_rate, flops_per_token
@@ -98,7 +99,7 @@ class OutputPlan:
     def start(self) -> None:
         """Before the first run trains: make `out`'s folder if missing (`preflight` checked that its parent
         is one), and create the default dataset as a copy of the published rows when it starts from them."""
-        self.out.parent.mkdir(exist_ok=True)
+        Path(os.path.realpath(self.out)).parent.mkdir(exist_ok=True)  # through a symbolic link, its target's
         if not self.from_published:
             return
         published = bundled_path().read_bytes()
@@ -216,9 +217,9 @@ def preflight(
     DataError
         `out` is the packaged reference copy (under any name), or not a valid sweep file.
     InputError
-        `out` or its sidecar cannot be written: a missing folder for `out` is made by `OutputPlan.start`
-        when its parent exists (so a mistyped path is an error rather than a new tree of folders); a
-        dry run creates nothing.
+        A path the run writes cannot be written (`_check_writable`: the row, its record, metrics log,
+        checkpoints and final weights, through symbolic links): a missing folder for `out` is made by
+        `OutputPlan.start` when its parent exists; a dry run creates nothing (its probe files are removed).
 
     Example
     -------
@@ -259,8 +260,9 @@ def check_run(
     file (`OutputPlan.check_fits`); its memory plan fits `gpu_gib` per process (None: not checked) and,
     where it trains `here` (not a job planned for other machines), this machine's memory holds it
     (`refuse_unbuildable`); its tokens hold a window of `block_size` + 1 for training and for validation
-    (`_check_windows`: known once the corpus is tokenized); a checkpoint of it is there only where `resume`
-    continues it (what the checkpoint holds is checked when the trainer reads it). The numbers of the run
+    (`_check_windows`: known once the corpus is tokenized); a checkpoint of it, or its final weights (kept
+    when its row could not be written), is there only where `resume` continues it (what the checkpoint
+    holds is checked when the trainer reads it). The numbers of the run
     alone are checked where they are made (`rr_core.ladder.Recipe`, `rr_core.ladder.Size`, `TrainConfig`).
     """
     r = cfg.recipe
@@ -283,6 +285,11 @@ def check_run(
         _check_windows(cfg, corpus)
     if not resume and (found := found_checkpoints(output.out, *cfg.key)):
         raise InputError(f"{found[-1]} holds a checkpoint of this run: pass --resume to continue it")
+    if not resume and (final := final_path(output.out, *cfg.key)).exists():  # its row could not be written
+        raise InputError(
+            f"{final} holds the final weights of this run, whose row is not in {output.out}: pass --resume to "
+            "write its row from them without training, or delete the file to train the run again"
+        )
     return mcfg
 
 
@@ -302,18 +309,46 @@ def _check_windows(cfg: TrainConfig, tokens: Tokens) -> None:
 
 
 def _check_writable(out: Path) -> None:
-    """Refuse a dataset `out` that it and its sidecar could not be written to."""
-    folder = out.parent
+    """Prove, before anything trains, that every path a run of `out` writes can be written, following
+    symbolic links: the row (`out`), the record (its sidecar), the metrics logs (``OUT.metrics/``), the
+    checkpoints, final weights and claims (``OUT.checkpoints/``). An existing file is opened for appending
+    (nothing is written); a missing one needs its folder, in which a probe file is created and removed
+    (`rr_core.files.replacing.probe`). The row's folder may be missing where its parent is a folder
+    (`OutputPlan.start` makes it), so a mistyped path is an error rather than a new tree of folders. What
+    cannot be proved here (a disk that fills up meanwhile) fails after training with the final weights
+    kept (`rr_model.run.trainer`).
+    """
     if out.exists() and not out.is_file():
         raise InputError(f"--out {out}: not a regular file")
-    if not folder.is_dir():
-        if folder.exists() or not folder.parent.is_dir():
-            raise InputError(f"--out {out}: {folder} is not a folder, and its parent is none either")
-        folder = folder.parent  # where `OutputPlan.start` makes it
-    for path in (out, sidecar_path(out)):
-        target = path if path.exists() else folder
-        if not os.access(target, os.W_OK | (os.X_OK if target.is_dir() else 0)):
-            raise InputError(f"--out {out}: {target} is not writable here, so the run's result would be lost")
+    row = Path(os.path.realpath(out))
+    via = f" (a symbolic link to {row})" if out.is_symlink() else ""
+    made = row.parent  # `OutputPlan.start` makes it when missing
+    if not made.is_dir() and (made.exists() or not made.parent.is_dir()):
+        raise InputError(f"--out {out}{via}: {made} is not a folder, and its parent is none either")
+    paths = {
+        out: "the run's row",
+        sidecar_path(out): "its record",
+        out.parent / f"{out.stem}.metrics": "its metrics log",
+        out.parent / f"{out.stem}.checkpoints": "its checkpoints and final weights",
+    }
+    for path, what in paths.items():
+        real = Path(os.path.realpath(path))
+        try:
+            if real.is_dir():
+                probe(real)
+            elif real.exists():
+                os.close(os.open(real, os.O_WRONLY | os.O_APPEND))  # writable, and left as it is
+            elif real.parent.is_dir():
+                probe(real.parent)
+            elif real.parent == made:
+                probe(made.parent)  # where `OutputPlan.start` makes the folder
+            else:
+                raise FileNotFoundError(errno.ENOENT, "no such folder", str(real.parent))
+        except OSError as e:
+            raise InputError(
+                f"--out {out}{via}: {what} cannot be written to {e.filename or real} ({e.strerror}), so the "
+                "run's result would be lost; nothing was trained"
+            ) from None
 
 
 def dataset_keys(path: str | os.PathLike) -> set[tuple[str, str, int]]:
