@@ -185,4 +185,5 @@ def test_scores_joined_onto_a_sweep_are_analysed_as_val_loss_is(tmp_path, publis
             join_columns(published_copy, records, tmp_path / "refused.csv")
         assert not (tmp_path / "refused.csv").exists()
     with pytest.raises(InputError, match="exists; a join writes a new file and never overwrites one"):
-        join_columns(published_copy, measured, evals)
+        join_columns(published_copy, measured[:1], evals)
+    assert join_columns(published_copy, measured, evals) == done  # the same join again: already there

@@ -258,6 +258,45 @@ def test_a_merge_out_of_space_leaves_neither_file_and_the_rerun_succeeds(tmp_pat
     assert merge_sweeps(inputs, out)["records"] == 1
 
 
+# A merge in a child that SIGKILLs itself at one of its hard links (argv[3]: "before" the sidecar's, "after"
+# the sidecar's, "after" the CSV's): the points between the files of its output, and just past the last.
+KILLED_MERGE = """
+import os, signal, sys
+from rr_core.sweepfile.merge import merge_sweeps
+
+real, (when, name) = os.link, sys.argv[3].split(":")
+
+def link(src, dst, *args, **kwargs):
+    if when == "before" and os.path.basename(dst) == name:
+        os.kill(os.getpid(), signal.SIGKILL)
+    real(src, dst, *args, **kwargs)
+    if when == "after" and os.path.basename(dst) == name:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+os.link = link
+merge_sweeps(sys.argv[1].split(","), sys.argv[2])
+"""
+
+
+@pytest.mark.parametrize("at", ["before:m.runs.jsonl", "after:m.runs.jsonl", "after:m.csv"])
+def test_a_merge_killed_between_its_files_leaves_nothing_in_the_way_of_its_rerun(tmp_path, at):
+    import signal
+
+    from rr_core.sweepfile.merge import merge_sweeps
+
+    (tmp_path / "a").mkdir(), (tmp_path / "b").mkdir(), (tmp_path / "ref").mkdir(), (tmp_path / "m").mkdir()
+    inputs, out = merge_inputs(tmp_path, 1), tmp_path / "m" / "m.csv"
+    merge_sweeps(inputs, tmp_path / "ref" / "m.csv")  # what an uninterrupted merge writes
+    args = [",".join(map(str, inputs)), str(out), at]
+    done = subprocess.run([sys.executable, "-c", KILLED_MERGE, *args], capture_output=True, text=True)
+    assert done.returncode == -signal.SIGKILL, done.stderr
+    # before issue 47 the rerun was refused: "m.runs.jsonl exists; rr merge ... never overwrites one"
+    assert merge_sweeps(inputs, out)["rows"] == 2
+    for name in ("m.csv", "m.runs.jsonl"):
+        assert (out.parent / name).read_bytes() == (tmp_path / "ref" / name).read_bytes()
+    assert sorted(p.name for p in out.parent.iterdir()) == ["m.csv", "m.runs.jsonl"]  # no temporary file
+
+
 def test_a_merge_reads_each_file_and_its_sidecar_under_the_file_lock(tmp_path, monkeypatch):
     """A trainer appends a row and its record under the row's lock; the merge reads both under it too."""
     import fcntl
