@@ -14,7 +14,7 @@ import errno
 import json
 import os
 import shutil
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from pathlib import Path
 from typing import BinaryIO
 
@@ -32,6 +32,7 @@ __all__ = [
     "create_files",
     "create_new",
     "probe",
+    "scratch",
     "temp_name",
 ]
 
@@ -77,20 +78,39 @@ def _remove_leftovers(path: Path, owned: Collection[str] | None = None) -> None:
                 _remove_owned(p, owned) if p.is_dir() else p.unlink()
 
 
+@contextlib.contextmanager
+def scratch(target: str | os.PathLike, *, folder: bool = False) -> Iterator[Path]:
+    """A file (or, with `folder`, a folder) that rr keeps only while the block runs: a probe, a scratch
+    folder. It is `target`'s temporary name for this process (`temp_name`), removed when the block ends;
+    one that a kill leaves is removed by the next `scratch` (or write) of `target`, its pid no longer
+    running, so nothing of a killed process outlasts the next run of the command that made it."""
+    target = Path(target)
+    _remove_leftovers(target)
+    path = temp_name(target)
+    if folder:
+        path.mkdir()
+    else:  # no O_EXCL: a name a dead process of another host left under this pid is reused
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600))
+    try:
+        yield path
+    finally:
+        if folder:
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            path.unlink(missing_ok=True)  # another host's next scratch may have taken it for a dead one's
+
+
 def probe(folder: str | os.PathLike) -> None:
     """Create a file in `folder` and remove it: the proof that rr can make files there, which `os.access`
     cannot give (it answers yes to root on a root-squashed NFS mount, and knows nothing of a full inode
-    table). The probe is a temporary file of this process (`temp_name`), so one a kill leaves is removed by
-    the next probe of the folder. Raises the OSError of the creation, naming `folder`.
+    table). The probe is a `scratch` file, so one a kill leaves is removed by the next probe of the folder.
+    Raises the OSError of the creation, naming `folder`.
     """
-    target = Path(folder) / "rr-probe"
-    _remove_leftovers(target)
-    tmp = temp_name(target)
     try:
-        os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+        with scratch(Path(folder) / "rr-probe"):
+            pass
     except OSError as e:
         raise OSError(e.errno, e.strerror, str(folder)) from None
-    tmp.unlink()
 
 
 def atomic_write(

@@ -255,7 +255,7 @@ def _setup(
     if world > 1 and cfg.shard == "fsdp":
         from rr_model.checkpoint.sharded import check_shared  # torch.distributed.checkpoint: when sharding
 
-        check_shared(ckpt.parent)
+        check_shared(ckpt)
     model, optimizer = _build(cfg, mcfg, device, world)
     return _Run(
         cfg=cfg,
