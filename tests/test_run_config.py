@@ -273,3 +273,10 @@ def test_a_corpus_too_short_for_its_windows_is_refused_before_the_first_step(tmp
     # log, no checkpoint, no row (the run's claim, a lock file, is all it made)
     made = sorted(p.relative_to(out.parent).as_posix() for p in out.parent.rglob("*"))
     assert made == ["x.checkpoints", "x.checkpoints/tiny-standard-seed0.lock"]
+
+
+@pytest.mark.parametrize("name", ["x.metrics", "x.checkpoints"])
+def test_a_file_where_a_run_s_folder_goes_is_refused_by_the_pre_flight(tmp_path, name):
+    (tmp_path / name).write_text("")  # before issue 47 the dry run passed; the run failed at mkdir
+    with pytest.raises(InputError, match=f"cannot be written to {tmp_path / name} \\(not a folder\\)"):
+        preflight(tmp_path / "x.csv")

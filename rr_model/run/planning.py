@@ -325,17 +325,19 @@ def _check_writable(out: Path) -> None:
     made = row.parent  # `OutputPlan.start` makes it when missing
     if not made.is_dir() and (made.exists() or not made.parent.is_dir()):
         raise InputError(f"--out {out}{via}: {made} is not a folder, and its parent is none either")
-    paths = {
-        out: "the run's row",
-        sidecar_path(out): "its record",
-        out.parent / f"{out.stem}.metrics": "its metrics log",
-        out.parent / f"{out.stem}.checkpoints": "its checkpoints and final weights",
+    paths = {  # each path, what it holds, and whether it is a folder
+        out: ("the run's row", False),
+        sidecar_path(out): ("its record", False),
+        out.parent / f"{out.stem}.metrics": ("its metrics log", True),
+        out.parent / f"{out.stem}.checkpoints": ("its checkpoints and final weights", True),
     }
-    for path, what in paths.items():
+    for path, (what, folder) in paths.items():
         real = Path(os.path.realpath(path))
         try:
             if real.is_dir():
                 probe(real)
+            elif real.exists() and folder:
+                raise NotADirectoryError(errno.ENOTDIR, "not a folder", str(real))
             elif real.exists():
                 os.close(os.open(real, os.O_WRONLY | os.O_APPEND))  # writable, and left as it is
             elif real.parent.is_dir():
