@@ -6,6 +6,7 @@ offline mode where the real hub code runs.
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import json
 import shutil
@@ -585,6 +586,11 @@ BAD_CORPORA = {
         "a.jsonl",
         lambda p: p.write_text('{"text": "one"}\n{"text": ' + "[" * 100_000 + "]" * 100_000 + "}\n"),
         "a.jsonl:2: a JSON value nested deeper than a parser holds, not a document record",
+    ),
+    "gzip-jsonl": (  # not named in the issue: the advice was iconv -f latin1
+        "a.jsonl",
+        lambda p: p.write_bytes(gzip.compress(b'{"text": "one"}\n')),
+        "a.jsonl:1: gzip-compressed, not text (its first bytes are gzip's); rr reads corpora uncompressed",
     ),
     "utf16-txt": (
         "a.txt",

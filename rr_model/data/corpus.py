@@ -121,14 +121,24 @@ def _not_text(where: str, field: str, value: object) -> InputError:
     )
 
 
+# The first bytes of the compressed formats a corpus file is most often found in, by format.
+_COMPRESSED = {b"\x1f\x8b": "gzip", b"\x28\xb5\x2f\xfd": "zstd", b"BZh": "bzip2", b"\xfd7zXZ\x00": "xz"}
+
+
 def _not_utf8(path: Path) -> InputError:
     """The error for a file that is not UTF-8, naming its first line that is not, and the byte; a file that
-    starts with a UTF-16 byte-order mark is named as UTF-16."""
+    starts with a UTF-16 byte-order mark is named as UTF-16, one that starts as a compressed file as such."""
     with open(path, "rb") as f:
-        if f.read(2) in (b"\xff\xfe", b"\xfe\xff"):
+        head = f.read(6)
+        if head[:2] in (b"\xff\xfe", b"\xfe\xff"):
             return InputError(
                 f"{path}:1: UTF-16 text (its first bytes are a UTF-16 byte-order mark); rr reads corpora as "
                 f"UTF-8: convert the file, e.g. iconv -f utf-16 -t utf-8 {path}"
+            )
+        if packed := next((name for magic, name in _COMPRESSED.items() if head.startswith(magic)), None):
+            return InputError(
+                f"{path}:1: {packed}-compressed, not text (its first bytes are {packed}'s); rr reads corpora "
+                "uncompressed: decompress the file first"
             )
         f.seek(0)
         for number, line in enumerate(f, 1):  # a multi-byte character never holds the byte of a newline
