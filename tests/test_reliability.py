@@ -200,6 +200,7 @@ def test_a_run_whose_row_cannot_be_written_keeps_its_final_weights_and_resume_wr
 
     from rr_core.errors import InputError
     from rr_core.sweepfile.provenance import read_records, sidecar_path
+    from rr_model.checkpoint.state import load_weights
     from rr_model.config import TrainConfig
     from rr_model.run import trainer
 
@@ -222,8 +223,11 @@ def test_a_run_whose_row_cannot_be_written_keeps_its_final_weights_and_resume_wr
     with pytest.raises(InputError, match="holds the final weights of this run, whose row is not in"):
         trainer.train(cfg, out)  # without --resume it would train again over them
     monkeypatch.setattr(trainer, "append_rows", real)
-    monkeypatch.setattr(trainer, "_loop", None)  # the resume trains nothing: calling it would fail
+    log = out.parent / "x.metrics" / "tiny-standard-seed0.jsonl"
+    trained = log.read_bytes()
     record = trainer.train(cfg, out, resume=True)
+    assert log.read_bytes() == trained  # nothing trained (a resumed segment would log its start and steps)
+    assert record == load_weights(final)[1].record
     assert load_sweep(out)["val_loss"].tolist() == [round(record["result"]["val_loss"], 4)]
     assert [r["run_id"] for r in read_records(sidecar_path(out))] == [record["run_id"]]
     assert sorted(p.name for p in final.parent.iterdir()) == [final.name, "tiny-standard-seed0.lock"]

@@ -676,20 +676,23 @@ def _kept_record(run: _Run) -> dict[str, Any] | None:
     weights first), for `--resume` to write the row from without training; None where there are none.
     Refused when the weights are another run's (its config or tokens changed since: `identity_changes`)."""
     path = checkpoint.final_path(run.out, *run.cfg.key)
-    found: list[Any] = [None]
+    found: list[Any] = [None]  # the record, or why the weights are refused: every process learns which
     if run.rank == 0 and path.exists():
-        _, final = checkpoint.load_weights(path)
-        now = run_identity(run.cfg, run.tokens)
-        if changed := identity_changes(
-            {"config": final.config, "data": final.data}, {"config": now["config"], "data": now["data"]}
-        ):
-            found = [f"{path} holds the final weights of another run than this one: {'; '.join(changed)}"]
-        else:
-            found = [final.record]
+        try:
+            _, final = checkpoint.load_weights(path)
+            now = run_identity(run.cfg, run.tokens)
+            saved = {"config": final.config, "data": final.data}
+            changed = identity_changes(saved, {"config": now["config"], "data": now["data"]})
+            found = [final.record] if not changed else [
+                f"{path} holds the final weights of another run than this one: {'; '.join(changed)}; restore "
+                "what changed, or delete the file to train the run again"
+            ]  # fmt: skip
+        except checkpoint.CheckpointError as e:  # damaged, or not rr's
+            found = [str(e)]
     if run.world > 1:
         dist.broadcast_object_list(found, src=0)
     if isinstance(found[0], str):
-        raise InputError(f"{found[0]}; restore what changed, or delete the file to train the run again")
+        raise InputError(found[0])
     return found[0]
 
 
