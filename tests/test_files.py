@@ -218,18 +218,23 @@ preflight(os.path.join(sys.argv[1], "x.csv"))
 """,
     "rr eval scratch folder": """
 import os, signal, sys, tempfile
+from dataclasses import asdict
+from pathlib import Path
+import lm_eval, torch
+from rr_model.checkpoint import state as ckpt
+from rr_model.config import TrainConfig, result_config
+from rr_model.model import GPT, GPTConfig
+from rr_model.uses.downstream import task_scores
 tempfile.tempdir = sys.argv[1]
-from rr_model.uses import downstream
-downstream._task_manager = lambda tasks, include_path: None
-downstream._check_tasks = lambda tasks, manager: None
-def exported(path, folder):  # the run's export is being written into the scratch folder
-    folder.mkdir()
-    (folder / "model.safetensors").write_bytes(b"weights")
-    if sys.argv[2] == "kill":
-        os.kill(os.getpid(), signal.SIGKILL)
-    raise SystemExit(0)
-downstream._exported = exported
-downstream.task_scores(["run.final.pt"], ["task"])
+config = GPTConfig(vocab_size=257, block_size=32, n_layer=1, n_head=2, d_model=16, variant="standard")
+run = result_config(TrainConfig(size="tiny", variant="standard", data="synthetic", steps=1))
+final = Path(sys.argv[1]).parent / "tiny-standard-seed0.final.pt"
+ckpt.save(final, ckpt.Final(step=1, config=run, model=GPT(config).state_dict(), model_config=asdict(config)))
+def scored(**kwargs):  # the export of the run is in the scratch folder now
+    os.kill(os.getpid(), signal.SIGKILL) if sys.argv[2] == "kill" else sys.exit(0)
+lm_eval.simple_evaluate = scored
+task = Path(os.environ["RR_TESTS"]) / "lm_eval_task"
+task_scores([final], ["rr_local_mc"], include_path=task, device="cpu")
 """,
     "sharded run's shared-folder check": """
 import os, signal, sys
@@ -249,11 +254,13 @@ def test_a_temporary_a_killed_process_leaves_is_removed_by_the_next_run_of_its_o
     work = tmp_path / "work"
     work.mkdir()
     code = KILLED_OWNERS[owner]
-    killed = subprocess.run([sys.executable, "-c", code, str(work), "kill"], capture_output=True, text=True)
+    env = {**os.environ, "RR_TESTS": str(Path(__file__).parent)}
+    run = [sys.executable, "-c", code, str(work)]
+    killed = subprocess.run([*run, "kill"], capture_output=True, text=True, env=env)
     assert killed.returncode == -signal.SIGKILL, killed.stderr
     left = [p for p in work.rglob("*") if p.name.startswith(".")]
     assert left, "the killed process left its temporary"  # what the next run must remove
-    again = subprocess.run([sys.executable, "-c", code, str(work), "again"], capture_output=True, text=True)
+    again = subprocess.run([*run, "again"], capture_output=True, text=True, env=env)
     assert again.returncode == 0, again.stderr
     # before issue 47: the pre-flight made no probe (os.access), the sharded check's `.shared-UUID` file
     # and rr eval's /tmp/rr-eval-XXXX folder (a whole export) stayed for good
