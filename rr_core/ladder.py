@@ -63,13 +63,18 @@ class Recipe:
 
     def __post_init__(self) -> None:
         """Refuse a value outside its field's range (`RECIPE_RANGES`) before anything trains with it: NaN and
-        infinity are outside every range, so an optimiser never sees them and a record never holds them."""
+        infinity are outside every range, so an optimiser never sees them and a record never holds them; then
+        values that are each in range but not together (`RECIPE_TOGETHER`)."""
         for name, (ok, rule) in RECIPE_RANGES.items():
             value = getattr(self, name)
             kind = int if isinstance(RECIPE_DEFAULTS[name], int) else float
             typed = isinstance(value, (int, float) if kind is float else int) and not isinstance(value, bool)
             if not typed or (kind is float and not math.isfinite(value)) or not ok(value):
                 raise InputError(f"{name} = {value!r} must be {rule}")
+        for ok, rule in RECIPE_TOGETHER:
+            if not ok(self):
+                predictions = self.eval_batches * self.batch_size * self.block_size
+                raise InputError(rule.format(r=self, predictions=predictions))
 
 
 # The range of each recipe field, as the rule a refusal states: checked by Recipe itself, so a ladder file, a
@@ -91,6 +96,19 @@ RECIPE_RANGES: dict[str, tuple] = {
     "vocab_size": (lambda v: v > 0, "an integer > 0"),
 }
 RECIPE_DEFAULTS = {f.name: f.default for f in fields(Recipe)}
+# Rules between recipe fields, each with the sentence a refusal states (formatted with the recipe `r`).
+RECIPE_TOGETHER: tuple[tuple, ...] = (
+    (
+        lambda r: r.lr * r.weight_decay < 1,
+        "lr = {r.lr!r} and weight_decay = {r.weight_decay!r} must multiply to less than 1: AdamW scales every "
+        "weight by 1 - lr x weight_decay each step, which would zero or flip them",
+    ),
+    (
+        lambda r: r.ece_bins <= r.eval_batches * r.batch_size * r.block_size,
+        "ece_bins = {r.ece_bins!r} must be at most the predictions the evaluation scores (eval_batches x "
+        "batch_size x block_size = {predictions}): more bins than predictions are bins left empty",
+    ),
+)
 
 
 RECIPE = Recipe()
@@ -121,9 +139,17 @@ class Size:
     tokens_per_param: float | None = None  # the budget in tokens per reference parameter (a ladder file's)
 
     def __post_init__(self) -> None:
+        """Refuse a size that states no budget or several, and one whose schedule would end inside its warmup
+        (the recipe's own fields are `Recipe`'s). A budget in tokens has steps only once `rr_core.budget`
+        derives them, so this rule reads steps given as steps."""
         if sum(getattr(self, k) is not None for k in BUDGET_KEYS) != 1:
             stated = ", ".join(f"{k} = {getattr(self, k)!r}" for k in BUDGET_KEYS)
             raise InputError(f"size {self.name}: give one of {', '.join(BUDGET_KEYS)}, not {stated}")
+        if self.steps is not None and self.recipe.warmup_steps >= self.steps:
+            raise InputError(
+                f"warmup_steps = {self.recipe.warmup_steps} must be below the size's steps ({self.steps}): the "
+                "schedule would end inside its warmup, never reaching its peak lr"
+            )
 
     @property
     def published(self) -> bool:
@@ -276,7 +302,8 @@ def load_ladder(path: str | os.PathLike) -> dict[str, Size]:
         be given instead of steps as tokens (an integer > 0) or tokens_per_param (a number > 0: tokens per
         parameter of the reference, `rr_core.budget`), one of the three. Any field of `Recipe` but
         vocab_size (batch_size, lr, warmup_steps, block_size, ...) may follow; the rest of the recipe is the
-        published one.
+        published one. warmup_steps must stay below the steps: a pilot shorter than the published warmup
+        (500) gives its own.
 
     Returns
     -------
@@ -294,7 +321,8 @@ def load_ladder(path: str | os.PathLike) -> dict[str, Size]:
     -------
     >>> import pathlib, tempfile
     >>> path = pathlib.Path(tempfile.mkdtemp()) / "pilot.toml"
-    >>> _ = path.write_text("[1M]\\nd_model = 64\\nn_layer = 2\\nn_head = 2\\nsteps = 50\\nseeds = 3\\nlr = 1e-3\\n")
+    >>> _ = path.write_text("[1M]\\nd_model = 64\\nn_layer = 2\\nn_head = 2\\nsteps = 50\\nseeds = 3\\nlr = 1e-3\\n"
+    ...                     "warmup_steps = 5\\n")
     >>> size = load_ladder(path)["1M"]
     >>> size.d_model, size.sweep_seeds, size.recipe.lr, size.recipe.batch_size, size.published
     (64, 3, 0.001, 64, False)
@@ -358,14 +386,14 @@ def _ladder_size(path: Path, name: str, table: Any) -> Size:
         raise InputError(
             f"{where}: d_model ({table['d_model']}) must be a multiple of n_head ({table['n_head']})"
         )
-    try:
-        recipe = replace(RECIPE, **{k: kind(table[k]) for k, kind in _OVERRIDES.items() if k in table})
-    except InputError as e:
-        raise InputError(f"{where}: {e}") from None
     shape = {k: table[k] for k in ("d_model", "n_layer", "n_head")}
     budget = {k: table.get(k) for k in BUDGET_KEYS}
     if budget["tokens_per_param"] is not None:
         budget["tokens_per_param"] = float(budget["tokens_per_param"])
-    return Size(
-        name, **shape, **budget, published_seeds=0, recipe=recipe, ladder=str(path), seeds=table["seeds"]
-    )
+    try:
+        recipe = replace(RECIPE, **{k: kind(table[k]) for k, kind in _OVERRIDES.items() if k in table})
+        return Size(
+            name, **shape, **budget, published_seeds=0, recipe=recipe, ladder=str(path), seeds=table["seeds"]
+        )
+    except InputError as e:
+        raise InputError(f"{where}: {e}") from None

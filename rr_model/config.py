@@ -429,6 +429,11 @@ class TrainConfig:
         for declared in declared_options():
             if (rule := declared.problem(getattr(self, declared.name))) is not None:
                 raise InputError(f"{declared.name} {getattr(self, declared.name)!r} {rule}")
+        if self.checkpoint_every > self.steps:  # each value in its range: the rule between them
+            raise InputError(
+                f"checkpoint_every {self.checkpoint_every} must be 0 (no checkpoints) or at most the run's "
+                f"{self.steps} steps: a longer interval never checkpoints"
+            )
         require_backends(self.log)  # a missing extra stops the plan, not each run after its data loads
 
     def _budget_steps(self, size: Size) -> int:
@@ -585,6 +590,8 @@ class Declared(NamedTuple):
 
     def problem(self, value: Any) -> str | None:
         """Why `value` may not stand in this field (its choices, its bound), or None."""
+        if isinstance(value, float) and not math.isfinite(value):  # a number a command line or file spelt inf
+            return "must be a finite number"
         allowed, many = choices(self.type)
         if allowed and many and not set(value) <= set(allowed):
             return f"must name only {', '.join(allowed[:-1])} and {allowed[-1]}"

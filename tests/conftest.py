@@ -42,6 +42,19 @@ def rr(*args: object, env: dict[str, str] | None = None) -> Result:
     return CliRunner().invoke(app, [str(a) for a in args], env=env)
 
 
+def refuse_files_in(folder: Path, monkeypatch) -> None:
+    """Make creating a file directly in `folder` fail with EACCES, as the kernel answers a user without write
+    permission there (the tests run as root on some machines, where chmod refuses nothing)."""
+    real = os.open
+
+    def open_(path, flags, *args, **kwargs):
+        if flags & os.O_CREAT and Path(path).parent == folder:
+            raise PermissionError(13, "Permission denied", str(path))
+        return real(path, flags, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", open_)
+
+
 # Numbers recorded once (golden outputs) are compared to this relative tolerance: the optimiser results (REML,
 # Kenward-Roger, the power-law fit's amplitude on its flat ridge) move up to 1.2e-6 when the losses move by a
 # few units of their last float digit, which is what another numpy, scipy or pandas does to them; the printed

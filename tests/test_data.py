@@ -6,7 +6,10 @@ offline mode where the real hub code runs.
 
 from __future__ import annotations
 
+import gzip
+import hashlib
 import json
+import shutil
 import threading
 import time
 
@@ -178,7 +181,7 @@ def test_a_hugging_face_dataset_by_name_and_split_through_datasets_offline(offli
     assert t.source == f"hf:{folder}:validation"
     first = load_tokens(f"hf:{folder}", tokenizer="bytes", n_text=10, cache_dir=cache, text_field="story")
     assert docs_of(stream(first), decode_bytes) == [d + EOT for d in DOCS[:10]]  # split train, first 10
-    with pytest.raises(ValueError, match="no 'text' column"):
+    with pytest.raises(ValueError, match="train.jsonl:1: no 'text' field"):  # rr's readers check it first
         load_tokens(f"hf:{folder}", tokenizer="bytes", cache_dir=cache)
     tokmod.check_data(f"hf:{folder}")  # a dry run cannot know the hub: nothing is loaded
 
@@ -507,6 +510,12 @@ def _truncated_parquet(path):
     path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
 
 
+def _parquet_not_utf8(path):
+    """A string column whose second value is Latin-1 bytes: Arrow stores what it is given unchecked."""
+    raw = pa.array([b"A story.", "The caf\u00e9".encode("latin-1")], pa.binary())
+    pq.write_table(pa.table({"text": pa.Array.from_buffers(pa.string(), 2, raw.buffers())}), path)
+
+
 BAD_CORPORA = {
     "latin1-txt": (
         "a.txt",
@@ -538,6 +547,39 @@ BAD_CORPORA = {
         _truncated_parquet,
         "a.parquet: not a readable Parquet file (Parquet magic bytes not found in footer.",
     ),
+    # issue 47: the kinds of malformed text that still ended in a traceback (or, through hf:, a crash)
+    "jsonl-lone-surrogate": (
+        "a.jsonl",
+        lambda p: p.write_text('{"text": "one"}\n{"text": "a\\ud800b"}\n'),
+        "a.jsonl:2: 'text' holds U+D800 at character 2, a lone surrogate (a JSON escape without its pair): "
+        "not valid Unicode",
+    ),
+    "jsonl-number-too-long": (
+        "a.jsonl",
+        lambda p: p.write_text('{"text": "one", "n": ' + "9" * 5000 + "}\n"),
+        "a.jsonl:1: not a JSON record rr reads (Exceeds the limit (4300 digits) for integer string conversion)",
+    ),
+    "jsonl-nested-too-deep": (  # pyarrow's JSON reader, under datasets, crashes the process on this line
+        "a.jsonl",
+        lambda p: p.write_text('{"text": "one"}\n{"text": ' + "[" * 100_000 + "]" * 100_000 + "}\n"),
+        "a.jsonl:2: a JSON value nested deeper than a parser holds, not a document record",
+    ),
+    "gzip-jsonl": (  # not named in the issue: the advice was iconv -f latin1
+        "a.jsonl",
+        lambda p: p.write_bytes(gzip.compress(b'{"text": "one"}\n')),
+        "a.jsonl:1: gzip-compressed, not text (its first bytes are gzip's); rr reads corpora uncompressed",
+    ),
+    "utf16-txt": (
+        "a.txt",
+        lambda p: p.write_bytes("A story.\n\nAnother.\n".encode("utf-16")),
+        "a.txt:1: UTF-16 text (its first bytes are a UTF-16 byte-order mark); rr reads corpora as UTF-8",
+    ),
+    "parquet-string-not-utf8": (
+        "a.parquet",
+        _parquet_not_utf8,
+        "a.parquet: record 2: 'text' is not valid UTF-8 (byte 0xe9 at byte 8): every document must be valid "
+        "Unicode text",
+    ),
 }
 
 
@@ -558,6 +600,65 @@ def test_a_bad_corpus_is_one_error_line_naming_the_file_the_line_and_the_rule(
     assert result.exit_code == 2, result.output
     errors = [line for line in result.stderr.splitlines() if line.startswith("rr: error:")]
     assert len(errors) == 1 and errors[0].startswith(f"rr: error: {folder}/{message}"), result.stderr
+    assert "Traceback" not in result.output and not out.exists()
+
+
+def _rewrite_stream(folder, ids):
+    """Replace a cache's stream by `ids`, its meta updated to match (a cache another tool wrote)."""
+    (folder / "tokens.bin").write_bytes(np.asarray(ids, dtype="<u2").tobytes())
+    meta = json.loads((folder / "meta.json").read_text())
+    sha = hashlib.sha256((folder / "tokens.bin").read_bytes()).hexdigest()
+    meta.update(n_tokens=len(ids), n_train=int(len(ids) * 0.97), sha256=sha)
+    (folder / "meta.json").write_text(json.dumps(meta))
+
+
+# Ways a token cache given as --corpus can be malformed, each (change, file, the rule named): before issue
+# 47 the first four trained (an id past the vocabulary only when a window held it), the fifth asked torch
+# for 4 TB and ended in a traceback.
+BAD_CACHES = {
+    "eos-outside-vocab": (
+        lambda f, m: m.update(eos_id=9999),
+        "meta.json",
+        "eos_id 9999 must be the tokenizer's end-of-document id: 256 for bytes, below vocab_size for gpt2",
+    ),
+    "unknown-tokenizer": (
+        lambda f, m: m.update(tokenizer="llama"),
+        "meta.json",
+        "tokenizer 'llama' must be gpt2 or bytes",
+    ),
+    "negative-n-text": (lambda f, m: m.update(n_text=-5), "meta.json", "n_text -5 must be an integer >= 1"),
+    "id-outside-vocab": (
+        lambda f, m: _rewrite_stream(f, [*range(200), 60000, *range(300)]),
+        "tokens.bin",
+        "holds token id 60000, outside its vocabulary of 257 (bytes)",
+    ),
+    "vocab-of-a-trillion": (
+        lambda f, m: m.update(tokenizer="gpt2", vocab_size=10**12),
+        "meta.json",
+        "vocab_size 1000000000000 must be the tokenizer's vocabulary: 257 for bytes, at most 65536",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_CACHES))
+def test_a_malformed_token_cache_given_as_corpus_is_one_line_naming_the_file_and_the_rule(
+    tmp_path, txt, case
+):
+    change, name, rule = BAD_CACHES[case]
+    folder = tmp_path / "given"
+    built = load_tokens(str(txt), tokenizer="bytes", cache_dir=tmp_path / "cache")
+    shutil.copytree(tmp_path / "cache" / "tokens" / built.key, folder)
+    meta = json.loads((folder / "meta.json").read_text())
+    change(folder, meta)
+    if name == "meta.json":
+        (folder / "meta.json").write_text(json.dumps(meta))
+    out = tmp_path / "x.csv"
+    result = rr(
+        "train", "--size", "tiny", "--variant", "standard", "--steps", 1, "--out", out, "--corpus", folder
+    )
+    assert result.exit_code == 2, result.output
+    errors = [line for line in result.stderr.splitlines() if line.startswith("rr: error:")]
+    assert len(errors) == 1 and errors[0].startswith(f"rr: error: {folder / name}: {rule}"), result.stderr
     assert "Traceback" not in result.output and not out.exists()
 
 

@@ -201,6 +201,72 @@ def test_a_report_build_killed_while_it_saves_a_figure_is_removed_by_the_next_bu
     assert [p.name for p in out.iterdir()] == ["report.md"]
 
 
+# Each owner of a file or folder rr keeps only while it works (issue 47, class 3), run in a child that
+# SIGKILLs itself while the temporary exists (argv: the folder the owner works in, then "kill" or "again").
+KILLED_OWNERS = {
+    "pre-flight probe": """
+import os, signal, sys
+real = os.open
+def open_(path, flags, *args, **kwargs):
+    fd = real(path, flags, *args, **kwargs)
+    if "rr-probe" in str(path) and sys.argv[2] == "kill":
+        os.kill(os.getpid(), signal.SIGKILL)
+    return fd
+os.open = open_
+from rr_model.run.planning import preflight
+preflight(os.path.join(sys.argv[1], "x.csv"))
+""",
+    "rr eval scratch folder": """
+import os, signal, sys, tempfile
+from dataclasses import asdict
+from pathlib import Path
+import lm_eval, torch
+from rr_model.checkpoint import state as ckpt
+from rr_model.config import TrainConfig, result_config
+from rr_model.model import GPT, GPTConfig
+from rr_model.uses.downstream import task_scores
+tempfile.tempdir = sys.argv[1]
+config = GPTConfig(vocab_size=257, block_size=32, n_layer=1, n_head=2, d_model=16, variant="standard")
+run = result_config(TrainConfig(size="tiny", variant="standard", data="synthetic", steps=1))
+final = Path(sys.argv[1]).parent / "tiny-standard-seed0.final.pt"
+ckpt.save(final, ckpt.Final(step=1, config=run, model=GPT(config).state_dict(), model_config=asdict(config)))
+def scored(**kwargs):  # the export of the run is in the scratch folder now
+    os.kill(os.getpid(), signal.SIGKILL) if sys.argv[2] == "kill" else sys.exit(0)
+lm_eval.simple_evaluate = scored
+task = Path(os.environ["RR_TESTS"]) / "lm_eval_task"
+task_scores([final], ["rr_local_mc"], include_path=task, device="cpu")
+""",
+    "sharded run's shared-folder check": """
+import os, signal, sys
+import torch.distributed as dist
+dist.init_process_group("gloo", init_method="file://" + os.path.join(sys.argv[1], "..", "rendezvous-" + sys.argv[2]),
+                        rank=0, world_size=1)
+if sys.argv[2] == "kill":
+    dist.broadcast_object_list = lambda *args, **kwargs: os.kill(os.getpid(), signal.SIGKILL)
+from rr_model.checkpoint.sharded import check_shared
+check_shared(os.path.join(sys.argv[1], "x.checkpoints", "tiny-standard-seed0.dcp"))
+""",
+}
+
+
+@pytest.mark.parametrize("owner", list(KILLED_OWNERS))
+def test_a_temporary_a_killed_process_leaves_is_removed_by_the_next_run_of_its_owner(tmp_path, owner):
+    work = tmp_path / "work"
+    work.mkdir()
+    code = KILLED_OWNERS[owner]
+    env = {**os.environ, "RR_TESTS": str(Path(__file__).parent)}
+    run = [sys.executable, "-c", code, str(work)]
+    killed = subprocess.run([*run, "kill"], capture_output=True, text=True, env=env)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    left = [p for p in work.rglob("*") if p.name.startswith(".")]
+    assert left, "the killed process left its temporary"  # what the next run must remove
+    again = subprocess.run([*run, "again"], capture_output=True, text=True, env=env)
+    assert again.returncode == 0, again.stderr
+    # before issue 47: the pre-flight made no probe (os.access), the sharded check's `.shared-UUID` file
+    # and rr eval's /tmp/rr-eval-XXXX folder (a whole export) stayed for good
+    assert [p for p in work.rglob("*") if p.name.startswith(".") or p.name.startswith("rr-eval")] == []
+
+
 def test_create_dir_publishes_a_folder_whole_with_its_sums_or_leaves_none(tmp_path):
     from rr_core.files.checksums import Damaged, verify_sums
     from rr_core.files.replacing import create_dir

@@ -27,6 +27,7 @@ seeds = 3
 batch_size = 8
 lr = 1e-3
 block_size = 64
+warmup_steps = 3
 
 [60M]
 d_model = 64
@@ -50,7 +51,10 @@ def test_a_ladder_file_gives_its_sizes_their_shape_seeds_and_recipe(pilot):
     small = sizes["0.05M"]
     assert (small.d_model, small.n_layer, small.n_head, small.steps, small.sweep_seeds) == (32, 2, 2, 30, 3)
     assert (small.recipe.batch_size, small.recipe.lr, small.recipe.block_size) == (8, 1e-3, 64)
-    assert small.recipe.warmup_steps == RECIPE.warmup_steps and small.ladder == str(pilot)
+    assert (
+        small.recipe.warmup_steps == 3 and small.recipe.weight_decay == RECIPE.weight_decay
+    )  # the rest: published
+    assert small.ladder == str(pilot)
     assert not sizes["60M"].published and sizes["60M"].d_model == 64  # not the published 60M
     assert get_size("0.05m", pilot) is not None and get_size("60M").d_model == 512
 
@@ -132,7 +136,7 @@ def test_sizes_train_and_sweep_take_a_ladder_file(pilot):
     assert result.exit_code == 2 and "rr: error:" in result.output and "none.toml" in result.output
 
 
-SHAPE = "[1M]\nd_model = 32\nn_layer = 1\nn_head = 2\nsteps = 2\nseeds = 1\n"
+SHAPE = "[1M]\nd_model = 32\nn_layer = 1\nn_head = 2\nsteps = 2\nseeds = 1\nwarmup_steps = 1\n"
 
 
 @pytest.mark.parametrize(

@@ -197,7 +197,8 @@ def test_scores_joined_onto_a_sweep_are_analysed_as_val_loss_is(tmp_path, publis
             join_columns(published_copy, records, tmp_path / "refused.csv")
         assert not (tmp_path / "refused.csv").exists()
     with pytest.raises(InputError, match="exists; a join writes a new file and never overwrites one"):
-        join_columns(published_copy, measured, evals)
+        join_columns(published_copy, measured[:1], evals)
+    assert join_columns(published_copy, measured, evals) == done  # the same join again: already there
 
 
 def test_budgets_of_one_run_merge_as_separate_runs(tmp_path):

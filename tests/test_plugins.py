@@ -257,7 +257,7 @@ def test_a_run_of_a_plugin_rule_records_the_plugin_s_file(plugin, tmp_path, offl
     ladder = tmp_path / "small.toml"  # a shape that trains and evaluates in a second
     ladder.write_text(
         '["0.01M"]\nd_model = 16\nn_layer = 1\nn_head = 2\nsteps = 2\nseeds = 1\n'
-        "batch_size = 2\nblock_size = 32\neval_batches = 2\n"
+        "batch_size = 2\nblock_size = 32\neval_batches = 2\nwarmup_steps = 1\n"
     )
     got = in_child(
         commands(

@@ -16,6 +16,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from conftest import rr
 
 from rr_core.sweepfile.csv_text import FIELDS
 from rr_core.sweepfile.dataset import append_rows, format_row, load_sweep
@@ -162,37 +163,82 @@ def test_a_failed_write_names_the_file_meant_not_its_temporary_name(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
-@pytest.mark.slow  # two short trainings: ~1 min of CPU on a shared 2-core machine
-def test_a_run_whose_row_does_not_fit_keeps_its_checkpoint_and_resume_writes_the_row(
+# ------------------------------------------------------------------- a run that cannot write its row (issue 47)
+
+TRAIN = ["train", "--size", "tiny", "--variant", "standard", "--corpus", "synthetic", "--steps", 2]
+
+
+@pytest.mark.parametrize("link", ["out", "sidecar"])
+def test_a_path_the_run_cannot_write_is_refused_before_it_trains(tmp_path, link, token_cache, monkeypatch):
+    monkeypatch.setenv("RR_CACHE", str(token_cache))
+    out, nowhere = tmp_path / "runs" / "x.csv", tmp_path / "gone" / "deeper"
+    out.parent.mkdir()
+    named = out if link == "out" else out.with_name("x.runs.jsonl")
+    named.symlink_to(nowhere / named.name)  # a link whose target's folder, and its parent, do not exist
+    result = rr(*TRAIN, "--out", out)
+    # before issue 47: the run trained, then failed "No such file or directory" writing its row or record
+    assert result.exit_code == 2 and "Traceback" not in result.output, result.output
+    said = {
+        "out": f"--out {out} (a symbolic link to {nowhere / 'x.csv'}): {nowhere} is not a folder, and its parent "
+        "is none either",
+        "sidecar": f"--out {out}: its record cannot be written to {nowhere} (no such folder), so the run's result "
+        "would be lost; nothing was trained",
+    }
+    assert result.stderr == f"rr: error: {said[link]}\n"
+    assert sorted(p.name for p in out.parent.iterdir()) == [named.name]  # no metrics log, no checkpoint
+
+
+def test_a_row_written_through_a_link_lands_in_its_target_and_the_link_stays(
+    tmp_path, token_cache, monkeypatch
+):
+    monkeypatch.setenv("RR_CACHE", str(token_cache))
+    out, target = tmp_path / "runs" / "x.csv", tmp_path / "elsewhere" / "y.csv"
+    out.parent.mkdir(), target.parent.mkdir()
+    out.symlink_to(target)  # the target does not exist yet: the first row creates it
+    result = rr(*TRAIN, "--out", out)
+    # before issue 47: trained, then "No such file or directory" (a hard link onto the link's name was refused)
+    assert result.exit_code == 0, result.output
+    assert out.is_symlink() and len(load_sweep(target)) == 1
+
+
+def test_a_run_whose_row_cannot_be_written_keeps_its_final_weights_and_resume_writes_the_row(
     tmp_path, monkeypatch, token_cache
 ):
     from conftest import TINY_RUN
 
     from rr_core.errors import InputError
-    from rr_core.files.appending import Unwritten
     from rr_core.sweepfile.provenance import read_records, sidecar_path
+    from rr_model.checkpoint.state import load_weights
     from rr_model.config import TrainConfig
     from rr_model.run import trainer
 
-    out, real = tmp_path / "full.csv", trainer.append_rows
+    out, real = tmp_path / "x.csv", trainer.append_rows
 
-    def disk_full(path, rows, then=None):
-        raise Unwritten(path, "1 row(s)", OSError(28, "No space left on device"))
+    def folder_gone(path, rows, then=None):  # what a folder removed (or a disk filled) meanwhile answers
+        raise FileNotFoundError(2, "No such file or directory", str(path))
 
-    short = {**TINY_RUN, "steps": 2, "checkpoint_every": 1}  # two steps, a checkpoint after the first
-    cfg = TrainConfig(**short, cache_dir=str(token_cache))
-    monkeypatch.setattr(trainer, "append_rows", disk_full)
+    cfg = TrainConfig(**{**TINY_RUN, "steps": 2, "checkpoint_every": 0}, cache_dir=str(token_cache))
+    monkeypatch.setattr(trainer, "append_rows", folder_gone)
     with pytest.raises(InputError) as err:
         trainer.train(cfg, out)
-    ckpt = out.parent / "full.checkpoints" / "tiny-standard-seed0.pt"
-    assert str(err.value).startswith(f"{out}: could not append 1 row(s) (No space left on device)")
-    assert f"with --resume continues from its checkpoint {ckpt} and writes them" in str(err.value)
-    assert ckpt.exists() and not out.exists() and read_records(sidecar_path(out)) == []
+    final = out.parent / "x.checkpoints" / "tiny-standard-seed0.final.pt"
+    assert str(err.value) == (
+        f"{out}: No such file or directory: the run's row and record were not written. Once that is put right "
+        "(space freed, the folder back), the same rr train command with --resume writes them from its final "
+        f"weights, kept in {final}, without training"
+    )  # before issue 47: the final weights were saved after the row, so they were lost with it
+    assert final.exists() and not out.exists() and read_records(sidecar_path(out)) == []
+    with pytest.raises(InputError, match="holds the final weights of this run, whose row is not in"):
+        trainer.train(cfg, out)  # without --resume it would train again over them
     monkeypatch.setattr(trainer, "append_rows", real)
-    record = trainer.train(cfg, out, resume=True)  # space freed: the steps since the checkpoint, then the row
-    assert record["resumed_at"] == [1] and not ckpt.exists()
+    log = out.parent / "x.metrics" / "tiny-standard-seed0.jsonl"
+    trained = log.read_bytes()
+    record = trainer.train(cfg, out, resume=True)
+    assert log.read_bytes() == trained  # nothing trained (a resumed segment would log its start and steps)
+    assert record == load_weights(final)[1].record
     assert load_sweep(out)["val_loss"].tolist() == [round(record["result"]["val_loss"], 4)]
     assert [r["run_id"] for r in read_records(sidecar_path(out))] == [record["run_id"]]
+    assert sorted(p.name for p in final.parent.iterdir()) == [final.name, "tiny-standard-seed0.lock"]
 
 
 # ------------------------------------------------------------------------------------------------ rr merge
@@ -222,6 +268,45 @@ def test_a_merge_out_of_space_leaves_neither_file_and_the_rerun_succeeds(tmp_pat
     from rr_core.sweepfile.merge import merge_sweeps
 
     assert merge_sweeps(inputs, out)["records"] == 1
+
+
+# A merge in a child that SIGKILLs itself at one of its hard links (argv[3]: "before" the sidecar's, "after"
+# the sidecar's, "after" the CSV's): the points between the files of its output, and just past the last.
+KILLED_MERGE = """
+import os, signal, sys
+from rr_core.sweepfile.merge import merge_sweeps
+
+real, (when, name) = os.link, sys.argv[3].split(":")
+
+def link(src, dst, *args, **kwargs):
+    if when == "before" and os.path.basename(dst) == name:
+        os.kill(os.getpid(), signal.SIGKILL)
+    real(src, dst, *args, **kwargs)
+    if when == "after" and os.path.basename(dst) == name:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+os.link = link
+merge_sweeps(sys.argv[1].split(","), sys.argv[2])
+"""
+
+
+@pytest.mark.parametrize("at", ["before:m.runs.jsonl", "after:m.runs.jsonl", "after:m.csv"])
+def test_a_merge_killed_between_its_files_leaves_nothing_in_the_way_of_its_rerun(tmp_path, at):
+    import signal
+
+    from rr_core.sweepfile.merge import merge_sweeps
+
+    (tmp_path / "a").mkdir(), (tmp_path / "b").mkdir(), (tmp_path / "ref").mkdir(), (tmp_path / "m").mkdir()
+    inputs, out = merge_inputs(tmp_path, 1), tmp_path / "m" / "m.csv"
+    merge_sweeps(inputs, tmp_path / "ref" / "m.csv")  # what an uninterrupted merge writes
+    args = [",".join(map(str, inputs)), str(out), at]
+    done = subprocess.run([sys.executable, "-c", KILLED_MERGE, *args], capture_output=True, text=True)
+    assert done.returncode == -signal.SIGKILL, done.stderr
+    # before issue 47 the rerun was refused: "m.runs.jsonl exists; rr merge ... never overwrites one"
+    assert merge_sweeps(inputs, out)["rows"] == 2
+    for name in ("m.csv", "m.runs.jsonl"):
+        assert (out.parent / name).read_bytes() == (tmp_path / "ref" / name).read_bytes()
+    assert sorted(p.name for p in out.parent.iterdir()) == ["m.csv", "m.runs.jsonl"]  # no temporary file
 
 
 def test_a_merge_reads_each_file_and_its_sidecar_under_the_file_lock(tmp_path, monkeypatch):

@@ -8,7 +8,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from conftest import rr, stub_tokens
+from conftest import refuse_files_in, rr, stub_tokens
 
 from rr_core.errors import InputError, RecipeError
 from rr_core.ladder import get_size
@@ -85,12 +85,14 @@ def test_each_refusal_keeps_its_sentence(tmp_path, monkeypatch, published_copy):
     append_rows(own, [ROW])
     with pytest.raises(InputError, match="steps must be the same in every row of a \\(size, variant\\)"):
         preflight(own).check_fits(TrainConfig("tiny", "standard", 1, steps=9), 1_130_000)
-    monkeypatch.setattr(os, "access", lambda path, mode: Path(path) != tmp_path)  # root passes chmod
-    with pytest.raises(InputError, match="is not writable here, so the run's result would be lost"):
+    refuse_files_in(tmp_path, monkeypatch)  # as the kernel answers a user without write permission
+    with pytest.raises(
+        InputError, match="cannot be written to .* \\(Permission denied\\), so the run's result would be lost"
+    ):
         preflight(tmp_path / "new.csv")
 
 
-PILOT = "[1M]\nd_model = 32\nn_layer = 1\nn_head = 2\nsteps = 2\nseeds = 1\nbatch_size = 2\nblock_size = 16\n"
+PILOT = "[1M]\nd_model = 32\nn_layer = 1\nn_head = 2\nsteps = 2\nseeds = 1\nbatch_size = 2\nblock_size = 16\nwarmup_steps = 1\n"
 
 
 @pytest.fixture
@@ -173,3 +175,108 @@ def test_a_matched_baseline_widened_to_another_reference_is_off_the_published_re
     ]
     assert recipe_differences(TrainConfig("60M", "review_neutral", reference="standard"), stub_tokens()) == []
     assert recipe_differences(TrainConfig("60M", "highway"), stub_tokens()) == []
+
+
+# ------------------------------------------------------- every number checked before work starts (issue 47)
+
+LADDER_SIZE = {"d_model": 32, "n_layer": 1, "n_head": 2, "steps": 4, "seeds": 1, "warmup_steps": 1}
+
+# A number (from an option, a ladder file) that, before issue 47, trained (to a crash, a wasted schedule or a
+# run refused after its steps) or ended in a traceback; each now refused in one line before anything is made:
+# (the ladder file's values, flags, the rule named).
+NUMBERS = {
+    "gpu-memory-inf": (
+        {},
+        ["--gpu-memory", "inf"],
+        "gpu_memory inf must be a finite number",
+    ),  # JSON traceback
+    "checkpoint-interval-past-the-steps": (  # never checkpointed
+        {},
+        ["--checkpoint-every", 100],
+        "checkpoint_every 100 must be 0 (no checkpoints) or at most the run's 4 steps",
+    ),
+    "warmup-past-the-steps": (  # trained its whole schedule inside the published 500-step warmup
+        {"warmup_steps": 500},
+        [],
+        "warmup_steps = 500 must be below the size's steps (4)",
+    ),
+    "lr-times-weight-decay": (  # diverged after training its first steps
+        {"lr": 20.0},
+        [],
+        "lr = 20.0 and weight_decay = 0.1 must multiply to less than 1",
+    ),
+    "ece-bins-past-the-predictions": (  # trained, then scored into bins mostly left empty
+        {"ece_bins": 2_000_000},
+        [],
+        "ece_bins = 2000000 must be at most the predictions",
+    ),
+    "d-model-past-this-machine": (  # the allocator's RuntimeError traceback when the model was built
+        {"d_model": 4_000_000},
+        [],
+        "not training 1M standard 0: ",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(NUMBERS))
+def test_a_number_is_checked_before_the_first_step_in_one_line(tmp_path, offline, case):
+    values, flags, rule = NUMBERS[case]
+    ladder = tmp_path / "l.toml"
+    ladder.write_text("[1M]\n" + "".join(f"{k} = {v!r}\n" for k, v in (LADDER_SIZE | values).items()))
+    out = tmp_path / "x.csv"
+    args = ["--ladder", ladder, "--size", "1M", "--variant", "standard", "--corpus", "synthetic"]
+    result = rr("train", *args, "--device", "cpu", *flags, "--out", out)
+    assert result.exit_code == 2, result.output
+    errors = [line for line in result.stderr.splitlines() if line.startswith("rr: error:")]
+    assert len(errors) == 1 and rule in errors[0], result.stderr
+    assert "Traceback" not in result.output and sorted(p.name for p in tmp_path.iterdir()) == ["l.toml"]
+
+
+def _short_txt(folder: Path) -> str:
+    path = folder / "short.txt"
+    path.write_text("Once upon a time there was a cat. " * 20)  # 680 tokens: 21 of them for validation
+    return str(path)
+
+
+def _empty_strings(folder: Path) -> str:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table({"text": ["", "", ""]}), folder / "empty.parquet")  # three end-of-document tokens
+    return str(folder / "empty.parquet")
+
+
+@pytest.mark.parametrize(
+    ("make", "rule"),
+    [
+        (
+            _short_txt,
+            "its 680 tokens (1 documents) leave 21 for validation (val_frac 0.03), fewer than one window",
+        ),
+        (
+            _empty_strings,
+            "its 3 tokens (3 documents) leave 2 for training (val_frac 0.03), fewer than one window",
+        ),
+    ],
+)
+def test_a_corpus_too_short_for_its_windows_is_refused_before_the_first_step(tmp_path, offline, make, rule):
+    corpus = make(tmp_path)
+    out = tmp_path / "runs" / "x.csv"
+    args = ["--size", "tiny", "--variant", "standard", "--tokenizer", "bytes", "--steps", 2]
+    result = rr("train", *args, "--corpus", corpus, "--out", out)
+    assert result.exit_code == 2, result.output
+    assert result.stderr == (
+        f"rr: error: --corpus {corpus}: {rule} of block_size 256 needs (258); give a longer corpus, or a "
+        "smaller block_size in a ladder file\n"
+    )
+    # before issue 47 both trained their steps and failed at the evaluation; now no step runs: no metrics
+    # log, no checkpoint, no row (the run's claim, a lock file, is all it made)
+    made = sorted(p.relative_to(out.parent).as_posix() for p in out.parent.rglob("*"))
+    assert made == ["x.checkpoints", "x.checkpoints/tiny-standard-seed0.lock"]
+
+
+@pytest.mark.parametrize("name", ["x.metrics", "x.checkpoints"])
+def test_a_file_where_a_run_s_folder_goes_is_refused_by_the_pre_flight(tmp_path, name):
+    (tmp_path / name).write_text("")  # before issue 47 the dry run passed; the run failed at mkdir
+    with pytest.raises(InputError, match=f"cannot be written to {tmp_path / name} \\(not a folder\\)"):
+        preflight(tmp_path / "x.csv")

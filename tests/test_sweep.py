@@ -144,7 +144,10 @@ def test_at_trains_a_size_past_the_published_ladder_from_a_ladder_file(tmp_path)
     ladder = tmp_path / "next.toml"
     ladder.write_text('["3B"]\nd_model = 2560\nn_layer = 32\nn_head = 20\nsteps = 6000\nseeds = 3\n')
     out = tmp_path / "next.csv"
-    result = rr("sweep", "--at", "3B", "--seeds", "0,1", "--ladder", ladder, "--out", out, "--dry-run")
+    # its jobs run on machines with GPUs (a local sweep of 3B on a machine without one is refused: it cannot
+    # hold the model, issue 47)
+    args = ("--at", "3B", "--seeds", "0,1", "--ladder", ladder, "--launcher", "slurm", "--gpus", 1)
+    result = rr("sweep", *args, "--out", out, "--dry-run")
     assert result.exit_code == 0, result.output
     assert "rr sweep: 6 run(s) to train, 0 already in" in result.stdout and not out.exists()
     for args, says in (

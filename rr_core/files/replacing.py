@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import json
 import os
 import shutil
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterator, Mapping
 from pathlib import Path
 from typing import BinaryIO
 
@@ -23,9 +24,20 @@ from rr_core.files.locks import pid_alive
 from rr_core.files.reading import read_regular
 from rr_core.files.synced import fsync_path, write_synced
 
-__all__ = ["Foreign", "atomic_dir", "atomic_write", "create_dir", "create_new", "temp_name"]
+__all__ = [
+    "Foreign",
+    "atomic_dir",
+    "atomic_write",
+    "create_dir",
+    "create_files",
+    "create_new",
+    "probe",
+    "scratch",
+    "temp_name",
+]
 
 _TMP = ".rr-tmp"
+_SET = ".rr-set"  # the journal of files being created together (`create_files`)
 
 
 # Filesystems without hard links (some FUSE and FAT mounts) answer os.link with one of these.
@@ -39,6 +51,13 @@ class Foreign(InputError):
 def temp_name(path: Path, pid: int | None = None) -> Path:
     """The temporary name a process writes `path` under: hidden, beside it, tagged with the pid."""
     return path.with_name(f".{path.name}.{os.getpid() if pid is None else pid}{_TMP}")
+
+
+def _target(path: Path) -> Path:
+    """The file a path names, through symbolic links: a file rr replaces or creates under a link is the
+    link's target, written beside it, so the link stays (a rename onto the link's own name would replace the
+    link, and a hard link onto it would find the name taken, even where its target is missing)."""
+    return Path(os.path.realpath(path)) if path.is_symlink() else path
 
 
 def _remove_leftovers(path: Path, owned: Collection[str] | None = None) -> None:
@@ -59,6 +78,41 @@ def _remove_leftovers(path: Path, owned: Collection[str] | None = None) -> None:
                 _remove_owned(p, owned) if p.is_dir() else p.unlink()
 
 
+@contextlib.contextmanager
+def scratch(target: str | os.PathLike, *, folder: bool = False) -> Iterator[Path]:
+    """A file (or, with `folder`, a folder) that rr keeps only while the block runs: a probe, a scratch
+    folder. It is `target`'s temporary name for this process (`temp_name`), removed when the block ends;
+    one that a kill leaves is removed by the next `scratch` (or write) of `target`, its pid no longer
+    running, so nothing of a killed process outlasts the next run of the command that made it."""
+    target = Path(target)
+    _remove_leftovers(target)
+    path = temp_name(target)
+    if folder:
+        path.mkdir()
+    else:  # no O_EXCL: a name a dead process of another host left under this pid is reused
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600))
+    try:
+        yield path
+    finally:
+        if folder:
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            path.unlink(missing_ok=True)  # another host's next scratch may have taken it for a dead one's
+
+
+def probe(folder: str | os.PathLike) -> None:
+    """Create a file in `folder` and remove it: the proof that rr can make files there, which `os.access`
+    cannot give (it answers yes to root on a root-squashed NFS mount, and knows nothing of a full inode
+    table). The probe is a `scratch` file, so one a kill leaves is removed by the next probe of the folder.
+    Raises the OSError of the creation, naming `folder`.
+    """
+    try:
+        with scratch(Path(folder) / "rr-probe"):
+            pass
+    except OSError as e:
+        raise OSError(e.errno, e.strerror, str(folder)) from None
+
+
 def atomic_write(
     path: str | os.PathLike, write: Callable[[BinaryIO], object], *, expect: bytes | None = None
 ) -> None:
@@ -66,9 +120,10 @@ def atomic_write(
 
     Any failure removes the temporary file and leaves `path` as it was; the OSError propagates. With
     `expect` (the bytes a read-modify-write read), `path` is read again just before the rename and left as
-    it is, with `Foreign` raised, if another writer changed it meanwhile: its edit is not lost.
+    it is, with `Foreign` raised, if another writer changed it meanwhile: its edit is not lost. A symbolic
+    link is written through (`_target`), as `open` writes through one.
     """
-    path = Path(path)
+    path = _target(Path(path))
     _remove_leftovers(path)
     tmp = temp_name(path)
     try:
@@ -200,9 +255,10 @@ def create_new(path: str | os.PathLike, write: Callable[[BinaryIO], object]) -> 
 
     The content is written and fsynced under a temporary name, then hard-linked to `path`: the link fails
     if `path` exists, and a reader (or a writer killed midway) never sees a partial or empty file. Where
-    the filesystem has no hard links, `path` is created exclusively and written in place.
+    the filesystem has no hard links, `path` is created exclusively and written in place. A symbolic link
+    whose target is missing creates its target (`_target`), as `open` with O_CREAT does.
     """
-    path = Path(path)
+    path = _target(Path(path))
     _remove_leftovers(path)
     tmp = temp_name(path)
     try:
@@ -225,3 +281,104 @@ def create_new(path: str | os.PathLike, write: Callable[[BinaryIO], object]) -> 
         tmp.unlink(missing_ok=True)
     fsync_path(path.parent)
     return True
+
+
+def create_files(
+    files: Mapping[str | os.PathLike, bytes], absent: Collection[str | os.PathLike] = ()
+) -> Path | None:
+    """Create several new files as one unit: all of them, or none. Returns None when they are in place (made
+    now, or found holding exactly these bytes: the rerun of a command killed once they were), else the first
+    that exists, or the first of `absent` (names of the unit this time without content) that does: nothing
+    is created then.
+
+    Each file is written and fsynced under its temporary name (`temp_name`); then a journal beside the last
+    file (the commit point: the file readers start from, created last) records each file's path and identity
+    (device and inode); the files are hard-linked into place in order, and removing the journal commits the
+    unit. A failure removes the files linked so far. A writer killed before its journal is gone leaves one,
+    and the next `create_files` of the same last file removes the files it lists that still have the identity
+    it recorded (a file made under the name since by another writer stays), so the command's rerun finds no
+    half of its output in the way. Where the filesystem has no hard links, a missing name is renamed onto.
+    """
+    paths = [_target(Path(p)) for p in files]
+    commit = paths[-1]
+    _undo_cut_short(commit)
+    for path in paths:
+        _remove_leftovers(path)
+    if taken := next((Path(p) for p in absent if Path(p).exists()), None):
+        return taken
+    if existing := [p for p in paths if p.exists() or p.is_symlink()]:
+        same = len(existing) == len(paths) and all(
+            p.is_file() and read_regular(p) == data for p, data in zip(paths, files.values(), strict=True)
+        )
+        return None if same else existing[0]
+    temps = [temp_name(p) for p in paths]
+    journal = commit.with_name(f".{commit.name}.{os.getpid()}{_SET}")
+    linked: list[Path] = []
+    try:
+        for tmp, path, data in zip(temps, paths, files.values(), strict=True):
+            write_synced(tmp, lambda f, data=data: f.write(data), target=path)
+        ids = [[str(p), *_identity(t)] for p, t in zip(paths, temps, strict=True)]
+        write_synced(journal, lambda f: f.write(json.dumps(ids).encode("utf-8")), target=commit)
+        fsync_path(commit.parent)
+        for tmp, path in zip(temps, paths, strict=True):
+            if not _link(tmp, path):
+                return path  # another writer took the name meanwhile: ours are removed below
+            linked.append(path)
+        fsync_path(commit.parent)
+        journal.unlink()  # the unit is committed
+        linked.clear()
+    finally:
+        _unlink_all([*linked, *temps, journal])  # after a failure, none of the files stays
+    fsync_path(commit.parent)
+    return None
+
+
+def _identity(path: Path) -> tuple[int, int]:
+    st = os.lstat(path)
+    return st.st_dev, st.st_ino
+
+
+def _link(tmp: Path, path: Path) -> bool:
+    """Put `tmp`'s file at `path` keeping its identity (a hard link; a rename where there are none); False if
+    the name is taken."""
+    try:
+        os.link(tmp, path)
+    except FileExistsError:
+        return False
+    except OSError as e:
+        if e.errno not in _NO_LINKS:
+            raise
+        if path.exists():
+            return False
+        os.rename(tmp, path)
+    return True
+
+
+def _unlink_all(paths: list[Path]) -> None:
+    for path in paths:
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+
+
+def _undo_cut_short(commit: Path) -> None:
+    """Remove what a killed `create_files` of `commit` published: each file its journal lists that still has
+    the identity recorded there, then the journal. A journal that does not parse was cut short itself, before
+    any file was linked."""
+    prefix = f".{commit.name}."
+    if not commit.parent.is_dir():
+        return
+    for journal in commit.parent.glob(f"{prefix}*{_SET}"):
+        pid = journal.name[len(prefix) : -len(_SET)]
+        if not pid.isdigit() or pid_alive(int(pid)):
+            continue
+        try:
+            ids = json.loads(journal.read_bytes())
+        except (OSError, ValueError):
+            ids = []
+        for entry in ids if isinstance(ids, list) else []:
+            with contextlib.suppress(OSError, ValueError, TypeError):
+                name, dev, ino = entry
+                if _identity(Path(name)) == (dev, ino):
+                    Path(name).unlink()
+        with contextlib.suppress(OSError):
+            journal.unlink()

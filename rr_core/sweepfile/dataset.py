@@ -50,6 +50,7 @@ __all__ = [
     "load_sweep",
     "read_sweep_text",
     "write_sweep",
+    "sweep_text",
     "append_rows",
     "check_append",
     "bundled_path",
@@ -453,6 +454,16 @@ def write_sweep(df: pd.DataFrame, path: str | os.PathLike, *, exact: bool = Fals
     full precision.
     """
     path = Path(path)
+    body = sweep_text(df, path, exact=exact)
+    if not create_new(path, lambda f: f.write(body)):  # never clobber a dataset
+        raise FileExistsError(
+            errno.EEXIST, "a sweep file already exists there; rr never overwrites one", str(path)
+        )
+
+
+def sweep_text(df: pd.DataFrame, path: str | os.PathLike, *, exact: bool = False) -> bytes:
+    """The bytes `write_sweep` writes for `df` (validated, `path` naming the file in its errors): for a
+    writer that publishes the file with others (`rr_core.sweepfile.merge`)."""
     refuse_reference(path)
     columns = file_columns(df.columns)
     problems = _schema_problems(df[known_columns(columns)].reset_index(drop=True), range(2, len(df) + 2))
@@ -467,10 +478,7 @@ def write_sweep(df: pd.DataFrame, path: str | os.PathLike, *, exact: bool = Fals
             "\n".join([",".join(columns), *(format_row(r, columns) for r in df[columns].to_dict("records"))])
             + "\n"
         )
-    if not create_new(path, lambda f: f.write(body.encode("utf-8"))):  # never clobber a dataset
-        raise FileExistsError(
-            errno.EEXIST, "a sweep file already exists there; rr never overwrites one", str(path)
-        )
+    return body.encode("utf-8")
 
 
 def _extra_problems(df: pd.DataFrame) -> list[Problem]:

@@ -8,8 +8,10 @@ such copies), the merged file has every input's columns, the merged rows must pa
 params_M across seeds of a size and variant), and the provenance sidecars (`A.runs.jsonl`, ...) are merged
 into the new file's. Nothing is ever overwritten: the output and its sidecar must not exist. Each input is
 read with its sidecar under the input's lock, so a trainer appending meanwhile adds its row and record to the
-merge together or not at all; the output and its sidecar are written as one unit, both whole or neither left
-behind (a full disk included). Torch-free.
+merge together or not at all; the output and its sidecar are written as one unit
+(`rr_core.files.replacing.create_files`), both whole or neither left behind (a full disk, a kill between the
+two included), so a merge cut short is run again as it was; a rerun that finds both holding what it would
+write succeeds. Torch-free.
 """
 
 from __future__ import annotations
@@ -24,9 +26,9 @@ import pandas as pd
 
 from rr_core.errors import InputError
 from rr_core.files.locks import locked
-from rr_core.files.replacing import create_new
+from rr_core.files.replacing import create_files
 from rr_core.sweepfile.csv_text import FIELDS, DataError
-from rr_core.sweepfile.dataset import bundled_path, file_columns, load_sweep, plain, write_sweep
+from rr_core.sweepfile.dataset import bundled_path, file_columns, load_sweep, plain, sweep_text
 from rr_core.sweepfile.provenance import read_records, sidecar_path
 from rr_core.sweepfile.schema import KEY, key_columns, several_budgets
 
@@ -137,13 +139,10 @@ def merge_sweeps(paths: Sequence[str | os.PathLike], out: str | os.PathLike) -> 
     paths, out = [Path(p) for p in paths], Path(out)
     if not paths:
         raise InputError("rr merge needs at least one sweep file to read")
-    for target in (out, sidecar_path(out)):
-        if target.exists():
-            raise InputError(f"{target} exists; rr merge writes a new file and never overwrites one")
     snapshots = [_snapshot(path) for path in paths]
     merged, origins, copies = _combine([(p, df) for p, (df, _) in zip(paths, snapshots, strict=True)])
     records = _merged_records([records for _, records in snapshots])
-    _write_merged(merged, records + _source_records(merged, origins), out, origins)
+    _write_merged(merged, records + _source_records(merged, origins), out, origins, "rr merge")
     return {"out": str(out), "rows": len(merged), "copies": copies, "records": len(records)}
 
 
@@ -170,26 +169,23 @@ def _source_records(merged: pd.DataFrame, origins: list[str]) -> list[dict[str, 
     return out
 
 
-def _write_merged(merged: pd.DataFrame, records: list[dict[str, Any]], out: Path, origins: list[str]) -> None:
-    """Write the merged rows to `out` and the records to its sidecar as one unit: both whole, or neither.
-
-    The sidecar is created first and removed again if the CSV cannot be written (a full disk, a rule across
-    rows of different inputs), so `out` never appears without its records and a rerun is not blocked.
-    """
-    sidecar = sidecar_path(out)
-    if records:
-        text = "".join(json.dumps(r, sort_keys=True, allow_nan=False) + "\n" for r in records)
-        if not create_new(sidecar, lambda f: f.write(text.encode("utf-8"))):
-            raise InputError(f"{sidecar} exists; rr merge writes a new file and never overwrites one")
+def _write_merged(
+    merged: pd.DataFrame, records: list[dict[str, Any]], out: Path, origins: list[str], command: str
+) -> None:
+    """Write the merged rows to `out` and the records to its sidecar as one unit: both whole, or neither
+    (`rr_core.files.replacing.create_files`: the sidecar first, the CSV last), so `out` never appears without
+    its records, and a merge killed between the two leaves nothing that blocks its rerun."""
     try:
-        write_sweep(merged, out, exact=True)
-    except BaseException as e:
-        if records:  # the sidecar made above, and only that one: never a file rr merge did not write
-            sidecar.unlink(missing_ok=True)
-        if not isinstance(e, DataError):
-            raise
+        body = sweep_text(merged, out, exact=True)
+    except DataError as e:
         lines = [f"  {origins[p.line - 2]}, column {p.column}: {p.value!r} - {p.rule}" for p in e.problems]
         raise InputError("the merged rows break the schema together:\n" + "\n".join(lines)) from None
+    text = "".join(json.dumps(r, sort_keys=True, allow_nan=False) + "\n" for r in records)
+    files = {sidecar_path(out): text.encode("utf-8")} if records else {}
+    if (
+        existing := create_files({**files, out: body}, absent=[] if records else [sidecar_path(out)])
+    ) is not None:
+        raise InputError(f"{existing} exists; {command} writes a new file and never overwrites one")
 
 
 def join_columns(
@@ -226,9 +222,6 @@ def join_columns(
         `path` is not a valid sweep, or a column's name or values cannot stand in a sweep file.
     """
     path, out = Path(path), Path(out)
-    for target in (out, sidecar_path(out)):
-        if target.exists():
-            raise InputError(f"{target} exists; a join writes a new file and never overwrites one")
     df, records = _snapshot(path)
     rows = {tuple(plain(v) for v in key): i for i, key in enumerate(df[KEY].itertuples(index=False))}
     new = list(dict.fromkeys(c for m in measured for c in m if c not in KEY))
@@ -254,5 +247,5 @@ def join_columns(
             f"{len(problems)} measured run(s) cannot be joined onto {path}:\n" + "\n".join(problems)
         )
     origins = [f"{path} line {line}" for line in df.attrs["lines"]]
-    _write_merged(joined, records, out, origins)
+    _write_merged(joined, records, out, origins, "a join")
     return {"out": str(out), "rows": len(joined), "joined": len(seen), "columns": new}

@@ -20,8 +20,8 @@ or a plain model without any process group) or on 4, at the same step, with the 
 
 from __future__ import annotations
 
+import contextlib
 import os
-import uuid
 import warnings
 from pathlib import Path
 from typing import Any
@@ -32,7 +32,7 @@ import torch.distributed.checkpoint as dcp
 from torch.distributed.checkpoint.state_dict import StateDictOptions, get_state_dict, set_state_dict
 
 from rr_core.errors import InputError
-from rr_core.files.replacing import atomic_dir
+from rr_core.files.replacing import atomic_dir, scratch
 from rr_model.checkpoint.state import META, Resumable, meta_text, refused, saved_meta
 
 __all__ = ["save", "load", "load_whole", "saved_meta", "check_shared"]
@@ -127,28 +127,28 @@ def load_whole(
     )
 
 
-def check_shared(folder: str | os.PathLike) -> None:
+def check_shared(checkpoint: str | os.PathLike) -> None:
     """Refuse, before training, processes that do not all see the same checkpoint folder (each writes its
     pieces there, and process 0 publishes it): across nodes it must be on a shared filesystem. Every process
-    calls this; process 0 leaves a file there, and each says whether it sees it.
+    calls this with the run's checkpoint path; process 0 holds a file beside it (a `scratch` file of the
+    run, which the run's claim keeps to its processes, removed by its next check if a kill leaves it), and
+    each process says whether it sees it.
 
     Raises
     ------
     InputError
         On every process, naming the processes that do not see it.
     """
-    folder = Path(folder)
+    folder = Path(checkpoint).parent
     rank = dist.get_rank()
-    probe: list[Any] = [None]
-    if rank == 0:
-        folder.mkdir(parents=True, exist_ok=True)
-        probe = [folder / f".shared-{uuid.uuid4().hex}"]
-        probe[0].write_bytes(b"")
-    dist.broadcast_object_list(probe, src=0)
-    seen: list[Any] = [None] * dist.get_world_size()
-    dist.all_gather_object(seen, probe[0].exists())
-    if rank == 0:
-        probe[0].unlink()
+    with contextlib.ExitStack() as held:
+        probe: list[Any] = [None]
+        if rank == 0:
+            folder.mkdir(parents=True, exist_ok=True)
+            probe = [held.enter_context(scratch(Path(checkpoint).with_suffix(".shared")))]
+        dist.broadcast_object_list(probe, src=0)
+        seen: list[Any] = [None] * dist.get_world_size()
+        dist.all_gather_object(seen, probe[0].exists())
     if blind := [r for r, ok in enumerate(seen) if not ok]:
         raise InputError(
             f"{folder}: processes {', '.join(map(str, blind))} of {len(seen)} do not see what process 0 writes "

@@ -3,9 +3,15 @@
 texts, and the cache identity of each (what makes two corpora the same). Torch-free.
 
 A corpus rr cannot read is one `InputError` naming the file, the line (or record) and the rule, whatever
-the reader: text that is not UTF-8, a JSON line cut short or not an object, a text field that is a number
-or null, a Parquet file cut short. A local folder read through `hf:` that `datasets` cannot read is read
-again with rr's own readers to name the file and line at fault (`_diagnose`).
+the reader and however the input is malformed: text that is not UTF-8 (a UTF-16 file named as such), a
+JSON line cut short, not an object, nested past what a parser holds or with a number longer than Python
+reads, a text field that is a number, null, a list or a string that is not valid Unicode (a lone
+surrogate escape in JSON, bytes that are not UTF-8 in a Parquet string column), a Parquet file cut short.
+Every document passes one rule (`_document`). A local folder given through `hf:` is read with rr's own
+readers before `datasets` reads it (`_check_folder`): its JSON reader crashes the process on a deeply
+nested line, and rr's readers name the file and line at fault. A corpus whose documents are empty or too
+few for the run's blocks is refused before the first step by the run's checks
+(`rr_model.run.planning.check_run`), which know the block size.
 """
 
 from __future__ import annotations
@@ -41,12 +47,12 @@ def _hub(name: str, split: str, field: str) -> Iterator[str]:
     import datasets
 
     where = f"--corpus hf:{name}:{split}"
+    _check_folder(name, field)
     try:
         ds = datasets.load_dataset(name, split=split)
     except OSError as e:  # ConnectionError (offline), DatasetNotFoundError, HTTP errors
         raise unavailable(f"the {name} dataset", e) from e
     except (ValueError, datasets.exceptions.DatasetGenerationError) as e:  # a split, a file it cannot read
-        _diagnose(name, field)
         cause = f" ({type(e.__cause__).__name__}: {e.__cause__})" if e.__cause__ else ""
         raise InputError(f"{where}: {e}{cause}") from None
     if field not in ds.column_names:
@@ -55,28 +61,56 @@ def _hub(name: str, split: str, field: str) -> Iterator[str]:
 
 
 def _hub_texts(ds, name: str, where: str, field: str) -> Iterator[str]:
-    """The texts of a loaded dataset, each checked to be one (a local folder's file and line named)."""
-    rows = (text for batch in ds.iter(batch_size=CHUNK) for text in batch[field])
-    for number, text in enumerate(rows, 1):
-        if not isinstance(text, str):
-            _diagnose(name, field)
-            raise _not_text(f"{where}: record {number}", field, text)
-        yield text
+    """The texts of a loaded dataset, each held to `_document` (a local folder's files were checked file by
+    file before `datasets` read them: `_check_folder`)."""
+    number = 0
+    try:
+        for batch in ds.iter(batch_size=CHUNK):
+            for text in batch[field]:
+                number += 1
+                yield _document(text, f"{where}: record {number}", field)
+    except UnicodeDecodeError as e:  # Arrow strings decode as they are read
+        raise InputError(
+            f"{where}: record {number + 1} or one of the {CHUNK} after it: {field!r} is not valid UTF-8 "
+            f"({e.reason} at byte {e.start}): every document must be valid Unicode text"
+        ) from None
 
 
-def _diagnose(name: str, field: str) -> None:
-    """Read a local folder that `datasets` could not with rr's own readers, to raise their error naming the
-    file and line at fault; nothing for a hub name, or when they find nothing wrong."""
+def _check_folder(name: str, field: str) -> None:
+    """Read every corpus file of a local folder given as `hf:FOLDER` with rr's own readers, before `datasets`
+    reads it, to refuse a malformed one naming its file and line: `datasets`' JSON reader (pyarrow's)
+    crashes the whole process on a line nested deeply enough, and its other errors name no line. Nothing for
+    a hub name, or a folder with none of rr's files (then `datasets`' own errors stand). One more pass over
+    the files, made only when the token cache is built."""
     folder = Path(name)
     if not folder.is_dir():
         return
     try:
         files = corpus_files(folder)
     except InputError:
-        return  # no file rr reads: datasets' own error stands
+        return
     for path in files:
         for _ in READERS[path.suffix](path, field):
             pass
+
+
+def _document(text: object, where: str, field: str) -> str:
+    """`text` if it can be a document, the one rule every reader holds its documents to: a string (not a
+    number, null or list), of valid Unicode (no lone surrogate, which a JSON escape such as \\ud800 makes
+    and no encoder takes). An empty string is a document: the published corpus's are kept (each adds its
+    end-of-document token); a corpus with too few tokens is refused by the run's checks."""
+    if not isinstance(text, str):
+        raise _not_text(where, field, text)
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as e:
+            raise InputError(
+                f"{where}: {field!r} holds U+{ord(text[e.start]):04X} at character {e.start + 1}, a lone "
+                "surrogate (a JSON escape without its pair): not valid Unicode; every document must be "
+                "valid Unicode text"
+            ) from None
+    return text
 
 
 def _not_text(where: str, field: str, value: object) -> InputError:
@@ -87,9 +121,26 @@ def _not_text(where: str, field: str, value: object) -> InputError:
     )
 
 
+# The first bytes of the compressed formats a corpus file is most often found in, by format.
+_COMPRESSED = {b"\x1f\x8b": "gzip", b"\x28\xb5\x2f\xfd": "zstd", b"BZh": "bzip2", b"\xfd7zXZ\x00": "xz"}
+
+
 def _not_utf8(path: Path) -> InputError:
-    """The error for a file that is not UTF-8, naming its first line that is not, and the byte."""
+    """The error for a file that is not UTF-8, naming its first line that is not, and the byte; a file that
+    starts with a UTF-16 byte-order mark is named as UTF-16, one that starts as a compressed file as such."""
     with open(path, "rb") as f:
+        head = f.read(6)
+        if head[:2] in (b"\xff\xfe", b"\xfe\xff"):
+            return InputError(
+                f"{path}:1: UTF-16 text (its first bytes are a UTF-16 byte-order mark); rr reads corpora as "
+                f"UTF-8: convert the file, e.g. iconv -f utf-16 -t utf-8 {path}"
+            )
+        if packed := next((name for magic, name in _COMPRESSED.items() if head.startswith(magic)), None):
+            return InputError(
+                f"{path}:1: {packed}-compressed, not text (its first bytes are {packed}'s); rr reads corpora "
+                "uncompressed: decompress the file first"
+            )
+        f.seek(0)
         for number, line in enumerate(f, 1):  # a multi-byte character never holds the byte of a newline
             try:
                 line.decode("utf-8")
@@ -131,15 +182,19 @@ def _jsonl(path: Path, field: str = "text") -> Iterator[str]:
 def _jsonl_text(line: str, where: str, field: str) -> str:
     try:
         row = json.loads(line)
-    except ValueError as e:
+    except json.JSONDecodeError as e:
         raise InputError(f"{where}: not a complete JSON record ({e.msg}; a line cut short?)") from None
+    except RecursionError:
+        raise InputError(
+            f"{where}: a JSON value nested deeper than a parser holds, not a document record"
+        ) from None
+    except ValueError as e:  # a number of more digits than Python converts
+        raise InputError(f"{where}: not a JSON record rr reads ({str(e).split(':')[0]})") from None
     if not isinstance(row, dict):
         raise InputError(f"{where}: a JSON {type(row).__name__}, not an object with a {field!r} field")
     if field not in row:
         raise InputError(f"{where}: no {field!r} field (--text-field names another)")
-    if not isinstance(row[field], str):
-        raise _not_text(where, field, row[field])
-    return row[field]
+    return _document(row[field], where, field)
 
 
 def _parquet(path: Path, field: str = "text") -> Iterator[str]:
@@ -154,15 +209,31 @@ def _parquet(path: Path, field: str = "text") -> Iterator[str]:
             raise InputError(f"{path}: no {field!r} column (columns: {columns})")
         number = 0
         for batch in file.iter_batches(batch_size=CHUNK, columns=[field]):
-            for text in batch.column(0).to_pylist():
+            for text in _column(batch.column(0), path, field, number):
                 number += 1
-                if not isinstance(text, str):
-                    raise _not_text(f"{path}: record {number}", field, text)
-                yield text
+                yield _document(text, f"{path}: record {number}", field)
     except (pa.ArrowException, OSError) as e:
         raise InputError(
             f"{path}: not a readable Parquet file ({e}); a file cut short or not Parquet"
         ) from None
+
+
+def _column(column, path: Path, field: str, before: int) -> list:
+    """A Parquet batch's column as Python values; a string that is not UTF-8 (Arrow does not check what it
+    is given) refused naming its record, `before` being the records read before this batch."""
+    try:
+        return column.to_pylist()
+    except UnicodeDecodeError:
+        for i in range(len(column)):
+            try:
+                column[i].as_py()
+            except UnicodeDecodeError as e:
+                raise InputError(
+                    f"{path}: record {before + i + 1}: {field!r} is not valid UTF-8 "
+                    f"(byte 0x{e.object[e.start]:02x} at byte {e.start + 1}): every document must be valid "
+                    "Unicode text"
+                ) from None
+        raise
 
 
 READERS = {".txt": _txt, ".jsonl": _jsonl, ".parquet": _parquet}

@@ -36,6 +36,7 @@ import numpy as np
 from rr_core.errors import InputError
 from rr_core.files.checksums import Damaged
 from rr_core.files.locks import locked
+from rr_core.files.reading import read_regular
 from rr_core.files.replacing import atomic_dir
 from rr_core.ladder import BYTE_EOS, RECIPE
 from rr_model.data import synthetic
@@ -119,47 +120,124 @@ def _split(n: int, val_frac: float, source: str) -> int:
     return n_train
 
 
-def _digest(path: Path) -> str:
+def _scan(path: Path) -> tuple[str, int]:
+    """The sha256 of a token stream and its largest id, in one pass over the file."""
+    digest, largest = hashlib.sha256(), -1
     with open(path, "rb") as f:
-        return hashlib.file_digest(f, "sha256").hexdigest()
+        while chunk := f.read(1 << 24):
+            digest.update(chunk)
+            largest = max(largest, int(np.frombuffer(chunk, dtype=TOKEN_DTYPE).max()))
+    return digest.hexdigest(), largest
+
+
+class _NotCache(Exception):
+    """Why a folder holds no usable token cache: `where` (its meta.json or tokens.bin) and the `rule` broken."""
+
+    def __init__(self, where: Path, rule: str):
+        self.where, self.rule = where, rule
+        super().__init__(f"{where}: {rule}")
+
+
+# What meta.json holds, each with the rule it keeps (`_meta`); sha256 is read where present (older caches).
+_META_RULES: dict[str, tuple] = {
+    "format": (lambda v, m: v == FORMAT, f"must be {FORMAT}, this rr's cache format (an older rr wrote it)"),
+    "key": (lambda v, m: isinstance(v, str), "must be a string"),
+    "source": (lambda v, m: isinstance(v, str), "must be a string"),
+    "tokenizer": (lambda v, m: v in ("gpt2", "bytes"), "must be gpt2 or bytes"),
+    "n_text": (lambda v, m: _int(v) and v >= 1, "must be an integer >= 1"),
+    "vocab_size": (
+        lambda v, m: _int(v) and (v == BYTE_EOS + 1 if m.get("tokenizer") == "bytes" else 0 < v <= 2**16),
+        "must be the tokenizer's vocabulary: 257 for bytes, at most 65536 (a uint16 id) for gpt2",
+    ),
+    "eos_id": (
+        lambda v, m: (
+            _int(v) and (v == BYTE_EOS if m.get("tokenizer") == "bytes" else 0 <= v < m["vocab_size"])
+        ),
+        "must be the tokenizer's end-of-document id: 256 for bytes, below vocab_size for gpt2",
+    ),
+    "n_tokens": (lambda v, m: _int(v) and v >= 2, "must be an integer >= 2"),
+    "n_train": (lambda v, m: _int(v) and 0 < v < m["n_tokens"], "must be an integer in 1 .. n_tokens - 1"),
+}
+
+
+def _int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _meta(directory: Path) -> dict:
+    """A cache's meta.json, every field checked against its rule (`_META_RULES`), in order, so a rule may
+    read the fields before it; `_NotCache` naming the file and the first rule broken."""
+    path = directory / "meta.json"
+    try:
+        meta = json.loads(read_regular(path))
+    except FileNotFoundError:
+        raise _NotCache(path, "missing (a cache whose build did not finish?)") from None
+    except (OSError, ValueError) as e:  # Unreadable, UnicodeDecodeError and JSONDecodeError are ValueErrors
+        raise _NotCache(path, f"not a JSON object ({e})") from None
+    if not isinstance(meta, dict):
+        raise _NotCache(path, f"a JSON {type(meta).__name__}, not an object")
+    for name, (ok, rule) in _META_RULES.items():
+        if name not in meta:
+            raise _NotCache(path, f"no {name!r} field")
+        if not ok(meta[name], meta):
+            raise _NotCache(path, f"{name} {meta[name]!r} {rule}")
+    return meta
+
+
+def _read_cache(directory: Path, key: str | None, val_frac: float) -> Tokens:
+    """The cache in `directory`, checked whole: its meta (`_meta`), the stream's length, sha256 and ids.
+
+    Raises `_NotCache` for a cache that is missing, partial, stale, malformed or not for `key`, and
+    `rr_core.files.checksums.Damaged` when its stream is not the one its meta records (sha256).
+    """
+    meta = _meta(directory)
+    n, path = meta["n_tokens"], directory / "tokens.bin"
+    if key not in (None, meta["key"]):
+        raise _NotCache(directory / "meta.json", f"the cache of another corpus (key {meta['key']})")
+    try:
+        size = path.stat().st_size
+    except FileNotFoundError:
+        raise _NotCache(path, "missing") from None
+    if size != n * TOKEN_DTYPE.itemsize:
+        raise _NotCache(
+            path,
+            f"{size} bytes, but meta.json records {n} tokens of {TOKEN_DTYPE.itemsize} bytes (cut short?)",
+        )
+    digest, largest = _scan(path)  # caches built before rr recorded the sha256 are hashed, not checked
+    if meta.get("sha256", digest) != digest:
+        raise Damaged(
+            path,
+            "its sha256 is not the one meta.json records",
+            f"delete the folder {directory} and rr tokenizes the corpus again",
+        )
+    if largest >= meta["vocab_size"]:
+        raise _NotCache(
+            path,
+            f"holds token id {largest}, outside its vocabulary of {meta['vocab_size']} ({meta['tokenizer']})",
+        )
+    n_train = _split(n, val_frac, meta["source"])
+    stream = np.memmap(path, dtype=TOKEN_DTYPE, mode="r", shape=(n,))
+    return Tokens(
+        train=stream[:n_train],
+        val=stream[n_train:],
+        vocab_size=meta["vocab_size"],
+        eos_id=meta["eos_id"],
+        source=meta["source"],
+        tokenizer=meta["tokenizer"],
+        n_text=meta["n_text"],
+        key=meta["key"],
+        sha256=digest,
+    )
 
 
 def _open(directory: Path, key: str | None = None, val_frac: float = RECIPE.val_frac) -> Tokens | None:
-    """The cache in `directory`, or None when it is missing, partial, stale or not for `key`.
+    """The cache in `directory`, or None when it is missing, partial, stale or not for `key` (`_read_cache`).
 
     Raises `rr_core.files.checksums.Damaged` when its stream is not the one its meta records (sha256).
     """
     try:
-        meta = json.loads((directory / "meta.json").read_text())
-        n, n_train = meta["n_tokens"], meta["n_train"]
-        path = directory / "tokens.bin"
-        if meta["format"] != FORMAT or key not in (None, meta["key"]) or not 0 < n_train < n:
-            return None
-        if path.stat().st_size != n * TOKEN_DTYPE.itemsize:
-            return None
-        digest = _digest(path)  # caches built before rr recorded it are hashed, not checked
-        if meta.get("sha256", digest) != digest:
-            raise Damaged(
-                path,
-                "its sha256 is not the one meta.json records",
-                f"delete the folder {directory} and rr tokenizes the corpus again",
-            )
-        n_train = _split(n, val_frac, meta["source"])
-        stream = np.memmap(path, dtype=TOKEN_DTYPE, mode="r", shape=(n,))
-        return Tokens(
-            train=stream[:n_train],
-            val=stream[n_train:],
-            vocab_size=meta["vocab_size"],
-            eos_id=meta["eos_id"],
-            source=meta["source"],
-            tokenizer=meta["tokenizer"],
-            n_text=meta["n_text"],
-            key=meta["key"],
-            sha256=digest,
-        )
-    except (OSError, ValueError, KeyError, TypeError) as e:
-        if isinstance(e, InputError):  # Damaged, or a split that leaves no train or val tokens
-            raise
+        return _read_cache(directory, key, val_frac)
+    except (_NotCache, OSError):
         return None
 
 
@@ -359,11 +437,13 @@ def check_data(data: str, tokenizer: str | None = None, n_text: int = RECIPE.n_t
 
 
 def _given_cache(directory: Path, tokenizer: str | None, val_frac: float = RECIPE.val_frac) -> Tokens:
-    tokens = _open(directory, None, val_frac)
-    if tokens is None:
+    """A token cache given as the corpus, refused with the file and the rule it breaks (`_read_cache`)."""
+    try:
+        tokens = _read_cache(directory, None, val_frac)
+    except _NotCache as e:
         raise InputError(
-            f"{directory}: not a complete token cache written by rr (partial, corrupt, outdated)"
-        )
+            f"{e}, so {directory} is not a complete token cache written by rr (partial, corrupt, outdated)"
+        ) from None
     if tokenizer not in (None, tokens.tokenizer):
         raise InputError(f"{directory}: the cache was tokenized with {tokens.tokenizer!r}, not {tokenizer!r}")
     return tokens

@@ -10,6 +10,7 @@ no MFU, with the reason (`datasheet_peak`), rather than a guess.
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -27,6 +28,7 @@ __all__ = [
     "datasheet_memory",
     "gpu_name",
     "gpu_memory",
+    "host_memory",
     "cpu_matmul_flops",
 ]
 
@@ -152,6 +154,23 @@ def gpu_memory() -> float | None:
     """Total memory in GiB of the first NVIDIA GPU as `nvidia-smi` reports it, or None (no driver, no GPU)."""
     found = _smi("memory.total")
     return float(found) / 1024 if found and found.replace(".", "", 1).isdigit() else None
+
+
+def host_memory() -> float | None:
+    """GiB of memory this process may use: the machine's physical memory, or its control group's limit
+    where that is lower (a container, a Slurm job); None where neither can be read."""
+    try:
+        found = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):  # not POSIX, or the names unknown here
+        return None
+    try:
+        with open("/sys/fs/cgroup/memory.max") as f:  # cgroup v2
+            limit = f.read().strip()
+    except OSError:
+        limit = "max"
+    if limit.isdigit():
+        found = min(found, int(limit))
+    return found / 2**30
 
 
 def gpu_name() -> str | None:

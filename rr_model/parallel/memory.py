@@ -46,6 +46,7 @@ __all__ = [
     "memory_plan",
     "plan_text",
     "refuse_unfit",
+    "refuse_unbuildable",
     "size_plans",
 ]
 
@@ -273,6 +274,32 @@ def refuse_unfit(cfg: TrainConfig, mcfg: GPTConfig, world: int, gpu_gib: float |
         f"{FIT_SHARE:.0%} of {gpu_gib:g} GiB per GPU as set ({own.name}, --micro-batches {cfg.micro_batches}); "
         f"{advice}. --gpu-memory GIB sets the memory checked against.\n{table}"
     )
+
+
+def refuse_unbuildable(
+    cfg: TrainConfig, mcfg: GPTConfig, world: int, host_gib: float | None, on_host: bool
+) -> None:
+    """Refuse before training a run this machine's memory cannot hold in any setting (`host_gib`: its memory;
+    None: unchecked), so an absurd shape is one line rather than the allocator's traceback.
+
+    The model is built whole in the host's memory before it moves to a GPU or is sharded: its float32
+    parameters (4 bytes each) must fit `FIT_SHARE` of it. A run `on_host` (no GPU) trains there too: the
+    smallest total of its memory plan over every setting and micro-batch count must fit. Both are lower
+    bounds (one process of the run counted), so only what cannot fit however it is run is refused.
+    """
+    if host_gib is None:
+        return
+    if on_host:
+        rows = memory_plan(mcfg, cfg.recipe, world, cfg.precision, host_gib, cfg.micro_batches)
+        need, what = min(r["total"] for r in rows), "its memory plan's smallest total over every setting"
+    else:
+        need, what = 4 * mcfg.n_params, "its float32 parameters, built whole on the host before they move"
+    if need > FIT_SHARE * host_gib * GIB:
+        raise InputError(
+            f"not training {' '.join(map(str, cfg.key))}: {mcfg.n_params:,} parameters (d_model {mcfg.d_model}, "
+            f"n_layer {mcfg.n_layer}, block_size {mcfg.block_size}) need {need / GIB:,.1f} GiB ({what}), more "
+            f"than {FIT_SHARE:.0%} of this machine's {host_gib:.1f} GiB"
+        )
 
 
 def size_plans(

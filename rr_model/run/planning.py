@@ -12,6 +12,7 @@ under the row's lock, to check the file as it is at that moment.
 
 from __future__ import annotations
 
+import errno
 import functools
 import itertools
 import os
@@ -22,7 +23,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from rr_core.budget import budget, passes
 from rr_core.errors import InputError, RecipeError
 from rr_core.files.reading import stamp
-from rr_core.files.replacing import create_new
+from rr_core.files.replacing import create_new, probe
 from rr_core.shapes import GPTConfig, model_config
 from rr_core.sweepfile.csv_text import DataError
 from rr_core.sweepfile.dataset import (
@@ -36,12 +37,12 @@ from rr_core.sweepfile.integrity import check_integrity
 from rr_core.sweepfile.provenance import sidecar_path
 from rr_core.sweepfile.schema import key_columns, several_budgets
 from rr_core.variants import COMPARED
-from rr_model.checkpoint.paths import found_checkpoints
+from rr_model.checkpoint.paths import final_path, found_checkpoints
 from rr_model.config import DEFAULT_OUT, TrainConfig, recipe_differences
 from rr_model.data.token_cache import Corpus, check_data, known_train_tokens
 from rr_model.parallel.flops import assumed_rate, flops_per_token
-from rr_model.parallel.hardware import datasheet_memory, gpu_memory, gpu_name
-from rr_model.parallel.memory import SETTINGS, Setting, memory_plan, refuse_unfit
+from rr_model.parallel.hardware import datasheet_memory, gpu_memory, gpu_name, host_memory
+from rr_model.parallel.memory import SETTINGS, Setting, memory_plan, refuse_unbuildable, refuse_unfit
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -120,7 +121,7 @@ class OutputPlan:
     def start(self) -> None:
         """Before the first run trains: make `out`'s folder if missing (`preflight` checked that its parent
         is one), and create the default dataset as a copy of the published rows when it starts from them."""
-        self.out.parent.mkdir(exist_ok=True)
+        Path(os.path.realpath(self.out)).parent.mkdir(exist_ok=True)  # through a symbolic link, its target's
         if not self.from_published:
             return
         published = bundled_path().read_bytes()
@@ -212,7 +213,7 @@ class Runs(NamedTuple):
             where = (cfg.data, cfg.tokenizer, cfg.recipe.n_text)
             corpus = corpora.get(where) or corpora.setdefault(where, check_data(*where))
             gib = _gpu_memory(cfg)[0] if gpu_here else cfg.gpu_memory
-            check_run(cfg, self.output, corpus, world, gib, resume)
+            check_run(cfg, self.output, corpus, world, gib, resume, here=gpu_here)
 
 
 def preflight(out: str | os.PathLike, *, reproduction: bool = False) -> OutputPlan:
@@ -235,9 +236,9 @@ def preflight(out: str | os.PathLike, *, reproduction: bool = False) -> OutputPl
     DataError
         `out` is the packaged reference copy (under any name), or not a valid sweep file.
     InputError
-        `out` or its sidecar cannot be written: a missing folder for `out` is made by `OutputPlan.start`
-        when its parent exists (so a mistyped path is an error rather than a new tree of folders); a
-        dry run creates nothing.
+        A path the run writes cannot be written (`_check_writable`: the row, its record, metrics log,
+        checkpoints and final weights, through symbolic links): a missing folder for `out` is made by
+        `OutputPlan.start` when its parent exists; a dry run creates nothing (its probe files are removed).
 
     Example
     -------
@@ -263,6 +264,8 @@ def check_run(
     world: int,
     gpu_gib: float | None,
     resume: bool = False,
+    *,
+    here: bool = True,
 ) -> GPTConfig:
     """Refuse a run that may not go ahead, before it creates anything; the model it trains otherwise.
 
@@ -271,9 +274,13 @@ def check_run(
     the run, and again with the `Tokens` it loaded and the file as it is once claimed), so a dry run
     refuses what the run would refuse, and a refused run leaves no file behind: its batch splits over
     `world` processes and `--micro-batches`; the recipe guard (`OutputPlan.guard`); its row fits the
-    file (`OutputPlan.check_fits`); its memory plan fits `gpu_gib` per process (None: not checked); a
-    checkpoint of it is there only where `resume` continues it (what the checkpoint holds is checked when the
-    trainer reads it).
+    file (`OutputPlan.check_fits`); its memory plan fits `gpu_gib` per process (None: not checked) and,
+    where it trains `here` (not a job planned for other machines), this machine's memory holds it
+    (`refuse_unbuildable`); its tokens hold a window of `block_size` + 1 for training and for validation
+    (`_check_windows`: known once the corpus is tokenized); a checkpoint of it, or its final weights (kept
+    when its row could not be written), is there only where `resume` continues it (what the checkpoint
+    holds is checked when the trainer reads it). The numbers of the run
+    alone are checked where they are made (`rr_core.ladder.Recipe`, `rr_core.ladder.Size`, `TrainConfig`).
     """
     r = cfg.recipe
     if r.batch_size % world:
@@ -295,24 +302,77 @@ def check_run(
     )
     output.check_fits(cfg, mcfg.n_params)
     refuse_unfit(cfg, mcfg, world, gpu_gib)
+    refuse_unbuildable(cfg, mcfg, world, host_memory() if here else None, on_host=gpu_gib is None)
+    if not isinstance(corpus, Corpus):
+        _check_windows(cfg, corpus)
     if not resume and (found := found_checkpoints(output.out, **cfg.stem)):
         raise InputError(f"{found[-1]} holds a checkpoint of this run: pass --resume to continue it")
+    if not resume and (final := final_path(output.out, *cfg.key)).exists():  # its row could not be written
+        raise InputError(
+            f"{final} holds the final weights of this run, whose row is not in {output.out}: pass --resume to "
+            "write its row from them without training, or delete the file to train the run again"
+        )
     return mcfg
 
 
+def _check_windows(cfg: TrainConfig, tokens: Tokens) -> None:
+    """Refuse tokens too few for the run's windows: each training batch and each of the evaluation's
+    `eval_batches` draws windows of `block_size` + 1 tokens from a stream of at least `block_size` + 2
+    (`rr_model.data.token_cache.sample_batch`), so a short corpus is refused now, not after training."""
+    r = cfg.recipe
+    for part, stream in (("training", tokens.train), ("validation", tokens.val)):
+        if len(stream) < r.block_size + 2:
+            n = len(tokens.train) + len(tokens.val)
+            raise InputError(
+                f"--corpus {cfg.data}: its {n:,} tokens ({tokens.n_text:,} documents) leave {len(stream):,} "
+                f"for {part} (val_frac {r.val_frac}), fewer than one window of block_size {r.block_size} needs "
+                f"({r.block_size + 2}); give a longer corpus, or a smaller block_size in a ladder file"
+            )
+
+
 def _check_writable(out: Path) -> None:
-    """Refuse a dataset `out` that it and its sidecar could not be written to."""
-    folder = out.parent
+    """Prove, before anything trains, that every path a run of `out` writes can be written, following
+    symbolic links: the row (`out`), the record (its sidecar), the metrics logs (``OUT.metrics/``), the
+    checkpoints, final weights and claims (``OUT.checkpoints/``). An existing file is opened for appending
+    (nothing is written); a missing one needs its folder, in which a probe file is created and removed
+    (`rr_core.files.replacing.probe`). The row's folder may be missing where its parent is a folder
+    (`OutputPlan.start` makes it), so a mistyped path is an error rather than a new tree of folders. What
+    cannot be proved here (a disk that fills up meanwhile) fails after training with the final weights
+    kept (`rr_model.run.trainer`).
+    """
     if out.exists() and not out.is_file():
         raise InputError(f"--out {out}: not a regular file")
-    if not folder.is_dir():
-        if folder.exists() or not folder.parent.is_dir():
-            raise InputError(f"--out {out}: {folder} is not a folder, and its parent is none either")
-        folder = folder.parent  # where `OutputPlan.start` makes it
-    for path in (out, sidecar_path(out)):
-        target = path if path.exists() else folder
-        if not os.access(target, os.W_OK | (os.X_OK if target.is_dir() else 0)):
-            raise InputError(f"--out {out}: {target} is not writable here, so the run's result would be lost")
+    row = Path(os.path.realpath(out))
+    via = f" (a symbolic link to {row})" if out.is_symlink() else ""
+    made = row.parent  # `OutputPlan.start` makes it when missing
+    if not made.is_dir() and (made.exists() or not made.parent.is_dir()):
+        raise InputError(f"--out {out}{via}: {made} is not a folder, and its parent is none either")
+    paths = {  # each path, what it holds, and whether it is a folder
+        out: ("the run's row", False),
+        sidecar_path(out): ("its record", False),
+        out.parent / f"{out.stem}.metrics": ("its metrics log", True),
+        out.parent / f"{out.stem}.checkpoints": ("its checkpoints and final weights", True),
+    }
+    for path, (what, folder) in paths.items():
+        real = Path(os.path.realpath(path))
+        try:
+            if real.is_dir():
+                probe(real)
+            elif real.exists() and folder:
+                raise NotADirectoryError(errno.ENOTDIR, "not a folder", str(real))
+            elif real.exists():
+                os.close(os.open(real, os.O_WRONLY | os.O_APPEND))  # writable, and left as it is
+            elif real.parent.is_dir():
+                probe(real.parent)
+            elif real.parent == made:
+                probe(made.parent)  # where `OutputPlan.start` makes the folder
+            else:
+                raise FileNotFoundError(errno.ENOENT, "no such folder", str(real.parent))
+        except OSError as e:
+            raise InputError(
+                f"--out {out}{via}: {what} cannot be written to {e.filename or real} ({e.strerror}), so the "
+                "run's result would be lost; nothing was trained"
+            ) from None
 
 
 def dataset_keys(path: str | os.PathLike) -> set[tuple[str, str, int]]:

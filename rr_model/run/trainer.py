@@ -204,6 +204,8 @@ def train(
         run = _setup(cfg, Path(out), device, plan, claimed, resume)
         run.queued, run.threads = queued, threads
         try:
+            if resume and (kept := _kept_record(run)) is not None:  # trained, its row not written: write it
+                return _publish(run, kept)
             _resume(run, resume)
             _start(run)
             failure = _loop(run)
@@ -270,7 +272,7 @@ def _setup(
     if world > 1 and cfg.shard == "fsdp":
         from rr_model.checkpoint.sharded import check_shared  # torch.distributed.checkpoint: when sharding
 
-        check_shared(ckpt.parent)
+        check_shared(ckpt)
     model, optimizer = _build(cfg, mcfg, device, world)
     return _Run(
         cfg=cfg,
@@ -730,13 +732,46 @@ def _finish(run: _Run, failure: str | None) -> dict[str, Any]:
     run.metrics.close(finished=failure is None)
     record = _record(run, failure, result)
     weights = _weights(run) if result is not None else None
-    if run.rank == 0:
-        if (written := _write(run.out, cfg, record, run.ckpt)) is not None:
-            run.plan.extend(*written)
-        if weights is not None:
+    if run.rank == 0 and weights is not None:  # first: a row that cannot be written loses no training
+        try:
             _keep_weights(run, record, weights)
-        _remove_checkpoints(run)  # the row (or the failure record) supersedes them
+        except OSError as e:
+            raise _unwritten(e, "the run's final weights, row and record", run.ckpt, None) from None
+    return _publish(run, record)
+
+
+def _publish(run: _Run, record: dict[str, Any]) -> dict[str, Any]:
+    """Write the run's row and record (rank 0), then drop its checkpoints, which they supersede; the record."""
+    if run.rank == 0:
+        if (written := _write(run.out, run.cfg, record, run.ckpt)) is not None:
+            run.plan.extend(*written)
+        _remove_checkpoints(run)
     return record
+
+
+def _kept_record(run: _Run) -> dict[str, Any] | None:
+    """The record kept with the run's final weights when its row could not be written (`_finish` saves the
+    weights first), for `--resume` to write the row from without training; None where there are none.
+    Refused when the weights are another run's (its config or tokens changed since: `identity_changes`)."""
+    path = checkpoint.final_path(run.out, *run.cfg.key)
+    found: list[Any] = [None]  # the record, or why the weights are refused: every process learns which
+    if run.rank == 0 and path.exists():
+        try:
+            _, final = checkpoint.load_weights(path)
+            now = run_identity(run.cfg, run.tokens)
+            saved = {"config": final.config, "data": final.data}
+            changed = identity_changes(saved, {"config": now["config"], "data": now["data"]})
+            found = [final.record] if not changed else [
+                f"{path} holds the final weights of another run than this one: {'; '.join(changed)}; restore "
+                "what changed, or delete the file to train the run again"
+            ]  # fmt: skip
+        except checkpoint.CheckpointError as e:  # damaged, or not rr's
+            found = [str(e)]
+    if run.world > 1:
+        dist.broadcast_object_list(found, src=0)
+    if isinstance(found[0], str):
+        raise InputError(found[0])
+    return found[0]
 
 
 def _weights(run: _Run) -> dict[str, torch.Tensor]:
@@ -829,8 +864,9 @@ def _write(
     out: Path, cfg: TrainConfig, record: dict[str, Any], ckpt: Path
 ) -> tuple[pd.DataFrame, tuple[int, ...] | None] | None:
     """Append the run's row (if it finished) and its provenance record as one unit, under the row's lock (a
-    reader holding it sees both or neither); a refused row is recorded as failed. A row that does not fit
-    (full disk) is not written, nor its record, and the checkpoint `ckpt` is kept to write it later.
+    reader holding it sees both or neither); a refused row is recorded as failed. A row that cannot be
+    written (a full disk, a folder gone) is not, nor its record: the final weights (saved before) or the
+    checkpoint `ckpt` are kept, and the error says how `--resume` writes them (`_unwritten`).
     Returns the row as appended and `out`'s stamp once it was in, under the lock (None for a run that
     diverged): what `rr_model.run.planning.OutputPlan.extend` takes."""
     sidecar = sidecar_path(out)
@@ -850,14 +886,24 @@ def _write(
         record.update(status="failed", error=f"row refused: {e}")
         append_record(sidecar, record)
         raise
-    except Unwritten as e:
-        where = (
-            f"continues from its checkpoint {ckpt}" if ckpt.exists() else "trains it again (no checkpoint)"
-        )
-        raise InputError(
-            f"{e}: the run's row and record were not written. Once space is freed, the same rr train command "
-            f"with --resume {where} and writes them (resuming is bitwise, so the row is the same)"
-        ) from None
+    except (Unwritten, OSError) as e:
+        raise _unwritten(e, "the run's row and record", ckpt, checkpoint.final_path(out, *cfg.key)) from None
+
+
+def _unwritten(e: OSError | Unwritten, what: str, ckpt: Path, final: Path | None) -> InputError:
+    """The error for a run whose results could not be written after training, `what` saying which: it names
+    what is kept (the final weights `final`, else the checkpoint `ckpt`) and the command that writes the rest."""
+    if final is not None and final.exists():
+        then = f"writes them from its final weights, kept in {final}, without training"
+    elif ckpt.exists():
+        then = f"continues from its checkpoint {ckpt} and writes them (resuming is bitwise: the same row)"
+    else:
+        then = "trains it again (no checkpoint) and writes them"
+    cause = str(e) if isinstance(e, Unwritten) else f"{e.filename}: {e.strerror or e}"
+    return InputError(
+        f"{cause}: {what} were not written. Once that is put right (space freed, the folder back), the same "
+        f"rr train command with --resume {then}"
+    )
 
 
 def summarize(records: list[dict[str, Any]]) -> list[dict[str, Any]]:

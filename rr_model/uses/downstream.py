@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from rr_core.errors import InputError, did_you_mean, nearest
+from rr_core.files.replacing import scratch
 from rr_core.sweepfile.schema import EXTRA_NAME
 from rr_model.uses.export import export
 
@@ -138,8 +139,9 @@ def task_scores(
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")
     out = []
     for path in paths:
-        with tempfile.TemporaryDirectory(prefix="rr-eval-") as scratch:
-            folder, run = _exported(Path(path), Path(scratch) / "rr_export")
+        scratch_of = Path(tempfile.gettempdir()) / "rr-eval"  # one a kill leaves: removed by the next run
+        with scratch(scratch_of, folder=True) as work:
+            folder, run = _exported(Path(path), work / "rr_export")
             args = {
                 "pretrained": str(folder),
                 "trust_remote_code": True,
