@@ -112,6 +112,7 @@ def _two_runs(rank: int, folder: Path) -> None:
     (folder / f"rank{rank}.json").write_text(json.dumps(result, default=str))
 
 
+@pytest.mark.slow
 def test_a_process_out_of_memory_takes_every_process_to_more_micro_batches(tmp_path, capfd):
     mp.spawn(_two_runs, args=(tmp_path,), nprocs=2)  # raises if a process failed
     ranks = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in (0, 1)]

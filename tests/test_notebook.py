@@ -1,5 +1,6 @@
 """examples/rr_from_python.ipynb runs from top to bottom (issue 49.11), executed by nbclient in a fresh
-kernel with 16 steps per tiny run (the tiny size's warmup is 15), so the notebook cannot go stale."""
+kernel with 16 steps per tiny run (the tiny size's warmup is 15), so the notebook cannot go stale. It takes
+about 90 s of one process, so it is a slow check: `pytest -m slow tests/test_notebook.py`."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import re
 from pathlib import Path
 
 import nbformat
+import pytest
 from nbclient import NotebookClient
 
 NOTEBOOK = Path(__file__).resolve().parent.parent / "examples" / "rr_from_python.ipynb"
@@ -19,6 +21,7 @@ def text_of(cell) -> str:
     )
 
 
+@pytest.mark.slow
 def test_the_notebook_runs_every_cell_and_shows_each_jobs_result(monkeypatch):
     monkeypatch.setenv("RR_NOTEBOOK_STEPS", "16")
     monkeypatch.setenv("OMP_NUM_THREADS", "1")

@@ -362,6 +362,7 @@ def test_a_row_and_its_record_are_appended_under_the_row_lock(tmp_path):
 # ----------------------------------------------------------------------------------------------- rr report
 
 
+@pytest.mark.slow
 def test_a_file_saved_into_the_report_folder_during_the_build_is_never_deleted(tmp_path, monkeypatch):
     from rr_analysis import report
     from rr_analysis.report import write_report

@@ -151,6 +151,7 @@ def test_report_replaces_its_folder_whole_and_refuses_one_holding_other_files(tm
     assert (out / "report.md").read_text().startswith("# Review Residuals sweep")
 
 
+@pytest.mark.slow
 def test_a_md_path_is_the_report_file_with_its_figures_in_a_folder_beside_it(tmp_path):
     folder = rr("report", "-o", str(tmp_path / "rep"), "--dpi", "20")
     result = rr("report", "-o", str(tmp_path / "report.md"), "--dpi", "20")

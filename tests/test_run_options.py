@@ -90,6 +90,7 @@ def test_sweep_takes_a_config_file_and_checks_its_keys(tmp_path):
     assert bad.exit_code == 2 and "key 'launcher'" in bad.stderr and "'slurmm' is not one of" in bad.stderr
 
 
+@pytest.mark.slow
 def test_deterministic_runs_record_it_and_change_nothing_on_cpu(tmp_path, monkeypatch):
     """--deterministic is on at every optimiser step and off after the run, it is recorded, and on CPU
     (where torch's kernels are already deterministic) the run's losses equal a run without it, as the

@@ -54,6 +54,7 @@ def test_train_command_runs_the_library_child_with_the_whole_config(tmp_path):
     ]
 
 
+@pytest.mark.slow
 def test_sweep_trains_each_run_in_its_own_process_and_resumes(tmp_path):
     out = tmp_path / "sweep.csv"
     args = ["sweep", "--sizes", "tiny", "--seeds", "0,1", "--variant", "standard", "--corpus", "synthetic"]
