@@ -28,42 +28,21 @@ def checkpoint_path(
     return out.parent / f"{out.stem}.checkpoints" / f"{run_stem(size, variant, seed, lr, steps)}.pt"
 
 
-def sharded_path(
-    out: str | os.PathLike,
-    size: str,
-    variant: str,
-    seed: int,
-    lr: float | None = None,
-    steps: int | None = None,
-) -> Path:
+def sharded_path(out: str | os.PathLike, *key, **named) -> Path:
     """Where the checkpoint of a sharded run lives: a folder beside `checkpoint_path`'s file,
-    ``SIZE-VARIANT-seedS.dcp``."""
-    return checkpoint_path(out, size, variant, seed, lr, steps).with_suffix(".dcp")
+    ``SIZE-VARIANT-seedS.dcp``. The run is named as `checkpoint_path` names it (its one signature)."""
+    return checkpoint_path(out, *key, **named).with_suffix(".dcp")
 
 
-def final_path(
-    out: str | os.PathLike,
-    size: str,
-    variant: str,
-    seed: int,
-    lr: float | None = None,
-    steps: int | None = None,
-) -> Path:
+def final_path(out: str | os.PathLike, *key, **named) -> Path:
     """Where a finished run's final weights live: beside its checkpoint, ``SIZE-VARIANT-seedS.final.pt``."""
-    return checkpoint_path(out, size, variant, seed, lr, steps).with_suffix(".final.pt")
+    return checkpoint_path(out, *key, **named).with_suffix(".final.pt")
 
 
-def claim_path(
-    out: str | os.PathLike,
-    size: str,
-    variant: str,
-    seed: int,
-    lr: float | None = None,
-    steps: int | None = None,
-) -> Path:
+def claim_path(out: str | os.PathLike, *key, **named) -> Path:
     """The lock a trainer holds while it makes a run (`rr_core.files.locks.claim`): ``SIZE-VARIANT-seedS.lock``
     beside its checkpoint, so two sweeps or two `rr train` of one dataset never train one run twice."""
-    return checkpoint_path(out, size, variant, seed, lr, steps).with_suffix(".lock")
+    return checkpoint_path(out, *key, **named).with_suffix(".lock")
 
 
 def found_checkpoints(out: str | os.PathLike, *key, **named) -> list[Path]:

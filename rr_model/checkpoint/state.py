@@ -193,17 +193,11 @@ def saved_step(path: str | os.PathLike) -> int | None:
         return None  # the trainer refuses it too when resuming, with its reason
 
 
-def current(
-    out: str | os.PathLike,
-    size: str,
-    variant: str,
-    seed: int,
-    lr: float | None = None,
-    steps: int | None = None,
-) -> Path | None:
+def current(out: str | os.PathLike, *key, **named) -> Path | None:
     """The checkpoint a run resumes from: its file or its sharded folder, whichever exists (the later one by
-    step if a save was interrupted between writing one and removing the other); None if neither does."""
-    found = found_checkpoints(out, size, variant, seed, lr, steps)
+    step if a save was interrupted between writing one and removing the other); None if neither does. The run
+    is named as `rr_model.checkpoint.paths.checkpoint_path` names it."""
+    found = found_checkpoints(out, *key, **named)
     if len(found) == 2:
         found.sort(key=lambda p: saved_step(p) or 0)
     return found[-1] if found else None
