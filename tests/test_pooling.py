@@ -152,10 +152,20 @@ def test_a_variant_whose_rows_are_all_new_is_a_note_not_a_singular_matrix(sweep)
         "cannot be estimated; left out 5 (size, variant) cell(s) whose rows are all new "
         "(60M:myrule, 150M:myrule, 320M:myrule, 590M:myrule, 1B:myrule)"
     )
-    assert r["verdict"].startswith("the source term cannot be fitted: no (size, variant) cell holds both")
+    assert r["verdict"].startswith("the source term cannot be fitted (the note says why)")
     # with a new seed of the published variants too, the term is theirs: the same as without the rule's rows
     seed5 = new_seed(sweep)
     both = pool_check(pd.concat([with_plugin_rule(sweep), seed5], ignore_index=True)).iloc[0]
     alone = pool_check(pd.concat([sweep, seed5], ignore_index=True)).iloc[0]
     assert both["estimate"] == pytest.approx(alone["estimate"], rel=1e-6) and 0 < both["p"] < 1
     assert "left out 5 (size, variant) cell(s) whose rows are all new" in both["note"]
+
+
+def test_pool_check_says_each_sentence_once(sweep, tmp_path):
+    """Issue 49.10: the reason the source term cannot be fitted was printed twice, in the verdict and in the
+    note; it has one home, the note."""
+    path = tmp_path / "plugin.csv"
+    write_sweep(with_plugin_rule(sweep), path)
+    text = " ".join(rr("analyze", "pool-check", "--data", path, env={"COLUMNS": "400"}).stdout.split())
+    reason = "no (size, variant) cell holds both published and new rows: the source term cannot be estimated"
+    assert text.count(reason) == 1 and "verdict: the source term cannot be fitted (the note says why)" in text

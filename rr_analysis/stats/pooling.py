@@ -251,7 +251,7 @@ def pool_check(
     if not new.any():
         verdict = "nothing to check: every row is a published row unchanged"
     elif math.isnan(fit["p"]):
-        verdict = f"the source term cannot be fitted: {note}"
+        verdict = "the source term cannot be fitted (the note says why)"  # the reason's one home: `note`
     else:
         shift = "the new rows shift" if fit["p"] < ALPHA else "no shift detected in"
         verdict = f"{shift} {metric} by {fixed(fit['estimate'], 5, sign=True)} (p {significant(fit['p'], 3)})"
