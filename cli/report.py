@@ -30,6 +30,7 @@ def report(
     baselines: str | None = options.BASELINES,
     metric: str = options.METRIC,
     higher_is_better: bool = options.HIGHER_IS_BETTER,
+    sizes: str | None = options.SIZES,
 ) -> None:
     """Write the table, the emergence result, the recipe notes, the power table and every figure.
 
@@ -37,7 +38,8 @@ def report(
     (or in OUT's NAME_files folder), linked relatively. A reader of OUT sees the old report or the new one
     whole, and only files rr wrote there are ever replaced. Prints the report's path. Exit 2 for a bad --data file
     or a folder that cannot be written; a warning on stderr if --data has altered published rows.
-    --reference, --baselines, --metric and --higher-is-better report on any other comparison.
+    --reference, --baselines, --metric and --higher-is-better report on any other comparison, --sizes on
+    some sizes only.
     """
     import matplotlib
 
@@ -48,7 +50,7 @@ def report(
     from rr_core.sweepfile.dataset import bundled_path
 
     with known_errors():
-        asked = options.comparison(reference, baselines, metric, higher_is_better)
+        asked = options.comparison(reference, baselines, metric, higher_is_better, sizes)
         source = str(data or bundled_path())
         path = write_report(load_checked(data), out, source=source, dpi=dpi, comparison=asked)
     typer.echo(str(path))

@@ -20,14 +20,15 @@ from typing import TYPE_CHECKING
 import pandas as pd
 from matplotlib.figure import Figure
 
-from rr_analysis.comparison import Comparison, Keywords, asked
+from rr_analysis.comparison import Comparison, Keywords, asked, of_sizes
 from rr_analysis.figures.estimates import test_name
 from rr_analysis.figures.gaps import emergence_plot
-from rr_analysis.figures.output import save_figure, write_atomic
+from rr_analysis.figures.output import save_figure, with_provenance, write_atomic
 from rr_analysis.figures.raw import calibration_figure, scaling_figure, seeds_figure
 from rr_analysis.stats.emergence import emergence
 from rr_analysis.stats.gap_tests import PRIMARY_TEST, gap_table
 from rr_analysis.stats.notes import recipe_notes
+from rr_analysis.stats.pooling import cell_provenance, provenance_notes
 from rr_analysis.stats.power import power_table
 from rr_analysis.stats.summary import describe
 from rr_analysis.tables.render import render
@@ -118,6 +119,11 @@ def _figure(report: Report, name: str, caption: str, draw, folder: str) -> list[
     return [f"![{caption}]({folder}{'/' if folder else ''}{name})", "", f"*{caption}*", ""]
 
 
+def _drawn(figure, df: pd.DataFrame, c: Comparison, **how) -> Figure:
+    """`figure(df, **how, comparison=c)` with its provenance footnote (`with_provenance`), as `rr plot` draws it."""
+    return with_provenance(figure(df, **how, comparison=c), df, c)
+
+
 def _code(text: str) -> str:
     """`text` as a Markdown code span that nothing in it can close: fenced by one backtick more than its
     longest run of backticks (CommonMark 6.1), line breaks shown as \\n so the span stays on one line."""
@@ -155,19 +161,26 @@ def build_report(
     ``omitted`` (file name -> reason, for figures the data cannot support, e.g. one size or no ECE).
     Sections: data, the per-size table (Welch, paired, mixed, Holm), the emergence figures (the primary one
     as `rr plot emergence` draws it, the paper's Welch figure, the mixed model's; `emergence_plot`) and
-    model, the recipe notes, the power table, the raw-data figures.
+    model, the recipe notes, the power table, the raw-data figures. Only the comparison's sizes are read
+    (`of_sizes`). Where its cells hold runs that differ from the published ones (`cell_provenance`), the data
+    section lists them and every figure carries them as a footnote (`with_provenance`).
     """
     from importlib.metadata import version
 
     c = asked(comparison, **keywords)
+    n_all, df = len(df), of_sizes(df, c)
+    left_out = f" ({n_all - len(df)} row(s) of other sizes left out: only the sizes asked for are read)"
     table = gap_table(df, comparison=c)
+    provenance = provenance_notes(cell_provenance(df, comparison=c))
     report = Report("")
     where = f"in {_code(figure_dir + '/')}" if figure_dir else "beside this file"
     md = [
         "# Review Residuals sweep: analysis report",
         "",
-        f"Data: {_code(source)}: {describe(df)}; {check_integrity(df).summary()}.",
+        f"Data: {_code(source)}{left_out if c.sizes else ''}: {describe(df)}; {check_integrity(df).summary()}.",
         "",
+        *(f"- {n}" for n in provenance),
+        *([""] if provenance else []),
         f"{_MARK} (rr-toolkit {version('rr-toolkit')}). The figures are the PNG files {where}, "
         "linked by relative paths: keep the folder together.",
         "",
@@ -179,7 +192,7 @@ def build_report(
     ]
     for name, heading, caption, how in _EMERGENCE:
         md += [f"### {heading}", ""]
-        md += _figure(report, name, caption, partial(emergence_plot, df, **how, comparison=c), figure_dir)
+        md += _figure(report, name, caption, partial(_drawn, emergence_plot, df, c, **how), figure_dir)
     md += ["### Emergence model", "", render(emergence(df, c), VIEWS["emergence"], "markdown")]
     md += ["## 3. Recipe notes", "", render(recipe_notes(df, c), VIEWS["notes"], "markdown")]
     md += [
@@ -189,7 +202,7 @@ def build_report(
     ]
     md += ["## 5. The raw data", ""]
     for name, heading, caption in _RAW:
-        draw = partial(_DRAWN[name], df, comparison=c)
+        draw = partial(_drawn, _DRAWN[name], df, c)
         md += [f"### {heading}", "", *_figure(report, name, caption, draw, figure_dir)]
     report.markdown = "\n".join(md).rstrip() + "\n"
     return report
