@@ -125,8 +125,8 @@ class Comparison:
     sizes: tuple[str, ...] | None = field(
         default=None,
         metadata=_option(
-            "Only these sizes, comma-separated, in any case (e.g. 60M,150M,320M,590M,1B: the published ones): "
-            "every test, family, figure and note reads their rows alone. Default: every size present.",
+            "Only these sizes, comma-separated, in any case (e.g. 60M,1B): every test, family, figure and "
+            "note reads their rows alone. Default: every size present.",
             "A,B,...",
         ),
     )  # None: every size present; otherwise the size labels (`of_sizes`)
