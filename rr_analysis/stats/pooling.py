@@ -172,9 +172,10 @@ def cell_provenance(
             df = df[df["variant"].isin([comparison.reference, *comparison.baselines])]
     records, _ = _records(df, sidecar)
     out = []
-    steps = {
-        k: _steps_flags(*k) for k in set(zip(df["size"].astype(str), df["steps"].astype(int), strict=True))
-    }
+    pairs = df[["size", "steps"]].drop_duplicates()
+    steps = {(str(s), int(n)): _steps_flags(str(s), int(n)) for s, n in pairs.itertuples(index=False)}
+    if not records and not any(steps.values()):  # nothing recorded, every run at its size's steps
+        return pd.DataFrame(out, columns=list(PROVENANCE_COLUMNS))
     keys = zip(
         df["size"].astype(str), df["variant"], df["seed"].astype(int), df["steps"].astype(int), strict=True
     )
