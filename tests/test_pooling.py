@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from dataclasses import asdict
 
 import numpy as np
 import pandas as pd
@@ -12,6 +13,7 @@ import pytest
 from conftest import rr
 
 from rr_analysis.stats.pooling import pool_check, row_flags
+from rr_core.ladder import RECIPE
 from rr_core.sweepfile.dataset import append_rows, bundled_path, write_sweep
 from rr_core.sweepfile.provenance import append_record, sidecar_path
 
@@ -58,6 +60,14 @@ def test_flags_name_recipe_hardware_precision_and_changed_rows(sweep):
         "precision bf16 (published: tf32)",
         "data synthetic (published: tinystories)",
         "hardware NVIDIA H200 (published: NVIDIA B200)",
+    ]
+    # the recipe a published size's record states, field by field (issue 49.3: recipe, not only steps)
+    recipe = asdict(RECIPE)
+    assert row_flags(row, {**good, "config": {**good["config"], "recipe": recipe}}) == []
+    tuned = {**good, "config": {**good["config"], "recipe": {**recipe, "lr": 0.001, "batch_size": 32}}}
+    assert row_flags(row, tuned) == [
+        "recipe batch_size 32 (published: 64)",
+        "recipe lr 0.001 (published: 0.0002)",
     ]
     changed = sweep.copy()
     changed.loc[0, "val_loss"] += 0.01

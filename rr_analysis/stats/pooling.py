@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -81,26 +82,40 @@ def row_flags(row: pd.Series, record: dict | None) -> list[str]:
     >>> row_flags(row, {"config": {"precision": "bf16", "data": "tinystories"}, "environment": {"device_name": "NVIDIA H100"}})
     ['steps 4000 (published: 8000)', 'precision bf16 (published: tf32)', 'hardware NVIDIA H100 (published: NVIDIA B200)']
     """
-    return [*_steps_flags(str(row["size"]), int(row["steps"])), *_record_flags(record)]
+    return [*_steps_flags(str(row["size"]), int(row["steps"])), *_record_flags(record, str(row["size"]))]
+
+
+def _published(size: str):
+    """The ladder's `Size` of a published size; None for any other (tiny, a ladder file's, a label off it)."""
+    try:
+        return get_size(size) if get_size(size).published else None
+    except InputError:
+        return None  # a size off the ladder: nothing of it was published
 
 
 def _steps_flags(size: str, steps: int) -> list[str]:
     """A run's steps where they are not its published size's (the recipe's length), as a flag."""
-    try:
-        published_steps = get_size(size).steps if get_size(size).published else None
-    except InputError:
-        published_steps = None  # a size off the ladder: its steps have no published value
-    if published_steps is not None and steps != published_steps:
-        return [f"steps {steps} (published: {published_steps})"]
+    published = _published(size)
+    if published is not None and steps != published.steps:
+        return [f"steps {steps} (published: {published.steps})"]
     return []
 
 
-def _record_flags(record: dict | None) -> list[str]:
-    """What a run's provenance record says is not the published way: precision, corpus, schedule, hardware."""
+def _record_flags(record: dict | None, size: str | None = None) -> list[str]:
+    """What a run's provenance record says is not the published way: precision, corpus, schedule, the recipe's
+    settings of a published `size` (learning rate, batch, warmup, ...), hardware."""
     if record is None:
         return [_UNKNOWN]
     flags = []
     config, env = record.get("config", {}), record.get("environment", {})
+    published = _published(size) if size is not None else None
+    if published is not None and isinstance(config.get("recipe"), dict):
+        recipe = asdict(published.recipe)
+        flags += [
+            f"recipe {k} {v} (published: {recipe[k]})"
+            for k, v in config["recipe"].items()
+            if k in recipe and v != recipe[k]
+        ]
     if config.get("precision") != PUBLISHED_ENVIRONMENT["precision"]:
         flags.append(f"precision {config.get('precision')} (published: {PUBLISHED_ENVIRONMENT['precision']})")
     if config.get("data") != "tinystories":
