@@ -11,6 +11,7 @@ from cli import options
 from cli.choices import Adjust, Stat
 from cli.errors import fail, known_errors
 from cli.help import CASE_INSENSITIVE
+from rr_analysis.comparison import Comparison, of_sizes  # light: no numpy or pandas at import
 
 plot_app = typer.Typer(
     help="Draw a figure of a sweep to a file; the format follows the suffix (.png, .pdf, .svg).",
@@ -194,7 +195,6 @@ def calibration(
 
     Every variant by default; --baselines limits the variants drawn beside the reference.
     """
-    from rr_analysis.comparison import Comparison
     from rr_analysis.figures.raw import calibration_figure
 
     asked = Comparison(reference, baselines, sizes=sizes)  # its metric is ECE whatever the comparison's
@@ -212,22 +212,29 @@ RUNS_DATA = typer.Option(
 )
 
 
-def _write_logs(sources: list[Path], out: Path, dpi: int, draw: Callable) -> None:
-    """Check `out`, draw the figure of the metrics logs `sources` name (`draw(sources)`), write it, print the
-    path. Exit 2 on known errors, or when no source is given."""
+def _write_logs(
+    runs: list[Path] | None, data: Path | None, out: Path, dpi: int, draw: Callable, asked=None
+) -> None:
+    """Check `out`, draw the figure of the metrics logs of `runs` and of the sweep `data`
+    (`draw(sources)`), with `data`'s provenance footnote (`with_provenance`: the cells of the comparison
+    `asked` whose runs differ from the published ones), write it, print the path. Exit 2 on known errors, or
+    when no source is given."""
     import matplotlib
 
     matplotlib.use("Agg")
 
+    from cli.dataload import load_checked
     from cli.heap import frozen_heap
-    from rr_analysis.figures.output import check_writable, save_figure
+    from rr_analysis.figures.output import check_writable, save_figure, with_provenance
 
+    sources = [*(runs or []), *([data] if data else [])]
     if not sources:
         raise fail("give --data FILE.csv or at least one metrics folder or log (OUT.metrics/)")
     with known_errors():
         check_writable(out)
         with frozen_heap():
-            path = save_figure(draw(sources), out, dpi=dpi)
+            fig = draw(sources)
+            path = save_figure(with_provenance(fig, load_checked(data), asked) if data else fig, out, dpi=dpi)
     typer.echo(str(path))
 
 
@@ -276,15 +283,11 @@ def curves(
     if gap:
         if half_life is not None or smooth is not None:
             raise fail("--half-life and --smooth smooth each run's loss; --gap draws the raw paired gap")
-        from rr_analysis.comparison import Comparison
-
-        _gap(
-            runs, data, out, dpi, title, Comparison(reference, baselines, sizes=sizes)
-        )  # the losses the runs logged
+        asked = Comparison(reference, baselines, sizes=sizes)
+        _gap(runs, data, out, dpi, title, asked)  # the losses the runs logged
         return
 
     def draw(sources):
-        from rr_analysis.comparison import Comparison, of_sizes
         from rr_analysis.figures.curves import curves_figure
         from rr_analysis.stats.smoothing import smooth_curves
         from rr_core.sweepfile.metrics_log import load_curves
@@ -297,7 +300,7 @@ def curves(
             typer.echo(f"rr plot: --smooth is deprecated: read as --half-life {lives}", err=True)
         return curves_figure(curves, title=title)
 
-    _write_logs([*(runs or []), *([data] if data else [])], out, dpi, draw)
+    _write_logs(runs, data, out, dpi, draw, Comparison(sizes=sizes))
 
 
 def _gap(runs: list[Path] | None, data: Path | None, out: Path, dpi: int, title: str | None, asked) -> None:
@@ -347,13 +350,12 @@ def gates(
         return
 
     def draw(sources):
-        from rr_analysis.comparison import Comparison, of_sizes
         from rr_analysis.figures.curves import gates_figure
         from rr_core.sweepfile.metrics_log import load_gates
 
         return gates_figure(of_sizes(load_gates(sources), Comparison(sizes=sizes)), title=title)
 
-    _write_logs([*(runs or []), *([data] if data else [])], out, dpi, draw)
+    _write_logs(runs, data, out, dpi, draw, Comparison(sizes=sizes))
 
 
 def _write_anatomy(

@@ -187,3 +187,21 @@ def test_a_size_not_in_the_data_is_one_sentence(merged):
     assert result.exit_code == 2 and "has an empty name; give size names separated by commas" in result.output
     result = rr("report", "--data", merged, "--sizes", "60M,tinny", "-o", merged.with_name("r"))
     assert result.exit_code == 2 and "the size 'tinny' (did you mean tiny?)" in words(result.output)
+
+
+def test_a_curves_figure_of_a_sweep_carries_its_cells_too(tiny_run, monkeypatch, tmp_path):
+    """`rr plot curves --data`: the footnote names the tiny run (synthetic corpus, this machine's CPU)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from rr_analysis.figures import output
+    from rr_analysis.stats.pooling import cell_provenance
+
+    drawn = {}
+    monkeypatch.setattr(output, "save_figure", lambda fig, out, dpi: drawn.setdefault(out.name, fig) and out)
+    assert rr("plot", "curves", "--data", tiny_run["out"], "-o", tmp_path / "c.png").exit_code == 0
+    (cell,) = cell_provenance(load_sweep(tiny_run["out"])).itertuples()
+    assert (cell.size, cell.variant, cell.n_runs, cell.n_differ) == ("tiny", "standard", 1, 1)
+    assert cell.differs[0] == "data synthetic (published: tinystories)"
+    footnote = " ".join(words(t.get_text()) for t in drawn["c.png"].texts)
+    assert "provenance: tiny Standard: 1 of 1 runs differ from the published ones: data synthetic" in footnote
