@@ -45,6 +45,7 @@ __all__ = [
     "asked",
     "compare",
     "of_sizes",
+    "sizes_left_out",
     "sizes_in_order",
     "baselines_in_order",
     "cell_frame",
@@ -330,6 +331,29 @@ def of_sizes(df: pd.DataFrame, comparison: Comparison) -> pd.DataFrame:
     if (lines := df.attrs.get("lines")) is not None:  # each row's line in the file: the kept rows' own
         kept.attrs["lines"] = type(lines)(line for line, k in zip(lines, keep, strict=True) if k)
     return kept
+
+
+def sizes_left_out(df: pd.DataFrame, comparison: Comparison) -> str:
+    """What the comparison's sizes leave out of `df`, as the sentence every view and the report state ("" when
+    it reads every size), so a result of some sizes is never read as the whole file's.
+
+    Example
+    -------
+    >>> from rr_core.sweepfile.dataset import load_sweep
+    >>> sizes_left_out(load_sweep(), Comparison(sizes=["60M", "1B"]))
+    'sizes read: 60M, 1B (--sizes); left out: 150M, 320M, 590M (24 rows)'
+    """
+    if comparison.sizes is None:
+        return ""
+    kept = of_sizes(df, comparison)
+    if len(kept) == len(df):
+        return ""
+    read = set(kept["size"].astype(str))
+    out = [s for s in sizes_in_order(df) if s not in read]
+    shown = [s for s in sizes_in_order(df) if s in read]
+    return (
+        f"sizes read: {', '.join(shown)} (--sizes); left out: {', '.join(out)} ({len(df) - len(kept)} rows)"
+    )
 
 
 def one_rate(df: pd.DataFrame, what: str) -> None:

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 import pandas as pd
 from matplotlib.figure import Figure
 
-from rr_analysis.comparison import Comparison, Keywords, asked, of_sizes
+from rr_analysis.comparison import Comparison, Keywords, asked, of_sizes, sizes_left_out
 from rr_analysis.figures.estimates import test_name
 from rr_analysis.figures.gaps import emergence_plot
 from rr_analysis.figures.output import save_figure, with_provenance, write_atomic
@@ -181,8 +181,7 @@ def build_report(
     from importlib.metadata import version
 
     c = asked(comparison, **keywords)
-    n_all, df = len(df), of_sizes(df, c)
-    left_out = f" ({n_all - len(df)} row(s) of other sizes left out: only the sizes asked for are read)"
+    left_out, df = sizes_left_out(df, c), of_sizes(df, c)
     table = gap_table(df, comparison=c)
     provenance = provenance_notes(cell_provenance(df, comparison=c))
     report = Report("")
@@ -190,7 +189,8 @@ def build_report(
     md = [
         "# Review Residuals sweep: analysis report",
         "",
-        f"Data: {_code(source)}{left_out if c.sizes else ''}: {describe(df)}; {check_integrity(df).summary()}.",
+        f"Data: {_code(source)}{f' ({left_out})' if left_out else ''}: {describe(df)}; "
+        f"{check_integrity(df).summary()}.",
         "",
         *(f"- {n}" for n in provenance),
         *([""] if provenance else []),

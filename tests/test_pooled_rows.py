@@ -92,9 +92,10 @@ def test_the_pooled_rows_change_the_verdict_and_sizes_gives_the_published_one_ba
     # the published Holm-adjusted primary p of 590M and 1B (Highway, Standard), as the paper's sizes give them
     adjusted = [r["p_adj_paired"] for r in table[-4:]]
     assert adjusted == pytest.approx([0.0031, 0.0882, 0.0090, 0.0018], abs=5e-5)
-    # the text the published file gives, line for line: no provenance note, no other size
+    # the text the published file gives, line for line, and a last line saying what --sizes left out
     text = rr("analyze", "emergence", "--data", merged, "--sizes", PUBLISHED, env={"COLUMNS": "100"}).stdout
-    assert text == rr("analyze", "emergence", env={"COLUMNS": "100"}).stdout
+    said = "note: sizes read: 60M, 150M, 320M, 590M, 1B (--sizes); left out: tiny (6 rows)\n"
+    assert text == rr("analyze", "emergence", env={"COLUMNS": "100"}).stdout + said
 
 
 @pytest.mark.parametrize(
@@ -106,7 +107,8 @@ def test_every_view_names_the_cells_whose_runs_differ(merged, view, fmt):
     result = rr("analyze", view, "--data", merged, "--format", fmt, env={"COLUMNS": "100"})
     assert result.exit_code == 0 and words(SAID) in words(result.stdout).replace("% ", ""), result.output
     if view == "table":
-        assert "provenance" not in rr("analyze", view, "--data", merged, "--sizes", PUBLISHED).stdout
+        asked = rr("analyze", view, "--data", merged, "--sizes", PUBLISHED, "--format", fmt).stdout
+        assert "provenance" not in asked and "left out: tiny (6 rows)" in asked
 
 
 def test_csv_and_json_give_each_row_the_notes_of_its_size(merged):
@@ -121,6 +123,7 @@ def test_csv_and_json_give_each_row_the_notes_of_its_size(merged):
         SAID.replace("Review, Highway, Standard: 6 of 6", "Review, Highway: 4 of 4")
     ]
     assert "provenance" not in json_of("table")[0]  # the published file: the columns as they were
+    assert "provenance" not in json_of("table", "--data", merged, "--sizes", PUBLISHED)[0]
 
 
 def test_cell_provenance_counts_runs_and_leaves_unknown_ones_alone(merged):

@@ -12,7 +12,7 @@ from typing import Any
 
 import pandas as pd
 
-from rr_analysis.comparison import Comparison, of_sizes, one_rate
+from rr_analysis.comparison import Comparison, of_sizes, one_rate, sizes_left_out
 from rr_analysis.stats.pooling import cell_provenance, provenance_notes
 from rr_analysis.tables.columns import View
 from rr_analysis.tables.render import render
@@ -88,21 +88,25 @@ class AnalysisView(View):
         """What `rr analyze` prints for the sweep `df`: the frame rendered in `fmt`
         (`rr_analysis.tables.render.render`, with its `width` and `columns`), or what `show` makes of it.
 
-        Where the cells read hold runs that differ from the published ones (`cell_provenance`: corpus, recipe,
-        schedule, precision, hardware), every format says so: a note per size and difference in text,
+        Where the comparison leaves sizes out (`sizes_left_out`), or the cells read hold runs that differ from
+        the published ones (`cell_provenance`: corpus, recipe, schedule, precision, hardware), every format says
+        so: a note (per size and difference, for the cells) in text,
         Markdown and LaTeX (after `show`'s text too), and in csv and json a column ``provenance`` listing the
         notes of each row's size (of every size read, for a frame without one). The published file has none,
         and its outputs are as they were."""
         frame = self.frame(df, options)
-        cells = cell_provenance(df, comparison=options.get("comparison", Comparison()))
-        notes = provenance_notes(cells)
+        c = options.get("comparison", Comparison())
+        cells = cell_provenance(df, comparison=c)
+        provenance = provenance_notes(cells)
+        notes = [n for n in [sizes_left_out(df, c)] if n] + provenance
         if self.show is not None:
             shown = self.show(frame, **_picked(self, self.show, options))
             return shown + "".join(f"note: {n}\n" for n in notes)
         view: AnalysisView = self
-        if notes and fmt in ("csv", "json"):
-            frame = frame.assign(provenance=_by_row(frame, cells, notes))
-            view = replace(self, machine=(*self.machine, "provenance")) if self.machine else self
+        if fmt in ("csv", "json"):  # the rows' sizes say what was read; the provenance is a column
+            if provenance:
+                frame = frame.assign(provenance=_by_row(frame, cells, provenance))
+                view = replace(self, machine=(*self.machine, "provenance")) if self.machine else self
         elif notes:
             view = replace(self, notes=lambda t: [*self.notes(t), *notes])
         return render(frame, view, fmt, width, columns)
