@@ -92,9 +92,8 @@ def with_provenance(fig: Figure, df: pd.DataFrame, comparison: Comparison | None
     none (the published file) gets nothing: the figure is drawn as before."""
     notes = provenance_notes(cell_provenance(df, comparison=comparison or Comparison()))
     if notes:
-        chars = max(
-            40, int(fig.get_figwidth() * 72 / (_FOOTNOTE_SIZE * 0.55))
-        )  # a line as wide as the figure
+        # as many characters a line as the figure is wide (a character about 0.55 of the font size)
+        chars = max(40, int(fig.get_figwidth() * 72 / (_FOOTNOTE_SIZE * 0.55)))
         lines = [w for n in notes for w in textwrap.wrap(n, chars, subsequent_indent="  ")]
         fig.text(0.01, 0.0, "\n".join(lines), ha="left", va="top", fontsize=_FOOTNOTE_SIZE, color="0.25")
     return fig

@@ -12,7 +12,7 @@ from typing import Any
 
 import pandas as pd
 
-from rr_analysis.comparison import Comparison, of_sizes, one_rate, sizes_left_out
+from rr_analysis.comparison import Comparison, cell_size, of_sizes, one_rate, sizes_left_out
 from rr_analysis.stats.pooling import cell_provenance, provenance_notes
 from rr_analysis.tables.columns import View
 from rr_analysis.tables.render import render
@@ -90,10 +90,9 @@ class AnalysisView(View):
 
         Where the comparison leaves sizes out (`sizes_left_out`), or the cells read hold runs that differ from
         the published ones (`cell_provenance`: corpus, recipe, schedule, precision, hardware), every format says
-        so: a note (per size and difference, for the cells) in text,
-        Markdown and LaTeX (after `show`'s text too), and in csv and json a column ``provenance`` listing the
-        notes of each row's size (of every size read, for a frame without one). The published file has none,
-        and its outputs are as they were."""
+        so: a note (per size and difference, for the cells) in text, Markdown and LaTeX (after `show`'s text
+        too), and in csv and json a column ``provenance`` listing the cells' notes of each row's size (of every
+        size read, for a frame without one). The published file has neither, and its outputs are as they were."""
         frame = self.frame(df, options)
         c = options.get("comparison", Comparison())
         cells = cell_provenance(df, comparison=c)
@@ -116,7 +115,7 @@ def _by_row(frame: pd.DataFrame, cells: pd.DataFrame, notes: list[str]) -> list[
     """The provenance notes each row of `frame` answers to: those of its size, or all where it has none."""
     if "size" not in frame:
         return [notes] * len(frame)
-    return [provenance_notes(cells[cells["size"] == str(size)]) for size in frame["size"]]
+    return [provenance_notes(cells[cells["size"] == cell_size(str(size))]) for size in frame["size"]]
 
 
 def _keywords(function: Callable) -> tuple[str, ...]:
