@@ -7,6 +7,7 @@ asked for, which gives the published verdicts back."""
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
 
 import pytest
 from conftest import rr
@@ -14,6 +15,7 @@ from conftest import rr
 from rr_analysis.comparison import Comparison, of_sizes
 from rr_analysis.stats.pooling import cell_provenance, provenance_notes
 from rr_core.errors import InputError
+from rr_core.ladder import RECIPE
 from rr_core.sweepfile.dataset import append_rows, bundled_path, load_sweep
 from rr_core.sweepfile.provenance import append_record, sidecar_path
 
@@ -133,18 +135,18 @@ def test_cell_provenance_counts_runs_and_leaves_unknown_ones_alone(merged):
         ["tiny", v, 2, 2] for v in ("review_neutral", "highway", "standard")
     ]
     assert cell_provenance(df, comparison=Comparison(sizes=["1B"])).empty
-    # a published cell with one new seed on other hardware: 1 of its 4 runs differs; a row without a record
-    # (the published rows, or any other) is counted in n_runs but not as differing
+    # a published cell with one new seed in another precision and at another learning rate: 1 of its 4 runs
+    # differs; a row without a record (the published rows, or any other) is counted in n_runs, not as differing
     extra = df[(df["size"] == "60M") & (df["seed"] == 0)].assign(seed=7)
     path = merged.with_name("seven.csv")
     append_rows(path, [*df.to_dict("records"), *extra.to_dict("records")])
-    for v in ("highway",):
-        append_record(sidecar_path(path), {"status": "ok", "size": "60M", "variant": v, "seed": 7,
-                                           "config": {"precision": "bf16", "data": "tinystories"},
-                                           "environment": {"device_name": "NVIDIA B200"}})  # fmt: skip
+    config = {"precision": "bf16", "data": "tinystories", "recipe": {**asdict(RECIPE), "lr": 0.001}}
+    append_record(sidecar_path(path), {"status": "ok", "size": "60M", "variant": "highway", "seed": 7,
+                                       "config": config, "environment": {"device_name": "NVIDIA B200"}})  # fmt: skip
     notes = provenance_notes(cell_provenance(load_sweep(path), comparison=Comparison(sizes=["60M"])))
     assert notes == [
-        "provenance: 60M Highway: 1 of 4 runs differ from the published ones: precision bf16 (published: tf32)"
+        "provenance: 60M Highway: 1 of 4 runs differ from the published ones: recipe lr 0.001 (published: "
+        "0.0002); precision bf16 (published: tf32)"
     ]
 
 

@@ -194,7 +194,7 @@ def cell_provenance(
     keys = zip(
         df["size"].astype(str), df["variant"], df["seed"].astype(int), df["steps"].astype(int), strict=True
     )
-    flags = [steps[(s, n)] + _record_flags(records.get((s, v, k))) for s, v, k, n in keys]
+    flags = [steps[(s, n)] + _record_flags(records.get((s, v, k)), s) for s, v, k, n in keys]
     runs = pd.DataFrame({"size": df["size"].to_numpy(), "variant": df["variant"].to_numpy(), "flags": flags})
     for (size, variant), cell in runs.groupby(["size", "variant"], sort=False, observed=True):
         known = [[f for f in fs if f != _UNKNOWN] for fs in cell["flags"]]
