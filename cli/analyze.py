@@ -14,7 +14,7 @@ import typer
 from cli.choices import Adjust, Format
 from cli.errors import fail, known_errors
 from cli.help import RrCommand
-from cli.options import BASELINES, HIGHER_IS_BETTER, METRIC, REFERENCE, comparison
+from cli.options import BASELINES, HIGHER_IS_BETTER, METRIC, REFERENCE, SIZES, comparison
 from rr_analysis.comparison import POWER
 
 DEFAULT_VIEW = "table"
@@ -179,6 +179,7 @@ def analyze(
     baselines: str | None = BASELINES,
     metric: str = METRIC,
     higher_is_better: bool = HIGHER_IS_BETTER,
+    sizes: str | None = SIZES,
 ) -> None:
     """Statistics of a sweep: gap = mean(baseline) - mean(review_neutral), positive favours Review.
 
@@ -197,7 +198,9 @@ def analyze(
     }
     name = _one_view(view, flags)
     width = None if wide or fmt is not Format.text else shutil.get_terminal_size().columns
-    options = dict(comparison=comparison(reference, baselines, metric, higher_is_better), adjust=adjust.value)
+    options = dict(
+        comparison=comparison(reference, baselines, metric, higher_is_better, sizes), adjust=adjust.value
+    )
     options |= dict(
         margin=margin,
         effect=effect,

@@ -1,7 +1,7 @@
 """The options that choose a comparison, for `rr analyze`, `rr plot` and `rr report`, and the text a gate
 anatomy reads, for `rr gates --anatomy` and `rr plot gates --checkpoint`.
 
-`--reference`, `--baselines`, `--metric` and `--higher-is-better` are the fields of
+`--reference`, `--baselines`, `--metric`, `--higher-is-better` and `--sizes` are the fields of
 `rr_analysis.comparison.Comparison`, whose defaults (the published comparison), help and metavars are
 declared there once and read here; `comparison` makes the value every analysis function takes. That module
 loads no numpy or pandas at import, so `rr --help` stays light.
@@ -16,18 +16,32 @@ import typer
 
 from rr_analysis.comparison import Comparison
 
-__all__ = ["REFERENCE", "BASELINES", "METRIC", "HIGHER_IS_BETTER", "comparison", "RUN_CORPUS", "WINDOWS"]
+__all__ = [
+    "REFERENCE",
+    "BASELINES",
+    "METRIC",
+    "HIGHER_IS_BETTER",
+    "SIZES",
+    "comparison",
+    "RUN_CORPUS",
+    "WINDOWS",
+]
 
 
-def _names(value: str | None) -> list[str] | None:
-    """'highway, standard' -> ['highway', 'standard']; None stays None (every other variant present)."""
-    if value is None:
-        return None
-    names = [n.strip() for n in value.split(",")]
-    if not all(names):
-        raise typer.BadParameter(
-            f"{value!r} has an empty name; give variant names separated by commas, e.g. highway,standard"
-        )
+def _listed(what: str, example: str):
+    """A callback reading 'a, b' as ['a', 'b'] (None stays None: the field's default), naming `what` and an
+    `example` when a name is empty."""
+
+    def names(value: str | None) -> list[str] | None:
+        if value is None:
+            return None
+        names = [n.strip() for n in value.split(",")]
+        if not all(names):
+            raise typer.BadParameter(
+                f"{value!r} has an empty name; give {what} separated by commas, e.g. {example}"
+            )
+        return names
+
     return names
 
 
@@ -43,16 +57,21 @@ def _option(name: str, **how: Any) -> Any:
 
 
 REFERENCE = _option("reference")
-BASELINES = _option("baselines", callback=_names)  # comma-separated on the command line
+BASELINES = _option("baselines", callback=_listed("variant names", "highway,standard"))  # comma-separated
 METRIC = _option("metric")
 HIGHER_IS_BETTER = _option("higher_is_better")
+SIZES = _option("sizes", callback=_listed("size names", "60M,150M"))
 
 
 def comparison(
-    reference: str, baselines: list[str] | None, metric: str, higher_is_better: bool
+    reference: str,
+    baselines: list[str] | None,
+    metric: str,
+    higher_is_better: bool,
+    sizes: list[str] | None = None,
 ) -> Comparison:
     """The comparison the options choose: the one value the analysis functions take."""
-    return Comparison(reference, baselines, metric, higher_is_better)
+    return Comparison(reference, baselines, metric, higher_is_better, sizes)
 
 
 # The held-out text of a gate anatomy (`rr_model.uses.anatomy.anatomy`).

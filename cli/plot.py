@@ -11,6 +11,7 @@ from cli import options
 from cli.choices import Adjust, Stat
 from cli.errors import fail, known_errors
 from cli.help import CASE_INSENSITIVE
+from rr_analysis.comparison import Comparison, of_sizes  # light: no numpy or pandas at import
 
 plot_app = typer.Typer(
     help="Draw a figure of a sweep to a file; the format follows the suffix (.png, .pdf, .svg).",
@@ -38,22 +39,23 @@ def _out(default: str) -> typer.Option:
     )
 
 
-def _write(data: Path | None, out: Path, dpi: int, draw: Callable) -> None:
-    """Check `out`, load the data, draw and write the figure, print the path (and on stderr where it is and
-    whether it replaced a file). Exit 2 on known errors."""
+def _write(data: Path | None, out: Path, dpi: int, draw: Callable, asked=None) -> None:
+    """Check `out`, load the data, draw and write the figure with its provenance footnote (`with_provenance`:
+    the cells of the comparison `asked` whose runs differ from the published ones), print the path (and on
+    stderr where it is and whether it replaced a file). Exit 2 on known errors."""
     import matplotlib
 
     matplotlib.use("Agg")  # headless, whatever the environment says; rr draws files only
 
     from cli.dataload import load_checked
     from cli.heap import frozen_heap
-    from rr_analysis.figures.output import check_writable, save_figure
+    from rr_analysis.figures.output import check_writable, save_figure, with_provenance
 
     with known_errors():
         replaced = check_writable(out).exists()  # before loading or drawing: a bad --out fails at once
         df = load_checked(data)
         with frozen_heap():
-            path = save_figure(draw(df), out, dpi=dpi)
+            path = save_figure(with_provenance(draw(df), df, asked), out, dpi=dpi)
     typer.echo(str(path))
     what = "replacing the file that was there" if replaced else "a new file"
     typer.echo(f"rr plot: wrote {path.name} in {path.resolve().parent} ({what})", err=True)
@@ -82,6 +84,7 @@ def emergence(
     baselines: str | None = options.BASELINES,
     metric: str = options.METRIC,
     higher_is_better: bool = options.HIGHER_IS_BETTER,
+    sizes: str | None = options.SIZES,
 ) -> None:
     """The paper's Figure 2: Review's advantage (baseline loss - Review loss) against parameters.
 
@@ -92,7 +95,7 @@ def emergence(
     draws the paper's figure. --reference, --baselines and --metric draw any other
     comparison.
     """
-    asked = options.comparison(reference, baselines, metric, higher_is_better)
+    asked = options.comparison(reference, baselines, metric, higher_is_better, sizes)
 
     def draw(df):
         from rr_analysis.figures.gaps import emergence_plot
@@ -100,7 +103,7 @@ def emergence(
         how = {"stat": stat.value, "adjust": adjust.value, "ci": ci, "fit": fit, "title": title}
         return emergence_plot(df, **how, comparison=asked)
 
-    _write(data, out, dpi, draw)
+    _write(data, out, dpi, draw, asked)
 
 
 @plot_app.command()
@@ -116,10 +119,11 @@ def forecast(
     baselines: str | None = options.BASELINES,
     metric: str = options.METRIC,
     higher_is_better: bool = options.HIGHER_IS_BETTER,
+    sizes: str | None = options.SIZES,
 ) -> None:
     """The primary size-level line carried past the sweep: observed paired gaps, the line with its 95% CI
     and PI bands, and each forecast size's gap with its 95% CI and PI; shaded past the largest size."""
-    asked = options.comparison(reference, baselines, metric, higher_is_better)
+    asked = options.comparison(reference, baselines, metric, higher_is_better, sizes)
 
     def draw(df):
         from rr_analysis.figures.gaps import forecast_figure
@@ -130,7 +134,7 @@ def forecast(
         table, line = gap_table(df, comparison=asked), meta_line(df, at, comparison=asked)
         return forecast_figure(table, line, predict(df, at, comparison=asked), title=title)
 
-    _write(data, out, dpi, draw)
+    _write(data, out, dpi, draw, asked)
 
 
 @plot_app.command()
@@ -143,6 +147,7 @@ def scaling(
     baselines: str | None = options.BASELINES,
     metric: str = options.METRIC,
     higher_is_better: bool = options.HIGHER_IS_BETTER,
+    sizes: str | None = options.SIZES,
 ) -> None:
     """Validation loss (or --metric) against parameters per variant: every seed a point, the mean a line, log x.
 
@@ -150,8 +155,8 @@ def scaling(
     """
     from rr_analysis.figures.raw import scaling_figure
 
-    asked = options.comparison(reference, baselines, metric, higher_is_better)
-    _write(data, out, dpi, lambda df: scaling_figure(df, title=title, comparison=asked))
+    asked = options.comparison(reference, baselines, metric, higher_is_better, sizes)
+    _write(data, out, dpi, lambda df: scaling_figure(df, title=title, comparison=asked), asked)
 
 
 @plot_app.command()
@@ -164,6 +169,7 @@ def seeds(
     baselines: str | None = options.BASELINES,
     metric: str = options.METRIC,
     higher_is_better: bool = options.HIGHER_IS_BETTER,
+    sizes: str | None = options.SIZES,
 ) -> None:
     """A facet per size: every run, each variant's mean with its 95% t interval, a line per seed.
 
@@ -171,8 +177,8 @@ def seeds(
     """
     from rr_analysis.figures.raw import seeds_figure
 
-    asked = options.comparison(reference, baselines, metric, higher_is_better)
-    _write(data, out, dpi, lambda df: seeds_figure(df, title=title, comparison=asked))
+    asked = options.comparison(reference, baselines, metric, higher_is_better, sizes)
+    _write(data, out, dpi, lambda df: seeds_figure(df, title=title, comparison=asked), asked)
 
 
 @plot_app.command()
@@ -183,16 +189,16 @@ def calibration(
     title: str | None = TITLE,
     reference: str = options.REFERENCE,
     baselines: str | None = options.BASELINES,
+    sizes: str | None = options.SIZES,
 ) -> None:
     """Expected calibration error by size and variant, where ECE was measured (the metric is ECE).
 
     Every variant by default; --baselines limits the variants drawn beside the reference.
     """
-    from rr_analysis.comparison import Comparison
     from rr_analysis.figures.raw import calibration_figure
 
-    asked = Comparison(reference, baselines)  # its metric is ECE whatever the comparison's
-    _write(data, out, dpi, lambda df: calibration_figure(df, title=title, comparison=asked))
+    asked = Comparison(reference, baselines, sizes=sizes)  # its metric is ECE whatever the comparison's
+    _write(data, out, dpi, lambda df: calibration_figure(df, title=title, comparison=asked), asked)
 
 
 RUNS = typer.Argument(
@@ -206,22 +212,29 @@ RUNS_DATA = typer.Option(
 )
 
 
-def _write_logs(sources: list[Path], out: Path, dpi: int, draw: Callable) -> None:
-    """Check `out`, draw the figure of the metrics logs `sources` name (`draw(sources)`), write it, print the
-    path. Exit 2 on known errors, or when no source is given."""
+def _write_logs(
+    runs: list[Path] | None, data: Path | None, out: Path, dpi: int, draw: Callable, asked=None
+) -> None:
+    """Check `out`, draw the figure of the metrics logs of `runs` and of the sweep `data`
+    (`draw(sources)`), with `data`'s provenance footnote (`with_provenance`: the cells of the comparison
+    `asked` whose runs differ from the published ones), write it, print the path. Exit 2 on known errors, or
+    when no source is given."""
     import matplotlib
 
     matplotlib.use("Agg")
 
+    from cli.dataload import load_checked
     from cli.heap import frozen_heap
-    from rr_analysis.figures.output import check_writable, save_figure
+    from rr_analysis.figures.output import check_writable, save_figure, with_provenance
 
+    sources = [*(runs or []), *([data] if data else [])]
     if not sources:
         raise fail("give --data FILE.csv or at least one metrics folder or log (OUT.metrics/)")
     with known_errors():
         check_writable(out)
         with frozen_heap():
-            path = save_figure(draw(sources), out, dpi=dpi)
+            fig = draw(sources)
+            path = save_figure(with_provenance(fig, load_checked(data), asked) if data else fig, out, dpi=dpi)
     typer.echo(str(path))
 
 
@@ -259,6 +272,7 @@ def curves(
     title: str | None = TITLE,
     reference: str = options.REFERENCE,
     baselines: str | None = options.BASELINES,
+    sizes: str | None = options.SIZES,
 ) -> None:
     """Training loss (smoothed by step distance, over its raw readings) and learning rate by step: a facet
     per size, a line per run, from the metrics logs rr train writes (OUT.metrics/RUN.jsonl).
@@ -269,9 +283,8 @@ def curves(
     if gap:
         if half_life is not None or smooth is not None:
             raise fail("--half-life and --smooth smooth each run's loss; --gap draws the raw paired gap")
-        from rr_analysis.comparison import Comparison
-
-        _gap(runs, data, out, dpi, title, Comparison(reference, baselines))  # the losses the runs logged
+        asked = Comparison(reference, baselines, sizes=sizes)
+        _gap(runs, data, out, dpi, title, asked)  # the losses the runs logged
         return
 
     def draw(sources):
@@ -279,13 +292,15 @@ def curves(
         from rr_analysis.stats.smoothing import smooth_curves
         from rr_core.sweepfile.metrics_log import load_curves
 
-        curves = smooth_curves(load_curves(sources), half_life, weight=smooth)
+        curves = smooth_curves(
+            of_sizes(load_curves(sources), Comparison(sizes=sizes)), half_life, weight=smooth
+        )
         if smooth is not None:
             lives = ", ".join(dict.fromkeys(f"{h:g}" for h in curves["half_life"]))
             typer.echo(f"rr plot: --smooth is deprecated: read as --half-life {lives}", err=True)
         return curves_figure(curves, title=title)
 
-    _write_logs([*(runs or []), *([data] if data else [])], out, dpi, draw)
+    _write_logs(runs, data, out, dpi, draw, Comparison(sizes=sizes))
 
 
 def _gap(runs: list[Path] | None, data: Path | None, out: Path, dpi: int, title: str | None, asked) -> None:
@@ -300,7 +315,7 @@ def _gap(runs: list[Path] | None, data: Path | None, out: Path, dpi: int, title:
 
         return gap_figure(training_gap(df, load_losses([data]), asked), title=title)
 
-    _write(data, out, dpi, draw)
+    _write(data, out, dpi, draw, asked)
 
 
 @plot_app.command()
@@ -319,6 +334,7 @@ def gates(
     out: Path = _out("gates.png"),
     dpi: int = DPI,
     title: str | None = TITLE,
+    sizes: str | None = options.SIZES,
 ) -> None:
     """Each gated sublayer's r over training: a row per size and variant, attention and MLP apart, a line
     per run and layer (coloured by depth), from the metrics logs of runs of gated variants.
@@ -337,9 +353,9 @@ def gates(
         from rr_analysis.figures.curves import gates_figure
         from rr_core.sweepfile.metrics_log import load_gates
 
-        return gates_figure(load_gates(sources), title=title)
+        return gates_figure(of_sizes(load_gates(sources), Comparison(sizes=sizes)), title=title)
 
-    _write_logs([*(runs or []), *([data] if data else [])], out, dpi, draw)
+    _write_logs(runs, data, out, dpi, draw, Comparison(sizes=sizes))
 
 
 def _write_anatomy(
@@ -379,11 +395,12 @@ def tuning(
     baselines: str | None = options.BASELINES,
     metric: str = options.METRIC,
     higher_is_better: bool = options.HIGHER_IS_BETTER,
+    sizes: str | None = options.SIZES,
 ) -> None:
     """Each variant's metric against the learning rate on its selection seeds (mean, 95% t CI), a facet per
     size, with the rate each chose marked (hollow: at the grid's edge). `rr analyze tuning` tests the gap at
     the chosen rates."""
-    asked = options.comparison(reference, baselines, metric, higher_is_better)
+    asked = options.comparison(reference, baselines, metric, higher_is_better, sizes)
 
     def draw(df):
         from rr_analysis.figures.tuning_curves import tuning_figure
@@ -393,7 +410,7 @@ def tuning(
             tuning_table(df, asked, ladder=None if ladder is None else str(ladder)), title=title
         )
 
-    _write(data, out, dpi, draw)
+    _write(data, out, dpi, draw, asked)
 
 
 def register(app: typer.Typer) -> None:

@@ -23,21 +23,23 @@ def report(
         "-o",
         help="Folder for report.md and its PNG figures: built beside it, then swapped in whole (created if "
         "missing; a folder holding other files is refused). A path ending in .md is the report file itself, "
-        "its figures in the folder NAME_files beside it.",
+        "its figures in a folder of NAME_files beside it, published with it in one step.",
     ),
     dpi: int = typer.Option(120, "--dpi", min=1, help="Resolution of the PNG figures."),
     reference: str = options.REFERENCE,
     baselines: str | None = options.BASELINES,
     metric: str = options.METRIC,
     higher_is_better: bool = options.HIGHER_IS_BETTER,
+    sizes: str | None = options.SIZES,
 ) -> None:
     """Write the table, the emergence result, the recipe notes, the power table and every figure.
 
     The report is OUT/report.md (or OUT itself, for a .md path); its figures are PNG files in the same folder
-    (or in OUT's NAME_files folder), linked relatively. A reader of OUT sees the old report or the new one
+    (or in a folder of OUT's NAME_files folder), linked relatively. A reader of OUT sees the old report or the new one
     whole, and only files rr wrote there are ever replaced. Prints the report's path. Exit 2 for a bad --data file
     or a folder that cannot be written; a warning on stderr if --data has altered published rows.
-    --reference, --baselines, --metric and --higher-is-better report on any other comparison.
+    --reference, --baselines, --metric and --higher-is-better report on any other comparison, --sizes on
+    some sizes only.
     """
     import matplotlib
 
@@ -48,7 +50,7 @@ def report(
     from rr_core.sweepfile.dataset import bundled_path
 
     with known_errors():
-        asked = options.comparison(reference, baselines, metric, higher_is_better)
+        asked = options.comparison(reference, baselines, metric, higher_is_better, sizes)
         source = str(data or bundled_path())
         path = write_report(load_checked(data), out, source=source, dpi=dpi, comparison=asked)
     typer.echo(str(path))

@@ -1,5 +1,5 @@
 """The comparison every analysis is built on, and the cells it reads: `Comparison` (reference, baselines,
-metric, direction), sizes and baselines in order, the (size, baseline) frame, t tails.
+metric, direction, sizes), sizes and baselines in order, the (size, baseline) frame, t tails.
 
 Shared by `stats`, `mixed` and `emergence`, which import this module and never each other backwards; `ALPHA`,
 the one significance level, lives here too.
@@ -8,9 +8,10 @@ A comparison is one value, `Comparison`, that flows from the command line (`cli.
 every analysis function to the `STAMP` columns of its result; its fields' defaults are the published
 comparison (review_neutral against every other variant present, on val_loss, lower is better), and their
 metadata are the command line's options (`cli.options`). Every analysis function takes ``comparison=``,
-and, as a thin front for notebooks, the same four fields as keywords (``reference=``, ``baselines=``,
-``metric=``, ``higher_is_better=``: `asked`). `compare` picks the reference's and the baselines' rows and
-the metric every test reads, as the column `RESPONSE`. The response is oriented so that lower is better
+and, as a thin front for notebooks, the same fields as keywords (``reference=``, ``baselines=``,
+``metric=``, ``higher_is_better=``, ``sizes=``: `asked`). `compare` picks the rows of the sizes asked for
+(`of_sizes`), the reference's and the baselines' rows and the metric every test reads, as the column
+`RESPONSE`. The response is oriented so that lower is better
 (the metric itself, or its negation under ``higher_is_better``), so every gap = mean(baseline) -
 mean(reference) of the response, and a positive gap always means the reference is better.
 
@@ -21,7 +22,7 @@ options' declarations here without loading them.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, TypedDict
 
 from rr_core.errors import InputError, did_you_mean
@@ -43,6 +44,8 @@ __all__ = [
     "Keywords",
     "asked",
     "compare",
+    "of_sizes",
+    "sizes_left_out",
     "sizes_in_order",
     "baselines_in_order",
     "cell_frame",
@@ -85,7 +88,8 @@ def _option(help: str, metavar: str | None = None) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class Comparison:
-    """What a result compares: the reference, the baselines in order, the metric and its direction.
+    """What a result compares: the reference, the baselines in order, the metric and its direction, and the
+    sizes read (`of_sizes`).
 
     The defaults are the paper's comparison. Each field's metadata is its command-line option (`cli.options`).
     """
@@ -119,10 +123,20 @@ class Comparison:
             "gap still favours the reference."
         ),
     )
+    sizes: tuple[str, ...] | None = field(
+        default=None,
+        metadata=_option(
+            "Only these sizes, comma-separated, in any case (e.g. 60M,1B): every test, family, figure and "
+            "note reads their rows alone. Default: every size present.",
+            "A,B,...",
+        ),
+    )  # None: every size present; otherwise the size labels (`of_sizes`)
 
     def __post_init__(self) -> None:
         if self.baselines is not None:
             object.__setattr__(self, "baselines", tuple(self.baselines))
+        if self.sizes is not None:
+            object.__setattr__(self, "sizes", tuple(self.sizes))
         object.__setattr__(self, "higher_is_better", bool(self.higher_is_better))
 
     @property
@@ -164,6 +178,7 @@ class Keywords(TypedDict, total=False):
     baselines: Sequence[str] | None
     metric: str
     higher_is_better: bool
+    sizes: Sequence[str] | None
 
 
 def asked(comparison: Comparison | None = None, **keywords: Unpack[Keywords]) -> Comparison:
@@ -173,7 +188,7 @@ def asked(comparison: Comparison | None = None, **keywords: Unpack[Keywords]) ->
     Example
     -------
     >>> asked(reference="highway", baselines=["standard"])
-    Comparison(reference='highway', baselines=('standard',), metric='val_loss', higher_is_better=False)
+    Comparison(reference='highway', baselines=('standard',), metric='val_loss', higher_is_better=False, sizes=None)
     """
     if comparison is None:
         return Comparison(**keywords)
@@ -276,6 +291,71 @@ def cell_size(cell: str) -> str:
     return cell.split("@", 1)[0]
 
 
+def of_sizes(df: pd.DataFrame, comparison: Comparison) -> pd.DataFrame:
+    """The rows of `df` whose size the comparison reads: every row when its ``sizes`` is None, else the rows of
+    those sizes (named in any case; a size's budgets, ``60M@2000``, go with it), the size categories of the
+    others dropped, so no table, family, figure or note counts them.
+
+    The one place a comparison's sizes select rows: `compare` calls it (every analysis and figure function),
+    and so do the views and the report before the analyses that take no comparison. Raises InputError naming
+    a size with no runs in the data (with the nearest present) or an empty list.
+
+    Example
+    -------
+    >>> from rr_core.sweepfile.dataset import load_sweep
+    >>> sorted(of_sizes(load_sweep(), Comparison(sizes=["60m", "1B"]))["size"].unique())
+    ['1B', '60M']
+    """
+    import pandas as pd
+
+    if comparison.sizes is None:
+        return df
+    labels = df["size"].astype(str).map(cell_size)
+    present = list(dict.fromkeys(labels))
+    by_case = {s.lower(): s for s in present}
+    if not comparison.sizes:
+        raise InputError(
+            "no size named: give at least one, or leave the sizes out to read every size present"
+        )
+    for name in comparison.sizes:
+        if name.lower() not in by_case:
+            hint = did_you_mean(nearest(name, present))
+            raise InputError(
+                f"the size {name!r}{hint} has no runs in the data (the sizes present: {', '.join(present)})"
+            )
+    keep = labels.isin({by_case[n.lower()] for n in comparison.sizes}).to_numpy()
+    kept = df[keep]
+    if isinstance(kept["size"].dtype, pd.CategoricalDtype):
+        kept = kept.assign(size=kept["size"].cat.remove_unused_categories())
+    kept.attrs = dict(df.attrs)
+    if (lines := df.attrs.get("lines")) is not None:  # each row's line in the file: the kept rows' own
+        kept.attrs["lines"] = type(lines)(line for line, k in zip(lines, keep, strict=True) if k)
+    return kept
+
+
+def sizes_left_out(df: pd.DataFrame, comparison: Comparison) -> str:
+    """What the comparison's sizes leave out of `df`, as the sentence every view and the report state ("" when
+    it reads every size), so a result of some sizes is never read as the whole file's.
+
+    Example
+    -------
+    >>> from rr_core.sweepfile.dataset import load_sweep
+    >>> sizes_left_out(load_sweep(), Comparison(sizes=["60M", "1B"]))
+    'sizes read: 60M, 1B (--sizes); left out: 150M, 320M, 590M (24 rows)'
+    """
+    if comparison.sizes is None:
+        return ""
+    kept = of_sizes(df, comparison)
+    if len(kept) == len(df):
+        return ""
+    read = set(kept["size"].astype(str))
+    out = [s for s in sizes_in_order(df) if s not in read]
+    shown = [s for s in sizes_in_order(df) if s in read]
+    return (
+        f"sizes read: {', '.join(shown)} (--sizes); left out: {', '.join(out)} ({len(df) - len(kept)} rows)"
+    )
+
+
 def one_rate(df: pd.DataFrame, what: str) -> None:
     """InputError when `df` trains one (size, variant, seed) at several learning rates (a tuning, `rr tune`).
 
@@ -345,6 +425,7 @@ def compare(
     """
     c = asked(comparison, **keywords)
     reference, baselines, metric = c.reference, c.baselines, c.metric
+    df = of_sizes(df, c)
     if not several_rates:
         one_rate(df, "this analysis")
     df = budget_cells(df)
@@ -371,7 +452,7 @@ def compare(
     rows = rows.assign(
         **{RESPONSE: -rows[metric] if c.higher_is_better else rows[metric], PAIR: _pairs(rows)}
     )
-    return rows, Comparison(reference, tuple(chosen), metric, c.higher_is_better)
+    return rows, replace(c, baselines=tuple(chosen))
 
 
 def _pairs(rows: pd.DataFrame) -> pd.Series:

@@ -3,15 +3,20 @@
 Format: `report.md` plus one PNG per figure in the same folder, linked by relative paths, so the folder
 reads on GitHub, in any Markdown viewer, and converts with pandoc (``pandoc report.md -o report.html
 --embed-resources --standalone`` gives a single HTML file). Keep the folder together. Given a `.md` path
-instead of a folder, the report is that file and its figures a folder beside it (`x.md`, `x_files/`). Tables are the
+instead of a folder, the report is that file and its figures a folder beside it (`x.md`, its figures in
+`x_files/BUILD/`, BUILD named after the report's text, so that renaming `x.md` into place publishes the new
+report and its figures in one step). Tables are the
 statistics library's own Markdown renderings (the views of `rr_analysis.views`); nothing here computes a
 statistic.
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import os
 import re
+import shutil
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -20,19 +25,21 @@ from typing import TYPE_CHECKING
 import pandas as pd
 from matplotlib.figure import Figure
 
-from rr_analysis.comparison import Comparison, Keywords, asked
+from rr_analysis.comparison import Comparison, Keywords, asked, of_sizes, sizes_left_out
 from rr_analysis.figures.estimates import test_name
 from rr_analysis.figures.gaps import emergence_plot
-from rr_analysis.figures.output import save_figure, write_atomic
+from rr_analysis.figures.output import save_figure, with_provenance, write_atomic
 from rr_analysis.figures.raw import calibration_figure, scaling_figure, seeds_figure
 from rr_analysis.stats.emergence import emergence
 from rr_analysis.stats.gap_tests import PRIMARY_TEST, gap_table
 from rr_analysis.stats.notes import recipe_notes
+from rr_analysis.stats.pooling import cell_provenance, provenance_notes
 from rr_analysis.stats.power import power_table
 from rr_analysis.stats.summary import describe
 from rr_analysis.tables.render import render
 from rr_analysis.views.registry import VIEWS
 from rr_core.errors import PlotError
+from rr_core.files.locks import pid_alive
 from rr_core.files.reading import read_regular
 from rr_core.files.replacing import atomic_dir
 from rr_core.sweepfile.integrity import check_integrity
@@ -96,6 +103,13 @@ _FILES = (  # all rr writes into a report folder
     *_FORMER,
 )
 _MARK = "Written by `rr report`"  # a Markdown file holding this is a report rr wrote, which it may replace
+# A report file's figures live in NAME_files/BUILD/: BUILD is the first 16 hex digits of the SHA-256 of the report's
+# text, written before its own name is filled in (`_BUILD` stands for it), so a new text is a new folder.
+_BUILD = "\0build\0"
+_BUILD_NAME = re.compile(r"[0-9a-f]{16}")
+_LEFTOVER = re.compile(
+    r"\.([0-9a-f]{16})\.(\d+)\.rr-tmp"
+)  # a build folder a killed writer left (`temp_name`)
 
 
 @dataclass
@@ -116,6 +130,11 @@ def _figure(report: Report, name: str, caption: str, draw, folder: str) -> list[
         report.omitted[name] = str(e)
         return [f"*Not drawn: {e}.*", ""]
     return [f"![{caption}]({folder}{'/' if folder else ''}{name})", "", f"*{caption}*", ""]
+
+
+def _drawn(figure, df: pd.DataFrame, c: Comparison, **how) -> Figure:
+    """`figure(df, **how, comparison=c)` with its provenance footnote (`with_provenance`), as `rr plot` draws it."""
+    return with_provenance(figure(df, **how, comparison=c), df, c)
 
 
 def _code(text: str) -> str:
@@ -155,19 +174,26 @@ def build_report(
     ``omitted`` (file name -> reason, for figures the data cannot support, e.g. one size or no ECE).
     Sections: data, the per-size table (Welch, paired, mixed, Holm), the emergence figures (the primary one
     as `rr plot emergence` draws it, the paper's Welch figure, the mixed model's; `emergence_plot`) and
-    model, the recipe notes, the power table, the raw-data figures.
+    model, the recipe notes, the power table, the raw-data figures. Only the comparison's sizes are read
+    (`of_sizes`). Where its cells hold runs that differ from the published ones (`cell_provenance`), the data
+    section lists them and every figure carries them as a footnote (`with_provenance`).
     """
     from importlib.metadata import version
 
     c = asked(comparison, **keywords)
+    left_out, df = sizes_left_out(df, c), of_sizes(df, c)
     table = gap_table(df, comparison=c)
+    provenance = provenance_notes(cell_provenance(df, comparison=c))
     report = Report("")
     where = f"in {_code(figure_dir + '/')}" if figure_dir else "beside this file"
     md = [
         "# Review Residuals sweep: analysis report",
         "",
-        f"Data: {_code(source)}: {describe(df)}; {check_integrity(df).summary()}.",
+        f"Data: {_code(source)}{f' ({left_out})' if left_out else ''}: {describe(df)}; "
+        f"{check_integrity(df).summary()}.",
         "",
+        *(f"- {n}" for n in provenance),
+        *([""] if provenance else []),
         f"{_MARK} (rr-toolkit {version('rr-toolkit')}). The figures are the PNG files {where}, "
         "linked by relative paths: keep the folder together.",
         "",
@@ -179,7 +205,7 @@ def build_report(
     ]
     for name, heading, caption, how in _EMERGENCE:
         md += [f"### {heading}", ""]
-        md += _figure(report, name, caption, partial(emergence_plot, df, **how, comparison=c), figure_dir)
+        md += _figure(report, name, caption, partial(_drawn, emergence_plot, df, c, **how), figure_dir)
     md += ["### Emergence model", "", render(emergence(df, c), VIEWS["emergence"], "markdown")]
     md += ["## 3. Recipe notes", "", render(recipe_notes(df, c), VIEWS["notes"], "markdown")]
     md += [
@@ -189,7 +215,7 @@ def build_report(
     ]
     md += ["## 5. The raw data", ""]
     for name, heading, caption in _RAW:
-        draw = partial(_DRAWN[name], df, comparison=c)
+        draw = partial(_drawn, _DRAWN[name], df, c)
         md += [f"### {heading}", "", *_figure(report, name, caption, draw, figure_dir)]
     report.markdown = "\n".join(md).rstrip() + "\n"
     return report
@@ -213,9 +239,13 @@ def write_report(
     holds others is refused before the build, and checked again at the swap (a file saved into it while the
     report was built), when it is left as it was (`rr_core.files.replacing.Foreign`).
 
-    An `out_dir` ending in `.md` is the report file itself: its figures go to the folder beside it named
-    after it (`x.md` -> `x_files/`, swapped in the same way), then the Markdown replaces `x.md` whole (an
-    existing `x.md` must be an earlier rr report). Raises PlotError (a ValueError) when `out_dir` is a file
+    An `out_dir` ending in `.md` is the report file itself, its figures in a folder of the folder beside it
+    named after it (`x.md` -> `x_files/BUILD/`), and it is published in one step: the figures go to a new
+    BUILD folder, named after the report's text, which the old `x.md` does not link; then the Markdown
+    replaces `x.md` whole in one rename, which publishes the new report with its figures; only then are the
+    figures of earlier reports removed. A kill at any point leaves `x.md`, old or new, beside the figures it
+    links, and the rerun succeeds and removes what the killed run left (an existing `x.md` must be an
+    earlier rr report). Raises PlotError (a ValueError) when `out_dir` is a file
     (a folder for `.md`), holds files rr does not write there, or cannot be written. `comparison` (or its
     fields as keywords) chooses the comparison, as in `build_report`.
     """
@@ -234,8 +264,15 @@ def write_report(
     return out / REPORT_NAME
 
 
-def _check_folder(out: Path) -> None:
-    if out.is_dir() and (foreign := sorted({p.name for p in out.iterdir()} - set(_FILES))):
+def _check_folder(out: Path, builds: bool = False) -> None:
+    """PlotError when `out` holds files rr does not write there (with `builds`, a report file's figures
+    folder: BUILD folders, and what a killed build left, are rr's too)."""
+    if not out.is_dir():
+        return
+    names = {p.name for p in out.iterdir()} - set(_FILES)
+    if builds:
+        names = {n for n in names if not (_BUILD_NAME.fullmatch(n) or _LEFTOVER.fullmatch(n))}
+    if foreign := sorted(names):
         raise PlotError(
             f"cannot write the report into {out}: it holds files rr does not write there "
             f"({', '.join(foreign[:5])}), and the whole folder would be replaced; choose a new folder"
@@ -266,8 +303,32 @@ def _write_report_file(df: pd.DataFrame, md: Path, source: str, dpi: int, compar
         raise PlotError(f"cannot write the report to {md}: it is a folder; give a new .md file name")
     if md.exists() and _MARK.encode() not in read_regular(md):
         raise PlotError(f"cannot write the report to {md}: it exists and is not a report rr wrote")
-    _check_folder(folder)
-    report = build_report(df, source, figure_dir=folder.name, comparison=comparison)
-    _write_figures(report, folder, dpi, extra={})
-    write_atomic(md, lambda f: f.write(report.markdown.encode("utf-8")))
+    _check_folder(folder, builds=True)
+    report = build_report(df, source, figure_dir=f"{folder.name}/{_BUILD}", comparison=comparison)
+    build = hashlib.sha256(report.markdown.encode("utf-8")).hexdigest()[:16]
+    text = report.markdown.replace(_BUILD, build).encode("utf-8")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise PlotError(f"cannot write the report into {folder}: {e.strerror or e}") from None
+    # The same text is the same BUILD: its figures are swapped in whole under an x.md that reads alike.
+    _write_figures(report, folder / build, dpi, extra={})
+    write_atomic(md, lambda f: f.write(text))  # the one step that publishes the new report
+    _prune(folder, keep=build)
     return md
+
+
+def _prune(folder: Path, keep: str) -> None:
+    """Remove from a report file's figures folder what no report links any more: earlier BUILD folders, the
+    figures an earlier version wrote into the folder itself, and build folders of killed writers (their pid no
+    longer runs). Only rr's own names are deleted; a folder holding anything else stays."""
+    for p in folder.iterdir():
+        leftover = _LEFTOVER.fullmatch(p.name)
+        if p.name == keep or (leftover and pid_alive(int(leftover[2]))):
+            continue
+        with contextlib.suppress(OSError):
+            if p.is_dir() and (_BUILD_NAME.fullmatch(p.name) or leftover):
+                if all(q.name in _FILES or q.name.endswith(".rr-tmp") for q in p.iterdir()):
+                    shutil.rmtree(p)
+            elif p.name in _FILES:
+                p.unlink()

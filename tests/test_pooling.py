@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from dataclasses import asdict
 
 import numpy as np
 import pandas as pd
@@ -12,6 +13,7 @@ import pytest
 from conftest import rr
 
 from rr_analysis.stats.pooling import pool_check, row_flags
+from rr_core.ladder import RECIPE
 from rr_core.sweepfile.dataset import append_rows, bundled_path, write_sweep
 from rr_core.sweepfile.provenance import append_record, sidecar_path
 
@@ -58,6 +60,14 @@ def test_flags_name_recipe_hardware_precision_and_changed_rows(sweep):
         "precision bf16 (published: tf32)",
         "data synthetic (published: tinystories)",
         "hardware NVIDIA H200 (published: NVIDIA B200)",
+    ]
+    # the recipe a published size's record states, field by field (issue 49.3: recipe, not only steps)
+    recipe = asdict(RECIPE)
+    assert row_flags(row, {**good, "config": {**good["config"], "recipe": recipe}}) == []
+    tuned = {**good, "config": {**good["config"], "recipe": {**recipe, "lr": 0.001, "batch_size": 32}}}
+    assert row_flags(row, tuned) == [
+        "recipe batch_size 32 (published: 64)",
+        "recipe lr 0.001 (published: 0.0002)",
     ]
     changed = sweep.copy()
     changed.loc[0, "val_loss"] += 0.01
@@ -152,10 +162,20 @@ def test_a_variant_whose_rows_are_all_new_is_a_note_not_a_singular_matrix(sweep)
         "cannot be estimated; left out 5 (size, variant) cell(s) whose rows are all new "
         "(60M:myrule, 150M:myrule, 320M:myrule, 590M:myrule, 1B:myrule)"
     )
-    assert r["verdict"].startswith("the source term cannot be fitted: no (size, variant) cell holds both")
+    assert r["verdict"].startswith("the source term cannot be fitted (the note says why)")
     # with a new seed of the published variants too, the term is theirs: the same as without the rule's rows
     seed5 = new_seed(sweep)
     both = pool_check(pd.concat([with_plugin_rule(sweep), seed5], ignore_index=True)).iloc[0]
     alone = pool_check(pd.concat([sweep, seed5], ignore_index=True)).iloc[0]
     assert both["estimate"] == pytest.approx(alone["estimate"], rel=1e-6) and 0 < both["p"] < 1
     assert "left out 5 (size, variant) cell(s) whose rows are all new" in both["note"]
+
+
+def test_pool_check_says_each_sentence_once(sweep, tmp_path):
+    """Issue 49.10: the reason the source term cannot be fitted was printed twice, in the verdict and in the
+    note; it has one home, the note."""
+    path = tmp_path / "plugin.csv"
+    write_sweep(with_plugin_rule(sweep), path)
+    text = " ".join(rr("analyze", "pool-check", "--data", path, env={"COLUMNS": "400"}).stdout.split())
+    reason = "no (size, variant) cell holds both published and new rows: the source term cannot be estimated"
+    assert text.count(reason) == 1 and "verdict: the source term cannot be fitted (the note says why)" in text

@@ -158,12 +158,68 @@ def test_a_md_path_is_the_report_file_with_its_figures_in_a_folder_beside_it(tmp
     assert folder.exit_code == 0 and result.exit_code == 0, result.output
     assert result.stdout == f"{tmp_path / 'report.md'}\n"
     md = (tmp_path / "report.md").read_text()
-    figures = sorted(p.name for p in (tmp_path / "report_files").iterdir())
+    (build,) = (tmp_path / "report_files").iterdir()  # one BUILD folder, named after the report's text
+    figures = sorted(p.name for p in build.iterdir())
     assert figures == sorted(p.name for p in (tmp_path / "rep").iterdir() if p.suffix == ".png")
-    assert "](report_files/emergence.png)" in md and "PNG files in `report_files/`" in md
-    same = (tmp_path / "rep" / "report.md").read_text().replace("](", "](report_files/")
-    assert md == same.replace("PNG files beside this file", "PNG files in `report_files/`")
+    where = f"report_files/{build.name}/"
+    assert f"]({where}emergence.png)" in md and f"PNG files in `{where}`" in md
+    same = (tmp_path / "rep" / "report.md").read_text().replace("](", f"]({where}")
+    assert md == same.replace("PNG files beside this file", f"PNG files in `{where}`")
     (tmp_path / "mine.md").write_text("# my notes\n")
     refused = rr("report", "-o", str(tmp_path / "mine.md"))
     assert refused.exit_code == 2 and "it exists and is not a report rr wrote" in refused.stderr
     assert (tmp_path / "mine.md").read_text() == "# my notes\n"
+
+
+def labelled(df, comparison, **how):
+    """A figure drawn in a blink whose PNG bytes name the comparison: a stand-in for each report figure."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(1, 1))
+    fig.text(0, 0, f"{comparison.reference} {how}")
+    return fig
+
+
+def test_a_md_report_is_published_in_one_step_and_its_rerun_after_a_kill_succeeds(tmp_path, monkeypatch):
+    """Issue 47.2: `rr report -o x.md` publishes x.md and its figures in one step. A run killed after its figures
+    are written and before x.md is replaced (then after x.md, before the old figures go) leaves x.md, old or
+    new, linking figures that are its own; the rerun succeeds and leaves one figures folder. Before, the figures
+    folder was swapped first: the old x.md then showed the new run's figures."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from rr_analysis import report as module
+    from rr_analysis.comparison import Comparison
+
+    monkeypatch.setattr(module, "emergence_plot", labelled)
+    monkeypatch.setattr(
+        module, "_DRAWN", dict.fromkeys(["scaling.png", "seeds.png", "calibration.png"], labelled)
+    )
+    md, df = tmp_path / "x.md", load_sweep()
+
+    def linked() -> dict[str, bytes]:  # each figure x.md links, by name, with its bytes
+        return {p: (tmp_path / p).read_bytes() for p in LINK.findall(md.read_text())}
+
+    module.write_report(df, md, dpi=20)
+    old_text, old = md.read_text(), linked()
+
+    def killed(*args, **kwargs):
+        raise KeyboardInterrupt  # the process ends here, as under a kill
+
+    highway = Comparison("highway", ["standard"])
+    for step in ("write_atomic", "_prune"):  # killed before x.md is replaced, then after it
+        with monkeypatch.context() as m, pytest.raises(KeyboardInterrupt):
+            m.setattr(module, step, killed)
+            module.write_report(df, md, dpi=20, comparison=highway)
+        if step == "write_atomic":
+            assert (
+                md.read_text() == old_text and linked() == old
+            )  # the old report whole, with its own figures
+        else:  # the new report whole, with its own figures (the old ones still beside them)
+            assert md.read_text() != old_text and len(linked()) == 6
+            assert not set(linked().values()) & set(old.values())
+    module.write_report(df, md, dpi=20, comparison=highway)  # the rerun
+    new = linked()
+    assert len(new) == 6 and not set(new) & set(old) and not set(new.values()) & set(old.values())
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["x.md", "x_files"]
+    assert len(list((tmp_path / "x_files").iterdir())) == 1  # the earlier report's figures are gone

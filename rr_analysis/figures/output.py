@@ -1,16 +1,20 @@
 """Writing a figure: the format its suffix names, a check that the file can be written before anything is
-drawn, and an atomic save with fixed metadata, so the same figure gives the same bytes.
+drawn, an atomic save with fixed metadata, so the same figure gives the same bytes, and the provenance
+footnote every figure of a sweep carries where its cells hold runs that differ from the published ones.
 """
 
 from __future__ import annotations
 
 import os
+import textwrap
 from collections.abc import Callable
 from pathlib import Path
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
 from matplotlib.figure import Figure
 
+from rr_analysis.comparison import Comparison
+from rr_analysis.stats.pooling import cell_provenance, provenance_notes
 from rr_core.errors import PlotError
 from rr_core.files.replacing import atomic_write
 
@@ -21,7 +25,13 @@ __all__ = [
     "check_writable",
     "save_figure",
     "write_atomic",
+    "with_provenance",
 ]
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+_FOOTNOTE_SIZE = 7  # points: the footnote reads as a caption, below the figure's own text
 
 
 FORMATS: tuple[str, ...] = ("png", "pdf", "svg")
@@ -73,6 +83,20 @@ def save_figure(fig: Figure, path: str | os.PathLike, *, dpi: int = DEFAULT_DPI)
         path, lambda f: fig.savefig(f, format=fmt, dpi=dpi, bbox_inches="tight", metadata=_metadata(fmt))
     )
     return path
+
+
+def with_provenance(fig: Figure, df: pd.DataFrame, comparison: Comparison | None = None) -> Figure:
+    """`fig` with a footnote below it naming the cells of `df` the comparison reads whose runs differ from the
+    published ones (`rr_analysis.stats.pooling.provenance_notes`: corpus, recipe, schedule, precision,
+    hardware), one line per size and difference, so a figure of pooled rows never hides them. A sweep with
+    none (the published file) gets nothing: the figure is drawn as before."""
+    notes = provenance_notes(cell_provenance(df, comparison=comparison or Comparison()))
+    if notes:
+        # as many characters a line as the figure is wide (a character about 0.55 of the font size)
+        chars = max(40, int(fig.get_figwidth() * 72 / (_FOOTNOTE_SIZE * 0.55)))
+        lines = [w for n in notes for w in textwrap.wrap(n, chars, subsequent_indent="  ")]
+        fig.text(0.01, 0.0, "\n".join(lines), ha="left", va="top", fontsize=_FOOTNOTE_SIZE, color="0.25")
+    return fig
 
 
 def write_atomic(path: Path, write: Callable[[BinaryIO], object]) -> None:

@@ -1,29 +1,43 @@
 """Can new rows be pooled with the published ones? Flag the rows that were not trained the published way,
 and fit the primary model with a source term (published vs new) to see whether new seeds shifted the losses.
+
+The flags (`row_flags`, from the row and its provenance sidecar record) are read by `pool_check` row by row and
+by `cell_provenance` cell by cell: every view, figure and the report name the (size, variant) cells whose runs
+differ from the published ones in corpus, recipe, schedule, precision or hardware (`provenance_notes`).
 """
 
 from __future__ import annotations
 
 import math
 import warnings
+from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
-from rr_analysis.comparison import ALPHA, Comparison, Keywords, asked
+from rr_analysis.comparison import ALPHA, Comparison, Keywords, asked, of_sizes, sizes_in_order
 from rr_analysis.numbers import fixed, significant
 from rr_core.errors import InputError
 from rr_core.ladder import get_size
 from rr_core.sweepfile.csv_text import FIELDS
 from rr_core.sweepfile.dataset import bundled_path, load_sweep
 from rr_core.sweepfile.provenance import PUBLISHED_ENVIRONMENT, read_records, sidecar_path
+from rr_core.variants import label, order_key
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
 
-__all__ = ["pool_check", "row_flags", "row_details", "POOL_COLUMNS"]
+__all__ = [
+    "pool_check",
+    "row_flags",
+    "row_details",
+    "cell_provenance",
+    "provenance_notes",
+    "POOL_COLUMNS",
+    "PROVENANCE_COLUMNS",
+]
 
 POOL_COLUMNS: tuple[str, ...] = (
     "term",
@@ -40,6 +54,9 @@ POOL_COLUMNS: tuple[str, ...] = (
     "rows",
 )
 KEY = ["size", "variant", "seed"]
+# What `cell_provenance` says of each (size, variant) cell holding a run that differs from the published ones.
+PROVENANCE_COLUMNS: tuple[str, ...] = ("size", "variant", "n_runs", "n_differ", "differs")
+_UNKNOWN = "no provenance record: recipe and hardware unknown"
 
 
 def _records(df: pd.DataFrame, sidecar: str | Path | None) -> tuple[dict[tuple, dict], dict[tuple, str]]:
@@ -65,16 +82,40 @@ def row_flags(row: pd.Series, record: dict | None) -> list[str]:
     >>> row_flags(row, {"config": {"precision": "bf16", "data": "tinystories"}, "environment": {"device_name": "NVIDIA H100"}})
     ['steps 4000 (published: 8000)', 'precision bf16 (published: tf32)', 'hardware NVIDIA H100 (published: NVIDIA B200)']
     """
-    flags = []
+    return [*_steps_flags(str(row["size"]), int(row["steps"])), *_record_flags(record, str(row["size"]))]
+
+
+def _published(size: str):
+    """The ladder's `Size` of a published size; None for any other (tiny, a ladder file's, a label off it)."""
     try:
-        published_steps = get_size(row["size"]).steps if get_size(row["size"]).published else None
+        return get_size(size) if get_size(size).published else None
     except InputError:
-        published_steps = None  # a size off the ladder: its steps have no published value
-    if published_steps is not None and int(row["steps"]) != published_steps:
-        flags.append(f"steps {int(row['steps'])} (published: {published_steps})")
+        return None  # a size off the ladder: nothing of it was published
+
+
+def _steps_flags(size: str, steps: int) -> list[str]:
+    """A run's steps where they are not its published size's (the recipe's length), as a flag."""
+    published = _published(size)
+    if published is not None and steps != published.steps:
+        return [f"steps {steps} (published: {published.steps})"]
+    return []
+
+
+def _record_flags(record: dict | None, size: str | None = None) -> list[str]:
+    """What a run's provenance record says is not the published way: precision, corpus, schedule, the recipe's
+    settings of a published `size` (learning rate, batch, warmup, ...), hardware."""
     if record is None:
-        return [*flags, "no provenance record: recipe and hardware unknown"]
+        return [_UNKNOWN]
+    flags = []
     config, env = record.get("config", {}), record.get("environment", {})
+    published = _published(size) if size is not None else None
+    if published is not None and isinstance(config.get("recipe"), dict):
+        recipe = asdict(published.recipe)
+        flags += [
+            f"recipe {k} {v} (published: {recipe[k]})"
+            for k, v in config["recipe"].items()
+            if k in recipe and v != recipe[k]
+        ]
     if config.get("precision") != PUBLISHED_ENVIRONMENT["precision"]:
         flags.append(f"precision {config.get('precision')} (published: {PUBLISHED_ENVIRONMENT['precision']})")
     if config.get("data") != "tinystories":
@@ -108,6 +149,85 @@ def row_details(record: dict | None) -> list[str]:
     if record.get("world_size", 1) > 1:
         details.append(f"{record['world_size']} processes")
     return details
+
+
+def cell_provenance(
+    df: pd.DataFrame, sidecar: str | Path | None = None, comparison: Comparison | None = None
+) -> pd.DataFrame:
+    """The (size, variant) cells of a sweep whose runs differ from the published ones in corpus, recipe (steps),
+    schedule, precision or hardware, as the provenance sidecar and the rows say (`row_flags`, the flags
+    `pool_check` reads). A run without a record is not counted: what it differs in is unknown (`pool_check`
+    names it), and the published rows, which predate the records, differ in nothing.
+
+    Parameters
+    ----------
+    df
+        A sweep (`load_sweep`), before or after a comparison chose its rows.
+    sidecar
+        Its provenance sidecar; default the file's own (`sidecar_path`; none for the packaged file).
+    comparison
+        The cells read: its sizes (`rr_analysis.comparison.of_sizes`), and its reference and baselines where
+        it names baselines (every variant otherwise). Default: every cell.
+
+    Returns
+    -------
+    DataFrame with `PROVENANCE_COLUMNS`, one row per cell with such a run, in the data's size order:
+    ``size, variant``, ``n_runs`` (the cell's runs), ``n_differ`` (those that differ) and ``differs`` (each
+    difference once, as `row_flags` words it). Empty for the published file.
+
+    Example
+    -------
+    >>> from rr_core.sweepfile.dataset import load_sweep
+    >>> len(cell_provenance(load_sweep()))
+    0
+    """
+    if comparison is not None:
+        df = of_sizes(df, comparison)
+        if comparison.baselines is not None:
+            df = df[df["variant"].isin([comparison.reference, *comparison.baselines])]
+    records, _ = _records(df, sidecar)
+    out = []
+    pairs = df[["size", "steps"]].drop_duplicates()
+    steps = {(str(s), int(n)): _steps_flags(str(s), int(n)) for s, n in pairs.itertuples(index=False)}
+    if not records and not any(steps.values()):  # nothing recorded, every run at its size's steps
+        return pd.DataFrame(out, columns=list(PROVENANCE_COLUMNS))
+    keys = zip(
+        df["size"].astype(str), df["variant"], df["seed"].astype(int), df["steps"].astype(int), strict=True
+    )
+    flags = [steps[(s, n)] + _record_flags(records.get((s, v, k)), s) for s, v, k, n in keys]
+    runs = pd.DataFrame({"size": df["size"].to_numpy(), "variant": df["variant"].to_numpy(), "flags": flags})
+    for (size, variant), cell in runs.groupby(["size", "variant"], sort=False, observed=True):
+        known = [[f for f in fs if f != _UNKNOWN] for fs in cell["flags"]]
+        if any(known):
+            differs = list(dict.fromkeys(f for fs in known for f in fs))
+            out.append((str(size), variant, len(cell), sum(map(bool, known)), differs))
+    order = {s: i for i, s in enumerate(sizes_in_order(df))} if out else {}
+    out.sort(key=lambda c: (order[c[0]], order_key(c[1])))  # the sizes' order, then the registry's
+    return pd.DataFrame(out, columns=list(PROVENANCE_COLUMNS))
+
+
+def provenance_notes(cells: pd.DataFrame) -> list[str]:
+    """The sentences every view, figure and the report add for `cell_provenance`'s cells: one per size and
+    difference, naming the cells (variants) it holds and how many of their runs differ.
+
+    Example
+    -------
+    >>> cells = pd.DataFrame([("tiny", v, 2, 2, ["data synthetic (published: tinystories)"])
+    ...                       for v in ("review_neutral", "highway")], columns=PROVENANCE_COLUMNS)
+    >>> provenance_notes(cells)
+    ['provenance: tiny Review, Highway: 4 of 4 runs differ from the published ones: data synthetic (published: tinystories)']
+    """
+    notes = []
+    for _, group in cells.groupby(
+        [cells["size"], cells["differs"].map("; ".join)], sort=False, observed=True
+    ):
+        arms = ", ".join(label(v) for v in group["variant"])
+        n, of = int(group["n_differ"].sum()), int(group["n_runs"].sum())
+        notes.append(
+            f"provenance: {group['size'].iloc[0]} {arms}: {n} of {of} runs differ from the published ones: "
+            + "; ".join(group["differs"].iloc[0])
+        )
+    return notes
 
 
 def _new_rows(
@@ -251,7 +371,7 @@ def pool_check(
     if not new.any():
         verdict = "nothing to check: every row is a published row unchanged"
     elif math.isnan(fit["p"]):
-        verdict = f"the source term cannot be fitted: {note}"
+        verdict = "the source term cannot be fitted (the note says why)"  # the reason's one home: `note`
     else:
         shift = "the new rows shift" if fit["p"] < ALPHA else "no shift detected in"
         verdict = f"{shift} {metric} by {fixed(fit['estimate'], 5, sign=True)} (p {significant(fit['p'], 3)})"

@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pandas as pd
 
-from rr_analysis.comparison import Comparison, one_rate
+from rr_analysis.comparison import Comparison, cell_size, of_sizes, one_rate, sizes_left_out
+from rr_analysis.stats.pooling import cell_provenance, provenance_notes
 from rr_analysis.tables.columns import View
 from rr_analysis.tables.render import render
 from rr_core.errors import InputError
@@ -57,9 +58,9 @@ class AnalysisView(View):
     def chosen(self, options: Mapping[str, Any]) -> AnalysisView:
         """The view these options show: another one where an option of `switches` is given (``power
         --effect``: the seed plan). InputError when the view is about the paper's comparison and the options
-        choose another."""
+        choose another (its sizes aside: the paper's comparison on some of its sizes is still the paper's)."""
         view = next((v for name, v in self.switches.items() if options.get(name) is not None), self)
-        if view.paper_only and not options.get("comparison", Comparison()).published:
+        if view.paper_only and not replace(options.get("comparison", Comparison()), sizes=None).published:
             raise InputError(
                 f"the {view.name} view is about the paper's own comparison (review_neutral against highway and "
                 "standard, val_loss); --reference, --baselines, --metric and --higher-is-better do not apply "
@@ -68,8 +69,10 @@ class AnalysisView(View):
         return view
 
     def frame(self, df: pd.DataFrame, options: Mapping[str, Any]) -> pd.DataFrame:
-        """The view's frame of the sweep `df`: `compute` called with the options it reads. A view that pairs
-        runs by seed refuses a file holding one seed at several learning rates (`rates`: the tuning view's)."""
+        """The view's frame of the sweep `df`: `compute` called with the options it reads, on the rows of the
+        comparison's sizes (`of_sizes`: for the views that take no comparison too). A view that pairs runs by
+        seed refuses a file holding one seed at several learning rates (`rates`: the tuning view's)."""
+        df = of_sizes(df, options.get("comparison", Comparison()))
         if not self.rates:
             one_rate(df, f"the {self.name} view")
         return self.compute(df, **_picked(self, self.compute, options))
@@ -83,11 +86,36 @@ class AnalysisView(View):
         columns: list[str] | None = None,
     ) -> str:
         """What `rr analyze` prints for the sweep `df`: the frame rendered in `fmt`
-        (`rr_analysis.tables.render.render`, with its `width` and `columns`), or what `show` makes of it."""
+        (`rr_analysis.tables.render.render`, with its `width` and `columns`), or what `show` makes of it.
+
+        Where the comparison leaves sizes out (`sizes_left_out`), or the cells read hold runs that differ from
+        the published ones (`cell_provenance`: corpus, recipe, schedule, precision, hardware), every format says
+        so: a note (per size and difference, for the cells) in text, Markdown and LaTeX (after `show`'s text
+        too), and in csv and json a column ``provenance`` listing the cells' notes of each row's size (of every
+        size read, for a frame without one). The published file has neither, and its outputs are as they were."""
         frame = self.frame(df, options)
+        c = options.get("comparison", Comparison())
+        cells = cell_provenance(df, comparison=c)
+        provenance = provenance_notes(cells)
+        notes = [n for n in [sizes_left_out(df, c)] if n] + provenance
         if self.show is not None:
-            return self.show(frame, **_picked(self, self.show, options))
-        return render(frame, self, fmt, width, columns)
+            shown = self.show(frame, **_picked(self, self.show, options))
+            return shown + "".join(f"note: {n}\n" for n in notes)
+        view: AnalysisView = self
+        if fmt in ("csv", "json"):  # the rows' sizes say what was read; the provenance is a column
+            if provenance:
+                frame = frame.assign(provenance=_by_row(frame, cells, provenance))
+                view = replace(self, machine=(*self.machine, "provenance")) if self.machine else self
+        elif notes:
+            view = replace(self, notes=lambda t: [*self.notes(t), *notes])
+        return render(frame, view, fmt, width, columns)
+
+
+def _by_row(frame: pd.DataFrame, cells: pd.DataFrame, notes: list[str]) -> list[list[str]]:
+    """The provenance notes each row of `frame` answers to: those of its size, or all where it has none."""
+    if "size" not in frame:
+        return [notes] * len(frame)
+    return [provenance_notes(cells[cells["size"] == cell_size(str(size))]) for size in frame["size"]]
 
 
 def _keywords(function: Callable) -> tuple[str, ...]:
