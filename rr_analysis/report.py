@@ -51,21 +51,21 @@ _EMERGENCE = (
     (
         "emergence.png",
         f"Primary: {test_name(PRIMARY_TEST)}, with the size-level line",
-        "The primary analysis, as `rr plot emergence` draws it: the seed-matched paired t-test's gaps, ±1 SE, "
+        "The primary analysis, as `rr plot emergence` draws it: the seed-matched paired t-test's gaps, 95% CIs, "
         "stars Holm-adjusted; the line is the primary size-level model's fit with its 95% CI band.",
         {},
     ),
     (
         "emergence_welch.png",
         f"The paper's Figure 2: {test_name('welch')}",
-        "The paper's Figure 2 as published (`rr plot emergence --stat welch --adjust none --no-fit`): Welch "
-        "t-test, ±1 SE, stars unadjusted.",
+        "The paper's Figure 2 (`rr plot emergence --stat welch --adjust none --no-fit`): Welch "
+        "t-test, stars unadjusted; its bars are 95% CIs where the paper drew ±1 SE, as every interval rr draws.",
         {"stat": "welch", "adjust": "none", "fit": False},
     ),
     (
         "emergence_mixed.png",
         test_name("mixed"),
-        "The same gaps as seen by the per-size mixed model (`rr plot emergence --stat mixed --no-fit`), ±1 SE, "
+        "The same gaps as seen by the per-size mixed model (`rr plot emergence --stat mixed --no-fit`), 95% CIs, "
         "stars Holm-adjusted.",
         {"stat": "mixed", "fit": False},
     ),

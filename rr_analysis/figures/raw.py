@@ -133,7 +133,8 @@ def seeds_figure(
 
     Notes
     -----
-    One facet per size, each with its own y scale. Seaborn draws a strip plot of the runs (no jitter, so
+    One facet per size, each with its own y scale and as wide as the variants it holds (`_facet_grid`), five
+    a row. Seaborn draws a strip plot of the runs (no jitter, so
     a run sits exactly on its variant) and a point plot of each variant's seed mean with its 95% t
     interval (`_t_interval`); a grey line per seed joins its runs. Within a size a seed fixes the data
     order for every variant, so runs of the same seed are matched: lines that run parallel mean the seed
@@ -146,25 +147,45 @@ def seeds_figure(
     axis = metric_axis(c.metric, c.higher_is_better)
     if not sizes:
         raise PlotError("the seeds plot needs a size with at least two variants; every size here has one")
-    ncols = min(len(sizes), 5)
-    nrows = -(-len(sizes) // ncols)
+    facets = _facet_grid([df.loc[df["size"] == s, "variant"].nunique() for s in sizes])
+    units = max(end for _, _, end in facets)
     with mpl.rc_context(STYLE):
-        fig = new_figure(2.3 * ncols + 0.6, 2.7 * nrows + 0.6, title or f"{axis} per seed within each size")
-        axes = fig.subplots(nrows, ncols, squeeze=False).ravel()
+        fig = new_figure(
+            0.8 * units + 0.6, 2.7 * (facets[-1][0] + 1) + 0.6, title or f"{axis} per seed within each size"
+        )
+        grid = fig.add_gridspec(facets[-1][0] + 1, units)
+        axes = [fig.add_subplot(grid[row, start:end]) for row, start, end in facets]
         few = few_seeds(df[df["size"].isin(sizes)].groupby("size", observed=True)["seed"].nunique())
-        for ax, size in zip(
-            axes[: len(sizes)], sizes, strict=True
-        ):  # a grid of 5 columns: spare axes hidden below
+        for ax, size in zip(axes, sizes, strict=True):
             _seed_facet(ax, df[df["size"] == size], c.metric, c.reference)
             ax.set_title(f"{size} ({few[size]})" if size in few else size)
-        for ax in axes[len(sizes) :]:
-            ax.set_visible(False)
         axes[0].set_ylabel(axis)
         fig.supxlabel(
             "points: runs; grey lines: one seed's runs; diamond and bar: the mean and its 95% t interval",
             fontsize=8,
         )
     return fig
+
+
+FACETS_PER_ROW = 5  # the seeds figure's sizes, left to right, then on the next row
+
+
+def _facet_grid(variants: list[int]) -> list[tuple[int, int, int]]:
+    """Where each facet of the seeds figure sits: (row, first column, end column) on a grid whose columns
+    are variants, so a facet is as wide as the variants it holds (a 2-variant size is not stretched to a
+    3-variant one's width, nor a 3-variant one squeezed beside it) and a variant is equally wide in every
+    facet; `FACETS_PER_ROW` facets a row.
+
+    >>> _facet_grid([2, 3, 3])
+    [(0, 0, 2), (0, 2, 5), (0, 5, 8)]
+    """
+    out, row, column = [], 0, 0
+    for i, n in enumerate(variants):
+        if i and i % FACETS_PER_ROW == 0:
+            row, column = row + 1, 0
+        out.append((row, column, column + n))
+        column += n
+    return out
 
 
 def _seed_facet(ax, runs: pd.DataFrame, metric: str, reference: str) -> None:
