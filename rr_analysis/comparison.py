@@ -7,9 +7,8 @@ the one significance level, lives here too.
 A comparison is one value, `Comparison`, that flows from the command line (`cli.options.comparison`) through
 every analysis function to the `STAMP` columns of its result; its fields' defaults are the published
 comparison (review_neutral against every other variant present, on val_loss, lower is better), and their
-metadata are the command line's options (`cli.options`). Every analysis function takes ``comparison=``,
-and, as a thin front for notebooks, the same four fields as keywords (``reference=``, ``baselines=``,
-``metric=``, ``higher_is_better=``: `asked`). `compare` picks the reference's and the baselines' rows and
+metadata are the command line's options (`cli.options`). Every analysis function takes it one way, as
+``comparison=`` (None: the paper's; `asked`). `compare` picks the reference's and the baselines' rows and
 the metric every test reads, as the column `RESPONSE`. The response is oriented so that lower is better
 (the metric itself, or its negation under ``higher_is_better``), so every gap = mean(baseline) -
 mean(reference) of the response, and a positive gap always means the reference is better.
@@ -22,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, Any
 
 from rr_core.errors import InputError, did_you_mean
 from rr_core.variants import BASELINES, REFERENCE, nearest, order_key
@@ -30,7 +29,6 @@ from rr_core.variants import BASELINES, REFERENCE, nearest, order_key
 if TYPE_CHECKING:
     import numpy as np
     import pandas as pd
-    from typing_extensions import Unpack
 
 __all__ = [
     "ALPHA",
@@ -40,7 +38,6 @@ __all__ = [
     "PAIR",
     "STAMP",
     "Comparison",
-    "Keywords",
     "asked",
     "compare",
     "sizes_in_order",
@@ -157,29 +154,18 @@ def for_reference(column: str, reference: str) -> str:
     return _OF_REFERENCE[column].format(reference)
 
 
-class Keywords(TypedDict, total=False):
-    """`Comparison`'s fields as keywords: the thin front every analysis function keeps for notebooks."""
+def asked(comparison: Comparison | None = None) -> Comparison:
+    """The comparison a function is asked for: `comparison`, or the paper's where it is None.
 
-    reference: str
-    baselines: Sequence[str] | None
-    metric: str
-    higher_is_better: bool
-
-
-def asked(comparison: Comparison | None = None, **keywords: Unpack[Keywords]) -> Comparison:
-    """The comparison a function is asked for: `comparison`, or one made of `keywords` (the thin front:
-    ``gap_table(df, reference="highway")``), not both; neither is the paper's.
+    Every analysis function takes the comparison one way, as one `Comparison` (``comparison=``), never its
+    fields as keywords beside it: a notebook writes ``gap_table(df, comparison=Comparison("highway"))``.
 
     Example
     -------
-    >>> asked(reference="highway", baselines=["standard"])
-    Comparison(reference='highway', baselines=('standard',), metric='val_loss', higher_is_better=False)
+    >>> asked(), asked(Comparison("highway", ["standard"])).baselines
+    (Comparison(reference='review_neutral', baselines=None, metric='val_loss', higher_is_better=False), ('standard',))
     """
-    if comparison is None:
-        return Comparison(**keywords)
-    if keywords:
-        raise TypeError(f"give comparison= or its fields as keywords, not both (got {', '.join(keywords)})")
-    return comparison
+    return Comparison() if comparison is None else comparison
 
 
 def _variants_in_order(present: Sequence[str]) -> list[str]:
@@ -297,7 +283,6 @@ def compare(
     *,
     require_reference: bool = True,
     several_rates: bool = False,
-    **keywords: Unpack[Keywords],
 ) -> tuple[pd.DataFrame, Comparison]:
     """The rows a comparison reads, with its oriented response, and the comparison with its baselines resolved.
 
@@ -305,8 +290,8 @@ def compare(
     ----------
     df
         A validated sweep (`rr_core.sweepfile.dataset.load_sweep`).
-    comparison, **keywords
-        The comparison (`Comparison`, or its fields as keywords: `asked`; default the paper's): the
+    comparison
+        The comparison (`Comparison`; default the paper's): the
         reference every gap is measured against; the baselines compared with it, in this order (None: every
         other variant present, the registry's `BASELINES` first, then the registry's order, then names
         nobody registered, by name); the metric, a numeric column of `df` (val_loss, ece, minutes, or an
@@ -343,7 +328,7 @@ def compare(
     >>> c.baselines, sorted(rows["variant"].unique()), int(rows["response"].notna().sum())
     (('standard',), ['highway', 'standard'], 28)
     """
-    c = asked(comparison, **keywords)
+    c = asked(comparison)
     reference, baselines, metric = c.reference, c.baselines, c.metric
     if not several_rates:
         one_rate(df, "this analysis")

@@ -15,12 +15,11 @@ import re
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import pandas as pd
 from matplotlib.figure import Figure
 
-from rr_analysis.comparison import Comparison, Keywords, asked
+from rr_analysis.comparison import Comparison, asked
 from rr_analysis.figures.estimates import test_name
 from rr_analysis.figures.gaps import emergence_plot
 from rr_analysis.figures.output import save_figure, write_atomic
@@ -37,9 +36,6 @@ from rr_core.files.reading import read_regular
 from rr_core.files.replacing import atomic_dir
 from rr_core.sweepfile.integrity import check_integrity
 from rr_core.variants import label
-
-if TYPE_CHECKING:
-    from typing_extensions import Unpack
 
 __all__ = ["REPORT_NAME", "Report", "build_report", "write_report"]
 
@@ -133,7 +129,6 @@ def build_report(
     figure_dir: str = "",
     *,
     comparison: Comparison | None = None,
-    **keywords: Unpack[Keywords],
 ) -> Report:
     """Compute every table and figure of the analysis of `df` and assemble the report in memory.
 
@@ -145,9 +140,8 @@ def build_report(
         How the report names the data (a path).
     figure_dir
         The folder, relative to the report, its figures are linked from ("": beside it).
-    comparison, **keywords
-        The comparison every table and figure shows (`rr_analysis.comparison.Comparison`, or its fields as
-        keywords; the calibration figure reads the variants only, its metric is ECE). Default: the paper's.
+    comparison
+        The comparison every table and figure shows (`rr_analysis.comparison.Comparison`; the calibration figure reads the variants only, its metric is ECE). Default: the paper's.
 
     Returns
     -------
@@ -159,7 +153,7 @@ def build_report(
     """
     from importlib.metadata import version
 
-    c = asked(comparison, **keywords)
+    c = asked(comparison)
     table = gap_table(df, comparison=c)
     report = Report("")
     where = f"in {_code(figure_dir + '/')}" if figure_dir else "beside this file"
@@ -202,7 +196,6 @@ def write_report(
     source: str = "the published sweep",
     dpi: int = 120,
     comparison: Comparison | None = None,
-    **keywords: Unpack[Keywords],
 ) -> Path:
     """Write `report.md` and its PNG figures into the folder `out_dir`; return the report's path.
 
@@ -216,10 +209,10 @@ def write_report(
     An `out_dir` ending in `.md` is the report file itself: its figures go to the folder beside it named
     after it (`x.md` -> `x_files/`, swapped in the same way), then the Markdown replaces `x.md` whole (an
     existing `x.md` must be an earlier rr report). Raises PlotError (a ValueError) when `out_dir` is a file
-    (a folder for `.md`), holds files rr does not write there, or cannot be written. `comparison` (or its
-    fields as keywords) chooses the comparison, as in `build_report`.
+    (a folder for `.md`), holds files rr does not write there, or cannot be written. `comparison`
+    chooses the comparison, as in `build_report`.
     """
-    c = asked(comparison, **keywords)
+    c = asked(comparison)
     out = Path(out_dir)
     if out.suffix.lower() == ".md":
         return _write_report_file(df, out, source, dpi, c)

@@ -5,8 +5,6 @@ carried past the sweep (`forecast_figure`).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import matplotlib as mpl
 import numpy as np
 import pandas as pd
@@ -16,7 +14,6 @@ from rr_analysis.comparison import (
     ALPHA,
     PARAMS_TOLERANCE,
     Comparison,
-    Keywords,
     asked,
     cell_size,
     for_reference,
@@ -38,9 +35,6 @@ from rr_analysis.stats.gap_tests import PRIMARY_TEST, gap_table
 from rr_core.errors import PlotError
 from rr_core.variants import REFERENCE, label, matched, palette
 
-if TYPE_CHECKING:
-    from typing_extensions import Unpack
-
 __all__ = [
     "emergence_plot",
     "emergence_figure",
@@ -56,7 +50,6 @@ def emergence_plot(
     fit: bool = True,
     title: str | None = None,
     comparison: Comparison | None = None,
-    **keywords: Unpack[Keywords],
 ) -> Figure:
     """The emergence figure of a sweep as `rr plot emergence` draws it with the same options: the one recipe
     behind every emergence file rr writes, so that a file name means one figure whoever wrote it (the
@@ -71,7 +64,7 @@ def emergence_plot(
         the primary analysis (the seed-paired test, Holm, its 95% CIs, the size-level line and its band).
         ``stat="welch", adjust="none", fit=False`` is the paper's Figure 2, with 95% CIs where the paper drew
         +-1 SE (`emergence_figure` says why).
-    comparison, **keywords
+    comparison
         The comparison drawn (`rr_analysis.comparison.Comparison`, or its fields); default the paper's.
 
     Returns
@@ -84,7 +77,7 @@ def emergence_plot(
     >>> from rr_core.sweepfile.dataset import load_sweep
     >>> fig = emergence_plot(load_sweep(), stat="welch", adjust="none", fit=False)  # the paper's
     """
-    c = asked(comparison, **keywords)
+    c = asked(comparison)
     line = meta_line(df, comparison=c) if fit else None
     return emergence_figure(gap_table(df, adjust, c), stat=stat, title=title, line=line)
 

@@ -6,14 +6,13 @@ point and line plots, imported inside the functions that use it.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
 import matplotlib as mpl
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from rr_analysis.comparison import Comparison, Keywords, asked, compare, sizes_in_order, t_quantile
+from rr_analysis.comparison import Comparison, asked, compare, sizes_in_order, t_quantile
 from rr_analysis.figures.axes import (
     STYLE,
     few_seeds,
@@ -30,9 +29,6 @@ from rr_analysis.figures.estimates import cell_means
 from rr_core.errors import PlotError
 from rr_core.ladder import RECIPE
 from rr_core.variants import REFERENCE, label, palette
-
-if TYPE_CHECKING:
-    from typing_extensions import Unpack
 
 __all__ = [
     "scaling_figure",
@@ -69,7 +65,6 @@ def scaling_figure(
     *,
     title: str | None = None,
     comparison: Comparison | None = None,
-    **keywords: Unpack[Keywords],
 ) -> Figure:
     """Validation loss (or another metric) against parameter count: every run a point, each variant's seed
     mean a line.
@@ -80,9 +75,8 @@ def scaling_figure(
         A loaded sweep (`load_sweep`). Needs at least two sizes.
     title
         Figure title; None for the default.
-    comparison, **keywords
-        Which variants and which metric are drawn (`rr_analysis.comparison.Comparison`, or its fields as
-        keywords; descriptive): by default every variant, on val_loss; the reference is drawn first, and
+    comparison
+        Which variants and which metric are drawn (`rr_analysis.comparison.Comparison`; descriptive): by default every variant, on val_loss; the reference is drawn first, and
         named baselines limit the variants.
 
     Notes
@@ -93,7 +87,7 @@ def scaling_figure(
     """
     import seaborn as sns
 
-    df, c = compare(df, comparison, require_reference=False, **keywords)
+    df, c = compare(df, comparison, require_reference=False)
     sizes = require_sizes(df, "scaling")
     runs, labels, palette = _by_label(df, c.reference)
     hue = dict(x="params_M", y=c.metric, hue="Variant", hue_order=labels, palette=palette)
@@ -116,7 +110,6 @@ def seeds_figure(
     *,
     title: str | None = None,
     comparison: Comparison | None = None,
-    **keywords: Unpack[Keywords],
 ) -> Figure:
     """One facet per size: each run, each variant's mean with its interval, and lines joining a seed's runs.
 
@@ -126,9 +119,8 @@ def seeds_figure(
         A loaded sweep (`load_sweep`). Needs a size with at least two variants.
     title
         Figure title; None for the default.
-    comparison, **keywords
-        Which variants and which metric are drawn (`rr_analysis.comparison.Comparison`, or its fields as
-        keywords; descriptive): by default every variant, on val_loss; the reference is drawn first, and
+    comparison
+        Which variants and which metric are drawn (`rr_analysis.comparison.Comparison`; descriptive): by default every variant, on val_loss; the reference is drawn first, and
         named baselines limit the variants.
 
     Notes
@@ -142,7 +134,7 @@ def seeds_figure(
     the ranking changes with the seed. The facets are axes of one Figure made here rather than a
     figure-level grid, so drawing registers no figure globally.
     """
-    df, c = compare(df, comparison, require_reference=False, **keywords)
+    df, c = compare(df, comparison, require_reference=False)
     sizes = [s for s in sizes_in_order(df) if df.loc[df["size"] == s, "variant"].nunique() >= 2]
     axis = metric_axis(c.metric, c.higher_is_better)
     if not sizes:
@@ -221,7 +213,6 @@ def calibration_figure(
     *,
     title: str | None = None,
     comparison: Comparison | None = None,
-    **keywords: Unpack[Keywords],
 ) -> Figure:
     """Expected calibration error by size and variant, where ECE was measured.
 
@@ -231,9 +222,8 @@ def calibration_figure(
         A loaded sweep (`load_sweep`). Needs at least one ECE value; rows without one are left out.
     title
         Figure title; None for the default.
-    comparison, **keywords
-        Which variants are drawn (`rr_analysis.comparison.Comparison`, or its fields as keywords;
-        descriptive): by default every variant; the reference is drawn first and sets each size's x
+    comparison
+        Which variants are drawn (`rr_analysis.comparison.Comparison`; descriptive): by default every variant; the reference is drawn first and sets each size's x
         position, and named baselines limit the variants. The metric is ECE by definition, whatever the
         comparison's.
 
@@ -246,7 +236,7 @@ def calibration_figure(
     measured = df[df["ece"].notna()]
     if measured.empty:
         raise PlotError("the calibration plot needs ECE values; the column ece is empty in every row")
-    ece = replace(asked(comparison, **keywords), metric="ece", higher_is_better=False)
+    ece = replace(asked(comparison), metric="ece", higher_is_better=False)
     measured = compare(measured, ece, require_reference=False)[0]
     reference = ece.reference
     sizes, order = sizes_in_order(measured), variants_in_order(measured, reference)

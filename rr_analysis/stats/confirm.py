@@ -10,12 +10,11 @@ of the mixed model; the time per run is extrapolated from the sweep's `minutes` 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
-from rr_analysis.comparison import ALPHA, POWER, STAMP, Comparison, Keywords, compare
+from rr_analysis.comparison import ALPHA, POWER, STAMP, Comparison, compare
 from rr_analysis.numbers import fixed, significant
 from rr_analysis.stats.forecast import LEVEL, PATH_FACTOR, forecast, path_words
 from rr_analysis.stats.power import pooled_resid_sd, seeds_needed
@@ -23,9 +22,6 @@ from rr_analysis.stats.tokens import cell_budgets, per_param
 from rr_core.budget import budget
 from rr_core.errors import InputError
 from rr_core.ladder import RECIPE, ladder_sizes
-
-if TYPE_CHECKING:
-    from typing_extensions import Unpack
 
 __all__ = ["confirm_plan", "confirm_design", "minutes_fit", "CONFIRM_COLUMNS", "DESIGN_COLUMNS"]
 
@@ -188,7 +184,6 @@ def confirm_plan(
     steps: int | None = None,
     ladder: str | None = None,
     comparison: Comparison | None = None,
-    **keywords: Unpack[Keywords],
 ) -> pd.DataFrame:
     """Seeds per arm and GPU time for a confirming run at each forecast size, across the forecast's spread.
 
@@ -202,7 +197,7 @@ def confirm_plan(
         Target power and two-sided level of the per-size paired t-test.
     steps
         The step budget of the new runs; None: the ladder's for a ladder size, else the largest size's.
-    ladder, comparison, **keywords
+    ladder, comparison
         The ladder file and the comparison, as for `forecast`.
 
     Returns
@@ -242,7 +237,7 @@ def confirm_plan(
         raise InputError(f"power and alpha must lie between 0 and 1, got power {power!r}, alpha {alpha!r}")
     if steps is not None and steps < 1:
         raise InputError(f"steps must be a positive number of optimiser steps, got {steps!r}")
-    rows, cmp = compare(df, comparison, **keywords)
+    rows, cmp = compare(df, comparison)
     f = forecast(df, at, ladder=ladder, comparison=cmp)
     sd, why = pooled_resid_sd(df, cmp)
     chosen = list(cmp.baselines)
@@ -318,7 +313,6 @@ def confirm_design(
     alpha: float = ALPHA,
     ladder: str | None = None,
     comparison: Comparison | None = None,
-    **keywords: Unpack[Keywords],
 ) -> pd.DataFrame:
     """A design that can tell a gap growing with size from one growing as tokens per parameter fall: two sizes
     at each of two budgets, one the sweep's own path, with seeds per cell and GPU minutes.
@@ -334,7 +328,7 @@ def confirm_design(
         The second budget, D/N at both sizes (20 is about compute-optimal, Hoffmann et al. 2022).
     power, alpha
         Target power and two-sided level of the test of the size effect at fixed D/N.
-    ladder, comparison, **keywords
+    ladder, comparison
         As for `confirm_plan`.
 
     Returns
@@ -380,7 +374,7 @@ def confirm_design(
         raise InputError(f"--tokens-per-param must be a number above 0, got {tokens_per_param!r}")
     if not at:
         raise InputError("no target size: name one with --at, such as 3B")
-    rows, cmp = compare(df, comparison, **keywords)
+    rows, cmp = compare(df, comparison)
     budgets = cell_budgets(rows, cmp.reference)
     sd, why = pooled_resid_sd(df, cmp)
     e = emergence(df, cmp)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -22,7 +21,6 @@ from rr_analysis.comparison import (
     RESPONSE,
     STAMP,
     Comparison,
-    Keywords,
     budget_cells,
     compare,
     sizes_in_order,
@@ -39,9 +37,6 @@ from rr_core.errors import InputError
 from rr_core.ladder import canonical_size, ladder_sizes, size_sort_key
 from rr_core.shapes import model_config
 from rr_core.variants import REFERENCE
-
-if TYPE_CHECKING:
-    from typing_extensions import Unpack
 
 __all__ = [
     "forecast",
@@ -346,7 +341,6 @@ def forecast(
     ladder: str | None = None,
     tokens_per_param: float | None = None,
     comparison: Comparison | None = None,
-    **keywords: Unpack[Keywords],
 ) -> pd.DataFrame:
     """The gap each baseline is predicted to have at sizes the sweep has not run, by the primary model.
 
@@ -363,8 +357,8 @@ def forecast(
         budget per size: where D/N falls with N as it did). Given, it is read from the fit on size and D/N
         together where the cells tell them apart (`emergence`'s ``meta2_*``); a sweep that cannot is refused
         (`at_budget`), never carried to another budget silently.
-    comparison, **keywords
-        The comparison (`rr_analysis.comparison.Comparison`, or its fields as keywords; default: the paper's,
+    comparison
+        The comparison (`rr_analysis.comparison.Comparison`; default: the paper's,
         val_loss against review_neutral).
 
     Returns
@@ -404,7 +398,7 @@ def forecast(
     >>> f[["baseline", "pred", "pi_low"]].round(4).values.tolist()
     [['highway', 0.0179, 0.0037], ['standard', 0.0256, 0.0183]]
     """
-    rows, c = compare(df, comparison, **keywords)
+    rows, c = compare(df, comparison)
     parsed = _sizes_at(rows, at, c.reference, ladder)
     chosen = list(c.baselines)
     budget = at_budget(rows, c.reference, tokens_per_param, [a for a, _, _ in parsed])
@@ -464,7 +458,6 @@ def meta_line(
     points: int = 60,
     ladder: str | None = None,
     comparison: Comparison | None = None,
-    **keywords: Unpack[Keywords],
 ) -> pd.DataFrame:
     """The primary size-level line and its intervals on a grid of sizes, for figures to draw.
 
@@ -476,7 +469,7 @@ def meta_line(
         Forecast sizes the grid must reach (`forecast_size`); none: the grid ends at the largest size.
     points
         Grid points per baseline, evenly spaced in log10(params) from the smallest size.
-    ladder, comparison, **keywords
+    ladder, comparison
         As for `forecast`.
 
     Returns
@@ -492,7 +485,7 @@ def meta_line(
     >>> line.groupby("baseline", observed=True).size().tolist()
     [5, 5]
     """
-    rows, c = compare(df, comparison, **keywords)
+    rows, c = compare(df, comparison)
     ref = rows[rows["variant"] == c.reference].groupby("size", observed=True)["params_M"].mean() * 1e6
     ends = [ref.max(), *(n for _, n, _ in _sizes_at(rows, at, c.reference, ladder))] if at else [ref.max()]
     grid = np.linspace(np.log10(ref.min()), np.log10(max(ends)), points)
