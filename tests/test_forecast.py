@@ -13,7 +13,8 @@ import pytest
 from conftest import rr
 
 from rr_analysis.comparison import Comparison
-from rr_analysis.stats.forecast import FORECAST_COLUMNS, forecast, forecast_size
+from rr_analysis.stats.forecast import FORECAST_COLUMNS, forecast
+from rr_analysis.stats.targets import forecast_size
 from rr_analysis.tables.render import render
 from rr_analysis.views.registry import VIEWS
 from rr_core.errors import InputError

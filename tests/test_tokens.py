@@ -182,7 +182,8 @@ def test_the_design_that_tells_size_from_tokens_per_parameter(sweep):
     at 20 tokens per parameter; seeds for the size effect at fixed D/N by statsmodels' two-sample power."""
     from statsmodels.stats.power import TTestIndPower
 
-    from rr_analysis.stats.confirm import confirm_design, minutes_fit
+    from rr_analysis.stats.confirm import minutes_fit
+    from rr_analysis.stats.design import confirm_design
     from rr_analysis.stats.power import pooled_resid_sd
 
     d = confirm_design(sweep, ["3B"], 20).set_index(["size", "budget"])

@@ -14,7 +14,8 @@ import pandas as pd
 
 from rr_analysis.comparison import STAMP, Comparison, compare, sizes_in_order
 from rr_analysis.numbers import significant
-from rr_analysis.stats.forecast import LEVEL, forecast_size
+from rr_analysis.stats.forecast import LEVEL
+from rr_analysis.stats.targets import forecast_size
 from rr_core.errors import InputError
 
 __all__ = ["scaling_fits", "power_law", "SCALING_COLUMNS"]
@@ -219,7 +220,7 @@ def scaling_fits(
     df
         A validated sweep (`load_sweep`).
     at
-        Sizes to predict each variant's loss at (`rr_analysis.stats.forecast.forecast_size`); none: no predictions.
+        Sizes to predict each variant's loss at (`rr_analysis.stats.targets.forecast_size`); none: no predictions.
     boot, seed
         Parametric bootstrap replicates and the seed of their random draws (the same seed, the same numbers).
     ladder
