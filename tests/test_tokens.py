@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 from conftest import budget_grid, rr
 
-from rr_analysis.comparison import SIZE_NAME, budget_cells
+from rr_analysis.cells import SIZE_NAME, budget_cells
 from rr_analysis.stats.emergence import emergence
 from rr_analysis.stats.gap_tests import gap_table
 from rr_analysis.stats.tokens import cell_budgets, path_tokens_per_param, run_tokens, size_and_tokens

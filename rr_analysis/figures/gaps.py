@@ -10,12 +10,12 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
+from rr_analysis.cells import cell_size
 from rr_analysis.comparison import (
     ALPHA,
     PARAMS_TOLERANCE,
     Comparison,
     asked,
-    cell_size,
     for_reference,
 )
 from rr_analysis.figures.axes import (

@@ -16,12 +16,12 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
+from rr_analysis.cells import budget_cells
 from rr_analysis.comparison import (
     PAIR,
     RESPONSE,
     STAMP,
     Comparison,
-    budget_cells,
     compare,
     sizes_in_order,
     t_quantile,

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from rr_analysis.comparison import PARAMS_TOLERANCE, SIZE_NAME, Comparison, compare, sizes_in_order
+from rr_analysis.cells import SIZE_NAME
+from rr_analysis.comparison import PARAMS_TOLERANCE, Comparison, compare, sizes_in_order
 from rr_analysis.numbers import count, fixed, percent, percent_above
 from rr_analysis.stats.tokens import cell_budgets, per_param, size_and_tokens
 from rr_core.variants import label

@@ -22,10 +22,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from rr_analysis.cells import SIZE_NAME
 from rr_analysis.comparison import (
     METRIC,
     PAIR,
-    SIZE_NAME,
     STAMP,
     Comparison,
     asked,
