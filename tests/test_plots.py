@@ -574,3 +574,29 @@ def test_the_gates_figure_draws_a_line_per_layer_and_one_summary_band_per_panel(
         assert not same_color(first, last)  # depth coloured
     (bar,) = [ax for ax in fig.axes if ax.get_ylabel() == "Layer"]
     assert bar.get_ylim() == (0, 12)
+
+
+def test_a_two_seed_facet_shows_its_runs_and_marks_the_intervals_it_cuts(sweep):
+    """Issue 49.8: with two seeds a mean's 95% t interval is +-12.71 SE, and drawn whole it squashed 320M's
+    runs into a tenth of the facet; the facet now spans its runs' range and 1.5 times it either side, and a
+    triangle marks each interval end cut there. The bars' data stay whole; the 3-seed facets are as before."""
+    fig = plots.seeds_figure(sweep)
+    for ax, size in zip(fig.axes, SIZES, strict=True):
+        runs = sweep.loc[sweep["size"] == size, "val_loss"]
+        cuts = [ln for ln in ax.get_lines() if (ln.get_gid() or "").startswith("cut:")]
+        if size != "320M":
+            assert cuts == []
+            for v in ("review_neutral", *BASELINES):
+                lo, hi = t_interval(sweep.loc[(sweep["size"] == size) & (sweep["variant"] == v), "val_loss"])
+                assert ax.get_ylim()[0] <= lo and hi <= ax.get_ylim()[1]
+            continue
+        span = runs.max() - runs.min()
+        assert ax.get_ylim() == pytest.approx((runs.min() - 1.5 * span, runs.max() + 1.5 * span))
+        assert sorted((ln.get_gid(), ln.get_marker()) for ln in cuts) == sorted(
+            (f"cut:{name}", m) for name in ("Review", "Highway", "Standard") for m in ("^", "v")
+        )
+        assert all(
+            same_color(ln.get_color(), colour(v))
+            for ln, v in zip(cuts[::2], ("review_neutral", *BASELINES), strict=True)
+        )
+    assert "a triangle: the interval runs on past the facet's edge" in fig.get_supxlabel()

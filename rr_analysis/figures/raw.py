@@ -148,12 +148,14 @@ def seeds_figure(
         grid = fig.add_gridspec(facets[-1][0] + 1, units)
         axes = [fig.add_subplot(grid[row, start:end]) for row, start, end in facets]
         few = few_seeds(df[df["size"].isin(sizes)].groupby("size", observed=True)["seed"].nunique())
+        cut = False
         for ax, size in zip(axes, sizes, strict=True):
-            _seed_facet(ax, df[df["size"] == size], c.metric, c.reference)
+            cut |= _seed_facet(ax, df[df["size"] == size], c.metric, c.reference)
             ax.set_title(f"{size} ({few[size]})" if size in few else size)
         axes[0].set_ylabel(axis)
         fig.supxlabel(
-            "points: runs; grey lines: one seed's runs; diamond and bar: the mean and its 95% t interval",
+            "points: runs; grey lines: one seed's runs; diamond and bar: the mean and its 95% t interval"
+            + ("; a triangle: the interval runs on past the facet's edge" if cut else ""),
             fontsize=8,
         )
     return fig
@@ -180,8 +182,12 @@ def _facet_grid(variants: list[int]) -> list[tuple[int, int, int]]:
     return out
 
 
-def _seed_facet(ax, runs: pd.DataFrame, metric: str, reference: str) -> None:
-    """One size of `seeds_figure`: a line per seed, then each variant's runs and mean on top."""
+SPAN = 1.5  # a facet shows its runs' range and this many times it either side; an interval beyond is cut
+
+
+def _seed_facet(ax, runs: pd.DataFrame, metric: str, reference: str) -> bool:
+    """One size of `seeds_figure`: a line per seed, then each variant's runs and mean on top. Whether an
+    interval was cut at the facet's edge (`_cut`)."""
     import seaborn as sns
 
     runs, labels, palette = _by_label(runs, reference)
@@ -206,6 +212,38 @@ def _seed_facet(ax, runs: pd.DataFrame, metric: str, reference: str) -> None:
     ax.set_xlim(-0.5, len(labels) - 0.5)
     ax.set(xlabel="", ylabel="")
     ax.grid(axis="x", visible=False)
+    return _cut(ax, runs, metric, labels, palette)
+
+
+def _cut(ax, runs: pd.DataFrame, metric: str, labels: list[str], palette: dict[str, str]) -> bool:
+    """Keep a facet's runs readable where a mean's interval dwarfs them: with two seeds the 95% t interval
+    is +-12.7 SE (t_{0.975, 1}), and drawn whole it squashed 320M's runs into a tenth of the facet. Where
+    an interval reaches beyond the runs' range plus `SPAN` times it either side, the y axis stops there and
+    a triangle in the variant's colour marks each end cut (the bar's data stay whole). Whether any was cut.
+    """
+    values = runs[metric].to_numpy(float)
+    low, high = np.nanmin(values), np.nanmax(values)
+    pad = SPAN * max(high - low, 1e-9 * max(abs(high), 1.0))
+    bottom, top = low - pad, high + pad
+    ends = {v: _t_interval(runs.loc[runs["Variant"] == v, metric]) for v in labels}
+    if all(not (lo < bottom or hi > top) for lo, hi in ends.values()):
+        return False
+    ax.set_ylim(bottom, top)
+    for x, (v, (lo, hi)) in enumerate(ends.items()):
+        for end, edge, marker in ((lo, bottom, "v"), (hi, top, "^")):
+            if end < edge if marker == "v" else end > edge:
+                ax.plot(
+                    [x],
+                    [edge],
+                    marker=marker,
+                    ms=5,
+                    color=palette[v],
+                    ls="none",
+                    clip_on=False,
+                    zorder=4,
+                    gid=f"cut:{v}",
+                )
+    return True
 
 
 def calibration_figure(
