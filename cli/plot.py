@@ -87,12 +87,11 @@ def emergence(
 ) -> None:
     """The paper's Figure 2: Review's advantage (baseline loss - Review loss) against parameters.
 
-    One line per baseline with the chosen test's 95% CI bars (its own t quantile and df), a dashed zero line and a star where the
-    chosen test's adjusted p < 0.05 (the subtitle names test, adjustment and family), and the primary
-    size-level meta-regression's fitted line with its 95% CI band (--no-fit leaves it out). The default is
-    the primary analysis, the paired test with Holm's adjustment; `--stat welch --adjust none --no-fit`
-    draws the paper's figure. --reference, --baselines and --metric draw any other
-    comparison.
+    One line per baseline with the chosen test's 95% CI bars (its own t quantile and df), a dashed zero line
+    and a star where the chosen test's adjusted p < 0.05 (the subtitle names test, adjustment and family), and
+    the primary size-level meta-regression's fitted line with its 95% CI band (--no-fit leaves it out). The
+    default is the primary analysis, the paired test with Holm's adjustment; `--stat welch --adjust none
+    --no-fit` draws the paper's figure. --reference, --baselines and --metric draw any other comparison.
     """
     asked = options.comparison(reference, baselines, metric, higher_is_better)
 

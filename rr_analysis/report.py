@@ -141,7 +141,8 @@ def build_report(
     figure_dir
         The folder, relative to the report, its figures are linked from ("": beside it).
     comparison
-        The comparison every table and figure shows (`rr_analysis.comparison.Comparison`; the calibration figure reads the variants only, its metric is ECE). Default: the paper's.
+        The comparison every table and figure shows (`rr_analysis.comparison.Comparison`; the calibration
+        figure reads the variants only, its metric is ECE). Default: the paper's.
 
     Returns
     -------

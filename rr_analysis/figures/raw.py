@@ -76,8 +76,9 @@ def scaling_figure(
     title
         Figure title; None for the default.
     comparison
-        Which variants and which metric are drawn (`rr_analysis.comparison.Comparison`; descriptive): by default every variant, on val_loss; the reference is drawn first, and
-        named baselines limit the variants.
+        Which variants and which metric are drawn (`rr_analysis.comparison.Comparison`; descriptive): by
+        default every variant, on val_loss; the reference is drawn first, and named baselines limit the
+        variants.
 
     Notes
     -----
@@ -120,8 +121,9 @@ def seeds_figure(
     title
         Figure title; None for the default.
     comparison
-        Which variants and which metric are drawn (`rr_analysis.comparison.Comparison`; descriptive): by default every variant, on val_loss; the reference is drawn first, and
-        named baselines limit the variants.
+        Which variants and which metric are drawn (`rr_analysis.comparison.Comparison`; descriptive): by
+        default every variant, on val_loss; the reference is drawn first, and named baselines limit the
+        variants.
 
     Notes
     -----
@@ -261,9 +263,9 @@ def calibration_figure(
     title
         Figure title; None for the default.
     comparison
-        Which variants are drawn (`rr_analysis.comparison.Comparison`; descriptive): by default every variant; the reference is drawn first and sets each size's x
-        position, and named baselines limit the variants. The metric is ECE by definition, whatever the
-        comparison's.
+        Which variants are drawn (`rr_analysis.comparison.Comparison`; descriptive): by default every variant;
+        the reference is drawn first and sets each size's x position, and named baselines limit the variants.
+        The metric is ECE by definition, whatever the comparison's.
 
     Notes
     -----

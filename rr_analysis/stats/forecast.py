@@ -213,9 +213,11 @@ def forecast(
     df
         A validated sweep (`load_sweep`).
     at
-        Forecast sizes: ladder names or parameter counts such as ``"3B"`` (`rr_analysis.stats.targets.forecast_size`).
+        Forecast sizes: ladder names or parameter counts such as ``"3B"``
+        (`rr_analysis.stats.targets.forecast_size`).
     ladder
-        A ladder file giving forecast sizes their exact counts (`rr_analysis.stats.targets.forecast_size`); None: rr's ladder.
+        A ladder file giving forecast sizes their exact counts (`rr_analysis.stats.targets.forecast_size`);
+        None: rr's ladder.
     tokens_per_param
         The budget to forecast at, D/N at every forecast size. None: the sweep's own path (a sweep of one
         budget per size: where D/N falls with N as it did). Given, it is read from the fit on size and D/N
@@ -330,7 +332,8 @@ def meta_line(
     df
         A validated sweep (`load_sweep`).
     at
-        Forecast sizes the grid must reach (`rr_analysis.stats.targets.forecast_size`); none: the grid ends at the largest size.
+        Forecast sizes the grid must reach (`rr_analysis.stats.targets.forecast_size`); none: the grid ends at
+        the largest size.
     points
         Grid points per baseline, evenly spaced in log10(params) from the smallest size.
     ladder, comparison

@@ -141,8 +141,9 @@ def recipe_notes(
     df
         A validated sweep (`load_sweep`).
     comparison
-        The comparison (`rr_analysis.comparison.Comparison`; descriptive: by default every variant, and a sweep
-        without the reference is described too): the rows noted and the metric whose means should fall with size.
+        The comparison (`rr_analysis.comparison.Comparison`; descriptive: by default every variant, and a
+        sweep without the reference is described too): the rows noted and the metric whose means should fall
+        with size.
 
     Returns
     -------

@@ -220,7 +220,8 @@ def scaling_fits(
     df
         A validated sweep (`load_sweep`).
     at
-        Sizes to predict each variant's loss at (`rr_analysis.stats.targets.forecast_size`); none: no predictions.
+        Sizes to predict each variant's loss at (`rr_analysis.stats.targets.forecast_size`); none: no
+        predictions.
     boot, seed
         Parametric bootstrap replicates and the seed of their random draws (the same seed, the same numbers).
     ladder

@@ -68,7 +68,8 @@ def forecast_size(
 
 
 def sizes_at(df: pd.DataFrame, at: Sequence[str], reference: str, ladder) -> list[tuple[str, float, str]]:
-    """Each forecast size parsed (`forecast_size`), checked against the data's smallest size, in the order given, once each."""
+    """Each forecast size parsed (`forecast_size`), checked against the data's smallest size, in the order
+    given, once each."""
     if not at:
         raise InputError("no forecast size: name one or more, such as 3B")
     ref = df[df["variant"] == reference].groupby("size", observed=True)["params_M"].mean() * 1e6

@@ -287,8 +287,8 @@ def training_gap(
         `rr_core.sweepfile.metrics_log.load_losses` of the sweep's runs; each row of `df` is matched to the
         log of its (size, variant, seed, steps).
     comparison
-        The reference and the baselines (`rr_analysis.comparison.Comparison`; default the paper's). The losses are the logs', lower is better: another metric, or
-        higher_is_better, is refused.
+        The reference and the baselines (`rr_analysis.comparison.Comparison`; default the paper's). The losses
+        are the logs', lower is better: another metric, or higher_is_better, is refused.
     ladder
         A ladder file whose recipes give the tokens per step of sizes rr's ladder does not know, where the
         file has no ``tokens`` column.
