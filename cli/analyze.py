@@ -38,8 +38,8 @@ DATA = typer.Option(
 MARGIN = typer.Option(
     None,
     "--margin",
-    help="Equivalence margin in nats for equivalence and claims (default 0.005) and for reproduction's TOST of the "
-    "mean offset (default: a tenth of the published between-seed SD).",
+    help="Equivalence margin in nats for equivalence and claims (default {margin}) and for reproduction's TOST of "
+    "the mean offset (default: a tenth of the published between-seed SD).",
     show_default=False,
 )
 EFFECT = typer.Option(
@@ -119,14 +119,16 @@ CARD_FILE = typer.Option(
 
 
 class ViewsCommand(RrCommand):
-    """`rr analyze`: its help lists the views of `rr_analysis.views.registry` with their summaries, read when
-    the help is shown, so that building the command (as every `rr --help` does) loads no pandas."""
+    """`rr analyze`: its help lists the views of `rr_analysis.views.registry` with their summaries and states
+    the library's default margin (`rr_analysis.stats.equivalence.DEFAULT_MARGIN`, its one home), read when the
+    help is shown, so that building the command (as every `rr --help` does) loads no pandas."""
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.plain_help = self.help
 
     def format_help(self, ctx, formatter) -> None:
+        from rr_analysis.stats.equivalence import DEFAULT_MARGIN
         from rr_analysis.views.registry import VIEWS
 
         views = [f"{v.name} ({v.summary})" if v.summary else v.name for v in VIEWS.values()]
@@ -135,6 +137,8 @@ class ViewsCommand(RrCommand):
         for param in self.params:
             if param.name == "view":
                 param.help = f"What to show: {', '.join(names[:-1])} or {names[-1]}."
+            if param.name == "margin":
+                param.help = MARGIN.help.format(margin=DEFAULT_MARGIN)
         super().format_help(ctx, formatter)
 
 

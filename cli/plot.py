@@ -74,7 +74,9 @@ def emergence(
     adjust: Adjust = typer.Option(
         Adjust.holm, "--adjust", help="Multiple-testing adjustment of the p-values behind the stars."
     ),
-    ci: bool = typer.Option(False, "--ci", help="Draw 95% confidence intervals instead of +-1 SE."),
+    ci: bool = typer.Option(
+        False, "--ci", hidden=True, help="Accepted as before: every bar is now a 95% CI, with or without it."
+    ),
     fit: bool = typer.Option(
         True, "--fit/--no-fit", help="Draw the primary size-level model's fitted line and its 95% CI band."
     ),
@@ -88,19 +90,18 @@ def emergence(
 ) -> None:
     """The paper's Figure 2: Review's advantage (baseline loss - Review loss) against parameters.
 
-    One line per baseline with +-1 SE bars (or 95% CIs with --ci), a dashed zero line and a star where the
-    chosen test's adjusted p < 0.05 (the subtitle names test, adjustment and family), and the primary
-    size-level meta-regression's fitted line with its 95% CI band (--no-fit leaves it out). The default is
-    the primary analysis, the paired test with Holm's adjustment; `--stat welch --adjust none --no-fit`
-    draws the paper's figure. --reference, --baselines and --metric draw any other
-    comparison.
+    One line per baseline with the chosen test's 95% CI bars (its own t quantile and df), a dashed zero line
+    and a star where the chosen test's adjusted p < 0.05 (the subtitle names test, adjustment and family), and
+    the primary size-level meta-regression's fitted line with its 95% CI band (--no-fit leaves it out). The
+    default is the primary analysis, the paired test with Holm's adjustment; `--stat welch --adjust none
+    --no-fit` draws the paper's figure. --reference, --baselines and --metric draw any other comparison.
     """
     asked = options.comparison(reference, baselines, metric, higher_is_better, sizes)
 
     def draw(df):
         from rr_analysis.figures.gaps import emergence_plot
 
-        how = {"stat": stat.value, "adjust": adjust.value, "ci": ci, "fit": fit, "title": title}
+        how = {"stat": stat.value, "adjust": adjust.value, "fit": fit, "title": title}
         return emergence_plot(df, **how, comparison=asked)
 
     _write(data, out, dpi, draw, asked)

@@ -121,9 +121,12 @@ def _status_or_cancel(out: Path, status: bool, cancel: bool) -> None:
 
 
 def _closing_table(out: Path, reference: str) -> None:
-    """The analysis table of `out` against the sweep's reference, rendered in-process; a file that comparison
-    cannot read (a pilot without the reference, one size) says so in one line and points to rr analyze's
-    options."""
+    """The analysis table of `out` against the sweep's reference, rendered in-process at the terminal's width
+    (as `rr analyze` draws it: columns dropped by rank, named under it); a file that comparison cannot read
+    (a pilot without the reference, one size) says so in one line and points to rr analyze's options."""
+    import shutil
+
+    from rr_analysis.comparison import Comparison
     from rr_analysis.stats.gap_tests import gap_table
     from rr_analysis.tables.render import render
     from rr_analysis.views.registry import VIEWS
@@ -131,7 +134,8 @@ def _closing_table(out: Path, reference: str) -> None:
     from rr_core.sweepfile.dataset import load_sweep
 
     try:
-        typer.echo(render(gap_table(load_sweep(out), reference=reference), VIEWS["table"], "text", None))
+        table = gap_table(load_sweep(out), comparison=Comparison(reference))
+        typer.echo(render(table, VIEWS["table"], "text", shutil.get_terminal_size().columns))
     except RRError as e:
         typer.echo(
             f"rr sweep: no closing table ({e}); see rr analyze --data {out} --reference NAME", err=True

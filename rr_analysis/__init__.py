@@ -28,7 +28,7 @@ _WHERE = {
     "seed_plan": "rr_analysis.stats.power",
     "forecast": "rr_analysis.stats.forecast",
     "confirm_plan": "rr_analysis.stats.confirm",
-    "confirm_design": "rr_analysis.stats.confirm",
+    "confirm_design": "rr_analysis.stats.design",
     "cell_budgets": "rr_analysis.stats.tokens",
     "scaling_fits": "rr_analysis.stats.scaling",
     "recipe_notes": "rr_analysis.stats.notes",

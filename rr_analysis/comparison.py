@@ -7,13 +7,11 @@ the one significance level, lives here too.
 A comparison is one value, `Comparison`, that flows from the command line (`cli.options.comparison`) through
 every analysis function to the `STAMP` columns of its result; its fields' defaults are the published
 comparison (review_neutral against every other variant present, on val_loss, lower is better), and their
-metadata are the command line's options (`cli.options`). Every analysis function takes ``comparison=``,
-and, as a thin front for notebooks, the same fields as keywords (``reference=``, ``baselines=``,
-``metric=``, ``higher_is_better=``, ``sizes=``: `asked`). `compare` picks the rows of the sizes asked for
-(`of_sizes`), the reference's and the baselines' rows and the metric every test reads, as the column
-`RESPONSE`. The response is oriented so that lower is better
-(the metric itself, or its negation under ``higher_is_better``), so every gap = mean(baseline) -
-mean(reference) of the response, and a positive gap always means the reference is better.
+metadata are the command line's options (`cli.options`). Every analysis function takes it one way, as
+``comparison=`` (None: the paper's; `asked`). `compare` picks the rows of the sizes asked for (`of_sizes`), the
+reference's and the baselines' rows and the metric every test reads, as the column `RESPONSE`. The response is
+oriented so that lower is better (the metric itself, or its negation under ``higher_is_better``), so every gap =
+mean(baseline) - mean(reference) of the response, and a positive gap always means the reference is better.
 
 Light to import (numpy and pandas load inside the functions that compute), so the command line reads the
 options' declarations here without loading them.
@@ -23,15 +21,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, Any
 
+from rr_analysis.cells import budget_cells, cell_size
 from rr_core.errors import InputError, did_you_mean
 from rr_core.variants import BASELINES, REFERENCE, nearest, order_key
 
 if TYPE_CHECKING:
     import numpy as np
     import pandas as pd
-    from typing_extensions import Unpack
 
 __all__ = [
     "ALPHA",
@@ -41,7 +39,6 @@ __all__ = [
     "PAIR",
     "STAMP",
     "Comparison",
-    "Keywords",
     "asked",
     "compare",
     "of_sizes",
@@ -55,9 +52,6 @@ __all__ = [
     "PARAMS_TOLERANCE",
     "PARAMS_COLUMNS",
     "for_reference",
-    "budget_cells",
-    "cell_size",
-    "SIZE_NAME",
 ]
 
 # Every test's two-sided level: a p below it is "significant" (the paper's star), a TOST below it shows
@@ -171,30 +165,18 @@ def for_reference(column: str, reference: str) -> str:
     return _OF_REFERENCE[column].format(reference)
 
 
-class Keywords(TypedDict, total=False):
-    """`Comparison`'s fields as keywords: the thin front every analysis function keeps for notebooks."""
+def asked(comparison: Comparison | None = None) -> Comparison:
+    """The comparison a function is asked for: `comparison`, or the paper's where it is None.
 
-    reference: str
-    baselines: Sequence[str] | None
-    metric: str
-    higher_is_better: bool
-    sizes: Sequence[str] | None
-
-
-def asked(comparison: Comparison | None = None, **keywords: Unpack[Keywords]) -> Comparison:
-    """The comparison a function is asked for: `comparison`, or one made of `keywords` (the thin front:
-    ``gap_table(df, reference="highway")``), not both; neither is the paper's.
+    Every analysis function takes the comparison one way, as one `Comparison` (``comparison=``), never its
+    fields as keywords beside it: a notebook writes ``gap_table(df, comparison=Comparison("highway"))``.
 
     Example
     -------
-    >>> asked(reference="highway", baselines=["standard"])
-    Comparison(reference='highway', baselines=('standard',), metric='val_loss', higher_is_better=False, sizes=None)
+    >>> asked(), asked(Comparison("highway", ["standard"])).baselines
+    (Comparison(reference='review_neutral', baselines=None, metric='val_loss', higher_is_better=False, sizes=None), ('standard',))
     """
-    if comparison is None:
-        return Comparison(**keywords)
-    if keywords:
-        raise TypeError(f"give comparison= or its fields as keywords, not both (got {', '.join(keywords)})")
-    return comparison
+    return Comparison() if comparison is None else comparison
 
 
 def _variants_in_order(present: Sequence[str]) -> list[str]:
@@ -244,51 +226,6 @@ def _chosen(present: list[str], reference: str, baselines: Sequence[str] | None)
             "no baseline named: give at least one, or leave the baselines out to compare with every other variant"
         )
     return baselines
-
-
-SIZE_NAME = "size_name"  # the column `budget_cells` keeps each row's size label in, beside its cell's
-
-
-def budget_cells(df: pd.DataFrame) -> pd.DataFrame:
-    """`df` with each (size, budget) a cell of its own, where the file holds several budgets per size.
-
-    A file where a run appears at several step counts (`rr_core.sweepfile.schema.several_budgets`: a
-    token-budget ladder, cooldown branches) is read per (size, steps): its ``size`` becomes the cell's label
-    ``SIZE@STEPS`` (``60M@2000``), ordered by parameter count then steps, and the column `SIZE_NAME` keeps the
-    size's own label (for the recipe and shape it trained with). Every per-size analysis then runs per cell.
-    Any other file, and a frame already read so, is returned as it is: a file of one budget per size reads
-    exactly as before.
-
-    Example
-    -------
-    >>> import pandas as pd
-    >>> runs = pd.DataFrame({"size": ["60M"] * 4, "variant": ["highway"] * 4, "seed": [0, 0, 1, 1],
-    ...                      "params_M": [60.7] * 4, "steps": [16000, 2000] * 2})
-    >>> budget_cells(runs)["size"].cat.categories.tolist()
-    ['60M@2000', '60M@16000']
-    """
-    import pandas as pd
-
-    from rr_core.sweepfile.dataset import size_order
-    from rr_core.sweepfile.schema import several_budgets
-
-    if SIZE_NAME in df.columns or not several_budgets(df):
-        return df
-    names = df["size"].astype(str)
-    cells = names + "@" + df["steps"].astype(str)
-    order = size_order(df.assign(size=cells))
-    return df.assign(size=pd.Categorical(cells, categories=order, ordered=True), **{SIZE_NAME: names})
-
-
-def cell_size(cell: str) -> str:
-    """The size label of a cell `budget_cells` names (``60M@2000`` -> ``60M``); a size label is its own.
-
-    Example
-    -------
-    >>> cell_size("60M@2000"), cell_size("1B")
-    ('60M', '1B')
-    """
-    return cell.split("@", 1)[0]
 
 
 def of_sizes(df: pd.DataFrame, comparison: Comparison) -> pd.DataFrame:
@@ -377,7 +314,6 @@ def compare(
     *,
     require_reference: bool = True,
     several_rates: bool = False,
-    **keywords: Unpack[Keywords],
 ) -> tuple[pd.DataFrame, Comparison]:
     """The rows a comparison reads, with its oriented response, and the comparison with its baselines resolved.
 
@@ -385,8 +321,8 @@ def compare(
     ----------
     df
         A validated sweep (`rr_core.sweepfile.dataset.load_sweep`).
-    comparison, **keywords
-        The comparison (`Comparison`, or its fields as keywords: `asked`; default the paper's): the
+    comparison
+        The comparison (`Comparison`; default the paper's): the
         reference every gap is measured against; the baselines compared with it, in this order (None: every
         other variant present, the registry's `BASELINES` first, then the registry's order, then names
         nobody registered, by name); the metric, a numeric column of `df` (val_loss, ece, minutes, or an
@@ -423,7 +359,7 @@ def compare(
     >>> c.baselines, sorted(rows["variant"].unique()), int(rows["response"].notna().sum())
     (('standard',), ['highway', 'standard'], 28)
     """
-    c = asked(comparison, **keywords)
+    c = asked(comparison)
     reference, baselines, metric = c.reference, c.baselines, c.metric
     df = of_sizes(df, c)
     if not several_rates:

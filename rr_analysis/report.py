@@ -20,12 +20,11 @@ import shutil
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import pandas as pd
 from matplotlib.figure import Figure
 
-from rr_analysis.comparison import Comparison, Keywords, asked, of_sizes, sizes_left_out
+from rr_analysis.comparison import Comparison, asked, of_sizes, sizes_left_out
 from rr_analysis.figures.estimates import test_name
 from rr_analysis.figures.gaps import emergence_plot
 from rr_analysis.figures.output import save_figure, with_provenance, write_atomic
@@ -45,9 +44,6 @@ from rr_core.files.replacing import atomic_dir
 from rr_core.sweepfile.integrity import check_integrity
 from rr_core.variants import label
 
-if TYPE_CHECKING:
-    from typing_extensions import Unpack
-
 __all__ = ["REPORT_NAME", "Report", "build_report", "write_report"]
 
 REPORT_NAME = "report.md"
@@ -58,21 +54,21 @@ _EMERGENCE = (
     (
         "emergence.png",
         f"Primary: {test_name(PRIMARY_TEST)}, with the size-level line",
-        "The primary analysis, as `rr plot emergence` draws it: the seed-matched paired t-test's gaps, ±1 SE, "
+        "The primary analysis, as `rr plot emergence` draws it: the seed-matched paired t-test's gaps, 95% CIs, "
         "stars Holm-adjusted; the line is the primary size-level model's fit with its 95% CI band.",
         {},
     ),
     (
         "emergence_welch.png",
         f"The paper's Figure 2: {test_name('welch')}",
-        "The paper's Figure 2 as published (`rr plot emergence --stat welch --adjust none --no-fit`): Welch "
-        "t-test, ±1 SE, stars unadjusted.",
+        "The paper's Figure 2 (`rr plot emergence --stat welch --adjust none --no-fit`): Welch "
+        "t-test, stars unadjusted; its bars are 95% CIs where the paper drew ±1 SE, as every interval rr draws.",
         {"stat": "welch", "adjust": "none", "fit": False},
     ),
     (
         "emergence_mixed.png",
         test_name("mixed"),
-        "The same gaps as seen by the per-size mixed model (`rr plot emergence --stat mixed --no-fit`), ±1 SE, "
+        "The same gaps as seen by the per-size mixed model (`rr plot emergence --stat mixed --no-fit`), 95% CIs, "
         "stars Holm-adjusted.",
         {"stat": "mixed", "fit": False},
     ),
@@ -152,7 +148,6 @@ def build_report(
     figure_dir: str = "",
     *,
     comparison: Comparison | None = None,
-    **keywords: Unpack[Keywords],
 ) -> Report:
     """Compute every table and figure of the analysis of `df` and assemble the report in memory.
 
@@ -164,9 +159,9 @@ def build_report(
         How the report names the data (a path).
     figure_dir
         The folder, relative to the report, its figures are linked from ("": beside it).
-    comparison, **keywords
-        The comparison every table and figure shows (`rr_analysis.comparison.Comparison`, or its fields as
-        keywords; the calibration figure reads the variants only, its metric is ECE). Default: the paper's.
+    comparison
+        The comparison every table and figure shows (`rr_analysis.comparison.Comparison`; the calibration
+        figure reads the variants only, its metric is ECE). Default: the paper's.
 
     Returns
     -------
@@ -180,7 +175,7 @@ def build_report(
     """
     from importlib.metadata import version
 
-    c = asked(comparison, **keywords)
+    c = asked(comparison)
     left_out, df = sizes_left_out(df, c), of_sizes(df, c)
     table = gap_table(df, comparison=c)
     provenance = provenance_notes(cell_provenance(df, comparison=c))
@@ -228,7 +223,6 @@ def write_report(
     source: str = "the published sweep",
     dpi: int = 120,
     comparison: Comparison | None = None,
-    **keywords: Unpack[Keywords],
 ) -> Path:
     """Write `report.md` and its PNG figures into the folder `out_dir`; return the report's path.
 
@@ -246,10 +240,10 @@ def write_report(
     figures of earlier reports removed. A kill at any point leaves `x.md`, old or new, beside the figures it
     links, and the rerun succeeds and removes what the killed run left (an existing `x.md` must be an
     earlier rr report). Raises PlotError (a ValueError) when `out_dir` is a file
-    (a folder for `.md`), holds files rr does not write there, or cannot be written. `comparison` (or its
-    fields as keywords) chooses the comparison, as in `build_report`.
+    (a folder for `.md`), holds files rr does not write there, or cannot be written. `comparison`
+    chooses the comparison, as in `build_report`.
     """
-    c = asked(comparison, **keywords)
+    c = asked(comparison)
     out = Path(out_dir)
     if out.suffix.lower() == ".md":
         return _write_report_file(df, out, source, dpi, c)

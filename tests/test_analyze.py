@@ -399,3 +399,13 @@ def test_every_views_column_names_are_distinct():
     for view in views:
         names = column_names(view, "text", pd.DataFrame())  # no comparison stamped: the paper's
         assert len(set(names)) == len(names) and all(names), (view.name, names)
+
+
+def test_the_margin_help_states_the_librarys_default_which_has_one_home(monkeypatch):
+    """Issue 43.5: the 0.005 margin stood in cli/analyze.py's help and in equivalence.DEFAULT_MARGIN; the help
+    now reads the library's value when it is shown."""
+    from rr_analysis.stats import equivalence
+
+    monkeypatch.setattr(equivalence, "DEFAULT_MARGIN", 0.0125)
+    said = " ".join(rr("analyze", "--help", env={"COLUMNS": "200"}).output.split())
+    assert "for equivalence and claims (default 0.0125)" in said

@@ -12,7 +12,9 @@ import pandas as pd
 import pytest
 from conftest import rr
 
-from rr_analysis.stats.forecast import FORECAST_COLUMNS, forecast, forecast_size
+from rr_analysis.comparison import Comparison
+from rr_analysis.stats.forecast import FORECAST_COLUMNS, forecast
+from rr_analysis.stats.targets import forecast_size
 from rr_analysis.tables.render import render
 from rr_analysis.views.registry import VIEWS
 from rr_core.errors import InputError
@@ -184,11 +186,10 @@ def test_cli_confirm():
 
 
 def test_any_comparison_forecasts_its_own_paired_gaps(sweep):
-    from rr_analysis.comparison import Comparison
     from rr_analysis.stats.forecast import size_gaps
     from rr_analysis.stats.meta import meta_predict
 
-    f = forecast(sweep, ["3B"], reference="highway", baselines=["standard"])
+    f = forecast(sweep, ["3B"], comparison=Comparison("highway", ["standard"]))
     assert f[["reference", "metric", "higher_is_better"]].values.tolist() == [["highway", "val_loss", False]]
     g = size_gaps(sweep, "standard", Comparison("highway", ("standard",)))[0]
     want = meta_predict(g["gap"].to_numpy(), g["se"].to_numpy(), g["lx"].to_numpy(), [np.log10(3e9)])

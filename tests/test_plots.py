@@ -50,31 +50,33 @@ def drawn(fig: Figure) -> dict[str, dict]:
     return out
 
 
+def t_quantile(df) -> np.ndarray:
+    """t_{0.975, df} from scipy, independent of the figures' own helpers."""
+    from scipy import stats
+
+    return stats.t.ppf(0.975, np.asarray(df, float))
+
+
 def rows(table: pd.DataFrame, baseline: str) -> pd.DataFrame:
     return table[table["baseline"] == baseline]
 
 
-@pytest.mark.parametrize("ci", [False, True])
-def test_emergence_draws_the_welch_gaps_bars_and_stars(raw, ci):
-    fig = plots.emergence_figure(raw, stat="welch", ci=ci)
+def test_emergence_draws_the_welch_gaps_bars_and_stars(raw):
+    fig = plots.emergence_figure(raw, stat="welch")
     got = drawn(fig)
     assert list(got) == list(BASELINES)
     for b in BASELINES:
         want = rows(raw, b)
         np.testing.assert_allclose(got[b]["x"], want["params_M"])
         np.testing.assert_allclose(got[b]["y"], want["gap"])
-        lo, hi = (
-            (want["welch_ci_low"], want["welch_ci_high"])
-            if ci
-            else (want["gap"] - want["welch_se"], want["gap"] + want["welch_se"])
-        )
-        np.testing.assert_allclose(got[b]["lo"], lo, rtol=1e-12)
-        np.testing.assert_allclose(got[b]["hi"], hi, rtol=1e-12)
+        half = t_quantile(want["welch_df"]) * want["welch_se"]  # issue 49.8: 95% CIs, Welch's own df
+        np.testing.assert_allclose(got[b]["lo"], want["gap"] - half, rtol=1e-9)
+        np.testing.assert_allclose(got[b]["hi"], want["gap"] + half, rtol=1e-9)
         assert got[b]["stars"] == list(want.loc[want["welch_p"] < 0.05, "params_M"])
         assert same_color(got[b]["colour"], colour(b))
         assert got[b]["label"] == f"{b.capitalize()} (parameter-matched)"
     subtitle = fig.axes[0].get_title(loc="left")
-    assert ("95% CI" if ci else "\u00b11 SE") in subtitle and "* unadjusted p < 0.05" in subtitle
+    assert subtitle == "Welch t-test; bars 95% CI; * unadjusted p < 0.05"
 
 
 def test_emergence_is_the_papers_figure_on_the_published_data(raw):
@@ -95,7 +97,7 @@ def test_emergence_default_is_the_primary_holm_adjusted_paired_test(table):
     for b in BASELINES:
         np.testing.assert_allclose(got[b]["y"], rows(table, b)["paired_diff"])
     subtitle = fig.axes[0].get_title(loc="left")
-    assert subtitle == "Paired t-test (seed-matched); bars \u00b11 SE; * Holm-adjusted p < 0.05 over 10 cells"
+    assert subtitle == "Paired t-test (seed-matched); bars 95% CI; * Holm-adjusted p < 0.05 over 10 cells"
 
 
 def test_a_star_sits_on_the_side_of_zero_where_its_estimate_lies(raw):
@@ -120,8 +122,10 @@ def test_emergence_other_views_draw_their_own_estimate_se_and_stars(table, stat,
     for b in BASELINES:
         want = rows(table, b)
         se = want["paired_sd"] / np.sqrt(want["n_pairs"]) if stat == "paired" else want["mixed_se"]
+        df = want["n_pairs"] - 1 if stat == "paired" else want["mixed_df"]
         np.testing.assert_allclose(got[b]["y"], want[estimate])
-        np.testing.assert_allclose(got[b]["hi"] - got[b]["y"], se, rtol=1e-9)
+        np.testing.assert_allclose(got[b]["hi"] - got[b]["y"], t_quantile(df) * se, rtol=1e-9)
+        np.testing.assert_allclose(got[b]["y"] - got[b]["lo"], t_quantile(df) * se, rtol=1e-9)
         assert got[b]["stars"] == list(want.loc[want[f"p_adj_{stat}"] < 0.05, "params_M"])
     # The seed-matched views find what Welch cannot: the 1B gaps stay significant after Holm.
     assert rows(table, "highway")["params_M"].iloc[-1] in got["highway"]["stars"]
@@ -321,8 +325,8 @@ def test_plot_errors_exit_2_with_a_message_and_leave_no_file(tmp_path, sweep, ar
 @pytest.mark.parametrize(
     ("args", "says"),
     [
-        ([], "Paired t-test (seed-matched); bars \u00b11 SE; * Holm-adjusted p &lt; 0.05 over 10 cells"),
-        (["--stat", "welch", "--adjust", "none"], "Welch t-test; bars \u00b11 SE; * unadjusted p &lt; 0.05"),
+        ([], "Paired t-test (seed-matched); bars 95% CI; * Holm-adjusted p &lt; 0.05 over 10 cells"),
+        (["--stat", "welch", "--adjust", "none"], "Welch t-test; bars 95% CI; * unadjusted p &lt; 0.05"),
     ],
 )
 def test_emergence_file_says_which_p_values_its_stars_use(tmp_path, args, says):
@@ -439,5 +443,160 @@ def test_six_sizes_draw_one_facet_each_in_a_grid_of_five_columns(published_copy)
         f.write("\n".join(rows) + "\n")
     fig = plots.seeds_figure(load_sweep(published_copy))
     shown = [ax.get_title() for ax in fig.axes if ax.get_visible()]
-    assert len(fig.axes) == 10 and len(shown) == 6
+    assert len(fig.axes) == 6 and len(shown) == 6
     assert shown[0].startswith("tiny") and shown[1:] == [s + " (2 seeds)" * (s == "320M") for s in SIZES]
+    assert [ax.get_subplotspec().rowspan.start for ax in fig.axes] == [0] * 5 + [1]
+
+
+def test_seeds_facets_are_as_wide_as_the_variants_they_hold(published_copy):
+    """Issue 49.8: every facet had one width, so a 2-variant size was drawn as wide as a 3-variant one; each
+    facet now spans a column per variant, and the drawn widths follow."""
+    rows = [
+        f"tiny,{v},{s},{p},100,{2.2 + 0.01 * s:.4f},,"
+        for v, p in (("review_neutral", 1.13), ("standard", 1.12))
+        for s in (0, 1)
+    ]
+    with open(published_copy, "a") as f:
+        f.write("\n".join(rows) + "\n")
+    fig = plots.seeds_figure(load_sweep(published_copy))
+    fig.draw_without_rendering()
+    spans = [len(ax.get_subplotspec().colspan) for ax in fig.axes]
+    ticks = [len(ax.get_xticklabels()) for ax in fig.axes]
+    assert spans == ticks == [2, 3, 3, 3, 3, 3]
+    widths = np.array([ax.get_position().width for ax in fig.axes])
+    np.testing.assert_allclose(widths[1:], widths[1], rtol=1e-6)  # the 3-variant facets alike
+    assert 0.5 < widths[0] / widths[1] < 0.75  # 2/3, less the tick labels' margin of one facet
+
+
+def overlaps(fig: Figure) -> list[str]:
+    """What each legend of `fig` covers, by the renderer's extents: any axes' data area, and any drawn line,
+    collection or patch (an interval bar, a band, a point) of any axes."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    renderer = FigureCanvasAgg(fig).get_renderer()
+    fig.draw(renderer)
+    legends = [ax.get_legend() for ax in fig.axes if ax.get_legend()] + fig.legends
+    assert legends
+    found = []
+    for legend in legends:
+        box = legend.get_window_extent(renderer)
+        for ax in fig.axes:
+            if box.overlaps(ax.get_window_extent(renderer)):
+                found.append(f"axes {ax.get_title()}")
+            for a in (*ax.lines, *ax.collections, *ax.patches):
+                if a.get_visible() and any(box.overlaps(e) for e in extents(a)):
+                    found.append(f"{type(a).__name__} {a.get_gid()}")
+    return found
+
+
+def extents(a) -> list:
+    """Where an artist draws on the canvas: each of its paths' bounding box in display coordinates."""
+    from matplotlib.collections import Collection
+    from matplotlib.patches import Patch
+    from matplotlib.transforms import Bbox
+
+    if isinstance(a, Patch):  # its transform includes the patch's own
+        paths = [a.get_path().vertices]
+    else:
+        paths = [p.vertices for p in a.get_paths()] if isinstance(a, Collection) else [a.get_xydata()]
+    out = []
+    for v in paths:
+        v = a.get_transform().transform(np.asarray(v, float))
+        v = v[np.isfinite(v).all(axis=1)]
+        if len(v):
+            out.append(Bbox([v.min(axis=0), v.max(axis=0)]))
+    return out
+
+
+def test_no_legend_hides_data_in_the_forecast_and_emergence_figures(sweep, table):
+    """Issue 49.8: the forecast's legend sat over the first facet and crossed the 7B interval."""
+    from rr_analysis.stats.forecast import forecast, meta_line
+
+    fc = forecast(sweep, ["3B", "7B"])
+    fig = plots.forecast_figure(table, meta_line(sweep, ["3B", "7B"]), fc)
+    assert overlaps(fig) == []
+    kept = fig.axes[-1].get_legend().get_texts()
+    assert len(kept) == 4  # every entry: the rings, the line, observed, forecast
+    assert overlaps(plots.emergence_figure(table, line=meta_line(sweep))) == []
+
+
+def test_one_gap_has_the_same_bars_in_the_emergence_and_forecast_figures(sweep, table):
+    """Issue 49.8: 320M Highway was drawn [0.0025, 0.0057] (+-1 SE) beside [-0.0156, 0.0237] (95% CI)."""
+    from rr_analysis.stats.forecast import forecast, meta_line
+
+    emergence = drawn(plots.emergence_figure(table))["highway"]
+    ax = plots.forecast_figure(table, meta_line(sweep, ["3B"]), forecast(sweep, ["3B"])).axes[0]
+    observed = next(c for c in ax.containers if c.get_label().startswith("observed"))
+    ends = np.array([seg[:, 1] for seg in observed.lines[2][0].get_segments()])
+    np.testing.assert_allclose(ends[:, 0], emergence["lo"], rtol=1e-12)
+    np.testing.assert_allclose(ends[:, 1], emergence["hi"], rtol=1e-12)
+    hw = rows(table, "highway").set_index("size")
+    half = t_quantile(1) * hw.loc["320M", "paired_sd"] / np.sqrt(2)  # two pairs: t_{0.975, 1} = 12.71
+    assert emergence["lo"][2] == pytest.approx(-0.0156, abs=5e-5) == hw.loc["320M", "paired_diff"] - half
+    assert emergence["hi"][2] == pytest.approx(0.0237, abs=5e-5)
+
+
+def gate_readings(layers: int = 12) -> pd.DataFrame:
+    """Made-up gate readings of two seeds of one size and variant: r fanning out with depth over 5 steps."""
+    steps, seeds = np.arange(0, 500, 100), (0, 1)
+    grid = pd.MultiIndex.from_product(
+        [seeds, steps, range(layers), ["attn", "mlp"]], names=["seed", "step", "layer", "sublayer"]
+    )
+    out = grid.to_frame(index=False).assign(size="60M", variant="review_neutral")
+    out["mean"] = 0.5 + 0.3 * (out["layer"] / (layers - 1) - 0.5) * out["step"] / 400 + 0.01 * out["seed"]
+    out["std"] = 0.05 + 0.01 * out["layer"] + 0.0002 * out["step"]
+    return out
+
+
+def test_the_gates_figure_draws_a_line_per_layer_and_one_summary_band_per_panel():
+    """Issue 49.8: a band per layer and run stacked 24 shaded bands in a panel; now each layer is a line
+    coloured by depth (its colour bar beside) and each panel has one band, the layers' mean r -/+ their
+    mean std at each step."""
+    from rr_analysis.figures.curves import gates_figure
+
+    gates = gate_readings()
+    fig = gates_figure(gates)
+    panels = [ax for ax in fig.axes if ax.get_title()]
+    assert [ax.get_title() for ax in panels] == ["60M Review: attention", "60M Review: MLP"]
+    for ax, sublayer in zip(panels, ("attn", "mlp"), strict=True):
+        (band,) = ax.collections
+        assert band.get_gid() == f"spread:60M:review_neutral:{sublayer}"
+        part = gates[gates["sublayer"] == sublayer]
+        at = part.groupby("step")[["mean", "std"]].mean()
+        y = band.get_paths()[0].vertices[:, 1]
+        assert y.min() == pytest.approx((at["mean"] - at["std"]).min())
+        assert y.max() == pytest.approx((at["mean"] + at["std"]).max())
+        lines = {ln.get_gid(): ln for ln in ax.get_lines()}
+        assert len(lines) == 2 * 12  # a line per seed and layer
+        deep = part[(part["seed"] == 1) & (part["layer"] == 11)]
+        np.testing.assert_allclose(lines[f"r:60M:review_neutral:1:11:{sublayer}"].get_ydata(), deep["mean"])
+        first, last = (lines[f"r:60M:review_neutral:0:{i}:{sublayer}"].get_color() for i in (0, 11))
+        assert not same_color(first, last)  # depth coloured
+    (bar,) = [ax for ax in fig.axes if ax.get_ylabel() == "Layer"]
+    assert bar.get_ylim() == (0, 12)
+
+
+def test_a_two_seed_facet_shows_its_runs_and_marks_the_intervals_it_cuts(sweep):
+    """Issue 49.8: with two seeds a mean's 95% t interval is +-12.71 SE, and drawn whole it squashed 320M's
+    runs into a tenth of the facet; the facet now spans its runs' range and 1.5 times it either side, and a
+    triangle marks each interval end cut there. The bars' data stay whole; the 3-seed facets are as before."""
+    fig = plots.seeds_figure(sweep)
+    for ax, size in zip(fig.axes, SIZES, strict=True):
+        runs = sweep.loc[sweep["size"] == size, "val_loss"]
+        cuts = [ln for ln in ax.get_lines() if (ln.get_gid() or "").startswith("cut:")]
+        if size != "320M":
+            assert cuts == []
+            for v in ("review_neutral", *BASELINES):
+                lo, hi = t_interval(sweep.loc[(sweep["size"] == size) & (sweep["variant"] == v), "val_loss"])
+                assert ax.get_ylim()[0] <= lo and hi <= ax.get_ylim()[1]
+            continue
+        span = runs.max() - runs.min()
+        assert ax.get_ylim() == pytest.approx((runs.min() - 1.5 * span, runs.max() + 1.5 * span))
+        assert sorted((ln.get_gid(), ln.get_marker()) for ln in cuts) == sorted(
+            (f"cut:{name}", m) for name in ("Review", "Highway", "Standard") for m in ("^", "v")
+        )
+        assert all(
+            same_color(ln.get_color(), colour(v))
+            for ln, v in zip(cuts[::2], ("review_neutral", *BASELINES), strict=True)
+        )
+    assert "a triangle: the interval runs on past the facet's edge" in fig.get_supxlabel()

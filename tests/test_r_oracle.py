@@ -21,7 +21,7 @@ from conftest import budget_grid
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rr_analysis.comparison import budget_cells
+from rr_analysis.cells import budget_cells
 from rr_analysis.stats.emergence import emergence
 from rr_analysis.stats.forecast import forecast
 from rr_analysis.stats.mixed import mixed_table

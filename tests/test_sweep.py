@@ -296,3 +296,20 @@ def test_two_sweeps_of_one_plan_train_each_run_once_and_both_end_with_every_row(
     assert rows[0] == 5.0 and len(rows) == 2  # the other sweep's row of seed 0: not trained again here
     records = read_records(sidecar_path(out))
     assert [(r["seed"], r["status"]) for r in records] == [(1, "ok")]
+
+
+def test_the_closing_table_fits_the_terminal(published_copy, monkeypatch, capsys):
+    """Issue 49.10: the sweep's closing table was rendered at no width (every column, 150-odd characters);
+    it is now drawn at the terminal's width as `rr analyze` draws it, naming the columns it leaves out, and
+    with the reference `rr sweep` compared against."""
+    from cli.sweep import _closing_table
+
+    monkeypatch.setenv("COLUMNS", "80")
+    _closing_table(published_copy, "highway")
+    lines = capsys.readouterr().out.splitlines()
+    assert max(map(len, lines)) <= 80
+    assert lines[0].startswith("Highway vs each baseline")
+    assert any(line.startswith("not shown at width 80: ") for line in lines)
+    rows = [line.split() for line in lines if line.startswith(("60M", "1B"))]
+    want = [["60M", "Standard"], ["60M", "Review"], ["1B", "Standard"], ["1B", "Review"]]  # registry order
+    assert [r[:2] for r in rows] == want

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 from conftest import budget_grid, rr
 
-from rr_analysis.comparison import SIZE_NAME, budget_cells
+from rr_analysis.cells import SIZE_NAME, budget_cells
 from rr_analysis.stats.emergence import emergence
 from rr_analysis.stats.gap_tests import gap_table
 from rr_analysis.stats.tokens import cell_budgets, path_tokens_per_param, run_tokens, size_and_tokens
@@ -182,7 +182,8 @@ def test_the_design_that_tells_size_from_tokens_per_parameter(sweep):
     at 20 tokens per parameter; seeds for the size effect at fixed D/N by statsmodels' two-sample power."""
     from statsmodels.stats.power import TTestIndPower
 
-    from rr_analysis.stats.confirm import confirm_design, minutes_fit
+    from rr_analysis.stats.confirm import minutes_fit
+    from rr_analysis.stats.design import confirm_design
     from rr_analysis.stats.power import pooled_resid_sd
 
     d = confirm_design(sweep, ["3B"], 20).set_index(["size", "budget"])

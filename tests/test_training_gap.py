@@ -12,6 +12,7 @@ import pytest
 from conftest import rr
 from scipy import stats
 
+from rr_analysis.comparison import Comparison
 from rr_analysis.stats.training_gap import gap_slopes, steps_to_reach, training_gap
 from rr_core.errors import InputError
 from rr_core.ladder import get_size
@@ -252,7 +253,7 @@ def test_the_published_sweep_has_no_curves_and_another_metric_is_refused(tmp_pat
     ece = rr("analyze", "curves", "--data", path, "--metric", "ece")
     assert ece.exit_code == 2 and "--metric and --higher-is-better do not apply" in ece.output
     with pytest.raises(InputError, match="do not apply"):
-        training_gap(*_frame({40: 0.02}), higher_is_better=True)
+        training_gap(*_frame({40: 0.02}), Comparison(higher_is_better=True))
 
 
 def test_slopes_and_steps_to_reach_by_hand():

@@ -119,7 +119,7 @@ def test_every_format_and_the_figure(tune_csv, tmp_path):
         stats.ttest_rel(COMPARISON[("highway", 2e-4)], COMPARISON[("review_neutral", 4e-4)]).pvalue
     )
     text = rr("analyze", "tuning", "--data", tune_csv, "--wide").output
-    assert "ranking flips with tuning" in text and "chosen (highest of grid)" in text
+    assert "ranking flips with tuning" in text and "yes, high" in text
 
     from rr_analysis.figures.tuning_curves import tuning_figure
 
@@ -187,3 +187,21 @@ def test_a_nan_learning_rate_is_refused_not_read_as_the_recipe_s(tmp_path):
     assert "line 2, column lr: 'nan' - holds NaN: lr must be a finite number > 0 or empty (the recipe's)" in (
         " ".join(result.output.split())
     )
+
+
+def test_the_tuning_table_fits_80_columns_and_names_what_it_leaves_out(tune_csv):
+    """Issue 49.10: the rows ran to 100 columns at a terminal of 80 (the columns that always show, with
+    "chosen (highest of grid)" and rates written 0.0004); rates are now 4e-4, the part and the chosen mark
+    short, and the three columns dropped by rank are named under the table."""
+    text = rr("analyze", "tuning", "--data", tune_csv, env={"COLUMNS": "80"}).output
+    lines = text.splitlines()
+    assert max(map(len, lines)) <= 80
+    header = next(line for line in lines if line.startswith("size"))
+    assert header.split() == ["size", "part", "variant", "lr", "gap", "95%", "CI", "p", "adj", "chosen"]
+    assert "not shown at width 80: Review lr, n, paired* t p (--wide shows all, --columns" in text
+    chosen = [
+        (line.split()[2:4], line.rsplit("  ", 1)[-1]) for line in lines if line.endswith(("yes", "high"))
+    ]
+    assert chosen == [(["Review", "4e-4"], "yes, high"), (["Highway", "2e-4"], "yes")]  # 4e-4: the grid's top
+    wide = rr("analyze", "tuning", "--data", tune_csv, "--wide").output
+    assert "paired* t" in wide and max(map(len, wide.splitlines())) > 80  # every column, whatever the width

@@ -69,6 +69,15 @@ def new_figure(width: float, height: float, title: str | None) -> Figure:
     return fig
 
 
+def legend_beside(ax, handles=None, labels=None, **kwargs) -> None:
+    """`ax`'s legend (or the given entries) outside it on the right, top-aligned: a legend inside the axes
+    hides whatever data lie under it (the forecast's crossed the 7B interval, the emergence figure's
+    95% CIs), and the constrained layout makes room for it beside the axes."""
+    if handles is None:
+        handles, labels = ax.get_legend_handles_labels()
+    ax.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.02, 1.0), **kwargs)
+
+
 def size_ticks(
     ax, at: pd.Series, notes: dict[str, str] | None = None, tokens: dict[str, str] | None = None
 ) -> None:

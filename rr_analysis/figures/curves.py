@@ -91,7 +91,7 @@ def _curve(loss_ax, lr_ax, run: pd.DataFrame, name: str, c: str) -> None:
 
 def gates_figure(gates: pd.DataFrame, *, title: str | None = None) -> Figure:
     """Each gated sublayer's mean r by step: a row per size and variant, attention and MLP side by side,
-    a line per run and layer coloured by depth, its spread (+-1 std) shaded.
+    a line per run and layer coloured by depth, and one grey band per panel for the typical spread.
 
     Parameters
     ----------
@@ -104,9 +104,12 @@ def gates_figure(gates: pd.DataFrame, *, title: str | None = None) -> Figure:
     Notes
     -----
     r near 1 lets a sublayer's update through, near 0 holds it back; Review's gates start at exactly 0.5.
-    The spread is that of r over the positions, channels and forward passes of each log interval. Rows
-    follow the ladder, then the registry's variant order; each row's colour bar runs over its own layers.
-    Each line's gid is ``r:SIZE:VARIANT:SEED:LAYER:SUBLAYER``.
+    Each layer is a line (no band of its own: twelve overlapping bands hid the lines and each other); the
+    panel's one band is the summary of spread, at each step the mean over its runs and layers of r
+    -/+ the mean over them of r's standard deviation (over the positions, channels and forward passes of
+    the log interval): a spread, not an interval of an estimate. Rows follow the ladder, then the registry's
+    variant order; each row's colour bar runs over its own layers. Each line's gid is
+    ``r:SIZE:VARIANT:SEED:LAYER:SUBLAYER``, each band's ``spread:SIZE:VARIANT:SUBLAYER``.
     """
     order = {v: i for i, v in enumerate(variants_in_order(gates))}
     rows = sorted(
@@ -116,7 +119,9 @@ def gates_figure(gates: pd.DataFrame, *, title: str | None = None) -> Figure:
     cmap = mpl.colormaps[LAYER_COLOURS]
     with mpl.rc_context(STYLE):
         fig = new_figure(
-            8.4, 2.6 * len(rows) + 0.6, title or "Gate r by step: mean per layer, +-1 std shaded"
+            8.4,
+            2.6 * len(rows) + 0.6,
+            title or "Gate r by step: a line per layer; grey: mean over layers, +-1 mean std",
         )
         axes = fig.subplots(len(rows), len(_SUBLAYERS), squeeze=False, sharex="row", sharey=True)
         for row, (size, variant) in enumerate(rows):
@@ -126,11 +131,18 @@ def gates_figure(gates: pd.DataFrame, *, title: str | None = None) -> Figure:
             for col, (sublayer, name) in enumerate(_SUBLAYERS.items()):
                 ax = axes[row, col]
                 part = runs[runs["sublayer"] == sublayer]
+                _spread(ax, part, f"spread:{size}:{variant}:{sublayer}")
                 for (seed, layer), line in part.groupby(["seed", "layer"], sort=True, observed=True):
-                    _gate_line(ax, line, cmap(norm(layer)), f"r:{size}:{variant}:{seed}:{layer}:{sublayer}")
+                    ax.plot(
+                        line["step"],
+                        line["mean"],
+                        color=cmap(norm(layer)),
+                        lw=1.1,
+                        gid=f"r:{size}:{variant}:{seed}:{layer}:{sublayer}",
+                    )
                 ax.set_title(f"{size} {label(variant)}: {name}")
                 ax.set_xlabel("Optimiser step")
-            axes[row, 0].set_ylabel("Gate r (a line per run)")
+            axes[row, 0].set_ylabel("Gate r (a line per run and layer)")
             shown = range(0, layers, -(-layers // 8))  # at most 8 labels, the first layer's always
             bar = fig.colorbar(
                 ScalarMappable(norm, cmap), ax=axes[row, :].tolist(), ticks=[i + 0.5 for i in shown]
@@ -140,9 +152,9 @@ def gates_figure(gates: pd.DataFrame, *, title: str | None = None) -> Figure:
     return fig
 
 
-def _gate_line(ax, line: pd.DataFrame, c, gid: str) -> None:
-    """One run's one sublayer: its mean r, and +-1 std shaded faintly behind it."""
+def _spread(ax, part: pd.DataFrame, gid: str) -> None:
+    """A panel's one band: at each step, the mean over runs and layers of r -/+ the mean of r's std."""
+    at = part.groupby("step", observed=True)[["mean", "std"]].mean()
     ax.fill_between(
-        line["step"], line["mean"] - line["std"], line["mean"] + line["std"], color=c, alpha=0.12, lw=0
+        at.index, at["mean"] - at["std"], at["mean"] + at["std"], color="0.5", alpha=0.18, lw=0, gid=gid
     )
-    ax.plot(line["step"], line["mean"], color=c, lw=1.2, gid=gid)

@@ -5,20 +5,17 @@ carried past the sweep (`forecast_figure`).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import matplotlib as mpl
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
+from rr_analysis.cells import cell_size
 from rr_analysis.comparison import (
     ALPHA,
     PARAMS_TOLERANCE,
     Comparison,
-    Keywords,
     asked,
-    cell_size,
     for_reference,
 )
 from rr_analysis.figures.axes import (
@@ -26,6 +23,7 @@ from rr_analysis.figures.axes import (
     compared,
     few_seeds,
     gap_axis,
+    legend_beside,
     new_figure,
     size_ticks,
     tokens_ticks,
@@ -36,9 +34,6 @@ from rr_analysis.stats.forecast import meta_line
 from rr_analysis.stats.gap_tests import PRIMARY_TEST, gap_table
 from rr_core.errors import PlotError
 from rr_core.variants import REFERENCE, label, matched, palette
-
-if TYPE_CHECKING:
-    from typing_extensions import Unpack
 
 __all__ = [
     "emergence_plot",
@@ -52,11 +47,9 @@ def emergence_plot(
     *,
     stat: str = PRIMARY_TEST,
     adjust: str = "holm",
-    ci: bool = False,
     fit: bool = True,
     title: str | None = None,
     comparison: Comparison | None = None,
-    **keywords: Unpack[Keywords],
 ) -> Figure:
     """The emergence figure of a sweep as `rr plot emergence` draws it with the same options: the one recipe
     behind every emergence file rr writes, so that a file name means one figure whoever wrote it (the
@@ -66,11 +59,12 @@ def emergence_plot(
     ----------
     df
         A loaded sweep (`load_sweep`).
-    stat, adjust, ci, fit, title
-        `rr plot emergence`'s ``--stat``, ``--adjust``, ``--ci``, ``--fit/--no-fit`` and ``--title``; the
-        defaults draw the primary analysis (the seed-paired test, Holm, +-1 SE, the size-level line and its
-        band). ``stat="welch", adjust="none", fit=False`` is the paper's Figure 2.
-    comparison, **keywords
+    stat, adjust, fit, title
+        `rr plot emergence`'s ``--stat``, ``--adjust``, ``--fit/--no-fit`` and ``--title``; the defaults draw
+        the primary analysis (the seed-paired test, Holm, its 95% CIs, the size-level line and its band).
+        ``stat="welch", adjust="none", fit=False`` is the paper's Figure 2, with 95% CIs where the paper drew
+        +-1 SE (`emergence_figure` says why).
+    comparison
         The comparison drawn (`rr_analysis.comparison.Comparison`, or its fields); default the paper's.
 
     Returns
@@ -83,16 +77,15 @@ def emergence_plot(
     >>> from rr_core.sweepfile.dataset import load_sweep
     >>> fig = emergence_plot(load_sweep(), stat="welch", adjust="none", fit=False)  # the paper's
     """
-    c = asked(comparison, **keywords)
+    c = asked(comparison)
     line = meta_line(df, comparison=c) if fit else None
-    return emergence_figure(gap_table(df, adjust, c), stat=stat, ci=ci, title=title, line=line)
+    return emergence_figure(gap_table(df, adjust, c), stat=stat, title=title, line=line)
 
 
 def emergence_figure(
     table: pd.DataFrame,
     *,
     stat: str = PRIMARY_TEST,
-    ci: bool = False,
     title: str | None = None,
     line: pd.DataFrame | None = None,
 ) -> Figure:
@@ -108,8 +101,6 @@ def emergence_figure(
         Which test's estimate, error bar and significance are drawn: ``"paired"`` (the declared primary,
         `rr_analysis.stats.gap_tests.PRIMARY_TEST`), ``"mixed"`` or ``"welch"`` (the paper's; see
         `rr_analysis.figures.estimates.gap_estimates`).
-    ci
-        Draw the 95% confidence interval instead of +-1 standard error.
     title
         Figure title; None for the default.
     line
@@ -120,7 +111,12 @@ def emergence_figure(
     -----
     x: the reference's mean parameter count at each size (log scale, ticks labelled with the size names). y:
     the test's estimate of gap = baseline loss - reference loss (of the table's metric; reference - baseline
-    when higher is better), one line per baseline, positive favours the reference. A
+    when higher is better), one line per baseline, positive favours the reference, with the 95% confidence
+    interval of the test drawn: estimate -/+ t_{0.975, df} SE with that test's own df (Welch-Satterthwaite,
+    n_pairs - 1, the mixed model's), so a bar clear of zero agrees with its unadjusted two-sided p < 0.05.
+    Every interval bar rr draws is a 95% interval (the forecast's, the seeds figure's, the tuning curves'),
+    so bars of one gap in two figures are the same bars; the paper's Figure 2 drew +-1 SE, which a reader
+    takes for a CI and which with two or three seeds spans a third of one or less. A
     dashed line marks zero; a star marks an adjusted p < `rr_analysis.comparison.ALPHA` (the table's method
     over its family of cells, named in the subtitle) and sits beyond the bar on the estimate's side of
     zero. The paper's figure is ``stat="welch"`` on ``gap_table(df, adjust="none")``. The baselines are
@@ -133,7 +129,7 @@ def emergence_figure(
     -------
     >>> from rr_core.sweepfile.dataset import load_sweep
     >>> from rr_analysis.stats.gap_tests import gap_table
-    >>> fig = emergence_figure(gap_table(load_sweep()), ci=True)
+    >>> fig = emergence_figure(gap_table(load_sweep()))
     """
     require_gap_table(table, "emergence_figure")
     reference, metric, higher = compared(table)
@@ -153,7 +149,7 @@ def emergence_figure(
     budgets = _budgets(table)  # a file of several budgets: one line per (baseline, budget)
     lines = [(b, steps) for b in baselines for steps in (budgets or [None])]
     with mpl.rc_context(STYLE):
-        fig = new_figure(6.4, 4.4, title or f"{ref}'s advantage over each baseline, by model size")
+        fig = new_figure(9.0, 4.4, title or f"{ref}'s advantage over each baseline, by model size")
         ax = fig.add_subplot()
         ax.axhline(0.0, color="0.35", ls="--", lw=0.9, zorder=1, gid="zero")
         for i, (b, steps) in enumerate(lines):
@@ -161,7 +157,7 @@ def emergence_figure(
             nudge = ax.transData + mpl.transforms.ScaledTranslation(points, 0, fig.dpi_scale_trans)
             e = est[(est["baseline"] == b) & (est["size"].map(cells["steps"]) == steps if steps else True)]
             style = _BUDGET_STYLES[budgets.index(steps) % len(_BUDGET_STYLES)] if steps else "-o"
-            _gap_line(ax, e, b, colours[b], nudge, ci, reference == REFERENCE, steps, style)
+            _gap_line(ax, e, b, colours[b], nudge, reference == REFERENCE, steps, style)
         if line is not None:
             _fitted_lines(ax, line, colours)
         _unequal_says(ax, est)
@@ -182,8 +178,8 @@ def emergence_figure(
             + ("; a line per budget (steps)" if budgets else "")
         )
         ax.set_ylabel(gap_axis(reference, metric, higher))
-        ax.set_title(_stars_say(table, stat, ci), loc="left", fontsize=8, color="0.3")
-        ax.legend(title=f"{ref} vs.", loc="best")
+        ax.set_title(_stars_say(table, stat), loc="left", fontsize=8, color="0.3")
+        legend_beside(ax, title=f"{ref} vs.")
     return fig
 
 
@@ -256,7 +252,7 @@ def forecast_figure(
     )  # the ticks are close: the label says
     with mpl.rc_context(STYLE):
         fig = new_figure(
-            4.2 * len(baselines) + 0.6, 4.4, title or f"{ref}'s advantage, forecast past the sweep"
+            4.2 * len(baselines) + 3.4, 4.4, title or f"{ref}'s advantage, forecast past the sweep"
         )
         axes = fig.subplots(1, len(baselines), squeeze=False, sharey=True).ravel()
         for ax, b in zip(axes, baselines, strict=True):
@@ -274,7 +270,8 @@ def forecast_figure(
             ax.set_xlim(ticks.min() / 1.4, ticks.max() * 1.4)
             ax.set_title(f"{ref} vs. {label(b)}")
         axes[0].set_ylabel(f"Baseline \u2212 {ref} (the gap)\n(positive: {ref} better)")
-        axes[0].legend(loc="upper left", fontsize=7)
+        handles, labels = axes[0].get_legend_handles_labels()  # every facet's entries are alike
+        legend_beside(axes[-1], handles, labels, fontsize=7)
         fig.supxlabel(
             f"Parameters ({ref}, log scale); shaded: past the largest size in the sweep"
             + (
@@ -364,12 +361,11 @@ def _unequal_says(ax, est: pd.DataFrame) -> None:
         ax.plot([], [], ls="none", marker="o", ms=11, mfc="none", mec="0.3", mew=1.2, label=UNEQUAL_SAYS)
 
 
-def _stars_say(table: pd.DataFrame, stat: str, ci: bool) -> str:
+def _stars_say(table: pd.DataFrame, stat: str) -> str:
     """The subtitle: which test, which bars, and which p-values the stars use over which family."""
     method = table["adjust"].iloc[0]
     family = f" over {int(table[f'family_m_{stat}'].iloc[0])} cells" if method != "none" else ""
-    bars = "95% CI" if ci else "\u00b11 SE"
-    return f"{test_name(stat)}; bars {bars}; * {adjust_name(method)} p < {significant(ALPHA)}{family}"
+    return f"{test_name(stat)}; bars 95% CI; * {adjust_name(method)} p < {significant(ALPHA)}{family}"
 
 
 _BUDGET_STYLES = ("-o", "--s", ":^", "-.D")  # a file of several budgets: one line style per budget
@@ -384,16 +380,16 @@ def _budgets(table: pd.DataFrame) -> list[int]:
 
 
 def _gap_line(
-    ax, e: pd.DataFrame, baseline: str, colour: str, nudge, ci: bool, published: bool,
+    ax, e: pd.DataFrame, baseline: str, colour: str, nudge, published: bool,
     steps: int | None = None, style: str = "-o",
 ) -> None:  # fmt: skip
-    """One baseline's gaps with their bars, and a star beyond the bar where the adjusted p is small.
+    """One baseline's gaps with their 95% CI bars, and a star beyond the bar where the adjusted p is small.
 
     `published`: the reference is the published one, to whose parameter count the registry's matched
     baselines are widened, so their legend says so. `steps`: the budget this line is of, in a file of
     several budgets (drawn in `style`, and named in the legend)."""
     y = e["estimate"].to_numpy()
-    lo, hi = (e["ci_low"].to_numpy(), e["ci_high"].to_numpy()) if ci else (y - e["se"], y + e["se"])
+    lo, hi = e["ci_low"].to_numpy(), e["ci_high"].to_numpy()
     named = label(baseline) + " (parameter-matched)" * (published and matched(baseline))
     bars = ax.errorbar(
         e["params_M"].to_numpy(float),

@@ -6,14 +6,13 @@ point and line plots, imported inside the functions that use it.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
 import matplotlib as mpl
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from rr_analysis.comparison import Comparison, Keywords, asked, compare, sizes_in_order, t_quantile
+from rr_analysis.comparison import Comparison, asked, compare, sizes_in_order, t_quantile
 from rr_analysis.figures.axes import (
     STYLE,
     few_seeds,
@@ -30,9 +29,6 @@ from rr_analysis.figures.estimates import cell_means
 from rr_core.errors import PlotError
 from rr_core.ladder import RECIPE
 from rr_core.variants import REFERENCE, label, palette
-
-if TYPE_CHECKING:
-    from typing_extensions import Unpack
 
 __all__ = [
     "scaling_figure",
@@ -69,7 +65,6 @@ def scaling_figure(
     *,
     title: str | None = None,
     comparison: Comparison | None = None,
-    **keywords: Unpack[Keywords],
 ) -> Figure:
     """Validation loss (or another metric) against parameter count: every run a point, each variant's seed
     mean a line.
@@ -80,10 +75,10 @@ def scaling_figure(
         A loaded sweep (`load_sweep`). Needs at least two sizes.
     title
         Figure title; None for the default.
-    comparison, **keywords
-        Which variants and which metric are drawn (`rr_analysis.comparison.Comparison`, or its fields as
-        keywords; descriptive): by default every variant, on val_loss; the reference is drawn first, and
-        named baselines limit the variants.
+    comparison
+        Which variants and which metric are drawn (`rr_analysis.comparison.Comparison`; descriptive): by
+        default every variant, on val_loss; the reference is drawn first, and named baselines limit the
+        variants.
 
     Notes
     -----
@@ -93,7 +88,7 @@ def scaling_figure(
     """
     import seaborn as sns
 
-    df, c = compare(df, comparison, require_reference=False, **keywords)
+    df, c = compare(df, comparison, require_reference=False)
     sizes = require_sizes(df, "scaling")
     runs, labels, palette = _by_label(df, c.reference)
     hue = dict(x="params_M", y=c.metric, hue="Variant", hue_order=labels, palette=palette)
@@ -116,7 +111,6 @@ def seeds_figure(
     *,
     title: str | None = None,
     comparison: Comparison | None = None,
-    **keywords: Unpack[Keywords],
 ) -> Figure:
     """One facet per size: each run, each variant's mean with its interval, and lines joining a seed's runs.
 
@@ -126,14 +120,15 @@ def seeds_figure(
         A loaded sweep (`load_sweep`). Needs a size with at least two variants.
     title
         Figure title; None for the default.
-    comparison, **keywords
-        Which variants and which metric are drawn (`rr_analysis.comparison.Comparison`, or its fields as
-        keywords; descriptive): by default every variant, on val_loss; the reference is drawn first, and
-        named baselines limit the variants.
+    comparison
+        Which variants and which metric are drawn (`rr_analysis.comparison.Comparison`; descriptive): by
+        default every variant, on val_loss; the reference is drawn first, and named baselines limit the
+        variants.
 
     Notes
     -----
-    One facet per size, each with its own y scale. Seaborn draws a strip plot of the runs (no jitter, so
+    One facet per size, each with its own y scale and as wide as the variants it holds (`_facet_grid`), five
+    a row. Seaborn draws a strip plot of the runs (no jitter, so
     a run sits exactly on its variant) and a point plot of each variant's seed mean with its 95% t
     interval (`_t_interval`); a grey line per seed joins its runs. Within a size a seed fixes the data
     order for every variant, so runs of the same seed are matched: lines that run parallel mean the seed
@@ -141,34 +136,60 @@ def seeds_figure(
     the ranking changes with the seed. The facets are axes of one Figure made here rather than a
     figure-level grid, so drawing registers no figure globally.
     """
-    df, c = compare(df, comparison, require_reference=False, **keywords)
+    df, c = compare(df, comparison, require_reference=False)
     sizes = [s for s in sizes_in_order(df) if df.loc[df["size"] == s, "variant"].nunique() >= 2]
     axis = metric_axis(c.metric, c.higher_is_better)
     if not sizes:
         raise PlotError("the seeds plot needs a size with at least two variants; every size here has one")
-    ncols = min(len(sizes), 5)
-    nrows = -(-len(sizes) // ncols)
+    facets = _facet_grid([df.loc[df["size"] == s, "variant"].nunique() for s in sizes])
+    units = max(end for _, _, end in facets)
     with mpl.rc_context(STYLE):
-        fig = new_figure(2.3 * ncols + 0.6, 2.7 * nrows + 0.6, title or f"{axis} per seed within each size")
-        axes = fig.subplots(nrows, ncols, squeeze=False).ravel()
+        fig = new_figure(
+            0.8 * units + 0.6, 2.7 * (facets[-1][0] + 1) + 0.6, title or f"{axis} per seed within each size"
+        )
+        grid = fig.add_gridspec(facets[-1][0] + 1, units)
+        axes = [fig.add_subplot(grid[row, start:end]) for row, start, end in facets]
         few = few_seeds(df[df["size"].isin(sizes)].groupby("size", observed=True)["seed"].nunique())
-        for ax, size in zip(
-            axes[: len(sizes)], sizes, strict=True
-        ):  # a grid of 5 columns: spare axes hidden below
-            _seed_facet(ax, df[df["size"] == size], c.metric, c.reference)
+        cut = False
+        for ax, size in zip(axes, sizes, strict=True):
+            cut |= _seed_facet(ax, df[df["size"] == size], c.metric, c.reference)
             ax.set_title(f"{size} ({few[size]})" if size in few else size)
-        for ax in axes[len(sizes) :]:
-            ax.set_visible(False)
         axes[0].set_ylabel(axis)
         fig.supxlabel(
-            "points: runs; grey lines: one seed's runs; diamond and bar: the mean and its 95% t interval",
+            "points: runs; grey lines: one seed's runs; diamond and bar: the mean and its 95% t interval"
+            + ("; a triangle: the interval runs on past the facet's edge" if cut else ""),
             fontsize=8,
         )
     return fig
 
 
-def _seed_facet(ax, runs: pd.DataFrame, metric: str, reference: str) -> None:
-    """One size of `seeds_figure`: a line per seed, then each variant's runs and mean on top."""
+FACETS_PER_ROW = 5  # the seeds figure's sizes, left to right, then on the next row
+
+
+def _facet_grid(variants: list[int]) -> list[tuple[int, int, int]]:
+    """Where each facet of the seeds figure sits: (row, first column, end column) on a grid whose columns
+    are variants, so a facet is as wide as the variants it holds (a 2-variant size is not stretched to a
+    3-variant one's width, nor a 3-variant one squeezed beside it) and a variant is equally wide in every
+    facet; `FACETS_PER_ROW` facets a row.
+
+    >>> _facet_grid([2, 3, 3])
+    [(0, 0, 2), (0, 2, 5), (0, 5, 8)]
+    """
+    out, row, column = [], 0, 0
+    for i, n in enumerate(variants):
+        if i and i % FACETS_PER_ROW == 0:
+            row, column = row + 1, 0
+        out.append((row, column, column + n))
+        column += n
+    return out
+
+
+SPAN = 1.5  # a facet shows its runs' range and this many times it either side; an interval beyond is cut
+
+
+def _seed_facet(ax, runs: pd.DataFrame, metric: str, reference: str) -> bool:
+    """One size of `seeds_figure`: a line per seed, then each variant's runs and mean on top. Whether an
+    interval was cut at the facet's edge (`_cut`)."""
     import seaborn as sns
 
     runs, labels, palette = _by_label(runs, reference)
@@ -193,6 +214,38 @@ def _seed_facet(ax, runs: pd.DataFrame, metric: str, reference: str) -> None:
     ax.set_xlim(-0.5, len(labels) - 0.5)
     ax.set(xlabel="", ylabel="")
     ax.grid(axis="x", visible=False)
+    return _cut(ax, runs, metric, labels, palette)
+
+
+def _cut(ax, runs: pd.DataFrame, metric: str, labels: list[str], palette: dict[str, str]) -> bool:
+    """Keep a facet's runs readable where a mean's interval dwarfs them: with two seeds the 95% t interval
+    is +-12.7 SE (t_{0.975, 1}), and drawn whole it squashed 320M's runs into a tenth of the facet. Where
+    an interval reaches beyond the runs' range plus `SPAN` times it either side, the y axis stops there and
+    a triangle in the variant's colour marks each end cut (the bar's data stay whole). Whether any was cut.
+    """
+    values = runs[metric].to_numpy(float)
+    low, high = np.nanmin(values), np.nanmax(values)
+    pad = SPAN * max(high - low, 1e-9 * max(abs(high), 1.0))
+    bottom, top = low - pad, high + pad
+    ends = {v: _t_interval(runs.loc[runs["Variant"] == v, metric]) for v in labels}
+    if all(not (lo < bottom or hi > top) for lo, hi in ends.values()):
+        return False
+    ax.set_ylim(bottom, top)
+    for x, (v, (lo, hi)) in enumerate(ends.items()):
+        for end, edge, marker in ((lo, bottom, "v"), (hi, top, "^")):
+            if end < edge if marker == "v" else end > edge:
+                ax.plot(
+                    [x],
+                    [edge],
+                    marker=marker,
+                    ms=5,
+                    color=palette[v],
+                    ls="none",
+                    clip_on=False,
+                    zorder=4,
+                    gid=f"cut:{v}",
+                )
+    return True
 
 
 def calibration_figure(
@@ -200,7 +253,6 @@ def calibration_figure(
     *,
     title: str | None = None,
     comparison: Comparison | None = None,
-    **keywords: Unpack[Keywords],
 ) -> Figure:
     """Expected calibration error by size and variant, where ECE was measured.
 
@@ -210,11 +262,10 @@ def calibration_figure(
         A loaded sweep (`load_sweep`). Needs at least one ECE value; rows without one are left out.
     title
         Figure title; None for the default.
-    comparison, **keywords
-        Which variants are drawn (`rr_analysis.comparison.Comparison`, or its fields as keywords;
-        descriptive): by default every variant; the reference is drawn first and sets each size's x
-        position, and named baselines limit the variants. The metric is ECE by definition, whatever the
-        comparison's.
+    comparison
+        Which variants are drawn (`rr_analysis.comparison.Comparison`; descriptive): by default every variant;
+        the reference is drawn first and sets each size's x position, and named baselines limit the variants.
+        The metric is ECE by definition, whatever the comparison's.
 
     Notes
     -----
@@ -225,7 +276,7 @@ def calibration_figure(
     measured = df[df["ece"].notna()]
     if measured.empty:
         raise PlotError("the calibration plot needs ECE values; the column ece is empty in every row")
-    ece = replace(asked(comparison, **keywords), metric="ece", higher_is_better=False)
+    ece = replace(asked(comparison), metric="ece", higher_is_better=False)
     measured = compare(measured, ece, require_reference=False)[0]
     reference = ece.reference
     sizes, order = sizes_in_order(measured), variants_in_order(measured, reference)

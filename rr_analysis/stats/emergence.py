@@ -7,7 +7,6 @@ parameter (both moderators in one meta-regression, where the cells vary in both)
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -18,7 +17,6 @@ from rr_analysis.comparison import (
     RESPONSE,
     STAMP,
     Comparison,
-    Keywords,
     cell_frame,
     compare,
     sizes_in_order,
@@ -31,9 +29,6 @@ from rr_analysis.stats.mixed import SINGULAR_RATIO, BlockModel
 from rr_analysis.stats.slopes import SizeModel, kenward_roger
 from rr_analysis.stats.tokens import cell_budgets, per_param, size_and_tokens, tokens_source
 from rr_core.variants import label
-
-if TYPE_CHECKING:
-    from typing_extensions import Unpack
 
 __all__ = ["emergence", "EMERGENCE_COLUMNS", "PRIMARY_LEVEL"]
 
@@ -345,7 +340,6 @@ def _confound(d: _Design, budgets: pd.DataFrame) -> str:
 def emergence(
     df: pd.DataFrame,
     comparison: Comparison | None = None,
-    **keywords: Unpack[Keywords],
 ) -> pd.DataFrame:
     """Does the reference's (Review's) advantage grow with size? The gap's slope per decade of parameters, at
     three levels.
@@ -354,8 +348,8 @@ def emergence(
     ----------
     df
         A validated sweep (`load_sweep`).
-    comparison, **keywords
-        The comparison (`rr_analysis.comparison.Comparison`, or its fields as keywords; default the paper's):
+    comparison
+        The comparison (`rr_analysis.comparison.Comparison`; default the paper's):
         the reference variant, the baselines in order (None: every other variant present), the numeric
         column compared and whether higher is better.
 
@@ -411,7 +405,7 @@ def emergence(
     >>> e["meta_p"].round(3).tolist()
     [0.063, 0.001]
     """
-    rows, comparison = compare(df, comparison, **keywords)
+    rows, comparison = compare(df, comparison)
     cell_frame(rows, comparison)  # no baseline: a clear InputError
     baselines = list(comparison.baselines)
     d = _design(rows, comparison)

@@ -6,8 +6,6 @@ A t-test that fails to reject says "not shown different", never "the same". TOST
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 import pandas as pd
 
@@ -17,16 +15,12 @@ from rr_analysis.comparison import (
     PARAMS_COLUMNS,
     RESPONSE,
     Comparison,
-    Keywords,
     compare,
     t_quantile,
 )
 from rr_analysis.numbers import significant
 from rr_analysis.stats.gap_tests import paired_table, welch_table
 from rr_core.errors import InputError
-
-if TYPE_CHECKING:
-    from typing_extensions import Unpack
 
 __all__ = ["equivalence", "DEFAULT_MARGIN"]
 
@@ -83,7 +77,6 @@ def equivalence(
     df: pd.DataFrame,
     margin: float = DEFAULT_MARGIN,
     comparison: Comparison | None = None,
-    **keywords: Unpack[Keywords],
 ) -> pd.DataFrame:
     """TOST of |gap| < margin for each (size, baseline), on the paired (primary) test and on Welch.
 
@@ -93,8 +86,8 @@ def equivalence(
         A validated sweep (`load_sweep`).
     margin
         The equivalence margin M in the metric's units (val_loss: nats), > 0.
-    comparison, **keywords
-        The comparison (`rr_analysis.comparison.Comparison`, or its fields as keywords; default the paper's):
+    comparison
+        The comparison (`rr_analysis.comparison.Comparison`; default the paper's):
         the reference variant, the baselines in order (None: every other variant present), the numeric
         column compared and whether higher is better.
 
@@ -125,7 +118,7 @@ def equivalence(
     """
     if not (np.isfinite(margin) and margin > 0):
         raise InputError(f"the equivalence margin must be a positive number of nats, got {margin!r}")
-    rows, comparison = compare(df, comparison, **keywords)
+    rows, comparison = compare(df, comparison)
     w, p = welch_table(df, comparison), paired_table(df, comparison)
     cells = w[
         ["size", "baseline", *PARAMS_COLUMNS, "gap", "welch_se", "welch_df", "welch_p", "welch_note"]

@@ -12,54 +12,38 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
+from rr_analysis.cells import budget_cells
 from rr_analysis.comparison import (
     PAIR,
     RESPONSE,
     STAMP,
     Comparison,
-    Keywords,
-    budget_cells,
     compare,
     sizes_in_order,
     t_quantile,
 )
-from rr_analysis.numbers import fixed, significant
+from rr_analysis.numbers import fixed
 from rr_analysis.stats.emergence import emergence
 from rr_analysis.stats.gap_tests import paired_table
 from rr_analysis.stats.meta import meta_predict
 from rr_analysis.stats.mixed import BlockModel
 from rr_analysis.stats.slopes import SizeModel, kenward_roger
-from rr_analysis.stats.tokens import cell_budgets, path_tokens_per_param, per_param, size_and_tokens
-from rr_core.errors import InputError
-from rr_core.ladder import canonical_size, ladder_sizes, size_sort_key
-from rr_core.shapes import model_config
-from rr_core.variants import REFERENCE
-
-if TYPE_CHECKING:
-    from typing_extensions import Unpack
+from rr_analysis.stats.targets import at_budget, path_words, sizes_at
+from rr_analysis.stats.tokens import cell_budgets, path_tokens_per_param
 
 __all__ = [
     "forecast",
-    "forecast_size",
     "size_gaps",
     "meta_line",
-    "at_budget",
-    "path_words",
     "FORECAST_COLUMNS",
     "LEVEL",
-    "PATH_FACTOR",
 ]
 
 LEVEL = 0.95  # coverage of every interval here
-# A budget within this factor of the sweep's own tokens per parameter there is on its path (the published
-# budgets lie within 10% of their line; 3B runs at the largest size's 6000 steps train 0.033 against the path's
-# 0.032); one further off is another budget, which a sweep of one budget per size cannot speak for
-PATH_FACTOR = 2.0
 
 # The columns of `forecast`, in order: what `rr analyze forecast --format json/csv` emits.
 FORECAST_COLUMNS: tuple[str, ...] = (
@@ -69,45 +53,6 @@ FORECAST_COLUMNS: tuple[str, ...] = (
     "dev_pred", "dev_se", "dev_df", "dev_ci_low", "dev_ci_high", "dev_pi_low", "dev_pi_high",
     "run_pred", "run_se", "run_df", "run_ci_low", "run_ci_high", "extrapolation", "note", *STAMP,
 )  # fmt: skip
-
-
-def forecast_size(
-    label: str, reference: str = REFERENCE, ladder: str | None = None
-) -> tuple[str, float, str]:
-    """A forecast size's label, parameter count and where the count comes from.
-
-    Parameters
-    ----------
-    label
-        A ladder size (any case, e.g. ``"1b"``) or a parameter count ``<number><K|M|B>`` above zero.
-    reference
-        The variant whose parameter count a ladder size stands for.
-    ladder
-        A ladder file (`rr_core.ladder.load_ladder`) whose sizes are looked up; None: rr's ladder.
-
-    Returns
-    -------
-    (label in its one spelling, parameter count, ``"ladder"`` or ``"label"``): a ladder size has the exact
-    count of `reference` at that shape (`rr_core.shapes.model_config`); any other label its number
-    (``"3B"`` is 3e9). InputError, with a sentence, for a label that is neither.
-
-    Example
-    -------
-    >>> forecast_size("3B"), forecast_size("1b")
-    (('3B', 3000000000.0, 'label'), ('1B', 984038400.0, 'ladder'))
-    """
-    sizes = ladder_sizes(ladder)
-    names = {n.lower(): n for n in sizes}
-    canon = canonical_size(label) or ""
-    name = names.get(label.strip().lower()) or names.get(canon.lower())
-    if name is not None:
-        return name, float(model_config(name, reference, ladder=ladder).n_params), "ladder"
-    if not canon:
-        raise InputError(
-            f"the forecast size {label!r} is not a size: give a ladder size ({', '.join(sizes)}) or a "
-            "parameter count above zero written <number><K|M|B>, such as 3B or 7B"
-        )
-    return canon, size_sort_key(canon), "label"
 
 
 def size_gaps(df: pd.DataFrame, baseline: str, c: Comparison = Comparison()) -> tuple[pd.DataFrame, str]:
@@ -253,92 +198,6 @@ def _two_note(primary: dict) -> str:
     return why + "(a) and (b) are size-only: not read at a stated budget"
 
 
-def _sizes_at(df: pd.DataFrame, at: Sequence[str], reference: str, ladder) -> list[tuple[str, float, str]]:
-    """Each forecast size parsed, checked against the data's smallest size, in the order given, once each."""
-    if not at:
-        raise InputError("no forecast size: name one or more, such as 3B")
-    ref = df[df["variant"] == reference].groupby("size", observed=True)["params_M"].mean() * 1e6
-    parsed = list(dict.fromkeys(forecast_size(a, reference, ladder) for a in at))
-    for name, n, _ in parsed:
-        if len(ref) and n < ref.min():
-            raise InputError(
-                f"the forecast size {name} ({significant(n, 4)} parameters) is below the smallest size in the data "
-                f"({ref.idxmin()}, {significant(ref.min(), 4)}): a forecast reads the line up the ladder, not below it"
-            )
-    return parsed
-
-
-def at_budget(
-    df: pd.DataFrame, reference: str, tokens_per_param: float | None, at: Sequence[str] = ()
-) -> str:
-    """What a forecast's line assumes about tokens per parameter, or InputError where a stated budget is one
-    the sweep cannot speak for.
-
-    Parameters
-    ----------
-    df
-        `compare`'s rows (a file of several budgets read per cell).
-    reference
-        The reference, whose tokens and parameter count make each cell's D/N.
-    tokens_per_param
-        The budget asked for (D/N at every forecast size), or None: the sweep's own path.
-    at
-        The forecast sizes, named in the refusal.
-
-    Returns
-    -------
-    "path" (no budget asked: the size-only line, along the sweep's path), "constant" (the sweep's D/N is the
-    same in every cell and the one asked, within a factor `PATH_FACTOR`) or "separable" (the cells tell size
-    from D/N: the fit on both is read at the budget asked).
-
-    Raises
-    ------
-    InputError
-        A budget asked of a sweep that cannot tell size from tokens per parameter (one budget per size): its
-        line runs along the path where D/N falls with N, so the gap at another D/N is not in it; the message
-        names the path and the design that could say (`rr analyze confirm --tokens-per-param`).
-    """
-    if tokens_per_param is None:
-        return "path"
-    if not (np.isfinite(tokens_per_param) and tokens_per_param > 0):
-        raise InputError(f"--tokens-per-param must be a number above 0, got {tokens_per_param!r}")
-    budgets = cell_budgets(df, reference)
-    reading = size_and_tokens(budgets)
-    if reading["separable"]:
-        return "separable"
-    dn = budgets["tokens_per_param"].to_numpy(float)
-    if (
-        len(dn)
-        and not reading["varies"]
-        and abs(np.log10(tokens_per_param / np.median(dn))) <= np.log10(PATH_FACTOR)
-    ):
-        return "constant"
-    where = ", ".join(at) or "a new size"
-    path = path_words(budgets)
-    raise InputError(
-        f"the sweep cannot say what the gap is at {significant(tokens_per_param, 3)} tokens per parameter: {path}, "
-        f"so its size-level line runs along that path and no cell tells size from tokens per parameter; rr will "
-        f"not carry it to another budget. Plan runs that can: rr analyze confirm --at {where.split(', ')[0]} "
-        f"--tokens-per-param {significant(tokens_per_param, 3)}"
-    )
-
-
-def path_words(budgets: pd.DataFrame) -> str:
-    """The sweep's budgets in words: "tokens per parameter fall with size, from 2.20 at 60M to 0.10 at 1B"
-    (or are the same in every cell, or differ by cell)."""
-    if budgets.empty:
-        return "no cell with reference runs"
-    first, last = budgets.iloc[0], budgets.iloc[-1]
-    if np.ptp(budgets["tokens_per_param"].to_numpy(float)) == 0:
-        return f"tokens per parameter are {per_param(first['tokens_per_param'])} in every cell"
-    if size_and_tokens(budgets)["sizes_with_budgets"]:
-        return ("the cells hold several budgets at some sizes, which the size-only line mixes (--tokens-per-param "
-                "reads the fit on size and tokens per parameter at one)")  # fmt: skip
-    way = "fall" if last["tokens_per_param"] < first["tokens_per_param"] else "rise"
-    return (f"tokens per parameter {way} with size, from {per_param(first['tokens_per_param'])} at {first['size']} "
-            f"to {per_param(last['tokens_per_param'])} at {last['size']}")  # fmt: skip
-
-
 def forecast(
     df: pd.DataFrame,
     at: Sequence[str],
@@ -346,7 +205,6 @@ def forecast(
     ladder: str | None = None,
     tokens_per_param: float | None = None,
     comparison: Comparison | None = None,
-    **keywords: Unpack[Keywords],
 ) -> pd.DataFrame:
     """The gap each baseline is predicted to have at sizes the sweep has not run, by the primary model.
 
@@ -355,16 +213,18 @@ def forecast(
     df
         A validated sweep (`load_sweep`).
     at
-        Forecast sizes: ladder names or parameter counts such as ``"3B"`` (`forecast_size`).
+        Forecast sizes: ladder names or parameter counts such as ``"3B"``
+        (`rr_analysis.stats.targets.forecast_size`).
     ladder
-        A ladder file giving forecast sizes their exact counts (`forecast_size`); None: rr's ladder.
+        A ladder file giving forecast sizes their exact counts (`rr_analysis.stats.targets.forecast_size`);
+        None: rr's ladder.
     tokens_per_param
         The budget to forecast at, D/N at every forecast size. None: the sweep's own path (a sweep of one
         budget per size: where D/N falls with N as it did). Given, it is read from the fit on size and D/N
         together where the cells tell them apart (`emergence`'s ``meta2_*``); a sweep that cannot is refused
-        (`at_budget`), never carried to another budget silently.
-    comparison, **keywords
-        The comparison (`rr_analysis.comparison.Comparison`, or its fields as keywords; default: the paper's,
+        (`rr_analysis.stats.targets.at_budget`), never carried to another budget silently.
+    comparison
+        The comparison (`rr_analysis.comparison.Comparison`; default: the paper's,
         val_loss against review_neutral).
 
     Returns
@@ -404,8 +264,8 @@ def forecast(
     >>> f[["baseline", "pred", "pi_low"]].round(4).values.tolist()
     [['highway', 0.0179, 0.0037], ['standard', 0.0256, 0.0183]]
     """
-    rows, c = compare(df, comparison, **keywords)
-    parsed = _sizes_at(rows, at, c.reference, ladder)
+    rows, c = compare(df, comparison)
+    parsed = sizes_at(rows, at, c.reference, ladder)
     chosen = list(c.baselines)
     budget = at_budget(rows, c.reference, tokens_per_param, [a for a, _, _ in parsed])
     ran = emergence(df, c).set_index("baseline").reindex(chosen)
@@ -464,7 +324,6 @@ def meta_line(
     points: int = 60,
     ladder: str | None = None,
     comparison: Comparison | None = None,
-    **keywords: Unpack[Keywords],
 ) -> pd.DataFrame:
     """The primary size-level line and its intervals on a grid of sizes, for figures to draw.
 
@@ -473,10 +332,11 @@ def meta_line(
     df
         A validated sweep (`load_sweep`).
     at
-        Forecast sizes the grid must reach (`forecast_size`); none: the grid ends at the largest size.
+        Forecast sizes the grid must reach (`rr_analysis.stats.targets.forecast_size`); none: the grid ends at
+        the largest size.
     points
         Grid points per baseline, evenly spaced in log10(params) from the smallest size.
-    ladder, comparison, **keywords
+    ladder, comparison
         As for `forecast`.
 
     Returns
@@ -492,9 +352,9 @@ def meta_line(
     >>> line.groupby("baseline", observed=True).size().tolist()
     [5, 5]
     """
-    rows, c = compare(df, comparison, **keywords)
+    rows, c = compare(df, comparison)
     ref = rows[rows["variant"] == c.reference].groupby("size", observed=True)["params_M"].mean() * 1e6
-    ends = [ref.max(), *(n for _, n, _ in _sizes_at(rows, at, c.reference, ladder))] if at else [ref.max()]
+    ends = [ref.max(), *(n for _, n, _ in sizes_at(rows, at, c.reference, ladder))] if at else [ref.max()]
     grid = np.linspace(np.log10(ref.min()), np.log10(max(ends)), points)
     blocks = []
     for v in c.baselines:

@@ -2,8 +2,8 @@
 
 Every function takes the validated sweep (`rr_core.sweepfile.dataset.load_sweep`) and returns a tidy DataFrame
 with one row per (size, baseline), sizes ordered by parameter count and baselines in registry order. Any
-comparison: a `rr_analysis.comparison.Comparison` (``comparison=``, or its fields as keywords) chooses it; the defaults are the paper's, review_neutral against highway and
-standard on val_loss. Every frame ends with the columns `rr_analysis.comparison.STAMP` (reference, metric,
+comparison: a `rr_analysis.comparison.Comparison` (``comparison=``) chooses it; the defaults are the paper's,
+review_neutral against highway and standard on val_loss. Every frame ends with the columns `rr_analysis.comparison.STAMP` (reference, metric,
 higher_is_better). Sign convention everywhere: gap = mean(baseline) - mean(reference) of the response (the
 metric, negated when higher is better); positive favours the reference. The reference's own columns are named for
 it (``n_review``, ``review_mean`` for the paper's; ``n_myrule``, ``myrule_mean`` for a reference myrule:
@@ -18,8 +18,6 @@ twin (same blocks, residual pooled over the variants of a size). Welch reproduce
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 import pandas as pd
 
@@ -28,7 +26,6 @@ from rr_analysis.comparison import (
     RESPONSE,
     STAMP,
     Comparison,
-    Keywords,
     asked,
     cell_frame,
     compare,
@@ -40,9 +37,6 @@ from rr_analysis.stats.exact import sign_flip
 from rr_analysis.stats.mixed import mixed_table
 from rr_analysis.stats.tokens import cell_budgets
 from rr_core.errors import InputError
-
-if TYPE_CHECKING:
-    from typing_extensions import Unpack
 
 __all__ = [
     "adjust_p",
@@ -125,7 +119,6 @@ def _cells(rows: pd.DataFrame) -> pd.DataFrame:
 def welch_table(
     df: pd.DataFrame,
     comparison: Comparison | None = None,
-    **keywords: Unpack[Keywords],
 ) -> pd.DataFrame:
     """Welch's unequal-variance t-test of each baseline against the reference (Review) at each size.
 
@@ -133,8 +126,8 @@ def welch_table(
     ----------
     df
         A validated sweep (`load_sweep`).
-    comparison, **keywords
-        The comparison (`rr_analysis.comparison.Comparison`, or its fields as keywords; default the paper's):
+    comparison
+        The comparison (`rr_analysis.comparison.Comparison`; default the paper's):
         the reference variant, the baselines in order (None: every other variant present), the numeric
         column compared and whether higher is better.
 
@@ -169,11 +162,12 @@ def welch_table(
     >>> w = welch_table(load_sweep())
     >>> w.loc[(w["size"] == "590M") & (w["baseline"] == "standard"), "welch_t"].round(2).item()
     3.67
-    >>> w = welch_table(load_sweep(), reference="highway", baselines=["standard"])
+    >>> from rr_analysis.comparison import Comparison
+    >>> w = welch_table(load_sweep(), Comparison("highway", ["standard"]))
     >>> w.loc[w["size"] == "590M", "welch_t"].round(2).item()
     0.42
     """
-    rows, c = compare(df, comparison, **keywords)
+    rows, c = compare(df, comparison)
     out = cell_frame(rows, c)
     cells = _cells(rows)
     ref = cells.xs(c.reference, level="variant").reindex(out["size"])
@@ -218,7 +212,6 @@ def welch_table(
 def paired_table(
     df: pd.DataFrame,
     comparison: Comparison | None = None,
-    **keywords: Unpack[Keywords],
 ) -> pd.DataFrame:
     """Seed-matched paired t-test of each baseline against the reference (Review) at each size.
 
@@ -226,8 +219,8 @@ def paired_table(
     ----------
     df
         A validated sweep (`load_sweep`).
-    comparison, **keywords
-        The comparison (`rr_analysis.comparison.Comparison`, or its fields as keywords), as in `welch_table`.
+    comparison
+        The comparison (`rr_analysis.comparison.Comparison`), as in `welch_table`.
 
     Returns
     -------
@@ -258,7 +251,7 @@ def paired_table(
     >>> p.loc[(p["size"] == "1B") & (p["baseline"] == "highway"), "paired_df"].item()
     2.0
     """
-    rows, c = compare(df, comparison, **keywords)
+    rows, c = compare(df, comparison)
     out = cell_frame(rows, c)[["size", "baseline"]]
     y = rows.pivot_table(  # an arm's runs that share a data seed (several init seeds): their mean
         index=["size", PAIR], columns="variant", values=RESPONSE, aggfunc="mean", observed=True
@@ -307,7 +300,6 @@ def gap_table(
     df: pd.DataFrame,
     adjust: str = "holm",
     comparison: Comparison | None = None,
-    **keywords: Unpack[Keywords],
 ) -> pd.DataFrame:
     """The full comparison: Welch, paired (primary) and per-size mixed model, each adjusted over its family.
 
@@ -317,8 +309,8 @@ def gap_table(
         A validated sweep (`load_sweep`).
     adjust
         Multiple-testing adjustment, one of `ADJUST_METHODS` (default Holm).
-    comparison, **keywords
-        The comparison (`rr_analysis.comparison.Comparison`, or its fields as keywords), as in `welch_table`.
+    comparison
+        The comparison (`rr_analysis.comparison.Comparison`), as in `welch_table`.
 
     Returns
     -------
@@ -345,7 +337,7 @@ def gap_table(
     >>> t["welch_t"].round(2).tolist()
     [0.42, -1.01, 0.81, -0.53, 0.5, 0.39, 3.28, 3.67, 2.31, 2.36]
     """
-    c = asked(comparison, **keywords)
+    c = asked(comparison)
     key = ["size", "baseline", *STAMP]
     out = (
         welch_table(df, c)

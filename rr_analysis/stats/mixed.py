@@ -15,7 +15,6 @@ relative scale instead: lme4's rule, sd(seed) / sd(residual) < 1e-4.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -24,16 +23,12 @@ from rr_analysis.comparison import (
     PAIR,
     RESPONSE,
     Comparison,
-    Keywords,
     cell_frame,
     compare,
     t_quantile,
     t_sf2,
 )
 from rr_analysis.numbers import significant
-
-if TYPE_CHECKING:
-    from typing_extensions import Unpack
 
 __all__ = ["BlockModel", "Fit", "mixed_table", "SINGULAR_RATIO"]
 
@@ -251,7 +246,6 @@ def _size_fit(g: pd.DataFrame, reference: str) -> dict[str, dict]:
 def mixed_table(
     df: pd.DataFrame,
     comparison: Comparison | None = None,
-    **keywords: Unpack[Keywords],
 ) -> pd.DataFrame:
     """Mixed model per size, ``val_loss ~ variant + (1 | seed)`` by REML, the reference (Review) as reference level.
 
@@ -259,8 +253,8 @@ def mixed_table(
     ----------
     df
         A validated sweep (`load_sweep`).
-    comparison, **keywords
-        The comparison (`rr_analysis.comparison.Comparison`, or its fields as keywords; default the paper's):
+    comparison
+        The comparison (`rr_analysis.comparison.Comparison`; default the paper's):
         the reference variant, the baselines in order (None: every other variant present), the numeric
         column compared and whether higher is better.
 
@@ -290,7 +284,7 @@ def mixed_table(
     >>> m.loc[(m["size"] == "1B") & (m["baseline"] == "highway"), "mixed_df"].item()
     4.0
     """
-    data, comparison = compare(df, comparison, **keywords)
+    data, comparison = compare(df, comparison)
     out = cell_frame(data, comparison)[["size", "baseline"]]
     rows: dict[tuple[str, str], dict] = {}
     for size, g in data.groupby("size", sort=False, observed=True):

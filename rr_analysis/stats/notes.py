@@ -2,18 +2,14 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 import pandas as pd
 
-from rr_analysis.comparison import PARAMS_TOLERANCE, SIZE_NAME, Comparison, Keywords, compare, sizes_in_order
+from rr_analysis.cells import SIZE_NAME
+from rr_analysis.comparison import PARAMS_TOLERANCE, Comparison, compare, sizes_in_order
 from rr_analysis.numbers import count, fixed, percent, percent_above
 from rr_analysis.stats.tokens import cell_budgets, per_param, size_and_tokens
 from rr_core.variants import label
-
-if TYPE_CHECKING:
-    from typing_extensions import Unpack
 
 __all__ = ["recipe_notes", "PARAMS_TOLERANCE"]
 
@@ -137,7 +133,6 @@ def _params(df: pd.DataFrame, sizes: list[str]) -> list[dict]:
 def recipe_notes(
     df: pd.DataFrame,
     comparison: Comparison | None = None,
-    **keywords: Unpack[Keywords],
 ) -> pd.DataFrame:
     """What a careful reader must know about the design of a sweep, computed from the data.
 
@@ -145,9 +140,10 @@ def recipe_notes(
     ----------
     df
         A validated sweep (`load_sweep`).
-    comparison, **keywords
-        The comparison (`rr_analysis.comparison.Comparison`, or its fields as keywords; descriptive: by default every variant, and a sweep
-        without the reference is described too): the rows noted and the metric whose means should fall with size.
+    comparison
+        The comparison (`rr_analysis.comparison.Comparison`; descriptive: by default every variant, and a
+        sweep without the reference is described too): the rows noted and the metric whose means should fall
+        with size.
 
     Returns
     -------
@@ -172,7 +168,7 @@ def recipe_notes(
     >>> recipe_notes(load_sweep())["kind"].unique().tolist()
     ['token_budget', 'tokens', 'size_and_tokens', 'larger_size_higher_loss', 'fewer_seeds', 'params_mismatch']
     """
-    df, c = compare(df, comparison, require_reference=False, **keywords)
+    df, c = compare(df, comparison, require_reference=False)
     sizes = sizes_in_order(df)
     rows = [*_steps(df, sizes), *_tokens(df, c), *_non_monotone(df, sizes, c), *_fewer_seeds(df, sizes),
             *_params(df, sizes)]  # fmt: skip

@@ -12,12 +12,11 @@ import math
 import warnings
 from dataclasses import asdict
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
-from rr_analysis.comparison import ALPHA, Comparison, Keywords, asked, of_sizes, sizes_in_order
+from rr_analysis.comparison import ALPHA, Comparison, asked, of_sizes, sizes_in_order
 from rr_analysis.numbers import fixed, significant
 from rr_core.errors import InputError
 from rr_core.ladder import get_size
@@ -25,9 +24,6 @@ from rr_core.sweepfile.csv_text import FIELDS
 from rr_core.sweepfile.dataset import bundled_path, load_sweep
 from rr_core.sweepfile.provenance import PUBLISHED_ENVIRONMENT, read_records, sidecar_path
 from rr_core.variants import label, order_key
-
-if TYPE_CHECKING:
-    from typing_extensions import Unpack
 
 __all__ = [
     "pool_check",
@@ -317,7 +313,6 @@ def pool_check(
     sidecar: str | Path | None = None,
     published: pd.DataFrame | None = None,
     comparison: Comparison | None = None,
-    **keywords: Unpack[Keywords],
 ) -> pd.DataFrame:
     """Whether the rows of a sweep that are not published rows can be pooled with the published ones.
 
@@ -329,8 +324,8 @@ def pool_check(
         Its provenance sidecar; default the file's own (`sidecar_path`).
     published
         The published rows; default the packaged copy.
-    comparison, **keywords
-        The comparison (`rr_analysis.comparison.Comparison`, or its fields as keywords): its reference and
+    comparison
+        The comparison (`rr_analysis.comparison.Comparison`): its reference and
         baselines are the variants kept (default Review and every other variant present), its metric the
         column modelled, as it is (a shift of the metric itself, whichever way is better).
 
@@ -360,7 +355,7 @@ def pool_check(
     >>> pool_check(load_sweep())["verdict"].item()
     'nothing to check: every row is a published row unchanged'
     """
-    c = asked(comparison, **keywords)
+    c = asked(comparison)
     reference, baselines, metric = c.reference, c.baselines, c.metric
     published = load_sweep(bundled_path()) if published is None else published
     keep = [reference, *(baselines if baselines is not None else sorted(set(df["variant"]) - {reference}))]

@@ -7,7 +7,6 @@ mixed model; `power_table` reads the observed effects, for orientation only.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -19,7 +18,6 @@ from rr_analysis.comparison import (
     POWER,
     RESPONSE,
     Comparison,
-    Keywords,
     asked,
     compare,
     for_reference,
@@ -31,9 +29,6 @@ from rr_analysis.stats.mixed import BlockModel
 from rr_core.errors import InputError
 from rr_core.sweepfile.dataset import next_seeds, run_keys
 from rr_core.variants import COMPARED
-
-if TYPE_CHECKING:
-    from typing_extensions import Unpack
 
 __all__ = [
     "power_table",
@@ -116,7 +111,6 @@ def power_table(
     power: float = POWER,
     alpha: float = ALPHA,
     comparison: Comparison | None = None,
-    **keywords: Unpack[Keywords],
 ) -> pd.DataFrame:
     """Seeds per arm needed to detect the observed gap, and the smallest gap the seeds at hand detect.
 
@@ -126,8 +120,8 @@ def power_table(
         A validated sweep (`load_sweep`).
     power, alpha
         Target power and two-sided significance level.
-    comparison, **keywords
-        The comparison (`rr_analysis.comparison.Comparison`, or its fields as keywords; default the paper's):
+    comparison
+        The comparison (`rr_analysis.comparison.Comparison`; default the paper's):
         the reference variant, the baselines in order (None: every other variant present), the numeric
         column compared and whether higher is better.
 
@@ -161,7 +155,7 @@ def power_table(
     >>> p.loc[(p["size"] == "1B") & (p["baseline"] == "highway"), ["seeds_unpaired", "seeds_paired"]].values
     array([[6, 2]], dtype=object)
     """
-    c = asked(comparison, **keywords)
+    c = asked(comparison)
     w, pr = welch_table(df, c), paired_table(df, c)
     n_ref = for_reference("n_review", c.reference)
     out = w[["size", "baseline", *PARAMS_COLUMNS, n_ref, "n_baseline"]].copy()
@@ -207,7 +201,6 @@ def power_table(
 def pooled_resid_sd(
     df: pd.DataFrame,
     comparison: Comparison | None = None,
-    **keywords: Unpack[Keywords],
 ) -> tuple[float, str]:
     """The within-seed residual SD pooled across sizes, and "" or a sentence saying why there is none.
 
@@ -215,8 +208,8 @@ def pooled_resid_sd(
     ----------
     df
         A validated sweep (`load_sweep`).
-    comparison, **keywords
-        The comparison (`rr_analysis.comparison.Comparison`, or its fields as keywords): its rows and its
+    comparison
+        The comparison (`rr_analysis.comparison.Comparison`): its rows and its
         metric are the ones fitted.
 
     Notes
@@ -226,7 +219,7 @@ def pooled_resid_sd(
     every (size, variant) cell has its own mean, seeds are blocks within a size, and one residual variance
     sigma^2 is shared by all sizes. sigma is the run-to-run noise left once the seed's data order is fixed.
     """
-    df = compare(df, comparison, **keywords)[0]
+    df = compare(df, comparison)[0]
     cells = df.groupby(["size", "variant"], sort=False, observed=True).ngroup().to_numpy()
     blocks = df.groupby(["size", PAIR], sort=False, observed=True).ngroup().to_numpy()
     X = np.eye(cells.max() + 1)[cells]
@@ -251,7 +244,6 @@ def seed_plan(
     power: float = POWER,
     alpha: float = ALPHA,
     comparison: Comparison | None = None,
-    **keywords: Unpack[Keywords],
 ) -> pd.DataFrame:
     """Seeds per size for the primary (seed-paired) test to detect a target gap, and what they cost.
 
@@ -263,8 +255,8 @@ def seed_plan(
         The target gap in the metric's units (val_loss: nats), > 0: the smallest difference worth detecting.
     power, alpha
         Target power and two-sided level of each per-size paired t-test.
-    comparison, **keywords
-        The comparison (`rr_analysis.comparison.Comparison`, or its fields as keywords; default the paper's):
+    comparison
+        The comparison (`rr_analysis.comparison.Comparison`; default the paper's):
         the reference variant, the baselines in order (None: every other variant present), the numeric
         column compared and whether higher is better.
 
@@ -291,7 +283,7 @@ def seed_plan(
     """
     if not (np.isfinite(effect) and effect > 0):
         raise InputError(f"the target effect must be a positive gap in nats (e.g. 0.003), got {effect!r}")
-    rows, comparison = compare(df, comparison, **keywords)
+    rows, comparison = compare(df, comparison)
     sd, why = pooled_resid_sd(df, comparison)
     dz = effect / (np.sqrt(2) * sd) if sd > 0 else np.nan
     needed = seeds_needed(dz, True, alpha, power) if np.isfinite(dz) else np.nan

@@ -8,18 +8,15 @@ step budget that falls with size describe the curves, they do not extrapolate th
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
-from rr_analysis.comparison import STAMP, Comparison, Keywords, compare, sizes_in_order
+from rr_analysis.comparison import STAMP, Comparison, compare, sizes_in_order
 from rr_analysis.numbers import significant
-from rr_analysis.stats.forecast import LEVEL, forecast_size
+from rr_analysis.stats.forecast import LEVEL
+from rr_analysis.stats.targets import forecast_size
 from rr_core.errors import InputError
-
-if TYPE_CHECKING:
-    from typing_extensions import Unpack
 
 __all__ = ["scaling_fits", "power_law", "SCALING_COLUMNS"]
 
@@ -215,7 +212,6 @@ def scaling_fits(
     seed: int = 0,
     ladder: str | None = None,
     comparison: Comparison | None = None,
-    **keywords: Unpack[Keywords],
 ) -> pd.DataFrame:
     """L(N) = E + A N^-alpha fitted to each variant's per-size mean loss, weighted by their SE; descriptive.
 
@@ -224,13 +220,14 @@ def scaling_fits(
     df
         A validated sweep (`load_sweep`).
     at
-        Sizes to predict each variant's loss at (`rr_analysis.stats.forecast.forecast_size`); none: no predictions.
+        Sizes to predict each variant's loss at (`rr_analysis.stats.targets.forecast_size`); none: no
+        predictions.
     boot, seed
         Parametric bootstrap replicates and the seed of their random draws (the same seed, the same numbers).
     ladder
         A ladder file giving forecast sizes their exact counts (`forecast_size`); None: rr's ladder.
-    comparison, **keywords
-        The comparison (`rr_analysis.comparison.Comparison`, or its fields as keywords): its reference and
+    comparison
+        The comparison (`rr_analysis.comparison.Comparison`): its reference and
         then its baselines are fitted, on its metric itself (a curve of the metric, whichever way is better).
 
     Returns
@@ -260,7 +257,7 @@ def scaling_fits(
     """
     if boot < 1:
         raise InputError(f"the bootstrap needs at least 1 replicate, got {boot}")
-    rows, cmp = compare(df, comparison, **keywords)
+    rows, cmp = compare(df, comparison)
     parsed = [forecast_size(a, cmp.reference, ladder) for a in dict.fromkeys(at)]
     rng = np.random.default_rng(seed)
     variants = [cmp.reference, *cmp.baselines]

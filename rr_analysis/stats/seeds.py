@@ -11,15 +11,10 @@ the REML likelihood of a balanced crossed design peaks (lme4's answer; tests/tes
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 import pandas as pd
 
-from rr_analysis.comparison import Comparison, Keywords, compare, sizes_in_order
-
-if TYPE_CHECKING:
-    from typing_extensions import Unpack
+from rr_analysis.comparison import Comparison, compare, sizes_in_order
 
 __all__ = ["seed_components", "crossed_reml", "SEED_COLUMNS", "FACTORS"]
 
@@ -114,7 +109,6 @@ def _cell(g: pd.DataFrame, metric: str) -> dict:
 def seed_components(
     df: pd.DataFrame,
     comparison: Comparison | None = None,
-    **keywords: Unpack[Keywords],
 ) -> pd.DataFrame:
     """The variance of a variant's result due to its init seed, its data seed and the rest, per size.
 
@@ -123,8 +117,8 @@ def seed_components(
     df
         A validated sweep (`load_sweep`). Its init_seed and data_seed columns say each run's seeds; a run
         without them (or an empty cell) drew both from its seed.
-    comparison, **keywords
-        The comparison (`rr_analysis.comparison.Comparison`, or its fields as keywords): its metric is the
+    comparison
+        The comparison (`rr_analysis.comparison.Comparison`): its metric is the
         response, and its variants (the reference and the baselines named; all present by default) are the
         ones described, each on its own.
 
@@ -152,7 +146,7 @@ def seed_components(
     >>> seed_components(df)[["init_var", "data_var", "resid_var"]].round(7).values.tolist()
     [[4.8e-05, 0.000448, 4e-06]]
     """
-    rows, c = compare(df, comparison, require_reference=False, **keywords)
+    rows, c = compare(df, comparison, require_reference=False)
     rows = rows.assign(**{f"{k}_seed": _seed(rows, f"{k}_seed") for k in FACTORS})
     found = []
     for size in sizes_in_order(rows):

@@ -14,7 +14,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from rr_analysis.comparison import SIZE_NAME, sizes_in_order
+from rr_analysis.cells import SIZE_NAME
+from rr_analysis.comparison import sizes_in_order
 from rr_core.errors import InputError
 from rr_core.ladder import LADDER, RECIPE
 from rr_core.shapes import model_config
@@ -99,7 +100,7 @@ def cell_budgets(rows: pd.DataFrame, reference: str) -> pd.DataFrame:
     ----------
     rows
         A sweep frame, or `compare`'s rows (a file of several budgets is then read per (size, budget) cell:
-        `rr_analysis.comparison.budget_cells`).
+        `rr_analysis.cells.budget_cells`).
     reference
         The variant whose parameter count and tokens stand for the cell's (every arm of a cell is compared at
         the reference's D/N).

@@ -19,18 +19,15 @@ renders the frame, `rr plot curves --gap` draws it (`rr_analysis.figures.gap_cur
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 import pandas as pd
 
+from rr_analysis.cells import SIZE_NAME
 from rr_analysis.comparison import (
     METRIC,
     PAIR,
-    SIZE_NAME,
     STAMP,
     Comparison,
-    Keywords,
     asked,
     compare,
     sizes_in_order,
@@ -41,9 +38,6 @@ from rr_analysis.stats.smoothing import default_half_life, ema
 from rr_core.errors import InputError
 from rr_core.ladder import get_size
 from rr_core.variants import label
-
-if TYPE_CHECKING:
-    from typing_extensions import Unpack
 
 __all__ = ["training_gap", "gap_slopes", "steps_to_reach", "TRAINING_GAP_COLUMNS", "SERIES", "LAST_HALF"]
 
@@ -281,7 +275,6 @@ def training_gap(
     comparison: Comparison | None = None,
     *,
     ladder: str | None = None,
-    **keywords: Unpack[Keywords],
 ) -> pd.DataFrame:
     """The seed-paired gap over training, per cell (size and steps), baseline and loss series.
 
@@ -293,10 +286,9 @@ def training_gap(
     losses
         `rr_core.sweepfile.metrics_log.load_losses` of the sweep's runs; each row of `df` is matched to the
         log of its (size, variant, seed, steps).
-    comparison, **keywords
-        The reference and the baselines (`rr_analysis.comparison.Comparison`, or its fields as keywords;
-        default the paper's). The losses are the logs', lower is better: another metric, or
-        higher_is_better, is refused.
+    comparison
+        The reference and the baselines (`rr_analysis.comparison.Comparison`; default the paper's). The losses
+        are the logs', lower is better: another metric, or higher_is_better, is refused.
     ladder
         A ladder file whose recipes give the tokens per step of sizes rr's ladder does not know, where the
         file has no ``tokens`` column.
@@ -354,13 +346,14 @@ def training_gap(
     ...     pd.DataFrame({"size": "tiny", "variant": v, "seed": s, "steps": 40, "series": "train",
     ...                   "step": steps, "loss": (10 + g * (1 + 0.1 * s)) / steps**0.5, "source": ""})
     ...     for v, g in (("review_neutral", 0.0), ("standard", 0.3)) for s in (0, 1, 2)])
-    >>> t = training_gap(runs, losses, baselines=["standard"])
+    >>> from rr_analysis.comparison import Comparison
+    >>> t = training_gap(runs, losses, Comparison(baselines=["standard"]))
     >>> t[["step", "n", "gap"]].round(4).values.tolist()[-1]
     [40.0, 3.0, 0.0522]
     >>> t["trend"].iloc[0], round(float(t["multiplier"].iloc[0]), 3)
     ('shrinks', 1.056)
     """
-    c = asked(comparison, **keywords)
+    c = asked(comparison)
     if c.metric != METRIC or c.higher_is_better:
         raise InputError(
             "the gap over training compares the losses the runs logged (lower is better): --metric and "

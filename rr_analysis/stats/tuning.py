@@ -13,8 +13,6 @@ survive tuning?
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 import pandas as pd
 
@@ -22,7 +20,6 @@ from rr_analysis.comparison import (
     ALPHA,
     RESPONSE,
     Comparison,
-    Keywords,
     asked,
     compare,
     sizes_in_order,
@@ -34,9 +31,6 @@ from rr_core.errors import InputError
 from rr_core.ladder import RECIPE, get_size
 from rr_core.lr_choice import choose_rate
 from rr_core.variants import label
-
-if TYPE_CHECKING:
-    from typing_extensions import Unpack
 
 __all__ = ["tuning_table", "TUNING_COLUMNS", "shared_rate"]
 
@@ -167,7 +161,6 @@ def tuning_table(
     comparison: Comparison | None = None,
     adjust: str = "holm",
     ladder: str | None = None,
-    **keywords: Unpack[Keywords],
 ) -> pd.DataFrame:
     """The metric by learning rate, each variant's chosen rate, and the gap at the tuned rates (a tuning file).
 
@@ -177,7 +170,7 @@ def tuning_table(
         A validated sweep with the columns ``lr`` and ``role`` (`rr tune`'s file): selection rows (every
         variant at every rate on the selection seeds) and comparison rows (other seeds, each variant at its
         chosen rate). An empty lr is the shared rate.
-    comparison, **keywords
+    comparison
         The comparison (`rr_analysis.comparison.Comparison`): reference, baselines, metric and direction.
     adjust
         The correction over the family of tuned-rate tests (every size x baseline): one of
@@ -218,7 +211,7 @@ def tuning_table(
     >>> t.loc[t["part"] == "tuned", ["variant", "lr", "n", "estimate"]].round(4).values.tolist()
     [['highway', 0.002, 3, 0.02]]
     """
-    c = asked(comparison, **keywords)
+    c = asked(comparison)
     rows, c, shared = _tuning_rows(df, c, ladder)
     sel, compared = rows[rows["role"] == "selection"], rows[rows["role"] == "comparison"]
     if sel.empty:

@@ -10,7 +10,8 @@ import pandas as pd
 
 from rr_analysis.comparison import Comparison
 from rr_analysis.numbers import NA, count, fixed, percent, significant
-from rr_analysis.stats.confirm import DESIGN_COLUMNS, confirm_design, confirm_plan
+from rr_analysis.stats.confirm import confirm_plan
+from rr_analysis.stats.design import DESIGN_COLUMNS, confirm_design
 from rr_analysis.stats.tokens import per_param
 from rr_analysis.tables.columns import GAP, Col, cell_of, missing, number, row_notes
 from rr_analysis.views.analysis_view import AnalysisView

@@ -14,7 +14,9 @@ from rr_analysis.tables.columns import GAP, Col, cell_of, interval, p_cell
 from rr_analysis.views.analysis_view import AnalysisView
 from rr_core.variants import label
 
-_PART = {"selection": "selection", "tuned": "gap, tuned", "shared": "gap, shared lr"}
+# Short enough that the rows fit 80 columns with the columns that always show (`rr analyze tuning`, issue 49.10)
+_PART = {"selection": "selection", "tuned": "tuned gap", "shared": "shared gap"}
+_EDGE = {"highest": "high", "lowest": "low"}  # the chosen rate at the grid's edge, in the chosen column
 
 
 def _tuning(
@@ -24,7 +26,23 @@ def _tuning(
 
 
 def _rate(v) -> str:
-    return NA if missing(v) else f"{v:g}"
+    """A learning rate as the literature writes it, mantissa and power of ten: 4e-4, 1.5e-3 (at most 3
+    significant digits); 6 characters fewer than 0.0004 at most, so the table fits a terminal.
+
+    >>> _rate(0.0004), _rate(0.0015), _rate(0.02), _rate(float("nan"))
+    ('4e-4', '1.5e-3', '2e-2', 'n/a')
+    """
+    if missing(v):
+        return NA
+    mantissa, exponent = f"{v:.2e}".split("e")
+    return f"{mantissa.rstrip('0').rstrip('.')}e{int(exponent)}"
+
+
+def _chosen(r: pd.Series) -> str:
+    """'yes' where rr tune picked the rate, with 'high' or 'low' where it is the grid's edge."""
+    if not r["chosen"]:
+        return ""
+    return "yes" + (f", {_EDGE.get(r['edge'], r['edge'])}" if r["edge"] else "")
 
 
 def _estimate(r: pd.Series) -> str:
@@ -58,22 +76,19 @@ VIEW = AnalysisView(
         Col("95% CI", interval("ci_low", "ci_high", ".4f"), 0),
         Col("paired* t\np", cell_of("p", p_cell), 1),
         Col("p adj", cell_of("p_adj", p_cell), 0),
-        Col(
-            "chosen",
-            lambda r: ("chosen" + (f" ({r['edge']} of grid)" if r["edge"] else "")) if r["chosen"] else "",
-            0,
-        ),
+        Col("chosen", _chosen, 0),
     ),
     legend=(
         "selection: the mean {metric} of the selection seeds at each rate, its 95% t CI (mean +- t(0.975, n-1) "
-        "SD/sqrt(n)); chosen: the rate rr tune picks (lowest mean among rates every selection seed finished; "
-        "ties to the smaller rate), flagged at the grid's edge.",
+        "SD/sqrt(n)); chosen: yes at the rate rr tune picks (lowest mean among rates every selection seed finished; "
+        "ties to the smaller rate), 'high' or 'low' where it is the grid's highest or lowest (the optimum may lie "
+        "beyond it).",
         GAP,
-        "gap, tuned: each variant at its chosen rate, on the comparison seeds only (the selection seeds picked "
+        "tuned gap: each variant at its chosen rate, on the comparison seeds only (the selection seeds picked "
         "the rates and never enter a test). paired* (PRIMARY): seed-paired t-test, two-sided, df = pairs - 1 "
         "(scipy ttest_rel), 95% CI mean(d) +- t(0.975, n-1) SE; p adj: Holm (or --adjust) over the family of "
         "tuned gaps (every size x baseline).",
-        "gap, shared lr: the same test with every variant at the recipe's rate, where the file has comparison "
+        "shared gap: the same test with every variant at the recipe's (shared) rate, where the file has comparison "
         "seeds there; a second family, adjusted on its own.",
     ),
     notes=_notes,
