@@ -10,8 +10,10 @@ import gzip
 import hashlib
 import json
 import shutil
+import socket
 import threading
 import time
+from pathlib import Path
 
 import datasets
 import datasets.config
@@ -23,6 +25,7 @@ import pytest
 from conftest import rr
 
 import rr_model.data.corpus as corpus_mod
+import rr_model.data.hub as hub
 import rr_model.data.token_cache as tokmod
 import rr_model.data.tokenizers as tokenizer_mod
 from rr_core.ladder import BYTE_EOS, RECIPE
@@ -402,7 +405,8 @@ def test_hub_unreachable_for_the_tokenizer_says_how_to_work_offline(offline, cac
     with pytest.raises(DataUnavailable) as err:
         load_tokens("tinystories", cache_dir=cache)
     msg = str(err.value)
-    assert "cannot load the GPT-2 tokenizer from the Hugging Face hub" in msg
+    assert "cannot load the GPT-2 tokenizer: not in this machine's Hugging Face cache" in msg
+    assert "HF_HUB_OFFLINE=1 is set (the hub's offline mode)" in msg
     for hint in (
         "--corpus",
         ".txt",
@@ -440,6 +444,98 @@ def test_tinystories_loading_then_offline_from_the_cache(gpt2, cache, monkeypatc
     request.getfixturevalue("offline")
     again = load_tokens("tinystories", n_text=50, cache_dir=cache)
     assert again.describe() == first.describe()
+
+
+@pytest.fixture
+def no_network(tmp_path, monkeypatch):
+    """No offline setting, empty HF caches in tmp_path, and a network on which every name lookup fails at
+    once. Yields the name lookups made and the waits asked for (each `time.sleep`, skipped), so a test counts
+    what a retry loop would do rather than timing it. The hub gate's verdict and the offline flags it sets
+    are forgotten after."""
+    for name in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE"):
+        monkeypatch.setenv(name, "0")
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(tmp_path / "hf"))
+    monkeypatch.setattr(datasets.config, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", tmp_path / "hf-datasets")
+    lookups, waits = [], []
+
+    def getaddrinfo(host, *args, **kwargs):
+        lookups.append(host)
+        raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+    monkeypatch.setattr(time, "sleep", waits.append)
+    hub.probe.cache_clear()
+    yield lookups, waits
+    hub.probe.cache_clear()
+
+
+@pytest.mark.parametrize(
+    ("corpus", "what", "tokenizer"),
+    [
+        ("tinystories", "the GPT-2 tokenizer", None),
+        ("hf:someone/stories", "the someone/stories dataset", "bytes"),
+    ],
+)
+def test_an_unreachable_hub_is_said_at_once_without_the_hub_s_retries(
+    no_network, cache, corpus, what, tokenizer
+):
+    lookups, waits = no_network
+    with pytest.raises(DataUnavailable) as err:
+        load_tokens(corpus, tokenizer=tokenizer, cache_dir=cache)
+    msg = str(err.value)
+    assert msg.startswith(
+        f"cannot load {what}: not in this machine's Hugging Face cache, and huggingface.co:443 "
+    )
+    for said in ("cannot be reached from this machine (Name or service not known)", "HF_HUB_OFFLINE=1",
+                 "--corpus at a local copy", ".txt", "token cache", "--corpus synthetic"):  # fmt: skip
+        assert said in msg
+    assert lookups == ["huggingface.co"] and waits == []  # one probe, and no request the hub's client retried
+
+
+def test_an_unreachable_hub_still_serves_what_its_cache_holds(no_network, tmp_path):
+    """The hub's client reads its own cache when rr finds the hub unreachable: GPT-2's tokenizer file laid out
+    as a download leaves it (here rr's byte tokenizer under GPT-2's name) loads, by the real loading code."""
+    lookups, waits = no_network
+    snapshot = tmp_path / "hf" / "models--gpt2" / "snapshots" / ("0" * 40)
+    snapshot.mkdir(parents=True)
+    (snapshot / "tokenizer.json").write_text(tokenizer_mod.tokenizer_json("bytes"), encoding="utf-8")
+    (tmp_path / "hf" / "models--gpt2" / "refs").mkdir()
+    (tmp_path / "hf" / "models--gpt2" / "refs" / "main").write_text("0" * 40)
+    tok = tokenizer_mod.load_tokenizer("gpt2")
+    assert (tok.vocab_size, tok.eos_id) == (257, BYTE_EOS)
+    assert tok.encode_batch(["hi"])[0].tolist() == [ord("h"), ord("i")]
+    assert lookups == ["huggingface.co"] and waits == []
+
+
+def test_rr_eval_tasks_says_at_once_that_the_hub_is_unreachable(no_network, tmp_path, monkeypatch):
+    """lm-eval asks `datasets` for each task's dataset (here hellaswag's, by the real library): with the hub
+    unreachable rr notes it before indexing the tasks, and the missing dataset is one line saying what serves
+    instead; one probe, no retries. The export folder stands in for a run (lm-eval's model is not loaded)."""
+    lm_eval = pytest.importorskip("lm_eval")
+    from rr_core.errors import Note
+    from rr_model.uses.downstream import task_scores
+
+    def simple_evaluate(**kwargs):
+        datasets.load_dataset("Rowan/hellaswag", split="validation")
+
+    monkeypatch.setattr(lm_eval, "simple_evaluate", simple_evaluate)
+    export = tmp_path / "export"
+    export.mkdir()
+    run = {"size": "tiny", "variant": "standard", "seed": 0}
+    (export / "config.json").write_text(json.dumps({"auto_map": {}, "rr": {"run": run}}), encoding="utf-8")
+    lookups, waits = no_network
+    tasks = Path(__file__).with_name("lm_eval_task")
+    with pytest.warns(
+        Note, match="the Hugging Face hub will not be used: huggingface.co:443 cannot be reached"
+    ):
+        with pytest.raises(DataUnavailable) as err:
+            task_scores([export], ["rr_local_mc"], include_path=tasks, device="cpu")
+    msg = str(err.value)
+    assert msg.startswith("cannot load the datasets of rr_local_mc: not in this machine's Hugging Face cache")
+    assert "run the command once on a machine that reaches it" in msg and "--include-path" in msg
+    assert lookups == ["huggingface.co"] and waits == []
 
 
 # ------------------------------------------------------------------------------------------- sample_batch

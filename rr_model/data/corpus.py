@@ -16,6 +16,7 @@ few for the run's blocks is refused before the first step by the run's checks
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import itertools
 import json
@@ -23,7 +24,8 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 from rr_core.errors import InputError
-from rr_model.data.tokenizers import CHUNK, EOT, unavailable
+from rr_model.data.hub import from_hub
+from rr_model.data.tokenizers import CHUNK, EOT, LOCAL_COPIES
 
 __all__ = [
     "corpus_files",
@@ -48,10 +50,10 @@ def _hub(name: str, split: str, field: str) -> Iterator[str]:
 
     where = f"--corpus hf:{name}:{split}"
     _check_folder(name, field)
+    local = Path(name).is_dir()  # read without the hub
     try:
-        ds = datasets.load_dataset(name, split=split)
-    except OSError as e:  # ConnectionError (offline), DatasetNotFoundError, HTTP errors
-        raise unavailable(f"the {name} dataset", e) from e
+        with contextlib.nullcontext() if local else from_hub(f"the {name} dataset", LOCAL_COPIES):
+            ds = datasets.load_dataset(name, split=split)
     except (ValueError, datasets.exceptions.DatasetGenerationError) as e:  # a split, a file it cannot read
         cause = f" ({type(e.__cause__).__name__}: {e.__cause__})" if e.__cause__ else ""
         raise InputError(f"{where}: {e}{cause}") from None
