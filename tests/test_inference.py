@@ -127,3 +127,19 @@ EITHER = "rr eval scores either held-out loss (--corpus CORPUS) or tasks (--task
 def test_rr_eval_options_that_do_not_go_together_are_one_line(final, args, said):
     result = rr("eval", "--checkpoint", str(final), *args)
     assert result.exit_code == 2 and f"rr: error: {said}" in result.output
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["eval", "--corpus", "synthetic", "--windows"], ["gates", "--batch"]],
+    ids=["eval-windows", "gates-batch"],
+)
+def test_a_count_of_windows_past_this_machine_s_memory_is_one_line_before_any_work(final, args, offline):
+    """Before issue 47 (class 4) `rr eval --windows 1e11` loaded the corpus, then ended in numpy's MemoryError
+    traceback; 10^11 windows of 257 int64 ids need about 188 TiB, past any machine rr runs on."""
+    *command, option = args
+    result = rr(*command, "--checkpoint", str(final), option, 10**11)
+    assert result.exit_code == 2 and "Traceback" not in result.output, result.output
+    assert result.stderr.startswith(
+        f"rr: error: {option} 100,000,000,000: 100,000,000,000 windows of 257 tokens need "
+    ) and result.stderr.endswith("GiB; ask for fewer\n")
