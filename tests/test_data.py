@@ -23,11 +23,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from conftest import rr
+from datasets.table import InMemoryTable
 
 import rr_model.data.corpus as corpus_mod
 import rr_model.data.hub as hub
 import rr_model.data.token_cache as tokmod
 import rr_model.data.tokenizers as tokenizer_mod
+from rr_core.errors import InputError
 from rr_core.ladder import BYTE_EOS, RECIPE
 from rr_model.data import synthetic
 from rr_model.data.corpus import TINYSTORIES
@@ -697,6 +699,64 @@ def test_a_bad_corpus_is_one_error_line_naming_the_file_the_line_and_the_rule(
     errors = [line for line in result.stderr.splitlines() if line.startswith("rr: error:")]
     assert len(errors) == 1 and errors[0].startswith(f"rr: error: {folder}/{message}"), result.stderr
     assert "Traceback" not in result.output and not out.exists()
+
+
+def _csv_not_utf8(path):
+    path.write_bytes("text\nA story.\nThe caf\u00e9 was open.\n".encode("latin-1"))
+
+
+# Files a folder given as hf:FOLDER may hold that `datasets` reads and rr's own readers do not, each (name,
+# make, the message's start): before issue 47 `datasets` read them unchecked, its errors naming no line.
+HUB_FOLDER_FILES = {
+    "csv-not-utf8": ("a.csv", _csv_not_utf8, "a.csv:3: not UTF-8 text (byte 0xe9 at column 8)"),
+    "csv-ragged-row": (
+        "a.csv",
+        lambda p: p.write_text('text,title\n"A story.",one\n"Another",two,three\n'),
+        "a.csv:3: 3 cells where the header has 2",
+    ),
+    "csv-no-text-column": ("a.csv", lambda p: p.write_text("story\nA story.\n"), "a.csv:1: no 'text' column"),
+    "json-array-cut-short": (
+        "a.json",
+        lambda p: p.write_text('[{"text": "A story."},\n {"text": "Anoth'),
+        "a.json:2: not a complete JSON array",
+    ),
+    "json-array-text-a-number": (
+        "a.json",
+        lambda p: p.write_text('[{"text": "A story."}, {"text": 7}]'),
+        "a.json: record 2: 'text' is int 7, not text",
+    ),
+    "json-lines-cut-short": (
+        "a.json",
+        lambda p: p.write_text('{"text": "A story."}\n{"text": "Anoth'),
+        "a.json:2: not a complete JSON record",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(HUB_FOLDER_FILES))
+def test_a_json_or_csv_file_in_an_hf_folder_is_checked_before_datasets_reads_it(
+    tmp_path, cache, offline, case
+):
+    name, make, message = HUB_FOLDER_FILES[case]
+    folder = tmp_path / "corpus"
+    folder.mkdir()
+    make(folder / name)
+    with pytest.raises(InputError) as err:
+        load_tokens(f"hf:{folder}", tokenizer="bytes", cache_dir=cache)
+    assert str(err.value).startswith(f"{folder}/{message}"), err.value
+
+
+def test_a_hub_dataset_string_that_is_not_utf8_is_named_by_its_record(cache, offline, monkeypatch):
+    """Before issue 47 the record was named only as one of the 4,096 of its batch."""
+    raw = pa.array([b"A story."] * 5000 + ["The caf\u00e9".encode("latin-1")], pa.binary())
+    table = pa.table({"text": pa.Array.from_buffers(pa.string(), len(raw), raw.buffers())})
+    monkeypatch.setattr(datasets, "load_dataset", lambda name, split: datasets.Dataset(InMemoryTable(table)))
+    with pytest.raises(InputError) as err:
+        load_tokens("hf:someone/stories", tokenizer="bytes", n_text=6000, cache_dir=cache)
+    assert str(err.value) == (
+        "--corpus hf:someone/stories:train[:6000]: record 5001: 'text' is not valid UTF-8 (byte 0xe9 at byte 8): "
+        "every document must be valid Unicode text"
+    )
 
 
 def _rewrite_stream(folder, ids):
