@@ -741,11 +741,21 @@ def _finish(run: _Run, failure: str | None) -> dict[str, Any]:
 
 
 def _publish(run: _Run, record: dict[str, Any]) -> dict[str, Any]:
-    """Write the run's row and record (rank 0), then drop its checkpoints, which they supersede; the record."""
+    """Write the run's row and record (rank 0) and drop its checkpoints, which they supersede; the record.
+
+    Where the final weights are kept (`_finish` saved them) the checkpoints go first: a kill before the row
+    leaves the final weights, from which the same command with --resume writes the row (`_kept_record`),
+    and a kill after it leaves nothing behind. In the other order a kill between the two left a checkpoint
+    that no later command removed, the run's row being in place. A diverged run (no final weights) keeps
+    its checkpoint until its record is written."""
     if run.rank == 0:
+        final_kept = checkpoint.final_path(run.out, *run.cfg.key).exists()
+        if final_kept:
+            _remove_checkpoints(run)
         if (written := _write(run.out, run.cfg, record, run.ckpt)) is not None:
             run.plan.extend(*written)
-        _remove_checkpoints(run)
+        if not final_kept:
+            _remove_checkpoints(run)
     return record
 
 
