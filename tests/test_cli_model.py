@@ -187,7 +187,7 @@ def test_gates_read_a_checkpoint(tmp_path):
     state = dict.fromkeys(checkpoint.KEYS) | {"model": model.state_dict(), "step": 5, "optimizer": {}}
     state["config"] = {"size": "tiny", "variant": "review_neutral", "tokenizer": "bytes"}
     checkpoint.save(path, state)
-    records = gate_records("--checkpoint", str(path))
+    records = gate_records("--checkpoint", str(path), "--stories")
     assert records[0]["mean"] == pytest.approx(1 / (1 + math.exp(-5)), rel=1e-6)
     assert records[0]["frac_open"] == 1.0 and records[0]["std"] < 1e-6
     assert {r["mean"] for r in records[1:]} == {0.5}
@@ -220,7 +220,7 @@ def test_gates_read_a_runs_folder_and_name_the_runs_of_a_folder_of_several(tmp_p
             folder / f"tiny-{variant}-seed0.final.pt", {"config": config, "model": model.state_dict()}
         )
         if variant == "review_neutral":
-            assert {r["mean"] for r in gate_records("--checkpoint", str(folder))} == {0.5}  # one run: read
+            assert {r["mean"] for r in gate_records("--checkpoint", str(folder), "--stories")} == {0.5}
     result = rr("gates", "--checkpoint", str(folder))
     assert result.exit_code == 2 and "Traceback" not in result.output
     assert (
