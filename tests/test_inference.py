@@ -107,6 +107,16 @@ def test_no_weights_is_one_line(tmp_path):
     assert result.exit_code == 2 and f"rr: error: {tmp_path}: no weights in it" in result.output
 
 
+def test_an_export_given_as_a_run_s_weights_is_named_with_how_to_load_it(final, tmp_path):
+    """Issue 49.10: `rr sample --checkpoint EXPORT` said only "no weights in it"."""
+    export = tmp_path / "export"
+    assert rr("export", "--checkpoint", str(final), "--out", str(export)).exit_code == 0
+    result = rr("sample", "--checkpoint", str(export), "--tokens", 3)
+    assert result.exit_code == 2 and result.stderr.count("\n") == 1, result.output
+    assert result.stderr.startswith(f"rr: error: {export}: an export (what rr export writes: ")
+    assert "GPT.from_pretrained(FOLDER)" in result.stderr and "rr eval --tasks" in result.stderr
+
+
 EITHER = "rr eval scores either held-out loss (--corpus CORPUS) or tasks (--tasks NAMES): give one"
 
 
