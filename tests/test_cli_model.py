@@ -206,6 +206,19 @@ def test_sizes_say_whose_vocabulary_they_count_with():
     )
 
 
+def test_sizes_say_the_count_tiny_trains_with_on_bytes():
+    """Issue 49.10: `rr sizes` showed tiny at GPT-2's vocabulary (7.5M) while its demos train on bytes (1.1M)."""
+    from rr_core.shapes import model_config
+
+    trained = model_config("tiny", "review_neutral", 257).n_params
+    assert rr("sizes").output.splitlines()[-1] == (
+        f"tiny trains on bytes in the demos and checks (--corpus synthetic): review_neutral has {trained:,} "
+        "parameters there, not the 7,521,024 above; rr sizes --vocab 257 counts every size at bytes"
+    )
+    assert "trains on bytes" not in rr("sizes", "--vocab", "257").output
+    assert json.loads(rr("sizes", "--format", "json").output)[-1]["size"] == "tiny"  # the table alone
+
+
 def test_gates_read_a_runs_folder_and_name_the_runs_of_a_folder_of_several(tmp_path):
     from rr_core.shapes import model_config
     from rr_model.checkpoint import state as checkpoint
