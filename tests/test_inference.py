@@ -141,7 +141,7 @@ def test_rr_eval_options_that_do_not_go_together_are_one_line(final, args, said)
 
 @pytest.mark.parametrize(
     "args",
-    [["eval", "--corpus", "synthetic", "--windows"], ["gates", "--batch"]],
+    [["eval", "--corpus", "synthetic", "--windows"], ["gates", "--stories", "--batch"]],
     ids=["eval-windows", "gates-batch"],
 )
 def test_a_count_of_windows_past_this_machine_s_memory_is_one_line_before_any_work(final, args, offline):
