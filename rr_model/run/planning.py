@@ -67,6 +67,7 @@ __all__ = [
     "dataset_row",
     "plan_runs",
     "describe_runs",
+    "say_within_warmup",
     "memory_plans",
     "planned_model",
     "budget_plan",
@@ -325,21 +326,26 @@ def check_run(
             f"{final} holds the final weights of this run, whose row is not in {output.out}: pass --resume to "
             "write its row from them without training, or delete the file to train the run again"
         )
-    if r.warmup_steps >= cfg.steps:  # said once every refusal has passed: a refused run says only why
-        warnings.warn(Note(_within_warmup(cfg)), stacklevel=2)
     return mcfg
 
 
-def _within_warmup(cfg: TrainConfig) -> str:
-    """The note for a run whose steps end inside its warmup. Said, not refused (a ladder's size is refused
-    for it, `rr_core.ladder.Size`): a few steps of the tiny size are how rr's own checks and a first try run,
-    honest runs of what they are, though not of the schedule the recipe describes."""
+def say_within_warmup(cfg: TrainConfig) -> None:
+    """Note a run whose steps end inside its warmup: said by the dry run's plan (`describe_runs`) and by the
+    trainer under its start line, once every refusal has passed (a refused run says only why). A note, not a
+    refusal (a ladder's size is refused for it, `rr_core.ladder.Size`): a few steps of the tiny size are how
+    rr's own checks and a first try run, honest runs of what they are, though not of the schedule the recipe
+    describes."""
     r = cfg.recipe
+    if r.warmup_steps < cfg.steps:
+        return
     share = cfg.steps / r.warmup_steps
-    return (
-        f"the run's {cfg.steps} steps end inside the warmup of {r.warmup_steps} steps: the learning rate rises to "
-        f"{share * r.lr:.3g} ({share:.0%} of its peak {r.lr:g}) and never decays; train more than "
-        f"{r.warmup_steps} steps, or set a shorter warmup_steps in a ladder file (--ladder)"
+    warnings.warn(
+        Note(
+            f"the run's {cfg.steps} steps end inside the warmup of {r.warmup_steps} steps: the learning rate "
+            f"rises to {share * r.lr:.3g} ({share:.0%} of its peak {r.lr:g}) and never decays; train more "
+            f"than {r.warmup_steps} steps, or set a shorter warmup_steps in a ladder file (--ladder)"
+        ),
+        stacklevel=2,
     )
 
 
@@ -507,6 +513,7 @@ def describe_runs(runs: list[TrainConfig]) -> list[dict[str, Any]]:
     """
     records = []
     for cfg in runs:
+        say_within_warmup(cfg)
         mcfg = planned_model(cfg)
         tokens = cfg.steps * cfg.recipe.batch_size * cfg.recipe.block_size
         own = tokens - _branched(cfg) * cfg.recipe.batch_size * cfg.recipe.block_size  # what it trains itself

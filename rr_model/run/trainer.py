@@ -76,7 +76,7 @@ from rr_model.parallel.flops import flops_per_token
 from rr_model.parallel.hardware import datasheet_peak, peak_note
 from rr_model.run.gate_watch import GateWatch
 from rr_model.run.numerics import numerics
-from rr_model.run.planning import OutputPlan, check_run, dataset_row, preflight
+from rr_model.run.planning import OutputPlan, check_run, dataset_row, preflight, say_within_warmup
 from rr_model.run.progress import Progress
 from rr_model.run.step import (
     accumulate,
@@ -460,6 +460,8 @@ def _start(run: _Run) -> None:
         + _memory_note(cfg)
         + f" | {peak_note(name, cfg.precision)}"
     )
+    if run.rank == 0:  # under the start line, which process 0 prints
+        say_within_warmup(cfg)
 
 
 def _memory_note(cfg: TrainConfig) -> str:
