@@ -496,6 +496,16 @@ def test_an_unreachable_hub_is_said_at_once_without_the_hub_s_retries(
     assert lookups == ["huggingface.co"] and waits == []  # one probe, and no request the hub's client retried
 
 
+def test_the_offline_setting_made_after_the_hub_s_client_was_imported_is_kept(no_network, cache, monkeypatch):
+    """HF_HUB_OFFLINE=1 set in a notebook after rr (and the hub's client) were imported: the client's own flag
+    is still off, so it would ask the hub and retry; rr takes the setting as said, without a probe."""
+    lookups, waits = no_network
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(DataUnavailable, match="HF_HUB_OFFLINE=1 is set \\(the hub's offline mode\\)"):
+        load_tokens("tinystories", cache_dir=cache)
+    assert lookups == [] and waits == []
+
+
 def test_an_unreachable_hub_still_serves_what_its_cache_holds(no_network, tmp_path):
     """The hub's client reads its own cache when rr finds the hub unreachable: GPT-2's tokenizer file laid out
     as a download leaves it (here rr's byte tokenizer under GPT-2's name) loads, by the real loading code."""

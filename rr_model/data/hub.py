@@ -125,7 +125,7 @@ def from_hub(what: str, instead: str) -> Iterator[None]:
     offline mode, so the libraries answer from the cache at once rather than after their retries.
     """
     why = hub_unreachable()
-    if why is not None and not _offline_setting():
+    if why is not None:  # also where the setting came after the clients read it (a notebook's os.environ)
         _work_offline()
     try:
         yield
