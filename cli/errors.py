@@ -13,7 +13,7 @@ from pathlib import Path
 
 import typer
 
-from rr_core.errors import RRError, StoppedElsewhere, notes_said
+from rr_core.errors import InterruptSaid, RRError, StoppedElsewhere, notes_said
 
 USAGE_OR_DATA = 2  # bad input: a file, an option value
 
@@ -82,6 +82,7 @@ def known_errors():
         raise fail(str(e)) from None
     except OSError as e:
         raise fail(_os_message(e)) from None
-    except KeyboardInterrupt:
-        typer.echo("rr: interrupted", err=True)
+    except KeyboardInterrupt as e:
+        if not isinstance(e, InterruptSaid):  # a sweep's child said it, with what it keeps
+            typer.echo("rr: interrupted", err=True)
         sys.exit(130)

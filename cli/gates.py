@@ -1,5 +1,6 @@
-"""`rr gates`: how open each residual gate is on a batch, for a fresh model or a trainer checkpoint; with
---anatomy, what each gate of a run does on held-out text of its corpus."""
+"""`rr gates`: what each gate of a run does on held-out text of its corpus (the gate anatomy), or how open
+each residual gate of a fresh model (or, with --stories, of a byte-level run) is on a batch of the synthetic
+stories."""
 
 from __future__ import annotations
 
@@ -22,46 +23,58 @@ def gates(
     checkpoint: Path | None = typer.Option(
         None,
         "--checkpoint",
-        help="A byte-level run's weights: OUT.checkpoints/RUN.final.pt (kept when a run finishes), a checkpoint, "
-        "or the folder OUT.checkpoints/ of one run; its size and variant are used. With --anatomy, a run of "
-        "any vocabulary.",
+        help="A run's weights: OUT.checkpoints/RUN.final.pt (kept when a run finishes), a checkpoint, or the "
+        "folder OUT.checkpoints/ of one run, of any vocabulary: its gate anatomy on held-out windows of its "
+        "corpus (or --corpus).",
         show_default=False,
     ),
     batch: int = typer.Option(
         8,
         "--batch",
         min=1,
-        help="Sequences in the batch, each one block long; with --anatomy, windows per forward pass.",
+        help="Sequences in the batch, each one block long; for a run's anatomy, windows per forward pass.",
     ),
     seed: int = typer.Option(
         0,
         "--seed",
         min=0,
-        help="Seed of the batch (and of a fresh model's weights); with --anatomy, of the windows' starts.",
+        help="Seed of the batch (and of a fresh model's weights); for a run's anatomy, of the windows' starts.",
     ),
     anatomy: bool = typer.Option(
         False,
         "--anatomy",
-        help="The gate anatomy of --checkpoint on held-out windows of its corpus: mean r, token_share (the "
-        "share of r's variance that depends on the token), freeze_delta (the loss change when r is frozen at "
-        "its per-channel mean), and for Review the shares of the gate logit's variance from the stream half "
-        "of W, the update half and their covariance (docs/extending.md, Against the field).",
+        help="What --checkpoint reads anyway, and said so: the gate anatomy on held-out windows of the run's "
+        "corpus: mean r, token_share (the share of r's variance that depends on the token), freeze_delta (the "
+        "loss change when r is frozen at its per-channel mean), and for Review the shares of the gate logit's "
+        "variance from the stream half of W, the update half and their covariance (docs/extending.md, "
+        "Against the field).",
+    ),
+    stories: bool = typer.Option(
+        False,
+        "--stories",
+        help="With --checkpoint: r on a batch of the synthetic stories, as a fresh model is read, instead of the "
+        "anatomy (a byte-level run only).",
     ),
     corpus: str | None = options.RUN_CORPUS,
     windows: int = options.WINDOWS,
     fmt: Format = typer.Option(Format.text, "--format", help=FORMAT_HELP),
 ) -> None:
-    """Mean and spread of each gated sublayer's r on a batch of the synthetic stories (no download); with
-    --anatomy, what each gate of a run does on held-out text of its own corpus.
+    """The gate anatomy of a run (--checkpoint) on held-out text of its own corpus; for a fresh model (or a
+    byte-level run with --stories), the mean and spread of each gated sublayer's r on a batch of the synthetic
+    stories (no download).
 
     r near 1 lets the update through, near 0 holds it back; Review's gates start at exactly 0.5.
     """
     given = {name for name in ("corpus", "windows") if ctx.get_parameter_source(name).name != "DEFAULT"}
-    if anatomy or given:
-        if not anatomy:
-            raise fail("--corpus and --windows choose the text of --anatomy: add --anatomy")
-        if checkpoint is None:
-            raise fail("--anatomy reads a run's weights: give --checkpoint")
+    if checkpoint is None and (anatomy or given):
+        said = "--anatomy reads" if anatomy else "--corpus and --windows choose the held-out text of"
+        raise fail(f"{said} a run's gate anatomy: give --checkpoint")
+    if stories and (anatomy or given):
+        raise fail(
+            "--stories reads r on a batch of the synthetic stories; --anatomy, --corpus and --windows read the "
+            "anatomy on held-out text: give one or the other"
+        )
+    if checkpoint is not None and not stories:
         _anatomy(checkpoint, corpus, windows, seed, batch, fmt)
         return
     from rr_model.uses.gates import gates as read

@@ -67,7 +67,7 @@ def sizes(
     --tokens-per-param where given.
     """
     from rr_core.ladder import BYTE_EOS, RECIPE
-    from rr_core.shapes import size_table
+    from rr_core.shapes import demo_counts, size_table
 
     vocab = vocab or RECIPE.vocab_size
     given = {"steps": steps, "tokens": tokens, "tokens_per_param": tokens_per_param}
@@ -90,6 +90,8 @@ def sizes(
         title=f"{which} x variant, vocabulary {fixed(vocab, 0, grouped=True)} ({whose})",
         formats={"params": lambda v: fixed(v, 0, grouped=True), "params_M": lambda v: fixed(v, 2)},
     )
+    if fmt is Format.text and (said := demo_counts(vocab, ladder, variant, reference)):
+        typer.echo(said)
 
 
 def _memory(fmt: Format, vocab: int, ladder, gpus: int, gpu_memory: float | None, precision: str) -> None:

@@ -19,6 +19,7 @@ __all__ = [
     "RecipeError",
     "PlotError",
     "StoppedElsewhere",
+    "InterruptSaid",
     "Note",
     "notes_said",
     "nearest",
@@ -48,6 +49,11 @@ class StoppedElsewhere(RRError):
     """This process stopped because another process of the same run failed and reported why (e.g. a sharded
     run's process that ran out of memory): the CLI exits with an error and no message of its own, so a run
     of many processes ends with one line."""
+
+
+class InterruptSaid(KeyboardInterrupt):
+    """An interrupt (Ctrl-C) that a child process has said already, with what it keeps for the next run: the
+    command stops (exit 130) without a line of its own, so one interrupt is one line."""
 
 
 def nearest(name: str, names: Iterable[str]) -> str | None:

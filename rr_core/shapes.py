@@ -12,11 +12,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from rr_core.errors import InputError
-from rr_core.ladder import RECIPE, get_size, ladder_sizes
+from rr_core.ladder import BYTE_EOS, RECIPE, get_size, ladder_sizes
 from rr_core.plugins import load_plugins, require_variant
 from rr_core.variants import REFERENCE, VARIANTS, model_rule_params, rule_shapes
 
-__all__ = ["GPTConfig", "model_config", "size_table", "param_shapes", "flops_per_token"]
+__all__ = ["GPTConfig", "model_config", "size_table", "demo_counts", "param_shapes", "flops_per_token"]
 
 
 @dataclass(frozen=True)
@@ -166,6 +166,34 @@ def model_config(
         while cfg.d_model > s.n_head and replace(cfg, d_model=cfg.d_model - s.n_head).n_params >= target:
             cfg = replace(cfg, d_model=cfg.d_model - s.n_head)
     return cfg
+
+
+def demo_counts(
+    vocab_size: int,
+    ladder: str | os.PathLike | None,
+    variants: Sequence[str] | None,
+    reference: str = REFERENCE,
+) -> str | None:
+    """The sentence that goes under a size table of rr's own ladder at another vocabulary than bytes: the
+    `tiny` size trains on the synthetic stories' bytes in rr's demos and checks, so its count there is not the
+    table's (Review: 1,121,024 parameters, not 7,521,024 at GPT-2's). None for a ladder file or bytes.
+
+    Example
+    -------
+    >>> demo_counts(50257, None, None).split(";")[0]
+    'tiny trains on bytes in the demos and checks (--corpus synthetic): review_neutral has 1,121,024 parameters there, not the 7,521,024 above'
+    >>> demo_counts(257, None, None) is None
+    True
+    """
+    if ladder is not None or vocab_size == BYTE_EOS + 1:
+        return None
+    name = (variants or [reference])[0]
+    there = model_config("tiny", name, BYTE_EOS + 1, None, reference).n_params
+    here = model_config("tiny", name, vocab_size, None, reference).n_params
+    return (
+        f"tiny trains on bytes in the demos and checks (--corpus synthetic): {name} has {there:,} parameters "
+        f"there, not the {here:,} above; rr sizes --vocab {BYTE_EOS + 1} counts every size at bytes"
+    )
 
 
 def size_table(

@@ -524,26 +524,29 @@ register_residual(
 # Hyper-connections at expansion n = 4 (the rule's `streams`): [A_m A_r] n x (n + 1) and B n per sublayer;
 # dynamic adds the d x (n + 1) and d dynamic matrices, two scales and the norm's gain. DenseFormer: the
 # weights of block i's average (i + 2) on its MLP's rule. AttnRes: a pseudo-query per sublayer, and the
-# last sublayer's rule one more for the final norm's input.
+# last sublayer's rule one more for the final norm's input. Colours: Paul Tol's "vibrant" magenta, teal and
+# red, his light pink for static hyper-connections beside the dynamic ones, Okabe-Ito's yellow for the block
+# form of AttnRes; none is another variant's or an extra (`EXTRA_COLOURS`).
 register_residual(
-    "hyper_connections", "rr_model.streams:HyperConnections", label="Hyper-connections", matched=True,
+    "hyper_connections", "rr_model.streams:HyperConnections", label="Hyper-connections", colour="#EE3377",
+    matched=True,
     params=lambda d: [("static_alpha", (4, 5)), ("static_beta", (4,)), ("dynamic_alpha", (d, 5)),
                       ("dynamic_beta", (d,)), ("scale_alpha", ()), ("scale_beta", ()), ("norm.weight", (d,))],
 )  # fmt: skip
 register_residual(
     "hyper_connections_static", "rr_model.streams:StaticHyperConnections", label="Hyper-connections (static)",
-    matched=True, params=lambda d: [("static_alpha", (4, 5)), ("static_beta", (4,))],
+    colour="#FFAABB", matched=True, params=lambda d: [("static_alpha", (4, 5)), ("static_beta", (4,))],
 )  # fmt: skip
 register_residual(
-    "denseformer", "rr_model.streams:DenseFormer", label="DenseFormer", matched=True,
+    "denseformer", "rr_model.streams:DenseFormer", label="DenseFormer", colour="#009988", matched=True,
     params=lambda d, site, sites: [("dwa", (site // 2 + 2,))] if site % 2 else [],
 )  # fmt: skip
 register_residual(
-    "attn_res", "rr_model.streams:AttnRes", label="AttnRes", matched=True,
+    "attn_res", "rr_model.streams:AttnRes", label="AttnRes", colour="#CC3311", matched=True,
     params=lambda d, site, sites: [("query", (d,))] + ([("exit_query", (d,))] if site == sites - 1 else []),
 )  # fmt: skip
 register_residual(
-    "attn_res_block", "rr_model.streams:BlockAttnRes", label="Block AttnRes", matched=True,
+    "attn_res_block", "rr_model.streams:BlockAttnRes", label="Block AttnRes", colour="#F0E442", matched=True,
     params=lambda d, site, sites: [("query", (d,))] + ([("exit_query", (d,))] if site == sites - 1 else []),
 )  # fmt: skip
 NAMES = tuple(VARIANTS)

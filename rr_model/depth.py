@@ -29,7 +29,8 @@ def depth_check(
 
     Builds a deep narrow model for each variant (same seed, so the same random tokens), runs one backward
     pass of the next-token loss on random tokens, and compares the gradient of the loss with respect to
-    the residual stream entering block 0 and entering block n_layer - 1.
+    the residual state entering block 0 and entering block n_layer - 1 (for a rule whose state is several
+    streams or the kept outputs of earlier layers, over all of them).
 
     Parameters
     ----------
@@ -91,16 +92,35 @@ def depth_check(
 
 
 def _stream_gradient_norms(model: GPT, idx: torch.Tensor, targets: torch.Tensor) -> tuple[float, float]:
-    """Norms of dL/dx for the residual stream x entering the first and the last block."""
-    inputs = []
+    """Norms of dL/dS for the state S entering the first and the last block: one stream, several streams
+    (hyper-connections) or the kept outputs of earlier layers (DenseFormer, Attention Residuals), the norm
+    then taken over all of them. Each is read as the gradient of a zero added to the state where the block
+    takes it, so an output kept since the embeddings counts its paths from that block on, not those that
+    left it earlier (for one stream, the gradient of the block's input itself, bit for bit)."""
+    probes: list[list[torch.Tensor]] = []
+
+    def probe(_, args):
+        state, *rest = args
+        several = isinstance(state, tuple | list)
+        parts = state if several else (state,)
+        zeros = [torch.zeros_like(t, requires_grad=True) for t in parts]
+        probes.append(zeros)
+        moved = [t + z for t, z in zip(parts, zeros, strict=True)]
+        return (type(state)(moved) if several else moved[0], *rest)
+
     blocks = model.transformer.h
-    hooks = [
-        b.register_forward_pre_hook(lambda _, args: inputs.append(args[0])) for b in (blocks[0], blocks[-1])
-    ]
+    hooks = [b.register_forward_pre_hook(probe) for b in (blocks[0], blocks[-1])]
     try:
         _, loss = model(idx, targets)
     finally:
         for hook in hooks:
             hook.remove()
-    first, last = torch.autograd.grad(loss, inputs)
-    return first.norm().item(), last.norm().item()
+    grads = torch.autograd.grad(loss, [z for zeros in probes for z in zeros], allow_unused=True)
+    first, last = grads[: len(probes[0])], grads[len(probes[0]) :]
+    return _norm(first), _norm(last)
+
+
+def _norm(grads: tuple[torch.Tensor | None, ...]) -> float:
+    """The Frobenius norm over the gradients of a state's tensors (one that the loss does not reach: 0)."""
+    norms = [g.norm() for g in grads if g is not None]
+    return (norms[0] if len(norms) == 1 else torch.stack(norms).norm()).item()

@@ -175,8 +175,8 @@ def offline(token_cache, monkeypatch) -> Path:
 @pytest.fixture
 def gpt2(monkeypatch):
     """A small byte-level BPE tokenizer (400 ids) with GPT-2's EOT, trained on the first 60 synthetic stories
-    and served by `Tokenizer.from_pretrained("gpt2")`: GPT-2's code path, offline. The copy rr keeps of the
-    tokenizer it loaded is forgotten before and after."""
+    and served by `Tokenizer.from_pretrained("gpt2")`: GPT-2's code path, offline (HF_HUB_OFFLINE=1, so rr
+    never probes the hub). The copy rr keeps of the tokenizer it loaded is forgotten before and after."""
     import tokenizers
     from tokenizers import models, pre_tokenizers, trainers
 
@@ -198,6 +198,7 @@ def gpt2(monkeypatch):
             return tok
 
     monkeypatch.setattr(tokenizers, "Tokenizer", Hub)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     gpt2_tokenizer.cache_clear()
     yield tok
     gpt2_tokenizer.cache_clear()

@@ -268,3 +268,37 @@ def test_a_resume_on_another_corpus_is_refused_naming_what_changed(tmp_path, mon
     assert "; data.sha256 '" in message  # the stream's digest (and the cache key made from the file's)
     assert "Resuming would mix the two in one row" in message and ckpt.exists() and not out.exists()
     assert "config" not in message.split(": ", 1)[1].split(". Resuming")[0]  # the config is the same
+
+
+def test_a_kill_between_a_run_s_checkpoint_and_its_row_leaves_nothing_the_next_command_cannot_finish(
+    tmp_path, monkeypatch
+):
+    """Issue 47 class 3: the row was written before the checkpoint was removed, so a kill between the two left
+    the checkpoint (the weights and the optimiser's state) for good: the run's row was in place, and nothing
+    removed it. Now the checkpoint goes first: a kill at the row (here an interrupt raised as the row is
+    appended) leaves the final weights and no checkpoint, and --resume writes the row without training."""
+    import rr_model.run.trainer as trainer
+
+    cfg = TrainConfig(**{**TINY_RUN, "steps": 4, "checkpoint_every": 2})
+    out = tmp_path / "runs.csv"
+    real, seen = trainer.append_rows, []
+
+    def killed(path, rows, **kw):
+        seen.append(checkpoint.checkpoint_path(out, *cfg.key).exists())
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(trainer, "append_rows", killed)
+    with pytest.raises(KeyboardInterrupt):
+        train(cfg, out)
+    assert seen == [False]  # the checkpoint was gone before the row was written
+    assert checkpoint.final_path(out, *cfg.key).exists() and not out.exists()
+    monkeypatch.setattr(trainer, "append_rows", real)
+    monkeypatch.setattr(
+        trainer, "evaluate", lambda *a, **k: pytest.fail("--resume trained or evaluated again")
+    )
+    record = train(cfg, out, resume=True)
+    assert load_sweep(out)["val_loss"].tolist() == pytest.approx([record["result"]["val_loss"]], abs=5e-5)
+    assert sorted(p.name for p in out.with_name("runs.checkpoints").iterdir()) == [
+        "tiny-standard-seed0.final.pt",
+        "tiny-standard-seed0.lock",
+    ]

@@ -187,7 +187,7 @@ def test_gates_read_a_checkpoint(tmp_path):
     state = dict.fromkeys(checkpoint.KEYS) | {"model": model.state_dict(), "step": 5, "optimizer": {}}
     state["config"] = {"size": "tiny", "variant": "review_neutral", "tokenizer": "bytes"}
     checkpoint.save(path, state)
-    records = gate_records("--checkpoint", str(path))
+    records = gate_records("--checkpoint", str(path), "--stories")
     assert records[0]["mean"] == pytest.approx(1 / (1 + math.exp(-5)), rel=1e-6)
     assert records[0]["frac_open"] == 1.0 and records[0]["std"] < 1e-6
     assert {r["mean"] for r in records[1:]} == {0.5}
@@ -206,6 +206,19 @@ def test_sizes_say_whose_vocabulary_they_count_with():
     )
 
 
+def test_sizes_say_the_count_tiny_trains_with_on_bytes():
+    """Issue 49.10: `rr sizes` showed tiny at GPT-2's vocabulary (7.5M) while its demos train on bytes (1.1M)."""
+    from rr_core.shapes import model_config
+
+    trained = model_config("tiny", "review_neutral", 257).n_params
+    assert rr("sizes").output.splitlines()[-1] == (
+        f"tiny trains on bytes in the demos and checks (--corpus synthetic): review_neutral has {trained:,} "
+        "parameters there, not the 7,521,024 above; rr sizes --vocab 257 counts every size at bytes"
+    )
+    assert "trains on bytes" not in rr("sizes", "--vocab", "257").output
+    assert json.loads(rr("sizes", "--format", "json").output)[-1]["size"] == "tiny"  # the table alone
+
+
 def test_gates_read_a_runs_folder_and_name_the_runs_of_a_folder_of_several(tmp_path):
     from rr_core.shapes import model_config
     from rr_model.checkpoint import state as checkpoint
@@ -220,7 +233,7 @@ def test_gates_read_a_runs_folder_and_name_the_runs_of_a_folder_of_several(tmp_p
             folder / f"tiny-{variant}-seed0.final.pt", {"config": config, "model": model.state_dict()}
         )
         if variant == "review_neutral":
-            assert {r["mean"] for r in gate_records("--checkpoint", str(folder))} == {0.5}  # one run: read
+            assert {r["mean"] for r in gate_records("--checkpoint", str(folder), "--stories")} == {0.5}
     result = rr("gates", "--checkpoint", str(folder))
     assert result.exit_code == 2 and "Traceback" not in result.output
     assert (

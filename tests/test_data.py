@@ -10,8 +10,10 @@ import gzip
 import hashlib
 import json
 import shutil
+import socket
 import threading
 import time
+from pathlib import Path
 
 import datasets
 import datasets.config
@@ -21,10 +23,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from conftest import rr
+from datasets.table import InMemoryTable
 
 import rr_model.data.corpus as corpus_mod
+import rr_model.data.hub as hub
 import rr_model.data.token_cache as tokmod
 import rr_model.data.tokenizers as tokenizer_mod
+from rr_core.errors import InputError
 from rr_core.ladder import BYTE_EOS, RECIPE
 from rr_model.data import synthetic
 from rr_model.data.corpus import TINYSTORIES
@@ -402,7 +407,8 @@ def test_hub_unreachable_for_the_tokenizer_says_how_to_work_offline(offline, cac
     with pytest.raises(DataUnavailable) as err:
         load_tokens("tinystories", cache_dir=cache)
     msg = str(err.value)
-    assert "cannot load the GPT-2 tokenizer from the Hugging Face hub" in msg
+    assert "cannot load the GPT-2 tokenizer: not in this machine's Hugging Face cache" in msg
+    assert "HF_HUB_OFFLINE=1 is set (the hub's offline mode)" in msg
     for hint in (
         "--corpus",
         ".txt",
@@ -440,6 +446,108 @@ def test_tinystories_loading_then_offline_from_the_cache(gpt2, cache, monkeypatc
     request.getfixturevalue("offline")
     again = load_tokens("tinystories", n_text=50, cache_dir=cache)
     assert again.describe() == first.describe()
+
+
+@pytest.fixture
+def no_network(tmp_path, monkeypatch):
+    """No offline setting, empty HF caches in tmp_path, and a network on which every name lookup fails at
+    once. Yields the name lookups made and the waits asked for (each `time.sleep`, skipped), so a test counts
+    what a retry loop would do rather than timing it. The hub gate's verdict and the offline flags it sets
+    are forgotten after."""
+    for name in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE"):
+        monkeypatch.setenv(name, "0")
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(tmp_path / "hf"))
+    monkeypatch.setattr(datasets.config, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", tmp_path / "hf-datasets")
+    lookups, waits = [], []
+
+    def getaddrinfo(host, *args, **kwargs):
+        lookups.append(host)
+        raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+    monkeypatch.setattr(time, "sleep", waits.append)
+    hub.probe.cache_clear()
+    yield lookups, waits
+    hub.probe.cache_clear()
+
+
+@pytest.mark.parametrize(
+    ("corpus", "what", "tokenizer"),
+    [
+        ("tinystories", "the GPT-2 tokenizer", None),
+        ("hf:someone/stories", "the someone/stories dataset", "bytes"),
+    ],
+)
+def test_an_unreachable_hub_is_said_at_once_without_the_hub_s_retries(
+    no_network, cache, corpus, what, tokenizer
+):
+    lookups, waits = no_network
+    with pytest.raises(DataUnavailable) as err:
+        load_tokens(corpus, tokenizer=tokenizer, cache_dir=cache)
+    msg = str(err.value)
+    assert msg.startswith(
+        f"cannot load {what}: not in this machine's Hugging Face cache, and huggingface.co:443 "
+    )
+    for said in ("cannot be reached from this machine (Name or service not known)", "HF_HUB_OFFLINE=1",
+                 "--corpus at a local copy", ".txt", "token cache", "--corpus synthetic"):  # fmt: skip
+        assert said in msg
+    assert lookups == ["huggingface.co"] and waits == []  # one probe, and no request the hub's client retried
+
+
+def test_the_offline_setting_made_after_the_hub_s_client_was_imported_is_kept(no_network, cache, monkeypatch):
+    """HF_HUB_OFFLINE=1 set in a notebook after rr (and the hub's client) were imported: the client's own flag
+    is still off, so it would ask the hub and retry; rr takes the setting as said, without a probe."""
+    lookups, waits = no_network
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(DataUnavailable, match="HF_HUB_OFFLINE=1 is set \\(the hub's offline mode\\)"):
+        load_tokens("tinystories", cache_dir=cache)
+    assert lookups == [] and waits == []
+
+
+def test_an_unreachable_hub_still_serves_what_its_cache_holds(no_network, tmp_path):
+    """The hub's client reads its own cache when rr finds the hub unreachable: GPT-2's tokenizer file laid out
+    as a download leaves it (here rr's byte tokenizer under GPT-2's name) loads, by the real loading code."""
+    lookups, waits = no_network
+    snapshot = tmp_path / "hf" / "models--gpt2" / "snapshots" / ("0" * 40)
+    snapshot.mkdir(parents=True)
+    (snapshot / "tokenizer.json").write_text(tokenizer_mod.tokenizer_json("bytes"), encoding="utf-8")
+    (tmp_path / "hf" / "models--gpt2" / "refs").mkdir()
+    (tmp_path / "hf" / "models--gpt2" / "refs" / "main").write_text("0" * 40)
+    tok = tokenizer_mod.load_tokenizer("gpt2")
+    assert (tok.vocab_size, tok.eos_id) == (257, BYTE_EOS)
+    assert tok.encode_batch(["hi"])[0].tolist() == [ord("h"), ord("i")]
+    assert lookups == ["huggingface.co"] and waits == []
+
+
+def test_rr_eval_tasks_says_at_once_that_the_hub_is_unreachable(no_network, tmp_path, monkeypatch):
+    """lm-eval asks `datasets` for each task's dataset (here hellaswag's, by the real library): with the hub
+    unreachable rr notes it before indexing the tasks, and the missing dataset is one line saying what serves
+    instead; one probe, no retries. The export folder stands in for a run (lm-eval's model is not loaded)."""
+    lm_eval = pytest.importorskip("lm_eval")
+    from rr_core.errors import Note
+    from rr_model.uses.downstream import task_scores
+
+    def simple_evaluate(**kwargs):
+        datasets.load_dataset("Rowan/hellaswag", split="validation")
+
+    monkeypatch.setattr(lm_eval, "simple_evaluate", simple_evaluate)
+    export = tmp_path / "export"
+    export.mkdir()
+    run = {"size": "tiny", "variant": "standard", "seed": 0}
+    (export / "config.json").write_text(json.dumps({"auto_map": {}, "rr": {"run": run}}), encoding="utf-8")
+    lookups, waits = no_network
+    tasks = Path(__file__).with_name("lm_eval_task")
+    with pytest.warns(
+        Note, match="the Hugging Face hub will not be used: huggingface.co:443 cannot be reached"
+    ):
+        with pytest.raises(DataUnavailable) as err:
+            task_scores([export], ["rr_local_mc"], include_path=tasks, device="cpu")
+    msg = str(err.value)
+    assert msg.startswith("cannot load the datasets of rr_local_mc: not in this machine's Hugging Face cache")
+    assert "run the command once on a machine that reaches it" in msg and "--include-path" in msg
+    assert lookups == ["huggingface.co"] and waits == []
 
 
 # ------------------------------------------------------------------------------------------- sample_batch
@@ -601,6 +709,64 @@ def test_a_bad_corpus_is_one_error_line_naming_the_file_the_line_and_the_rule(
     errors = [line for line in result.stderr.splitlines() if line.startswith("rr: error:")]
     assert len(errors) == 1 and errors[0].startswith(f"rr: error: {folder}/{message}"), result.stderr
     assert "Traceback" not in result.output and not out.exists()
+
+
+def _csv_not_utf8(path):
+    path.write_bytes("text\nA story.\nThe caf\u00e9 was open.\n".encode("latin-1"))
+
+
+# Files a folder given as hf:FOLDER may hold that `datasets` reads and rr's own readers do not, each (name,
+# make, the message's start): before issue 47 `datasets` read them unchecked, its errors naming no line.
+HUB_FOLDER_FILES = {
+    "csv-not-utf8": ("a.csv", _csv_not_utf8, "a.csv:3: not UTF-8 text (byte 0xe9 at column 8)"),
+    "csv-ragged-row": (
+        "a.csv",
+        lambda p: p.write_text('text,title\n"A story.",one\n"Another",two,three\n'),
+        "a.csv:3: 3 cells where the header has 2",
+    ),
+    "csv-no-text-column": ("a.csv", lambda p: p.write_text("story\nA story.\n"), "a.csv:1: no 'text' column"),
+    "json-array-cut-short": (
+        "a.json",
+        lambda p: p.write_text('[{"text": "A story."},\n {"text": "Anoth'),
+        "a.json:2: not a complete JSON array",
+    ),
+    "json-array-text-a-number": (
+        "a.json",
+        lambda p: p.write_text('[{"text": "A story."}, {"text": 7}]'),
+        "a.json: record 2: 'text' is int 7, not text",
+    ),
+    "json-lines-cut-short": (
+        "a.json",
+        lambda p: p.write_text('{"text": "A story."}\n{"text": "Anoth'),
+        "a.json:2: not a complete JSON record",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(HUB_FOLDER_FILES))
+def test_a_json_or_csv_file_in_an_hf_folder_is_checked_before_datasets_reads_it(
+    tmp_path, cache, offline, case
+):
+    name, make, message = HUB_FOLDER_FILES[case]
+    folder = tmp_path / "corpus"
+    folder.mkdir()
+    make(folder / name)
+    with pytest.raises(InputError) as err:
+        load_tokens(f"hf:{folder}", tokenizer="bytes", cache_dir=cache)
+    assert str(err.value).startswith(f"{folder}/{message}"), err.value
+
+
+def test_a_hub_dataset_string_that_is_not_utf8_is_named_by_its_record(cache, offline, monkeypatch):
+    """Before issue 47 the record was named only as one of the 4,096 of its batch."""
+    raw = pa.array([b"A story."] * 5000 + ["The caf\u00e9".encode("latin-1")], pa.binary())
+    table = pa.table({"text": pa.Array.from_buffers(pa.string(), len(raw), raw.buffers())})
+    monkeypatch.setattr(datasets, "load_dataset", lambda name, split: datasets.Dataset(InMemoryTable(table)))
+    with pytest.raises(InputError) as err:
+        load_tokens("hf:someone/stories", tokenizer="bytes", n_text=6000, cache_dir=cache)
+    assert str(err.value) == (
+        "--corpus hf:someone/stories:train[:6000]: record 5001: 'text' is not valid UTF-8 (byte 0xe9 at byte 8): "
+        "every document must be valid Unicode text"
+    )
 
 
 def _rewrite_stream(folder, ids):

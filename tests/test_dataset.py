@@ -567,3 +567,20 @@ def test_a_file_of_one_budget_keeps_the_rule_on_steps(tmp_path):
         "line 2, column steps: 8000 - steps must be the same in every row of a (size, variant)",
         "line 3, column steps: 7000 - steps must be the same in every row of a (size, variant)",
     ]
+
+
+@pytest.mark.parametrize("newline", ["\n", "\r\n"])
+def test_a_second_header_line_is_named_as_files_joined_with_cat_and_rr_merge_is_suggested(
+    tmp_path, published_copy, newline
+):
+    """Issue 49.10: two sweep files joined with `cat` gave a problem for each cell of the second header."""
+    text = published_copy.read_text()
+    joined = tmp_path / "joined.csv"
+    joined.write_text(text + text.replace("\n", newline))
+    lines = len(text.splitlines())
+    result = rr("analyze", "--data", joined)
+    assert result.exit_code == 2 and result.stderr == (
+        f"rr: error: {joined}: line {lines + 1} is a second header line, as sweep files joined with cat have "
+        "(each brings its own); join them with rr merge A.csv B.csv --out C.csv, which checks each file and "
+        "carries their provenance records along\n"
+    )

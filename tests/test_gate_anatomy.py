@@ -207,8 +207,11 @@ def test_a_byte_run_is_read_on_its_corpus_s_held_out_windows_in_every_format(off
     val = load_tokens("synthetic", tokenizer="bytes", cache_dir=offline).val
     windows = heldout_windows(val, 16, 5, 3)
     expected, loss = gate_anatomy(model, windows)
-    records = json.loads(rr("gates", "--checkpoint", path, "--anatomy", "--windows", 5, "--seed", 3,
-                            "--format", "json").output)  # fmt: skip
+    said = rr("gates", "--checkpoint", path, "--anatomy", "--windows", 5, "--seed", 3, "--format", "json")
+    records = json.loads(said.output)
+    # issue 46.3: `rr gates --checkpoint RUN [--corpus C]` is the anatomy; --anatomy says so, as before
+    plain = rr("gates", "--checkpoint", path, "--windows", 5, "--seed", 3, "--format", "json")
+    assert plain.exit_code == 0 and plain.output == said.output
     assert [list(r) for r in records] == [list(ANATOMY_COLUMNS)] * 4
     for got, row in zip(records, expected.to_dict("records"), strict=True):
         assert (got.pop("layer"), got.pop("sublayer")) == (row.pop("layer"), row.pop("sublayer"))
@@ -263,8 +266,12 @@ def test_a_changed_corpus_or_no_gate_is_one_line(offline, tmp_path):
                              "synthetic", "bytes")  # fmt: skip
     said = rr("gates", "--checkpoint", standard, "--anatomy")
     assert said.exit_code == 2 and "standard has no gate to read" in said.output
-    assert "add --anatomy" in rr("gates", "--windows", 3).output
-    assert "give --checkpoint" in rr("gates", "--anatomy").output
+    assert "--corpus and --windows choose the held-out text of a run's gate anatomy: give --checkpoint" in (
+        rr("gates", "--windows", 3).output
+    )
+    assert "--anatomy reads a run's gate anatomy: give --checkpoint" in rr("gates", "--anatomy").output
+    both = rr("gates", "--checkpoint", path, "--stories", "--corpus", "synthetic")
+    assert both.exit_code == 2 and "give one or the other" in both.stderr
 
 
 def test_rr_plot_gates_draws_the_anatomy_by_layer(offline, tmp_path):

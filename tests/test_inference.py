@@ -107,6 +107,16 @@ def test_no_weights_is_one_line(tmp_path):
     assert result.exit_code == 2 and f"rr: error: {tmp_path}: no weights in it" in result.output
 
 
+def test_an_export_given_as_a_run_s_weights_is_named_with_how_to_load_it(final, tmp_path):
+    """Issue 49.10: `rr sample --checkpoint EXPORT` said only "no weights in it"."""
+    export = tmp_path / "export"
+    assert rr("export", "--checkpoint", str(final), "--out", str(export)).exit_code == 0
+    result = rr("sample", "--checkpoint", str(export), "--tokens", 3)
+    assert result.exit_code == 2 and result.stderr.count("\n") == 1, result.output
+    assert result.stderr.startswith(f"rr: error: {export}: an export (what rr export writes: ")
+    assert "GPT.from_pretrained(FOLDER)" in result.stderr and "rr eval --tasks" in result.stderr
+
+
 EITHER = "rr eval scores either held-out loss (--corpus CORPUS) or tasks (--tasks NAMES): give one"
 
 
@@ -127,3 +137,19 @@ EITHER = "rr eval scores either held-out loss (--corpus CORPUS) or tasks (--task
 def test_rr_eval_options_that_do_not_go_together_are_one_line(final, args, said):
     result = rr("eval", "--checkpoint", str(final), *args)
     assert result.exit_code == 2 and f"rr: error: {said}" in result.output
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["eval", "--corpus", "synthetic", "--windows"], ["gates", "--stories", "--batch"]],
+    ids=["eval-windows", "gates-batch"],
+)
+def test_a_count_of_windows_past_this_machine_s_memory_is_one_line_before_any_work(final, args, offline):
+    """Before issue 47 (class 4) `rr eval --windows 1e11` loaded the corpus, then ended in numpy's MemoryError
+    traceback; 10^11 windows of 257 int64 ids need about 188 TiB, past any machine rr runs on."""
+    *command, option = args
+    result = rr(*command, "--checkpoint", str(final), option, 10**11)
+    assert result.exit_code == 2 and "Traceback" not in result.output, result.output
+    assert result.stderr.startswith(
+        f"rr: error: {option} 100,000,000,000: 100,000,000,000 windows of 257 tokens need "
+    ) and result.stderr.endswith("GiB; ask for fewer\n")

@@ -280,3 +280,22 @@ def test_a_file_where_a_run_s_folder_goes_is_refused_by_the_pre_flight(tmp_path,
     (tmp_path / name).write_text("")  # before issue 47 the dry run passed; the run failed at mkdir
     with pytest.raises(InputError, match=f"cannot be written to {tmp_path / name} \\(not a folder\\)"):
         preflight(tmp_path / "x.csv")
+
+
+def test_steps_inside_the_warmup_are_said_before_the_first_step_and_absurd_eval_windows_refused(
+    tmp_path, offline
+):
+    """Issue 49.10: `--steps` below the warmup passed silently (a ladder's size is refused for it, a run's
+    --steps was not checked); issue 47 class 4: --eval-windows 10^11 reached the allocator after training began."""
+    args = ["train", "--size", "tiny", "--variant", "standard", "--corpus", "synthetic", "--dry-run"]
+    short = rr(*args, "--steps", 3, "--out", tmp_path / "a.csv")
+    assert short.exit_code == 0 and short.stderr == (
+        "rr: note: the run's 3 steps end inside the warmup of 15 steps: the learning rate rises to 0.0002 (20% "
+        "of its peak 0.001) and never decays; train more than 15 steps, or set a shorter warmup_steps in a "
+        "ladder file (--ladder)\n"
+    )
+    assert rr(*args, "--steps", 16, "--out", tmp_path / "b.csv").stderr == ""
+    windows = rr(*args, "--eval-every", 5, "--eval-windows", 10**11, "--out", tmp_path / "c.csv")
+    assert windows.exit_code == 2 and windows.stderr.startswith(
+        "rr: error: --eval-windows 100,000,000,000: 100,000,000,000 windows of 257 tokens need "
+    )

@@ -151,6 +151,24 @@ def test_no_gate_to_watch_and_a_few_steps_lower_the_loss(variant):
     assert all(p.grad is not None for p in model.parameters())  # every stream parameter is trained
 
 
+@pytest.mark.parametrize("variant", ["denseformer", "attn_res"])
+def test_the_states_of_several_outputs_trace_in_one_graph_and_one_step_equals_eager(variant):
+    """DenseFormer's list and Attention Residuals' tuple of kept outputs pass through the stream seam under
+    torch.compile without a graph break (fullgraph=True refuses one), and one optimiser step of the traced
+    model is bit for bit the eager step. Dynamo's own backend ("eager"): the tracing is what this checks, in a
+    second or two; tests/test_model.py's slow torch.compile test runs inductor's code on every variant."""
+    compiled, eager = built(shape(variant)), built(shape(variant))
+    traced = torch.compile(compiled, fullgraph=True, backend="eager")
+    idx = torch.randint(0, 97, (2, 16), generator=torch.Generator().manual_seed(0))
+    for model, run in ((compiled, traced), (eager, eager)):
+        opt = model.configure_optimizers(lr=3e-3)
+        _, loss = run(idx[:, :-1], idx[:, 1:])
+        loss.backward()
+        opt.step()
+    for a, b in zip(compiled.parameters(), eager.parameters(), strict=True):
+        assert torch.equal(a, b)
+
+
 class AsksForHeads(nn.Module):
     def __init__(self, d_model: int, n_head: int):
         super().__init__()

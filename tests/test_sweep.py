@@ -313,3 +313,53 @@ def test_the_closing_table_fits_the_terminal(published_copy, monkeypatch, capsys
     rows = [line.split() for line in lines if line.startswith(("60M", "1B"))]
     want = [["60M", "Standard"], ["60M", "Review"], ["1B", "Standard"], ["1B", "Review"]]  # registry order
     assert [r[:2] for r in rows] == want
+
+
+class _InterruptedChild:
+    """A child process as `subprocess.Popen` gives it, interrupted by Ctrl-C with its parent: the parent's
+    first wait is interrupted, the child then ends as rr's child does (`exit`, after saying its line)."""
+
+    def __init__(self, exit: int):
+        self.exit, self.waits = exit, 0
+
+    def __call__(self, command):
+        return self
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def wait(self):
+        self.waits += 1
+        if self.waits == 1:
+            raise KeyboardInterrupt
+        return self.exit
+
+
+@pytest.mark.parametrize("exit", [130, 2])
+def test_ctrl_c_on_a_sweep_is_one_line_said_by_the_child_that_knows_what_it_keeps(
+    tmp_path, monkeypatch, exit
+):
+    """Issue 49.10: the child said `rr: interrupted: ... had no checkpoint yet, ...` and the sweep then said
+    `rr: interrupted` again. The sweep now waits for the child and, when it stopped on the interrupt (130),
+    stops saying nothing more; a child that ended otherwise leaves the sweep's own line."""
+    import subprocess
+
+    import typer
+
+    from cli.errors import known_errors
+    from rr_core.errors import InterruptSaid
+    from rr_model.sweep import local
+
+    monkeypatch.setattr(subprocess, "Popen", _InterruptedChild(exit))
+    cfg = TrainConfig(size="tiny", variant="standard", data="synthetic")
+    with pytest.raises(KeyboardInterrupt) as stopped:
+        local.run_sweep([cfg], tmp_path / "x.csv")
+    assert isinstance(stopped.value, InterruptSaid) == (exit == 130)
+    said = []
+    monkeypatch.setattr(typer, "echo", lambda message, err=False: said.append(message))
+    with pytest.raises(SystemExit) as code, known_errors():
+        raise stopped.value
+    assert code.value.code == 130 and said == ([] if exit == 130 else ["rr: interrupted"])

@@ -510,6 +510,7 @@ def test_the_packaged_copy_is_never_a_target():
 
 def test_hub_unreachable_says_how_to_use_data(tmp_path):
     env = {**os.environ, "HF_HOME": str(tmp_path / "hf"), "RR_CACHE": str(tmp_path / "rr")}
+    env["HF_HUB_OFFLINE"] = "1"  # no network at test time: the hub's offline mode, said at once
     proc = rr_subprocess(
         "train", "--size", "tiny", "--out", tmp_path / "x.csv", env=env
     )  # tinystories: default

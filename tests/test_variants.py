@@ -6,6 +6,7 @@ import pytest
 
 from rr_core.variants import (
     EXTRA_COLOURS,
+    NAMES,
     VARIANTS,
     label,
     matched,
@@ -50,6 +51,15 @@ def test_registered_colours_stay_and_extras_go_to_the_others_in_sorted_order():
     assert palette(["zeta", "alpha"]) == palette(["alpha", "zeta"])  # independent of the order given
     known = {v.colour for v in VARIANTS.values()}
     assert not known & set(EXTRA_COLOURS)
+
+
+def test_every_variant_of_rr_s_own_has_a_colour_of_its_own():
+    """Issue 46: the rival methods and the ablations drew in extra colours, which shift with the figure's
+    other variants; each of rr's own now keeps one colour across every figure."""
+    colours = [VARIANTS[n].colour for n in NAMES]
+    assert all(colours) and len({c.upper() for c in colours}) == len(NAMES)
+    rivals = ("hyper_connections", "hyper_connections_static", "denseformer", "attn_res", "attn_res_block")
+    assert palette([*rivals, "myrule"])["myrule"] == EXTRA_COLOURS[0]
 
 
 def test_extras_repeat_past_the_palette_but_never_take_a_registered_colour():

@@ -280,8 +280,34 @@ def _separator_hint(header: list[str], raw: bytes) -> str | None:
     return None
 
 
+# A line of column names only, among them size, variant and seed: a header (no row's cells are these words).
+_HEADER_LINE = re.compile(
+    rb"(?=[^\n]*\bsize\b)(?=[^\n]*\bseed\b)[A-Za-z0-9_,\" \t\r]*\bvariant\b[A-Za-z0-9_,\" \t\r]*"
+)
+
+
+def _check_one_header(raw: bytes, path) -> None:
+    """Refuse a file with a second header line, as sweep files joined with ``cat`` have (each brings its own),
+    in one line saying so and how to join them, rather than a problem for each of its cells. Only the lines
+    holding the word ``variant`` past the first are tried (a search in C: no Python per line)."""
+    at = raw.find(b"variant")
+    while (at := raw.find(b"variant", at + 1)) != -1:
+        start = raw.rfind(b"\n", 0, at) + 1
+        end = raw.find(b"\n", at)
+        if _HEADER_LINE.fullmatch(raw, start, len(raw) if end == -1 else end):
+            line = raw.count(b"\n", 0, start) + 1
+            raise file_problem(
+                path,
+                f"line {line} is a second header line, as sweep files joined with cat "
+                "have (each brings its own); join them with rr merge A.csv B.csv --out C.csv, which checks each "
+                "file and carries their provenance records along",
+            )
+        at = len(raw) if end == -1 else end
+
+
 def split_cells(raw: bytes, path) -> Cells:
     raw = _check_text(raw, path)
+    _check_one_header(raw, path)
     if b'"' in raw or raw.count(b"\r") != raw.count(b"\r\n"):
         return _split_quoted(raw, path)
     return _split_plain(raw, path)

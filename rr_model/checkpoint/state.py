@@ -300,7 +300,8 @@ def load(path: str | os.PathLike) -> Resumable:
 
 
 def _one_run(folder: Path) -> Path:
-    """The weights file of the one run a checkpoint folder holds (final weights before a checkpoint)."""
+    """The weights file of the one run a checkpoint folder holds (final weights before a checkpoint); an
+    export's folder, which holds none, is named as one with how to load it."""
     for pattern in ("*.final.pt", "*.pt"):
         found = sorted(folder.glob(pattern))
         if len(found) == 1:
@@ -310,6 +311,13 @@ def _one_run(folder: Path) -> Path:
             raise CheckpointError(
                 f"{folder} holds the weights of {len(found)} runs ({names}): name one of them"
             )
+    if (folder / "config.json").is_file() and (folder / "model.safetensors").is_file():
+        raise CheckpointError(
+            f"{folder}: an export (what rr export writes: config.json, model.safetensors), not a run's "
+            "weights; give the run's OUT.checkpoints/RUN.final.pt, or load the export in Python with "
+            "rr_model.model.GPT.from_pretrained(FOLDER) (or transformers' AutoModelForCausalLM.from_pretrained("
+            "FOLDER, trust_remote_code=True)); rr eval --tasks scores an export as it is"
+        )
     raise CheckpointError(f"{folder}: no weights in it (no *.final.pt or *.pt file)")
 
 

@@ -6,16 +6,19 @@ A corpus rr cannot read is one `InputError` naming the file, the line (or record
 the reader and however the input is malformed: text that is not UTF-8 (a UTF-16 file named as such), a
 JSON line cut short, not an object, nested past what a parser holds or with a number longer than Python
 reads, a text field that is a number, null, a list or a string that is not valid Unicode (a lone
-surrogate escape in JSON, bytes that are not UTF-8 in a Parquet string column), a Parquet file cut short.
+surrogate escape in JSON, bytes that are not UTF-8 in a Parquet string column or a hub dataset), a Parquet
+file cut short.
 Every document passes one rule (`_document`). A local folder given through `hf:` is read with rr's own
-readers before `datasets` reads it (`_check_folder`): its JSON reader crashes the process on a deeply
-nested line, and rr's readers name the file and line at fault. A corpus whose documents are empty or too
+readers before `datasets` reads it (`_check_folder`, its .json and .csv files too): its JSON reader crashes
+the process on a deeply nested line, and rr's readers name the file and line at fault. A corpus whose documents are empty or too
 few for the run's blocks is refused before the first step by the run's checks
 (`rr_model.run.planning.check_run`), which know the block size.
 """
 
 from __future__ import annotations
 
+import contextlib
+import csv
 import functools
 import itertools
 import json
@@ -23,7 +26,8 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 from rr_core.errors import InputError
-from rr_model.data.tokenizers import CHUNK, EOT, unavailable
+from rr_model.data.hub import from_hub
+from rr_model.data.tokenizers import CHUNK, EOT, LOCAL_COPIES
 
 __all__ = [
     "corpus_files",
@@ -48,10 +52,10 @@ def _hub(name: str, split: str, field: str) -> Iterator[str]:
 
     where = f"--corpus hf:{name}:{split}"
     _check_folder(name, field)
+    local = Path(name).is_dir()  # read without the hub
     try:
-        ds = datasets.load_dataset(name, split=split)
-    except OSError as e:  # ConnectionError (offline), DatasetNotFoundError, HTTP errors
-        raise unavailable(f"the {name} dataset", e) from e
+        with contextlib.nullcontext() if local else from_hub(f"the {name} dataset", LOCAL_COPIES):
+            ds = datasets.load_dataset(name, split=split)
     except (ValueError, datasets.exceptions.DatasetGenerationError) as e:  # a split, a file it cannot read
         cause = f" ({type(e.__cause__).__name__}: {e.__cause__})" if e.__cause__ else ""
         raise InputError(f"{where}: {e}{cause}") from None
@@ -61,37 +65,82 @@ def _hub(name: str, split: str, field: str) -> Iterator[str]:
 
 
 def _hub_texts(ds, name: str, where: str, field: str) -> Iterator[str]:
-    """The texts of a loaded dataset, each held to `_document` (a local folder's files were checked file by
-    file before `datasets` read them: `_check_folder`)."""
+    """The texts of a loaded dataset, each held to `_document`, read as Arrow batches so a string that is not
+    UTF-8 (Arrow stores what it is given unchecked) is named by its record (`_column`); a local folder's
+    files were checked file by file before `datasets` read them (`_check_folder`)."""
     number = 0
-    try:
-        for batch in ds.iter(batch_size=CHUNK):
-            for text in batch[field]:
-                number += 1
-                yield _document(text, f"{where}: record {number}", field)
-    except UnicodeDecodeError as e:  # Arrow strings decode as they are read
-        raise InputError(
-            f"{where}: record {number + 1} or one of the {CHUNK} after it: {field!r} is not valid UTF-8 "
-            f"({e.reason} at byte {e.start}): every document must be valid Unicode text"
-        ) from None
+    for batch in ds.with_format("arrow").iter(batch_size=CHUNK):
+        for text in _column(batch.column(field), where, field, number):
+            number += 1
+            yield _document(text, f"{where}: record {number}", field)
 
 
 def _check_folder(name: str, field: str) -> None:
-    """Read every corpus file of a local folder given as `hf:FOLDER` with rr's own readers, before `datasets`
-    reads it, to refuse a malformed one naming its file and line: `datasets`' JSON reader (pyarrow's)
-    crashes the whole process on a line nested deeply enough, and its other errors name no line. Nothing for
-    a hub name, or a folder with none of rr's files (then `datasets`' own errors stand). One more pass over
-    the files, made only when the token cache is built."""
+    """Read every file of a local folder given as `hf:FOLDER` that `datasets` would read, with rr's own
+    readers, before `datasets` reads it, to refuse a malformed one naming its file and line: `datasets`' JSON
+    reader (pyarrow's) crashes the whole process on a line nested deeply enough, and its other errors name no
+    line. Its .json and .csv files too, which rr reads only here (`_json`, `_csv`). Nothing for a hub name.
+    One more pass over the files, made only when the token cache is built."""
     folder = Path(name)
     if not folder.is_dir():
         return
-    try:
-        files = corpus_files(folder)
-    except InputError:
-        return
-    for path in files:
-        for _ in READERS[path.suffix](path, field):
+    readers = READERS | _HUB_FORMATS
+    for path in sorted(p for p in folder.rglob("*") if p.suffix in readers and p.is_file()):
+        for _ in readers[path.suffix](path, field):
             pass
+
+
+def _json(path: Path, field: str) -> Iterator[str]:
+    """The `field` of every record of a .json file as `datasets` reads one: JSON Lines, or one JSON array of
+    records (a file whose first character is ``[``)."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            array = f.read(1 << 16).lstrip().startswith("[")
+    except UnicodeDecodeError:
+        raise _not_utf8(path) from None
+    if not array:
+        yield from _jsonl(path, field)
+        return
+    try:
+        records = json.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError:
+        raise _not_utf8(path) from None
+    except json.JSONDecodeError as e:
+        raise InputError(
+            f"{path}:{e.lineno}: not a complete JSON array ({e.msg}; a file cut short?)"
+        ) from None
+    except (RecursionError, ValueError):
+        raise InputError(f"{path}: a JSON value nested too deep or a number too long, not records") from None
+    for number, row in enumerate(records, 1):
+        if not isinstance(row, dict) or field not in row:
+            raise InputError(f"{path}: record {number}: not an object with a {field!r} field")
+        yield _document(row[field], f"{path}: record {number}", field)
+
+
+def _csv(path: Path, field: str) -> Iterator[str]:
+    """The `field` column of a .csv file as `datasets` reads one (a header row, then a row per record, blank
+    lines skipped): every row as many cells as the header."""
+    csv.field_size_limit(max(csv.field_size_limit(), 1 << 30))  # a document may be longer than 128 KiB
+    try:
+        with open(path, encoding="utf-8", newline="") as f:
+            rows = csv.reader(f)
+            header = next(rows, None)
+            if header is None:
+                return
+            if field not in header:
+                raise InputError(f"{path}:1: no {field!r} column (columns: {', '.join(header)})")
+            column = header.index(field)
+            for row in rows:
+                if row and len(row) != len(header):
+                    raise InputError(
+                        f"{path}:{rows.line_num}: {len(row)} cells where the header has {len(header)}"
+                    )
+                if row:
+                    yield _document(row[column], f"{path}:{rows.line_num}", field)
+    except UnicodeDecodeError:
+        raise _not_utf8(path) from None
+    except csv.Error as e:
+        raise InputError(f"{path}: not CSV that rr reads ({e})") from None
 
 
 def _document(text: object, where: str, field: str) -> str:
@@ -218,9 +267,10 @@ def _parquet(path: Path, field: str = "text") -> Iterator[str]:
         ) from None
 
 
-def _column(column, path: Path, field: str, before: int) -> list:
-    """A Parquet batch's column as Python values; a string that is not UTF-8 (Arrow does not check what it
-    is given) refused naming its record, `before` being the records read before this batch."""
+def _column(column, where: str | Path, field: str, before: int) -> list:
+    """An Arrow batch's column (of a Parquet file or a hub dataset, `where`) as Python values; a string that
+    is not UTF-8 (Arrow does not check what it is given) refused naming its record, `before` being the
+    records read before this batch."""
     try:
         return column.to_pylist()
     except UnicodeDecodeError:
@@ -229,7 +279,7 @@ def _column(column, path: Path, field: str, before: int) -> list:
                 column[i].as_py()
             except UnicodeDecodeError as e:
                 raise InputError(
-                    f"{path}: record {before + i + 1}: {field!r} is not valid UTF-8 "
+                    f"{where}: record {before + i + 1}: {field!r} is not valid UTF-8 "
                     f"(byte 0x{e.object[e.start]:02x} at byte {e.start + 1}): every document must be valid "
                     "Unicode text"
                 ) from None
@@ -237,6 +287,7 @@ def _column(column, path: Path, field: str, before: int) -> list:
 
 
 READERS = {".txt": _txt, ".jsonl": _jsonl, ".parquet": _parquet}
+_HUB_FORMATS = {".json": _json, ".csv": _csv}  # read by `datasets` in an hf: folder, checked by rr first
 
 
 def corpus_files(path: Path) -> list[Path]:

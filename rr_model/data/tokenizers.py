@@ -11,8 +11,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rr_core.errors import RRError
 from rr_core.ladder import BYTE_EOS
+from rr_model.data.hub import DataUnavailable, from_hub
 
 __all__ = [
     "EOT",
@@ -35,20 +35,15 @@ TOKEN_DTYPE = np.dtype("<u2")  # fixed byte order, so a cache copied between mac
 CHUNK = 4096  # documents per tokenizer call: bounds memory and keeps the tokenizer's threads busy
 
 
-class DataUnavailable(RRError):
-    """The hub, or a dataset or tokenizer on it, cannot be reached and nothing usable is cached."""
-
-
-def unavailable(what: str, err: BaseException) -> DataUnavailable:
-    return DataUnavailable(
-        f"cannot load {what} from the Hugging Face hub ({type(err).__name__}: {err}). "
-        "If this machine is offline, point --corpus at a local copy: a .txt corpus (documents separated by "
-        f"blank lines, or by {EOT} lines as in TinyStories' own .txt files), a .jsonl or .parquet corpus "
-        "with a 'text' field, or a token cache directory written by an earlier run (under $RR_CACHE, "
-        "default ~/.cache/rr, in tokens/). The byte-level tokenizer ('bytes') needs no download, and "
-        "--corpus synthetic needs nothing at all. HF_HUB_OFFLINE=1 and the Hugging Face cache (HF_HOME) "
-        "are honoured: a dataset or tokenizer downloaded once loads offline."
-    )
+# What serves a corpus when the hub cannot: said whenever GPT-2's tokenizer or a hub corpus cannot be had.
+LOCAL_COPIES = (
+    "Without the hub, point --corpus at a local copy: a .txt corpus (documents separated by "
+    f"blank lines, or by {EOT} lines as in TinyStories' own .txt files), a .jsonl or .parquet corpus "
+    "with a 'text' field, or a token cache directory written by an earlier run (under $RR_CACHE, "
+    "default ~/.cache/rr, in tokens/). The byte-level tokenizer ('bytes') needs no download, and "
+    "--corpus synthetic needs nothing at all. A dataset or tokenizer downloaded once stays in the Hugging "
+    "Face cache (HF_HOME) and loads offline, with HF_HUB_OFFLINE=1 too."
+)
 
 
 # ---------------------------------------------------------------------------------------------- tokenizers
@@ -69,16 +64,15 @@ def decode_bytes(ids: Iterable[int] | np.ndarray) -> str:
 
 @functools.cache
 def gpt2_tokenizer():
-    """GPT-2's `tokenizers.Tokenizer`, from the Hugging Face cache or hub, loaded once per process.
+    """GPT-2's `tokenizers.Tokenizer` (the Rust tokenizer; its file comes through the hub's client, from the
+    Hugging Face cache or the hub: `rr_model.data.hub.from_hub`), loaded once per process.
 
     `gpt2_tokenizer.cache_clear()` forgets it (the tests serve stand-ins through the hub's loader).
     """
     import tokenizers
 
-    try:
+    with from_hub("the GPT-2 tokenizer", LOCAL_COPIES):
         return tokenizers.Tokenizer.from_pretrained("gpt2")
-    except OSError as e:  # huggingface_hub's offline, not-found and HTTP errors are all OSErrors
-        raise unavailable("the GPT-2 tokenizer", e) from e
 
 
 def eos_id(tokenizer: str) -> int:

@@ -276,6 +276,27 @@ def refuse_unfit(cfg: TrainConfig, mcfg: GPTConfig, world: int, gpu_gib: float |
     )
 
 
+def refuse_windows(
+    windows: int, block: int, vocab: int, option: str, host_gib: float | None, *, batch: int | None = None
+) -> None:
+    """Refuse `windows` windows of `block` + 1 tokens to score (`option` the setting that asked for them)
+    that this machine's memory (`host_gib`; None: unchecked) cannot hold, before any work, so an absurd count
+    is one line rather than the allocator's traceback after the corpus has loaded.
+
+    Counted: the windows' int64 ids and starts, drawn whole before scoring, and one forward pass's float32
+    logits over `batch` of them (all where `batch` is None). A lower bound (activations are not counted), so
+    only a count that cannot fit however it is run is refused.
+    """
+    per_pass = min(windows, batch or windows)
+    need = 8 * windows * (block + 2) + 4 * per_pass * block * vocab
+    if host_gib is not None and need > FIT_SHARE * host_gib * GIB:
+        raise InputError(
+            f"{option} {windows:,}: {windows:,} windows of {block + 1} tokens need {need / GIB:,.1f} GiB (their "
+            f"int64 ids and one forward pass's logits), more than {FIT_SHARE:.0%} of this machine's "
+            f"{host_gib:.1f} GiB; ask for fewer"
+        )
+
+
 def refuse_unbuildable(
     cfg: TrainConfig, mcfg: GPTConfig, world: int, host_gib: float | None, on_host: bool
 ) -> None:

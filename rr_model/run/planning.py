@@ -16,12 +16,13 @@ import errno
 import functools
 import itertools
 import os
+import warnings
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from rr_core.budget import budget, passes
-from rr_core.errors import InputError, RecipeError
+from rr_core.errors import InputError, Note, RecipeError
 from rr_core.files.reading import stamp
 from rr_core.files.replacing import create_new, probe
 from rr_core.shapes import GPTConfig, model_config
@@ -42,7 +43,14 @@ from rr_model.config import DEFAULT_OUT, TrainConfig, recipe_differences
 from rr_model.data.token_cache import Corpus, check_data, known_train_tokens
 from rr_model.parallel.flops import assumed_rate, flops_per_token
 from rr_model.parallel.hardware import datasheet_memory, gpu_memory, gpu_name, host_memory
-from rr_model.parallel.memory import SETTINGS, Setting, memory_plan, refuse_unbuildable, refuse_unfit
+from rr_model.parallel.memory import (
+    SETTINGS,
+    Setting,
+    memory_plan,
+    refuse_unbuildable,
+    refuse_unfit,
+    refuse_windows,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -59,6 +67,7 @@ __all__ = [
     "dataset_row",
     "plan_runs",
     "describe_runs",
+    "say_within_warmup",
     "memory_plans",
     "planned_model",
     "budget_plan",
@@ -303,6 +312,11 @@ def check_run(
     output.check_fits(cfg, mcfg.n_params)
     refuse_unfit(cfg, mcfg, world, gpu_gib)
     refuse_unbuildable(cfg, mcfg, world, host_memory() if here else None, on_host=gpu_gib is None)
+    if cfg.eval_every:
+        host = host_memory() if here else None
+        refuse_windows(
+            cfg.eval_windows, r.block_size, mcfg.vocab_size, "--eval-windows", host, batch=r.batch_size
+        )
     if not isinstance(corpus, Corpus):
         _check_windows(cfg, corpus)
     if not resume and (found := found_checkpoints(output.out, **cfg.stem)):
@@ -313,6 +327,26 @@ def check_run(
             "write its row from them without training, or delete the file to train the run again"
         )
     return mcfg
+
+
+def say_within_warmup(cfg: TrainConfig) -> None:
+    """Note a run whose steps end inside its warmup: said by the dry run's plan (`describe_runs`) and by the
+    trainer under its start line, once every refusal has passed (a refused run says only why). A note, not a
+    refusal (a ladder's size is refused for it, `rr_core.ladder.Size`): a few steps of the tiny size are how
+    rr's own checks and a first try run, honest runs of what they are, though not of the schedule the recipe
+    describes."""
+    r = cfg.recipe
+    if r.warmup_steps < cfg.steps:
+        return
+    share = cfg.steps / r.warmup_steps
+    warnings.warn(
+        Note(
+            f"the run's {cfg.steps} steps end inside the warmup of {r.warmup_steps} steps: the learning rate "
+            f"rises to {share * r.lr:.3g} ({share:.0%} of its peak {r.lr:g}) and never decays; train more "
+            f"than {r.warmup_steps} steps, or set a shorter warmup_steps in a ladder file (--ladder)"
+        ),
+        stacklevel=2,
+    )
 
 
 def _check_windows(cfg: TrainConfig, tokens: Tokens) -> None:
@@ -479,6 +513,7 @@ def describe_runs(runs: list[TrainConfig]) -> list[dict[str, Any]]:
     """
     records = []
     for cfg in runs:
+        say_within_warmup(cfg)
         mcfg = planned_model(cfg)
         tokens = cfg.steps * cfg.recipe.batch_size * cfg.recipe.block_size
         own = tokens - _branched(cfg) * cfg.recipe.batch_size * cfg.recipe.block_size  # what it trains itself

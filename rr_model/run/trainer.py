@@ -76,7 +76,7 @@ from rr_model.parallel.flops import flops_per_token
 from rr_model.parallel.hardware import datasheet_peak, peak_note
 from rr_model.run.gate_watch import GateWatch
 from rr_model.run.numerics import numerics
-from rr_model.run.planning import OutputPlan, check_run, dataset_row, preflight
+from rr_model.run.planning import OutputPlan, check_run, dataset_row, preflight, say_within_warmup
 from rr_model.run.progress import Progress
 from rr_model.run.step import (
     accumulate,
@@ -460,6 +460,8 @@ def _start(run: _Run) -> None:
         + _memory_note(cfg)
         + f" | {peak_note(name, cfg.precision)}"
     )
+    if run.rank == 0:  # under the start line, which process 0 prints
+        say_within_warmup(cfg)
 
 
 def _memory_note(cfg: TrainConfig) -> str:
@@ -741,11 +743,21 @@ def _finish(run: _Run, failure: str | None) -> dict[str, Any]:
 
 
 def _publish(run: _Run, record: dict[str, Any]) -> dict[str, Any]:
-    """Write the run's row and record (rank 0), then drop its checkpoints, which they supersede; the record."""
+    """Write the run's row and record (rank 0) and drop its checkpoints, which they supersede; the record.
+
+    Where the final weights are kept (`_finish` saved them) the checkpoints go first: a kill before the row
+    leaves the final weights, from which the same command with --resume writes the row (`_kept_record`),
+    and a kill after it leaves nothing behind. In the other order a kill between the two left a checkpoint
+    that no later command removed, the run's row being in place. A diverged run (no final weights) keeps
+    its checkpoint until its record is written."""
     if run.rank == 0:
+        final_kept = checkpoint.final_path(run.out, *run.cfg.key).exists()
+        if final_kept:
+            _remove_checkpoints(run)
         if (written := _write(run.out, run.cfg, record, run.ckpt)) is not None:
             run.plan.extend(*written)
-        _remove_checkpoints(run)
+        if not final_kept:
+            _remove_checkpoints(run)
     return record
 
 

@@ -26,9 +26,10 @@ from rr_core.ladder import Recipe
 from rr_model.config import TrainConfig
 from rr_model.run.planning import preflight
 
-__all__ = ["config_json", "config_from_json", "train_planned", "main", "HELD"]
+__all__ = ["config_json", "config_from_json", "train_planned", "main", "HELD", "INTERRUPTED"]
 
 HELD = 75  # sysexits' EX_TEMPFAIL: the run is claimed by another process; try it again once that ends
+INTERRUPTED = 130  # 128 + SIGINT, as a shell reports a process Ctrl-C stopped: said what the run keeps
 
 
 def config_json(cfg: TrainConfig) -> str:
@@ -96,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         if lead and cfg is not None:
             print(f"rr: interrupted: {_kept(cfg, out)}", file=sys.stderr, flush=True)
-        return 130
+        return INTERRUPTED
     return 0 if record is None or record["status"] == "ok" else 1
 
 

@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from rr_core.budget import budget_steps, reference_params
-from rr_core.errors import InputError
+from rr_core.errors import InputError, InterruptSaid
 from rr_core.files.locks import locked
 from rr_core.ladder import BUDGET_KEYS, PUBLISHED_SIZES, get_size, ladder_sizes, size_sort_key
 from rr_core.sweepfile.provenance import read_records, sidecar_path
@@ -28,7 +28,7 @@ from rr_core.sweepfile.schema import record_key
 from rr_core.variants import COMPARED
 from rr_model.config import TrainConfig
 from rr_model.run.planning import Runs, preflight
-from rr_model.sweep.child import HELD, config_json
+from rr_model.sweep.child import HELD, INTERRUPTED, config_json
 
 __all__ = ["plan_sweep", "budget_options", "train_command", "run_sweep"]
 
@@ -163,7 +163,13 @@ def _run_child(cfg: TrainConfig, out: str | os.PathLike, nproc: int) -> dict[str
     """Train one run in its child process: its summary record, or None when another process holds it."""
     sidecar = sidecar_path(out)
     before = len(read_records(sidecar))
-    exit_code = subprocess.run(train_command(cfg, out, nproc)).returncode
+    with subprocess.Popen(train_command(cfg, out, nproc)) as child:
+        try:
+            exit_code = child.wait()
+        except KeyboardInterrupt:  # the terminal interrupts the child too: it says what it keeps, then stops
+            if child.wait() == INTERRUPTED:
+                raise InterruptSaid from None
+            raise
     if exit_code == HELD:
         return None
     new = [r for r in read_records(sidecar)[before:] if record_key(r) == cfg.key]

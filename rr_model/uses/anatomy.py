@@ -29,6 +29,8 @@ import torch.nn.functional as F
 
 from rr_core.errors import InputError
 from rr_model.model import GPT
+from rr_model.parallel.hardware import host_memory
+from rr_model.parallel.memory import refuse_windows
 from rr_model.run.gate_watch import gated
 from rr_model.uses.inference import heldout_windows, load_trained, run_tokens
 
@@ -263,6 +265,8 @@ def anatomy(
     variant = trained.config["variant"]
     if not gated(trained.model):
         raise InputError(f"{trained.path}: {variant} has no gate to read")
+    mcfg = trained.model.config
+    refuse_windows(windows, mcfg.block_size, mcfg.vocab_size, "--windows", host_memory(), batch=batch)
     tokens = run_tokens(trained, corpus, cache_dir=cache_dir)
     block = trained.model.config.block_size
     if len(tokens.val) < block + 2:

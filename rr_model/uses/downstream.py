@@ -13,17 +13,27 @@ import json
 import os
 import re
 import tempfile
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rr_core.errors import InputError, did_you_mean, nearest
+from rr_core.errors import InputError, Note, did_you_mean, nearest
 from rr_core.files.replacing import scratch
 from rr_core.sweepfile.schema import EXTRA_NAME
+from rr_model.data.hub import from_hub, hub_unreachable
 from rr_model.uses.export import export
 
 __all__ = ["RunScores", "task_scores", "measured_columns", "column_name", "SEEDS"]
+
+# What serves lm-eval's tasks when the hub cannot: said when a task's dataset cannot be had.
+LOCAL_TASKS = (
+    "lm-evaluation-harness downloads each task's dataset from the hub: run the command once on a machine "
+    "that reaches it (the datasets stay in the Hugging Face cache, HF_HOME, and load offline after that, on "
+    "this machine or one the cache is copied to, with HF_HUB_OFFLINE=1 too), or score a task of your own whose "
+    "dataset is a local file (--include-path FOLDER, its YAML saying dataset_path: json and data_files)."
+)
 
 # lm-eval's own defaults, stated: the python, numpy, torch and few-shot sampling seeds of every run
 SEEDS = {"random_seed": 0, "numpy_random_seed": 1234, "torch_random_seed": 1234, "fewshot_random_seed": 1234}
@@ -134,6 +144,8 @@ def task_scores(
     import lm_eval  # the 'eval' extra
     import torch
 
+    if why := hub_unreachable():  # said now: indexing lm-eval's tasks and exporting the runs take a while
+        warnings.warn(Note(f"the Hugging Face hub will not be used: {why}"), stacklevel=2)
     manager = _task_manager(tasks, include_path)
     _check_tasks(tasks, manager)
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")
@@ -148,10 +160,11 @@ def task_scores(
                 "dtype": "float32",
                 "backend": "causal",
             }
-            res = lm_eval.simple_evaluate(
-                model="hf", model_args=args, tasks=list(tasks), task_manager=manager, limit=limit,
-                batch_size=batch, device=device, log_samples=log_samples, **SEEDS,
-            )  # fmt: skip
+            with from_hub(f"the datasets of {', '.join(tasks)}", LOCAL_TASKS):
+                res = lm_eval.simple_evaluate(
+                    model="hf", model_args=args, tasks=list(tasks), task_manager=manager, limit=limit,
+                    batch_size=batch, device=device, log_samples=log_samples, **SEEDS,
+                )  # fmt: skip
         samples = res.get("samples") if log_samples else None
         out.append(RunScores(run, _scores(res["results"]), samples))
     return out

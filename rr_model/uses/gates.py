@@ -23,6 +23,8 @@ from rr_core.variants import NAMES, REFERENCE, residual_rule
 from rr_model.data.synthetic import stories
 from rr_model.data.tokenizers import encode_bytes
 from rr_model.model import GPT
+from rr_model.parallel.hardware import host_memory
+from rr_model.parallel.memory import refuse_windows
 from rr_model.run.gate_watch import gated
 from rr_model.uses.inference import load_trained
 
@@ -96,6 +98,7 @@ def gates(
     """
     torch.manual_seed(seed)
     model, variant = _model(size, variant, checkpoint_path)
+    refuse_windows(batch, model.config.block_size, model.config.vocab_size, "--batch", host_memory())
     rows = gate_stats(model.eval(), _batch(model.config.block_size, batch, seed))
     if not rows:
         raise InputError(f"{variant} has no gate to read; the gated variants are {', '.join(GATED)}")

@@ -28,6 +28,8 @@ from rr_model.checkpoint import state as checkpoint
 from rr_model.data.token_cache import Tokens, load_tokens
 from rr_model.data.tokenizers import decode_text, encode_text, eos_id, token_bytes
 from rr_model.model import GPT
+from rr_model.parallel.hardware import host_memory
+from rr_model.parallel.memory import refuse_windows
 
 __all__ = ["Trained", "load_trained", "sample", "heldout", "heldout_windows", "run_tokens"]
 
@@ -199,6 +201,8 @@ def heldout(
     """
     if windows < 1 or batch < 1:
         raise InputError(f"windows ({windows}) and batch ({batch}) must be >= 1")
+    mcfg = trained.model.config
+    refuse_windows(windows, mcfg.block_size, mcfg.vocab_size, "--windows", host_memory(), batch=batch)
     val_frac = (trained.config.get("recipe") or {}).get("val_frac", RECIPE.val_frac)
     stream = load_tokens(data, tokenizer=trained.tokenizer, cache_dir=cache_dir, val_frac=val_frac).val
     block = trained.model.config.block_size
