@@ -13,9 +13,9 @@ import typer
 
 from cli.choices import Adjust, Format
 from cli.errors import fail, known_errors
+from cli.fields import dataclass_options
 from cli.help import RrCommand
-from cli.options import BASELINES, HIGHER_IS_BETTER, METRIC, REFERENCE, comparison
-from rr_analysis.comparison import POWER
+from rr_analysis.comparison import POWER, Comparison
 
 DEFAULT_VIEW = "table"
 _ALIAS = "Same as the view `{}`."
@@ -141,6 +141,7 @@ class ViewsCommand(RrCommand):
 _OLD_FLAGS = "The old flags (--table, --emergence, ...) still work. Exit 0 on success, 2 for a bad --data file or option."
 
 
+@dataclass_options(Comparison, into="comparison")
 def analyze(
     view: str = typer.Argument(
         None,
@@ -175,10 +176,7 @@ def analyze(
     noise: float = NOISE,
     against: Path = AGAINST,
     card_file: Path | None = CARD_FILE,
-    reference: str = REFERENCE,
-    baselines: str | None = BASELINES,
-    metric: str = METRIC,
-    higher_is_better: bool = HIGHER_IS_BETTER,
+    comparison: Comparison = Comparison(),
 ) -> None:
     """Statistics of a sweep: gap = mean(baseline) - mean(review_neutral), positive favours Review.
 
@@ -197,7 +195,7 @@ def analyze(
     }
     name = _one_view(view, flags)
     width = None if wide or fmt is not Format.text else shutil.get_terminal_size().columns
-    options = dict(comparison=comparison(reference, baselines, metric, higher_is_better), adjust=adjust.value)
+    options = dict(comparison=comparison, adjust=adjust.value)
     options |= dict(
         margin=margin,
         effect=effect,

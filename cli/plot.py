@@ -10,7 +10,9 @@ import typer
 from cli import options
 from cli.choices import Adjust, Stat
 from cli.errors import fail, known_errors
+from cli.fields import dataclass_options
 from cli.help import CASE_INSENSITIVE
+from rr_analysis.comparison import Comparison
 
 plot_app = typer.Typer(
     help="Draw a figure of a sweep to a file; the format follows the suffix (.png, .pdf, .svg).",
@@ -60,6 +62,7 @@ def _write(data: Path | None, out: Path, dpi: int, draw: Callable) -> None:
 
 
 @plot_app.command()
+@dataclass_options(Comparison, into="asked")
 def emergence(
     data: Path | None = DATA,
     out: Path = _out("emergence.png"),
@@ -78,10 +81,7 @@ def emergence(
     ),
     dpi: int = DPI,
     title: str | None = TITLE,
-    reference: str = options.REFERENCE,
-    baselines: str | None = options.BASELINES,
-    metric: str = options.METRIC,
-    higher_is_better: bool = options.HIGHER_IS_BETTER,
+    asked: Comparison = Comparison(),
 ) -> None:
     """The paper's Figure 2: Review's advantage (baseline loss - Review loss) against parameters.
 
@@ -92,7 +92,6 @@ def emergence(
     draws the paper's figure. --reference, --baselines and --metric draw any other
     comparison.
     """
-    asked = options.comparison(reference, baselines, metric, higher_is_better)
 
     def draw(df):
         from rr_analysis.figures.gaps import emergence_plot
@@ -104,6 +103,7 @@ def emergence(
 
 
 @plot_app.command()
+@dataclass_options(Comparison, into="asked")
 def forecast(
     at: list[str] = typer.Option(
         ..., "--at", help="A size to forecast, a ladder name or a count such as 3B; repeat for more."
@@ -112,14 +112,10 @@ def forecast(
     out: Path = _out("forecast.png"),
     dpi: int = DPI,
     title: str | None = TITLE,
-    reference: str = options.REFERENCE,
-    baselines: str | None = options.BASELINES,
-    metric: str = options.METRIC,
-    higher_is_better: bool = options.HIGHER_IS_BETTER,
+    asked: Comparison = Comparison(),
 ) -> None:
     """The primary size-level line carried past the sweep: observed paired gaps, the line with its 95% CI
     and PI bands, and each forecast size's gap with its 95% CI and PI; shaded past the largest size."""
-    asked = options.comparison(reference, baselines, metric, higher_is_better)
 
     def draw(df):
         from rr_analysis.figures.gaps import forecast_figure
@@ -134,15 +130,13 @@ def forecast(
 
 
 @plot_app.command()
+@dataclass_options(Comparison, into="asked")
 def scaling(
     data: Path | None = DATA,
     out: Path = _out("scaling.png"),
     dpi: int = DPI,
     title: str | None = TITLE,
-    reference: str = options.REFERENCE,
-    baselines: str | None = options.BASELINES,
-    metric: str = options.METRIC,
-    higher_is_better: bool = options.HIGHER_IS_BETTER,
+    asked: Comparison = Comparison(),
 ) -> None:
     """Validation loss (or --metric) against parameters per variant: every seed a point, the mean a line, log x.
 
@@ -150,20 +144,17 @@ def scaling(
     """
     from rr_analysis.figures.raw import scaling_figure
 
-    asked = options.comparison(reference, baselines, metric, higher_is_better)
     _write(data, out, dpi, lambda df: scaling_figure(df, title=title, comparison=asked))
 
 
 @plot_app.command()
+@dataclass_options(Comparison, into="asked")
 def seeds(
     data: Path | None = DATA,
     out: Path = _out("seeds.png"),
     dpi: int = DPI,
     title: str | None = TITLE,
-    reference: str = options.REFERENCE,
-    baselines: str | None = options.BASELINES,
-    metric: str = options.METRIC,
-    higher_is_better: bool = options.HIGHER_IS_BETTER,
+    asked: Comparison = Comparison(),
 ) -> None:
     """A facet per size: every run, each variant's mean with its 95% t interval, a line per seed.
 
@@ -171,27 +162,24 @@ def seeds(
     """
     from rr_analysis.figures.raw import seeds_figure
 
-    asked = options.comparison(reference, baselines, metric, higher_is_better)
     _write(data, out, dpi, lambda df: seeds_figure(df, title=title, comparison=asked))
 
 
 @plot_app.command()
+@dataclass_options(Comparison, into="asked", exclude=("metric", "higher_is_better"))
 def calibration(
     data: Path | None = DATA,
     out: Path = _out("calibration.png"),
     dpi: int = DPI,
     title: str | None = TITLE,
-    reference: str = options.REFERENCE,
-    baselines: str | None = options.BASELINES,
+    asked: Comparison = Comparison(),
 ) -> None:
     """Expected calibration error by size and variant, where ECE was measured (the metric is ECE).
 
     Every variant by default; --baselines limits the variants drawn beside the reference.
     """
-    from rr_analysis.comparison import Comparison
     from rr_analysis.figures.raw import calibration_figure
 
-    asked = Comparison(reference, baselines)  # its metric is ECE whatever the comparison's
     _write(data, out, dpi, lambda df: calibration_figure(df, title=title, comparison=asked))
 
 
@@ -226,6 +214,7 @@ def _write_logs(sources: list[Path], out: Path, dpi: int, draw: Callable) -> Non
 
 
 @plot_app.command()
+@dataclass_options(Comparison, into="asked", exclude=("metric", "higher_is_better"))
 def curves(
     runs: list[Path] = RUNS,
     data: Path | None = RUNS_DATA,
@@ -257,8 +246,7 @@ def curves(
     out: Path = _out("curves.png"),
     dpi: int = DPI,
     title: str | None = TITLE,
-    reference: str = options.REFERENCE,
-    baselines: str | None = options.BASELINES,
+    asked: Comparison = Comparison(),
 ) -> None:
     """Training loss (smoothed by step distance, over its raw readings) and learning rate by step: a facet
     per size, a line per run, from the metrics logs rr train writes (OUT.metrics/RUN.jsonl).
@@ -269,9 +257,7 @@ def curves(
     if gap:
         if half_life is not None or smooth is not None:
             raise fail("--half-life and --smooth smooth each run's loss; --gap draws the raw paired gap")
-        from rr_analysis.comparison import Comparison
-
-        _gap(runs, data, out, dpi, title, Comparison(reference, baselines))  # the losses the runs logged
+        _gap(runs, data, out, dpi, title, asked)  # the losses the runs logged
         return
 
     def draw(sources):
@@ -365,6 +351,7 @@ def _write_anatomy(
 
 
 @plot_app.command()
+@dataclass_options(Comparison, into="asked")
 def tuning(
     data: Path = typer.Option(
         ..., "--data", help="A tuning file (rr tune --out FILE): rows with lr and role."
@@ -375,15 +362,11 @@ def tuning(
     ),
     dpi: int = DPI,
     title: str | None = TITLE,
-    reference: str = options.REFERENCE,
-    baselines: str | None = options.BASELINES,
-    metric: str = options.METRIC,
-    higher_is_better: bool = options.HIGHER_IS_BETTER,
+    asked: Comparison = Comparison(),
 ) -> None:
     """Each variant's metric against the learning rate on its selection seeds (mean, 95% t CI), a facet per
     size, with the rate each chose marked (hollow: at the grid's edge). `rr analyze tuning` tests the gap at
     the chosen rates."""
-    asked = options.comparison(reference, baselines, metric, higher_is_better)
 
     def draw(df):
         from rr_analysis.figures.tuning_curves import tuning_figure

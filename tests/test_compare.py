@@ -299,7 +299,8 @@ def test_the_cli_options_are_the_comparison_s_fields(monkeypatch):
     params = {p.name: p for p in get_command(app).commands["analyze"].params}
     for field in fields(Comparison):
         assert (
-            params[field.name].default == field.default and params[field.name].help == field.metadata["help"]
+            params[field.name].default == field.default
+            and params[field.name].help == field.metadata["option"].help
         )
     seen = []
     monkeypatch.setattr(table_view, "gap_table", lambda df, adjust, comparison: seen.append(comparison))

@@ -1,10 +1,11 @@
 """What `rr train`, `rr reproduce` and `rr sweep` share (cli/run_options.py): their training options, made
-from TrainConfig's field declarations (and --data, the corpus's old flag, still taken with a note), and the
+from TrainConfig's field declarations (`cli.fields.dataclass_options`) (and --data, the corpus's old flag, still taken with a note), and the
 run config file (`--config run.toml`: flag over file over default, unknown keys and wrong types refused, the
 effective options shown by --dry-run and kept in the provenance record)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Literal
 
 import pytest
@@ -14,7 +15,9 @@ from conftest import rr
 from cli.run_options import PANEL
 from rr_core.sweepfile.dataset import load_sweep
 from rr_core.sweepfile.provenance import read_records, sidecar_path
-from rr_model.config import TRAINING, Declared, RunOption, choices, declared_options
+from rr_core import options
+from rr_core.options import choices, option
+from rr_model.config import TRAINING, TrainConfig
 
 pytestmark = pytest.mark.usefixtures("offline")  # no hub; the session's token cache
 
@@ -84,7 +87,8 @@ def test_sweep_takes_a_config_file_and_checks_its_keys(tmp_path):
     )
     plan = rr("sweep", "--config", config, "--seeds", "3", "--out", tmp_path / "s.csv", "--dry-run")
     assert plan.exit_code == 0, plan.output
-    assert '\nseeds = "3"\n' in plan.stdout and "rr sweep: 1 run(s) to train, 0 already in" in plan.stdout
+    # the old spellings (sizes, seeds) still read, in the file and on the command line; shown as --size, --seed
+    assert '\nseed = ["3"]\n' in plan.stdout and "rr sweep: 1 run(s) to train, 0 already in" in plan.stdout
     config.write_text('sizes = "tiny"\nlauncher = "slurmm"\n')
     bad = rr("sweep", "--config", config, "--dry-run")
     assert bad.exit_code == 2 and "key 'launcher'" in bad.stderr and "'slurmm' is not one of" in bad.stderr
@@ -143,7 +147,7 @@ def test_sweep_children_get_the_config_file_and_determinism(tmp_path):
 
 @pytest.mark.parametrize("command", TRAINING)
 def test_a_training_command_s_options_are_trainconfig_s_declarations(command):
-    """The options in a training command's panels are the fields `declared_options` names for it: flag,
+    """The options in a training command's panels are the fields `rr_core.options.declared` names for it: flag,
     default, help, bound and panel (`PANEL`, or the field's own) are the field's, and a value outside the
     field's choices is refused by them."""
     from typer.main import get_command
@@ -151,10 +155,10 @@ def test_a_training_command_s_options_are_trainconfig_s_declarations(command):
     from cli.main import app
 
     params = get_command(app).commands[command].params
-    panels = {d.option.panel or PANEL for d in declared_options(command)}
+    panels = {d.option.panel or PANEL for d in options.declared(TrainConfig, command)}
     shown = {p.name: p for p in params if p.rich_help_panel in panels and not p.hidden}
-    assert list(shown) == [d.name for d in declared_options(command)]
-    for declared in declared_options(command):
+    assert list(shown) == [d.name for d in options.declared(TrainConfig, command)]
+    for declared in options.declared(TrainConfig, command):
         p = shown[declared.name]
         assert p.opts == [declared.flag] and p.help == declared.option.help and p.min == declared.option.min
         assert p.rich_help_panel == (declared.option.panel or PANEL)
@@ -166,22 +170,25 @@ def test_a_training_command_s_options_are_trainconfig_s_declarations(command):
             assert result.exit_code == 2 and f"is not one of {listed}" in " ".join(result.output.split())
 
 
-def test_a_new_field_is_an_option_of_the_commands_it_names(monkeypatch):
-    """The mechanism, shown with a field TrainConfig does not have: declared once, it becomes a typed option
-    with its choices, default and help, and its value comes back under the field's name."""
+def test_a_new_field_is_an_option_of_the_commands_it_names():
+    """The mechanism, shown with a dataclass of its own: a field declared once becomes a typed option with its
+    choices, default and help on the commands it names, and its value comes back under the field's name."""
     from typer.testing import CliRunner
 
-    from cli import run_options as cli_run_options
+    from cli.fields import dataclass_options
 
-    extra = Declared(
-        "sharding", Literal["none", "fsdp"], "none", RunOption("How to shard.", commands=("train",))
-    )
-    monkeypatch.setattr(cli_run_options, "declared_options", lambda command=None: (extra,))
+    @dataclass(frozen=True)
+    class Run:
+        sharding: Literal["none", "fsdp"] = field(
+            default="none", metadata=option("How to shard.", commands=("train",))
+        )
+        hidden: int = 0  # no option: not offered
+
     seen = []
 
-    @cli_run_options.training_options("train")
-    def train(ctx: typer.Context, **run) -> None:
-        seen.append(cli_run_options.run_options(ctx))
+    @dataclass_options(Run, "train", into="run", build=dict)
+    def train(run: dict) -> None:
+        seen.append(run)
 
     app = typer.Typer()
     app.command()(train)
@@ -192,7 +199,7 @@ def test_a_new_field_is_an_option_of_the_commands_it_names(monkeypatch):
     bad = CliRunner().invoke(app, ["train", "--sharding", "ddp"], env={"COLUMNS": "300"})
     assert bad.exit_code == 2 and "is not one of 'none', 'fsdp'" in " ".join(bad.output.split())
     shown = " ".join(CliRunner().invoke(app, ["train", "--help"], env={"COLUMNS": "200"}).output.split())
-    assert "How to shard." in shown and "[default: none]" in shown
+    assert "How to shard." in shown and "[default: none]" in shown and "--hidden" not in shown
 
 
 def test_the_old_data_flag_still_sets_the_corpus_with_a_one_line_note(tmp_path):
