@@ -79,20 +79,8 @@ def renamed(new: str, old: str, why: str, panel: str | None = None) -> Any:
     return typer.Option(None, old, hidden=True, callback=note, rich_help_panel=panel)
 
 
-def alias(old: str, panel: str | None = None) -> Any:
-    """A hidden option `old` that sets what another flag sets, as it always did, without a note: a second
-    spelling kept working (`either` joins the two)."""
-    return typer.Option(None, old, hidden=True, rich_help_panel=panel, show_default=False)
-
-
-def given(ctx: typer.Context, name: str) -> bool:
-    """Whether the option `name` of the running command was given on its command line."""
-    source = ctx.get_parameter_source(name)
-    return source is not None and source.name == "COMMANDLINE"
-
-
 def either(new: str, old: str, new_value: Any, old_value: Any, new_given: bool) -> Any:
-    """The value of an option given by its flag `new` or its other flag `old` (`renamed`, `alias`), not both."""
+    """The value of an option given by its flag `new` or its old flag `old` (`renamed`), not both."""
     if old_value in (None, []):
         return new_value
     if new_given:
@@ -159,7 +147,8 @@ def _value(ctx: typer.Context, declared: Declared, parsed: dict) -> Any:
     value = parsed.pop(declared.name)
     if declared.option.renamed:
         old = parsed.pop(_old_name(declared))
-        value = either(declared.flag, declared.option.renamed[0], value, old, given(ctx, declared.name))
+        on_line = ctx.get_parameter_source(declared.name).name == "COMMANDLINE"
+        value = either(declared.flag, declared.option.renamed[0], value, old, on_line)
     if declared.option.comma:
         value = (
             comma_items(ctx, declared.flag, value, _item_type(declared.type)) if value is not None else None

@@ -7,11 +7,12 @@ from pathlib import Path
 
 import typer
 
+from cli.config_file import CONFIG, with_config
 from cli.errors import known_errors
 from cli.fields import dataclass_options, spelled, spelling
 from cli.launchers import items, launch, launch_module, seed_list
 from cli.records import Format, echo_records
-from cli.run_options import CONFIG, DRY_RUN, OUT, PANEL, VARIANT, with_config
+from cli.run_options import DRY_RUN, OUT, PANEL, VARIANT
 from rr_analysis.comparison import POWER
 from rr_analysis.numbers import BLANK, fixed, percent, significant
 from rr_core.errors import InputError

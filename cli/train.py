@@ -6,9 +6,10 @@ from pathlib import Path
 
 import typer
 
+from cli.config_file import CONFIG, with_config
 from cli.errors import known_errors
 from cli.fields import dataclass_options, spelled, spelling
-from cli.run_options import CONFIG, DRY_RUN, OUT, PANEL, VARIANT, train_and_report, with_config
+from cli.run_options import DRY_RUN, OUT, PANEL, VARIANT, train_and_report
 from rr_model.config import TrainConfig
 
 

@@ -13,10 +13,10 @@ import typer
 from conftest import rr
 
 from cli.run_options import PANEL
-from rr_core.sweepfile.dataset import load_sweep
-from rr_core.sweepfile.provenance import read_records, sidecar_path
 from rr_core import options
 from rr_core.options import choices, option
+from rr_core.sweepfile.dataset import load_sweep
+from rr_core.sweepfile.provenance import read_records, sidecar_path
 from rr_model.config import TRAINING, TrainConfig
 
 pytestmark = pytest.mark.usefixtures("offline")  # no hub; the session's token cache

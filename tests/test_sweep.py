@@ -109,7 +109,8 @@ def test_effect_plans_the_seeds_the_power_analysis_asks_for(published_copy):
     assert f"rr sweep: {runs} run(s) to train, 0 already in" in result.stdout
 
     both = rr("sweep", "--effect", 0.003, "--seeds", "3", "--out", published, "--dry-run")
-    assert both.exit_code == 2 and "give --effect or --seed, not both" in both.stderr  # --seeds: its old spelling
+    # --seeds is --seed's other spelling; the message names the one help shows
+    assert both.exit_code == 2 and "give --effect or --seed, not both" in both.stderr
 
 
 def test_effect_plans_the_power_of_the_sweeps_own_reference(tmp_path, published_copy):
