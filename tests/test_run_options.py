@@ -214,3 +214,100 @@ def test_the_old_data_flag_still_sets_the_corpus_with_a_one_line_note(tmp_path):
     assert new.stderr == ""
     both = rr("train", "--size", "tiny", "--corpus", "synthetic", "--data", "synthetic", "--dry-run")
     assert both.exit_code == 2 and "give --corpus only" in both.stderr
+
+
+# --- one spelling of the size and the seed (issue 49 item 10) ----------------------------------------------
+
+
+def _planned(result) -> list[list[str]]:
+    """The plan table's rows of a dry run, without their time estimate (it follows the machine's speed)."""
+    assert result.exit_code == 0, result.output
+    table = result.stdout.split(" run(s), ")[0]  # up to the plan's total line
+    return [line.split()[:-1] for line in table.splitlines() if line.startswith("tiny ")]
+
+
+@pytest.mark.parametrize(
+    "command, shown, other, rows",
+    [
+        ("train", ["--size", "tiny", "--seed", "3"], ["--sizes", "tiny", "--seeds", "3"], 1),
+        ("sweep", ["--size", "tiny", "--seed", "0", "--seed", "1"], ["--sizes", "tiny", "--seeds", "0,1"], 2),
+        (
+            "sweep",
+            ["--size", "tiny", "--seed", "0,1"],
+            ["--seeds", "0", "--sizes", "tiny", "--seeds", "1"],
+            2,
+        ),
+        (
+            "tune",
+            ["--size", "tiny", "--lr", "1e-3,2e-3", "--select-seeds", "0", "--seed", "1", "--seed", "2"],
+            ["--sizes", "tiny", "--lr", "1e-3,2e-3", "--select-seeds", "0", "--seeds", "1,2"],
+            2,
+        ),
+    ],
+)
+def test_size_and_seed_have_one_spelling_and_the_other_still_works(tmp_path, command, shown, other, rows):
+    """rr train, rr tune and rr sweep show --size and --seed (repeatable, or comma lists where a command takes
+    several); --sizes and --seeds, each command's old spelling, are hidden and plan the same runs."""
+    from typer.main import get_command
+
+    from cli.main import app
+
+    common = ["--corpus", "synthetic", "--steps", 3, "--variant", "standard", "--out", tmp_path / "o.csv"]
+    plan = _planned(rr(command, *shown, *common, "--dry-run"))
+    assert len(plan) == rows and plan == _planned(rr(command, *other, *common, "--dry-run"))
+    flags = {o for p in get_command(app).commands[command].params if not p.hidden for o in p.opts}
+    assert {"--size", "--seed"} <= flags and not {"--sizes", "--seeds"} & flags
+
+
+def test_one_size_given_under_both_spellings_is_refused(tmp_path):
+    result = rr("train", "--size", "tiny", "--sizes", "60M", "--out", tmp_path / "o.csv", "--dry-run")
+    assert (
+        result.exit_code == 2 and "--size and --sizes name the same thing: give --size only" in result.stderr
+    )
+
+
+# --- the training entry, from Python ---------------------------------------------------------------------
+
+
+def test_the_library_plans_from_a_run_config_file_and_says_what_a_ctrl_c_kept(tmp_path, monkeypatch):
+    """What `rr train --config` does, as library calls a notebook makes: the file read and checked
+    (`read_run_config`), the runs planned, then checked and trained in one call (`train_planned`, here its
+    dry run); a Ctrl-C while training is an `Interrupted` naming what was kept."""
+    from rr_core.errors import InputError, Interrupted
+    from rr_model.run import trainer
+    from rr_model.run.config_file import Key, read_run_config
+    from rr_model.run.entry import train_planned
+    from rr_model.run.planning import plan_runs
+
+    config, out = tmp_path / "run.toml", tmp_path / "o.csv"
+    config.write_text('size = "tiny"\nsteps = 3\ncorpus = "synthetic"\ncheckpoint-every = 0\n')
+    at_least_one = lambda v: None if v >= 1 else "must be >= 1"  # noqa: E731
+    keys = {
+        "size": Key("size", "str"),
+        "steps": Key("steps", "int", check=at_least_one),
+        "corpus": Key("data", "str"),
+        "checkpoint_every": Key("checkpoint_every", "int"),
+    }
+    given = read_run_config(config, keys, "train")
+    assert given == {"size": "tiny", "steps": 3, "data": "synthetic", "checkpoint_every": 0}
+    runs = plan_runs(out, given.pop("size"), ("standard",), 0, **given)
+    assert train_planned(runs, out, dry_run=True) == [] and not out.exists()
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    with monkeypatch.context() as patched:
+        patched.setattr(trainer, "train_runs", interrupted)
+        with pytest.raises(
+            Interrupted, match=r"No row was written .* the run starts over \(checkpoints were off"
+        ):
+            train_planned(runs, out)
+    assert not out.exists()  # rr train's tests train through the same call (`train_and_report`)
+
+    config.write_text("size = 'tiny'\nstep = 3\n")
+    said = r"key 'step' for rr train \(did you mean steps\?\); valid keys: checkpoint_every, corpus, size, steps$"
+    with pytest.raises(InputError, match=said):
+        read_run_config(config, keys, "train")
+    config.write_text("steps = 0\n")
+    with pytest.raises(InputError, match="key 'steps': must be >= 1"):
+        read_run_config(config, keys, "train")
