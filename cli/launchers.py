@@ -15,7 +15,7 @@ from cli.run_options import RESULT_FORMATS, echo_budget_plan, echo_memory, echo_
 from rr_analysis.numbers import BLANK
 from rr_core.errors import InputError
 
-__all__ = ["items", "seed_list", "launch_module", "submit", "train_here", "launch"]
+__all__ = ["items", "seed_list", "launch"]
 
 
 def items(text: str | None) -> list[str] | None:
@@ -33,82 +33,34 @@ def seed_list(given: str | list[str] | None, flag: str) -> list[int] | None:
     return [int(s) for s in items(text)]
 
 
-def launch_module():
-    """rr_model.sweep.slurm, imported only where Slurm is used: submitit comes with the cluster extra, and a
-    missing one is `cli.errors.run`'s one sentence naming that extra."""
-    from rr_model.sweep import slurm
-
-    return slurm
-
-
-def submit(todo: list, out: Path, how, dry_run: bool, command: str) -> None:
-    """Submit `todo` as a job array (or show it, with the sbatch script, under --dry-run: no submitit needed
-    unless jobs are recorded for `out` already). `command` names the rr command in what is printed."""
-    from rr_model.run.planning import dataset_keys, families, memory_plans
-    from rr_model.sweep.jobs import read_jobs
-    from rr_model.sweep.sbatch import job_folder, part_path, sbatch_script
-
-    resources, per_run_files = how.resources(), how.per_run_files
-    if per_run_files:
-        todo = [cfg for cfg in todo if cfg.key not in dataset_keys(part_path(out, cfg.stem))]
-    if read_jobs(out):
-        slurm = launch_module()
-        busy = slurm.active_keys(slurm.job_status(out))
-        if busy & {cfg.key for cfg in todo}:
-            todo = [cfg for cfg in todo if cfg.key not in busy]
-            typer.echo(
-                f"rr {command}: runs with a pending or running job are not submitted again (see --status)"
-            )
-    if not todo:
-        return
-    if dry_run:
-        groups = families(todo)  # a run with cooldown branches is one job: it trains them after itself
-        jobs = []
-        for i, (lead, *branches) in enumerate(groups):
-            jobs.append({"job": i, **lead.named, "steps": lead.steps})
-            if any(len(g) > 1 for g in groups):
-                jobs[-1]["branch_at"] = ",".join(str(c.steps) for c in branches) or BLANK
-        echo_records(jobs, Format.text, title=f"rr {command}: {len(jobs)} job(s) would be submitted")
-        typer.echo(f"\nsbatch script (submitit writes it under {job_folder(out)}):\n")
-        typer.echo(sbatch_script(out, resources, len(jobs)))
-        echo_budget_plan(todo)
-        echo_memory(*memory_plans(todo, how.world), how.world)
-        return
-    slurm = launch_module()
-    entries = slurm.submit_runs(todo, out, slurm.slurm_executor(out, resources), per_run_files)
-    keys = ("job_id", "size", "variant", "seed", *(("lr",) if "lr" in entries[0] else ()), "out", "log")
-    echo_records([{k: e[k] for k in keys} for e in entries], Format.text, title=f"rr {command}: submitted")
-    typer.echo(f"rr {command}: follow them with rr sweep --status --out {out}; stop them with --cancel")
-
-
-def train_here(todo: list, out: Path, nproc: int, dry_run: bool, command: str) -> list[dict]:
-    """Train `todo` here, one process each, and print their summary (or show the plan under --dry-run:
-    nothing trains, [] returned). Returns the summary records (`rr_model.sweep.local.run_sweep`)."""
-    from rr_model.run.planning import describe_runs, memory_plans
-    from rr_model.sweep.local import run_sweep
-
-    if dry_run:
-        if todo:
-            echo_plan(describe_runs(todo), f"rr {command}: plan for {out}")
-            echo_budget_plan(todo)
-            echo_memory(*memory_plans(todo, nproc), nproc)
-        return []
-    summary = run_sweep(todo, out, nproc)
-    if summary:
-        echo_records(summary, Format.text, title=f"rr {command}: {out}", formats=RESULT_FORMATS)
-    return summary
-
-
 def launch(runs, out: Path, how, dry_run: bool, command: str) -> list[dict] | None:
-    """Train the plan `runs` (`rr_model.run.planning.Runs`) where `how` (`rr_model.sweep.launch.Launch`) says:
-    here (the summary records, [] under --dry-run) or on Slurm (None: the jobs append their rows later). Every
-    run's checks come first, dry run or not (`Runs.check`), so nothing starts that a later run would refuse."""
-    how.check()
-    if how.launcher == "local":
-        runs.check(how.nproc, resume=True)  # a sweep continues its runs' checkpoints
-        return train_here(runs.todo, out, how.nproc, dry_run, command)
-    if not how.per_run_files:  # a job of its own file checks that file when it starts
-        # jobs run on other machines: the memory plan is checked against --gpu-memory only
-        runs.check(how.world, resume=True, gpu_here=False)
-    submit(runs.todo, out, how, dry_run, command)
-    return None
+    """Train the plan `runs` where `how` says (`rr_model.sweep.launch.launch`) and show what it did: the
+    plan (dry run) or each run's summary here, the jobs and their sbatch script (dry run) or the jobs
+    submitted on Slurm. Returns the summary records here ([] under --dry-run), None on Slurm (the jobs append
+    their rows later). `command` names the rr command in what is printed."""
+    from rr_model.run.planning import describe_runs, memory_plans
+    from rr_model.sweep.launch import launch as launch_runs
+    from rr_model.sweep.sbatch import job_folder
+
+    done = launch_runs(runs, out, how, dry_run)
+    local, world = how.launcher == "local", how.nproc if how.launcher == "local" else how.world
+    if done.busy:
+        typer.echo(f"rr {command}: runs with a pending or running job are not submitted again (see --status)")
+    if dry_run and done.todo:
+        if local:
+            echo_plan(describe_runs(done.todo), f"rr {command}: plan for {out}")
+        else:
+            title = f"rr {command}: {len(done.jobs)} job(s) would be submitted"
+            echo_records(done.jobs, Format.text, title=title, formats={"branch_at": lambda b: b or BLANK})
+            typer.echo(f"\nsbatch script (submitit writes it under {job_folder(out)}):\n")
+            typer.echo(done.script)
+        echo_budget_plan(done.todo)
+        echo_memory(*memory_plans(done.todo, world), world)
+    elif done.summary:
+        echo_records(done.summary, Format.text, title=f"rr {command}: {out}", formats=RESULT_FORMATS)
+    elif done.entries:
+        e = done.entries
+        keys = ("job_id", "size", "variant", "seed", *(("lr",) if "lr" in e[0] else ()), "out", "log")
+        echo_records([{k: r[k] for k in keys} for r in e], Format.text, title=f"rr {command}: submitted")
+        typer.echo(f"rr {command}: follow them with rr sweep --status --out {out}; stop them with --cancel")
+    return done.summary

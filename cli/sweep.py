@@ -10,7 +10,7 @@ import typer
 from cli.config_file import CONFIG, with_config
 from cli.errors import known_errors
 from cli.fields import dataclass_options, spelled, spelling
-from cli.launchers import items, launch, launch_module, seed_list
+from cli.launchers import items, launch, seed_list
 from cli.records import Format, echo_records
 from cli.run_options import DRY_RUN, OUT, PANEL, VARIANT
 from rr_analysis.comparison import POWER
@@ -108,8 +108,9 @@ def _status_or_cancel(out: Path, status: bool, cancel: bool) -> None:
     if status and cancel:
         raise InputError("--status and --cancel: give one of them")
     from rr_model.sweep.jobs import state_path
+    from rr_model.sweep.launch import slurm_module
 
-    launch = launch_module()
+    launch = slurm_module()
     if cancel:
         ids = launch.cancel_jobs(out)
         typer.echo(f"rr sweep: asked {len(ids)} job(s) to stop: {' '.join(ids) or BLANK}")
