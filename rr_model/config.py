@@ -235,7 +235,7 @@ class TrainConfig:
         default=False,
         metadata=option(
             "Train published runs again under the published recipe (rr reproduce, many at once) into a "
-            "reproduction file: --out, default data/reproduction.csv. --seeds defaults to each size's "
+            "reproduction file: --out, default data/reproduction.csv. --seed defaults to each size's "
             "published seeds.",
             commands=("sweep",),
         ),

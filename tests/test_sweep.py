@@ -156,7 +156,7 @@ def test_at_trains_a_size_past_the_published_ladder_from_a_ladder_file(tmp_path)
         (("--at", "3B"), "rr's ladder has no 3B; give its shape in a ladder file"),
         (
             ("--at", "1B", "--ladder", ladder),
-            "1B is a published size; train more of its seeds with --sizes 1B",
+            "1B is a published size; train more of its seeds with --size 1B",
         ),
         (("--at", "3B", "--sizes", "1B", "--ladder", ladder), "give one, not both"),
     ):
