@@ -32,7 +32,7 @@ def cli_type(declared: Declared) -> Any:
     shown as <a|b|c>), a tuple a list (a repeatable option), a comma-separated field a list of texts; an
     optional stays optional."""
     kind = declared.type
-    if declared.option.comma:  # each given as a comma-separated list, or repeated: parsed by `_comma_items`
+    if declared.option.comma:  # each given as a comma-separated list, or repeated: parsed by `comma_items`
         return list[str]
     allowed, many = choices(kind)
     if allowed:
@@ -88,20 +88,15 @@ def either(new: str, old: str, new_value: Any, old_value: Any, new_given: bool) 
     return old_value
 
 
-def comma_items(ctx: typer.Context, flag: str, given: Iterable[str] | None, kind: type = str) -> tuple:
-    """A comma-separated option's items (given as one list, or repeated, or both), each of type `kind`; ()
-    when not given. An empty name between commas is refused; so is an item `kind` cannot read."""
-    given = list(given or ())
-    texts = [t.strip() for text in given for t in text.split(",")]
-    if kind is str:
-        for text in given:
-            if not all(t.strip() for t in text.split(",")):
-                raise typer.BadParameter(
-                    f"{text!r} has an empty name; give variant names separated by commas, e.g. highway,standard",
-                    ctx=ctx,
-                    param_hint=f"'{flag}'",
-                )
-    texts = [t for t in texts if t]
+def comma_items(ctx: typer.Context, declared: Declared, given: Iterable[str] | None) -> tuple:
+    """A comma-separated field's items (given as one list, or repeated, or both), each of the field's item
+    type; () when not given. An empty name between commas is refused; so is an item the type cannot read."""
+    given, kind, flag = list(given or ()), _item_type(declared.type), declared.flag
+    if kind is str and (empty := [t for t in given if not all(i.strip() for i in t.split(","))]):
+        raise typer.BadParameter(
+            f"{empty[0]!r} has an empty name; give {declared.option.items}", ctx=ctx, param_hint=f"'{flag}'"
+        )
+    texts = [t.strip() for text in given for t in text.split(",") if t.strip()]
     try:
         return tuple(kind(t) for t in texts)
     except ValueError:
@@ -149,13 +144,9 @@ def _value(ctx: typer.Context, declared: Declared, parsed: dict) -> Any:
         old = parsed.pop(_old_name(declared))
         on_line = ctx.get_parameter_source(declared.name).name == "COMMANDLINE"
         value = either(declared.flag, declared.option.renamed[0], value, old, on_line)
-    if declared.option.comma:
-        value = (
-            comma_items(ctx, declared.flag, value, _item_type(declared.type)) if value is not None else None
-        )
-        if value is None and get_origin(declared.type) is tuple:
-            value = ()
-    elif value is None and get_origin(declared.type) is tuple:
+    if declared.option.comma and value is not None:
+        value = comma_items(ctx, declared, value)
+    if value is None and get_origin(declared.type) is tuple:
         value = ()
     return _plain(value)
 

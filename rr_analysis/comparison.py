@@ -101,6 +101,7 @@ class Comparison:
             "variant present (the published sweep: highway, standard).",
             metavar="A,B,...",
             comma=True,
+            items="variant names separated by commas, e.g. highway,standard",
         ),
     )  # None: every other variant present (`compare` resolves them)
     metric: str = field(

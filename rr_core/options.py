@@ -39,11 +39,12 @@ class Option:
     comma: bool = False  # a tuple field given as one comma-separated list (--branch-at 100,200) too
     panel: str | None = None  # the help panel it is listed in; None: the command's choice
     metavar: str | None = None  # what its help shows for the value; None: its type
+    items: str = "names separated by commas"  # a comma-separated field's items, as its refusal asks for them
 
 
 def option(help: str, **how: Any) -> dict[str, Option]:
     """The metadata of a field that command lines set: ``field(metadata=option("Help."))``; `how` holds
-    `Option`'s other fields (commands, min, flag, renamed, comma, panel, metavar)."""
+    `Option`'s other fields (commands, min, flag, renamed, comma, panel, metavar, items)."""
     return {"option": Option(help, **how)}
 
 
