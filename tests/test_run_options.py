@@ -170,6 +170,23 @@ def test_a_training_command_s_options_are_trainconfig_s_declarations(command):
             assert result.exit_code == 2 and f"is not one of {listed}" in " ".join(result.output.split())
 
 
+@pytest.mark.parametrize("command", ["sweep", "tune"])
+def test_the_launcher_options_are_launch_s_declarations(command):
+    """rr sweep's and rr tune's launcher options are the fields of `rr_model.sweep.launch.Launch`, made by the
+    same mechanism as the training options: flag, default, help, bound and panel from the field."""
+    from typer.main import get_command
+
+    from cli.main import app
+    from rr_model.sweep.launch import Launch
+
+    params = {p.name: p for p in get_command(app).commands[command].params}
+    for declared in options.declared(Launch):
+        p = params[declared.name]
+        assert p.opts == [declared.flag] and p.help == declared.option.help and p.min == declared.option.min
+        assert p.default == (None if declared.default == () else declared.default)
+        assert p.rich_help_panel == declared.option.panel  # the Slurm options' panel, or the command's own
+
+
 def test_a_new_field_is_an_option_of_the_commands_it_names():
     """The mechanism, shown with a dataclass of its own: a field declared once becomes a typed option with its
     choices, default and help on the commands it names, and its value comes back under the field's name."""
