@@ -13,9 +13,9 @@ import typer
 
 from cli.choices import Adjust, Format
 from cli.errors import fail, known_errors
+from cli.fields import dataclass_options
 from cli.help import RrCommand
-from cli.options import BASELINES, HIGHER_IS_BETTER, METRIC, REFERENCE, SIZES, comparison
-from rr_analysis.comparison import POWER
+from rr_analysis.comparison import POWER, Comparison
 
 DEFAULT_VIEW = "table"
 _ALIAS = "Same as the view `{}`."
@@ -145,6 +145,7 @@ class ViewsCommand(RrCommand):
 _OLD_FLAGS = "The old flags (--table, --emergence, ...) still work. Exit 0 on success, 2 for a bad --data file or option."
 
 
+@dataclass_options(Comparison, into="comparison")
 def analyze(
     view: str = typer.Argument(
         None,
@@ -179,11 +180,7 @@ def analyze(
     noise: float = NOISE,
     against: Path = AGAINST,
     card_file: Path | None = CARD_FILE,
-    reference: str = REFERENCE,
-    baselines: str | None = BASELINES,
-    metric: str = METRIC,
-    higher_is_better: bool = HIGHER_IS_BETTER,
-    sizes: str | None = SIZES,
+    comparison: Comparison = Comparison(),
 ) -> None:
     """Statistics of a sweep: gap = mean(baseline) - mean(review_neutral), positive favours Review.
 
@@ -202,9 +199,7 @@ def analyze(
     }
     name = _one_view(view, flags)
     width = None if wide or fmt is not Format.text else shutil.get_terminal_size().columns
-    options = dict(
-        comparison=comparison(reference, baselines, metric, higher_is_better, sizes), adjust=adjust.value
-    )
+    options = dict(comparison=comparison, adjust=adjust.value)
     options |= dict(
         margin=margin,
         effect=effect,

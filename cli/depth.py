@@ -5,8 +5,8 @@ from __future__ import annotations
 import typer
 
 from cli.errors import known_errors
+from cli.fields import either, renamed
 from cli.records import FORMAT_HELP, Format, echo_records
-from cli.run_options import either, renamed
 from rr_analysis.numbers import significant
 
 DEFAULT = ("review_convex", "review_neutral")

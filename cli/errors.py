@@ -13,7 +13,7 @@ from pathlib import Path
 
 import typer
 
-from rr_core.errors import InterruptSaid, RRError, StoppedElsewhere, notes_said
+from rr_core.errors import Interrupted, InterruptSaid, RRError, StoppedElsewhere, notes_said
 
 USAGE_OR_DATA = 2  # bad input: a file, an option value
 
@@ -78,6 +78,9 @@ def known_errors():
             yield
     except StoppedElsewhere:
         raise typer.Exit(USAGE_OR_DATA) from None  # the process that failed said why, in one line
+    except Interrupted as e:  # what was kept and how to go on
+        typer.echo(f"rr: {e}", err=True)
+        sys.exit(130)
     except RRError as e:
         raise fail(str(e)) from None
     except OSError as e:

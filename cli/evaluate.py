@@ -8,8 +8,8 @@ from pathlib import Path
 import typer
 
 from cli.errors import fail, known_errors
+from cli.fields import either, renamed
 from cli.records import FORMAT_HELP, Format, echo_records
-from cli.run_options import either, renamed
 from rr_analysis.numbers import fixed
 
 # The options of --tasks (lm-evaluation-harness), declared here to keep `evaluate` readable.

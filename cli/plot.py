@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 
 import typer
 
+from cli import figure_files as fig
 from cli import options
 from cli.choices import Adjust, Stat
-from cli.errors import fail, known_errors
+from cli.errors import fail
+from cli.fields import dataclass_options
 from cli.help import CASE_INSENSITIVE
 from rr_analysis.comparison import Comparison, of_sizes  # light: no numpy or pandas at import
 
@@ -20,51 +21,11 @@ plot_app = typer.Typer(
 )
 
 
-DATA = typer.Option(
-    None,
-    "--data",
-    help="Sweep CSV to plot. Default: the published dataset bundled with rr.",
-    show_default=False,
-)
-DPI = typer.Option(150, "--dpi", min=1, help="Resolution of PNG output (and of raster parts of PDF/SVG).")
-TITLE = typer.Option(None, "--title", help="Figure title. Default: a title naming what is drawn.")
-
-
-def _out(default: str) -> typer.Option:
-    return typer.Option(
-        Path(default),
-        "--out",
-        "-o",
-        help="File to write; .png, .pdf or .svg picks the format. An existing file is replaced (stderr says so).",
-    )
-
-
-def _write(data: Path | None, out: Path, dpi: int, draw: Callable, asked=None) -> None:
-    """Check `out`, load the data, draw and write the figure with its provenance footnote (`with_provenance`:
-    the cells of the comparison `asked` whose runs differ from the published ones), print the path (and on
-    stderr where it is and whether it replaced a file). Exit 2 on known errors."""
-    import matplotlib
-
-    matplotlib.use("Agg")  # headless, whatever the environment says; rr draws files only
-
-    from cli.dataload import load_checked
-    from cli.heap import frozen_heap
-    from rr_analysis.figures.output import check_writable, save_figure, with_provenance
-
-    with known_errors():
-        replaced = check_writable(out).exists()  # before loading or drawing: a bad --out fails at once
-        df = load_checked(data)
-        with frozen_heap():
-            path = save_figure(with_provenance(draw(df), df, asked), out, dpi=dpi)
-    typer.echo(str(path))
-    what = "replacing the file that was there" if replaced else "a new file"
-    typer.echo(f"rr plot: wrote {path.name} in {path.resolve().parent} ({what})", err=True)
-
-
 @plot_app.command()
+@dataclass_options(Comparison, into="asked")
 def emergence(
-    data: Path | None = DATA,
-    out: Path = _out("emergence.png"),
+    data: Path | None = fig.DATA,
+    out: Path = fig.out_option("emergence.png"),
     stat: Stat = typer.Option(
         Stat.paired,
         "--stat",
@@ -80,13 +41,9 @@ def emergence(
     fit: bool = typer.Option(
         True, "--fit/--no-fit", help="Draw the primary size-level model's fitted line and its 95% CI band."
     ),
-    dpi: int = DPI,
-    title: str | None = TITLE,
-    reference: str = options.REFERENCE,
-    baselines: str | None = options.BASELINES,
-    metric: str = options.METRIC,
-    higher_is_better: bool = options.HIGHER_IS_BETTER,
-    sizes: str | None = options.SIZES,
+    dpi: int = fig.DPI,
+    title: str | None = fig.TITLE,
+    asked: Comparison = Comparison(),
 ) -> None:
     """The paper's Figure 2: Review's advantage (baseline loss - Review loss) against parameters.
 
@@ -96,7 +53,6 @@ def emergence(
     default is the primary analysis, the paired test with Holm's adjustment; `--stat welch --adjust none
     --no-fit` draws the paper's figure. --reference, --baselines and --metric draw any other comparison.
     """
-    asked = options.comparison(reference, baselines, metric, higher_is_better, sizes)
 
     def draw(df):
         from rr_analysis.figures.gaps import emergence_plot
@@ -104,27 +60,23 @@ def emergence(
         how = {"stat": stat.value, "adjust": adjust.value, "fit": fit, "title": title}
         return emergence_plot(df, **how, comparison=asked)
 
-    _write(data, out, dpi, draw, asked)
+    fig.write(data, out, dpi, draw, asked)
 
 
 @plot_app.command()
+@dataclass_options(Comparison, into="asked")
 def forecast(
     at: list[str] = typer.Option(
         ..., "--at", help="A size to forecast, a ladder name or a count such as 3B; repeat for more."
     ),
-    data: Path | None = DATA,
-    out: Path = _out("forecast.png"),
-    dpi: int = DPI,
-    title: str | None = TITLE,
-    reference: str = options.REFERENCE,
-    baselines: str | None = options.BASELINES,
-    metric: str = options.METRIC,
-    higher_is_better: bool = options.HIGHER_IS_BETTER,
-    sizes: str | None = options.SIZES,
+    data: Path | None = fig.DATA,
+    out: Path = fig.out_option("forecast.png"),
+    dpi: int = fig.DPI,
+    title: str | None = fig.TITLE,
+    asked: Comparison = Comparison(),
 ) -> None:
     """The primary size-level line carried past the sweep: observed paired gaps, the line with its 95% CI
     and PI bands, and each forecast size's gap with its 95% CI and PI; shaded past the largest size."""
-    asked = options.comparison(reference, baselines, metric, higher_is_better, sizes)
 
     def draw(df):
         from rr_analysis.figures.gaps import forecast_figure
@@ -135,20 +87,17 @@ def forecast(
         table, line = gap_table(df, comparison=asked), meta_line(df, at, comparison=asked)
         return forecast_figure(table, line, predict(df, at, comparison=asked), title=title)
 
-    _write(data, out, dpi, draw, asked)
+    fig.write(data, out, dpi, draw, asked)
 
 
 @plot_app.command()
+@dataclass_options(Comparison, into="asked")
 def scaling(
-    data: Path | None = DATA,
-    out: Path = _out("scaling.png"),
-    dpi: int = DPI,
-    title: str | None = TITLE,
-    reference: str = options.REFERENCE,
-    baselines: str | None = options.BASELINES,
-    metric: str = options.METRIC,
-    higher_is_better: bool = options.HIGHER_IS_BETTER,
-    sizes: str | None = options.SIZES,
+    data: Path | None = fig.DATA,
+    out: Path = fig.out_option("scaling.png"),
+    dpi: int = fig.DPI,
+    title: str | None = fig.TITLE,
+    asked: Comparison = Comparison(),
 ) -> None:
     """Validation loss (or --metric) against parameters per variant: every seed a point, the mean a line, log x.
 
@@ -156,21 +105,17 @@ def scaling(
     """
     from rr_analysis.figures.raw import scaling_figure
 
-    asked = options.comparison(reference, baselines, metric, higher_is_better, sizes)
-    _write(data, out, dpi, lambda df: scaling_figure(df, title=title, comparison=asked), asked)
+    fig.write(data, out, dpi, lambda df: scaling_figure(df, title=title, comparison=asked), asked)
 
 
 @plot_app.command()
+@dataclass_options(Comparison, into="asked")
 def seeds(
-    data: Path | None = DATA,
-    out: Path = _out("seeds.png"),
-    dpi: int = DPI,
-    title: str | None = TITLE,
-    reference: str = options.REFERENCE,
-    baselines: str | None = options.BASELINES,
-    metric: str = options.METRIC,
-    higher_is_better: bool = options.HIGHER_IS_BETTER,
-    sizes: str | None = options.SIZES,
+    data: Path | None = fig.DATA,
+    out: Path = fig.out_option("seeds.png"),
+    dpi: int = fig.DPI,
+    title: str | None = fig.TITLE,
+    asked: Comparison = Comparison(),
 ) -> None:
     """A facet per size: every run, each variant's mean with its 95% t interval, a line per seed.
 
@@ -178,19 +123,17 @@ def seeds(
     """
     from rr_analysis.figures.raw import seeds_figure
 
-    asked = options.comparison(reference, baselines, metric, higher_is_better, sizes)
-    _write(data, out, dpi, lambda df: seeds_figure(df, title=title, comparison=asked), asked)
+    fig.write(data, out, dpi, lambda df: seeds_figure(df, title=title, comparison=asked), asked)
 
 
 @plot_app.command()
+@dataclass_options(Comparison, into="asked", exclude=("metric", "higher_is_better"))
 def calibration(
-    data: Path | None = DATA,
-    out: Path = _out("calibration.png"),
-    dpi: int = DPI,
-    title: str | None = TITLE,
-    reference: str = options.REFERENCE,
-    baselines: str | None = options.BASELINES,
-    sizes: str | None = options.SIZES,
+    data: Path | None = fig.DATA,
+    out: Path = fig.out_option("calibration.png"),
+    dpi: int = fig.DPI,
+    title: str | None = fig.TITLE,
+    asked: Comparison = Comparison(),
 ) -> None:
     """Expected calibration error by size and variant, where ECE was measured (the metric is ECE).
 
@@ -198,82 +141,21 @@ def calibration(
     """
     from rr_analysis.figures.raw import calibration_figure
 
-    asked = Comparison(reference, baselines, sizes=sizes)  # its metric is ECE whatever the comparison's
-    _write(data, out, dpi, lambda df: calibration_figure(df, title=title, comparison=asked), asked)
-
-
-RUNS = typer.Argument(
-    None, help="Metrics folders (OUT.metrics/) or logs (.jsonl) of runs; or use --data.", show_default=False
-)
-RUNS_DATA = typer.Option(
-    None,
-    "--data",
-    help="Dataset CSV whose runs to draw (their logs are found through its sidecar in OUT.metrics/).",
-    show_default=False,
-)
-
-
-def _write_logs(
-    runs: list[Path] | None, data: Path | None, out: Path, dpi: int, draw: Callable, asked=None
-) -> None:
-    """Check `out`, draw the figure of the metrics logs of `runs` and of the sweep `data`
-    (`draw(sources)`), with `data`'s provenance footnote (`with_provenance`: the cells of the comparison
-    `asked` whose runs differ from the published ones), write it, print the path. Exit 2 on known errors, or
-    when no source is given."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-
-    from cli.dataload import load_checked
-    from cli.heap import frozen_heap
-    from rr_analysis.figures.output import check_writable, save_figure, with_provenance
-
-    sources = [*(runs or []), *([data] if data else [])]
-    if not sources:
-        raise fail("give --data FILE.csv or at least one metrics folder or log (OUT.metrics/)")
-    with known_errors():
-        check_writable(out)
-        with frozen_heap():
-            fig = draw(sources)
-            path = save_figure(with_provenance(fig, load_checked(data), asked) if data else fig, out, dpi=dpi)
-    typer.echo(str(path))
+    fig.write(data, out, dpi, lambda df: calibration_figure(df, title=title, comparison=asked), asked)
 
 
 @plot_app.command()
+@dataclass_options(Comparison, into="asked", exclude=("metric", "higher_is_better"))
 def curves(
-    runs: list[Path] = RUNS,
-    data: Path | None = RUNS_DATA,
-    half_life: float | None = typer.Option(
-        None,
-        "--half-life",
-        min=0.0,
-        metavar="STEPS",
-        help="Smooth the loss by step distance: a reading's weight halves every STEPS steps (0: raw). "
-        "Default: a share of each run's logged steps, so that few readings are drawn as they are "
-        "(docs/training.md).",
-        show_default=False,
-    ),
-    smooth: float | None = typer.Option(
-        None,
-        "--smooth",
-        min=0.0,
-        max=0.99,
-        help="Deprecated: the old per-reading weight of the moving average, read as the half-life that "
-        "gives the same curve on evenly logged runs; use --half-life.",
-        show_default=False,
-    ),
-    gap: bool = typer.Option(
-        False,
-        "--gap",
-        help="Draw the seed-paired gap (baseline - reference) at every logged step with its 95% CI band, as "
-        "rr analyze curves computes it, instead of each run's loss; needs --data.",
-    ),
-    out: Path = _out("curves.png"),
-    dpi: int = DPI,
-    title: str | None = TITLE,
-    reference: str = options.REFERENCE,
-    baselines: str | None = options.BASELINES,
-    sizes: str | None = options.SIZES,
+    runs: list[Path] = fig.RUNS,
+    data: Path | None = fig.RUNS_DATA,
+    half_life: float | None = fig.HALF_LIFE,
+    smooth: float | None = fig.SMOOTH,
+    gap: bool = fig.GAP,
+    out: Path = fig.out_option("curves.png"),
+    dpi: int = fig.DPI,
+    title: str | None = fig.TITLE,
+    asked: Comparison = Comparison(),
 ) -> None:
     """Training loss (smoothed by step distance, over its raw readings) and learning rate by step: a facet
     per size, a line per run, from the metrics logs rr train writes (OUT.metrics/RUN.jsonl).
@@ -284,8 +166,7 @@ def curves(
     if gap:
         if half_life is not None or smooth is not None:
             raise fail("--half-life and --smooth smooth each run's loss; --gap draws the raw paired gap")
-        asked = Comparison(reference, baselines, sizes=sizes)
-        _gap(runs, data, out, dpi, title, asked)  # the losses the runs logged
+        fig.write_gap(runs, data, out, dpi, title, asked)  # the losses the runs logged
         return
 
     def draw(sources):
@@ -293,49 +174,27 @@ def curves(
         from rr_analysis.stats.smoothing import smooth_curves
         from rr_core.sweepfile.metrics_log import load_curves
 
-        curves = smooth_curves(
-            of_sizes(load_curves(sources), Comparison(sizes=sizes)), half_life, weight=smooth
-        )
+        curves = smooth_curves(of_sizes(load_curves(sources), asked), half_life, weight=smooth)
         if smooth is not None:
             lives = ", ".join(dict.fromkeys(f"{h:g}" for h in curves["half_life"]))
             typer.echo(f"rr plot: --smooth is deprecated: read as --half-life {lives}", err=True)
         return curves_figure(curves, title=title)
 
-    _write_logs(runs, data, out, dpi, draw, Comparison(sizes=sizes))
-
-
-def _gap(runs: list[Path] | None, data: Path | None, out: Path, dpi: int, title: str | None, asked) -> None:
-    """`rr plot curves --gap`: the sweep's gap over training (`training_gap` of its rows and their logs)."""
-    if runs or data is None:
-        raise fail("--gap pairs the runs of a sweep: give --data FILE.csv (their logs are read beside it)")
-
-    def draw(df):
-        from rr_analysis.figures.gap_curves import gap_figure
-        from rr_analysis.stats.training_gap import training_gap
-        from rr_core.sweepfile.metrics_log import load_losses
-
-        return gap_figure(training_gap(df, load_losses([data]), asked), title=title)
-
-    _write(data, out, dpi, draw, asked)
+    fig.write_logs(runs, data, out, dpi, draw, asked)
 
 
 @plot_app.command()
+@dataclass_options(Comparison, into="asked", exclude=("reference", "baselines", "metric", "higher_is_better"))
 def gates(
-    runs: list[Path] = RUNS,
-    data: Path | None = RUNS_DATA,
-    checkpoint: Path | None = typer.Option(
-        None,
-        "--checkpoint",
-        help="Instead: the gate anatomy of one run's weights (RUN.final.pt, a checkpoint, or a folder of one "
-        "run) by layer, on held-out windows of its corpus (rr gates --anatomy).",
-        show_default=False,
-    ),
+    runs: list[Path] = fig.RUNS,
+    data: Path | None = fig.RUNS_DATA,
+    checkpoint: Path | None = fig.CHECKPOINT,
     corpus: str | None = options.RUN_CORPUS,
     windows: int = options.WINDOWS,
-    out: Path = _out("gates.png"),
-    dpi: int = DPI,
-    title: str | None = TITLE,
-    sizes: str | None = options.SIZES,
+    out: Path = fig.out_option("gates.png"),
+    dpi: int = fig.DPI,
+    title: str | None = fig.TITLE,
+    asked: Comparison = Comparison(),
 ) -> None:
     """Each gated sublayer's r over training: a row per size and variant, attention and MLP apart, a line
     per run and layer (coloured by depth), from the metrics logs of runs of gated variants.
@@ -347,61 +206,33 @@ def gates(
     if checkpoint is not None:
         if runs or data:
             raise fail("draw either the logs of runs (RUNS or --data) or the anatomy of one --checkpoint")
-        _write_anatomy(checkpoint, corpus, windows, out, dpi, title)
+        fig.write_anatomy(checkpoint, corpus, windows, out, dpi, title)
         return
 
     def draw(sources):
         from rr_analysis.figures.curves import gates_figure
         from rr_core.sweepfile.metrics_log import load_gates
 
-        return gates_figure(of_sizes(load_gates(sources), Comparison(sizes=sizes)), title=title)
+        return gates_figure(of_sizes(load_gates(sources), asked), title=title)
 
-    _write_logs(runs, data, out, dpi, draw, Comparison(sizes=sizes))
-
-
-def _write_anatomy(
-    checkpoint: Path, corpus: str | None, windows: int, out: Path, dpi: int, title: str | None
-) -> None:
-    """Read the gate anatomy of `checkpoint`, draw it by layer, write it to `out`, print the path."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-
-    from cli.heap import frozen_heap
-    from rr_analysis.figures.gate_layers import anatomy_figure
-    from rr_analysis.figures.output import check_writable, save_figure
-    from rr_model.uses.anatomy import anatomy
-
-    with known_errors():
-        check_writable(out)
-        found = anatomy(checkpoint, corpus=corpus, windows=windows)
-        default = f"Gate anatomy by layer: {found.path.name}, {windows} held-out windows of {found.corpus}"
-        with frozen_heap():
-            path = save_figure(anatomy_figure(found.table, title=title or default), out, dpi=dpi)
-    typer.echo(str(path))
+    fig.write_logs(runs, data, out, dpi, draw, asked)
 
 
 @plot_app.command()
+@dataclass_options(Comparison, into="asked")
 def tuning(
     data: Path = typer.Option(
         ..., "--data", help="A tuning file (rr tune --out FILE): rows with lr and role."
     ),
-    out: Path = _out("tuning.png"),
-    ladder: Path | None = typer.Option(
-        None, "--ladder", help="The ladder file whose recipe lr is its sizes' shared rate (default: rr's)."
-    ),
-    dpi: int = DPI,
-    title: str | None = TITLE,
-    reference: str = options.REFERENCE,
-    baselines: str | None = options.BASELINES,
-    metric: str = options.METRIC,
-    higher_is_better: bool = options.HIGHER_IS_BETTER,
-    sizes: str | None = options.SIZES,
+    out: Path = fig.out_option("tuning.png"),
+    ladder: Path | None = fig.TUNING_LADDER,
+    dpi: int = fig.DPI,
+    title: str | None = fig.TITLE,
+    asked: Comparison = Comparison(),
 ) -> None:
     """Each variant's metric against the learning rate on its selection seeds (mean, 95% t CI), a facet per
     size, with the rate each chose marked (hollow: at the grid's edge). `rr analyze tuning` tests the gap at
     the chosen rates."""
-    asked = options.comparison(reference, baselines, metric, higher_is_better, sizes)
 
     def draw(df):
         from rr_analysis.figures.tuning_curves import tuning_figure
@@ -411,7 +242,7 @@ def tuning(
             tuning_table(df, asked, ladder=None if ladder is None else str(ladder)), title=title
         )
 
-    _write(data, out, dpi, draw, asked)
+    fig.write(data, out, dpi, draw, asked)
 
 
 def register(app: typer.Typer) -> None:

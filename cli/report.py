@@ -6,10 +6,12 @@ from pathlib import Path
 
 import typer
 
-from cli import options
 from cli.errors import known_errors
+from cli.fields import dataclass_options
+from rr_analysis.comparison import Comparison
 
 
+@dataclass_options(Comparison, into="comparison")
 def report(
     data: Path | None = typer.Option(
         None,
@@ -26,11 +28,7 @@ def report(
         "its figures in a folder of NAME_files beside it, published with it in one step.",
     ),
     dpi: int = typer.Option(120, "--dpi", min=1, help="Resolution of the PNG figures."),
-    reference: str = options.REFERENCE,
-    baselines: str | None = options.BASELINES,
-    metric: str = options.METRIC,
-    higher_is_better: bool = options.HIGHER_IS_BETTER,
-    sizes: str | None = options.SIZES,
+    comparison: Comparison = Comparison(),
 ) -> None:
     """Write the table, the emergence result, the recipe notes, the power table and every figure.
 
@@ -50,9 +48,8 @@ def report(
     from rr_core.sweepfile.dataset import bundled_path
 
     with known_errors():
-        asked = options.comparison(reference, baselines, metric, higher_is_better, sizes)
         source = str(data or bundled_path())
-        path = write_report(load_checked(data), out, source=source, dpi=dpi, comparison=asked)
+        path = write_report(load_checked(data), out, source=source, dpi=dpi, comparison=comparison)
     typer.echo(str(path))
 
 

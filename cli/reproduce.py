@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import typer
 
 from cli.errors import known_errors
-from cli.run_options import DRY_RUN, run_options, train_and_report, training_options
+from cli.fields import dataclass_options
+from cli.run_options import DRY_RUN, PANEL, train_and_report
+from rr_model.config import TrainConfig
 
 VARIANT = typer.Option(
     None,
@@ -24,16 +25,15 @@ OUT = typer.Option(
 )  # the default is rr_model.run.reproduce.DEFAULT_REPRODUCTION
 
 
-@training_options("reproduce")
+@dataclass_options(TrainConfig, "reproduce", into="run", panel=PANEL, build=dict)
 def reproduce(
-    ctx: typer.Context,
     size: str = typer.Option(..., "--size", help="Published size: 60M, 150M, 320M, 590M or 1B."),
     seed: int = typer.Option(..., "--seed", min=0, help="Published seed to train again."),
     variant: list[str] = VARIANT,
     out: Path | None = OUT,
     resume: bool = typer.Option(False, "--resume", help="Continue runs from their checkpoints."),
     dry_run: bool = DRY_RUN,
-    **run: Any,
+    run: dict | None = None,
 ) -> None:
     """Train a published run again and append its row to a reproduction file; compare the two with
     `rr analyze reproduction --data OUT`.
@@ -47,7 +47,7 @@ def reproduce(
 
     out = out or DEFAULT_REPRODUCTION
     with known_errors():
-        runs = plan_reproduction(out, size, seed, tuple(variant or ()) or None, **run_options(ctx))
+        runs = plan_reproduction(out, size, seed, tuple(variant or ()) or None, **run)
     train_and_report("reproduce", runs, out, resume=resume, dry_run=dry_run)
 
 

@@ -7,12 +7,16 @@ from pathlib import Path
 import typer
 
 from cli.errors import known_errors
+from cli.fields import field_option, field_type
 from cli.records import FORMAT_HELP, Format, echo_records
-from cli.run_options import MEMORY_FORMATS, echo_budget, option_type, run_option
+from cli.run_options import MEMORY_FORMATS, echo_budget
 from rr_analysis.numbers import fixed, significant
 from rr_core.errors import InputError
+from rr_model.config import TrainConfig
 
-Precision = option_type("precision")  # TrainConfig's choices, parsed as its training options parse them
+Precision = field_type(
+    TrainConfig, "precision"
+)  # TrainConfig's choices, parsed as its training options parse them
 BUDGET = "Budget (--budget)"  # the help panel of the options of the budget view
 BUDGET_VIEW = typer.Option(
     False,
@@ -35,14 +39,14 @@ def sizes(
     vocab: int | None = typer.Option(
         50257, "--vocab", min=1, help="Vocabulary size (GPT-2: 50257; byte-level: 257)."
     ),
-    ladder: Path | None = run_option("ladder"),
+    ladder: Path | None = field_option(TrainConfig, "ladder"),
     variant: list[str] = typer.Option(
         None,
         "--variant",
         help="Only this variant (repeatable; a plugin's too). Default: every registered variant.",
         show_default=False,
     ),
-    reference: str = run_option("reference"),
+    reference: str = field_option(TrainConfig, "reference"),
     memory: bool = typer.Option(
         False,
         "--memory",
@@ -50,12 +54,12 @@ def sizes(
         "and evaluation estimated) for data parallel and fsdp, with and without activation checkpointing.",
     ),
     gpus: int = typer.Option(1, "--gpus", min=1, help="--memory: the GPUs a run spans."),
-    gpu_memory: float | None = run_option("gpu_memory"),
-    precision: Precision = run_option("precision"),
+    gpu_memory: float | None = field_option(TrainConfig, "gpu_memory"),
+    precision: Precision = field_option(TrainConfig, "precision"),
     budget: bool = BUDGET_VIEW,
-    steps: int | None = run_option("steps", BUDGET),
-    tokens: int | None = run_option("tokens", BUDGET),
-    tokens_per_param: float | None = run_option("tokens_per_param", BUDGET),
+    steps: int | None = field_option(TrainConfig, "steps", BUDGET),
+    tokens: int | None = field_option(TrainConfig, "tokens", BUDGET),
+    tokens_per_param: float | None = field_option(TrainConfig, "tokens_per_param", BUDGET),
     corpus: str | None = CORPUS,
 ) -> None:
     """List d_model, n_layer, n_head, head_dim and the exact parameter count of every size x variant.

@@ -4,28 +4,26 @@ Slurm cluster (one submitit job per run)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import typer
 
+from cli.config_file import CONFIG, with_config
 from cli.errors import known_errors
-from cli.launchers import (
-    items,
-    launch,
-    launch_module,
-    launcher_options,
-    seed_list,
-)
+from cli.fields import dataclass_options, spelled, spelling
+from cli.launchers import items, launch, seed_list
 from cli.records import Format, echo_records
-from cli.run_options import CONFIG, DRY_RUN, OUT, VARIANT, run_options, training_options
+from cli.run_options import DRY_RUN, OUT, PANEL, VARIANT
 from rr_analysis.comparison import POWER
 from rr_analysis.numbers import BLANK, fixed, percent, significant
 from rr_core.errors import InputError
+from rr_model.config import TrainConfig
+from rr_model.sweep.launch import Launch
 
-SIZES = typer.Option(
+SIZE = typer.Option(
     None,
-    "--sizes",
-    help="Comma-separated sizes, e.g. 590M,1B. Default: the published sizes (every size of --ladder).",
+    "--size",
+    help="A size to train (repeatable, or comma-separated: --size 590M,1B). Default: the published sizes "
+    "(every size of --ladder).",
     show_default=False,
 )
 AT = typer.Option(
@@ -35,16 +33,17 @@ AT = typer.Option(
     "their shapes come from --ladder.",
     show_default=False,
 )
-SEEDS = typer.Option(
+SEED = typer.Option(
     None,
-    "--seeds",
-    help="Comma-separated seeds, e.g. 3,4. Default: each size's published seeds (--ladder's seeds).",
+    "--seed",
+    help="A seed to train (repeatable, or comma-separated: --seed 3,4). Default: each size's published seeds "
+    "(--ladder's seeds).",
     show_default=False,
 )
 EFFECT = typer.Option(
     None,
     "--effect",
-    help=f"Instead of --seeds: add the seeds each size needs for {percent(POWER)} power on the primary "
+    help=f"Instead of --seed: add the seeds each size needs for {percent(POWER)} power on the primary "
     "(seed-paired) test "
     "to detect this gap in val_loss (rr analyze --power --effect), judged on --out (the published rows where "
     "it does not exist yet).",
@@ -64,17 +63,22 @@ STATUS = typer.Option(
 CANCEL = typer.Option(False, "--cancel", help="Cancel the sweep's unfinished jobs.", rich_help_panel=SLURM)
 
 
-def _sizes(sizes: str | None, at: str | None, ladder: Path | None) -> list[str]:
-    """--sizes as given, or --at's sizes checked to lie past the published ladder, with shapes from --ladder."""
+def _sizes(sizes: list[str] | None, at: str | None, ladder: Path | None) -> list[str] | None:
+    """--size as given, or --at's sizes checked to lie past the published ladder, with shapes from --ladder."""
     from rr_core.ladder import beyond_published
 
     if at and sizes:
-        raise InputError("--at names sizes past the published ladder, --sizes any size: give one, not both")
-    return [beyond_published(a, ladder) for a in items(at)] if at else items(sizes)
+        raise InputError("--at names sizes past the published ladder, --size any size: give one, not both")
+    return [beyond_published(a, ladder) for a in items(at)] if at else sizes
 
 
 def _effect_seeds(
-    out: Path, sizes: list[str] | None, effect: float, variants: tuple, seeds: str | None, reference: str
+    out: Path,
+    sizes: list[str] | None,
+    effect: float,
+    variants: tuple,
+    seeds: list[str] | None,
+    reference: str,
 ) -> dict[str, list[int]]:
     """The new seeds per size that `rr_analysis.stats.power.seeds_for_effect` asks for, printed with its reasons."""
     from rr_analysis.comparison import Comparison
@@ -82,7 +86,7 @@ def _effect_seeds(
     from rr_core.sweepfile.dataset import load_sweep
 
     if seeds:
-        raise InputError("--effect plans the seeds itself: give --effect or --seeds, not both")
+        raise InputError("--effect plans the seeds itself: give --effect or --seed, not both")
 
     data = load_sweep(out if out.exists() else None)
     plan = seeds_for_effect(data, effect, sizes, variants, Comparison(reference))
@@ -104,8 +108,9 @@ def _status_or_cancel(out: Path, status: bool, cancel: bool) -> None:
     if status and cancel:
         raise InputError("--status and --cancel: give one of them")
     from rr_model.sweep.jobs import state_path
+    from rr_model.sweep.launch import slurm_module
 
-    launch = launch_module()
+    launch = slurm_module()
     if cancel:
         ids = launch.cancel_jobs(out)
         typer.echo(f"rr sweep: asked {len(ids)} job(s) to stop: {' '.join(ids) or BLANK}")
@@ -142,7 +147,7 @@ def _closing_table(out: Path, reference: str) -> None:
         )
 
 
-def _plan(out: Path, p: dict, options: dict):
+def _plan(out: Path, p: dict, sizes: list[str] | None, seeds: list[str] | None, options: dict):
     """The sweep's runs (to train, already in `out`) from the options `p`: sizes or --at, seeds or --effect,
     variants; a reproduction checked to be one."""
     from rr_core.variants import compared
@@ -150,17 +155,17 @@ def _plan(out: Path, p: dict, options: dict):
     from rr_model.sweep.local import plan_sweep
 
     variants, chosen = (
-        tuple(p["variant"] or compared(p["reference"])),
-        _sizes(p["sizes"], p["at"], p["ladder"]),
+        tuple(p["variant"] or compared(options["reference"])),
+        _sizes(sizes, p["at"], options["ladder"]),
     )
-    effect, seeds = p["effect"], p["seeds"]
+    effect = p["effect"]
     plan_seeds = (
-        seed_list(seeds)
+        seed_list(seeds, "--seed")
         if effect is None
-        else _effect_seeds(out, chosen, effect, variants, seeds, p["reference"])
+        else _effect_seeds(out, chosen, effect, variants, seeds, options["reference"])
     )
     runs = plan_sweep(out, chosen, plan_seeds, variants, _multiples(p["budgets"]), **options)
-    if p["reproduce"]:
+    if options["reproduce"]:
         check_reproducible(runs.todo + runs.skipped, out)
     return runs
 
@@ -184,13 +189,15 @@ def _default_out(reproduce: bool, ladder: str | None) -> Path:
     return DEFAULT_REPRODUCTION if reproduce else default_out(ladder)
 
 
-@training_options("sweep")
-@launcher_options
+@dataclass_options(TrainConfig, "sweep", into="run", panel=PANEL, build=dict)
+@dataclass_options(Launch, into="how")
 def sweep(
     ctx: typer.Context,
-    sizes: str | None = SIZES,
+    size: list[str] = SIZE,
+    sizes: list[str] | None = spelling("size", "--sizes", multiple=True),
     at: str | None = AT,
-    seeds: str | None = SEEDS,
+    seed: list[str] = SEED,
+    seeds: list[str] | None = spelling("seed", "--seeds", multiple=True),
     effect: float | None = EFFECT,
     budgets: str | None = BUDGETS,
     variant: list[str] = VARIANT,
@@ -199,7 +206,8 @@ def sweep(
     status: bool = STATUS,
     cancel: bool = CANCEL,
     config: Path | None = CONFIG,
-    **run: Any,
+    how: Launch = Launch(),
+    run: dict | None = None,
 ) -> None:
     """Train a plan of runs (default: the published sweep) and append a row per run.
 
@@ -208,18 +216,18 @@ def sweep(
     would (a crash loses that run only); it ends with a summary and the analysis table of the file, exit 1 if any run
     failed or crashed. With `--launcher slurm` each run is a submitit job that appends its row to the same
     file when it finishes (or to its own file, `--per-run-files`); `--status` and `--cancel` follow and stop
-    them. `--effect` plans the seeds a target gap needs instead of `--seeds`; `--budgets` trains several
+    them. `--effect` plans the seeds a target gap needs instead of `--seed`; `--budgets` trains several
     budgets per run as cooldown branches.
     """
     reproduce, ladder = run["reproduce"], run["ladder"]
     out = out or _default_out(reproduce, ladder)
-    options = run_options(ctx)
+    options = with_config(ctx, run)
     with known_errors():
         if status or cancel:
             return _status_or_cancel(out, status, cancel)
-        runs = _plan(out, ctx.params, options)
+        runs = _plan(out, ctx.params, spelled(ctx, "size", size), spelled(ctx, "seed", seed), options)
         typer.echo(f"rr sweep: {len(runs.todo)} run(s) to train, {len(runs.skipped)} already in {out}")
-        summary = launch(runs, out, ctx.params, dry_run, "sweep")
+        summary = launch(runs, out, how, dry_run, "sweep")
         if summary is None or dry_run:
             return
         if out.exists():

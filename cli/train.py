@@ -3,20 +3,23 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import typer
 
+from cli.config_file import CONFIG, with_config
 from cli.errors import known_errors
-from cli.run_options import CONFIG, DRY_RUN, OUT, VARIANT, run_options, train_and_report, training_options
+from cli.fields import dataclass_options, spelled, spelling
+from cli.run_options import DRY_RUN, OUT, PANEL, VARIANT, train_and_report
+from rr_model.config import TrainConfig
 
 
-@training_options("train")
+@dataclass_options(TrainConfig, "train", into="run", panel=PANEL, build=dict)
 def train(
     ctx: typer.Context,
     size: str = typer.Option(
         ..., "--size", help="Ladder size to train: 60M, 150M, 320M, 590M, 1B or tiny (or one of --ladder's)."
     ),
+    sizes: str | None = spelling("size", "--sizes"),
     variant: list[str] = VARIANT,
     seed: int | None = typer.Option(
         None,
@@ -24,11 +27,12 @@ def train(
         min=0,
         help="Seed to train. Default: the lowest seed the file lacks for these variants.",
     ),
+    seeds: int | None = spelling("seed", "--seeds"),
     out: Path | None = OUT,
     resume: bool = typer.Option(False, "--resume", help="Continue runs from their checkpoints."),
     dry_run: bool = DRY_RUN,
     config: Path | None = CONFIG,
-    **run: Any,
+    run: dict | None = None,
 ) -> None:
     """Train the next seed of a size for every compared variant and append one row per run.
 
@@ -42,7 +46,8 @@ def train(
     out = out or default_out(run["ladder"])
     with known_errors():
         variants = tuple(variant or compared(run["reference"]))
-        runs = plan_runs(out, size, variants, seed, **run_options(ctx))
+        size, seed = spelled(ctx, "size", size), spelled(ctx, "seed", seed)
+        runs = plan_runs(out, size, variants, seed, **with_config(ctx, run))
     train_and_report("train", runs, out, resume=resume, dry_run=dry_run)
 
 

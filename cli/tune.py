@@ -4,20 +4,18 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import typer
 
+from cli.config_file import CONFIG, with_config
 from cli.errors import known_errors
-from cli.launchers import (
-    items,
-    launch,
-    launcher_options,
-    seed_list,
-)
+from cli.fields import dataclass_options, spelled, spelling
+from cli.launchers import items, launch, seed_list
 from cli.records import Format, echo_records
-from cli.run_options import CONFIG, DRY_RUN, VARIANT, run_options, training_options
+from cli.run_options import DRY_RUN, PANEL, VARIANT
 from rr_core.errors import InputError
+from rr_model.config import TrainConfig
+from rr_model.sweep.launch import Launch
 
 SIZE = typer.Option(..., "--size", help="The size to tune, e.g. 150M (a --ladder file's size with --ladder).")
 LR = typer.Option(
@@ -28,10 +26,11 @@ LR = typer.Option(
 SELECT_SEEDS = typer.Option(
     ..., "--select-seeds", help="Seeds that pick each variant's rate (every rate of the grid), e.g. 0,1."
 )
-SEEDS = typer.Option(
+SEED = typer.Option(
     ...,
-    "--seeds",
-    help="Seeds that compare the variants, each at its chosen rate, e.g. 2,3,4; none of --select-seeds.",
+    "--seed",
+    help="A seed that compares the variants, each at its chosen rate (repeatable, or comma-separated: --seed "
+    "2,3,4); none of --select-seeds.",
 )
 OUT = typer.Option(
     None,
@@ -77,41 +76,45 @@ def _echo_choices(picked: dict, size: str) -> None:
             typer.echo(f"rr tune: warning: {variant}: {c.advice}", err=True)
 
 
-@training_options("tune")
-@launcher_options
+@dataclass_options(TrainConfig, "tune", into="run", panel=PANEL, build=dict)
+@dataclass_options(Launch, into="how")
 def tune(
     ctx: typer.Context,
     size: str = SIZE,
+    sizes: str | None = spelling("size", "--sizes"),
     lr: str = LR,
     select_seeds: str = SELECT_SEEDS,
-    seeds: str = SEEDS,
+    seed: list[str] = SEED,
+    seeds: list[str] | None = spelling("seed", "--seeds", multiple=True),
     variant: list[str] = VARIANT,
     out: Path | None = OUT,
     dry_run: bool = DRY_RUN,
     config: Path | None = CONFIG,
-    **run: Any,
+    how: Launch = Launch(),
+    run: dict | None = None,
 ) -> None:
     """Tune each variant's learning rate on selection seeds, then compare the variants at their own rates.
 
     Trains every variant at every --lr on --select-seeds, picks each variant's rate by its mean val_loss over
-    those seeds (a best rate at the grid's edge is flagged: extend the grid), then trains --seeds at each
+    those seeds (a best rate at the grid's edge is flagged: extend the grid), then trains --seed at each
     variant's chosen rate. Rows record their lr and role (selection or comparison); `rr analyze tuning
     --data OUT` tests the gap at the tuned rates on the comparison seeds only. Runs already in the file are
     skipped and interrupted ones resume, so the same command continues a tuning (on Slurm: run it again once
     the selection jobs are done to submit the comparison).
     """
-    options = run_options(ctx)
+    options = with_config(ctx, run)
     out = out or _default_out(run["ladder"])
+    size = spelled(ctx, "size", size)
     with known_errors():
         rates, chosen_by, compared_on = (
             _rates(lr),
             seed_list(select_seeds, "--select-seeds"),
-            seed_list(seeds),
+            seed_list(spelled(ctx, "seed", seed), "--seed"),
         )
-        picked, output = _select(ctx, out, size, rates, chosen_by or [], compared_on or [], options)
+        picked, output = _select(ctx, how, out, size, rates, chosen_by or [], compared_on or [], options)
         if picked is None:
             return
-        compared = _compare(ctx, out, output, picked, compared_on, options)
+        compared = _compare(ctx, how, out, output, size, picked, compared_on, options)
     if compared is not None and not dry_run:
         typer.echo(f"rr tune: the comparison at the tuned rates: rr analyze tuning --data {out}")
         if any(r["status"] not in ("ok", "in file") for r in compared):
@@ -125,7 +128,14 @@ def _default_out(ladder: str | None) -> Path:
 
 
 def _select(
-    ctx: typer.Context, out: Path, size: str, rates: list, chosen_by: list, compared_on: list, options
+    ctx: typer.Context,
+    how: Launch,
+    out: Path,
+    size: str,
+    rates: list,
+    chosen_by: list,
+    compared_on: list,
+    options,
 ):
     """Phase 1: train (or plan, or submit) the grid on the selection seeds; then each variant's choice and the
     file's reading, or (None, None) when the comparison has to wait for selection rows still to come."""
@@ -139,7 +149,7 @@ def _select(
     typer.echo(
         f"rr tune: selection: {len(first.todo)} run(s) to train, {len(first.skipped)} already in {out}"
     )
-    summary = launch(first, out, ctx.params, ctx.params["dry_run"], "tune")
+    summary = launch(first, out, how, ctx.params["dry_run"], "tune")
     if first.todo and (summary is None or ctx.params["dry_run"]):
         typer.echo(
             f"rr tune: the comparison runs ({len(compared_on)} seed(s) x {len(variants)} variant(s), each at "
@@ -160,16 +170,18 @@ def _select(
     return picked, first.output
 
 
-def _compare(ctx: typer.Context, out: Path, output, picked: dict, compared_on: list, options) -> list | None:
+def _compare(
+    ctx: typer.Context, how: Launch, out: Path, output, size: str, picked: dict, compared_on: list, options
+) -> list | None:
     """Phase 2: train (or plan, or submit) each variant at its chosen rate on the comparison seeds."""
     from rr_model.sweep.tuning_runs import comparison_runs
 
     chosen = {v: c.lr for v, c in picked.items()}
-    second = comparison_runs(output, ctx.params["size"], chosen, compared_on, **options)
+    second = comparison_runs(output, size, chosen, compared_on, **options)
     typer.echo(
         f"rr tune: comparison: {len(second.todo)} run(s) to train, {len(second.skipped)} already in {out}"
     )
-    return launch(second, out, ctx.params, ctx.params["dry_run"], "tune")
+    return launch(second, out, how, ctx.params["dry_run"], "tune")
 
 
 def register(app: typer.Typer) -> None:

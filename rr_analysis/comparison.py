@@ -4,13 +4,14 @@ metric, direction, sizes), sizes and baselines in order, the (size, baseline) fr
 Shared by `stats`, `mixed` and `emergence`, which import this module and never each other backwards; `ALPHA`,
 the one significance level, lives here too.
 
-A comparison is one value, `Comparison`, that flows from the command line (`cli.options.comparison`) through
-every analysis function to the `STAMP` columns of its result; its fields' defaults are the published
+A comparison is one value, `Comparison`, that flows from the command line (`cli.fields.dataclass_options`)
+through every analysis function to the `STAMP` columns of its result; its fields' defaults are the published
 comparison (review_neutral against every other variant present, on val_loss, lower is better), and their
-metadata are the command line's options (`cli.options`). Every analysis function takes it one way, as
-``comparison=`` (None: the paper's; `asked`). `compare` picks the rows of the sizes asked for (`of_sizes`), the
-reference's and the baselines' rows and the metric every test reads, as the column `RESPONSE`. The response is
-oriented so that lower is better (the metric itself, or its negation under ``higher_is_better``), so every gap =
+metadata are the command line's options (`rr_core.options.option`): a new documented field is an option of
+every command that takes a comparison. Every analysis function takes it one way, as ``comparison=`` (None: the
+paper's; `asked`). `compare` picks the rows of the sizes asked for (`of_sizes`), the reference's and the
+baselines' rows and the metric every test reads, as the column `RESPONSE`. The response is oriented so that
+lower is better (the metric itself, or its negation under ``higher_is_better``), so every gap =
 mean(baseline) - mean(reference) of the response, and a positive gap always means the reference is better.
 
 Light to import (numpy and pandas load inside the functions that compute), so the command line reads the
@@ -21,10 +22,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from rr_analysis.cells import budget_cells, cell_size
 from rr_core.errors import InputError, did_you_mean
+from rr_core.options import option
 from rr_core.variants import BASELINES, REFERENCE, nearest, order_key
 
 if TYPE_CHECKING:
@@ -75,54 +77,54 @@ PARAMS_COLUMNS: tuple[str, ...] = ("params_M", "baseline_params_M", "params_mism
 _OF_REFERENCE = {"n_review": "n_{}", "review_mean": "{}_mean"}
 
 
-def _option(help: str, metavar: str | None = None) -> dict[str, Any]:
-    """A field's command-line option (`cli.options` makes it): its help, and the metavar it shows."""
-    return {"help": help, "metavar": metavar}
-
-
 @dataclass(frozen=True)
 class Comparison:
     """What a result compares: the reference, the baselines in order, the metric and its direction, and the
     sizes read (`of_sizes`).
 
-    The defaults are the paper's comparison. Each field's metadata is its command-line option (`cli.options`).
+    The defaults are the paper's comparison. Each field's metadata is its command-line option (`rr_core.options`).
     """
 
     reference: str = field(
         default=REFERENCE,
-        metadata=_option(
-            "The variant every gap is measured against (positive gap: the reference is better).", "NAME"
+        metadata=option(
+            "The variant every gap is measured against (positive gap: the reference is better).",
+            metavar="NAME",
         ),
     )
     baselines: tuple[str, ...] | None = field(
         default=None,
-        metadata=_option(
+        metadata=option(
             "The variants compared with the reference, comma-separated, in this order. Default: every other "
             "variant present (the published sweep: highway, standard).",
-            "A,B,...",
+            metavar="A,B,...",
+            comma=True,
+            items="variant names separated by commas, e.g. highway,standard",
         ),
     )  # None: every other variant present (`compare` resolves them)
     metric: str = field(
         default=METRIC,
-        metadata=_option(
+        metadata=option(
             "The numeric column compared: val_loss, ece (where measured) or any extra numeric column of the "
             "file. Lower is better unless --higher-is-better.",
-            "COLUMN",
+            metavar="COLUMN",
         ),
     )
     higher_is_better: bool = field(
         default=False,
-        metadata=_option(
+        metadata=option(
             "The metric is better when higher (an accuracy): gaps become reference - baseline, so a positive "
             "gap still favours the reference."
         ),
     )
     sizes: tuple[str, ...] | None = field(
         default=None,
-        metadata=_option(
+        metadata=option(
             "Only these sizes, comma-separated, in any case (e.g. 60M,1B): every test, family, figure and "
             "note reads their rows alone. Default: every size present.",
-            "A,B,...",
+            metavar="A,B,...",
+            comma=True,
+            items="size names separated by commas, e.g. 60M,150M",
         ),
     )  # None: every size present; otherwise the size labels (`of_sizes`)
 

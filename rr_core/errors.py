@@ -19,6 +19,7 @@ __all__ = [
     "RecipeError",
     "PlotError",
     "StoppedElsewhere",
+    "Interrupted",
     "InterruptSaid",
     "Note",
     "notes_said",
@@ -43,6 +44,11 @@ class RecipeError(RRError, ValueError):
 
 class PlotError(RRError, ValueError):
     """Data that lacks what a figure needs, or a path a figure cannot be written to."""
+
+
+class Interrupted(RRError):
+    """A command the user stopped (Ctrl-C) mid-way; its message says what was kept and how to go on. The CLI
+    prints it as it is and exits 130, as a shell does for SIGINT."""
 
 
 class StoppedElsewhere(RRError):

@@ -247,7 +247,7 @@ def beyond_published(name: str, ladder: str | os.PathLike | None) -> str:
     """
     if _by_case(name, LADDER) is not None and _by_case(name, LADDER).published:
         raise InputError(
-            f"--at {name}: {name} is a published size; train more of its seeds with --sizes {name}"
+            f"--at {name}: {name} is a published size; train more of its seeds with --size {name}"
         )
     if ladder is None:
         raise InputError(

@@ -5,8 +5,9 @@ the model.
 
 Every training option is declared here once, as a field of `TrainConfig`: its type (choices as a
 ``Literal``), its default, and in its metadata (`option`) its help text, the commands that offer it, its
-lower bound and, where it differs from the field's name, its flag. `cli.run_options` makes the options of
-`rr train`, `rr sweep` and `rr reproduce` from these declarations (`declared_options`), and TrainConfig
+lower bound and, where it differs from the field's name, its flag (`rr_core.options`). `cli.fields` makes the
+options of `rr train`, `rr sweep`, `rr tune` and `rr reproduce` from these declarations
+(`rr_core.options.declared`), and TrainConfig
 checks every value against the same declarations, so a command line, a run config file (`--config`) and a
 notebook refuse the same values with the same words. To add a training option:
 
@@ -21,28 +22,25 @@ Slurm jobs (the whole config travels as JSON) and is kept in each run's provenan
 
 from __future__ import annotations
 
-import functools
 import math
 import os
 from collections.abc import Iterator
-from dataclasses import MISSING, asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple, get_args, get_origin, get_type_hints
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, get_args
 
+from rr_core import options
 from rr_core.budget import budget_steps, reference_params, step_tokens
 from rr_core.errors import InputError
 from rr_core.ladder import BYTE_EOS, LADDER, Recipe, Size, get_size
 from rr_core.lr_choice import ROLES
+from rr_core.options import Option
 from rr_core.variants import REFERENCE, VARIANTS
 from rr_model.metrics import Backend, require_backends
 
 __all__ = [
     "TrainConfig",
-    "RunOption",
-    "Declared",
     "option",
-    "declared_options",
-    "choices",
     "TRAINING",
     "OFF_RECIPE",
     "DEFAULT_OUT",
@@ -97,23 +95,11 @@ class Seeds(NamedTuple):
     data: int  # numpy RandomState of the training batches, and of the final evaluation's windows after them
 
 
-@dataclass(frozen=True)
-class RunOption:
-    """How a command line sets a TrainConfig field (`option` makes one; see the module docstring)."""
-
-    help: str  # the option's help text; its default and choices are the field's
-    commands: tuple[str, ...] = TRAINING  # the commands that offer it
-    min: int | None = None  # the smallest value allowed (an int field)
-    flag: str | None = None  # its flag; None: --field-name
-    renamed: tuple[str, str] | None = None  # (an old flag that still works, with a note; why it went)
-    comma: bool = False  # a tuple field given as one comma-separated list (--branch-at 100,200) too
-    panel: str | None = None  # the help panel it is listed in; None: the training run's (cli.run_options)
-
-
-def option(help: str, **how: Any) -> dict[str, RunOption]:
-    """The metadata of a TrainConfig field that command lines set: ``field(metadata=option("Help."))``;
-    `how` holds `RunOption`'s other fields (commands, min, flag, renamed, panel)."""
-    return {"option": RunOption(help, **how)}
+def option(help: str, **how: Any) -> dict[str, Option]:
+    """The metadata of a TrainConfig field that command lines set: ``field(metadata=option("Help."))``, offered by
+    every training command (`TRAINING`) unless `how` names its ``commands``; `how` holds `rr_core.options.Option`'s
+    other fields (min, flag, renamed, comma, panel)."""
+    return options.option(help, **{"commands": TRAINING, **how})
 
 
 def published_settings(size: Size) -> dict[str, object]:
@@ -135,7 +121,7 @@ class TrainConfig:
     `steps` and `recipe` default (None) to the size's values from the ladder and are filled in at
     construction, so a config always states its whole recipe. Any value that differs from the size's
     published one makes the run off-recipe (see `recipe_differences`). The fields with an `option` in
-    their metadata are the training commands' options (`declared_options`).
+    their metadata are the training commands' options (`rr_core.options.declared`).
     """
 
     size: str
@@ -249,7 +235,7 @@ class TrainConfig:
         default=False,
         metadata=option(
             "Train published runs again under the published recipe (rr reproduce, many at once) into a "
-            "reproduction file: --out, default data/reproduction.csv. --seeds defaults to each size's "
+            "reproduction file: --out, default data/reproduction.csv. --seed defaults to each size's "
             "published seeds.",
             commands=("sweep",),
         ),
@@ -426,7 +412,7 @@ class TrainConfig:
             )
         object.__setattr__(self, "branch_at", tuple(self.branch_at))
         self._check_branches()
-        for declared in declared_options():
+        for declared in options.declared(TrainConfig):
             if (rule := declared.problem(getattr(self, declared.name))) is not None:
                 raise InputError(f"{declared.name} {getattr(self, declared.name)!r} {rule}")
         if self.checkpoint_every > self.steps:  # each value in its range: the rule between them
@@ -573,55 +559,6 @@ class TrainConfig:
         later = decay_start(branch, self.decay_frac) > decay_start(run, self.decay_frac)
         if isinstance(run, bool) or not isinstance(run, int) or not branch < run or later:
             raise InputError(f"{what}: each branch must be shorter than its run and start its cooldown first")
-
-
-class Declared(NamedTuple):
-    """A TrainConfig field that command lines set: its name, type, default and `RunOption`."""
-
-    name: str
-    type: Any
-    default: Any
-    option: RunOption
-
-    @property
-    def flag(self) -> str:
-        """The option's flag: `RunOption.flag`, or --field-name."""
-        return self.option.flag or "--" + self.name.replace("_", "-")
-
-    def problem(self, value: Any) -> str | None:
-        """Why `value` may not stand in this field (its choices, its bound), or None."""
-        if isinstance(value, float) and not math.isfinite(value):  # a number a command line or file spelt inf
-            return "must be a finite number"
-        allowed, many = choices(self.type)
-        if allowed and many and not set(value) <= set(allowed):
-            return f"must name only {', '.join(allowed[:-1])} and {allowed[-1]}"
-        if allowed and not many and value is not None and value not in allowed:
-            return f"must be one of {', '.join(allowed)}"
-        if self.option.min is not None and value is not None and value < self.option.min:
-            return f"must be >= {self.option.min}"
-        return None
-
-
-def choices(kind: Any) -> tuple[tuple[Any, ...], bool]:
-    """The values a field of type `kind` may take where it is (an optional, or a tuple of) a Literal, and
-    whether it holds several; ((), False) for a type without choices."""
-    many = get_origin(kind) is tuple
-    args = [a for a in get_args(kind) if a is not type(None) and a is not Ellipsis]
-    if get_origin(kind) is Literal:
-        return get_args(kind), False
-    literal = [a for a in args if get_origin(a) is Literal]
-    return (get_args(literal[0]), many) if literal else ((), False)
-
-
-@functools.cache
-def declared_options(command: str | None = None) -> tuple[Declared, ...]:
-    """The TrainConfig fields that `command` offers as options (None: every command's), in field order."""
-    hints = get_type_hints(TrainConfig)
-    return tuple(
-        Declared(f.name, hints[f.name], None if f.default is MISSING else f.default, f.metadata["option"])
-        for f in fields(TrainConfig)
-        if "option" in f.metadata and (command is None or command in f.metadata["option"].commands)
-    )
 
 
 def decay_start(steps: int, decay_frac: float) -> int:

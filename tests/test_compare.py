@@ -303,7 +303,8 @@ def test_the_cli_options_are_the_comparison_s_fields(monkeypatch):
     params = {p.name: p for p in get_command(app).commands["analyze"].params}
     for field in fields(Comparison):
         assert (
-            params[field.name].default == field.default and params[field.name].help == field.metadata["help"]
+            params[field.name].default == field.default
+            and params[field.name].help == field.metadata["option"].help
         )
     seen = []
     monkeypatch.setattr(table_view, "gap_table", lambda df, adjust, comparison: seen.append(comparison))
@@ -452,3 +453,50 @@ def test_result_columns_are_named_for_the_reference_and_the_papers_keep_their_na
     records = json.loads(rr("analyze", "--format", "json", "--reference", "highway").stdout)
     assert "n_highway" in records[0] and "highway_mean" in records[0] and "n_review" not in records[0]
     assert {"n_review", "review_mean"} <= set(gap_table(sweep))  # the published names stay
+
+
+def test_a_new_comparison_field_is_an_option_of_every_command_that_takes_a_comparison(monkeypatch):
+    """One documented field added to `Comparison` (here `sizes`, as a restriction of the sizes would be)
+    becomes an option of rr analyze, rr report and every rr plot that takes a comparison, with no line of
+    the command line's code, and reaches the library inside the one `Comparison` value."""
+    import importlib
+    from dataclasses import dataclass, field
+
+    from typer.main import get_command
+    from typer.testing import CliRunner
+
+    import cli.analyze
+    import cli.main
+    import cli.plot
+    import cli.report
+    from rr_analysis import comparison as module
+    from rr_analysis.views import table_view
+    from rr_core.options import option
+
+    @dataclass(frozen=True)
+    class Wider(Comparison):
+        sizes: tuple[str, ...] | None = field(
+            default=None, metadata=option("Only these sizes.", metavar="A,B,...", comma=True)
+        )
+
+    monkeypatch.setattr(module, "Comparison", Wider)
+    seen = []
+    monkeypatch.setattr(table_view, "gap_table", lambda df, adjust, comparison: seen.append(comparison))
+    try:
+        for command in (cli.analyze, cli.plot, cli.report):
+            importlib.reload(command)
+        app = cli.main.build(["analyze", "plot", "report"])
+        group = get_command(app)
+        takers = {"analyze": group.commands["analyze"], "report": group.commands["report"]}
+        takers |= {f"plot {name}": c for name, c in group.commands["plot"].commands.items()}
+        offered = sorted(name for name, c in takers.items() if any(p.opts == ["--sizes"] for p in c.params))
+        every = ["calibration", "curves", "emergence", "forecast", "scaling", "seeds", "tuning"]
+        assert offered == ["analyze", *(f"plot {name}" for name in every), "report"]  # not plot gates
+        CliRunner().invoke(
+            app, ["analyze", "table", "--sizes", "60M,150M", "--sizes", "1B"]
+        )  # renders nothing
+        assert seen == [Wider(sizes=("60M", "150M", "1B"))]
+    finally:
+        monkeypatch.undo()
+        for command in (cli.analyze, cli.plot, cli.report):
+            importlib.reload(command)

@@ -1,10 +1,11 @@
 """What `rr train`, `rr reproduce` and `rr sweep` share (cli/run_options.py): their training options, made
-from TrainConfig's field declarations (and --data, the corpus's old flag, still taken with a note), and the
+from TrainConfig's field declarations (`cli.fields.dataclass_options`) (and --data, the corpus's old flag, still taken with a note), and the
 run config file (`--config run.toml`: flag over file over default, unknown keys and wrong types refused, the
 effective options shown by --dry-run and kept in the provenance record)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Literal
 
 import pytest
@@ -12,9 +13,11 @@ import typer
 from conftest import rr
 
 from cli.run_options import PANEL
+from rr_core import options
+from rr_core.options import choices, option
 from rr_core.sweepfile.dataset import load_sweep
 from rr_core.sweepfile.provenance import read_records, sidecar_path
-from rr_model.config import TRAINING, Declared, RunOption, choices, declared_options
+from rr_model.config import TRAINING, TrainConfig
 
 pytestmark = pytest.mark.usefixtures("offline")  # no hub; the session's token cache
 
@@ -84,7 +87,8 @@ def test_sweep_takes_a_config_file_and_checks_its_keys(tmp_path):
     )
     plan = rr("sweep", "--config", config, "--seeds", "3", "--out", tmp_path / "s.csv", "--dry-run")
     assert plan.exit_code == 0, plan.output
-    assert '\nseeds = "3"\n' in plan.stdout and "rr sweep: 1 run(s) to train, 0 already in" in plan.stdout
+    # the old spellings (sizes, seeds) still read, in the file and on the command line; shown as --size, --seed
+    assert '\nseed = ["3"]\n' in plan.stdout and "rr sweep: 1 run(s) to train, 0 already in" in plan.stdout
     config.write_text('sizes = "tiny"\nlauncher = "slurmm"\n')
     bad = rr("sweep", "--config", config, "--dry-run")
     assert bad.exit_code == 2 and "key 'launcher'" in bad.stderr and "'slurmm' is not one of" in bad.stderr
@@ -143,7 +147,7 @@ def test_sweep_children_get_the_config_file_and_determinism(tmp_path):
 
 @pytest.mark.parametrize("command", TRAINING)
 def test_a_training_command_s_options_are_trainconfig_s_declarations(command):
-    """The options in a training command's panels are the fields `declared_options` names for it: flag,
+    """The options in a training command's panels are the fields `rr_core.options.declared` names for it: flag,
     default, help, bound and panel (`PANEL`, or the field's own) are the field's, and a value outside the
     field's choices is refused by them."""
     from typer.main import get_command
@@ -151,10 +155,10 @@ def test_a_training_command_s_options_are_trainconfig_s_declarations(command):
     from cli.main import app
 
     params = get_command(app).commands[command].params
-    panels = {d.option.panel or PANEL for d in declared_options(command)}
+    panels = {d.option.panel or PANEL for d in options.declared(TrainConfig, command)}
     shown = {p.name: p for p in params if p.rich_help_panel in panels and not p.hidden}
-    assert list(shown) == [d.name for d in declared_options(command)]
-    for declared in declared_options(command):
+    assert list(shown) == [d.name for d in options.declared(TrainConfig, command)]
+    for declared in options.declared(TrainConfig, command):
         p = shown[declared.name]
         assert p.opts == [declared.flag] and p.help == declared.option.help and p.min == declared.option.min
         assert p.rich_help_panel == (declared.option.panel or PANEL)
@@ -166,22 +170,42 @@ def test_a_training_command_s_options_are_trainconfig_s_declarations(command):
             assert result.exit_code == 2 and f"is not one of {listed}" in " ".join(result.output.split())
 
 
-def test_a_new_field_is_an_option_of_the_commands_it_names(monkeypatch):
-    """The mechanism, shown with a field TrainConfig does not have: declared once, it becomes a typed option
-    with its choices, default and help, and its value comes back under the field's name."""
+@pytest.mark.parametrize("command", ["sweep", "tune"])
+def test_the_launcher_options_are_launch_s_declarations(command):
+    """rr sweep's and rr tune's launcher options are the fields of `rr_model.sweep.launch.Launch`, made by the
+    same mechanism as the training options: flag, default, help, bound and panel from the field."""
+    from typer.main import get_command
+
+    from cli.main import app
+    from rr_model.sweep.launch import Launch
+
+    params = {p.name: p for p in get_command(app).commands[command].params}
+    for declared in options.declared(Launch):
+        p = params[declared.name]
+        assert p.opts == [declared.flag] and p.help == declared.option.help and p.min == declared.option.min
+        assert p.default == (None if declared.default == () else declared.default)
+        assert p.rich_help_panel == declared.option.panel  # the Slurm options' panel, or the command's own
+
+
+def test_a_new_field_is_an_option_of_the_commands_it_names():
+    """The mechanism, shown with a dataclass of its own: a field declared once becomes a typed option with its
+    choices, default and help on the commands it names, and its value comes back under the field's name."""
     from typer.testing import CliRunner
 
-    from cli import run_options as cli_run_options
+    from cli.fields import dataclass_options
 
-    extra = Declared(
-        "sharding", Literal["none", "fsdp"], "none", RunOption("How to shard.", commands=("train",))
-    )
-    monkeypatch.setattr(cli_run_options, "declared_options", lambda command=None: (extra,))
+    @dataclass(frozen=True)
+    class Run:
+        sharding: Literal["none", "fsdp"] = field(
+            default="none", metadata=option("How to shard.", commands=("train",))
+        )
+        hidden: int = 0  # no option: not offered
+
     seen = []
 
-    @cli_run_options.training_options("train")
-    def train(ctx: typer.Context, **run) -> None:
-        seen.append(cli_run_options.run_options(ctx))
+    @dataclass_options(Run, "train", into="run", build=dict)
+    def train(run: dict) -> None:
+        seen.append(run)
 
     app = typer.Typer()
     app.command()(train)
@@ -192,7 +216,7 @@ def test_a_new_field_is_an_option_of_the_commands_it_names(monkeypatch):
     bad = CliRunner().invoke(app, ["train", "--sharding", "ddp"], env={"COLUMNS": "300"})
     assert bad.exit_code == 2 and "is not one of 'none', 'fsdp'" in " ".join(bad.output.split())
     shown = " ".join(CliRunner().invoke(app, ["train", "--help"], env={"COLUMNS": "200"}).output.split())
-    assert "How to shard." in shown and "[default: none]" in shown
+    assert "How to shard." in shown and "[default: none]" in shown and "--hidden" not in shown
 
 
 def test_the_old_data_flag_still_sets_the_corpus_with_a_one_line_note(tmp_path):
@@ -207,3 +231,100 @@ def test_the_old_data_flag_still_sets_the_corpus_with_a_one_line_note(tmp_path):
     assert new.stderr == ""
     both = rr("train", "--size", "tiny", "--corpus", "synthetic", "--data", "synthetic", "--dry-run")
     assert both.exit_code == 2 and "give --corpus only" in both.stderr
+
+
+# --- one spelling of the size and the seed (issue 49 item 10) ----------------------------------------------
+
+
+def _planned(result) -> list[list[str]]:
+    """The plan table's rows of a dry run, without their time estimate (it follows the machine's speed)."""
+    assert result.exit_code == 0, result.output
+    table = result.stdout.split(" run(s), ")[0]  # up to the plan's total line
+    return [line.split()[:-1] for line in table.splitlines() if line.startswith("tiny ")]
+
+
+@pytest.mark.parametrize(
+    "command, shown, other, rows",
+    [
+        ("train", ["--size", "tiny", "--seed", "3"], ["--sizes", "tiny", "--seeds", "3"], 1),
+        ("sweep", ["--size", "tiny", "--seed", "0", "--seed", "1"], ["--sizes", "tiny", "--seeds", "0,1"], 2),
+        (
+            "sweep",
+            ["--size", "tiny", "--seed", "0,1"],
+            ["--seeds", "0", "--sizes", "tiny", "--seeds", "1"],
+            2,
+        ),
+        (
+            "tune",
+            ["--size", "tiny", "--lr", "1e-3,2e-3", "--select-seeds", "0", "--seed", "1", "--seed", "2"],
+            ["--sizes", "tiny", "--lr", "1e-3,2e-3", "--select-seeds", "0", "--seeds", "1,2"],
+            2,
+        ),
+    ],
+)
+def test_size_and_seed_have_one_spelling_and_the_other_still_works(tmp_path, command, shown, other, rows):
+    """rr train, rr tune and rr sweep show --size and --seed (repeatable, or comma lists where a command takes
+    several); --sizes and --seeds, each command's old spelling, are hidden and plan the same runs."""
+    from typer.main import get_command
+
+    from cli.main import app
+
+    common = ["--corpus", "synthetic", "--steps", 3, "--variant", "standard", "--out", tmp_path / "o.csv"]
+    plan = _planned(rr(command, *shown, *common, "--dry-run"))
+    assert len(plan) == rows and plan == _planned(rr(command, *other, *common, "--dry-run"))
+    flags = {o for p in get_command(app).commands[command].params if not p.hidden for o in p.opts}
+    assert {"--size", "--seed"} <= flags and not {"--sizes", "--seeds"} & flags
+
+
+def test_one_size_given_under_both_spellings_is_refused(tmp_path):
+    result = rr("train", "--size", "tiny", "--sizes", "60M", "--out", tmp_path / "o.csv", "--dry-run")
+    assert (
+        result.exit_code == 2 and "--size and --sizes name the same thing: give --size only" in result.stderr
+    )
+
+
+# --- the training entry, from Python ---------------------------------------------------------------------
+
+
+def test_the_library_plans_from_a_run_config_file_and_says_what_a_ctrl_c_kept(tmp_path, monkeypatch):
+    """What `rr train --config` does, as library calls a notebook makes: the file read and checked
+    (`read_run_config`), the runs planned, then checked and trained in one call (`train_planned`, here its
+    dry run); a Ctrl-C while training is an `Interrupted` naming what was kept."""
+    from rr_core.errors import InputError, Interrupted
+    from rr_model.run import trainer
+    from rr_model.run.config_file import Key, read_run_config
+    from rr_model.run.entry import train_planned
+    from rr_model.run.planning import plan_runs
+
+    config, out = tmp_path / "run.toml", tmp_path / "o.csv"
+    config.write_text('size = "tiny"\nsteps = 3\ncorpus = "synthetic"\ncheckpoint-every = 0\n')
+    at_least_one = lambda v: None if v >= 1 else "must be >= 1"  # noqa: E731
+    keys = {
+        "size": Key("size", "str"),
+        "steps": Key("steps", "int", check=at_least_one),
+        "corpus": Key("data", "str"),
+        "checkpoint_every": Key("checkpoint_every", "int"),
+    }
+    given = read_run_config(config, keys, "train")
+    assert given == {"size": "tiny", "steps": 3, "data": "synthetic", "checkpoint_every": 0}
+    runs = plan_runs(out, given.pop("size"), ("standard",), 0, **given)
+    assert train_planned(runs, out, dry_run=True) == [] and not out.exists()
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    with monkeypatch.context() as patched:
+        patched.setattr(trainer, "train_runs", interrupted)
+        with pytest.raises(
+            Interrupted, match=r"No row was written .* the run starts over \(checkpoints were off"
+        ):
+            train_planned(runs, out)
+    assert not out.exists()  # rr train's tests train through the same call (`train_and_report`)
+
+    config.write_text("size = 'tiny'\nstep = 3\n")
+    said = r"key 'step' for rr train \(did you mean steps\?\); valid keys: checkpoint_every, corpus, size, steps$"
+    with pytest.raises(InputError, match=said):
+        read_run_config(config, keys, "train")
+    config.write_text("steps = 0\n")
+    with pytest.raises(InputError, match="key 'steps': must be >= 1"):
+        read_run_config(config, keys, "train")

@@ -298,7 +298,7 @@ def test_checkpoints_change_kind_and_a_kill_mid_save_leaves_the_last_one_whole(o
 
 def test_the_stop_names_the_exact_command_and_a_peer_says_nothing(monkeypatch, tmp_path, capsys):
     from cli.errors import known_errors
-    from cli.run_options import resume_command
+    from rr_model.run.entry import resume_command
 
     argv = ["rr", "train", "--size", "7B", "--shard", "fsdp", "--micro-batches=2", "--out", "a b.csv"]
     monkeypatch.setattr("sys.argv", argv)

@@ -109,7 +109,8 @@ def test_effect_plans_the_seeds_the_power_analysis_asks_for(published_copy):
     assert f"rr sweep: {runs} run(s) to train, 0 already in" in result.stdout
 
     both = rr("sweep", "--effect", 0.003, "--seeds", "3", "--out", published, "--dry-run")
-    assert both.exit_code == 2 and "give --effect or --seeds" in both.stderr
+    # --seeds is --seed's other spelling; the message names the one help shows
+    assert both.exit_code == 2 and "give --effect or --seed, not both" in both.stderr
 
 
 def test_effect_plans_the_power_of_the_sweeps_own_reference(tmp_path, published_copy):
@@ -155,7 +156,7 @@ def test_at_trains_a_size_past_the_published_ladder_from_a_ladder_file(tmp_path)
         (("--at", "3B"), "rr's ladder has no 3B; give its shape in a ladder file"),
         (
             ("--at", "1B", "--ladder", ladder),
-            "1B is a published size; train more of its seeds with --sizes 1B",
+            "1B is a published size; train more of its seeds with --size 1B",
         ),
         (("--at", "3B", "--sizes", "1B", "--ladder", ladder), "give one, not both"),
     ):

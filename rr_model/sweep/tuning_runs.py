@@ -45,10 +45,10 @@ def check_grid(lrs: Sequence[float], select_seeds: Sequence[int], seeds: Sequenc
     if len(set(lrs)) < len(lrs):
         raise InputError(f"--lr {','.join(f'{lr:g}' for lr in lrs)}: a rate is given twice")
     if not select_seeds or not seeds:
-        raise InputError("give both --select-seeds (to pick each rate) and --seeds (to compare at it)")
+        raise InputError("give both --select-seeds (to pick each rate) and --seed (to compare at it)")
     if both := sorted(set(select_seeds) & set(seeds)):
         raise InputError(
-            f"seed(s) {', '.join(map(str, both))} are in both --select-seeds and --seeds: a seed that picks a "
+            f"seed(s) {', '.join(map(str, both))} are in both --select-seeds and --seed: a seed that picks a "
             "rate may not test the gap at it (its noise helped pick the rate); give disjoint sets"
         )
 
