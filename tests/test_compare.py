@@ -456,7 +456,7 @@ def test_result_columns_are_named_for_the_reference_and_the_papers_keep_their_na
 
 
 def test_a_new_comparison_field_is_an_option_of_every_command_that_takes_a_comparison(monkeypatch):
-    """One documented field added to `Comparison` (here `sizes`, as a restriction of the sizes would be)
+    """One documented field added to `Comparison` (here `seeds`, as a restriction of the seeds would be)
     becomes an option of rr analyze, rr report and every rr plot that takes a comparison, with no line of
     the command line's code, and reaches the library inside the one `Comparison` value."""
     import importlib
@@ -475,8 +475,8 @@ def test_a_new_comparison_field_is_an_option_of_every_command_that_takes_a_compa
 
     @dataclass(frozen=True)
     class Wider(Comparison):
-        sizes: tuple[str, ...] | None = field(
-            default=None, metadata=option("Only these sizes.", metavar="A,B,...", comma=True)
+        seeds: tuple[str, ...] | None = field(
+            default=None, metadata=option("Only these seeds.", metavar="A,B,...", comma=True)
         )
 
     monkeypatch.setattr(module, "Comparison", Wider)
@@ -489,13 +489,13 @@ def test_a_new_comparison_field_is_an_option_of_every_command_that_takes_a_compa
         group = get_command(app)
         takers = {"analyze": group.commands["analyze"], "report": group.commands["report"]}
         takers |= {f"plot {name}": c for name, c in group.commands["plot"].commands.items()}
-        offered = sorted(name for name, c in takers.items() if any(p.opts == ["--sizes"] for p in c.params))
-        every = ["calibration", "curves", "emergence", "forecast", "scaling", "seeds", "tuning"]
-        assert offered == ["analyze", *(f"plot {name}" for name in every), "report"]  # not plot gates
+        offered = sorted(name for name, c in takers.items() if any(p.opts == ["--seeds"] for p in c.params))
+        every = ["calibration", "curves", "emergence", "forecast", "gates", "scaling", "seeds", "tuning"]
+        assert offered == ["analyze", *(f"plot {name}" for name in every), "report"]
         CliRunner().invoke(
-            app, ["analyze", "table", "--sizes", "60M,150M", "--sizes", "1B"]
+            app, ["analyze", "table", "--seeds", "0,1", "--seeds", "2"]
         )  # renders nothing
-        assert seen == [Wider(sizes=("60M", "150M", "1B"))]
+        assert seen == [Wider(seeds=("0", "1", "2"))]
     finally:
         monkeypatch.undo()
         for command in (cli.analyze, cli.plot, cli.report):
