@@ -558,7 +558,7 @@ def append_rows(
                 _then_or_remove(path, len(whole), then)
             return df
     with locked(path, os.O_RDWR | os.O_APPEND) as fd:  # another writer may have created it meanwhile
-        existing = read_bytes(path)
+        existing = read_bytes(path, fd)  # through the lock's descriptor: one opening of the file per append
         if not existing.strip():  # empty, as a writer killed mid-create once left it: add the header
             columns = file_columns(dict.fromkeys(k for r in rows for k in r))
             body = _lines(rows, columns, path, header=True)

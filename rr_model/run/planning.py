@@ -7,8 +7,9 @@ trainer's and `--dry-run`'s alike), the plan behind `rr train` (`plan_runs`) and
 A command reads its output file once, whatever the number of runs: its plan (`Runs`) carries the
 `OutputPlan` to the trainer (`rr_model.run.trainer.train_runs`), which takes in each row it appends
 (`OutputPlan.extend`) instead of reading the file again; only `append_rows` reads it once more per row,
-under the row's lock, to check the file as it is at that moment.
-"""
+under the row's lock and through that lock's opening, to check the file as it is at that moment. Each run
+is checked once (`check_run`); once claimed, only what another process may have changed is asked again
+(`check_claimed`)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ import errno
 import functools
 import itertools
 import os
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -54,6 +55,8 @@ __all__ = [
     "Runs",
     "preflight",
     "check_run",
+    "check_claimed",
+    "check_windows",
     "dataset_keys",
     "read_output",
     "dataset_row",
@@ -86,6 +89,9 @@ class OutputPlan:
     from_published: bool  # a missing default dataset, trained at a published size: `start` copies the rows
     reproduction: bool = False  # a reproduction file (`rr reproduce`): only the published recipe goes to it
     stamp: tuple[int, ...] | None = None
+    # the runs `check_run` passed against this reading, by (run, processes, resume), with their model: the
+    # trainer checks a run again only where it was not checked so (`rr_model.run.trainer`)
+    checked: dict[tuple[TrainConfig, int, bool], GPTConfig] = field(default_factory=dict, repr=False)
 
     @functools.cached_property
     def keys(self) -> set[tuple[str, str, int]]:
@@ -128,15 +134,17 @@ class OutputPlan:
         if create_new(self.out, lambda f: f.write(published)):  # whole or not at all; of several, one writes
             self.stamp = stamp(self.out)  # ours: it holds `rows`, unless a row was appended since
 
-    def refresh(self) -> None:
+    def refresh(self) -> bool:
         """Read the file again if it changed since `rows` were all it held (one stat when it did not): a run
-        claimed now (`rr_model.run.trainer`) sees a row that its previous holder wrote after this reading."""
+        claimed now (`rr_model.run.trainer`) sees a row that its previous holder wrote after this reading.
+        Whether it was read again."""
         now = stamp(self.out)
         if now is None or now == self.stamp:
-            return
+            return False
         self.rows, self.stamp = load_sweep(self.out), now  # stat first: a later append is seen next time
         for derived in ("keys", "budget_keys", "published"):
             self.__dict__.pop(derived, None)
+        return True
 
     def extend(self, added: pd.DataFrame, after: tuple[int, ...] | None = None) -> None:
         """Take in the rows a run has just appended (`append_rows` returns them), so that the next run's
@@ -260,7 +268,7 @@ def preflight(out: str | os.PathLike, *, reproduction: bool = False) -> OutputPl
 def check_run(
     cfg: TrainConfig,
     output: OutputPlan,
-    corpus: Tokens | Corpus,
+    corpus: Corpus,
     world: int,
     gpu_gib: float | None,
     resume: bool = False,
@@ -269,17 +277,18 @@ def check_run(
 ) -> GPTConfig:
     """Refuse a run that may not go ahead, before it creates anything; the model it trains otherwise.
 
-    The one list of a run's checks before its first step, called by `--dry-run` (`Runs.check`, with
-    `check_data`'s `Corpus`) and by the trainer (`rr_model.run.trainer`, with that corpus before it claims
-    the run, and again with the `Tokens` it loaded and the file as it is once claimed), so a dry run
-    refuses what the run would refuse, and a refused run leaves no file behind: its batch splits over
+    The one list of a run's checks before its first step, made once per run: by `Runs.check` (`--dry-run`,
+    and a command's runs before the first trains), or by the trainer (`rr_model.run.trainer`) for a run not
+    checked so against `output` (`OutputPlan.checked`), always with `check_data`'s `Corpus`, before the run is
+    claimed; so a dry run refuses what the run would refuse, and a refused run leaves no file behind. Once
+    claimed, the trainer asks only what may have changed since (`check_claimed`) and what only the loaded
+    tokens tell (`check_windows`). Its batch splits over
     `world` processes and `--micro-batches`; the recipe guard (`OutputPlan.guard`); its row fits the
     file (`OutputPlan.check_fits`); its memory plan fits `gpu_gib` per process (None: not checked) and,
     where it trains `here` (not a job planned for other machines), this machine's memory holds it
-    (`refuse_unbuildable`); its tokens hold a window of `block_size` + 1 for training and for validation
-    (`_check_windows`: known once the corpus is tokenized); a checkpoint of it, or its final weights (kept
-    when its row could not be written), is there only where `resume` continues it (what the checkpoint
-    holds is checked when the trainer reads it). The numbers of the run
+    (`refuse_unbuildable`); a checkpoint of it, or its final weights (kept when its row could not be
+    written), is there only where `resume` continues it (`_check_left`; what the checkpoint holds is checked
+    when the trainer reads it). The numbers of the run
     alone are checked where they are made (`rr_core.ladder.Recipe`, `rr_core.ladder.Size`, `TrainConfig`).
     """
     r = cfg.recipe
@@ -303,8 +312,23 @@ def check_run(
     output.check_fits(cfg, mcfg.n_params)
     refuse_unfit(cfg, mcfg, world, gpu_gib)
     refuse_unbuildable(cfg, mcfg, world, host_memory() if here else None, on_host=gpu_gib is None)
-    if not isinstance(corpus, Corpus):
-        _check_windows(cfg, corpus)
+    _check_left(cfg, output, resume)
+    output.checked[cfg, world, resume] = mcfg
+    return mcfg
+
+
+def check_claimed(cfg: TrainConfig, output: OutputPlan, params: int, resume: bool) -> None:
+    """What another process may have changed between a run's checks (`check_run`) and its claim, asked again
+    once the run is claimed (`rr_model.run.trainer`): a row of it (the file is read again only where it
+    changed, `OutputPlan.refresh`), or a checkpoint or final weights it left (`_check_left`)."""
+    if output.refresh():
+        output.check_fits(cfg, params)
+    _check_left(cfg, output, resume)
+
+
+def _check_left(cfg: TrainConfig, output: OutputPlan, resume: bool) -> None:
+    """Refuse a run that left a checkpoint, or final weights (kept when its row could not be written),
+    unless `resume` continues it."""
     if not resume and (found := found_checkpoints(output.out, **cfg.stem)):
         raise InputError(f"{found[-1]} holds a checkpoint of this run: pass --resume to continue it")
     if not resume and (final := final_path(output.out, *cfg.key)).exists():  # its row could not be written
@@ -312,10 +336,9 @@ def check_run(
             f"{final} holds the final weights of this run, whose row is not in {output.out}: pass --resume to "
             "write its row from them without training, or delete the file to train the run again"
         )
-    return mcfg
 
 
-def _check_windows(cfg: TrainConfig, tokens: Tokens) -> None:
+def check_windows(cfg: TrainConfig, tokens: Tokens) -> None:
     """Refuse tokens too few for the run's windows: each training batch and each of the evaluation's
     `eval_batches` draws windows of `block_size` + 1 tokens from a stream of at least `block_size` + 2
     (`rr_model.data.token_cache.sample_batch`), so a short corpus is refused now, not after training."""
@@ -333,8 +356,9 @@ def _check_windows(cfg: TrainConfig, tokens: Tokens) -> None:
 def _check_writable(out: Path) -> None:
     """Prove, before anything trains, that every path a run of `out` writes can be written, following
     symbolic links: the row (`out`), the record (its sidecar), the metrics logs (``OUT.metrics/``), the
-    checkpoints, final weights and claims (``OUT.checkpoints/``). An existing file is opened for appending
-    (nothing is written); a missing one needs its folder, in which a probe file is created and removed
+    checkpoints, final weights and claims (``OUT.checkpoints/``). An existing file is asked whether this
+    user may write it (`os.access`: the kernel's answer, without opening it, so the row's file is opened once
+    to plan); a missing one needs its folder, in which a probe file is created and removed
     (`rr_core.files.replacing.probe`). The row's folder may be missing where its parent is a folder
     (`OutputPlan.start` makes it), so a mistyped path is an error rather than a new tree of folders. What
     cannot be proved here (a disk that fills up meanwhile) fails after training with the final weights
@@ -360,8 +384,9 @@ def _check_writable(out: Path) -> None:
                 probe(real)
             elif real.exists() and folder:
                 raise NotADirectoryError(errno.ENOTDIR, "not a folder", str(real))
-            elif real.exists():
-                os.close(os.open(real, os.O_WRONLY | os.O_APPEND))  # writable, and left as it is
+            elif real.exists() and not os.access(real, os.W_OK, effective_ids=_EFFECTIVE):
+                # asked, not opened: the plan's reading is the file's one opening before the runs append
+                raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(real))
             elif real.parent.is_dir():
                 probe(real.parent)
             elif real.parent == made:
@@ -373,6 +398,9 @@ def _check_writable(out: Path) -> None:
                 f"--out {out}{via}: {what} cannot be written to {e.filename or real} ({e.strerror}), so the "
                 "run's result would be lost; nothing was trained"
             ) from None
+
+
+_EFFECTIVE = os.access in os.supports_effective_ids  # the user the open would be made as, not the real one
 
 
 def dataset_keys(path: str | os.PathLike) -> set[tuple[str, str, int]]:

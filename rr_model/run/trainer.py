@@ -76,7 +76,14 @@ from rr_model.parallel.flops import flops_per_token
 from rr_model.parallel.hardware import datasheet_peak, peak_note
 from rr_model.run.gate_watch import GateWatch
 from rr_model.run.numerics import numerics
-from rr_model.run.planning import OutputPlan, check_run, dataset_row, preflight
+from rr_model.run.planning import (
+    OutputPlan,
+    check_claimed,
+    check_run,
+    check_windows,
+    dataset_row,
+    preflight,
+)
 from rr_model.run.progress import Progress
 from rr_model.run.step import (
     accumulate,
@@ -251,10 +258,12 @@ def _setup(
     r, gpu_gib = cfg.recipe, gpu_memory(cfg, device)
     if plan is None:  # the file's one reading before training
         plan = preflight(out, reproduction=cfg.reproduce)
-    planned = check_data(cfg.data, cfg.tokenizer, r.n_text)
-    check_run(cfg, plan, planned, world, gpu_gib, resume)  # before the run makes any file: --dry-run's checks
+    # checked with the command's other runs (`Runs.check`); a check without `resume` is the stricter one
+    mcfg = plan.checked.get((cfg, world, resume)) or plan.checked.get((cfg, world, False))
+    if mcfg is None:  # before the run makes any file: --dry-run's checks
+        mcfg = check_run(cfg, plan, check_data(cfg.data, cfg.tokenizer, r.n_text), world, gpu_gib, resume)
     _claim(out, cfg, rank, world, claimed)
-    plan.refresh()  # once the run is claimed: a row its previous holder wrote since the reading is seen
+    check_claimed(cfg, plan, mcfg.n_params, resume)  # a row or checkpoint its previous holder left since
     tokens = load_tokens(
         cfg.data,
         n_text=r.n_text,
@@ -263,7 +272,9 @@ def _setup(
         text_field=cfg.text_field,
         val_frac=r.val_frac,
     )
-    mcfg = check_run(cfg, plan, tokens, world, gpu_gib, resume)  # again: the tokens loaded, the file now
+    # the corpus as loaded is as `check_data` said (a local or hub corpus may hold fewer documents, but it is
+    # off the published recipe whatever it holds): what only its tokens tell is whether they hold a window
+    check_windows(cfg, tokens)
     if rank == 0:
         plan.start()
     ckpt = (checkpoint.sharded_path if cfg.shard == "fsdp" else checkpoint.checkpoint_path)(out, **cfg.stem)
