@@ -53,6 +53,8 @@ __all__ = [
     "SEAM",
     "seam_problem",
     "Shapes",
+    "Kept",
+    "HC_STREAMS",
     "colour",
     "palette",
     "label",
@@ -66,6 +68,11 @@ __all__ = [
 
 # Parameters as (name, shape) pairs, in the order a module's named_parameters() gives them; () is a scalar.
 Shapes = list[tuple[str, tuple[int, ...]]]
+# Bytes autograd keeps for the backward pass of a model's residual rules beyond what Standard's keep, as a
+# function of (tokens, d_model, n_layer, bf16, weight_copies): `tokens` the micro-batch's B x T; `bf16`
+# under bf16 autocast, whose copies of the rules' matrices count where `weight_copies` (not under FSDP's
+# bf16 policy, `rr_model.parallel.memory.saved_activation_bytes`). Exact arithmetic, the tensors counted.
+Kept = Callable[[int, int, int, bool, bool], int]
 
 
 @dataclass(frozen=True)
@@ -80,6 +87,7 @@ class Variant:
     params: Callable[..., int | Shapes] | None = (
         None  # per sublayer at width d (or d, site, sites): count or shapes; None: built
     )
+    kept: Kept | None = None  # bytes its rules keep for the backward pass beyond Standard's; None: unknown
 
     @property
     def module(self) -> str:
@@ -182,6 +190,7 @@ def register_residual(
     colour: str | None = None,
     matched: bool = False,
     params: Callable[[int], int | Shapes] | None = None,
+    kept: Kept | None = None,
 ) -> None:
     """Make a residual rule a variant every rr command can train, count, read and plot.
 
@@ -215,6 +224,10 @@ def register_residual(
         `rule_shapes`). Either way `rr sizes` and parameter matching count them without building a model;
         with shapes, the memory plan of a sharded run (`rr_model.parallel.memory`) also cuts them exactly without
         torch.
+    kept
+        The bytes the rules of a model keep for the backward pass beyond Standard's (`Kept`), for the memory
+        plan (`rr_model.parallel.memory.saved_activation_bytes`). None: as much as Review (convex) keeps,
+        the largest of rr's one-stream rules.
 
     Raises
     ------
@@ -257,7 +270,7 @@ def register_residual(
         raise InputError(
             f"{where}: {_rule_path(rule)} needs an input the stream seam does not give: {problem}"
         )
-    VARIANTS[name] = Variant(name, label or name, colour, matched, rule, params)
+    VARIANTS[name] = Variant(name, label or name, colour, matched, rule, params, kept)
     if origin is not None:
         _ORIGINS[name] = origin
     _built.cache_clear()
@@ -455,15 +468,89 @@ def unknown_variant(name: str) -> str:
     return f"unknown variant {name!r}{did_you_mean(near if near != name else None)}; registered: {', '.join(VARIANTS)}"
 
 
+def per_sublayer(fp32: tuple[int, int], bf16: tuple[int, int]) -> Kept:
+    """`Kept` of a rule on one stream that keeps (r_d, r_t) bytes per token at each sublayer: r_d per channel
+    and r_t per token, in float32 (`fp32`) or under bf16 autocast (`bf16`): 2 L (r_d N d + r_t N)."""
+
+    def kept(tokens: int, d: int, n_layer: int, bf16_: bool, weight_copies: bool) -> int:
+        r_d, r_t = bf16 if bf16_ else fp32
+        return 2 * n_layer * (r_d * tokens * d + r_t * tokens)
+
+    return kept
+
+
+HC_STREAMS = 4  # hyper-connections' expansion rate n: the paper's default (`rr_model.streams`)
+
+
+def _hyper_kept(dynamic: bool, n: int = HC_STREAMS) -> Kept:
+    """`Kept` of hyper-connections on n streams, by block (two sublayers) in n, d and the tokens N, less
+    what the first block saves by reading the embeddings expanded (a view: d per token, not n d). Read off
+    the tensors autograd keeps on CPU and checked to the byte at n = 2, 3 and 4 (tests/test_memory.py at the
+    registered n): the state, n d per token, kept per sublayer (in bfloat16 under bf16 autocast, which adds
+    copies of the matrices it multiplies by: [A_m A_r], or the dynamic weights), and for the dynamic rule
+    the normalised state and its weights' tanh. The copies of a block's matrices are counted with every
+    rule's (`rr_model.parallel.memory.saved_activation_bytes`' W); what differs from them is counted here."""
+
+    def kept(tokens: int, d: int, n_layer: int, bf16: bool, weight_copies: bool) -> int:
+        N, L = tokens, n_layer
+        first = -(4 * n - 4) * N * d if dynamic else (0 if bf16 else -(8 * n - 4) * N * d)
+        if not dynamic:  # [A_m A_r]'s bfloat16 copy: counted with the block's matrices
+            per, copies = ((8 * n - 4) * N * d - 4 * N if bf16 else (16 * n + 8) * N * d), 0
+        elif bf16:  # B's dynamic vector copied too; [A_m A_r], counted with the matrices, is only added
+            per, copies = (48 * n - 4) * N * d + (12 * n * n + 44 * n - 4) * N, 4 * d - 4 * n * (n + 1)
+        else:
+            per, copies = (40 * n + 8) * N * d + (32 * n * n + 72 * n) * N, 0
+        return first + L * (per + (copies if bf16 and weight_copies else 0))
+
+    return kept
+
+
+def _denseformer_kept(tokens: int, d: int, n_layer: int, bf16: bool, weight_copies: bool) -> int:
+    """DenseFormer keeps each block's output, in float32, for its depth-weighted averages: 4 N d L."""
+    return 4 * tokens * d * n_layer
+
+
+def _attn_res_kept(blocks: int) -> Kept:
+    """`Kept` of Attention Residuals over `blocks` blocks of sublayers (0: every sublayer a source): each of
+    the S = 2 L + 1 sources (the embeddings, each sublayer's output or block's partial sum) in float32 (4 N d
+    each), and per source read by each of the 2 L + 1 depth attentions (P pairs: `_attn_res_pairs`) its
+    logit, norm and weight (12 N; 8 N under bf16, which adds a bfloat16 copy of the embeddings, 2 N a source
+    and the queries' copies, 2 d each)."""
+
+    def kept(tokens: int, d: int, n_layer: int, bf16: bool, weight_copies: bool) -> int:
+        N, S, P = tokens, 2 * n_layer + 1, _attn_res_pairs(n_layer, blocks)
+        if not bf16:
+            return 4 * N * d * S + 12 * N * P
+        return 4 * N * d * S + 2 * N * d + 2 * N * S + 8 * N * P + (2 * d * S if weight_copies else 0)
+
+    return kept
+
+
+def _attn_res_pairs(n_layer: int, blocks: int) -> int:
+    """The (depth attention, source) pairs of a model: sublayer s reads 1 + ceil(s / span) sources (span:
+    the sublayers a source sums, 1 for full AttnRes), the final norm's input every source.
+
+    Example
+    -------
+    >>> _attn_res_pairs(2, 0), _attn_res_pairs(6, 8)  # full: (2 L + 1)(L + 1); 12 sublayers in 8 blocks of 2
+    (15, 55)
+    """
+    sites = 2 * n_layer
+    span = -(-sites // blocks) if blocks else 1
+    return sum(1 + -(-s // span) for s in range(sites + 1))
+
+
 # rr's own variants, in the order tables and legends list them. Parameters per sublayer, by name and shape:
 # see each rule in rr_model.model (tests/test_model.py and tests/test_shapes.py build every one and check
-# the count and the shapes).
+# the count and the shapes); bytes kept for the backward pass: tests/test_memory.py counts what autograd
+# keeps on CPU for every one.
 register_residual(
     "review_neutral",
     "rr_model.model:ReviewNeutral",
     label="Review",
     colour="#0072B2",
     params=lambda d: [("gate.weight", (d, 2 * d)), ("gate.bias", (d,))],  # gate Linear(2d -> d)
+    kept=per_sublayer((16, 8), (8, 6)),
 )
 register_residual(
     "highway",
@@ -472,6 +559,7 @@ register_residual(
     colour="#E69F00",
     matched=True,
     params=lambda d: [("gate.weight", (d, d)), ("gate.bias", (d,))],  # gate Linear(d -> d)
+    kept=per_sublayer((8, 0), (6, 0)),
 )
 register_residual(
     "standard",
@@ -480,6 +568,7 @@ register_residual(
     colour="#009E73",
     matched=True,
     params=lambda d: [],
+    kept=per_sublayer((0, 0), (0, 0)),
 )
 register_residual(
     "review_convex",
@@ -487,6 +576,7 @@ register_residual(
     label="Review (convex)",
     colour="#D55E00",
     params=lambda d: [("gate.weight", (d, 2 * d)), ("gate.bias", (d,))],  # Review's gate
+    kept=per_sublayer((20, 8), (10, 6)),
 )
 register_residual(
     "layerscale",
@@ -494,6 +584,7 @@ register_residual(
     label="LayerScale",
     colour="#CC79A7",
     params=lambda d: [("scale", (d,))],  # per-channel scale
+    kept=per_sublayer((4, 0), (2, 0)),
 )
 register_residual(
     "rezero",
@@ -501,24 +592,29 @@ register_residual(
     label="ReZero",
     colour="#56B4E9",
     params=lambda d: [("alpha", ())],  # one scalar
+    kept=per_sublayer((4, 0), (2, 0)),
 )  # fmt: skip
 # Ablations of Review, at its width (not matched): each changes one thing about its gate, and each starts
 # as Review does, bit for bit (`rr_model.model.ReviewHalf`). Tol's "light" colours and Okabe-Ito's black.
 register_residual(
     "review_half", "rr_model.model:ReviewHalf", label="Review (r = 0.5)", colour="#77AADD",
     params=lambda d: [],  # the gate held at 0.5: nothing to learn
+    kept=per_sublayer((0, 0), (0, 0)),
 )  # fmt: skip
 register_residual(
     "gate_bias", "rr_model.model:GateBias", label="Gate bias", colour="#EE8866",
     params=lambda d: [("bias", (d,))],  # b, one per channel
+    kept=lambda N, d, L, bf16, copies: per_sublayer((4, 0), (2, 0))(N, d, L, bf16, copies) + 8 * d * L,  # sigmoid(b)
 )  # fmt: skip
 register_residual(
     "review_state", "rr_model.model:ReviewState", label="Review (state only)", colour="#BBCC33",
     params=lambda d: [("gate.weight", (d, d)), ("gate.bias", (d,))],  # gate Linear(d -> d) on rms(h)
+    kept=per_sublayer((12, 4), (6, 4)),
 )  # fmt: skip
 register_residual(
     "review_update", "rr_model.model:ReviewUpdate", label="Review (update only)", colour="#000000",
     params=lambda d: [("gate.weight", (d, d)), ("gate.bias", (d,))],  # gate Linear(d -> d) on rms(u)
+    kept=per_sublayer((12, 4), (6, 2)),
 )  # fmt: skip
 # The field's rivals, on the stream seam (rr_model.streams): several streams, or every earlier output.
 # Hyper-connections at expansion n = 4 (the rule's `streams`): [A_m A_r] n x (n + 1) and B n per sublayer;
@@ -527,23 +623,27 @@ register_residual(
 # last sublayer's rule one more for the final norm's input.
 register_residual(
     "hyper_connections", "rr_model.streams:HyperConnections", label="Hyper-connections", matched=True,
-    params=lambda d: [("static_alpha", (4, 5)), ("static_beta", (4,)), ("dynamic_alpha", (d, 5)),
+    params=lambda d, n=HC_STREAMS: [("static_alpha", (n, n + 1)), ("static_beta", (n,)), ("dynamic_alpha", (d, n + 1)),
                       ("dynamic_beta", (d,)), ("scale_alpha", ()), ("scale_beta", ()), ("norm.weight", (d,))],
+    kept=_hyper_kept(dynamic=True),
 )  # fmt: skip
 register_residual(
     "hyper_connections_static", "rr_model.streams:StaticHyperConnections", label="Hyper-connections (static)",
-    matched=True, params=lambda d: [("static_alpha", (4, 5)), ("static_beta", (4,))],
+    matched=True, params=lambda d, n=HC_STREAMS: [("static_alpha", (n, n + 1)), ("static_beta", (n,))],
+    kept=_hyper_kept(dynamic=False),
 )  # fmt: skip
 register_residual(
     "denseformer", "rr_model.streams:DenseFormer", label="DenseFormer", matched=True,
-    params=lambda d, site, sites: [("dwa", (site // 2 + 2,))] if site % 2 else [],
+    params=lambda d, site, sites: [("dwa", (site // 2 + 2,))] if site % 2 else [], kept=_denseformer_kept,
 )  # fmt: skip
 register_residual(
     "attn_res", "rr_model.streams:AttnRes", label="AttnRes", matched=True,
     params=lambda d, site, sites: [("query", (d,))] + ([("exit_query", (d,))] if site == sites - 1 else []),
+    kept=_attn_res_kept(blocks=0),
 )  # fmt: skip
 register_residual(
     "attn_res_block", "rr_model.streams:BlockAttnRes", label="Block AttnRes", matched=True,
     params=lambda d, site, sites: [("query", (d,))] + ([("exit_query", (d,))] if site == sites - 1 else []),
+    kept=_attn_res_kept(blocks=8),
 )  # fmt: skip
 NAMES = tuple(VARIANTS)

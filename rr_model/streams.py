@@ -16,6 +16,7 @@ import math
 import torch
 import torch.nn as nn
 
+from rr_core.variants import HC_STREAMS
 from rr_model.model import EPS, RMSNorm
 
 
@@ -32,7 +33,7 @@ class HyperConnections(nn.Module):
     The norm is rr's RMSNorm with a gain (the paper's code uses a LayerNorm).
     """
 
-    streams = 4  # the expansion rate n: the paper's default
+    streams = HC_STREAMS  # the expansion rate n: the paper's default
     dynamic = True
 
     def __init__(self, d_model: int, site: int):
