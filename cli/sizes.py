@@ -11,6 +11,7 @@ from cli.records import FORMAT_HELP, Format, echo_records
 from cli.run_options import MEMORY_FORMATS, echo_budget, option_type, run_option
 from rr_analysis.numbers import fixed, significant
 from rr_core.errors import InputError
+from rr_core.ladder import RECIPE
 
 Precision = option_type("precision")  # TrainConfig's choices, parsed as its training options parse them
 BUDGET = "Budget (--budget)"  # the help panel of the options of the budget view
@@ -33,7 +34,10 @@ CORPUS = typer.Option(
 def sizes(
     fmt: Format = typer.Option(Format.text, "--format", help=FORMAT_HELP),
     vocab: int | None = typer.Option(
-        50257, "--vocab", min=1, help="Vocabulary size (GPT-2: 50257; byte-level: 257)."
+        RECIPE.vocab_size,
+        "--vocab",
+        min=1,
+        help=f"Vocabulary size (GPT-2: {RECIPE.vocab_size}; byte-level: 257).",
     ),
     ladder: Path | None = run_option("ladder"),
     variant: list[str] = typer.Option(

@@ -10,6 +10,7 @@ import typer
 
 from cli.errors import known_errors
 from cli.launchers import (
+    SLURM,
     items,
     launch,
     launch_module,
@@ -57,7 +58,6 @@ BUDGETS = typer.Option(
     "the largest, with a cooldown branch ending at each other one, a row each (docs/training.md, Budgets).",
     show_default=False,
 )
-SLURM = "Slurm (--launcher slurm)"
 STATUS = typer.Option(
     False, "--status", help="List the sweep's jobs: id, run, state, step reached, log.", rich_help_panel=SLURM
 )

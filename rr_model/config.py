@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple, get_args, get_origin
 
 from rr_core.budget import budget_steps, reference_params, step_tokens
 from rr_core.errors import InputError
-from rr_core.ladder import BYTE_EOS, LADDER, Recipe, Size, get_size
+from rr_core.ladder import BYTE_EOS, LADDER, PUBLISHED_CORPUS, Recipe, Size, get_size
 from rr_core.lr_choice import ROLES
 from rr_core.variants import REFERENCE, VARIANTS
 from rr_model.metrics import Backend, require_backends
@@ -151,11 +151,12 @@ class TrainConfig:
         ),
     )
     data: str = field(
-        default="tinystories",
+        default=PUBLISHED_CORPUS,
         metadata=option(
-            "The training corpus: tinystories (published), synthetic (offline demo), a local "
+            f"The training corpus: {PUBLISHED_CORPUS} (published), synthetic (offline demo), a local "
             ".txt/.jsonl/.parquet file or a folder of them, a token cache folder, or hf:NAME[:SPLIT] (a "
-            "Hugging Face dataset through `datasets`). rr reproduce takes tinystories or a local copy of it.",
+            f"Hugging Face dataset through `datasets`). rr reproduce takes {PUBLISHED_CORPUS} or a local copy "
+            "of it.",
             flag="--corpus",
             renamed=("--data", "--data names a sweep file on rr's other commands"),
         ),

@@ -28,6 +28,7 @@ from rr_core.files.locks import locked
 from rr_core.files.reading import same_file
 from rr_core.files.replacing import create_new
 from rr_core.ladder import size_problem, size_sort_key
+from rr_core.sweepfile import DECIMALS
 from rr_core.sweepfile.csv_text import DECIMAL_COMMA, FIELDS, DataError, file_problem, read_bytes, split_cells
 from rr_core.sweepfile.schema import (
     COLUMNS,
@@ -63,9 +64,6 @@ __all__ = [
 ]
 
 
-# Published precision of each float column (decimals; shortest repr after rounding, as in the release):
-# new rows are written the same way so files stay diffable.
-_DECIMALS = {"params_M": 2, "val_loss": 4, "ece": 4, "minutes": 1}
 _INT = r"^-?[0-9]+$"
 _FLOAT = r"(?i)^[+-]?(([0-9]+\.?[0-9]*|\.[0-9]+)(e[+-]?[0-9]+)?|inf|infinity|nan)$"
 
@@ -358,8 +356,8 @@ def format_row(row: Mapping, columns: Sequence[str] = FIELDS) -> str:
         v = row.get(name)
         if v is None or (isinstance(v, float) and np.isnan(v)):
             cells.append("")
-        elif name in _DECIMALS:
-            cells.append(repr(round(float(v), _DECIMALS[name])))
+        elif name in DECIMALS:
+            cells.append(repr(round(float(v), DECIMALS[name])))
         elif name in _INTEGERS:  # an optional integer, held as float64 (tokens, init_seed, data_seed)
             cells.append(str(int(v)))
         elif name in FIELDS or isinstance(v, str):

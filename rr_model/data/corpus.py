@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 from rr_core.errors import InputError
+from rr_core.ladder import PUBLISHED_CORPUS
 from rr_model.data.tokenizers import CHUNK, EOT, unavailable
 
 __all__ = [
@@ -255,7 +256,7 @@ def _files(files: list[Path], field: str) -> Iterator[str]:
 def corpus_reader(data: str, n_text: int, field: str) -> tuple[object, Callable[[], Iterable[str]]]:
     """The cache identity and the document reader of TinyStories, a hub dataset or a local corpus."""
     extra = [field] if field != "text" else []  # the published keys stay as they were
-    if data == "tinystories":
+    if data == PUBLISHED_CORPUS:
         return TINYSTORIES, functools.partial(_tinystories, n_text)
     if data.startswith("hf:"):
         name, _, split = data.removeprefix("hf:").partition(":")
@@ -275,6 +276,6 @@ def corpus_reader(data: str, n_text: int, field: str) -> tuple[object, Callable[
 
 def no_data(data: str) -> FileNotFoundError:
     return FileNotFoundError(
-        f"--corpus {data!r}: expected 'tinystories', 'synthetic', an existing {'/'.join(_SUFFIXES)} "
+        f"--corpus {data!r}: expected {PUBLISHED_CORPUS!r}, 'synthetic', an existing {'/'.join(_SUFFIXES)} "
         "corpus or a folder of them, a token cache directory, or hf:NAME[:SPLIT]"
     )

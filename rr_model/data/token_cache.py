@@ -38,7 +38,7 @@ from rr_core.files.checksums import Damaged
 from rr_core.files.locks import locked
 from rr_core.files.reading import read_regular
 from rr_core.files.replacing import atomic_dir
-from rr_core.ladder import BYTE_EOS, RECIPE
+from rr_core.ladder import BYTE_EOS, PUBLISHED_CORPUS, RECIPE
 from rr_model.data import synthetic
 from rr_model.data.corpus import READERS, TINYSTORIES, corpus_files, corpus_reader, no_data
 from rr_model.data.tokenizers import CHUNK, TOKEN_DTYPE, Tokenizer, load_tokenizer
@@ -278,7 +278,7 @@ def _build(directory: Path, key: str, source: str, tok: Tokenizer, docs: Iterabl
 
 
 def load_tokens(
-    data: str = "tinystories",
+    data: str = PUBLISHED_CORPUS,
     *,
     n_text: int = RECIPE.n_text,
     cache_dir: str | Path | None = None,
@@ -337,10 +337,10 @@ def load_tokens(
     if n_text < 1:
         raise InputError(f"n_text must be positive, got {n_text}")
     path = Path(data)
-    if data not in ("tinystories", "synthetic") and not data.startswith("hf:") and _is_cache(path):
+    if data not in (PUBLISHED_CORPUS, "synthetic") and not data.startswith("hf:") and _is_cache(path):
         return _given_cache(path.parent if path.is_file() else path, tokenizer, val_frac)
     directory, key, docs, tokenizer, n_text = _cache_of(data, n_text, cache_dir, tokenizer, text_field)
-    source = TINYSTORIES if data == "tinystories" else data
+    source = TINYSTORIES if data == PUBLISHED_CORPUS else data
     if (tokens := _open(directory, key, val_frac)) is not None:
         return tokens
     directory.parent.mkdir(parents=True, exist_ok=True)
@@ -385,7 +385,7 @@ def known_train_tokens(
     What a dry run's passes over the corpus divide by (`rr_core.budget.passes`)."""
     path = Path(data)
     try:
-        if data not in ("tinystories", "synthetic") and not data.startswith("hf:") and _is_cache(path):
+        if data not in (PUBLISHED_CORPUS, "synthetic") and not data.startswith("hf:") and _is_cache(path):
             directory, key = (path.parent if path.is_file() else path), None
         else:
             directory, key, *_ = _cache_of(data, n_text, cache_dir, tokenizer, text_field)
@@ -422,7 +422,7 @@ def check_data(data: str, tokenizer: str | None = None, n_text: int = RECIPE.n_t
         raise InputError(f"unknown tokenizer {tokenizer!r}; use 'gpt2' or 'bytes'")
     path = Path(data)
     synthetic_ = data == "synthetic"
-    if not synthetic_ and data != "tinystories" and not data.startswith("hf:"):
+    if not synthetic_ and data != PUBLISHED_CORPUS and not data.startswith("hf:"):
         if _is_cache(path):
             tokens = _given_cache(path.parent if path.is_file() else path, tokenizer)
             return Corpus(tokens.source, tokens.tokenizer, tokens.n_text, tokens.vocab_size)
@@ -433,7 +433,7 @@ def check_data(data: str, tokenizer: str | None = None, n_text: int = RECIPE.n_t
     tokenizer = tokenizer or ("bytes" if synthetic_ else "gpt2")
     vocab = BYTE_EOS + 1 if tokenizer == "bytes" else RECIPE.vocab_size  # 256 bytes and EOS; GPT-2's
     n_text = min(n_text, synthetic.N_STORIES) if synthetic_ else n_text
-    return Corpus(TINYSTORIES if data == "tinystories" else data, tokenizer, n_text, vocab)
+    return Corpus(TINYSTORIES if data == PUBLISHED_CORPUS else data, tokenizer, n_text, vocab)
 
 
 def _given_cache(directory: Path, tokenizer: str | None, val_frac: float = RECIPE.val_frac) -> Tokens:
