@@ -28,8 +28,9 @@ import rr_model.data.tokenizers as tokenizer_mod
 from rr_core.ladder import BYTE_EOS, RECIPE
 from rr_model.data import synthetic
 from rr_model.data.corpus import TINYSTORIES
-from rr_model.data.token_cache import load_tokens, sample_batch
+from rr_model.data.token_cache import load_tokens
 from rr_model.data.tokenizers import DataUnavailable, decode_bytes, encode_bytes
+from rr_model.data.windows import sample_batch
 
 EOT = "<|endoftext|>"
 DOCS = synthetic.stories(60)  # a few KB: enough for a train/val split, fast to tokenize

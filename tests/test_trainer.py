@@ -28,7 +28,7 @@ from rr_core.sweepfile import provenance
 from rr_core.sweepfile.dataset import append_rows, bundled_path, load_sweep
 from rr_model.config import DEFAULT_OUT, TrainConfig, recipe_differences
 from rr_model.data import synthetic
-from rr_model.data.token_cache import sample_batch
+from rr_model.data.windows import sample_batch
 from rr_model.model import GPT
 from rr_model.run.planning import plan_runs, preflight
 from rr_model.run.step import lr_at

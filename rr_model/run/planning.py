@@ -341,7 +341,7 @@ def _check_left(cfg: TrainConfig, output: OutputPlan, resume: bool) -> None:
 def check_windows(cfg: TrainConfig, tokens: Tokens) -> None:
     """Refuse tokens too few for the run's windows: each training batch and each of the evaluation's
     `eval_batches` draws windows of `block_size` + 1 tokens from a stream of at least `block_size` + 2
-    (`rr_model.data.token_cache.sample_batch`), so a short corpus is refused now, not after training."""
+    (`rr_model.data.windows.sample_batch`), so a short corpus is refused now, not after training."""
     r = cfg.recipe
     for part, stream in (("training", tokens.train), ("validation", tokens.val)):
         if len(stream) < r.block_size + 2:

@@ -12,7 +12,7 @@ The same seed is the published experiment: `torch.manual_seed(seed)` right befor
 `numpy.random.RandomState(seed)`, each step drawing the global batch's window starts; the 80 validation
 batches continue the same stream. `--init-seed` and `--data-seed` set the two seeds apart
 (`TrainConfig.seeds`). Periodic validation (`--eval-every`) reads windows of its own, drawn once from a
-stream apart (`rr_model.data.token_cache.held_out_windows`), so it moves neither stream. Runs single-process
+stream apart (`rr_model.data.windows.held_out_windows`), so it moves neither stream. Runs single-process
 or under `torchrun` (data parallel): every rank draws the whole batch and trains on its slice, the gradients
 averaged over the ranks, so the recipe does not depend on the number of processes; only rank 0 writes rows,
 provenance records and checkpoints. A sharded
@@ -61,14 +61,8 @@ from rr_model.config import (
     run_identity,
     schedule_words,
 )
-from rr_model.data.token_cache import (
-    Tokens,
-    check_data,
-    describe_held_out,
-    held_out_windows,
-    load_tokens,
-    sample_batch,
-)
+from rr_model.data.token_cache import Tokens, check_data, load_tokens
+from rr_model.data.windows import describe_held_out, held_out_windows, sample_batch
 from rr_model.metrics import Metrics
 from rr_model.model import GPT
 from rr_model.parallel import out_of_memory
