@@ -172,7 +172,8 @@ def resources(p: dict):
 def submit(todo: list, out: Path, resources, per_run_files: bool, dry_run: bool, command: str) -> None:
     """Submit `todo` as a job array (or show it, with the sbatch script, under --dry-run: no submitit needed
     unless jobs are recorded for `out` already). `command` names the rr command in what is printed."""
-    from rr_model.run.planning import dataset_keys, families, memory_plans
+    from rr_model.run.output_file import dataset_keys
+    from rr_model.run.planning import families, memory_plans
     from rr_model.sweep.jobs import read_jobs
     from rr_model.sweep.sbatch import job_folder, part_path, sbatch_script
 

@@ -467,7 +467,7 @@ class TrainConfig:
     def vocab_size(self) -> int:
         """The vocabulary the run's model will have, known before its data loads: the byte tokenizer's (257)
         for --tokenizer bytes or the synthetic corpus, else the recipe's (GPT-2's). A token cache of another
-        tokenizer, given without --tokenizer, is found out by `rr_model.run.planning.check_run`."""
+        tokenizer, given without --tokenizer, is found out by `rr_model.run.checks.check_run`."""
         bytes_ = self.tokenizer == "bytes" or (self.tokenizer is None and self.data == "synthetic")
         return BYTE_EOS + 1 if bytes_ else self.recipe.vocab_size  # the byte tokenizer: 256 bytes and EOS
 

@@ -1,4 +1,4 @@
-"""The pre-flight of a run's output file (`rr_model.run.planning.preflight`): one reading answers every question
+"""The pre-flight of a run's output file (`rr_model.run.output_file.preflight`): one reading answers every question
 the trainer and `rr train` ask of it, and each refusal keeps its sentence."""
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ from rr_core.sweepfile import csv_text
 from rr_core.sweepfile.csv_text import DataError
 from rr_core.sweepfile.dataset import append_rows, bundled_path, load_sweep
 from rr_model.config import TrainConfig, recipe_differences
-from rr_model.run.planning import plan_runs, preflight
+from rr_model.run.output_file import preflight
+from rr_model.run.planning import plan_runs
 
 ROW = dict(
     size="tiny", variant="standard", seed=0, params_M=1.13, steps=8, val_loss=3.0, ece=0.1, minutes=0.1

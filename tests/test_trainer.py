@@ -30,7 +30,8 @@ from rr_model.config import DEFAULT_OUT, TrainConfig, recipe_differences
 from rr_model.data import synthetic
 from rr_model.data.windows import sample_batch
 from rr_model.model import GPT
-from rr_model.run.planning import plan_runs, preflight
+from rr_model.run.output_file import preflight
+from rr_model.run.planning import plan_runs
 from rr_model.run.step import lr_at
 from rr_model.run.trainer import train
 from rr_model.run.validation import ece_from_bins, evaluate

@@ -11,7 +11,7 @@ Every document passes one rule (`_document`). A local folder given through `hf:`
 readers before `datasets` reads it (`_check_folder`): its JSON reader crashes the process on a deeply
 nested line, and rr's readers name the file and line at fault. A corpus whose documents are empty or too
 few for the run's blocks is refused before the first step by the run's checks
-(`rr_model.run.planning.check_run`), which know the block size.
+(`rr_model.run.checks.check_run`), which know the block size.
 """
 
 from __future__ import annotations

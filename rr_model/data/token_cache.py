@@ -386,7 +386,7 @@ def known_train_tokens(
 
 class Corpus(NamedTuple):
     """What a run will train on, as far as it is known before anything is tokenized (`check_data`): the
-    facts of `Tokens` that a run's checks read (`rr_model.run.planning.check_run`: the recipe guard, the model's
+    facts of `Tokens` that a run's checks read (`rr_model.run.checks.check_run`: the recipe guard, the model's
     vocabulary), so that a dry run checks what the run checks."""
 
     source: str  # as `Tokens.source`

@@ -68,16 +68,10 @@ from rr_model.model import GPT
 from rr_model.parallel import out_of_memory
 from rr_model.parallel.flops import flops_per_token
 from rr_model.parallel.hardware import datasheet_peak, peak_note
+from rr_model.run.checks import check_claimed, check_run, check_windows
 from rr_model.run.gate_watch import GateWatch
 from rr_model.run.numerics import numerics
-from rr_model.run.planning import (
-    OutputPlan,
-    check_claimed,
-    check_run,
-    check_windows,
-    dataset_row,
-    preflight,
-)
+from rr_model.run.output_file import OutputPlan, dataset_row, preflight
 from rr_model.run.progress import Progress
 from rr_model.run.step import (
     accumulate,
@@ -873,7 +867,7 @@ def _write(
     written (a full disk, a folder gone) is not, nor its record: the final weights (saved before) or the
     checkpoint `ckpt` are kept, and the error says how `--resume` writes them (`_unwritten`).
     Returns the row as appended and `out`'s stamp once it was in, under the lock (None for a run that
-    diverged): what `rr_model.run.planning.OutputPlan.extend` takes."""
+    diverged): what `rr_model.run.output_file.OutputPlan.extend` takes."""
     sidecar = sidecar_path(out)
     if record["result"] is None:
         append_record(sidecar, record)
