@@ -18,8 +18,9 @@ from pathlib import Path
 import pytest
 from conftest import rr
 
+from rr_core.sweepfile.columns import format_row
 from rr_core.sweepfile.csv_text import FIELDS
-from rr_core.sweepfile.dataset import append_rows, format_row, load_sweep
+from rr_core.sweepfile.dataset import append_rows, load_sweep
 
 HEADER = ",".join(FIELDS)
 LINE = "60M,review_neutral,{seed},59.47,8000,1.7016,0.0087,6.9"
