@@ -16,11 +16,8 @@ labelled by itself and coloured from `EXTRA_COLOURS`.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import importlib
-import inspect
-import math
 import re
 import sys
 import unicodedata
@@ -31,6 +28,8 @@ from typing import Any
 
 from rr_core.errors import InputError, did_you_mean
 from rr_core.errors import nearest as nearest_name
+from rr_core.kept_bytes import HC_STREAMS, Kept, attn_res_kept, denseformer_kept, hyper_kept, per_sublayer
+from rr_core.seam import seam_problem
 
 __all__ = [
     "Variant",
@@ -42,21 +41,11 @@ __all__ = [
     "NAMES",
     "VARIANT_NAME",
     "VARIANT_RULE",
-    "EXTRA_COLOURS",
     "SOURCES",
     "register_residual",
     "residual_rule",
     "rule_origin",
-    "rule_params",
-    "model_rule_params",
-    "rule_shapes",
-    "SEAM",
-    "seam_problem",
     "Shapes",
-    "Kept",
-    "HC_STREAMS",
-    "colour",
-    "palette",
     "label",
     "matched",
     "order_key",
@@ -68,11 +57,6 @@ __all__ = [
 
 # Parameters as (name, shape) pairs, in the order a module's named_parameters() gives them; () is a scalar.
 Shapes = list[tuple[str, tuple[int, ...]]]
-# Bytes autograd keeps for the backward pass of a model's residual rules beyond what Standard's keep, as a
-# function of (tokens, d_model, n_layer, bf16, weight_copies): `tokens` the micro-batch's B x T; `bf16`
-# under bf16 autocast, whose copies of the rules' matrices count where `weight_copies` (not under FSDP's
-# bf16 policy, `rr_model.parallel.memory.saved_activation_bytes`). Exact arithmetic, the tensors counted.
-Kept = Callable[[int, int, int, bool, bool], int]
 
 
 @dataclass(frozen=True)
@@ -119,62 +103,12 @@ def compared(reference: str = REFERENCE) -> tuple[str, ...]:
 VARIANT_NAME = re.compile(r"[a-z][a-z0-9_]{0,39}", re.ASCII)
 VARIANT_RULE = "a variant name: a lower-case ASCII letter, then at most 39 lower-case letters, digits or _"
 
-# Colours of variants that bring none (unregistered, or registered without one): Paul Tol's "muted"
-# qualitative scheme (https://personal.sron.nl/~pault/), colour-blind safe and distinct from Okabe-Ito's.
-EXTRA_COLOURS: tuple[str, ...] = (
-    "#CC6677",
-    "#332288",
-    "#DDCC77",
-    "#117733",
-    "#88CCEE",
-    "#882255",
-    "#44AA99",
-    "#999933",
-    "#AA4499",
-)
 _COLOUR = re.compile(r"#[0-9A-Fa-f]{6}")
 _LAZY_RULE = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*", re.ASCII)
 
 # The code behind each rule, so that a run's record names the bytes that built it, not a file edited since.
 SOURCES: dict[str, str] = {}  # resolved path of a plugin file rr ran itself -> sha256 of the bytes it ran
 _ORIGINS: dict[str, dict[str, Any]] = {}  # variant name -> module, qualname, file, sha256 of its rule's code
-
-
-# What the stream seam (`rr_model.model`) gives a rule: its constructor d_model and, where it names them,
-# site (the sublayer's place in depth order) and sites (2 n_layer); forward the state and the update u;
-# read, where defined, the state alone.
-SEAM = {"__init__": ("d_model", "site", "sites"), "forward": ("state", "u"), "read": ("state",)}
-
-
-def seam_problem(rule: type) -> str | None:
-    """What a rule class asks of the stream seam that the seam does not give (`SEAM`), or None.
-
-    Its constructor may require d_model (first, positional) and the names site and sites; its ``forward``
-    two inputs (the state, the update) and its ``read``, where defined, one. A parameter with a default is
-    never asked for.
-    """
-    for method, given in SEAM.items():
-        found = getattr(rule, method, None)
-        if method == "read" and found is None:
-            continue
-        try:
-            params = list(inspect.signature(found).parameters.values())[1:]  # after self
-        except (TypeError, ValueError):
-            continue  # a builtin's signature: nothing to check
-        variadic = (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
-        required = [p for p in params if p.default is p.empty and p.kind not in variadic]
-        if method == "__init__":  # d_model first, then only what the seam names
-            takes_d = any(p.kind is not p.KEYWORD_ONLY and p.kind is not p.VAR_KEYWORD for p in params)
-            named = [p.name for p in required[1:] if p.name not in given[1:]]
-            if named or not takes_d:
-                what = ", ".join(named) or "no d_model"
-                return f"its constructor asks for {what}; the seam gives {', '.join(given)}"
-        elif len(required) != len(given):
-            return (
-                f"its {method} takes {len(required)} inputs ({', '.join(p.name for p in required)}); "
-                f"the seam gives {len(given)} ({', '.join(given)})"
-            )
-    return None
 
 
 def _rule_path(rule: type | str) -> str:
@@ -273,7 +207,6 @@ def register_residual(
     VARIANTS[name] = Variant(name, label or name, colour, matched, rule, params, kept)
     if origin is not None:
         _ORIGINS[name] = origin
-    _built.cache_clear()
 
 
 def _origin(rule: type) -> dict[str, Any]:
@@ -332,88 +265,6 @@ def rule_origin(name: str) -> dict[str, Any]:
     return _ORIGINS[name]
 
 
-def _given(name: str, d_model: int, site: int, sites: int) -> int | Shapes | None:
-    """What the entry of `name` says of one rule: its params function of d_model, or of (d_model, site,
-    sites) where it takes three arguments; None where it has none."""
-    params = VARIANTS[name].params
-    if params is None:
-        return None
-    return params(d_model, site, sites) if _per_site(params) else params(d_model)
-
-
-@functools.lru_cache(maxsize=256)
-def _per_site(params: Callable[..., int | Shapes]) -> bool:
-    """Whether a params function takes (d_model, site, sites) rather than d_model alone."""
-    return len(inspect.signature(params).parameters) == 3
-
-
-def rule_params(name: str, d_model: int, site: int = 0, sites: int = 2) -> int:
-    """Parameters one rule of the variant `name` adds at width `d_model`, at sublayer `site` of `sites`
-    (2 n_layer): its entry's exact count (or the sum of its entry's shapes), else those of a build of the
-    rule on torch's meta device. The same at every site unless the entry's params take the site."""
-    given = _given(name, d_model, site, sites)
-    return (
-        given
-        if isinstance(given, int)
-        else sum(math.prod(shape) for _, shape in rule_shapes(name, d_model, site, sites))
-    )
-
-
-def model_rule_params(name: str, d_model: int, n_layer: int) -> int:
-    """Parameters every rule of the variant `name` adds to a model of `n_layer` blocks: 2 n_layer sites."""
-    sites = 2 * n_layer
-    if VARIANTS[name].params is not None and not _per_site(VARIANTS[name].params):
-        return sites * rule_params(name, d_model)
-    return sum(rule_params(name, d_model, site, sites) for site in range(sites))
-
-
-def rule_shapes(name: str, d_model: int, site: int = 0, sites: int = 2) -> Shapes:
-    """The parameters one rule of the variant `name` adds at width `d_model` at sublayer `site` of `sites`,
-    as (name, shape) in ``named_parameters()`` order: its entry's shapes, else a build's on torch's meta
-    device (no memory), built once per width and site. What the memory plan cuts into a sharded run's
-    pieces (`rr_core.shapes`)."""
-    given = _given(name, d_model, site, sites)
-    if given is not None and not isinstance(given, int):
-        return list(given)
-    return list(_built(name, d_model, site, sites))
-
-
-@functools.lru_cache(maxsize=4096)
-def _built(name: str, d_model: int, site: int, sites: int) -> tuple[tuple[str, tuple[int, ...]], ...]:
-    import torch
-
-    rule = residual_rule(name)
-    named = inspect.signature(rule).parameters
-    with torch.device("meta"):  # built as the seam builds it (rr_model.model.build_rule)
-        module = rule(d_model, **{k: v for k, v in (("site", site), ("sites", sites)) if k in named})
-    return tuple((n, tuple(p.shape)) for n, p in module.named_parameters())
-
-
-def palette(names: Iterable[str]) -> dict[str, str]:
-    """The colour of each variant in one figure: its registered colour, or an extra one.
-
-    Variants without a registered colour take `EXTRA_COLOURS` in sorted order of their names, skipping any
-    colour a registered variant of the figure holds, so no two variants of a figure share a colour while
-    the extras last (past them the extras repeat, still never a registered variant's colour).
-
-    Example
-    -------
-    >>> palette(["standard", "myrule", "another"])
-    {'standard': '#009E73', 'another': '#CC6677', 'myrule': '#332288'}
-    """
-    names = list(dict.fromkeys(names))
-    fixed = {n: VARIANTS[n].colour for n in names if n in VARIANTS and VARIANTS[n].colour}
-    free = [c for c in EXTRA_COLOURS if c.upper() not in {f.upper() for f in fixed.values()}]
-    free = free or list(EXTRA_COLOURS)
-    rest = sorted(n for n in names if n not in fixed)
-    return {**fixed, **{n: free[i % len(free)] for i, n in enumerate(rest)}}
-
-
-def colour(name: str) -> str:
-    """Colour for a variant shown alone; in a figure of several, use `palette` so extras do not collide."""
-    return palette([name])[name]
-
-
 def label(name: str) -> str:
     """A variant's name for legends and tables; an unknown name stands as it is, so new variants still show."""
     v = VARIANTS.get(name)
@@ -466,78 +317,6 @@ def unknown_variant(name: str) -> str:
     """What to say of a variant that has no residual rule to train: the nearest name and the registered."""
     near = nearest(name)
     return f"unknown variant {name!r}{did_you_mean(near if near != name else None)}; registered: {', '.join(VARIANTS)}"
-
-
-def per_sublayer(fp32: tuple[int, int], bf16: tuple[int, int]) -> Kept:
-    """`Kept` of a rule on one stream that keeps (r_d, r_t) bytes per token at each sublayer: r_d per channel
-    and r_t per token, in float32 (`fp32`) or under bf16 autocast (`bf16`): 2 L (r_d N d + r_t N)."""
-
-    def kept(tokens: int, d: int, n_layer: int, bf16_: bool, weight_copies: bool) -> int:
-        r_d, r_t = bf16 if bf16_ else fp32
-        return 2 * n_layer * (r_d * tokens * d + r_t * tokens)
-
-    return kept
-
-
-HC_STREAMS = 4  # hyper-connections' expansion rate n: the paper's default (`rr_model.streams`)
-
-
-def _hyper_kept(dynamic: bool, n: int = HC_STREAMS) -> Kept:
-    """`Kept` of hyper-connections on n streams, by block (two sublayers) in n, d and the tokens N, less
-    what the first block saves by reading the embeddings expanded (a view: d per token, not n d). Read off
-    the tensors autograd keeps on CPU and checked to the byte at n = 2, 3 and 4 (tests/test_memory.py at the
-    registered n): the state, n d per token, kept per sublayer (in bfloat16 under bf16 autocast, which adds
-    copies of the matrices it multiplies by: [A_m A_r], or the dynamic weights), and for the dynamic rule
-    the normalised state and its weights' tanh. The copies of a block's matrices are counted with every
-    rule's (`rr_model.parallel.memory.saved_activation_bytes`' W); what differs from them is counted here."""
-
-    def kept(tokens: int, d: int, n_layer: int, bf16: bool, weight_copies: bool) -> int:
-        N, L = tokens, n_layer
-        first = -(4 * n - 4) * N * d if dynamic else (0 if bf16 else -(8 * n - 4) * N * d)
-        if not dynamic:  # [A_m A_r]'s bfloat16 copy: counted with the block's matrices
-            per, copies = ((8 * n - 4) * N * d - 4 * N if bf16 else (16 * n + 8) * N * d), 0
-        elif bf16:  # B's dynamic vector copied too; [A_m A_r], counted with the matrices, is only added
-            per, copies = (48 * n - 4) * N * d + (12 * n * n + 44 * n - 4) * N, 4 * d - 4 * n * (n + 1)
-        else:
-            per, copies = (40 * n + 8) * N * d + (32 * n * n + 72 * n) * N, 0
-        return first + L * (per + (copies if bf16 and weight_copies else 0))
-
-    return kept
-
-
-def _denseformer_kept(tokens: int, d: int, n_layer: int, bf16: bool, weight_copies: bool) -> int:
-    """DenseFormer keeps each block's output, in float32, for its depth-weighted averages: 4 N d L."""
-    return 4 * tokens * d * n_layer
-
-
-def _attn_res_kept(blocks: int) -> Kept:
-    """`Kept` of Attention Residuals over `blocks` blocks of sublayers (0: every sublayer a source): each of
-    the S = 2 L + 1 sources (the embeddings, each sublayer's output or block's partial sum) in float32 (4 N d
-    each), and per source read by each of the 2 L + 1 depth attentions (P pairs: `_attn_res_pairs`) its
-    logit, norm and weight (12 N; 8 N under bf16, which adds a bfloat16 copy of the embeddings, 2 N a source
-    and the queries' copies, 2 d each)."""
-
-    def kept(tokens: int, d: int, n_layer: int, bf16: bool, weight_copies: bool) -> int:
-        N, S, P = tokens, 2 * n_layer + 1, _attn_res_pairs(n_layer, blocks)
-        if not bf16:
-            return 4 * N * d * S + 12 * N * P
-        return 4 * N * d * S + 2 * N * d + 2 * N * S + 8 * N * P + (2 * d * S if weight_copies else 0)
-
-    return kept
-
-
-def _attn_res_pairs(n_layer: int, blocks: int) -> int:
-    """The (depth attention, source) pairs of a model: sublayer s reads 1 + ceil(s / span) sources (span:
-    the sublayers a source sums, 1 for full AttnRes), the final norm's input every source.
-
-    Example
-    -------
-    >>> _attn_res_pairs(2, 0), _attn_res_pairs(6, 8)  # full: (2 L + 1)(L + 1); 12 sublayers in 8 blocks of 2
-    (15, 55)
-    """
-    sites = 2 * n_layer
-    span = -(-sites // blocks) if blocks else 1
-    return sum(1 + -(-s // span) for s in range(sites + 1))
 
 
 # rr's own variants, in the order tables and legends list them. Parameters per sublayer, by name and shape:
@@ -625,25 +404,25 @@ register_residual(
     "hyper_connections", "rr_model.streams:HyperConnections", label="Hyper-connections", matched=True,
     params=lambda d, n=HC_STREAMS: [("static_alpha", (n, n + 1)), ("static_beta", (n,)), ("dynamic_alpha", (d, n + 1)),
                       ("dynamic_beta", (d,)), ("scale_alpha", ()), ("scale_beta", ()), ("norm.weight", (d,))],
-    kept=_hyper_kept(dynamic=True),
+    kept=hyper_kept(dynamic=True),
 )  # fmt: skip
 register_residual(
     "hyper_connections_static", "rr_model.streams:StaticHyperConnections", label="Hyper-connections (static)",
     matched=True, params=lambda d, n=HC_STREAMS: [("static_alpha", (n, n + 1)), ("static_beta", (n,))],
-    kept=_hyper_kept(dynamic=False),
+    kept=hyper_kept(dynamic=False),
 )  # fmt: skip
 register_residual(
     "denseformer", "rr_model.streams:DenseFormer", label="DenseFormer", matched=True,
-    params=lambda d, site, sites: [("dwa", (site // 2 + 2,))] if site % 2 else [], kept=_denseformer_kept,
+    params=lambda d, site, sites: [("dwa", (site // 2 + 2,))] if site % 2 else [], kept=denseformer_kept,
 )  # fmt: skip
 register_residual(
     "attn_res", "rr_model.streams:AttnRes", label="AttnRes", matched=True,
     params=lambda d, site, sites: [("query", (d,))] + ([("exit_query", (d,))] if site == sites - 1 else []),
-    kept=_attn_res_kept(blocks=0),
+    kept=attn_res_kept(blocks=0),
 )  # fmt: skip
 register_residual(
     "attn_res_block", "rr_model.streams:BlockAttnRes", label="Block AttnRes", matched=True,
     params=lambda d, site, sites: [("query", (d,))] + ([("exit_query", (d,))] if site == sites - 1 else []),
-    kept=_attn_res_kept(blocks=8),
+    kept=attn_res_kept(blocks=8),
 )  # fmt: skip
 NAMES = tuple(VARIANTS)

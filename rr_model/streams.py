@@ -16,7 +16,6 @@ import math
 import torch
 import torch.nn as nn
 
-from rr_core.variants import HC_STREAMS
 from rr_model.model import EPS, RMSNorm
 
 
@@ -33,7 +32,7 @@ class HyperConnections(nn.Module):
     The norm is rr's RMSNorm with a gain (the paper's code uses a LayerNorm).
     """
 
-    streams = HC_STREAMS  # the expansion rate n: the paper's default
+    streams = 4  # the expansion rate n: the paper's default
     dynamic = True
 
     def __init__(self, d_model: int, site: int):

@@ -4,17 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from rr_core.variants import (
-    EXTRA_COLOURS,
-    VARIANTS,
-    label,
-    matched,
-    nearest,
-    order_key,
-    palette,
-    unknown_variant,
-    variant_problem,
-)
+from rr_core.palette import EXTRA_COLOURS, palette
+from rr_core.variants import VARIANTS, label, matched, nearest, order_key, unknown_variant, variant_problem
 
 
 @pytest.mark.parametrize("name", ["myrule", "a", "rule_2", "x" * 40])

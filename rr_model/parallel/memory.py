@@ -115,7 +115,7 @@ def _block_bytes(mcfg: GPTConfig, sequences: int, bf16: bool) -> int:
 
 def _rule_bytes(mcfg: GPTConfig, sequences: int, blocks: int, bf16: bool, weight_copies: bool) -> int:
     """Bytes the residual rules of `blocks` blocks keep beyond Standard's: the variant's entry's `kept`
-    (`rr_core.variants.Kept`); a rule whose entry has none, as much as Review (convex) keeps."""
+    (`rr_core.kept_bytes.Kept`); a rule whose entry has none, as much as Review (convex) keeps."""
     entry = VARIANTS.get(mcfg.variant)
     kept = (entry and entry.kept) or VARIANTS["review_convex"].kept
     return kept(sequences * mcfg.block_size, mcfg.d_model, blocks, bf16, weight_copies)
