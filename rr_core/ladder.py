@@ -313,7 +313,7 @@ def load_ladder(path: str | os.PathLike) -> dict[str, Size]:
     -------
     {label: Size}, each with ``ladder`` set to `path` and no published seeds, so no size of a file is
     taken for a published one (a file's "60M" is refused beside the published rows; see
-    `rr_model.config.recipe_differences`).
+    `rr_model.run.identity.recipe_differences`).
 
     Raises
     ------

@@ -15,7 +15,8 @@ from rr_core.ladder import get_size
 from rr_core.sweepfile import csv_text
 from rr_core.sweepfile.csv_text import DataError
 from rr_core.sweepfile.dataset import append_rows, bundled_path, load_sweep
-from rr_model.config import TrainConfig, recipe_differences
+from rr_model.config import TrainConfig
+from rr_model.run.identity import recipe_differences
 from rr_model.run.output_file import preflight
 from rr_model.run.planning import plan_runs
 

@@ -11,7 +11,8 @@ from rr_core.lr_choice import choose_rate
 from rr_core.sweepfile.csv_text import DataError
 from rr_core.sweepfile.dataset import append_rows, load_sweep, run_keys
 from rr_model.checkpoint.state import checkpoint_path
-from rr_model.config import TrainConfig, recipe_differences
+from rr_model.config import TrainConfig
+from rr_model.run.identity import recipe_differences
 from rr_model.run.output_file import dataset_row
 from rr_model.sweep.child import config_from_json, config_json
 from rr_model.sweep.tuning_runs import choices, comparison_runs, selection_runs

@@ -33,8 +33,9 @@ from rr_core.sweepfile.dataset import (
 from rr_core.sweepfile.integrity import check_integrity
 from rr_core.sweepfile.provenance import sidecar_path
 from rr_core.sweepfile.schema import key_columns, several_budgets
-from rr_model.config import DEFAULT_OUT, TrainConfig, recipe_differences
+from rr_model.config import DEFAULT_OUT, TrainConfig
 from rr_model.data.token_cache import Corpus
+from rr_model.run.identity import recipe_differences
 
 if TYPE_CHECKING:
     import pandas as pd

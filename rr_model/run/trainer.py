@@ -52,15 +52,7 @@ from rr_core.sweepfile.dataset import append_rows
 from rr_core.sweepfile.metrics_log import metrics_path
 from rr_core.sweepfile.provenance import append_record, environment, sidecar_path
 from rr_model.checkpoint import state as checkpoint
-from rr_model.config import (
-    DEFAULT_OUT,
-    TrainConfig,
-    checkpoint_interval,
-    identity_changes,
-    result_config,
-    run_identity,
-    schedule_words,
-)
+from rr_model.config import DEFAULT_OUT, TrainConfig, checkpoint_interval, schedule_words
 from rr_model.data.token_cache import Tokens, check_data, load_tokens
 from rr_model.data.windows import describe_held_out, held_out_windows, sample_batch
 from rr_model.metrics import Metrics
@@ -70,6 +62,7 @@ from rr_model.parallel.flops import flops_per_token
 from rr_model.parallel.hardware import datasheet_peak, peak_note
 from rr_model.run.checks import check_claimed, check_run, check_windows
 from rr_model.run.gate_watch import GateWatch
+from rr_model.run.identity import identity_changes, result_config, run_identity
 from rr_model.run.numerics import numerics
 from rr_model.run.output_file import OutputPlan, dataset_row, preflight
 from rr_model.run.progress import Progress
