@@ -13,10 +13,7 @@ import numpy as np
 
 from rr_core.sweepfile import DECIMALS
 from rr_core.sweepfile.csv_text import FIELDS
-from rr_core.sweepfile.schema import (
-    RECIPE_COLUMNS,
-    Problem,
-)
+from rr_core.sweepfile.schema import RECIPE_COLUMNS, Problem
 
 __all__ = [
     "known_columns",

@@ -16,10 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from rr_core.ladder import size_problem
-from rr_core.sweepfile.columns import (
-    INTEGER_COLUMNS,
-    known_columns,
-)
+from rr_core.sweepfile.columns import INTEGER_COLUMNS, known_columns
 from rr_core.sweepfile.csv_text import DECIMAL_COMMA, FIELDS, DataError, split_cells
 from rr_core.sweepfile.schema import (
     COLUMNS,

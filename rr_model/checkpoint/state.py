@@ -80,7 +80,7 @@ class Resumable:
     torch_rng: Any  # torch's CPU random state (a uint8 tensor)
     cuda_rng: Any  # the device's random state on CUDA, else None
     data_rng: list[Any]  # the data order's numpy RandomState, as plain values
-    state: dict[str, Any]  # the trainer's own state (`rr_model.run.trainer._State`)
+    state: dict[str, Any]  # the trainer's own state (`rr_model.run.run_state.RunState`)
     # What the run's numbers depend on besides `config` (`rr_model.run.identity.run_identity`), which a resume
     # must agree with; None in a checkpoint written before checkpoints kept them (optional: not in `KEYS`).
     data: dict[str, Any] | None = None  # the tokens trained on (`Tokens.describe`, their sha256 included)

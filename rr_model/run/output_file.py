@@ -23,13 +23,7 @@ from rr_core.files.reading import stamp
 from rr_core.files.replacing import create_new, probe
 from rr_core.shapes import GPTConfig
 from rr_core.sweepfile.csv_text import DataError
-from rr_core.sweepfile.dataset import (
-    bundled_path,
-    check_append,
-    load_sweep,
-    refuse_reference,
-    run_keys,
-)
+from rr_core.sweepfile.dataset import bundled_path, check_append, load_sweep, refuse_reference, run_keys
 from rr_core.sweepfile.integrity import check_integrity
 from rr_core.sweepfile.provenance import sidecar_path
 from rr_core.sweepfile.schema import key_columns, several_budgets
