@@ -23,11 +23,6 @@ SIGNATURES = {"png": b"\x89PNG\r\n\x1a\n", "pdf": b"%PDF-"}
 
 
 @pytest.fixture(scope="module")
-def table(sweep) -> pd.DataFrame:
-    return gap_table(sweep)  # the primary family: Holm-adjusted
-
-
-@pytest.fixture(scope="module")
 def raw(sweep) -> pd.DataFrame:
     return gap_table(sweep, adjust="none")  # the paper's stars: unadjusted p
 
