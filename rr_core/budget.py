@@ -24,7 +24,6 @@ __all__ = [
     "Budget",
     "FLOPS_FORMULA",
     "step_tokens",
-    "steps_for",
     "reference_params",
     "budget_steps",
     "budget",

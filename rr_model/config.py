@@ -42,7 +42,6 @@ __all__ = [
     "option",
     "declared_options",
     "choices",
-    "TRAINING",
     "OFF_RECIPE",
     "DEFAULT_OUT",
     "default_out",

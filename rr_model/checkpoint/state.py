@@ -42,7 +42,6 @@ from rr_model.checkpoint.paths import checkpoint_path, claim_path, final_path, f
 __all__ = [
     "Resumable",
     "Final",
-    "KEYS",
     "FINAL_KEYS",
     "CheckpointError",
     "refused",
@@ -61,7 +60,6 @@ __all__ = [
     "meta_text",
     "saved_step",
     "current",
-    "RESUME_TODO",
     "WEIGHTS_TODO",
 ]
 

@@ -25,7 +25,10 @@ import torch.distributed as dist
 
 from rr_model.data.windows import sample_batch, windows_at
 
-__all__ = ["evaluate", "held_out_loss", "ece_from_bins"]
+__all__ = [
+    "evaluate",
+    "held_out_loss",
+]
 
 
 def ece_from_bins(bins: torch.Tensor) -> float:

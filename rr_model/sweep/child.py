@@ -26,7 +26,7 @@ from rr_core.ladder import Recipe
 from rr_model.config import TrainConfig
 from rr_model.run.output_file import preflight
 
-__all__ = ["config_json", "config_from_json", "train_planned", "main", "HELD"]
+__all__ = ["config_json", "train_planned", "main", "HELD"]
 
 HELD = 75  # sysexits' EX_TEMPFAIL: the run is claimed by another process; try it again once that ends
 
