@@ -90,8 +90,9 @@ def transformers_rows(size: str, news: list[int], device: str, repeat: int) -> t
     from rr_core.ladder import BYTE_EOS
     from rr_core.shapes import model_config
     from rr_model.checkpoint import state as checkpoint
-    from rr_model.config import TrainConfig, result_config
+    from rr_model.config import TrainConfig
     from rr_model.model import GPT
+    from rr_model.run.identity import result_config
     from rr_model.uses.export import export
 
     torch.manual_seed(0)

@@ -5,7 +5,7 @@
   parameter), from the page cache.
 - A token cache (`rr_model.data.token_cache`: the stream's sha256, checked at every load) against opening it
   unchecked (a memory map) and against tokenizing it (the build, which computes the sha256 as it writes).
-- A run's identity (`rr_model.config.run_identity`), which a checkpoint saves and a resume compares.
+- A run's identity (`rr_model.run.identity.run_identity`), which a checkpoint saves and a resume compares.
 
     python bench/read_back.py                       # 60M's checkpoint, a TinyStories-sized stream (200 MB)
     python bench/read_back.py --size tiny --stream-mb 20
@@ -91,7 +91,8 @@ def stream_figures(stream_mb: int, folder: Path) -> None:
 
 
 def identity_figures(tokens) -> None:
-    from rr_model.config import TrainConfig, run_identity
+    from rr_model.config import TrainConfig
+    from rr_model.run.identity import run_identity
 
     cfg = TrainConfig("tiny", "standard", 0, data="synthetic")
     took = timed(lambda: run_identity(cfg, tokens), repeat=100)

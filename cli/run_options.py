@@ -20,6 +20,7 @@ import typer
 from cli.errors import known_errors
 from cli.records import Format, echo_records
 from rr_analysis.numbers import BLANK, fixed, significant
+from rr_core.sweepfile import DECIMALS
 
 PANEL = "Training run"  # the help panel of the options that set TrainConfig fields
 
@@ -48,12 +49,7 @@ def _decimals(decimals: int, grouped: bool = False) -> Callable[[object], str]:
 
 
 PLAN_FORMATS = {"params": _decimals(0, True), "tokens": _decimals(0, True), "est_minutes": _decimals(1)}
-RESULT_FORMATS = {
-    "params_M": _decimals(2),
-    "val_loss": _decimals(4),
-    "ece": _decimals(4),
-    "minutes": _decimals(1),
-}
+RESULT_FORMATS = {name: _decimals(places) for name, places in DECIMALS.items()}  # as the row is written
 
 
 def duration(minutes: float) -> str:

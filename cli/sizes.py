@@ -12,6 +12,7 @@ from cli.records import FORMAT_HELP, Format, echo_records
 from cli.run_options import MEMORY_FORMATS, echo_budget
 from rr_analysis.numbers import fixed, significant
 from rr_core.errors import InputError
+from rr_core.ladder import RECIPE
 from rr_model.config import TrainConfig
 
 Precision = field_type(
@@ -37,7 +38,10 @@ CORPUS = typer.Option(
 def sizes(
     fmt: Format = typer.Option(Format.text, "--format", help=FORMAT_HELP),
     vocab: int | None = typer.Option(
-        50257, "--vocab", min=1, help="Vocabulary size (GPT-2: 50257; byte-level: 257)."
+        RECIPE.vocab_size,
+        "--vocab",
+        min=1,
+        help=f"Vocabulary size (GPT-2: {RECIPE.vocab_size}; byte-level: 257).",
     ),
     ladder: Path | None = field_option(TrainConfig, "ladder"),
     variant: list[str] = typer.Option(

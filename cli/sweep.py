@@ -17,7 +17,7 @@ from rr_analysis.comparison import POWER
 from rr_analysis.numbers import BLANK, fixed, percent, significant
 from rr_core.errors import InputError
 from rr_model.config import TrainConfig
-from rr_model.sweep.launch import Launch
+from rr_model.sweep.launch import SLURM, Launch
 
 SIZE = typer.Option(
     None,
@@ -56,7 +56,6 @@ BUDGETS = typer.Option(
     "the largest, with a cooldown branch ending at each other one, a row each (docs/training.md, Budgets).",
     show_default=False,
 )
-SLURM = "Slurm (--launcher slurm)"
 STATUS = typer.Option(
     False, "--status", help="List the sweep's jobs: id, run, state, step reached, log.", rich_help_panel=SLURM
 )

@@ -34,7 +34,7 @@ _WHERE = {
     "BASELINES": "rr_core.variants",
     "COMPARED": "rr_core.variants",
     "label": "rr_core.variants",
-    "palette": "rr_core.variants",
+    "palette": "rr_core.palette",
     "GPTConfig": "rr_core.shapes",
     "model_config": "rr_core.shapes",
     "size_table": "rr_core.shapes",

@@ -24,7 +24,6 @@ __all__ = [
     "Budget",
     "FLOPS_FORMULA",
     "step_tokens",
-    "steps_for",
     "reference_params",
     "budget_steps",
     "budget",
@@ -184,7 +183,7 @@ def budget_table(
 def passes(tokens: int, train_tokens: int) -> float:
     """Passes over a corpus of `train_tokens` training tokens that `tokens` make (above 1: windows repeat).
 
-    The trainer draws each window at random (`rr_model.data.token_cache.sample_batch`), so a pass is a
+    The trainer draws each window at random (`rr_model.data.windows.sample_batch`), so a pass is a
     measure of how often each token is seen on average, not a count of epochs walked in order.
     """
     return tokens / train_tokens

@@ -26,6 +26,7 @@ __all__ = [
     "Recipe",
     "Size",
     "RECIPE",
+    "PUBLISHED_CORPUS",
     "BYTE_EOS",
     "LADDER",
     "PUBLISHED_SIZES",
@@ -114,6 +115,9 @@ RECIPE_TOGETHER: tuple[tuple, ...] = (
 RECIPE = Recipe()
 # The three ways a size or a run states its training budget; exactly one holds (`Size.budget`).
 BUDGET_KEYS: tuple[str, ...] = ("steps", "tokens", "tokens_per_param")
+# The published runs' corpus, as --corpus names it: the first n_text training stories of roneneldan/TinyStories
+# (`rr_model.data.corpus`). What a run's record says it trained on; the pool check reads it too.
+PUBLISHED_CORPUS = "tinystories"
 BYTE_EOS = 256  # the byte tokenizer (the synthetic demo's): ids 0-255 are UTF-8 bytes, 256 ends a document
 
 
@@ -309,7 +313,7 @@ def load_ladder(path: str | os.PathLike) -> dict[str, Size]:
     -------
     {label: Size}, each with ``ladder`` set to `path` and no published seeds, so no size of a file is
     taken for a published one (a file's "60M" is refused beside the published rows; see
-    `rr_model.config.recipe_differences`).
+    `rr_model.run.identity.recipe_differences`).
 
     Raises
     ------

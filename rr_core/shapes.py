@@ -14,7 +14,8 @@ from dataclasses import dataclass, replace
 from rr_core.errors import InputError
 from rr_core.ladder import BYTE_EOS, RECIPE, get_size, ladder_sizes
 from rr_core.plugins import load_plugins, require_variant
-from rr_core.variants import REFERENCE, VARIANTS, model_rule_params, rule_shapes
+from rr_core.rule_shapes import model_rule_params, rule_shapes
+from rr_core.variants import REFERENCE, VARIANTS
 
 __all__ = ["GPTConfig", "model_config", "size_table", "demo_counts", "param_shapes", "flops_per_token"]
 
@@ -61,7 +62,7 @@ class GPTConfig:
         -----
         embeddings V d + T d; per block 12 d^2 + 11 d (RMSNorm gains 2d, c_attn 3d^2 + 3d, attn c_proj
         d^2 + d, c_fc 4d^2 + 4d, MLP c_proj 4d^2 + d); the 2 n_layer residual rules, each as its
-        variant's entry counts it at its site (`rr_core.variants.model_rule_params`); final RMSNorm d.
+        variant's entry counts it at its site (`rr_core.rule_shapes.model_rule_params`); final RMSNorm d.
         """
         d = self.d_model
         rules = model_rule_params(self.variant, d, self.n_layer)

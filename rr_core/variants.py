@@ -16,11 +16,8 @@ labelled by itself and coloured from `EXTRA_COLOURS`.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import importlib
-import inspect
-import math
 import re
 import sys
 import unicodedata
@@ -31,6 +28,8 @@ from typing import Any
 
 from rr_core.errors import InputError, did_you_mean
 from rr_core.errors import nearest as nearest_name
+from rr_core.kept_bytes import HC_STREAMS, Kept, attn_res_kept, denseformer_kept, hyper_kept, per_sublayer
+from rr_core.seam import seam_problem
 
 __all__ = [
     "Variant",
@@ -42,19 +41,11 @@ __all__ = [
     "NAMES",
     "VARIANT_NAME",
     "VARIANT_RULE",
-    "EXTRA_COLOURS",
     "SOURCES",
     "register_residual",
     "residual_rule",
     "rule_origin",
-    "rule_params",
-    "model_rule_params",
-    "rule_shapes",
-    "SEAM",
-    "seam_problem",
     "Shapes",
-    "colour",
-    "palette",
     "label",
     "matched",
     "order_key",
@@ -80,6 +71,7 @@ class Variant:
     params: Callable[..., int | Shapes] | None = (
         None  # per sublayer at width d (or d, site, sites): count or shapes; None: built
     )
+    kept: Kept | None = None  # bytes its rules keep for the backward pass beyond Standard's; None: unknown
 
     @property
     def module(self) -> str:
@@ -111,62 +103,12 @@ def compared(reference: str = REFERENCE) -> tuple[str, ...]:
 VARIANT_NAME = re.compile(r"[a-z][a-z0-9_]{0,39}", re.ASCII)
 VARIANT_RULE = "a variant name: a lower-case ASCII letter, then at most 39 lower-case letters, digits or _"
 
-# Colours of variants that bring none (unregistered, or registered without one): Paul Tol's "muted"
-# qualitative scheme (https://personal.sron.nl/~pault/), colour-blind safe and distinct from Okabe-Ito's.
-EXTRA_COLOURS: tuple[str, ...] = (
-    "#CC6677",
-    "#332288",
-    "#DDCC77",
-    "#117733",
-    "#88CCEE",
-    "#882255",
-    "#44AA99",
-    "#999933",
-    "#AA4499",
-)
 _COLOUR = re.compile(r"#[0-9A-Fa-f]{6}")
 _LAZY_RULE = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*", re.ASCII)
 
 # The code behind each rule, so that a run's record names the bytes that built it, not a file edited since.
 SOURCES: dict[str, str] = {}  # resolved path of a plugin file rr ran itself -> sha256 of the bytes it ran
 _ORIGINS: dict[str, dict[str, Any]] = {}  # variant name -> module, qualname, file, sha256 of its rule's code
-
-
-# What the stream seam (`rr_model.model`) gives a rule: its constructor d_model and, where it names them,
-# site (the sublayer's place in depth order) and sites (2 n_layer); forward the state and the update u;
-# read, where defined, the state alone.
-SEAM = {"__init__": ("d_model", "site", "sites"), "forward": ("state", "u"), "read": ("state",)}
-
-
-def seam_problem(rule: type) -> str | None:
-    """What a rule class asks of the stream seam that the seam does not give (`SEAM`), or None.
-
-    Its constructor may require d_model (first, positional) and the names site and sites; its ``forward``
-    two inputs (the state, the update) and its ``read``, where defined, one. A parameter with a default is
-    never asked for.
-    """
-    for method, given in SEAM.items():
-        found = getattr(rule, method, None)
-        if method == "read" and found is None:
-            continue
-        try:
-            params = list(inspect.signature(found).parameters.values())[1:]  # after self
-        except (TypeError, ValueError):
-            continue  # a builtin's signature: nothing to check
-        variadic = (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
-        required = [p for p in params if p.default is p.empty and p.kind not in variadic]
-        if method == "__init__":  # d_model first, then only what the seam names
-            takes_d = any(p.kind is not p.KEYWORD_ONLY and p.kind is not p.VAR_KEYWORD for p in params)
-            named = [p.name for p in required[1:] if p.name not in given[1:]]
-            if named or not takes_d:
-                what = ", ".join(named) or "no d_model"
-                return f"its constructor asks for {what}; the seam gives {', '.join(given)}"
-        elif len(required) != len(given):
-            return (
-                f"its {method} takes {len(required)} inputs ({', '.join(p.name for p in required)}); "
-                f"the seam gives {len(given)} ({', '.join(given)})"
-            )
-    return None
 
 
 def _rule_path(rule: type | str) -> str:
@@ -182,6 +124,7 @@ def register_residual(
     colour: str | None = None,
     matched: bool = False,
     params: Callable[[int], int | Shapes] | None = None,
+    kept: Kept | None = None,
 ) -> None:
     """Make a residual rule a variant every rr command can train, count, read and plot.
 
@@ -215,6 +158,10 @@ def register_residual(
         `rule_shapes`). Either way `rr sizes` and parameter matching count them without building a model;
         with shapes, the memory plan of a sharded run (`rr_model.parallel.memory`) also cuts them exactly without
         torch.
+    kept
+        The bytes the rules of a model keep for the backward pass beyond Standard's (`Kept`), for the memory
+        plan (`rr_model.parallel.memory.saved_activation_bytes`). None: as much as Review (convex) keeps,
+        the largest of rr's one-stream rules.
 
     Raises
     ------
@@ -257,10 +204,9 @@ def register_residual(
         raise InputError(
             f"{where}: {_rule_path(rule)} needs an input the stream seam does not give: {problem}"
         )
-    VARIANTS[name] = Variant(name, label or name, colour, matched, rule, params)
+    VARIANTS[name] = Variant(name, label or name, colour, matched, rule, params, kept)
     if origin is not None:
         _ORIGINS[name] = origin
-    _built.cache_clear()
 
 
 def _origin(rule: type) -> dict[str, Any]:
@@ -319,88 +265,6 @@ def rule_origin(name: str) -> dict[str, Any]:
     return _ORIGINS[name]
 
 
-def _given(name: str, d_model: int, site: int, sites: int) -> int | Shapes | None:
-    """What the entry of `name` says of one rule: its params function of d_model, or of (d_model, site,
-    sites) where it takes three arguments; None where it has none."""
-    params = VARIANTS[name].params
-    if params is None:
-        return None
-    return params(d_model, site, sites) if _per_site(params) else params(d_model)
-
-
-@functools.lru_cache(maxsize=256)
-def _per_site(params: Callable[..., int | Shapes]) -> bool:
-    """Whether a params function takes (d_model, site, sites) rather than d_model alone."""
-    return len(inspect.signature(params).parameters) == 3
-
-
-def rule_params(name: str, d_model: int, site: int = 0, sites: int = 2) -> int:
-    """Parameters one rule of the variant `name` adds at width `d_model`, at sublayer `site` of `sites`
-    (2 n_layer): its entry's exact count (or the sum of its entry's shapes), else those of a build of the
-    rule on torch's meta device. The same at every site unless the entry's params take the site."""
-    given = _given(name, d_model, site, sites)
-    return (
-        given
-        if isinstance(given, int)
-        else sum(math.prod(shape) for _, shape in rule_shapes(name, d_model, site, sites))
-    )
-
-
-def model_rule_params(name: str, d_model: int, n_layer: int) -> int:
-    """Parameters every rule of the variant `name` adds to a model of `n_layer` blocks: 2 n_layer sites."""
-    sites = 2 * n_layer
-    if VARIANTS[name].params is not None and not _per_site(VARIANTS[name].params):
-        return sites * rule_params(name, d_model)
-    return sum(rule_params(name, d_model, site, sites) for site in range(sites))
-
-
-def rule_shapes(name: str, d_model: int, site: int = 0, sites: int = 2) -> Shapes:
-    """The parameters one rule of the variant `name` adds at width `d_model` at sublayer `site` of `sites`,
-    as (name, shape) in ``named_parameters()`` order: its entry's shapes, else a build's on torch's meta
-    device (no memory), built once per width and site. What the memory plan cuts into a sharded run's
-    pieces (`rr_core.shapes`)."""
-    given = _given(name, d_model, site, sites)
-    if given is not None and not isinstance(given, int):
-        return list(given)
-    return list(_built(name, d_model, site, sites))
-
-
-@functools.lru_cache(maxsize=4096)
-def _built(name: str, d_model: int, site: int, sites: int) -> tuple[tuple[str, tuple[int, ...]], ...]:
-    import torch
-
-    rule = residual_rule(name)
-    named = inspect.signature(rule).parameters
-    with torch.device("meta"):  # built as the seam builds it (rr_model.model.build_rule)
-        module = rule(d_model, **{k: v for k, v in (("site", site), ("sites", sites)) if k in named})
-    return tuple((n, tuple(p.shape)) for n, p in module.named_parameters())
-
-
-def palette(names: Iterable[str]) -> dict[str, str]:
-    """The colour of each variant in one figure: its registered colour, or an extra one.
-
-    Variants without a registered colour take `EXTRA_COLOURS` in sorted order of their names, skipping any
-    colour a registered variant of the figure holds, so no two variants of a figure share a colour while
-    the extras last (past them the extras repeat, still never a registered variant's colour).
-
-    Example
-    -------
-    >>> palette(["standard", "myrule", "another"])
-    {'standard': '#009E73', 'another': '#CC6677', 'myrule': '#332288'}
-    """
-    names = list(dict.fromkeys(names))
-    fixed = {n: VARIANTS[n].colour for n in names if n in VARIANTS and VARIANTS[n].colour}
-    free = [c for c in EXTRA_COLOURS if c.upper() not in {f.upper() for f in fixed.values()}]
-    free = free or list(EXTRA_COLOURS)
-    rest = sorted(n for n in names if n not in fixed)
-    return {**fixed, **{n: free[i % len(free)] for i, n in enumerate(rest)}}
-
-
-def colour(name: str) -> str:
-    """Colour for a variant shown alone; in a figure of several, use `palette` so extras do not collide."""
-    return palette([name])[name]
-
-
 def label(name: str) -> str:
     """A variant's name for legends and tables; an unknown name stands as it is, so new variants still show."""
     v = VARIANTS.get(name)
@@ -457,13 +321,15 @@ def unknown_variant(name: str) -> str:
 
 # rr's own variants, in the order tables and legends list them. Parameters per sublayer, by name and shape:
 # see each rule in rr_model.model (tests/test_model.py and tests/test_shapes.py build every one and check
-# the count and the shapes).
+# the count and the shapes); bytes kept for the backward pass: tests/test_memory.py counts what autograd
+# keeps on CPU for every one.
 register_residual(
     "review_neutral",
     "rr_model.model:ReviewNeutral",
     label="Review",
     colour="#0072B2",
     params=lambda d: [("gate.weight", (d, 2 * d)), ("gate.bias", (d,))],  # gate Linear(2d -> d)
+    kept=per_sublayer((16, 8), (8, 6)),
 )
 register_residual(
     "highway",
@@ -472,6 +338,7 @@ register_residual(
     colour="#E69F00",
     matched=True,
     params=lambda d: [("gate.weight", (d, d)), ("gate.bias", (d,))],  # gate Linear(d -> d)
+    kept=per_sublayer((8, 0), (6, 0)),
 )
 register_residual(
     "standard",
@@ -480,6 +347,7 @@ register_residual(
     colour="#009E73",
     matched=True,
     params=lambda d: [],
+    kept=per_sublayer((0, 0), (0, 0)),
 )
 register_residual(
     "review_convex",
@@ -487,6 +355,7 @@ register_residual(
     label="Review (convex)",
     colour="#D55E00",
     params=lambda d: [("gate.weight", (d, 2 * d)), ("gate.bias", (d,))],  # Review's gate
+    kept=per_sublayer((20, 8), (10, 6)),
 )
 register_residual(
     "layerscale",
@@ -494,6 +363,7 @@ register_residual(
     label="LayerScale",
     colour="#CC79A7",
     params=lambda d: [("scale", (d,))],  # per-channel scale
+    kept=per_sublayer((4, 0), (2, 0)),
 )
 register_residual(
     "rezero",
@@ -501,24 +371,29 @@ register_residual(
     label="ReZero",
     colour="#56B4E9",
     params=lambda d: [("alpha", ())],  # one scalar
+    kept=per_sublayer((4, 0), (2, 0)),
 )  # fmt: skip
 # Ablations of Review, at its width (not matched): each changes one thing about its gate, and each starts
 # as Review does, bit for bit (`rr_model.model.ReviewHalf`). Tol's "light" colours and Okabe-Ito's black.
 register_residual(
     "review_half", "rr_model.model:ReviewHalf", label="Review (r = 0.5)", colour="#77AADD",
     params=lambda d: [],  # the gate held at 0.5: nothing to learn
+    kept=per_sublayer((0, 0), (0, 0)),
 )  # fmt: skip
 register_residual(
     "gate_bias", "rr_model.model:GateBias", label="Gate bias", colour="#EE8866",
     params=lambda d: [("bias", (d,))],  # b, one per channel
+    kept=lambda N, d, L, bf16, copies: per_sublayer((4, 0), (2, 0))(N, d, L, bf16, copies) + 8 * d * L,  # sigmoid(b)
 )  # fmt: skip
 register_residual(
     "review_state", "rr_model.model:ReviewState", label="Review (state only)", colour="#BBCC33",
     params=lambda d: [("gate.weight", (d, d)), ("gate.bias", (d,))],  # gate Linear(d -> d) on rms(h)
+    kept=per_sublayer((12, 4), (6, 4)),
 )  # fmt: skip
 register_residual(
     "review_update", "rr_model.model:ReviewUpdate", label="Review (update only)", colour="#000000",
     params=lambda d: [("gate.weight", (d, d)), ("gate.bias", (d,))],  # gate Linear(d -> d) on rms(u)
+    kept=per_sublayer((12, 4), (6, 2)),
 )  # fmt: skip
 # The field's rivals, on the stream seam (rr_model.streams): several streams, or every earlier output.
 # Hyper-connections at expansion n = 4 (the rule's `streams`): [A_m A_r] n x (n + 1) and B n per sublayer;
@@ -530,23 +405,27 @@ register_residual(
 register_residual(
     "hyper_connections", "rr_model.streams:HyperConnections", label="Hyper-connections", colour="#EE3377",
     matched=True,
-    params=lambda d: [("static_alpha", (4, 5)), ("static_beta", (4,)), ("dynamic_alpha", (d, 5)),
+    params=lambda d, n=HC_STREAMS: [("static_alpha", (n, n + 1)), ("static_beta", (n,)), ("dynamic_alpha", (d, n + 1)),
                       ("dynamic_beta", (d,)), ("scale_alpha", ()), ("scale_beta", ()), ("norm.weight", (d,))],
+    kept=hyper_kept(dynamic=True),
 )  # fmt: skip
 register_residual(
     "hyper_connections_static", "rr_model.streams:StaticHyperConnections", label="Hyper-connections (static)",
-    colour="#FFAABB", matched=True, params=lambda d: [("static_alpha", (4, 5)), ("static_beta", (4,))],
+    colour="#FFAABB", matched=True, params=lambda d, n=HC_STREAMS: [("static_alpha", (n, n + 1)), ("static_beta", (n,))],
+    kept=hyper_kept(dynamic=False),
 )  # fmt: skip
 register_residual(
     "denseformer", "rr_model.streams:DenseFormer", label="DenseFormer", colour="#009988", matched=True,
-    params=lambda d, site, sites: [("dwa", (site // 2 + 2,))] if site % 2 else [],
+    params=lambda d, site, sites: [("dwa", (site // 2 + 2,))] if site % 2 else [], kept=denseformer_kept,
 )  # fmt: skip
 register_residual(
     "attn_res", "rr_model.streams:AttnRes", label="AttnRes", colour="#CC3311", matched=True,
     params=lambda d, site, sites: [("query", (d,))] + ([("exit_query", (d,))] if site == sites - 1 else []),
+    kept=attn_res_kept(blocks=0),
 )  # fmt: skip
 register_residual(
     "attn_res_block", "rr_model.streams:BlockAttnRes", label="Block AttnRes", colour="#F0E442", matched=True,
     params=lambda d, site, sites: [("query", (d,))] + ([("exit_query", (d,))] if site == sites - 1 else []),
+    kept=attn_res_kept(blocks=8),
 )  # fmt: skip
 NAMES = tuple(VARIANTS)

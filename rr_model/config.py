@@ -24,15 +24,14 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Iterator
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple, get_args
 
 from rr_core import options
 from rr_core.budget import budget_steps, reference_params, step_tokens
 from rr_core.errors import InputError
-from rr_core.ladder import BYTE_EOS, LADDER, Recipe, Size, get_size
+from rr_core.ladder import BYTE_EOS, PUBLISHED_CORPUS, Recipe, Size, get_size
 from rr_core.lr_choice import ROLES
 from rr_core.options import Option
 from rr_core.variants import REFERENCE, VARIANTS
@@ -51,11 +50,6 @@ __all__ = [
     "Shard",
     "PRECISIONS",
     "DEVICES",
-    "result_config",
-    "run_identity",
-    "identity_changes",
-    "recipe_differences",
-    "published_settings",
     "SHARDINGS",
     "checkpoint_interval",
     "decay_start",
@@ -67,7 +61,7 @@ __all__ = [
 
 
 if TYPE_CHECKING:
-    from rr_model.data.token_cache import Corpus, Tokens
+    pass
 
 Precision = Literal["tf32", "bf16", "fp32"]  # tf32 is the published setting (fp32 arithmetic off CUDA)
 Device = Literal["auto", "cuda", "mps", "cpu"]  # auto: cuda, then mps, then cpu
@@ -102,18 +96,6 @@ def option(help: str, **how: Any) -> dict[str, Option]:
     return options.option(help, **{"commands": TRAINING, **how})
 
 
-def published_settings(size: Size) -> dict[str, object]:
-    """What the published recipe sets for a run of `size` beyond its shape and optimiser: its steps (of its
-    budget, `rr_core.budget`), the precision, the corpus and the tokenizer (`recipe_differences` and
-    `rr reproduce`'s refusals read them)."""
-    from rr_model.data.corpus import TINYSTORIES  # here: the corpus readers load numpy
-
-    in_params = size.budget[0] == "tokens_per_param"  # of the reference under the published tokenizer
-    params = reference_params(size.name, size.recipe.vocab_size, size.ladder) if in_params else None
-    steps = budget_steps(size, size.recipe, params)
-    return {"steps": steps, "precision": PRECISIONS[0], "data": TINYSTORIES, "tokenizer": "gpt2"}
-
-
 @dataclass(frozen=True)
 class TrainConfig:
     """One training run. Left at their defaults, the fields reproduce the published run of `size`.
@@ -137,11 +119,12 @@ class TrainConfig:
         ),
     )
     data: str = field(
-        default="tinystories",
+        default=PUBLISHED_CORPUS,
         metadata=option(
-            "The training corpus: tinystories (published), synthetic (offline demo), a local "
+            f"The training corpus: {PUBLISHED_CORPUS} (published), synthetic (offline demo), a local "
             ".txt/.jsonl/.parquet file or a folder of them, a token cache folder, or hf:NAME[:SPLIT] (a "
-            "Hugging Face dataset through `datasets`). rr reproduce takes tinystories or a local copy of it.",
+            f"Hugging Face dataset through `datasets`). rr reproduce takes {PUBLISHED_CORPUS} or a local copy "
+            "of it.",
             flag="--corpus",
             renamed=("--data", "--data names a sweep file on rr's other commands"),
         ),
@@ -452,7 +435,7 @@ class TrainConfig:
     def vocab_size(self) -> int:
         """The vocabulary the run's model will have, known before its data loads: the byte tokenizer's (257)
         for --tokenizer bytes or the synthetic corpus, else the recipe's (GPT-2's). A token cache of another
-        tokenizer, given without --tokenizer, is found out by `rr_model.run.planning.check_run`."""
+        tokenizer, given without --tokenizer, is found out by `rr_model.run.checks.check_run`."""
         bytes_ = self.tokenizer == "bytes" or (self.tokenizer is None and self.data == "synthetic")
         return BYTE_EOS + 1 if bytes_ else self.recipe.vocab_size  # the byte tokenizer: 256 bytes and EOS
 
@@ -600,111 +583,9 @@ def checkpoint_interval(spec: str) -> int | None:
     return int(n) if every == "every" and n.isdigit() and int(n) >= 1 else None
 
 
-# Fields that decide a run's numbers: a checkpoint resumes only under a config that agrees on them.
-_RESULT_FIELDS = ("size", "variant", "seed", "data", "tokenizer", "steps", "recipe", "precision")
 # `role` is not among them: a tuning run's number does not depend on why it was trained
-
-
-def result_config(cfg: TrainConfig) -> dict[str, Any]:
-    """The fields of `cfg` that decide its numbers, as stored in (and compared with) a checkpoint.
-
-    A ladder file's size adds its file and shape: the file may be edited between a checkpoint and a resume.
-    """
-    found = {k: v for k, v in asdict(cfg).items() if k in _RESULT_FIELDS}
-    if cfg.text_field != "text":  # stored only where it is not the default, as the ladder below
-        found["text_field"] = cfg.text_field
-    if cfg.reference != REFERENCE:  # the matched widths follow it
-        found["reference"] = cfg.reference
-    if cfg.schedule != "cosine":  # the published schedule's checkpoints keep the identity they had
-        found |= {k: getattr(cfg, k) for k in ("schedule", "decay_frac", "decay_shape")}
-    for name, value in zip(("init_seed", "data_seed"), cfg.seeds, strict=True):
-        if value != cfg.seed:  # the numbers follow the seeds drawn from, not how they were given
-            found[name] = value
-    if cfg.ladder is not None:
-        size = get_size(cfg.size, cfg.ladder)
-        found["ladder"] = {
-            "file": cfg.ladder,
-            **{k: getattr(size, k) for k in ("d_model", "n_layer", "n_head")},
-        }
-    return found
-
-
-def run_identity(cfg: TrainConfig, tokens: Tokens) -> dict[str, Any]:
-    """Everything a run's numbers depend on, as a checkpoint stores it (`rr_model.checkpoint.state.Resumable`'s
-    fields of these names) and a resume compares it (`identity_changes`).
-
-    Returns
-    -------
-    {"config": `result_config` (size, variant, seed, corpus path, tokenizer, steps, the recipe, precision,
-    and a ladder file's entry), "data": the tokens trained on (`Tokens.describe`: source, tokenizer,
-    documents, lengths and the stream's sha256, `rr_model.data.token_cache`), "plugin": the module, file
-    and sha256 of the code that built a plugin's rule (`rr_core.plugins.provenance`; None for rr's own)}.
-    """
-    from rr_core.plugins import provenance  # here: as for require_variant, only a run pays for it
-
-    return {"config": result_config(cfg), "data": tokens.describe(), "plugin": provenance(cfg.variant)}
-
-
-def identity_changes(saved: dict[str, Any], now: dict[str, Any]) -> list[str]:
-    """What differs between a stored run identity and the present one, one phrase per value that differs
-    (``config.recipe.lr 0.001 when saved, 0.002 now``); [] when they agree. Long values (a sha256) are cut
-    to their first 12 characters."""
-    return list(_differences(saved, now, ""))
-
-
-def _differences(then: Any, now: Any, key: str) -> Iterator[str]:
-    if isinstance(then, dict) and isinstance(now, dict):
-        for part in sorted(then.keys() | now.keys()):
-            yield from _differences(then.get(part), now.get(part), f"{key}.{part}" if key else part)
-    elif then != now:
-        yield f"{key} {_shown(then)} when saved, {_shown(now)} now"
-
-
-def _shown(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 40 else text[:13] + "...'"
 
 
 def default_out(ladder: str | os.PathLike | None = None) -> Path:
     """Where rows go without --out: `DEFAULT_OUT`, or for a ladder file's sizes data/<its stem>.csv."""
     return DEFAULT_OUT if ladder is None else Path("data") / f"{Path(ladder).stem}.csv"
-
-
-# ---------------------------------------------------------------------------------------- recipe guard
-
-
-def recipe_differences(cfg: TrainConfig, tokens: Tokens | Corpus) -> list[str]:
-    """How a run departs from its size's published recipe, one readable phrase per difference ([]: none).
-
-    A ladder file's size is compared with its own recipe, unless it carries the label of one of rr's sizes:
-    then with rr's size, and its shape, from the file, is always a difference (its rows would be taken for
-    rr's), so such rows never go beside the published ones. A matched baseline widened to another reference
-    than Review (`--reference`) has another shape than the published one of its name.
-    """
-    size = get_size(cfg.size, cfg.ladder)
-    found, published = {}, {}
-    if VARIANTS[cfg.variant].matched:
-        found["reference"], published["reference"] = cfg.reference, REFERENCE
-    if cfg.ladder is not None and cfg.size in LADDER:
-        shape = "d_model {}, n_layer {}, n_head {}"
-        found["shape"] = (
-            shape.format(size.d_model, size.n_layer, size.n_head) + f" from the ladder file {cfg.ladder}"
-        )
-        size = LADDER[cfg.size]
-        published["shape"] = shape.format(size.d_model, size.n_layer, size.n_head)
-    found["schedule"], published["schedule"] = (
-        (cfg.schedule if cfg.schedule == "cosine" else schedule_words(cfg)),
-        "cosine",
-    )
-    found |= {
-        "steps": cfg.steps,
-        "precision": cfg.precision,
-        "data": tokens.source,
-        "tokenizer": tokens.tokenizer,
-    }
-    published |= published_settings(size)
-    for f in fields(Recipe):
-        found[f.name], published[f.name] = getattr(cfg.recipe, f.name), getattr(size.recipe, f.name)
-    found["n_text"] = tokens.n_text  # the stories actually used (a small corpus may have fewer)
-    published.pop("vocab_size")  # follows from the tokenizer
-    return [f"{k} {found[k]} (published: {v})" for k, v in published.items() if found[k] != v]

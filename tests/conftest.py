@@ -149,6 +149,14 @@ def sweep() -> pd.DataFrame:
     return load_sweep()
 
 
+@pytest.fixture(scope="module")
+def table(sweep) -> pd.DataFrame:
+    """The published sweep's gap table (`gap_table`, its primary family: Holm-adjusted), once per module."""
+    from rr_analysis.stats.gap_tests import gap_table
+
+    return gap_table(sweep)
+
+
 @pytest.fixture
 def published_copy(tmp_path) -> Path:
     """A copy of the packaged sweep in the test's own folder (tmp_path / "published.csv"), to append to."""

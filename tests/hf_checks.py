@@ -29,8 +29,9 @@ TASK = Path(__file__).with_name("lm_eval_task")
 def checkpoint(variant: str, seed: int, folder: Path) -> Path:
     """A checkpoint of a tiny model of `variant`, every parameter moved off its initial value."""
     from rr_model.checkpoint import state as ckpt
-    from rr_model.config import TrainConfig, result_config
+    from rr_model.config import TrainConfig
     from rr_model.model import GPT, GPTConfig
+    from rr_model.run.identity import result_config
 
     torch.manual_seed(seed)
     config = GPTConfig(**SHAPE, variant=variant)

@@ -15,8 +15,9 @@ import pytest
 import torch
 
 from rr_core.ladder import get_size
+from rr_core.rule_shapes import rule_params
 from rr_core.shapes import GPTConfig, model_config, param_shapes
-from rr_core.variants import REFERENCE, VARIANTS, rule_params
+from rr_core.variants import REFERENCE, VARIANTS
 from rr_model.model import GPT
 from rr_model.run.gate_watch import GateWatch, gated
 

@@ -492,9 +492,7 @@ def test_a_new_comparison_field_is_an_option_of_every_command_that_takes_a_compa
         offered = sorted(name for name, c in takers.items() if any(p.opts == ["--seeds"] for p in c.params))
         every = ["calibration", "curves", "emergence", "forecast", "gates", "scaling", "seeds", "tuning"]
         assert offered == ["analyze", *(f"plot {name}" for name in every), "report"]
-        CliRunner().invoke(
-            app, ["analyze", "table", "--seeds", "0,1", "--seeds", "2"]
-        )  # renders nothing
+        CliRunner().invoke(app, ["analyze", "table", "--seeds", "0,1", "--seeds", "2"])  # renders nothing
         assert seen == [Wider(seeds=("0", "1", "2"))]
     finally:
         monkeypatch.undo()

@@ -16,9 +16,9 @@ from rr_analysis.figures.curves import curves_figure
 from rr_analysis.stats.smoothing import ema, half_life_of_weight, smooth_curves
 from rr_core.errors import InputError
 from rr_core.ladder import get_size
+from rr_core.palette import colour
 from rr_core.sweepfile.metrics_log import LOSS_COLUMNS, load_curves, load_losses
 from rr_core.sweepfile.provenance import sidecar_path
-from rr_core.variants import colour
 
 
 def _lr(step: int, steps: int) -> float:

@@ -33,8 +33,9 @@ from rr_core.errors import InputError
 from rr_core.ladder import BYTE_EOS, RECIPE
 from rr_model.data import synthetic
 from rr_model.data.corpus import TINYSTORIES
-from rr_model.data.token_cache import load_tokens, sample_batch
+from rr_model.data.token_cache import load_tokens
 from rr_model.data.tokenizers import DataUnavailable, decode_bytes, encode_bytes
+from rr_model.data.windows import sample_batch
 
 EOT = "<|endoftext|>"
 DOCS = synthetic.stories(60)  # a few KB: enough for a train/val split, fast to tokenize
@@ -61,7 +62,7 @@ def fresh_gpt2():
 
 
 @pytest.fixture
-def offline(tmp_path, monkeypatch):
+def hub_offline(tmp_path, monkeypatch):
     """The real hub code, offline, with empty HF caches in tmp_path (the libraries read these at import)."""
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
@@ -176,7 +177,7 @@ def test_a_text_field_other_than_text_joins_the_cache_key(tmp_path, cache):
     assert body.key != plain.key and docs_of(stream(body), decode_bytes)[0] == DOCS[0].upper() + EOT
 
 
-def test_a_hugging_face_dataset_by_name_and_split_through_datasets_offline(offline, tmp_path, cache):
+def test_a_hugging_face_dataset_by_name_and_split_through_datasets_offline(hub_offline, tmp_path, cache):
     folder = tmp_path / "hub_copy"  # `datasets` reads a local folder as it reads a hub repository
     folder.mkdir()
     (folder / "train.jsonl").write_text("".join(json.dumps({"story": d}) + "\n" for d in DOCS[:50]))
@@ -403,7 +404,7 @@ def test_concurrent_loads_tokenize_once(cache, txt, monkeypatch):
 # ---------------------------------------------------------------------------------------- the hub offline
 
 
-def test_hub_unreachable_for_the_tokenizer_says_how_to_work_offline(offline, cache, tmp_path):
+def test_hub_unreachable_for_the_tokenizer_says_how_to_work_offline(hub_offline, cache, tmp_path):
     with pytest.raises(DataUnavailable) as err:
         load_tokens("tinystories", cache_dir=cache)
     msg = str(err.value)
@@ -423,7 +424,7 @@ def test_hub_unreachable_for_the_tokenizer_says_how_to_work_offline(offline, cac
     assert not (tmp_path / "hf").exists()
 
 
-def test_hub_unreachable_for_the_dataset_says_how_to_work_offline(offline, gpt2, cache):
+def test_hub_unreachable_for_the_dataset_says_how_to_work_offline(hub_offline, gpt2, cache):
     with pytest.raises(DataUnavailable, match=f"cannot load the {TINYSTORIES} dataset.*--corpus") as err:
         load_tokens("tinystories", n_text=50, cache_dir=cache)
     assert isinstance(err.value.__cause__, ConnectionError)  # what `datasets` raises offline
@@ -443,7 +444,7 @@ def test_tinystories_loading_then_offline_from_the_cache(gpt2, cache, monkeypatc
     assert docs_of(stream(first), lambda d: gpt2.decode(d.tolist())) == DOCS[:50]
 
     monkeypatch.undo()  # the real libraries again, now offline: a cached stream needs no hub at all
-    request.getfixturevalue("offline")
+    request.getfixturevalue("hub_offline")
     again = load_tokens("tinystories", n_text=50, cache_dir=cache)
     assert again.describe() == first.describe()
 
@@ -694,7 +695,7 @@ BAD_CORPORA = {
 @pytest.mark.parametrize("through", ["file", "hf"])
 @pytest.mark.parametrize("case", list(BAD_CORPORA))
 def test_a_bad_corpus_is_one_error_line_naming_the_file_the_line_and_the_rule(
-    tmp_path, case, through, offline, monkeypatch
+    tmp_path, case, through, hub_offline, monkeypatch
 ):
     name, make, message = BAD_CORPORA[case]
     folder = tmp_path / "corpus"

@@ -26,7 +26,8 @@ from rr_core.sweepfile.dataset import load_sweep
 from rr_core.sweepfile.metrics_log import load_evals
 from rr_model.checkpoint.paths import final_path
 from rr_model.config import TrainConfig
-from rr_model.data.token_cache import held_out_windows, load_tokens, windows_at
+from rr_model.data.token_cache import load_tokens
+from rr_model.data.windows import held_out_windows, windows_at
 from rr_model.model import GPT
 from rr_model.run.trainer import train, train_runs
 from rr_model.uses.inference import load_trained

@@ -59,42 +59,46 @@ R_META = {
 
 
 @pytest.fixture(scope="module")
-def published(sweep) -> pd.DataFrame:
+def emergence_fit(sweep) -> pd.DataFrame:
+    """`emergence` of the published sweep, by baseline."""
     return emergence(sweep).set_index("baseline")
 
 
 @pytest.mark.parametrize("b", ["highway", "standard"])
-def test_size_deviation_and_meta_match_r(published, b):
+def test_size_deviation_and_meta_match_r(emergence_fit, b):
     for col, want in {**R_DEV[b], **R_META[b]}.items():
         # The REML surface is flat: R's and rr's optima agree to 1e-12 in deviance and ~1e-6 in theta, and
         # the df come from numerical second derivatives there, so df and p agree to a few 1e-6.
         rel = 5e-6 if col.endswith(("_df", "_p")) and col.startswith("dev") else 1e-6
-        assert published.loc[b, col] == pytest.approx(want, rel=rel), col
-    assert published.loc[b, "meta_df"] == 3.0 and published.loc[b, "meta_sizes"] == 5
+        assert emergence_fit.loc[b, col] == pytest.approx(want, rel=rel), col
+    assert emergence_fit.loc[b, "meta_df"] == 3.0 and emergence_fit.loc[b, "meta_sizes"] == 5
 
 
-def test_published_verdicts_name_the_primary_test_and_the_confound(published):
-    assert (published["primary"] == "meta").all()
+def test_published_verdicts_name_the_primary_test_and_the_confound(emergence_fit):
+    assert (emergence_fit["primary"] == "meta").all()
     # issue 44: size and tokens per parameter move together along the published sweep, and the verdict says
     # so first, with the numbers, before how strongly the gap grows along it
     lead = ("the gap grows along the sweep, where size and tokens per parameter move together (r = -0.998), so "
             "the data cannot attribute it to size")  # fmt: skip
     assert (
-        published.loc["highway", "verdict"] == f"{lead}; suggestive, not robust: the primary size-level test "
+        emergence_fit.loc["highway", "verdict"]
+        == f"{lead}; suggestive, not robust: the primary size-level test "
         "gives p = 0.063; only models that lean on the runs or on the line's shape reach p < 0.05"
     )
-    assert published.loc["standard", "verdict"] == (
+    assert emergence_fit.loc["standard", "verdict"] == (
         f"{lead}: robust (primary p = 0.0012, size-deviation model p = 0.00085)"
     )
-    assert (published["dn_reading"] == "confounded").all() and (published["dn_sizes_with_budgets"] == 0).all()
+    assert (emergence_fit["dn_reading"] == "confounded").all() and (
+        emergence_fit["dn_sizes_with_budgets"] == 0
+    ).all()
     # standard's size deviation is 0 (R: theta 2.4e-7); highway's own is 4.0e-06, so its row is clean
-    assert published["dev_singular"].to_dict() == {"highway": False, "standard": True}
-    assert "singular" not in published.loc["highway", "note"]
+    assert emergence_fit["dev_singular"].to_dict() == {"highway": False, "standard": True}
+    assert "singular" not in emergence_fit.loc["highway", "note"]
     assert (
         "(b) singular fit (one model fitted jointly with Highway): sd/sd(residual) < 0.0001 for Standard's "
         "own size deviation"
-    ) in published.loc["standard", "note"]
-    assert "590M 7000, 1B 6000" in published.loc["highway", "confound"]
+    ) in emergence_fit.loc["standard", "note"]
+    assert "590M 7000, 1B 6000" in emergence_fit.loc["highway", "confound"]
 
 
 def planted() -> pd.DataFrame:
@@ -136,11 +140,11 @@ def test_a_singular_component_is_flagged_on_its_own_row_only():
     assert "note: Highway: (b)" not in text and "note: Standard: (b) singular fit" in text
 
 
-def test_per_run_model_unchanged(published):
-    assert published.loc["highway", "run_slope"] == pytest.approx(0.009072, abs=1e-6)
-    assert published.loc["standard", "run_slope"] == pytest.approx(0.020714, abs=1e-6)
-    assert published["run_df"].tolist() == pytest.approx([24.0, 24.0], rel=1e-6)  # 42 - 14 blocks - 4
-    assert (published["run_p"] < 1e-4).all() and published["lrt_df"].tolist() == [2.0, 2.0]
+def test_per_run_model_unchanged(emergence_fit):
+    assert emergence_fit.loc["highway", "run_slope"] == pytest.approx(0.009072, abs=1e-6)
+    assert emergence_fit.loc["standard", "run_slope"] == pytest.approx(0.020714, abs=1e-6)
+    assert emergence_fit["run_df"].tolist() == pytest.approx([24.0, 24.0], rel=1e-6)  # 42 - 14 blocks - 4
+    assert (emergence_fit["run_p"] < 1e-4).all() and emergence_fit["lrt_df"].tolist() == [2.0, 2.0]
 
 
 def mixedlm(d: pd.DataFrame, formula: str, reml: bool = True, **kw):
@@ -162,17 +166,17 @@ def coded(sweep) -> pd.DataFrame:
     return d
 
 
-def test_per_run_model_matches_statsmodels_and_lrt(coded, published):
+def test_per_run_model_matches_statsmodels_and_lrt(coded, emergence_fit):
     full = "val_loss ~ 0 + C(size) + hw + std + hw:lxc + std:lxc"
     ref = mixedlm(coded, full, groups=coded["block"])
-    assert published.loc["highway", "run_slope"] == pytest.approx(ref.fe_params["hw:lxc"], rel=1e-6)
-    assert published.loc["standard", "run_se"] == pytest.approx(ref.bse_fe["std:lxc"], rel=1e-6)
+    assert emergence_fit.loc["highway", "run_slope"] == pytest.approx(ref.fe_params["hw:lxc"], rel=1e-6)
+    assert emergence_fit.loc["standard", "run_se"] == pytest.approx(ref.bse_fe["std:lxc"], rel=1e-6)
     ml_full = mixedlm(coded, full, reml=False, groups=coded["block"])
     ml_null = mixedlm(coded, "val_loss ~ 0 + C(size) + hw + std", reml=False, groups=coded["block"])
-    assert published["lrt_chi2"].iloc[0] == pytest.approx(2 * (ml_full.llf - ml_null.llf), rel=1e-5)
+    assert emergence_fit["lrt_chi2"].iloc[0] == pytest.approx(2 * (ml_full.llf - ml_null.llf), rel=1e-5)
 
 
-def test_size_deviation_model_matches_statsmodels_variance_components(coded, published):
+def test_size_deviation_model_matches_statsmodels_variance_components(coded, emergence_fit):
     """The same REML optimum as statsmodels' MixedLM with three variance components (groups = size)."""
     vc = {"seed": "0 + C(seedc)", "hw": "0 + hw", "std": "0 + std"}
     ref = mixedlm(
@@ -182,12 +186,16 @@ def test_size_deviation_model_matches_statsmodels_variance_components(coded, pub
         re_formula="0",
         vc_formula=vc,
     )
-    assert published.loc["highway", "dev_slope"] == pytest.approx(ref.fe_params["hw:lxc"], rel=1e-6)
-    assert published.loc["standard", "dev_slope"] == pytest.approx(ref.fe_params["std:lxc"], rel=1e-6)
+    assert emergence_fit.loc["highway", "dev_slope"] == pytest.approx(ref.fe_params["hw:lxc"], rel=1e-6)
+    assert emergence_fit.loc["standard", "dev_slope"] == pytest.approx(ref.fe_params["std:lxc"], rel=1e-6)
     names = list(ref.model.exog_vc.names)
-    assert published.loc["highway", "dev_var_size"] == pytest.approx(ref.vcomp[names.index("hw")], rel=1e-4)
-    assert published.loc["highway", "dev_var_seed"] == pytest.approx(ref.vcomp[names.index("seed")], rel=1e-4)
-    assert published.loc["highway", "dev_var_resid"] == pytest.approx(ref.scale, rel=1e-4)
+    assert emergence_fit.loc["highway", "dev_var_size"] == pytest.approx(
+        ref.vcomp[names.index("hw")], rel=1e-4
+    )
+    assert emergence_fit.loc["highway", "dev_var_seed"] == pytest.approx(
+        ref.vcomp[names.index("seed")], rel=1e-4
+    )
+    assert emergence_fit.loc["highway", "dev_var_resid"] == pytest.approx(ref.scale, rel=1e-4)
 
 
 def test_meta_regression_with_known_se_and_no_heterogeneity_is_plain_wls():
@@ -240,8 +248,8 @@ def test_general_sweeps(sweep):
     assert e["lrt_df"].iloc[0] == 3.0
 
 
-def test_every_number_in_the_text_is_in_the_json(published):
-    frame = published.reset_index()
+def test_every_number_in_the_text_is_in_the_json(emergence_fit):
+    frame = emergence_fit.reset_index()
     records = json.loads(render(frame, VIEWS["emergence"], "json"))
     assert [list(r) for r in records] == [list(EMERGENCE_COLUMNS)] * 2
     text = render(frame, VIEWS["emergence"], "text")

@@ -222,7 +222,8 @@ from dataclasses import asdict
 from pathlib import Path
 import lm_eval, torch
 from rr_model.checkpoint import state as ckpt
-from rr_model.config import TrainConfig, result_config
+from rr_model.config import TrainConfig
+from rr_model.run.identity import result_config
 from rr_model.model import GPT, GPTConfig
 from rr_model.uses.downstream import task_scores
 tempfile.tempdir = sys.argv[1]

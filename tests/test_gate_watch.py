@@ -23,7 +23,8 @@ from rr_core.ladder import get_size
 from rr_core.shapes import model_config
 from rr_core.sweepfile.metrics_log import GATE_COLUMNS, load_gates, metrics_path, read_metrics
 from rr_model.config import TrainConfig
-from rr_model.data.token_cache import load_tokens, sample_batch
+from rr_model.data.token_cache import load_tokens
+from rr_model.data.windows import sample_batch
 from rr_model.model import GPT
 from rr_model.run import gate_watch
 from rr_model.run.gate_watch import GateWatch, gated

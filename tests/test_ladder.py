@@ -12,8 +12,9 @@ from rr_core.errors import InputError, RecipeError
 from rr_core.ladder import RECIPE, Recipe, get_size, load_ladder
 from rr_core.shapes import model_config, size_table
 from rr_core.sweepfile.dataset import bundled_path
-from rr_model.config import TrainConfig, default_out, recipe_differences, result_config
-from rr_model.run.planning import preflight
+from rr_model.config import TrainConfig, default_out
+from rr_model.run.identity import recipe_differences, result_config
+from rr_model.run.output_file import preflight
 from rr_model.sweep.child import config_from_json
 from rr_model.sweep.local import plan_sweep, train_command
 

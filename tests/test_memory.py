@@ -11,6 +11,7 @@ import pytest
 import torch
 from conftest import rr
 
+from rr_core import variants
 from rr_core.ladder import get_size
 from rr_core.shapes import GPTConfig, model_config
 from rr_model.config import TrainConfig
@@ -25,7 +26,18 @@ from rr_model.parallel.memory import (
 )
 from rr_model.run.trainer import train
 
-VARIANTS = ("standard", "review_neutral", "highway", "review_convex", "layerscale", "rezero")
+VARIANTS = (
+    "standard",
+    "review_neutral",
+    "highway",
+    "review_convex",
+    "layerscale",
+    "rezero",
+    "review_half",
+    "gate_bias",
+    "review_state",
+    "review_update",
+)
 STREAMS = ("hyper_connections", "hyper_connections_static", "denseformer", "attn_res", "attn_res_block")
 
 
@@ -66,19 +78,35 @@ def test_the_activation_formula_is_what_autograd_keeps(variant, precision):
 
 @pytest.mark.parametrize("variant", STREAMS)
 @pytest.mark.parametrize("precision", ["fp32", "bf16"])
-def test_the_activation_estimate_of_the_rules_on_several_streams_is_within_5_percent(variant, precision):
-    for every, (B, T, d, L, H, V) in [
-        (0, (3, 24, 48, 3, 4, 90)),
-        (0, (2, 16, 64, 6, 4, 90)),
-        (0, (2, 16, 96, 4, 4, 9)),
-    ]:
+def test_the_rules_on_several_streams_keep_what_their_arithmetic_counts(variant, precision):
+    # issue 46: counted from the config (streams x d x tokens x bytes, the sources each depth attention
+    # reads), no longer fitted constants within 5%; 5 and 9 blocks put Block AttnRes's sources past one a
+    # sublayer (8 blocks of 2 and 3 sublayers)
+    for B, T, d, L, H, V in [(3, 24, 48, 3, 4, 90), (2, 16, 64, 5, 4, 90), (1, 8, 32, 9, 2, 9)]:
         cfg = GPTConfig(vocab_size=V, block_size=T, n_layer=L, n_head=H, d_model=d, variant=variant)
         torch.manual_seed(0)
         model = GPT(cfg)
-        model.checkpoint_activations(every)
         x, y = torch.randint(0, V, (B, T)), torch.randint(0, V, (B, T))
-        kept = kept_for_backward(model, x, y, precision)
-        assert saved_activation_bytes(cfg, B, precision, every) == pytest.approx(kept, rel=0.05)
+        assert kept_for_backward(model, x, y, precision) == saved_activation_bytes(cfg, B, precision)
+
+
+def test_what_the_rules_on_several_streams_keep_is_their_tensors_counted_by_hand():
+    N, d = 8, 32  # tokens and width; beyond Standard's blocks, in float32
+    kept = {v: variants.VARIANTS[v].kept for v in STREAMS}
+    assert kept["denseformer"](N, d, 3, False, True) == 3 * N * d * 4  # each block's output
+    # AttnRes at 2 blocks: sources x, u1..u4 (5 x N d floats); its 5 depth attentions read 1, 2, 3, 4 and 5
+    # sources: 15 pairs, each a logit, a norm and a weight (3 floats a token)
+    assert kept["attn_res"](N, d, 2, False, True) == 5 * N * d * 4 + 15 * 3 * N * 4
+    # Block AttnRes at 6 blocks: 12 sublayers in 8 blocks of 2, so sublayer s reads 1 + ceil(s / 2) sources
+    pairs = sum(1 + -(-s // 2) for s in range(13))
+    assert pairs == 55 and kept["attn_res_block"](N, d, 6, False, True) == 13 * N * d * 4 + pairs * 3 * N * 4
+    # static hyper-connections on n = 4 streams: (2n + 1) N d floats a sublayer, two sublayers a block;
+    # the first block reads the embeddings expanded, a view: (2n - 1) N d floats fewer
+    n = 4
+    assert (
+        kept["hyper_connections_static"](N, d, 3, False, True)
+        == 3 * 2 * (2 * n + 1) * N * d * 4 - (2 * n - 1) * N * d * 4
+    )
 
 
 def test_state_bytes_are_a_single_process_runs_parameters_gradients_and_adamw_state():

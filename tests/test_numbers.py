@@ -7,15 +7,14 @@ from pathlib import Path
 import pytest
 
 from rr_analysis.numbers import BLANK, NA, fixed, missing, p_value, percent, significant
-from rr_analysis.stats.gap_tests import gap_table
-from rr_core.sweepfile.dataset import load_sweep
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
-def table():
-    return gap_table(load_sweep()).set_index(["size", "baseline"])
+def cells(table):
+    """The published gap table by (size, baseline), to read one cell."""
+    return table.set_index(["size", "baseline"])
 
 
 @pytest.mark.parametrize(
@@ -41,17 +40,17 @@ def test_missing_values_and_tiny_p_values_read_as_words():
     assert p_value(0.0) == "<0.0001" and p_value(0.0001) == "0.0001" and fixed(0.5, 1, sign=True) == "+0.5"
 
 
-def test_a_gap_of_two_float_spellings_prints_one_way(table):
+def test_a_gap_of_two_float_spellings_prints_one_way(cells):
     """320M Highway: the mean gap and the seed-paired mean are 0.00405 either side of the float tie."""
-    r = table.loc[("320M", "highway")]
+    r = cells.loc[("320M", "highway")]
     assert r["gap"] != r["paired_diff"] and fixed(r["gap"], 4) == fixed(r["paired_diff"], 4) == "0.0041"
 
 
-def test_the_docs_quote_the_numbers_as_the_formatter_prints_them(table):
+def test_the_docs_quote_the_numbers_as_the_formatter_prints_them(cells):
     docs = (ROOT / "docs" / "statistics.md").read_text(encoding="utf-8")
-    p = [fixed(table.loc[("1B", b), "welch_p"], 3) for b in ("highway", "standard")]
+    p = [fixed(cells.loc[("1B", b), "welch_p"], 3) for b in ("highway", "standard")]
     assert f"Welch p = {p[0]} and {p[1]}" in docs
-    assert f"320M {fixed(table.loc[('320M', 'highway'), 'paired_diff'], 4)})" in docs
+    assert f"320M {fixed(cells.loc[('320M', 'highway'), 'paired_diff'], 4)})" in docs
 
 
 def test_one_missing_test_two_spellings_each_in_its_context():

@@ -24,7 +24,8 @@ from rr_core.sweepfile.metrics_log import EVAL_COLUMNS, load_curves, load_evals,
 from rr_core.sweepfile.provenance import read_records, sidecar_path
 from rr_model.checkpoint import state as checkpoint
 from rr_model.config import TrainConfig
-from rr_model.data.token_cache import describe_held_out, held_out_windows, load_tokens, sample_batch
+from rr_model.data.token_cache import load_tokens
+from rr_model.data.windows import describe_held_out, held_out_windows, sample_batch
 from rr_model.model import GPT
 from rr_model.run.trainer import train
 from rr_model.run.validation import held_out_loss

@@ -14,16 +14,12 @@ from matplotlib.figure import Figure
 
 from rr_analysis import figures as plots
 from rr_analysis.stats.gap_tests import gap_table
+from rr_core.palette import colour
 from rr_core.sweepfile.dataset import load_sweep
-from rr_core.variants import BASELINES, colour
+from rr_core.variants import BASELINES
 
 SIZES = ["60M", "150M", "320M", "590M", "1B"]
 SIGNATURES = {"png": b"\x89PNG\r\n\x1a\n", "pdf": b"%PDF-"}
-
-
-@pytest.fixture(scope="module")
-def table(sweep) -> pd.DataFrame:
-    return gap_table(sweep)  # the primary family: Holm-adjusted
 
 
 @pytest.fixture(scope="module")

@@ -518,7 +518,8 @@ def test_a_reference_of_a_plugin_s_matches_the_baselines_to_its_own_count(tmp_pa
         from dataclasses import replace
         from rr_core.ladder import BYTE_EOS, ladder_sizes
         from rr_core.shapes import model_config
-        from rr_model.config import TrainConfig, recipe_differences
+        from rr_model.config import TrainConfig
+        from rr_model.run.identity import recipe_differences
         from rr_model.run.planning import planned_model
 
         ladder, out = {str(ladder)!r}, []

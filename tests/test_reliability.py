@@ -18,8 +18,9 @@ from pathlib import Path
 import pytest
 from conftest import rr
 
+from rr_core.sweepfile.columns import format_row
 from rr_core.sweepfile.csv_text import FIELDS
-from rr_core.sweepfile.dataset import append_rows, format_row, load_sweep
+from rr_core.sweepfile.dataset import append_rows, load_sweep
 
 HEADER = ",".join(FIELDS)
 LINE = "60M,review_neutral,{seed},59.47,8000,1.7016,0.0087,6.9"
@@ -210,15 +211,15 @@ def test_a_run_whose_row_cannot_be_written_keeps_its_final_weights_and_resume_wr
     from rr_core.sweepfile.provenance import read_records, sidecar_path
     from rr_model.checkpoint.state import load_weights
     from rr_model.config import TrainConfig
-    from rr_model.run import trainer
+    from rr_model.run import results, trainer
 
-    out, real = tmp_path / "x.csv", trainer.append_rows
+    out, real = tmp_path / "x.csv", results.append_rows
 
     def folder_gone(path, rows, then=None):  # what a folder removed (or a disk filled) meanwhile answers
         raise FileNotFoundError(2, "No such file or directory", str(path))
 
     cfg = TrainConfig(**{**TINY_RUN, "steps": 2, "checkpoint_every": 0}, cache_dir=str(token_cache))
-    monkeypatch.setattr(trainer, "append_rows", folder_gone)
+    monkeypatch.setattr(results, "append_rows", folder_gone)
     with pytest.raises(InputError) as err:
         trainer.train(cfg, out)
     final = out.parent / "x.checkpoints" / "tiny-standard-seed0.final.pt"
@@ -230,7 +231,7 @@ def test_a_run_whose_row_cannot_be_written_keeps_its_final_weights_and_resume_wr
     assert final.exists() and not out.exists() and read_records(sidecar_path(out)) == []
     with pytest.raises(InputError, match="holds the final weights of this run, whose row is not in"):
         trainer.train(cfg, out)  # without --resume it would train again over them
-    monkeypatch.setattr(trainer, "append_rows", real)
+    monkeypatch.setattr(results, "append_rows", real)
     log = out.parent / "x.metrics" / "tiny-standard-seed0.jsonl"
     trained = log.read_bytes()
     record = trainer.train(cfg, out, resume=True)

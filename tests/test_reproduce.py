@@ -13,7 +13,7 @@ from rr_core.errors import InputError, RecipeError
 from rr_core.sweepfile.dataset import append_rows, bundled_path, load_sweep
 from rr_core.sweepfile.provenance import environment
 from rr_model.config import TrainConfig
-from rr_model.run.planning import preflight
+from rr_model.run.output_file import preflight
 from rr_model.run.reproduce import DEFAULT_REPRODUCTION, check_reproducible, plan_reproduction
 from rr_model.sweep.child import config_from_json
 from rr_model.sweep.local import train_command

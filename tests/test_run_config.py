@@ -1,4 +1,4 @@
-"""The pre-flight of a run's output file (`rr_model.run.planning.preflight`): one reading answers every question
+"""The pre-flight of a run's output file (`rr_model.run.output_file.preflight`): one reading answers every question
 the trainer and `rr train` ask of it, and each refusal keeps its sentence."""
 
 from __future__ import annotations
@@ -15,8 +15,10 @@ from rr_core.ladder import get_size
 from rr_core.sweepfile import csv_text
 from rr_core.sweepfile.csv_text import DataError
 from rr_core.sweepfile.dataset import append_rows, bundled_path, load_sweep
-from rr_model.config import TrainConfig, recipe_differences
-from rr_model.run.planning import plan_runs, preflight
+from rr_model.config import TrainConfig
+from rr_model.run.identity import recipe_differences
+from rr_model.run.output_file import preflight
+from rr_model.run.planning import plan_runs
 
 ROW = dict(
     size="tiny", variant="standard", seed=0, params_M=1.13, steps=8, val_loss=3.0, ece=0.1, minutes=0.1
@@ -25,15 +27,19 @@ ROW = dict(
 
 @pytest.fixture
 def reads(monkeypatch) -> list[Path]:
-    """Every sweep file the loader reads from now on (through `rr_core.files.reading.read_regular`)."""
+    """Every sweep file the loader reads from now on (by name, `rr_core.files.reading.read_regular`, or through
+    a writer's open descriptor, `rr_core.files.reading.read_open`)."""
     seen: list[Path] = []
-    read = csv_text.read_regular
 
-    def spy(path, *args, **kwargs):
-        seen.append(Path(path))
-        return read(path, *args, **kwargs)
+    def spy(read, named):  # the argument that names the file
+        def reading(*args, **kwargs):
+            seen.append(Path(args[named]))
+            return read(*args, **kwargs)
 
-    monkeypatch.setattr(csv_text, "read_regular", spy)
+        return reading
+
+    for name, named in (("read_regular", 0), ("read_open", 1)):
+        monkeypatch.setattr(csv_text, name, spy(getattr(csv_text, name), named))
     return seen
 
 
@@ -97,31 +103,57 @@ PILOT = "[1M]\nd_model = 32\nn_layer = 1\nn_head = 2\nsteps = 2\nseeds = 1\nbatc
 
 @pytest.fixture
 def opens(monkeypatch) -> dict[Path, int]:
-    """How often each file is opened for reading from now on: every read rr makes of a sweep, ladder or
-    run config file goes through `rr_core.files.reading.read_regular`, whose one primitive is `os.open`."""
+    """How often each file is opened from now on, to read or to write: every read rr makes of a sweep, ladder
+    or run config file (`rr_core.files.reading.read_regular`) and every append under a lock
+    (`rr_core.files.locks.locked`) has one primitive, `os.open`."""
     seen: dict[Path, int] = {}
     real = os.open
 
     def spy(path, flags, *args, **kwargs):
-        if flags & os.O_ACCMODE == os.O_RDONLY:
-            seen[Path(path)] = seen.get(Path(path), 0) + 1
+        seen[Path(path)] = seen.get(Path(path), 0) + 1
         return real(path, flags, *args, **kwargs)
 
     monkeypatch.setattr(os, "open", spy)
     return seen
 
 
-def test_a_command_reads_its_output_and_ladder_files_once(tmp_path, opens, offline):
-    """A 3-run `rr train` reads its output file once to plan (and once more per row it appends, under the
-    row's lock) and its ladder file once; a dry run reads the output file once and the ladder file, already
-    parsed in this process, not at all; an edited ladder file is read again."""
+@pytest.fixture
+def checks(monkeypatch) -> dict[str, int]:
+    """How often a run's checks run from now on: `check_run` and `check_data`, wherever they are called
+    from (`Runs.check`, the trainer)."""
+    from rr_model.data import token_cache
+    from rr_model.run import planning, trainer
+
+    calls = {"check_run": 0, "check_data": 0}
+
+    def counted(name, real):
+        def spy(*args, **kwargs):
+            calls[name] += 1
+            return real(*args, **kwargs)
+
+        return spy
+
+    for name, real in (("check_run", planning.check_run), ("check_data", token_cache.check_data)):
+        for module in (planning, trainer):
+            monkeypatch.setattr(module, name, counted(name, real))
+    return calls
+
+
+def test_a_command_reads_its_output_and_ladder_files_once(tmp_path, opens, checks, offline):
+    """A 3-run `rr train` opens its output file once to plan and once per row it appends (read under the
+    row's lock through that opening), its ladder file once, checks each run once and its corpus once (issue
+    43.4: before, 8 openings of the file, 9 `check_run` and 4 `check_data`); a dry run opens the output file
+    once and the ladder file, already parsed in this process, not at all; an edited ladder file is read
+    again."""
     ladder, out = tmp_path / "pilot.toml", tmp_path / "o.csv"
     ladder.write_text(PILOT)
     append_rows(out, [{**ROW, "size": "1M", "variant": "rezero", "steps": 2, "params_M": 0.01}])
     args = ["train", "--size", "1M", "--ladder", ladder, "--corpus", "synthetic", "--out", out]
+    opens.clear()
     result = rr(*args, "--checkpoint-every", 0)
     assert result.exit_code == 0, result.output
     assert (opens.get(out), opens.get(ladder)) == (1 + 3, 1)  # the plan's reading, then one per append
+    assert checks == {"check_run": 3, "check_data": 1}
     assert len(load_sweep(out)) == 4
     opens.clear()
     plan = rr(*args, "--seed", 1, "--dry-run")

@@ -101,16 +101,16 @@ def test_deterministic_runs_record_it_and_change_nothing_on_cpu(tmp_path, monkey
     option's help says."""
     import torch
 
-    from rr_model.run import trainer
+    from rr_model.run import retry
 
     seen = []
-    real = trainer.apply_gradients
+    real = retry.apply_gradients
 
     def step(*args, **kwargs):  # the trainer's own optimiser step, noting the mode it runs in
         seen.append(torch.are_deterministic_algorithms_enabled())
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(trainer, "apply_gradients", step)
+    monkeypatch.setattr(retry, "apply_gradients", step)
     args = ["train", "--size", "tiny", "--variant", "standard", "--corpus", "synthetic", "--steps", 3]
     records = {}
     for name, flag in (("a.csv", ["--deterministic"]), ("c.csv", [])):

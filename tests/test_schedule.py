@@ -12,7 +12,8 @@ from conftest import rr, stub_tokens
 from rr_analysis.stats.pooling import row_flags
 from rr_core.errors import InputError
 from rr_core.ladder import RECIPE, get_size
-from rr_model.config import TrainConfig, decay_start, recipe_differences, result_config
+from rr_model.config import TrainConfig, decay_start
+from rr_model.run.identity import recipe_differences, result_config
 from rr_model.run.step import lr_at
 
 TINY = get_size("tiny").recipe  # warmup 15, peak 1e-3, floor a tenth of it

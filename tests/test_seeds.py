@@ -29,9 +29,11 @@ from rr_core.sweepfile.csv_text import FIELDS, DataError
 from rr_core.sweepfile.dataset import load_sweep, read_sweep_text, write_sweep
 from rr_core.sweepfile.integrity import check_integrity
 from rr_core.sweepfile.metrics_log import load_evals, metrics_path, read_metrics
-from rr_model.config import TrainConfig, result_config
-from rr_model.data.token_cache import load_tokens, sample_batch
+from rr_model.config import TrainConfig
+from rr_model.data.token_cache import load_tokens
+from rr_model.data.windows import sample_batch
 from rr_model.model import GPT
+from rr_model.run.identity import result_config
 from rr_model.run.trainer import train
 
 pytestmark = pytest.mark.usefixtures("offline")

@@ -121,7 +121,7 @@ def test_the_readme_says_what_review_s_gates_cost_as_the_model_counts_it():
     # issue 36.10: `rms(h)` read as a scalar; the README now says W is d x 2d plus a bias, and what it costs
     from pathlib import Path
 
-    from rr_core.variants import rule_params
+    from rr_core.rule_shapes import rule_params
 
     readme = " ".join(
         (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8").split()

@@ -28,11 +28,6 @@ PUBLISHED_MEANS = {  # (review, highway, standard) at 4 dp
 }
 
 
-@pytest.fixture(scope="module")
-def table(sweep) -> pd.DataFrame:
-    return gap_table(sweep)
-
-
 def quiet_table(df: pd.DataFrame) -> pd.DataFrame:
     """gap_table with every warning turned into an error: none may reach the user unexplained."""
     with warnings.catch_warnings():

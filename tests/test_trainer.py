@@ -26,11 +26,13 @@ from rr_core.ladder import RECIPE, get_size
 from rr_core.shapes import model_config
 from rr_core.sweepfile import provenance
 from rr_core.sweepfile.dataset import append_rows, bundled_path, load_sweep
-from rr_model.config import DEFAULT_OUT, TrainConfig, recipe_differences
+from rr_model.config import DEFAULT_OUT, TrainConfig
 from rr_model.data import synthetic
-from rr_model.data.token_cache import sample_batch
+from rr_model.data.windows import sample_batch
 from rr_model.model import GPT
-from rr_model.run.planning import plan_runs, preflight
+from rr_model.run.identity import recipe_differences
+from rr_model.run.output_file import preflight
+from rr_model.run.planning import plan_runs
 from rr_model.run.step import lr_at
 from rr_model.run.trainer import train
 from rr_model.run.validation import ece_from_bins, evaluate

@@ -11,8 +11,9 @@ from rr_core.lr_choice import choose_rate
 from rr_core.sweepfile.csv_text import DataError
 from rr_core.sweepfile.dataset import append_rows, load_sweep, run_keys
 from rr_model.checkpoint.state import checkpoint_path
-from rr_model.config import TrainConfig, recipe_differences
-from rr_model.run.planning import dataset_row
+from rr_model.config import TrainConfig
+from rr_model.run.identity import recipe_differences
+from rr_model.run.output_file import dataset_row
 from rr_model.sweep.child import config_from_json, config_json
 from rr_model.sweep.tuning_runs import choices, comparison_runs, selection_runs
 
@@ -90,7 +91,7 @@ def test_an_lr_off_the_recipe_is_off_recipe_so_the_published_file_refuses_it(pub
     from conftest import stub_tokens  # the published corpus's description
 
     from rr_core.errors import RecipeError
-    from rr_model.run.planning import preflight
+    from rr_model.run.output_file import preflight
 
     tuned = selection_runs(published_copy.parent / "x.csv", "60M", ["highway"], [4e-4, 2e-4], [0]).todo
     tuned.sort(key=lambda c: -c.recipe.lr)  # the grid is planned lowest rate first

@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import pytest
 
+from rr_core.palette import EXTRA_COLOURS, palette
 from rr_core.variants import (
-    EXTRA_COLOURS,
     NAMES,
     VARIANTS,
     label,
     matched,
     nearest,
     order_key,
-    palette,
     unknown_variant,
     variant_problem,
 )

@@ -18,7 +18,8 @@ from matplotlib.lines import Line2D
 from rr_analysis.figures.axes import STYLE, new_figure, variants_in_order
 from rr_analysis.numbers import significant
 from rr_core.ladder import size_sort_key
-from rr_core.variants import label, palette
+from rr_core.palette import palette
+from rr_core.variants import label
 
 __all__ = ["curves_figure", "gates_figure", "RAW_MARKERS", "LAYER_COLOURS"]
 

@@ -12,7 +12,8 @@ from matplotlib.lines import Line2D
 
 from rr_analysis.figures.axes import STYLE, compared, gap_axis, new_figure
 from rr_analysis.stats.training_gap import SERIES
-from rr_core.variants import label, palette
+from rr_core.palette import palette
+from rr_core.variants import label
 
 __all__ = ["gap_figure"]
 

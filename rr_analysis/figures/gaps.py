@@ -33,7 +33,8 @@ from rr_analysis.numbers import percent, significant
 from rr_analysis.stats.forecast import meta_line
 from rr_analysis.stats.gap_tests import PRIMARY_TEST, gap_table
 from rr_core.errors import PlotError
-from rr_core.variants import REFERENCE, label, matched, palette
+from rr_core.palette import palette
+from rr_core.variants import REFERENCE, label, matched
 
 __all__ = [
     "emergence_plot",

@@ -28,7 +28,8 @@ from rr_analysis.figures.axes import (
 from rr_analysis.figures.estimates import cell_means
 from rr_core.errors import PlotError
 from rr_core.ladder import RECIPE
-from rr_core.variants import REFERENCE, label, palette
+from rr_core.palette import palette
+from rr_core.variants import REFERENCE, label
 
 __all__ = [
     "scaling_figure",

@@ -11,7 +11,8 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from rr_analysis.figures.axes import STYLE, compared, metric_axis, new_figure, variants_in_order
-from rr_core.variants import label, palette
+from rr_core.palette import palette
+from rr_core.variants import label
 
 __all__ = ["tuning_figure"]
 

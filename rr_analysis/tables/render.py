@@ -22,7 +22,7 @@ from rr_analysis.comparison import for_reference
 from rr_analysis.tables.columns import Col, View, filled, missing
 from rr_analysis.tables.grid import csv_text, latex_lines, markdown_lines, text_lines, widths, wrap_columns
 from rr_core.errors import InputError
-from rr_core.sweepfile.dataset import plain
+from rr_core.sweepfile.typed import plain
 from rr_core.variants import REFERENCE
 
 __all__ = [

@@ -18,7 +18,16 @@ from typing import Any
 
 from rr_core.errors import InputError, Note
 
-__all__ = ["MAX_READ", "Unreadable", "json_lines", "read_regular", "read_toml", "same_file", "stamp"]
+__all__ = [
+    "MAX_READ",
+    "Unreadable",
+    "json_lines",
+    "read_open",
+    "read_regular",
+    "read_toml",
+    "same_file",
+    "stamp",
+]
 
 MAX_READ = 1 << 30  # 1 GiB: 20x the largest sweep rr has been measured on, far below a host's memory
 
@@ -56,19 +65,28 @@ def read_regular(path: str | os.PathLike, limit: int = MAX_READ) -> bytes:
         raise Unreadable(path, f"is {what}, not a regular file")
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
     try:
-        st = os.fstat(fd)
-        if (what := _kind(st.st_mode)) is not None:
-            raise Unreadable(path, f"is {what}, not a regular file")
-        too_big = Unreadable(path, f"is larger than {limit:,} bytes, more than rr reads into memory")
-        if st.st_size > limit:
-            raise too_big
-        with os.fdopen(os.dup(fd), "rb") as f:
-            raw = f.read(limit + 1)
+        return read_open(fd, path, limit)
     finally:
         os.close(fd)
-    if len(raw) > limit:
+
+
+def read_open(fd: int, path: str | os.PathLike, limit: int = MAX_READ) -> bytes:
+    """The bytes of the regular file open as `fd` (named `path` in errors), as `read_regular` reads them, from
+    its start and without moving its offset: what a writer holding the file's lock reads, so the file it
+    appends to is opened once (`rr_core.sweepfile.dataset.append_rows`)."""
+    st = os.fstat(fd)
+    if (what := _kind(st.st_mode)) is not None:
+        raise Unreadable(path, f"is {what}, not a regular file")
+    too_big = Unreadable(path, f"is larger than {limit:,} bytes, more than rr reads into memory")
+    if st.st_size > limit:
         raise too_big
-    return raw
+    chunks, at = [], 0
+    while at <= limit and (chunk := os.pread(fd, min(limit + 1 - at, 1 << 24), at)):
+        chunks.append(chunk)
+        at += len(chunk)
+    if at > limit:
+        raise too_big
+    return b"".join(chunks)
 
 
 def stamp(path: str | os.PathLike) -> tuple[int, int, int, int] | None:

@@ -28,7 +28,7 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 
 from rr_core.errors import Note, RRError
-from rr_core.files.reading import Unreadable, read_regular
+from rr_core.files.reading import Unreadable, read_open, read_regular
 from rr_core.sweepfile.schema import COLUMNS, EXTRA_NAME, Problem, unknown_column
 
 __all__ = [
@@ -63,13 +63,15 @@ def file_problem(path, rule: str) -> DataError:
     return DataError(path, [Problem(None, None, None, rule)])
 
 
-def read_bytes(path: Path) -> bytes:
-    if not path.exists():
+def read_bytes(path: Path, fd: int | None = None) -> bytes:
+    """The bytes of the sweep file `path`, or of the file open as `fd` (a writer's, under its lock: the file
+    is not opened again), refused as a `DataError` naming the file where it is not a regular file."""
+    if fd is None and not path.exists():
         raise file_problem(path, "no such file")
-    if path.is_dir():
+    if fd is None and path.is_dir():
         raise file_problem(path, "is a directory, not a CSV file")
     try:
-        return read_regular(path)
+        return read_regular(path) if fd is None else read_open(fd, path)
     except Unreadable as e:
         raise file_problem(path, e.rule) from None
 

@@ -9,8 +9,9 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
+from rr_core.sweepfile.columns import format_row
 from rr_core.sweepfile.csv_text import FIELDS
-from rr_core.sweepfile.dataset import PUBLISHED_DIGEST, digest, format_row, load_sweep, verify_reference
+from rr_core.sweepfile.dataset import PUBLISHED_DIGEST, digest, load_sweep, verify_reference
 from rr_core.sweepfile.schema import KEY, several_budgets
 
 __all__ = [

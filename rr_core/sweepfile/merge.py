@@ -27,10 +27,12 @@ import pandas as pd
 from rr_core.errors import InputError
 from rr_core.files.locks import locked
 from rr_core.files.replacing import create_files
+from rr_core.sweepfile.columns import file_columns
 from rr_core.sweepfile.csv_text import FIELDS, DataError
-from rr_core.sweepfile.dataset import bundled_path, file_columns, load_sweep, plain, sweep_text
+from rr_core.sweepfile.dataset import bundled_path, load_sweep, sweep_text
 from rr_core.sweepfile.provenance import read_records, sidecar_path
 from rr_core.sweepfile.schema import KEY, key_columns, several_budgets
+from rr_core.sweepfile.typed import plain
 
 __all__ = ["merge_sweeps", "join_columns"]
 

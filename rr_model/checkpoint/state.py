@@ -42,7 +42,6 @@ from rr_model.checkpoint.paths import checkpoint_path, claim_path, final_path, f
 __all__ = [
     "Resumable",
     "Final",
-    "KEYS",
     "FINAL_KEYS",
     "CheckpointError",
     "refused",
@@ -61,7 +60,6 @@ __all__ = [
     "meta_text",
     "saved_step",
     "current",
-    "RESUME_TODO",
     "WEIGHTS_TODO",
 ]
 
@@ -74,14 +72,14 @@ class Resumable:
     """
 
     step: int  # optimiser steps done
-    config: dict[str, Any]  # the fields that decide the run's numbers (`rr_model.config.result_config`)
+    config: dict[str, Any]  # the fields that decide the run's numbers (`rr_model.run.identity.result_config`)
     model: dict[str, Any] | None  # the model's state dict (None from a sharded checkpoint's rr.json)
     optimizer: dict[str, Any] | None  # the optimiser's state dict (None there too: DCP's files hold both)
     torch_rng: Any  # torch's CPU random state (a uint8 tensor)
     cuda_rng: Any  # the device's random state on CUDA, else None
     data_rng: list[Any]  # the data order's numpy RandomState, as plain values
-    state: dict[str, Any]  # the trainer's own state (`rr_model.run.trainer._State`)
-    # What the run's numbers depend on besides `config` (`rr_model.config.run_identity`), which a resume
+    state: dict[str, Any]  # the trainer's own state (`rr_model.run.run_state.RunState`)
+    # What the run's numbers depend on besides `config` (`rr_model.run.identity.run_identity`), which a resume
     # must agree with; None in a checkpoint written before checkpoints kept them (optional: not in `KEYS`).
     data: dict[str, Any] | None = None  # the tokens trained on (`Tokens.describe`, their sha256 included)
     plugin: dict[str, Any] | None = None  # a plugin rule's module, file, sha256; None for rr's own rules

@@ -12,7 +12,7 @@ Every document passes one rule (`_document`). A local folder given through `hf:`
 readers before `datasets` reads it (`_check_folder`, its .json and .csv files too): its JSON reader crashes
 the process on a deeply nested line, and rr's readers name the file and line at fault. A corpus whose documents are empty or too
 few for the run's blocks is refused before the first step by the run's checks
-(`rr_model.run.planning.check_run`), which know the block size.
+(`rr_model.run.checks.check_run`), which know the block size.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 from rr_core.errors import InputError
+from rr_core.ladder import PUBLISHED_CORPUS
 from rr_model.data.hub import from_hub
 from rr_model.data.tokenizers import CHUNK, EOT, LOCAL_COPIES
 
@@ -306,7 +307,7 @@ def _files(files: list[Path], field: str) -> Iterator[str]:
 def corpus_reader(data: str, n_text: int, field: str) -> tuple[object, Callable[[], Iterable[str]]]:
     """The cache identity and the document reader of TinyStories, a hub dataset or a local corpus."""
     extra = [field] if field != "text" else []  # the published keys stay as they were
-    if data == "tinystories":
+    if data == PUBLISHED_CORPUS:
         return TINYSTORIES, functools.partial(_tinystories, n_text)
     if data.startswith("hf:"):
         name, _, split = data.removeprefix("hf:").partition(":")
@@ -326,6 +327,6 @@ def corpus_reader(data: str, n_text: int, field: str) -> tuple[object, Callable[
 
 def no_data(data: str) -> FileNotFoundError:
     return FileNotFoundError(
-        f"--corpus {data!r}: expected 'tinystories', 'synthetic', an existing {'/'.join(_SUFFIXES)} "
+        f"--corpus {data!r}: expected {PUBLISHED_CORPUS!r}, 'synthetic', an existing {'/'.join(_SUFFIXES)} "
         "corpus or a folder of them, a token cache directory, or hf:NAME[:SPLIT]"
     )

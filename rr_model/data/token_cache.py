@@ -3,9 +3,9 @@ files) or a Hugging Face dataset (`hf:NAME[:SPLIT]`), cached on disk.
 
 `load_tokens` turns a corpus into one uint16 token stream (each document followed by EOS; the first 97%
 is train, the rest validation: the recipe's val_frac) and caches it as a memory-mapped file, so only the
-first run tokenizes and later runs start at once, offline too. `sample_batch` draws the random training
-windows; `held_out_windows` the fixed validation windows of periodic validation. Torch-free: the trainer
-turns the windows into tensors.
+first run tokenizes and later runs start at once, offline too. `check_data` says what a run will train
+on without tokenizing. Windows of a stream (training batches, held-out windows) are drawn in
+`rr_model.data.windows`. Torch-free.
 
 A cache is a directory `<cache_dir>/tokens/<key>/` holding `tokens.bin` (raw little-endian uint16) and
 `meta.json` (provenance, lengths and the stream's sha256). It is built in a temporary directory and
@@ -38,25 +38,12 @@ from rr_core.files.checksums import Damaged
 from rr_core.files.locks import locked
 from rr_core.files.reading import read_regular
 from rr_core.files.replacing import atomic_dir
-from rr_core.ladder import BYTE_EOS, RECIPE
+from rr_core.ladder import BYTE_EOS, PUBLISHED_CORPUS, RECIPE
 from rr_model.data import synthetic
 from rr_model.data.corpus import READERS, TINYSTORIES, corpus_files, corpus_reader, no_data
 from rr_model.data.tokenizers import CHUNK, TOKEN_DTYPE, Tokenizer, load_tokenizer
 
-__all__ = [
-    "Tokens",
-    "Corpus",
-    "load_tokens",
-    "check_data",
-    "known_train_tokens",
-    "sample_batch",
-    "windows_at",
-    "held_out_windows",
-    "describe_held_out",
-    "HELD_OUT",
-    "HELD_OUT_SEED",
-    "default_cache_dir",
-]
+__all__ = ["Tokens", "Corpus", "load_tokens", "check_data", "known_train_tokens", "default_cache_dir"]
 
 
 FORMAT = 1  # bump when the cache layout or the tokenization changes: older caches are then rebuilt
@@ -278,7 +265,7 @@ def _build(directory: Path, key: str, source: str, tok: Tokenizer, docs: Iterabl
 
 
 def load_tokens(
-    data: str = "tinystories",
+    data: str = PUBLISHED_CORPUS,
     *,
     n_text: int = RECIPE.n_text,
     cache_dir: str | Path | None = None,
@@ -337,10 +324,10 @@ def load_tokens(
     if n_text < 1:
         raise InputError(f"n_text must be positive, got {n_text}")
     path = Path(data)
-    if data not in ("tinystories", "synthetic") and not data.startswith("hf:") and _is_cache(path):
+    if data not in (PUBLISHED_CORPUS, "synthetic") and not data.startswith("hf:") and _is_cache(path):
         return _given_cache(path.parent if path.is_file() else path, tokenizer, val_frac)
     directory, key, docs, tokenizer, n_text = _cache_of(data, n_text, cache_dir, tokenizer, text_field)
-    source = TINYSTORIES if data == "tinystories" else data
+    source = TINYSTORIES if data == PUBLISHED_CORPUS else data
     if (tokens := _open(directory, key, val_frac)) is not None:
         return tokens
     directory.parent.mkdir(parents=True, exist_ok=True)
@@ -385,7 +372,7 @@ def known_train_tokens(
     What a dry run's passes over the corpus divide by (`rr_core.budget.passes`)."""
     path = Path(data)
     try:
-        if data not in ("tinystories", "synthetic") and not data.startswith("hf:") and _is_cache(path):
+        if data not in (PUBLISHED_CORPUS, "synthetic") and not data.startswith("hf:") and _is_cache(path):
             directory, key = (path.parent if path.is_file() else path), None
         else:
             directory, key, *_ = _cache_of(data, n_text, cache_dir, tokenizer, text_field)
@@ -399,7 +386,7 @@ def known_train_tokens(
 
 class Corpus(NamedTuple):
     """What a run will train on, as far as it is known before anything is tokenized (`check_data`): the
-    facts of `Tokens` that a run's checks read (`rr_model.run.planning.check_run`: the recipe guard, the model's
+    facts of `Tokens` that a run's checks read (`rr_model.run.checks.check_run`: the recipe guard, the model's
     vocabulary), so that a dry run checks what the run checks."""
 
     source: str  # as `Tokens.source`
@@ -422,7 +409,7 @@ def check_data(data: str, tokenizer: str | None = None, n_text: int = RECIPE.n_t
         raise InputError(f"unknown tokenizer {tokenizer!r}; use 'gpt2' or 'bytes'")
     path = Path(data)
     synthetic_ = data == "synthetic"
-    if not synthetic_ and data != "tinystories" and not data.startswith("hf:"):
+    if not synthetic_ and data != PUBLISHED_CORPUS and not data.startswith("hf:"):
         if _is_cache(path):
             tokens = _given_cache(path.parent if path.is_file() else path, tokenizer)
             return Corpus(tokens.source, tokens.tokenizer, tokens.n_text, tokens.vocab_size)
@@ -433,7 +420,7 @@ def check_data(data: str, tokenizer: str | None = None, n_text: int = RECIPE.n_t
     tokenizer = tokenizer or ("bytes" if synthetic_ else "gpt2")
     vocab = BYTE_EOS + 1 if tokenizer == "bytes" else RECIPE.vocab_size  # 256 bytes and EOS; GPT-2's
     n_text = min(n_text, synthetic.N_STORIES) if synthetic_ else n_text
-    return Corpus(TINYSTORIES if data == "tinystories" else data, tokenizer, n_text, vocab)
+    return Corpus(TINYSTORIES if data == PUBLISHED_CORPUS else data, tokenizer, n_text, vocab)
 
 
 def _given_cache(directory: Path, tokenizer: str | None, val_frac: float = RECIPE.val_frac) -> Tokens:
@@ -449,67 +436,4 @@ def _given_cache(directory: Path, tokenizer: str | None, val_frac: float = RECIP
     return tokens
 
 
-def sample_batch(
-    data: np.ndarray, rng: np.random.RandomState, batch: int, block: int
-) -> tuple[np.ndarray, np.ndarray]:
-    """Random windows of a token stream: inputs `x` and next-token targets `y`, each (batch, block) int64.
-
-    Window starts are `rng.randint(0, len(data) - block - 1, size=batch)`, the published script's draw
-    from numpy's legacy Mersenne Twister, so a seed's batches are the published ones and a given rng state
-    always gives the same batch; only the selected windows are read from the memory map.
-    """
-    _check_long_enough(data, block)
-    return windows_at(data, rng.randint(0, len(data) - block - 1, size=batch), block)
-
-
-def windows_at(data: np.ndarray, starts: np.ndarray, block: int) -> tuple[np.ndarray, np.ndarray]:
-    """The windows of `block` + 1 tokens of `data` at `starts`: inputs `x` and next-token targets `y`, each
-    (len(starts), block) int64; only these windows are read from the memory map."""
-    windows = np.lib.stride_tricks.sliding_window_view(data, block + 1)[starts].astype(np.int64)
-    return np.ascontiguousarray(windows[:, :-1]), np.ascontiguousarray(windows[:, 1:])
-
-
-def _check_long_enough(data: np.ndarray, block: int) -> None:
-    if len(data) < block + 2:
-        raise InputError(f"a stream of {len(data)} tokens is too short for blocks of {block}")
-
-
 # ------------------------------------------------------------------------------------ held-out windows
-
-# Periodic validation (`rr train --eval-every`) reads a fixed set of validation windows, drawn from a stream of
-# their own whose seed is derived from this name: a constant, apart from every run's seeds and step count, so
-# every variant, seed and size of a corpus (at one block size) is scored on the same windows at every reading.
-HELD_OUT = "rr held-out validation windows"
-HELD_OUT_SEED = int.from_bytes(hashlib.sha256(HELD_OUT.encode()).digest()[:4], "little")
-
-
-def held_out_windows(val: np.ndarray, n: int, block: int) -> np.ndarray:
-    """The starts of the `n` held-out windows of `block` + 1 tokens in the validation stream `val`.
-
-    Drawn as `sample_batch` draws a batch, ``randint(0, len(val) - block - 1, size=n)``, from a
-    ``RandomState(HELD_OUT_SEED)`` of their own: they depend on the stream, `n` and `block` alone, and the first
-    k of n windows are the windows of a draw of k.
-
-    Example
-    -------
-    >>> val = np.arange(1000, dtype=np.uint16)
-    >>> held_out_windows(val, 4, 16).tolist() == held_out_windows(val, 8, 16)[:4].tolist()
-    True
-    """
-    _check_long_enough(val, block)
-    return np.random.RandomState(HELD_OUT_SEED).randint(0, len(val) - block - 1, size=n)
-
-
-def describe_held_out(starts: np.ndarray, block: int) -> dict:
-    """JSON-able provenance of held-out windows for a run's record: how they were drawn, their count and block,
-    and the sha256 of their starts (as little-endian int64), which is equal for runs scored on the same
-    windows."""
-    return {
-        "draw": "held-out windows of the validation stream, fixed per corpus and block size",
-        "rng": "numpy.random.RandomState",
-        "seed": HELD_OUT_SEED,
-        "seeded_by": f"the first 4 bytes (little-endian) of the sha256 of {HELD_OUT!r}",
-        "windows": len(starts),
-        "block_size": block,
-        "starts_sha256": hashlib.sha256(np.asarray(starts, dtype="<i8").tobytes()).hexdigest(),
-    }

@@ -19,7 +19,6 @@ __all__ = [
     "DataUnavailable",
     "Tokenizer",
     "load_tokenizer",
-    "gpt2_tokenizer",
     "encode_bytes",
     "decode_bytes",
     "encode_text",

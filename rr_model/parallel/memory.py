@@ -31,7 +31,7 @@ from dataclasses import dataclass, replace
 from rr_core.errors import InputError
 from rr_core.ladder import Recipe, ladder_sizes
 from rr_core.shapes import GPTConfig, model_config, param_shapes
-from rr_core.variants import COMPARED
+from rr_core.variants import COMPARED, VARIANTS
 from rr_model.config import TrainConfig, checkpoint_interval
 
 __all__ = [
@@ -69,27 +69,6 @@ class Setting:
 
 
 SETTINGS = tuple(Setting(s, ac) for s in ("none", "fsdp") for ac in ("none", "full"))
-
-# Bytes autograd keeps per token for one residual rule's sublayer: (per d_model, per token), in float32 and
-# under bf16 autocast; measured on CPU with saved-tensor hooks (tests/test_memory.py). A plugin's rule is
-# assumed to keep as much as the largest of rr's one-stream rules (review_convex).
-_RULE_SAVED = {
-    "standard": ((0, 0), (0, 0)),
-    "highway": ((8, 0), (6, 0)),
-    "layerscale": ((4, 0), (2, 0)),
-    "rezero": ((4, 0), (2, 0)),
-    "review_neutral": ((16, 8), (8, 6)),
-    "review_convex": ((20, 8), (10, 6)),
-    # The rules on several streams (rr_model.streams), an estimate: fitted on CPU at 4 blocks, width 48 and
-    # 96 (within 5% at other depths: tests/test_memory.py). Hyper-connections keep their n = 4 streams
-    # (n d per token) at each sublayer, and the dynamic weights' normalised copies; DenseFormer keeps every
-    # block's output beside the averaged stream; AttnRes every sublayer's output and its depth softmax.
-    "hyper_connections": ((82.5, 400), (92.5, 190)),
-    "hyper_connections_static": ((32.5, 0), (14, 0)),
-    "denseformer": ((2, 0), (2, 0)),
-    "attn_res": ((4.5, 67.5), (4.75, 47)),
-    "attn_res_block": ((4.5, 67.5), (4.75, 47)),
-}
 
 
 def piece_rows(rows: int, world: int, rank: int = 0) -> int:
@@ -129,11 +108,17 @@ def gathered_bytes(mcfg: GPTConfig, precision: str) -> int:
 
 
 def _block_bytes(mcfg: GPTConfig, sequences: int, bf16: bool) -> int:
-    """Bytes one block keeps for the backward pass (see `saved_activation_bytes`)."""
-    rule = _RULE_SAVED.get(mcfg.variant, _RULE_SAVED["review_convex"])[bf16]
+    """Bytes a block of Standard keeps for the backward pass (see `saved_activation_bytes`)."""
     B, T, d, H = sequences, mcfg.block_size, mcfg.d_model, mcfg.n_head
-    kept = ((44 if bf16 else 72) + 2 * rule[0]) * B * T * d + 4 * B * H * T + (8 + 2 * rule[1]) * B * T
-    return round(kept)
+    return (44 if bf16 else 72) * B * T * d + 4 * B * H * T + 8 * B * T
+
+
+def _rule_bytes(mcfg: GPTConfig, sequences: int, blocks: int, bf16: bool, weight_copies: bool) -> int:
+    """Bytes the residual rules of `blocks` blocks keep beyond Standard's: the variant's entry's `kept`
+    (`rr_core.kept_bytes.Kept`); a rule whose entry has none, as much as Review (convex) keeps."""
+    entry = VARIANTS.get(mcfg.variant)
+    kept = (entry and entry.kept) or VARIANTS["review_convex"].kept
+    return kept(sequences * mcfg.block_size, mcfg.d_model, blocks, bf16, weight_copies)
 
 
 def saved_activation_bytes(
@@ -145,9 +130,11 @@ def saved_activation_bytes(
     -----
     With B sequences of T tokens, width d, L blocks, H heads, vocabulary V, k of the blocks recomputed
     (`every`: blocks 0, every, 2 every, ...), in float32 (a = 72, c = 12) or under bf16 autocast (a = 44,
-    c = 10), and (r_d, r_t) the residual rule's bytes per sublayer (`_RULE_SAVED`):
+    c = 10), and R(n) the bytes the residual rules of n blocks keep beyond Standard's (the variant's entry,
+    `rr_core.variants.Variant.kept`: for a rule on one stream 2 n (r_d B T d + r_t B T), r_d and r_t its
+    bytes per channel and per token at each sublayer):
 
-        (L - k) [(a + 2 r_d) B T d + 4 B H T + (8 + 2 r_t) B T]     blocks kept
+        (L - k) [a B T d + 4 B H T + 8 B T] + R(L - k)              blocks kept
         + k 4 B T d                                                 blocks recomputed: their float32 input
         + c B T d + 4 B T V + 20 B T + 8 T + 4                      embeddings, final norm, loss
         + 2 W                                                       bf16 autocast's weight copies
@@ -155,8 +142,9 @@ def saved_activation_bytes(
     W: the elements of the matrices the kept blocks and the head multiply by (the copies autocast caches;
     none under FSDP's bf16 policy, whose gathered weights are bfloat16 already). 4 B H T is the attention's
     log-sum-exp (flash and memory-efficient kernels); 4 B T V the loss's log-softmax in float32. Exact on
-    CPU for rr's one-stream rules (tests/test_memory.py counts the saved tensors); for the rules on
-    several streams an estimate within 5%.
+    CPU without recomputation for every rule whose entry states what it keeps (tests/test_memory.py counts
+    the saved tensors); with recomputation, exact for the rules on one stream, and for the rules on several
+    streams an estimate (a recomputed block's input is then their whole state, counted as one stream).
     """
     bf16 = precision == "bf16"
     B, T, d, L, V = sequences, mcfg.block_size, mcfg.d_model, mcfg.n_layer, mcfg.vocab_size
@@ -165,7 +153,8 @@ def saved_activation_bytes(
     block = param_shapes(replace(mcfg, n_layer=1))
     matrices = sum(math.prod(s) for n, s in block if n.startswith("transformer.h.") and len(s) == 2)
     copies = 2 * ((L - k) * matrices + V * d) if bf16 and weight_copies else 0
-    return (L - k) * _block_bytes(mcfg, B, bf16) + k * 4 * B * T * d + head + copies
+    kept = (L - k) * _block_bytes(mcfg, B, bf16) + _rule_bytes(mcfg, B, L - k, bf16, weight_copies)
+    return kept + k * 4 * B * T * d + head + copies
 
 
 def activation_bytes(
@@ -174,9 +163,11 @@ def activation_bytes(
     """Activation memory of a training micro-batch: `saved_activation_bytes`, plus the working tensors of the
     backward pass: the logits' gradient and softmax in float32 (8 B T V) and, with checkpointing, one
     recomputed block's activations."""
+    bf16 = precision == "bf16"
     saved = saved_activation_bytes(mcfg, sequences, precision, every, weight_copies)
     working = 8 * sequences * mcfg.block_size * mcfg.vocab_size
-    return saved + working + (_block_bytes(mcfg, sequences, precision == "bf16") if every else 0)
+    one = _block_bytes(mcfg, sequences, bf16) + _rule_bytes(mcfg, sequences, 1, bf16, weight_copies)
+    return saved + working + (one if every else 0)
 
 
 def _eval_bytes(mcfg: GPTConfig, batch: int, precision: str) -> int:

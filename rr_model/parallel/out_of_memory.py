@@ -1,7 +1,7 @@
 """What a sharded run does when one process runs out of memory: every process stops, one line says which
 ran out and how to go on, and the last checkpoint stays as it was.
 
-Data parallel retries the step in more micro-batches on every process together (`rr_model.run.trainer._step`),
+Data parallel retries the step in more micro-batches on every process together (`rr_model.run.retry.step_with_retry`),
 which works because no collective runs inside its forward and backward passes. A sharded model gathers
 its parameters inside them: a process that runs out mid-forward leaves the others waiting in a gather it
 will never join, and no process can rejoin a collective half done. So the process that ran out writes a

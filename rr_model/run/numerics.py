@@ -18,7 +18,11 @@ from pathlib import Path
 
 import torch
 
-__all__ = ["numerics", "flushing_denormals", "cpu_threads", "chosen_threads", "CUBLAS_WORKSPACE"]
+__all__ = [
+    "numerics",
+    "flushing_denormals",
+    "cpu_threads",
+]
 
 # cuBLAS picks a reduction order per stream workspace; a fixed workspace makes its matmuls deterministic
 # (NVIDIA cuBLAS docs, "Results reproducibility"; torch refuses deterministic cuBLAS calls without it).

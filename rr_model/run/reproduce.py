@@ -17,8 +17,10 @@ from rr_core.errors import InputError
 from rr_core.ladder import get_size
 from rr_core.sweepfile.dataset import bundled_path, load_sweep
 from rr_core.variants import COMPARED
-from rr_model.config import DEFAULT_OUT, TrainConfig, published_settings
-from rr_model.run.planning import Runs, preflight
+from rr_model.config import DEFAULT_OUT, TrainConfig
+from rr_model.run.identity import published_settings
+from rr_model.run.output_file import preflight
+from rr_model.run.planning import Runs
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -9,7 +9,7 @@ accumulated as per-bin sums (count, summed confidence, summed correctness), so n
 kept beyond one batch's maxima.
 
 `held_out_loss`, periodic validation (`rr train --eval-every`): the mean loss on windows fixed in advance
-(`rr_model.data.token_cache.held_out_windows`), the same at every reading of every run of a corpus; it draws
+(`rr_model.data.windows.held_out_windows`), the same at every reading of every run of a corpus; it draws
 nothing from any stream. Both run the same forward passes (`_passes`) and leave the model in the mode they
 found it in.
 """
@@ -23,9 +23,12 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
-from rr_model.data.token_cache import sample_batch, windows_at
+from rr_model.data.windows import sample_batch, windows_at
 
-__all__ = ["evaluate", "held_out_loss", "ece_from_bins"]
+__all__ = [
+    "evaluate",
+    "held_out_loss",
+]
 
 
 def ece_from_bins(bins: torch.Tensor) -> float:

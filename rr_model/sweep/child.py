@@ -24,7 +24,7 @@ from rr_core.errors import RRError, StoppedElsewhere, notes_said
 from rr_core.files.locks import Held
 from rr_core.ladder import Recipe
 from rr_model.config import TrainConfig
-from rr_model.run.planning import preflight
+from rr_model.run.output_file import preflight
 
 __all__ = ["config_json", "config_from_json", "train_planned", "main", "HELD", "INTERRUPTED"]
 

@@ -27,7 +27,8 @@ from rr_core.sweepfile.provenance import read_records, sidecar_path
 from rr_core.sweepfile.schema import record_key
 from rr_core.variants import COMPARED
 from rr_model.config import TrainConfig
-from rr_model.run.planning import Runs, preflight
+from rr_model.run.output_file import preflight
+from rr_model.run.planning import Runs
 from rr_model.sweep.child import HELD, INTERRUPTED, config_json
 
 __all__ = ["plan_sweep", "budget_options", "train_command", "run_sweep"]

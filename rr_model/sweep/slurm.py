@@ -35,7 +35,8 @@ from rr_core.files.locks import Held, pid_alive
 from rr_core.plugins import ENV
 from rr_core.sweepfile.schema import record_key
 from rr_model.config import TrainConfig
-from rr_model.run.planning import families, preflight, read_output
+from rr_model.run.output_file import preflight, read_output
+from rr_model.run.planning import families
 from rr_model.sweep.child import train_planned
 from rr_model.sweep.jobs import add_jobs, read_jobs
 from rr_model.sweep.sbatch import Resources, job_folder, part_path

@@ -26,7 +26,8 @@ from rr_core.errors import InputError
 from rr_core.ladder import get_size
 from rr_core.lr_choice import RateChoice, choose_rate
 from rr_model.config import TrainConfig
-from rr_model.run.planning import OutputPlan, Runs, preflight
+from rr_model.run.output_file import OutputPlan, preflight
+from rr_model.run.planning import Runs
 
 __all__ = ["default_tune_out", "check_grid", "selection_runs", "choices", "comparison_runs"]
 

@@ -35,7 +35,7 @@ from rr_model.model import INIT_STD
 from rr_model.uses.hf_code import ARCHITECTURE, AUTO_MAP, MODEL_TYPE, PluginRule, remote_code
 from rr_model.uses.inference import Trained, load_trained
 
-__all__ = ["export", "FILES", "PAPER", "FORMAT"]
+__all__ = ["export", "PAPER", "FORMAT"]
 
 # What every export holds, in the order written (a plugin's rule file comes after rr_layers.py).
 FILES = (

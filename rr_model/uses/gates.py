@@ -28,7 +28,7 @@ from rr_model.parallel.memory import refuse_windows
 from rr_model.run.gate_watch import gated
 from rr_model.uses.inference import load_trained
 
-__all__ = ["gate_stats", "gates", "BYTE_VOCAB", "GATED"]
+__all__ = ["gate_stats", "gates", "GATED"]
 
 BYTE_VOCAB = BYTE_EOS + 1  # the byte tokenizer's vocabulary: 256 bytes and the end of a document
 GATED: tuple[str, ...] = tuple(v for v in NAMES if hasattr(residual_rule(v), "r"))  # variants with a gate r
