@@ -277,22 +277,23 @@ def test_a_kill_between_a_run_s_checkpoint_and_its_row_leaves_nothing_the_next_c
     the checkpoint (the weights and the optimiser's state) for good: the run's row was in place, and nothing
     removed it. Now the checkpoint goes first: a kill at the row (here an interrupt raised as the row is
     appended) leaves the final weights and no checkpoint, and --resume writes the row without training."""
+    import rr_model.run.results as results
     import rr_model.run.trainer as trainer
 
     cfg = TrainConfig(**{**TINY_RUN, "steps": 4, "checkpoint_every": 2})
     out = tmp_path / "runs.csv"
-    real, seen = trainer.append_rows, []
+    real, seen = results.append_rows, []
 
     def killed(path, rows, **kw):
         seen.append(checkpoint.checkpoint_path(out, *cfg.key).exists())
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(trainer, "append_rows", killed)
+    monkeypatch.setattr(results, "append_rows", killed)
     with pytest.raises(KeyboardInterrupt):
         train(cfg, out)
     assert seen == [False]  # the checkpoint was gone before the row was written
     assert checkpoint.final_path(out, *cfg.key).exists() and not out.exists()
-    monkeypatch.setattr(trainer, "append_rows", real)
+    monkeypatch.setattr(results, "append_rows", real)
     monkeypatch.setattr(
         trainer, "evaluate", lambda *a, **k: pytest.fail("--resume trained or evaluated again")
     )
