@@ -172,7 +172,8 @@ def launch(runs: Runs, out: Path, how: Launch, dry_run: bool = False) -> Launche
 
 def _submit(todo: list, out: Path, how: Launch, dry_run: bool) -> Launched:
     """`todo` submitted as one job array (or, under `dry_run`, its jobs and sbatch script)."""
-    from rr_model.run.planning import dataset_keys, families
+    from rr_model.run.output_file import dataset_keys
+    from rr_model.run.planning import families
     from rr_model.sweep.jobs import read_jobs
     from rr_model.sweep.sbatch import part_path, sbatch_script
 
