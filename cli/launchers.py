@@ -11,7 +11,7 @@ from pathlib import Path
 import typer
 
 from cli.records import Format, echo_records
-from cli.run_options import RESULT_FORMATS, echo_budget_plan, echo_memory, echo_plan
+from cli.run_options import RESULT_FORMATS, echo_dry_run
 from rr_analysis.numbers import BLANK
 from rr_core.errors import InputError
 
@@ -38,24 +38,19 @@ def launch(runs, out: Path, how, dry_run: bool, command: str) -> list[dict] | No
     plan (dry run) or each run's summary here, the jobs and their sbatch script (dry run) or the jobs
     submitted on Slurm. Returns the summary records here ([] under --dry-run), None on Slurm (the jobs append
     their rows later). `command` names the rr command in what is printed."""
-    from rr_model.run.planning import describe_runs, memory_plans
     from rr_model.sweep.launch import launch as launch_runs
     from rr_model.sweep.sbatch import job_folder
 
     done = launch_runs(runs, out, how, dry_run)
-    local, world = how.launcher == "local", how.nproc if how.launcher == "local" else how.world
     if done.busy:
         typer.echo(f"rr {command}: runs with a pending or running job are not submitted again (see --status)")
-    if dry_run and done.todo:
-        if local:
-            echo_plan(describe_runs(done.todo), f"rr {command}: plan for {out}")
-        else:
+    if dry_run and done.plan is not None:
+        if done.jobs is not None:
             title = f"rr {command}: {len(done.jobs)} job(s) would be submitted"
             echo_records(done.jobs, Format.text, title=title, formats={"branch_at": lambda b: b or BLANK})
             typer.echo(f"\nsbatch script (submitit writes it under {job_folder(out)}):\n")
             typer.echo(done.script)
-        echo_budget_plan(done.todo)
-        echo_memory(*memory_plans(done.todo, world), world)
+        echo_dry_run(done.plan, f"rr {command}: plan for {out}")
     elif done.summary:
         echo_records(done.summary, Format.text, title=f"rr {command}: {out}", formats=RESULT_FORMATS)
     elif done.entries:
