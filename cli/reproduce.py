@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 
 from cli.fields import dataclass_options
-from cli.run_options import DRY_RUN, PANEL, report_training
+from cli.run_options import DRY_RUN, PANEL, RESUME, report_training
 from rr_model.config import TrainConfig
 
 VARIANT = typer.Option(
@@ -30,7 +30,7 @@ def reproduce(
     seed: int = typer.Option(..., "--seed", min=0, help="Published seed to train again."),
     variant: list[str] = VARIANT,
     out: Path | None = OUT,
-    resume: bool = typer.Option(False, "--resume", help="Continue runs from their checkpoints."),
+    resume: bool = RESUME,
     dry_run: bool = DRY_RUN,
     run: dict | None = None,
 ) -> None:

@@ -38,6 +38,7 @@ OUT = typer.Option(
     "if missing.",  # the default is rr_model.config.DEFAULT_OUT
     show_default=False,
 )
+RESUME = typer.Option(False, "--resume", help="Continue runs from their checkpoints.")
 DRY_RUN = typer.Option(
     False, "--dry-run", help="Print the plan, an estimate of time and the memory plan; train nothing."
 )

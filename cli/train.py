@@ -8,7 +8,7 @@ import typer
 
 from cli.config_file import CONFIG, with_config
 from cli.fields import dataclass_options, spelled, spelling
-from cli.run_options import DRY_RUN, OUT, PANEL, VARIANT, report_training
+from cli.run_options import DRY_RUN, OUT, PANEL, RESUME, VARIANT, report_training
 from rr_model.config import TrainConfig
 
 
@@ -31,7 +31,7 @@ def train(
     ),
     seeds: int | None = spelling("seed", "--seeds"),
     out: Path | None = OUT,
-    resume: bool = typer.Option(False, "--resume", help="Continue runs from their checkpoints."),
+    resume: bool = RESUME,
     dry_run: bool = DRY_RUN,
     config: Path | None = CONFIG,
     run: dict | None = None,

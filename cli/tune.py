@@ -9,7 +9,7 @@ from pathlib import Path
 import typer
 
 from cli.config_file import CONFIG, with_config
-from cli.errors import known_errors
+from cli.errors import fail, known_errors
 from cli.fields import dataclass_options, spelled, spelling
 from cli.launchers import items, seed_list, show_launched
 from cli.records import Format, echo_records
@@ -18,7 +18,9 @@ from rr_core.errors import InputError
 from rr_model.config import TrainConfig
 from rr_model.sweep.launch import Launch
 
-SIZE = typer.Option(..., "--size", help="The size to tune, e.g. 150M (a --ladder file's size with --ladder).")
+SIZE = typer.Option(
+    ..., "--size", help="The size to tune, e.g. 150M (a --ladder file's size with --ladder); one per tuning."
+)
 LR = typer.Option(
     ...,
     "--lr",
@@ -81,8 +83,8 @@ def _echo_choices(picked: dict, size: str) -> None:
 @dataclass_options(Launch, into="how")
 def tune(
     ctx: typer.Context,
-    size: str = SIZE,
-    sizes: str | None = spelling("size", "--sizes"),
+    size: list[str] = SIZE,
+    sizes: list[str] | None = spelling("size", "--sizes", multiple=True),
     lr: str = LR,
     select_seeds: str = SELECT_SEEDS,
     seed: list[str] = SEED,
@@ -105,9 +107,10 @@ def tune(
     """
     from rr_model.sweep.tuning_runs import tune as tune_runs
 
+    size = _one_size(spelled(ctx, "size", size))
+    ctx.params["size"] = size  # --config's record: the size as a string
     options = with_config(ctx, run)
     out = out or _default_out(run["ladder"])
-    size = spelled(ctx, "size", size)
     with known_errors():
         rates, chosen_by, compared_on = (
             _rates(lr),
@@ -127,6 +130,16 @@ def tune(
         typer.echo(f"rr tune: the comparison at the tuned rates: rr analyze tuning --data {out}")
         if any(r["status"] not in ("ok", "in file") for r in tuned.comparison.summary):
             raise typer.Exit(1)
+
+
+def _one_size(sizes: list[str]) -> str:
+    """The one size a tuning tunes: several (--size given twice, or a comma list) are refused, naming them,
+    rather than one tuned silently."""
+    if len(set(sizes)) > 1:
+        raise fail(
+            f"--size {', '.join(sizes)}: rr tune tunes one size at a time (each its own rates); run it once per size"
+        )
+    return sizes[0]
 
 
 def _default_out(ladder: str | None) -> Path:

@@ -289,3 +289,12 @@ def test_the_library_tunes_in_one_call_and_says_each_step_when_it_happens(tmp_pa
     assert len(fresh.selection.todo) == 2 and fresh.comparison is None and fresh.picked is None
     assert fresh.waiting.startswith("the comparison runs (2 seed(s) x 1 variant(s), each at its chosen rate)")
     assert not (tmp_path / "new.csv").exists()
+
+
+@pytest.mark.parametrize("sizes", [["--size", "tiny", "--size", "60M"], ["--size", "tiny,60M"]])
+def test_two_sizes_are_refused_naming_both_never_the_last_tuned(tmp_path, sizes):
+    result = rr("tune", *sizes, "--lr", "1e-3,2e-3", "--select-seeds", "0", "--seed", "1", "--corpus", "synthetic",
+                "--out", tmp_path / "t.csv", "--dry-run")  # fmt: skip
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert "rr: error: --size tiny, 60M: rr tune tunes one size at a time" in result.stderr
+    assert "rr tune: selection" not in result.stdout and not (tmp_path / "t.csv").exists()
