@@ -105,12 +105,13 @@ def tune(
     skipped and interrupted ones resume, so the same command continues a tuning (on Slurm: run it again once
     the selection jobs are done to submit the comparison).
     """
+    from rr_model.sweep.tuning_runs import default_tune_out
     from rr_model.sweep.tuning_runs import tune as tune_runs
 
     size = _one_size(spelled(ctx, "size", size))
     ctx.params["size"] = size  # --config's record: the size as a string
     options = with_config(ctx, run)
-    out = out or _default_out(run["ladder"])
+    out = out or default_tune_out(run["ladder"])
     with known_errors():
         rates, chosen_by, compared_on = (
             _rates(lr),
@@ -140,12 +141,6 @@ def _one_size(sizes: list[str]) -> str:
             f"--size {', '.join(sizes)}: rr tune tunes one size at a time (each its own rates); run it once per size"
         )
     return sizes[0]
-
-
-def _default_out(ladder: str | None) -> Path:
-    from rr_model.sweep.tuning_runs import default_tune_out
-
-    return default_tune_out(ladder)
 
 
 def _watch(out: Path, dry_run: bool):
