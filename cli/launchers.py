@@ -11,11 +11,11 @@ from pathlib import Path
 import typer
 
 from cli.records import Format, echo_records
-from cli.run_options import RESULT_FORMATS, echo_budget_plan, echo_memory, echo_plan
+from cli.run_options import RESULT_FORMATS, echo_dry_run
 from rr_analysis.numbers import BLANK
 from rr_core.errors import InputError
 
-__all__ = ["items", "seed_list", "launch"]
+__all__ = ["items", "seed_list", "launch", "show_launched"]
 
 
 def items(text: str | None) -> list[str] | None:
@@ -34,28 +34,30 @@ def seed_list(given: str | list[str] | None, flag: str) -> list[int] | None:
 
 
 def launch(runs, out: Path, how, dry_run: bool, command: str) -> list[dict] | None:
-    """Train the plan `runs` where `how` says (`rr_model.sweep.launch.launch`) and show what it did: the
-    plan (dry run) or each run's summary here, the jobs and their sbatch script (dry run) or the jobs
-    submitted on Slurm. Returns the summary records here ([] under --dry-run), None on Slurm (the jobs append
+    """Train the plan `runs` where `how` says (`rr_model.sweep.launch.launch`) and show what it did
+    (`show_launched`). Returns the summary records here ([] under --dry-run), None on Slurm (the jobs append
     their rows later). `command` names the rr command in what is printed."""
-    from rr_model.run.planning import describe_runs, memory_plans
     from rr_model.sweep.launch import launch as launch_runs
-    from rr_model.sweep.sbatch import job_folder
 
     done = launch_runs(runs, out, how, dry_run)
-    local, world = how.launcher == "local", how.nproc if how.launcher == "local" else how.world
+    show_launched(done, out, dry_run, command)
+    return done.summary
+
+
+def show_launched(done, out: Path, dry_run: bool, command: str) -> None:
+    """What a launch did (`rr_model.sweep.launch.Launched`): the plan (dry run) or each run's summary here,
+    the jobs and their sbatch script (dry run) or the jobs submitted on Slurm."""
+    from rr_model.sweep.sbatch import job_folder
+
     if done.busy:
         typer.echo(f"rr {command}: runs with a pending or running job are not submitted again (see --status)")
-    if dry_run and done.todo:
-        if local:
-            echo_plan(describe_runs(done.todo), f"rr {command}: plan for {out}")
-        else:
+    if dry_run and done.plan is not None:
+        if done.jobs is not None:
             title = f"rr {command}: {len(done.jobs)} job(s) would be submitted"
             echo_records(done.jobs, Format.text, title=title, formats={"branch_at": lambda b: b or BLANK})
             typer.echo(f"\nsbatch script (submitit writes it under {job_folder(out)}):\n")
             typer.echo(done.script)
-        echo_budget_plan(done.todo)
-        echo_memory(*memory_plans(done.todo, world), world)
+        echo_dry_run(done.plan, f"rr {command}: plan for {out}")
     elif done.summary:
         echo_records(done.summary, Format.text, title=f"rr {command}: {out}", formats=RESULT_FORMATS)
     elif done.entries:
@@ -63,4 +65,3 @@ def launch(runs, out: Path, how, dry_run: bool, command: str) -> list[dict] | No
         keys = ("job_id", "size", "variant", "seed", *(("lr",) if "lr" in e[0] else ()), "out", "log")
         echo_records([{k: r[k] for k in keys} for r in e], Format.text, title=f"rr {command}: submitted")
         typer.echo(f"rr {command}: follow them with rr sweep --status --out {out}; stop them with --cancel")
-    return done.summary

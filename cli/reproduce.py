@@ -6,9 +6,8 @@ from pathlib import Path
 
 import typer
 
-from cli.errors import known_errors
 from cli.fields import dataclass_options
-from cli.run_options import DRY_RUN, PANEL, train_and_report
+from cli.run_options import DRY_RUN, PANEL, RESUME, report_training
 from rr_model.config import TrainConfig
 
 VARIANT = typer.Option(
@@ -31,7 +30,7 @@ def reproduce(
     seed: int = typer.Option(..., "--seed", min=0, help="Published seed to train again."),
     variant: list[str] = VARIANT,
     out: Path | None = OUT,
-    resume: bool = typer.Option(False, "--resume", help="Continue runs from their checkpoints."),
+    resume: bool = RESUME,
     dry_run: bool = DRY_RUN,
     run: dict | None = None,
 ) -> None:
@@ -43,12 +42,14 @@ def reproduce(
     determinism flags, world size, rr's version and commit). Many runs, or on Slurm: `rr sweep --reproduce`.
     Exit 0 when every run finished, 1 when one diverged, 2 for a run that is not published.
     """
-    from rr_model.run.reproduce import DEFAULT_REPRODUCTION, plan_reproduction
+    from functools import partial
+
+    from rr_model.run.entry import reproduce_command
+    from rr_model.run.reproduce import DEFAULT_REPRODUCTION
 
     out = out or DEFAULT_REPRODUCTION
-    with known_errors():
-        runs = plan_reproduction(out, size, seed, tuple(variant or ()) or None, **run)
-    train_and_report("reproduce", runs, out, resume=resume, dry_run=dry_run)
+    train = partial(reproduce_command, out, size, seed, variant, resume=resume, dry_run=dry_run, **run)
+    report_training("reproduce", out, train)
 
 
 def register(app: typer.Typer) -> None:

@@ -1,6 +1,6 @@
 """What `rr train`, `rr reproduce`, `rr sweep` and `rr tune` share: their own options, the plan and results
-tables, and the tail of a command that trains (say what is skipped, then show the plan or the results of
-`rr_model.run.entry.train_planned`). Their run config file's option (`--config`) is `cli.config_file`'s.
+tables, and what `rr train` and `rr reproduce` show around their one library call (say what is skipped, then
+show the plan or the results of `rr_model.run.entry.train_command` or `reproduce_command`). Their run config file's option (`--config`) is `cli.config_file`'s.
 
 The training options are not declared here: each is a field of `rr_model.config.TrainConfig`, which
 `cli.fields.dataclass_options` turns into a command's options, in the help panel `PANEL` (or the one a field
@@ -38,6 +38,7 @@ OUT = typer.Option(
     "if missing.",  # the default is rr_model.config.DEFAULT_OUT
     show_default=False,
 )
+RESUME = typer.Option(False, "--resume", help="Continue runs from their checkpoints.")
 DRY_RUN = typer.Option(
     False, "--dry-run", help="Print the plan, an estimate of time and the memory plan; train nothing."
 )
@@ -104,17 +105,6 @@ def echo_budget(rows: list[dict], title: str, fmt: Format = Format.text) -> None
     typer.echo("\n".join(notes))
 
 
-def echo_budget_plan(todo: list) -> None:
-    """Every dry run's budget of each size and step count it plans (`rr_model.run.planning.budget_plan`),
-    after what its cooldown branches train themselves (`branch_note`)."""
-    from rr_model.run.planning import branch_note, budget_plan
-
-    if (note := branch_note(todo)) is not None:
-        typer.echo(note)
-    typer.echo("")
-    echo_budget(budget_plan(todo), "Budget per size and steps (of the reference)")
-
-
 GIB = 2**30
 
 
@@ -150,27 +140,41 @@ def echo_memory(records: list[dict], source: str, world: int) -> None:
     )
 
 
-def train_and_report(command: str, runs, out: Path, *, resume: bool, dry_run: bool) -> None:
-    """The tail of `rr train` and `rr reproduce` once the runs are planned (`rr_model.run.planning.Runs`): say
-    which are skipped, then check and train them (`rr_model.run.entry.train_planned`) and show their results,
-    or under `dry_run` show the plan and the memory plan; exit 1 if one diverged."""
-    from rr_model.run.entry import lead_process, train_planned, world_size
-    from rr_model.run.planning import describe_runs, memory_plans
+def echo_dry_run(plan, title: str | None) -> None:
+    """What a dry run shows (`rr_model.run.planning.DryRun`): the plan table under `title` (where the plan
+    describes its runs), what cooldown branches train themselves, the budget of each size and step count
+    (of the reference) and the memory plan."""
+    if plan.runs is not None:
+        echo_plan(plan.runs, title)
+    if plan.branch_note is not None:
+        typer.echo(plan.branch_note)
+    typer.echo("")
+    echo_budget(plan.budget, "Budget per size and steps (of the reference)")
+    echo_memory(plan.memory, plan.gpu, plan.world)
 
-    with known_errors():
+
+def report_training(command: str, out: Path, train: Callable[..., object]) -> None:
+    """`rr train` and `rr reproduce` around their one library call `train` (`rr_model.run.entry.train_command`
+    or `reproduce_command`, given all but `planned`): say which runs are skipped, then show the dry run's plan
+    or the results; exit 1 if a run diverged."""
+    from rr_model.run.entry import lead_process
+
+    def skipped(runs) -> None:
         for cfg in runs.skipped:
             if lead_process():  # under torchrun, one process reports
                 typer.echo(f"skip: {' '.join(map(str, cfg.key))} is already in {out}")
-        records = train_planned(runs, out, resume=resume, dry_run=dry_run)
-        if dry_run and runs.todo:
-            echo_plan(describe_runs(runs.todo), f"rr {command}: plan for {out}")
-            echo_budget_plan(runs.todo)
-            echo_memory(*memory_plans(runs.todo, world_size()), world_size())
-    if not records:
+
+    with known_errors():
+        done = train(planned=skipped)
+        if done.dry_run is not None:
+            echo_dry_run(done.dry_run, f"rr {command}: plan for {out}")
+    if not done.records:
         return
     from rr_model.run.trainer import summarize
 
     if lead_process():
-        echo_records(summarize(records), Format.text, title=f"rr {command}: {out}", formats=RESULT_FORMATS)
-    if any(r["status"] != "ok" for r in records):
+        echo_records(
+            summarize(done.records), Format.text, title=f"rr {command}: {out}", formats=RESULT_FORMATS
+        )
+    if any(r["status"] != "ok" for r in done.records):
         raise typer.Exit(1)

@@ -7,19 +7,21 @@ from pathlib import Path
 import typer
 
 from cli.config_file import CONFIG, with_config
-from cli.errors import known_errors
 from cli.fields import dataclass_options, spelled, spelling
-from cli.run_options import DRY_RUN, OUT, PANEL, VARIANT, train_and_report
+from cli.run_options import DRY_RUN, OUT, PANEL, RESUME, VARIANT, report_training
 from rr_model.config import TrainConfig
 
 
 @dataclass_options(TrainConfig, "train", into="run", panel=PANEL, build=dict)
 def train(
     ctx: typer.Context,
-    size: str = typer.Option(
-        ..., "--size", help="Ladder size to train: 60M, 150M, 320M, 590M, 1B or tiny (or one of --ladder's)."
+    size: list[str] = typer.Option(
+        ...,
+        "--size",
+        help="Ladder size to train: 60M, 150M, 320M, 590M, 1B or tiny (or one of --ladder's); repeatable, or "
+        "comma-separated: each is trained.",
     ),
-    sizes: str | None = spelling("size", "--sizes"),
+    sizes: list[str] | None = spelling("size", "--sizes", multiple=True),
     variant: list[str] = VARIANT,
     seed: int | None = typer.Option(
         None,
@@ -29,7 +31,7 @@ def train(
     ),
     seeds: int | None = spelling("seed", "--seeds"),
     out: Path | None = OUT,
-    resume: bool = typer.Option(False, "--resume", help="Continue runs from their checkpoints."),
+    resume: bool = RESUME,
     dry_run: bool = DRY_RUN,
     config: Path | None = CONFIG,
     run: dict | None = None,
@@ -39,16 +41,17 @@ def train(
     Runs already in the file are skipped. Each row is validated and appended under a file lock, with a
     provenance record in the sidecar `OUT.runs.jsonl`. Exit 0 when every run finished, 1 when one diverged.
     """
-    from rr_core.variants import compared
+    from functools import partial
+
     from rr_model.config import default_out
-    from rr_model.run.planning import plan_runs
+    from rr_model.run.entry import train_command
 
     out = out or default_out(run["ladder"])
-    with known_errors():
-        variants = tuple(variant or compared(run["reference"]))
-        size, seed = spelled(ctx, "size", size), spelled(ctx, "seed", seed)
-        runs = plan_runs(out, size, variants, seed, **with_config(ctx, run))
-    train_and_report("train", runs, out, resume=resume, dry_run=dry_run)
+    sizes, seed = spelled(ctx, "size", size), spelled(ctx, "seed", seed)
+    ctx.params["size"] = sizes[0] if len(sizes) == 1 else sizes  # --config's record: one size as a string
+    options = with_config(ctx, run)
+    train = partial(train_command, out, sizes, variant, seed, resume=resume, dry_run=dry_run, **options)
+    report_training("train", out, train)
 
 
 def register(app: typer.Typer) -> None:

@@ -1,5 +1,6 @@
 """`rr tune`: each variant at its own learning rate, chosen on selection seeds, then compared on others
-(`rr_model.sweep.tuning_runs`); here or on Slurm, resumable as `rr sweep` is."""
+(`rr_model.sweep.tuning_runs.tune`, one call that says each step as it happens); here or on Slurm, resumable
+as `rr sweep` is."""
 
 from __future__ import annotations
 
@@ -8,16 +9,18 @@ from pathlib import Path
 import typer
 
 from cli.config_file import CONFIG, with_config
-from cli.errors import known_errors
+from cli.errors import fail, known_errors
 from cli.fields import dataclass_options, spelled, spelling
-from cli.launchers import items, launch, seed_list
+from cli.launchers import items, seed_list, show_launched
 from cli.records import Format, echo_records
 from cli.run_options import DRY_RUN, PANEL, VARIANT
 from rr_core.errors import InputError
 from rr_model.config import TrainConfig
 from rr_model.sweep.launch import Launch
 
-SIZE = typer.Option(..., "--size", help="The size to tune, e.g. 150M (a --ladder file's size with --ladder).")
+SIZE = typer.Option(
+    ..., "--size", help="The size to tune, e.g. 150M (a --ladder file's size with --ladder); one per tuning."
+)
 LR = typer.Option(
     ...,
     "--lr",
@@ -80,8 +83,8 @@ def _echo_choices(picked: dict, size: str) -> None:
 @dataclass_options(Launch, into="how")
 def tune(
     ctx: typer.Context,
-    size: str = SIZE,
-    sizes: str | None = spelling("size", "--sizes"),
+    size: list[str] = SIZE,
+    sizes: list[str] | None = spelling("size", "--sizes", multiple=True),
     lr: str = LR,
     select_seeds: str = SELECT_SEEDS,
     seed: list[str] = SEED,
@@ -102,86 +105,62 @@ def tune(
     skipped and interrupted ones resume, so the same command continues a tuning (on Slurm: run it again once
     the selection jobs are done to submit the comparison).
     """
+    from rr_model.sweep.tuning_runs import default_tune_out
+    from rr_model.sweep.tuning_runs import tune as tune_runs
+
+    size = _one_size(spelled(ctx, "size", size))
+    ctx.params["size"] = size  # --config's record: the size as a string
     options = with_config(ctx, run)
-    out = out or _default_out(run["ladder"])
-    size = spelled(ctx, "size", size)
+    out = out or default_tune_out(run["ladder"])
     with known_errors():
         rates, chosen_by, compared_on = (
             _rates(lr),
-            seed_list(select_seeds, "--select-seeds"),
-            seed_list(spelled(ctx, "seed", seed), "--seed"),
+            seed_list(select_seeds, "--select-seeds") or [],
+            seed_list(spelled(ctx, "seed", seed), "--seed") or [],
         )
-        picked, output = _select(ctx, how, out, size, rates, chosen_by or [], compared_on or [], options)
-        if picked is None:
-            return
-        compared = _compare(ctx, how, out, output, size, picked, compared_on, options)
-    if compared is not None and not dry_run:
+        watch = _watch(out, dry_run)
+        tuned = tune_runs(
+            out, size, rates, chosen_by, compared_on, variant, how, dry_run=dry_run, watch=watch, **options
+        )
+        if tuned.waiting is not None:
+            typer.echo(f"rr tune: {tuned.waiting}")
+    if tuned.crashed:
+        typer.echo("rr tune: a selection run crashed: run the same command again to finish it", err=True)
+        raise typer.Exit(1)
+    if tuned.comparison is not None and tuned.comparison.summary is not None and not dry_run:
         typer.echo(f"rr tune: the comparison at the tuned rates: rr analyze tuning --data {out}")
-        if any(r["status"] not in ("ok", "in file") for r in compared):
+        if any(r["status"] not in ("ok", "in file") for r in tuned.comparison.summary):
             raise typer.Exit(1)
 
 
-def _default_out(ladder: str | None) -> Path:
-    from rr_model.sweep.tuning_runs import default_tune_out
-
-    return default_tune_out(ladder)
-
-
-def _select(
-    ctx: typer.Context,
-    how: Launch,
-    out: Path,
-    size: str,
-    rates: list,
-    chosen_by: list,
-    compared_on: list,
-    options,
-):
-    """Phase 1: train (or plan, or submit) the grid on the selection seeds; then each variant's choice and the
-    file's reading, or (None, None) when the comparison has to wait for selection rows still to come."""
-    from rr_core.variants import compared
-    from rr_model.sweep.tuning_runs import check_grid, choices, selection_runs
-
-    check_grid(rates, chosen_by, compared_on)
-    variants = tuple(ctx.params["variant"] or compared(ctx.params["reference"]))
-    first = selection_runs(out, size, variants, rates, chosen_by, **options)
-    size = (first.todo or first.skipped)[0].size  # as the ladder spells it
-    typer.echo(
-        f"rr tune: selection: {len(first.todo)} run(s) to train, {len(first.skipped)} already in {out}"
-    )
-    summary = launch(first, out, how, ctx.params["dry_run"], "tune")
-    if first.todo and (summary is None or ctx.params["dry_run"]):
-        typer.echo(
-            f"rr tune: the comparison runs ({len(compared_on)} seed(s) x {len(variants)} variant(s), each at "
-            "its chosen rate) are planned once every selection row is in: run the same command again then"
+def _one_size(sizes: list[str]) -> str:
+    """The one size a tuning tunes: several (--size given twice, or a comma list) are refused, naming them,
+    rather than one tuned silently."""
+    if len(set(sizes)) > 1:
+        raise fail(
+            f"--size {', '.join(sizes)}: rr tune tunes one size at a time (each its own rates); run it once per size"
         )
-        return None, None
-    if any(r["status"] == "crashed" for r in summary or []):
-        typer.echo("rr tune: a selection run crashed: run the same command again to finish it", err=True)
-        raise typer.Exit(1)
-    first.output.refresh()
-    picked = choices(first.output, size, variants, rates, chosen_by)
-    _echo_choices(picked, size)
-    if unpicked := [v for v, c in picked.items() if c is None]:
-        raise InputError(
-            f"no rate of {', '.join(unpicked)} finished on every selection seed (each diverged or failed): "
-            "try lower rates with --lr"
-        )
-    return picked, first.output
+    return sizes[0]
 
 
-def _compare(
-    ctx: typer.Context, how: Launch, out: Path, output, size: str, picked: dict, compared_on: list, options
-) -> list | None:
-    """Phase 2: train (or plan, or submit) each variant at its chosen rate on the comparison seeds."""
-    from rr_model.sweep.tuning_runs import comparison_runs
+def _watch(out: Path, dry_run: bool):
+    """What rr tune prints at each step of the tuning (`rr_model.sweep.tuning_runs.Watch`), as it happens:
+    each phase's header before it trains, what its launcher did, and the rates chosen."""
+    from rr_model.sweep.tuning_runs import Watch
 
-    chosen = {v: c.lr for v, c in picked.items()}
-    second = comparison_runs(output, size, chosen, compared_on, **options)
-    typer.echo(
-        f"rr tune: comparison: {len(second.todo)} run(s) to train, {len(second.skipped)} already in {out}"
-    )
-    return launch(second, out, how, ctx.params["dry_run"], "tune")
+    class Said(Watch):
+        def starting(self, phase, runs) -> None:
+            typer.echo(
+                f"rr tune: {phase}: {len(runs.todo)} run(s) to train, {len(runs.skipped)} already in {out}"
+            )
+
+        def launched(self, phase, done) -> None:
+            show_launched(done, out, dry_run, "tune")
+
+        def chosen(self, size, picked) -> None:
+            _echo_choices(picked, size)
+
+    return Said()
 
 
 def register(app: typer.Typer) -> None:

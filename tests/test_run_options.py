@@ -276,11 +276,25 @@ def test_size_and_seed_have_one_spelling_and_the_other_still_works(tmp_path, com
     assert {"--size", "--seed"} <= flags and not {"--sizes", "--seeds"} & flags
 
 
-def test_one_size_given_under_both_spellings_is_refused(tmp_path):
-    result = rr("train", "--size", "tiny", "--sizes", "60M", "--out", tmp_path / "o.csv", "--dry-run")
-    assert (
-        result.exit_code == 2 and "--size and --sizes name the same thing: give --size only" in result.stderr
-    )
+@pytest.mark.parametrize(
+    "given",
+    [["--size", "tiny", "--size", "60M"], ["--size", "tiny,60M"], ["--size", "tiny", "--sizes", "60M,tiny"]],
+)
+def test_train_plans_every_size_given_not_the_last(tmp_path, given):
+    """rr train --size A --size B (or A,B, or the old spelling beside the new) plans each size in the order
+    given, a size named twice once; the dry run's plan and budget show both."""
+    common = ["--corpus", "synthetic", "--steps", 3, "--variant", "standard", "--out", tmp_path / "o.csv"]
+    result = rr("train", *given, *common, "--dry-run")
+    assert result.exit_code == 0, result.output
+    plan = result.stdout.split(" run(s), ")[0]
+    rows = [line.split()[:3] for line in plan.splitlines() if line.startswith(("tiny ", "60M "))]
+    assert rows == [["tiny", "standard", "0"], ["60M", "standard", "0"]]
+    assert "\n2 run(s), " in result.stdout
+    budget = result.stdout.split("Budget per size and steps")[1].split("Memory per GPU")[0]
+    assert [line.split()[0] for line in budget.splitlines() if line.startswith(("tiny ", "60M "))] == [
+        "tiny",
+        "60M",
+    ]
 
 
 # --- the training entry, from Python ---------------------------------------------------------------------
@@ -288,13 +302,12 @@ def test_one_size_given_under_both_spellings_is_refused(tmp_path):
 
 def test_the_library_plans_from_a_run_config_file_and_says_what_a_ctrl_c_kept(tmp_path, monkeypatch):
     """What `rr train --config` does, as library calls a notebook makes: the file read and checked
-    (`read_run_config`), the runs planned, then checked and trained in one call (`train_planned`, here its
+    (`read_run_config`), then the runs planned, checked and trained in one call (`train_command`, here its
     dry run); a Ctrl-C while training is an `Interrupted` naming what was kept."""
     from rr_core.errors import InputError, Interrupted
     from rr_model.run import trainer
     from rr_model.run.config_file import Key, read_run_config
-    from rr_model.run.entry import train_planned
-    from rr_model.run.planning import plan_runs
+    from rr_model.run.entry import train_command
 
     config, out = tmp_path / "run.toml", tmp_path / "o.csv"
     config.write_text('size = "tiny"\nsteps = 3\ncorpus = "synthetic"\ncheckpoint-every = 0\n')
@@ -307,8 +320,10 @@ def test_the_library_plans_from_a_run_config_file_and_says_what_a_ctrl_c_kept(tm
     }
     given = read_run_config(config, keys, "train")
     assert given == {"size": "tiny", "steps": 3, "data": "synthetic", "checkpoint_every": 0}
-    runs = plan_runs(out, given.pop("size"), ("standard",), 0, **given)
-    assert train_planned(runs, out, dry_run=True) == [] and not out.exists()
+    done = train_command(out, given.pop("size"), ("standard",), 0, dry_run=True, **given)
+    assert [c.key for c in done.runs.todo] == [("tiny", "standard", 0)] and done.records == []
+    (row,) = done.dry_run.runs
+    assert (row["steps"], row["tokens"]) == (3, 3 * 8 * 256) and not out.exists()  # tiny: 8 x 256 a step
 
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
@@ -318,8 +333,8 @@ def test_the_library_plans_from_a_run_config_file_and_says_what_a_ctrl_c_kept(tm
         with pytest.raises(
             Interrupted, match=r"No row was written .* the run starts over \(checkpoints were off"
         ):
-            train_planned(runs, out)
-    assert not out.exists()  # rr train's tests train through the same call (`train_and_report`)
+            train_command(out, "tiny", ("standard",), 0, **given)
+    assert not out.exists()  # rr train trains through the same call
 
     config.write_text("size = 'tiny'\nstep = 3\n")
     said = r"key 'step' for rr train \(did you mean steps\?\); valid keys: checkpoint_every, corpus, size, steps$"
@@ -328,3 +343,23 @@ def test_the_library_plans_from_a_run_config_file_and_says_what_a_ctrl_c_kept(tm
     config.write_text("steps = 0\n")
     with pytest.raises(InputError, match="key 'steps': must be >= 1"):
         read_run_config(config, keys, "train")
+
+
+def test_train_command_plans_each_size_at_its_own_next_seed(published_copy):
+    """`train_command` with several sizes (one named twice, one spelled in lower case): each size's next
+    seed is its own, from the rows the file holds (the published 60M has seeds 0-2, 320M 0-1), and the dry
+    run's budget has one row per size: 8,000 steps of 64 x 256 tokens each (the published recipe)."""
+    from rr_model.run.entry import train_command
+
+    seen = []
+    done = train_command(published_copy, ["60M", "320m", "60M"], dry_run=True, planned=seen.append)
+    compared = ("review_neutral", "highway", "standard")
+    assert [c.key for c in done.runs.todo] == [("60M", v, 3) for v in compared] + [
+        ("320M", v, 2) for v in compared
+    ]
+    assert seen == [done.runs] and done.records == [] and not done.runs.skipped
+    assert [(r["size"], r["steps"], r["tokens"]) for r in done.dry_run.budget] == [
+        ("60M", 8000, 8000 * 64 * 256),
+        ("320M", 8000, 8000 * 64 * 256),
+    ]
+    assert [r["size"] for r in done.dry_run.runs] == ["60M"] * 3 + ["320M"] * 3 and done.dry_run.world == 1

@@ -243,3 +243,58 @@ def test_a_slurm_dry_run_lists_each_job_with_its_rate(tmp_path):
     assert "rr tune: 2 job(s) would be submitted" in result.output and "#SBATCH" in result.output
     jobs = [line.split() for line in result.output.splitlines() if line.lstrip().startswith(("0 ", "1 "))]
     assert [(j[2], j[4]) for j in jobs[:2]] == [("highway", "0.001"), ("highway", "0.002")]
+
+
+def test_the_library_tunes_in_one_call_and_says_each_step_when_it_happens(tmp_path):
+    """`tune` from Python (no command line): with every selection row in the file, its dry run picks each
+    variant's rate and plans the comparison at it, telling its `Watch` each step in order; on a fresh file
+    it plans the grid and says why the comparison waits."""
+    from rr_model.sweep.tuning_runs import Watch, tune
+
+    path = _selection(
+        tmp_path / "t.csv",
+        {("highway", 5e-4): [4.6, 4.7], ("highway", 1e-3): [4.8, 4.9], ("highway", 2e-3): [4.9, 5.0]},
+    )
+    heard = []
+
+    class Listen(Watch):
+        def starting(self, phase, runs):
+            heard.append(("starting", phase, len(runs.todo), len(runs.skipped)))
+
+        def launched(self, phase, done):
+            heard.append(("launched", phase, len(done.todo)))
+
+        def chosen(self, size, picked):
+            heard.append(("chosen", size, {v: c.lr for v, c in picked.items()}))
+
+    options = {"data": "synthetic", "steps": 4}
+    done = tune(path, "tiny", [5e-4, 1e-3, 2e-3], [0, 1], [2, 3], ["highway"], dry_run=True, watch=Listen(),
+                **options)  # fmt: skip
+    assert heard == [
+        ("starting", "selection", 0, 6),
+        ("launched", "selection", 0),
+        ("chosen", "tiny", {"highway": 5e-4}),  # means 4.65, 4.85, 4.95: the lowest mean
+        ("starting", "comparison", 2, 0),
+        ("launched", "comparison", 2),
+    ]
+    assert done.waiting is None and not done.crashed and done.comparison.summary == []
+    assert [c.key for c in done.comparison.todo] == [
+        ("tiny", "highway", 2, 5e-4),
+        ("tiny", "highway", 3, 5e-4),
+    ]
+
+    fresh = tune(
+        tmp_path / "new.csv", "tiny", [1e-3, 2e-3], [0], [1, 2], ["highway"], dry_run=True, **options
+    )
+    assert len(fresh.selection.todo) == 2 and fresh.comparison is None and fresh.picked is None
+    assert fresh.waiting.startswith("the comparison runs (2 seed(s) x 1 variant(s), each at its chosen rate)")
+    assert not (tmp_path / "new.csv").exists()
+
+
+@pytest.mark.parametrize("sizes", [["--size", "tiny", "--size", "60M"], ["--size", "tiny,60M"]])
+def test_two_sizes_are_refused_naming_both_never_the_last_tuned(tmp_path, sizes):
+    result = rr("tune", *sizes, "--lr", "1e-3,2e-3", "--select-seeds", "0", "--seed", "1", "--corpus", "synthetic",
+                "--out", tmp_path / "t.csv", "--dry-run")  # fmt: skip
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert "rr: error: --size tiny, 60M: rr tune tunes one size at a time" in result.stderr
+    assert "rr tune: selection" not in result.stdout and not (tmp_path / "t.csv").exists()

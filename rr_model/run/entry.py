@@ -1,8 +1,10 @@
-"""What `rr train` and `rr reproduce` do once their runs are planned, as one call: `train_planned` checks every
-run before any trains, then trains them; a Ctrl-C says what was kept and how to go on (`Interrupted`), and a
-sharded run out of memory names the exact command to resume with (`resume_command`, under torchrun too).
+"""`rr train` and `rr reproduce`, each one call (`train_command`, `reproduce_command`): plan the runs, check
+every run before any trains, then train them, or under a dry run return what they would be (`Trained`);
+`train_planned` is their tail once the runs are planned. A Ctrl-C says what was kept and how to go on
+(`Interrupted`), and a sharded run out of memory names the exact command to resume with (`resume_command`,
+under torchrun too).
 
-Torch loads only when runs train; the checks and the resume command are torch-free.
+Torch loads only when runs train; planning, the checks, the dry run and the resume command are torch-free.
 """
 
 from __future__ import annotations
@@ -10,16 +12,22 @@ from __future__ import annotations
 import os
 import shlex
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any, NamedTuple
 
 from rr_core.errors import Interrupted
+from rr_model.run.planning import DryRun, Runs, dry_run_plan, plan_runs
 
-if TYPE_CHECKING:
-    from rr_model.run.planning import Runs
-
-__all__ = ["world_size", "lead_process", "resume_command", "train_planned"]
+__all__ = [
+    "world_size",
+    "lead_process",
+    "resume_command",
+    "train_planned",
+    "Trained",
+    "train_command",
+    "reproduce_command",
+]
 
 
 def world_size(environ: Mapping[str, str] = os.environ) -> int:
@@ -84,6 +92,75 @@ def train_planned(runs: Runs, out: Path, *, resume: bool = False, dry_run: bool 
         raise e.resume_with(resume_command(e.micro_batches)) from None
     except KeyboardInterrupt:
         raise Interrupted(_kept(runs.todo, out)) from None
+
+
+class Trained(NamedTuple):
+    """What a training command did (`train_command`, `reproduce_command`)."""
+
+    runs: Runs  # its plan: the runs to train, those already in the output file (skipped)
+    records: list[dict]  # each trained run's provenance record in order ([]: a dry run, or none to do)
+    dry_run: DryRun | None = None  # under a dry run with runs to do: what they would be
+
+
+def train_command(
+    out: str | os.PathLike,
+    size: str | Sequence[str],
+    variants: Sequence[str] | None = None,
+    seed: int | None = None,
+    *,
+    resume: bool = False,
+    dry_run: bool = False,
+    planned: Callable[[Runs], None] | None = None,
+    **options: Any,
+) -> Trained:
+    """`rr train` as one call: plan the runs of each size (`rr_model.run.planning.plan_runs`: the next seed
+    of each unless `seed`; `variants` default the reference's compared block), then check and train them
+    (`train_planned`), or under `dry_run` describe them (`Trained.dry_run`). `planned(runs)`, where given,
+    is called once the runs are planned, before any check: where a command says what it skips. `options`:
+    further TrainConfig fields.
+
+    Example
+    -------
+    >>> done = train_command("o.csv", ["tiny", "60M"], ["standard"], 0, dry_run=True, data="synthetic")
+    >>> [c.key for c in done.runs.todo], [r["size"] for r in done.dry_run.budget]
+    ([('tiny', 'standard', 0), ('60M', 'standard', 0)], ['tiny', '60M'])
+    """
+    from rr_core.variants import REFERENCE, compared
+
+    chosen = tuple(variants or compared(options.get("reference", REFERENCE)))
+    runs = plan_runs(Path(out), size, chosen, seed, **options)
+    return _carry_out(runs, Path(out), resume, dry_run, planned)
+
+
+def reproduce_command(
+    out: str | os.PathLike,
+    size: str,
+    seed: int,
+    variants: Sequence[str] | None = None,
+    *,
+    resume: bool = False,
+    dry_run: bool = False,
+    planned: Callable[[Runs], None] | None = None,
+    **options: Any,
+) -> Trained:
+    """`rr reproduce` as one call: plan the re-runs of a published run
+    (`rr_model.run.reproduce.plan_reproduction`, which takes `options`, `published` among them), then check
+    and train them or describe them, as `train_command` does."""
+    from rr_model.run.reproduce import plan_reproduction
+
+    runs = plan_reproduction(Path(out), size, seed, tuple(variants or ()) or None, **options)
+    return _carry_out(runs, Path(out), resume, dry_run, planned)
+
+
+def _carry_out(
+    runs: Runs, out: Path, resume: bool, dry_run: bool, planned: Callable[[Runs], None] | None
+) -> Trained:
+    """What both commands do once their runs are planned."""
+    if planned is not None:
+        planned(runs)
+    records = train_planned(runs, out, resume=resume, dry_run=dry_run)
+    shown = dry_run_plan(runs.todo, world_size()) if dry_run and runs.todo else None
+    return Trained(runs, records, shown)
 
 
 def _kept(todo: list, out: Path) -> str:

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import itertools
 import os
+from collections.abc import Sequence
 from dataclasses import asdict, replace
 from typing import Any, NamedTuple
 
 from rr_core.budget import budget, passes
+from rr_core.ladder import get_size
 from rr_core.shapes import GPTConfig, model_config
 from rr_core.variants import COMPARED
 from rr_model.config import TrainConfig
@@ -32,6 +34,8 @@ __all__ = [
     "budget_plan",
     "branch_note",
     "families",
+    "DryRun",
+    "dry_run_plan",
 ]
 
 
@@ -72,28 +76,36 @@ class Runs(NamedTuple):
 
 def plan_runs(
     out: str | os.PathLike,
-    size: str,
+    size: str | Sequence[str],
     variants: tuple[str, ...] = COMPARED,
     seed: int | None = None,
     **options: Any,
 ) -> Runs:
     """The runs `rr train` makes: `Runs` (to train, already in `out` and skipped, the file's reading).
 
-    `out` is read once (`preflight`) and refused if no row could go to it. Without `seed`, the lowest seed
+    `out` is read once (`preflight`) and refused if no row could go to it. `size` is one size or several
+    (each trained, in the order given; one named twice, once). Without `seed`, for each size the lowest seed
     for which some of `variants` has no row yet: the next complete, pairable block (or the rest of one a
     crash left incomplete). `options` are further TrainConfig fields; a run with cooldown branches
     (`TrainConfig.branch_at`) is followed by its branches, each a run of its own.
     """
     output = preflight(out)
+    ladder = options.get("ladder")
+    sizes = [size] if isinstance(size, str) else size
+    sizes = list(dict.fromkeys(get_size(s, ladder).name for s in sizes))
 
-    def block(s: int) -> list[TrainConfig]:  # every run of seed s: each variant, and its cooldown branches
+    def block(size: str, s: int) -> list[TrainConfig]:  # every run of seed s: each variant, its branches
         return [
             c for v in variants for c in TrainConfig(size=size, variant=v, seed=s, **options).with_branches()
         ]
 
-    if seed is None:
-        seed = next(s for s in itertools.count() if not all(map(output.holds, block(s))))
-    return Runs.split(block(seed), output)
+    runs = []
+    for one in sizes:
+        first = seed
+        if first is None:
+            first = next(s for s in itertools.count() if not all(map(output.holds, block(one, s))))
+        runs += block(one, first)
+    return Runs.split(runs, output)
 
 
 def planned_model(cfg: TrainConfig) -> GPTConfig:
@@ -242,3 +254,21 @@ def memory_plans(runs: list[TrainConfig], world: int) -> tuple[list[dict[str, An
                 {"size": cfg.size, "variant": cfg.variant, **row, "setting": row["setting"] + mark}
             )
     return records, source
+
+
+class DryRun(NamedTuple):
+    """What a dry run shows of the runs it plans (`dry_run_plan`)."""
+
+    runs: list[dict[str, Any]] | None  # each run (`describe_runs`); None where jobs are shown instead
+    branch_note: str | None  # what cooldown branches train themselves (`branch_note`)
+    budget: list[dict[str, Any]]  # each size and step count's budget (`budget_plan`)
+    memory: list[dict[str, Any]]  # the memory plan (`memory_plans`)
+    gpu: str  # the GPU memory the memory plan was checked against, in words
+    world: int  # the processes of each run
+
+
+def dry_run_plan(todo: list[TrainConfig], world: int, describe: bool = True) -> DryRun:
+    """Everything a dry run shows of the runs `todo`, each on `world` processes, without torch or data:
+    each run (unless not `describe`: a Slurm plan shows its jobs), the budget and the memory plan."""
+    runs = describe_runs(todo) if describe else None
+    return DryRun(runs, branch_note(todo), budget_plan(todo), *memory_plans(todo, world), world)

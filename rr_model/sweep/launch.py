@@ -18,7 +18,7 @@ from rr_core.errors import InputError
 from rr_core.options import option
 
 if TYPE_CHECKING:
-    from rr_model.run.planning import Runs
+    from rr_model.run.planning import DryRun, Runs
     from rr_model.sweep.sbatch import Resources
 
 __all__ = ["Launch", "SLURM", "Launched", "launch", "slurm_module"]
@@ -145,6 +145,7 @@ class Launched:
     jobs: list[dict] | None = None  # a Slurm dry run: the job array, a run with its cooldown branches a job
     script: str | None = None  # a Slurm dry run: the sbatch script
     entries: list[dict] | None = None  # the Slurm jobs submitted (`rr_model.sweep.slurm.submit_runs`)
+    plan: DryRun | None = None  # a dry run with runs to do: what they would be (`rr_model.run.planning`)
 
 
 def launch(runs: Runs, out: Path, how: Launch, dry_run: bool = False) -> Launched:
@@ -160,7 +161,7 @@ def launch(runs: Runs, out: Path, how: Launch, dry_run: bool = False) -> Launche
     if how.launcher == "local":
         runs.check(how.nproc, resume=True)  # a sweep continues its runs' checkpoints
         if dry_run:
-            return Launched(runs.todo, summary=[])
+            return Launched(runs.todo, summary=[], plan=_plan(runs.todo, how.nproc))
         from rr_model.sweep.local import run_sweep
 
         return Launched(runs.todo, summary=run_sweep(runs.todo, out, how.nproc))
@@ -168,6 +169,13 @@ def launch(runs: Runs, out: Path, how: Launch, dry_run: bool = False) -> Launche
         # jobs run on other machines: the memory plan is checked against --gpu-memory only
         runs.check(how.world, resume=True, gpu_here=False)
     return _submit(runs.todo, out, how, dry_run)
+
+
+def _plan(todo: list, world: int, describe: bool = True) -> DryRun | None:
+    """What a dry run shows of `todo` on `world` processes a run (`dry_run_plan`); None with none to do."""
+    from rr_model.run.planning import dry_run_plan
+
+    return dry_run_plan(todo, world, describe) if todo else None
 
 
 def _submit(todo: list, out: Path, how: Launch, dry_run: bool) -> Launched:
@@ -194,7 +202,8 @@ def _submit(todo: list, out: Path, how: Launch, dry_run: bool) -> Launched:
             jobs.append({"job": i, **lead.named, "steps": lead.steps})
             if any(len(g) > 1 for g in groups):
                 jobs[-1]["branch_at"] = ",".join(str(c.steps) for c in branches) or None
-        return Launched(todo, busy, jobs=jobs, script=sbatch_script(out, resources, len(jobs)))
+        script = sbatch_script(out, resources, len(jobs))
+        return Launched(todo, busy, jobs=jobs, script=script, plan=_plan(todo, how.world, describe=False))
     slurm = slurm_module()
     entries = slurm.submit_runs(todo, out, slurm.slurm_executor(out, resources), how.per_run_files)
     return Launched(todo, busy, entries=entries)

@@ -1,6 +1,7 @@
 """Tuning sweeps (`rr tune`): each variant at its own learning rate, picked on seeds kept apart from the test.
 
-Two phases, each a plan of runs for the sweep's launchers (`rr_model.sweep.local`, `rr_model.sweep.slurm`):
+Two phases, each a plan of runs for the sweep's launchers (`rr_model.sweep.launch`), run in turn by `tune`,
+the whole of `rr tune` in one call:
 
 1. selection: every variant at every rate of the grid on the selection seeds (`selection_runs`);
 2. comparison: each variant at the rate its selection runs picked (`rr_core.lr_choice.choose_rate`, the rule
@@ -11,7 +12,7 @@ lr, so its row records both and its key holds its lr (one seed at four rates is 
 checkpoint, metrics log and claim). The two seed sets are disjoint: a seed that chose a rate never enters the
 test of the gap at that rate (no winner's curse). Both phases read the output file through `preflight`, so a
 second `rr tune` of one plan trains only what is not there yet, resuming interrupted runs, and a tuning that
-stopped after its selection goes on to its comparison. Torch-free.
+stopped after its selection goes on to its comparison. Torch-free (a run trains in a process of its own).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import os
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from rr_core.errors import InputError
 from rr_core.ladder import get_size
@@ -29,7 +30,19 @@ from rr_model.config import TrainConfig
 from rr_model.run.output_file import OutputPlan, preflight
 from rr_model.run.planning import Runs
 
-__all__ = ["default_tune_out", "check_grid", "selection_runs", "choices", "comparison_runs"]
+if TYPE_CHECKING:
+    from rr_model.sweep.launch import Launch, Launched
+
+__all__ = [
+    "default_tune_out",
+    "check_grid",
+    "selection_runs",
+    "choices",
+    "comparison_runs",
+    "Watch",
+    "Tuned",
+    "tune",
+]
 
 
 def default_tune_out(ladder: str | os.PathLike | None = None) -> Path:
@@ -115,3 +128,93 @@ def comparison_runs(
     ]
     output.refresh()
     return Runs.split(runs, output)
+
+
+class Watch:
+    """What `tune` says as it goes, each when it happens (here nothing; `rr tune` prints each): a phase's
+    plan before it trains (`starting`), what its launcher did (`launched`), each variant's chosen rate before
+    the comparison is planned (`chosen`)."""
+
+    def starting(self, phase: str, runs: Runs) -> None:
+        """Phase `phase` ("selection" or "comparison") is about to train, submit or plan `runs`."""
+
+    def launched(self, phase: str, done: Launched) -> None:
+        """What the launcher did with the phase's runs (`rr_model.sweep.launch.launch`)."""
+
+    def chosen(self, size: str, picked: dict[str, RateChoice | None]) -> None:
+        """Each variant's choice from the selection rows (`choices`), before a variant without one stops."""
+
+
+class Tuned(NamedTuple):
+    """What `tune` did: the selection phase's launch, and where the selection rows are all in, each
+    variant's choice and the comparison phase's launch."""
+
+    selection: Launched
+    waiting: str | None = None  # why the comparison is not planned yet, in words (None: it was planned)
+    picked: dict[str, RateChoice] | None = None  # each variant's chosen rate
+    comparison: Launched | None = None
+
+    @property
+    def crashed(self) -> bool:
+        """Whether a selection run crashed here (the same command again finishes it)."""
+        return any(r["status"] == "crashed" for r in self.selection.summary or [])
+
+
+def tune(
+    out: str | os.PathLike,
+    size: str,
+    lrs: Sequence[float],
+    select_seeds: Sequence[int],
+    seeds: Sequence[int],
+    variants: Sequence[str] | None = None,
+    how: Launch | None = None,
+    *,
+    dry_run: bool = False,
+    watch: Watch | None = None,
+    **options: Any,
+) -> Tuned:
+    """`rr tune` in one call: the selection phase (`selection_runs`) launched where `how` says, then, once
+    every selection row is in `out`, each variant's rate (`choices`) and the comparison phase
+    (`comparison_runs`) launched the same way. Under `dry_run` nothing trains: the selection's plan, and the
+    comparison's where the selection rows are in already.
+
+    The comparison waits (`Tuned.waiting`) while selection runs are to come: after a dry run, or while Slurm
+    jobs train them (the same command again plans it then). A crashed selection run stops the tuning
+    (`Tuned.crashed`). `variants` default the reference's compared block; `options` are further TrainConfig
+    fields. `watch` hears each step as it happens (`Watch`).
+
+    Raises InputError for a grid or seed sets `check_grid` refuses, and for a variant no rate of which
+    finished on every selection seed.
+    """
+    from rr_core.variants import REFERENCE, compared
+    from rr_model.sweep.launch import Launch, launch
+
+    how, watch = how or Launch(), watch or Watch()
+    variants = tuple(variants or compared(options.get("reference", REFERENCE)))
+    check_grid(lrs, select_seeds, seeds)
+    first = selection_runs(out, size, variants, lrs, select_seeds, **options)
+    size = (first.todo or first.skipped)[0].size  # as the ladder spells it
+    watch.starting("selection", first)
+    selected = launch(first, Path(out), how, dry_run)
+    watch.launched("selection", selected)
+    if first.todo and (selected.summary is None or dry_run):
+        return Tuned(
+            selected,
+            waiting=f"the comparison runs ({len(seeds)} seed(s) x {len(variants)} variant(s), each at its "
+            "chosen rate) are planned once every selection row is in: run the same command again then",
+        )
+    if (stopped := Tuned(selected)).crashed:
+        return stopped
+    first.output.refresh()
+    picked = choices(first.output, size, variants, lrs, select_seeds)
+    watch.chosen(size, picked)
+    if unpicked := [v for v, c in picked.items() if c is None]:
+        raise InputError(
+            f"no rate of {', '.join(unpicked)} finished on every selection seed (each diverged or failed): "
+            "try lower rates with --lr"
+        )
+    second = comparison_runs(first.output, size, {v: c.lr for v, c in picked.items()}, seeds, **options)
+    watch.starting("comparison", second)
+    compared_here = launch(second, Path(out), how, dry_run)
+    watch.launched("comparison", compared_here)
+    return Tuned(selected, picked=picked, comparison=compared_here)
