@@ -21,9 +21,8 @@ from typing import Any
 
 from rr_core.errors import InputError, Note, did_you_mean, nearest
 from rr_core.files.replacing import scratch
-from rr_core.sweepfile.schema import EXTRA_NAME
-from rr_model.data.hub import from_hub, hub_unreachable
-from rr_model.uses.export import export
+from rr_model.data.hub import from_hub, hub_unreachable, in_cache, not_cached
+from rr_model.uses.task_files import task_datasets
 
 __all__ = ["RunScores", "task_scores", "measured_columns", "column_name", "SEEDS"]
 
@@ -54,6 +53,8 @@ class RunScores:
 
 def _exported(path: Path, scratch: Path) -> tuple[Path, dict[str, Any]]:
     """The export folder of `path` (an export itself, or a checkpoint exported into `scratch`) and its run."""
+    from rr_model.uses.export import export  # torch: loaded after the offline check, which needs none
+
     if not (path.is_dir() and (path / "config.json").is_file()):
         export(path, scratch)
         path = scratch
@@ -76,6 +77,22 @@ def _task_manager(tasks: Sequence[str], include_path: str | os.PathLike | None) 
         if all(own.match_tasks([t]) for t in tasks):
             return own
     return TaskManager(include_path=str(include_path) if include_path is not None else None)
+
+
+def _refuse_uncached(
+    tasks: Sequence[str], include_path: str | os.PathLike | None, packaged: Path, why: str
+) -> None:
+    """With the hub unusable (`why`), refuse at once the tasks whose hub dataset is not cached, read from
+    their own task files (`rr_model.uses.task_files`; `packaged`: lm-eval's) before lm-eval indexes every
+    task. A task that one file cannot settle (a group, say) is left to lm-eval, which fails later if it must."""
+    roots = [Path(include_path), packaged] if include_path is not None else [packaged]
+    if missing := [d for d in task_datasets(tasks, roots) if not in_cache(d.dataset)]:
+        named = "; ".join(
+            f"{d.dataset} of task {d.task} "
+            f"({d.file.relative_to(packaged.parent.parent) if d.file.is_relative_to(packaged) else d.file})"
+            for d in missing
+        )
+        raise not_cached(f"the dataset {named}", why, LOCAL_TASKS)
 
 
 def _check_tasks(tasks: Sequence[str], manager: Any) -> None:
@@ -142,10 +159,12 @@ def task_scores(
     (`SEEDS`) and its default bootstrap for the standard errors of metrics that are not means.
     """
     import lm_eval  # the 'eval' extra
-    import torch
 
     if why := hub_unreachable():  # said now: indexing lm-eval's tasks and exporting the runs take a while
+        _refuse_uncached(tasks, include_path, Path(lm_eval.__file__).parent / "tasks", why)
         warnings.warn(Note(f"the Hugging Face hub will not be used: {why}"), stacklevel=2)
+    import torch
+
     manager = _task_manager(tasks, include_path)
     _check_tasks(tasks, manager)
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")
@@ -182,6 +201,8 @@ def measured_columns(scores: Sequence[RunScores]) -> list[dict[str, Any]]:
 
     Raises InputError when a column's name cannot be a sweep file's extra column (too long, say).
     """
+    from rr_core.sweepfile.schema import EXTRA_NAME  # pandas: not before an offline refusal
+
     records = []
     for s in scores:
         values = {column_name(r["task"], r["metric"]): r["value"] for r in s.scores}
