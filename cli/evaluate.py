@@ -9,6 +9,7 @@ import typer
 
 from cli.errors import fail, known_errors
 from cli.fields import either, renamed
+from cli.options import CORPORA
 from cli.records import FORMAT_HELP, Format, echo_records
 from rr_analysis.numbers import fixed
 
@@ -54,7 +55,7 @@ def evaluate(
     corpus: str | None = typer.Option(
         None,
         "--corpus",
-        help="Held-out loss on a corpus: synthetic, tinystories, a .txt/.jsonl/.parquet file or a token cache.",
+        help=f"Held-out loss on a corpus: {CORPORA}.",
         show_default=False,
     ),
     tasks: str | None = TASKS,
