@@ -36,11 +36,19 @@ __all__ = [
     "ladder_sizes",
     "LADDER_KEYS",
     "BUDGET_KEYS",
+    "MAX_RUN_TOKENS",
     "size_sort_key",
     "SIZE_LABEL",
     "canonical_size",
     "size_problem",
 ]
+
+
+# The most tokens one run may read, in training (steps x batch x block) or in its final evaluation
+# (eval_batches x batch x block): 10**15, about 30 times the largest published pretraining (36 trillion
+# tokens, Qwen3: Yang et al. 2025, arXiv 2505.09388). Past it a number is a slip (a digit too many, --steps
+# 1000000000000000), not a long run: refused in one line rather than planned for billions of days.
+MAX_RUN_TOKENS = 10**15
 
 
 @dataclass(frozen=True)
@@ -83,7 +91,10 @@ class Recipe:
 RECIPE_RANGES: dict[str, tuple] = {
     "block_size": (lambda v: v > 0, "an integer > 0"),
     "batch_size": (lambda v: v > 0, "an integer > 0"),
-    "lr": (lambda v: v > 0, "a finite number > 0"),
+    "lr": (
+        lambda v: 0 < v <= 1,
+        "a finite number in (0, 1] (AdamW moves each weight by about lr a step, and weights start near 0.02)",
+    ),
     "warmup_steps": (lambda v: v >= 0, "an integer >= 0"),
     "min_lr_frac": (lambda v: 0 <= v <= 1, "a number in [0, 1] (the cosine's floor, a fraction of lr)"),
     "weight_decay": (lambda v: v >= 0, "a finite number >= 0"),
@@ -108,6 +119,12 @@ RECIPE_TOGETHER: tuple[tuple, ...] = (
         lambda r: r.ece_bins <= r.eval_batches * r.batch_size * r.block_size,
         "ece_bins = {r.ece_bins!r} must be at most the predictions the evaluation scores (eval_batches x "
         "batch_size x block_size = {predictions}): more bins than predictions are bins left empty",
+    ),
+    (
+        lambda r: r.eval_batches * r.batch_size * r.block_size <= MAX_RUN_TOKENS,
+        "eval_batches = {r.eval_batches!r} has the final evaluation score {predictions:,} tokens (eval_batches x "
+        f"batch_size x block_size), more than the {MAX_RUN_TOKENS:,} any run may read (rr_core.ladder."
+        "MAX_RUN_TOKENS)",
     ),
 )
 
