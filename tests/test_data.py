@@ -560,16 +560,14 @@ def task_index(monkeypatch, tmp_path):
     """lm-eval's TaskManager counted (and stopped) where it would be built, an export folder standing in for
     a run, and a folder of task files of one's own: a task of a hub dataset defined through `include:` with
     quoted keys as lm-eval's generated files write them, and a group of it. Yields (calls, export, folder)."""
-    lm_eval = pytest.importorskip("lm_eval")
-    import lm_eval.tasks
-
+    tasks = pytest.importorskip("lm_eval.tasks")  # the 'eval' extra
     calls = []
 
     def task_manager(*args, **kwargs):
         calls.append(kwargs)
         raise _IndexBuilt
 
-    monkeypatch.setattr(lm_eval.tasks, "TaskManager", task_manager)
+    monkeypatch.setattr(tasks, "TaskManager", task_manager)
     export = tmp_path / "export"
     export.mkdir()
     run = {"size": "tiny", "variant": "standard", "seed": 0}
