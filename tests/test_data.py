@@ -559,7 +559,8 @@ class _IndexBuilt(Exception):
 def task_index(monkeypatch, tmp_path):
     """lm-eval's TaskManager counted (and stopped) where it would be built, an export folder standing in for
     a run, and a folder of task files of one's own: a task of a hub dataset defined through `include:` with
-    quoted keys as lm-eval's generated files write them, and a group of it. Yields (calls, export, folder)."""
+    quoted keys as lm-eval's generated files write them, tagged; a group of it; a group whose member is a
+    mapping; a task tagged by its included template alone. Yields (calls, export, folder)."""
     tasks = pytest.importorskip("lm_eval.tasks")  # the 'eval' extra
     calls = []
 
@@ -580,9 +581,16 @@ def task_index(monkeypatch, tmp_path):
         encoding="utf-8",
     )
     (folder / "fake" / "rr_fake_hub.yaml").write_text(
-        '"include": "_template"\n"task": "rr_fake_hub"  # as generated\n', encoding="utf-8"
+        '"include": "_template"\n"tag": "rr_fake_tag"\n"task": "rr_fake_hub"  # as generated\n',
+        encoding="utf-8",
     )
     (folder / "group.yaml").write_text("group: rr_fake_group\ntask:\n  - rr_fake_hub\n", encoding="utf-8")
+    (folder / "inline.yaml").write_text(  # a member given as a mapping: lm-eval's index builds it
+        "group: rr_fake_inline\ntask:\n  - task: rr_inline\n    dataset_path: someone/inline\n",
+        encoding="utf-8",
+    )
+    (folder / "fake" / "_tagged").write_text("include: _template\ntag: rr_template_tag\n", encoding="utf-8")
+    (folder / "fake" / "rr_tagged.yaml").write_text("include: _tagged\ntask: rr_tagged\n", encoding="utf-8")
     return calls, export, folder
 
 
@@ -623,19 +631,42 @@ def test_rr_eval_tasks_offline_names_lm_eval_s_own_task_and_its_dataset(no_netwo
 
 
 @pytest.mark.parametrize(
-    ("task", "cached"),
+    ("task", "said"),
     [
-        ("rr_fake_group", None),  # a group: its tasks are found by lm-eval's index
-        ("mmlu", None),  # lm-eval's own group
-        ("rr_fake_*", None),  # a pattern
-        ("rr_fake_hub", "hf-datasets/Someone___fake_mc/default/0.0.0/0a1b"),  # as `datasets` prepared it
-        ("rr_fake_hub", "hf/datasets--Someone--Fake_MC/snapshots/0a1b"),  # as the hub's client downloaded it
+        ("rr_fake_group", "Someone/Fake_MC of rr_fake_group (its task rr_fake_hub, {file})"),
+        ("rr_fake_tag", "Someone/Fake_MC of rr_fake_tag (its task rr_fake_hub, {file})"),
+        ("mmlu", "cais/mmlu of mmlu ("),  # lm-eval's group, of groups of tags
     ],
 )
-def test_rr_eval_tasks_offline_leaves_what_one_file_cannot_refuse_to_lm_eval(
+def test_rr_eval_tasks_offline_refuses_a_group_or_tag_by_its_tasks_files(no_network, task_index, task, said):
+    """Every task of a group or tag is loaded by lm-eval: one whose dataset is not cached stops the name."""
+    from rr_model.uses.downstream import task_scores
+
+    calls, export, folder = task_index
+    with pytest.raises(DataUnavailable) as err:
+        task_scores([export], [task], include_path=folder, device="cpu")
+    file = folder / "fake" / "rr_fake_hub.yaml"
+    assert str(err.value).startswith("cannot load the dataset " + said.format(file=file)), str(err.value)
+    assert calls == []
+
+
+@pytest.mark.parametrize(
+    ("task", "cached"),
+    [
+        ("rr_fake_inline", None),  # a group whose member is a mapping: lm-eval's index builds it
+        ("rr_fake_*", None),  # a pattern
+        ("rr_template_tag", None),  # a tag set only in an included template
+        ("rr_fake_hub", "hf-datasets/Someone___fake_mc/default/0.0.0/0a1b"),  # as `datasets` prepared it
+        (
+            "rr_fake_group",
+            "hf/datasets--Someone--Fake_MC/snapshots/0a1b",
+        ),  # as the hub's client downloaded it
+    ],
+)
+def test_rr_eval_tasks_offline_leaves_what_the_files_cannot_refuse_to_lm_eval(
     no_network, task_index, tmp_path, task, cached
 ):
-    """No false refusal: a group, a pattern or a cached dataset goes on to lm-eval's index, as before."""
+    """No false refusal: what the task files do not settle, or a cached dataset, goes on to lm-eval's index."""
     from rr_core.errors import Note
     from rr_model.uses.downstream import task_scores
 

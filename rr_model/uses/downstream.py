@@ -22,7 +22,7 @@ from typing import Any
 from rr_core.errors import InputError, Note, did_you_mean, nearest
 from rr_core.files.replacing import scratch
 from rr_model.data.hub import from_hub, hub_unreachable, in_cache, not_cached
-from rr_model.uses.task_files import task_datasets
+from rr_model.uses.task_files import TaskDataset, task_datasets
 
 __all__ = ["RunScores", "task_scores", "measured_columns", "column_name", "SEEDS"]
 
@@ -82,17 +82,31 @@ def _task_manager(tasks: Sequence[str], include_path: str | os.PathLike | None) 
 def _refuse_uncached(
     tasks: Sequence[str], include_path: str | os.PathLike | None, packaged: Path, why: str
 ) -> None:
-    """With the hub unusable (`why`), refuse at once the tasks whose hub dataset is not cached, read from
-    their own task files (`rr_model.uses.task_files`; `packaged`: lm-eval's) before lm-eval indexes every
-    task. A task that one file cannot settle (a group, say) is left to lm-eval, which fails later if it must."""
+    """With the hub unusable (`why`), refuse at once the names (tasks, groups, tags) whose tasks load a hub
+    dataset the cache lacks, read from their own task files (`rr_model.uses.task_files`; `packaged`: lm-eval's)
+    before lm-eval indexes every task. What the files cannot settle is left to lm-eval, which fails later if it
+    must."""
     roots = [Path(include_path), packaged] if include_path is not None else [packaged]
-    if missing := [d for d in task_datasets(tasks, roots) if not in_cache(d.dataset)]:
-        named = "; ".join(
-            f"{d.dataset} of task {d.task} "
-            f"({d.file.relative_to(packaged.parent.parent) if d.file.is_relative_to(packaged) else d.file})"
-            for d in missing
+    missing: dict[tuple[str, str], list[TaskDataset]] = {}
+    for d in task_datasets(tasks, roots):
+        if not in_cache(d.dataset):
+            missing.setdefault((d.asked, d.dataset), []).append(d)
+    if not missing:
+        return
+    said = []
+    for (asked, dataset), of in missing.items():
+        first = of[0]
+        where = (
+            first.file.relative_to(packaged.parent.parent)
+            if first.file.is_relative_to(packaged)
+            else first.file
         )
-        raise not_cached(f"the dataset {named}", why, LOCAL_TASKS)
+        if first.task == asked:
+            said.append(f"{dataset} of task {asked} ({where})")
+        else:
+            held = f"{len(of)} of its tasks, e.g." if len(of) > 1 else "its task"
+            said.append(f"{dataset} of {asked} ({held} {first.task}, {where})")
+    raise not_cached(f"the dataset {'; '.join(said)}", why, LOCAL_TASKS)
 
 
 def _check_tasks(tasks: Sequence[str], manager: Any) -> None:

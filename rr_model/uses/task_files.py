@@ -1,15 +1,17 @@
-"""Which hub dataset an lm-evaluation-harness task loads, read from the task's own YAML file.
+"""Which hub datasets an lm-evaluation-harness task, group or tag loads, read from its own YAML files.
 
 lm-eval learns what a task needs by indexing every task file it ships (about 14,000 YAML files: 10-20 s on
 two cores), and only then asks for the task's dataset. Offline, that is a long wait for a refusal rr can
-make at once: `task_datasets` reads the one file that defines a task (``task: NAME`` at its top level, in
-an --include-path folder first, since lm-eval lets those override its own, else among lm-eval's packaged
-tasks), follows its ``include:`` files as lm-eval merges them (the including file's keys win), and names the
-hub dataset it loads. Reading every file's bytes to find that one takes a fraction of a second.
+make at once: `task_datasets` reads the file that defines a name (``task: NAME`` or ``group: NAME`` at its
+top level, in an --include-path folder first, since lm-eval lets those override its own, else among
+lm-eval's packaged tasks), follows its ``include:`` files as lm-eval merges them (the including file's keys
+win), and names the hub dataset a task loads; a group's listed members and a tag's tasks (those whose
+config names the tag) are read the same way. Reading every file's bytes once takes a fraction of a second.
 
-Whatever one file cannot settle is left to lm-eval, so nothing lm-eval could run is refused: a group or a
-tag (their tasks are found by the index), a task defined in Python or by a custom loader, a name defined in
-several files or given as a pattern, a dataset that is local or named without its owner.
+What the files cannot settle is left out, and with it nothing lm-eval could run is refused: a task defined
+in Python or by a custom loader, a name defined in several files or given as a pattern, a group member given
+as a mapping, a tag set only in an included template, a dataset that is local or named without its owner.
+Every task a group or tag holds is loaded by lm-eval, so one whose dataset is missing stops the whole name.
 """
 
 from __future__ import annotations
@@ -27,35 +29,46 @@ _INCLUDES = 16  # include chains deeper than this (or circular) are left to lm-e
 
 
 class TaskDataset(NamedTuple):
-    """A task, the hub dataset it loads ("owner/name") and the YAML file that defines it."""
+    """A task, the hub dataset it loads ("owner/name"), the YAML file that defines it, and the name asked
+    for that holds it (the task itself, or a group or tag)."""
 
     task: str
     dataset: str
     file: Path
+    asked: str
 
 
-def _definitions(tasks: set[str], root: Path) -> dict[str, list[Path]]:
-    """For each of `tasks`, the YAML files under `root` whose top level says ``task: <task>`` (key and name
-    quoted or not), every file read once."""
-    lines = {
-        t: re.compile(
-            rb"^([\"']?)task\1[ \t]*:[ \t]*([\"']?)" + re.escape(t.encode()) + rb"\2[ \t]*(#.*)?$", re.M
-        )
-        for t in tasks
-    }
-    found: dict[str, list[Path]] = {}
-    for folder, subfolders, files in os.walk(root):
-        subfolders[:] = [s for s in subfolders if s not in _SKIPPED]
-        for name in files:
-            if name.endswith(".yaml"):
-                path = Path(folder, name)
-                try:
-                    text = path.read_bytes()
-                except OSError:
-                    continue
-                for task, line in lines.items():
-                    if task.encode() in text and line.search(text):
-                        found.setdefault(task, []).append(path)
+# A top-level ``task: NAME`` or ``group: NAME`` line, key and name quoted or not (lm-eval's generated files
+# quote both); a name of a list (``task:`` followed by items) is no match.
+_TOP = re.compile(rb"^([\"']?)(task|group)\1[ \t]*:[ \t]*([\"']?)([^\s\"'#]+)\3[ \t]*(?:#.*)?$", re.M)
+
+
+class _Root(NamedTuple):
+    """One folder's YAML files, read once: their bytes, and which define each (key, name)."""
+
+    texts: list[tuple[Path, bytes]]
+    defining: dict[tuple[str, str], list[Path]]
+
+
+def _read_all(roots: Sequence[Path]) -> list[_Root]:
+    """Every YAML file under each root (the folders lm-eval's index skips aside), in order of precedence."""
+    found = []
+    for root in roots:
+        texts, defining = [], {}
+        for folder, subfolders, names in os.walk(root):
+            subfolders[:] = [s for s in subfolders if s not in _SKIPPED]
+            for name in names:
+                if name.endswith(".yaml"):
+                    path = Path(folder, name)
+                    try:
+                        text = path.read_bytes()
+                    except OSError:
+                        continue
+                    texts.append((path, text))
+                    for m in _TOP.finditer(text):
+                        key = (m[2].decode(), m[4].decode(errors="replace"))
+                        defining.setdefault(key, []).append(path)
+        found.append(_Root(texts, defining))
     return found
 
 
@@ -99,39 +112,65 @@ def _hub_dataset(config: dict[str, Any], task: str) -> str | None:
     return path
 
 
-def _read(task: str, path: Path) -> TaskDataset | None:
-    """The hub dataset of `task` as the file `path` defines it, or None (see `_hub_dataset`)."""
-    try:
-        dataset = _hub_dataset(_config(path), task)
-    except (OSError, ValueError):  # unreadable, not YAML, an include missing: lm-eval will say
-        return None
-    return TaskDataset(task, dataset, path) if dataset else None
+def _resolve(name: str, files: list[_Root], depth: int = 0) -> list[tuple[str, str, Path]]:
+    """(task, hub dataset, file) of each task `name` runs that the files settle: `name` itself, a group's
+    members or a tag's tasks, followed down to tasks (see the module's notes for what is left out)."""
+    if depth > _INCLUDES or not name or any(c in name for c in "*?[]"):
+        return []
+    for root in files:  # the first folder that defines the name is the one lm-eval keeps
+        tasks, groups = root.defining.get(("task", name), []), root.defining.get(("group", name), [])
+        if not tasks and not groups:
+            continue
+        if len(tasks) + len(groups) != 1:
+            return []
+        try:
+            config = _config((tasks or groups)[0])
+        except (OSError, ValueError):  # unreadable, not YAML, an include missing: lm-eval will say
+            return []
+        if tasks:
+            dataset = _hub_dataset(config, name)
+            return [(name, dataset, tasks[0])] if dataset else []
+        if "class" in config:
+            return []
+        members = config.get("task")
+        members = [members] if isinstance(members, str) else members if isinstance(members, list) else []
+        return [t for m in members if isinstance(m, str) for t in _resolve(m, files, depth + 1)]
+    found = []  # no task or group of that name: a tag, whose tasks name it in their config
+    for root in files:
+        for path, text in root.texts:
+            if name.encode() not in text or b"tag" not in text:
+                continue
+            try:
+                config = _config(path)
+            except (OSError, ValueError):
+                continue
+            tags = config.get("tag")
+            member = config.get("task")
+            if name in ([tags] if isinstance(tags, str) else tags or []) and isinstance(member, str):
+                # the member as lm-eval resolves its name (a duplicate elsewhere may win)
+                found += [t for t in _resolve(member, files, depth + 1) if t[2] == path]
+    return found
 
 
 def task_datasets(tasks: Sequence[str], roots: Sequence[Path]) -> list[TaskDataset]:
-    """The hub datasets of those `tasks` that the one YAML file defining each settles; the others are left
-    to lm-eval's index.
+    """The hub datasets of `tasks` (task, group or tag names) that their YAML files settle; what they leave
+    unsettled is left to lm-eval's index.
 
     Parameters
     ----------
     tasks
-        lm-eval task names, as given to --tasks.
+        lm-eval task, group or tag names, as given to --tasks.
     roots
         The folders of task files, in lm-eval's order of precedence: an --include-path folder, then
-        lm-eval's packaged tasks. The first that defines a task is the one read.
+        lm-eval's packaged tasks. The first that defines a name is the one read.
 
     Returns
     -------
-    One `TaskDataset` per task settled, in the order of `tasks`. Not settled: a group, a tag, a pattern, a
-    name defined in several files of one folder, and whatever `_hub_dataset` leaves to lm-eval.
+    One `TaskDataset` per task settled, each task once per name asked, in the order of `tasks`.
     """
-    unsettled = {t for t in tasks if t and not any(c in t for c in "*?[]")}
-    settled: dict[str, TaskDataset] = {}
-    for root in roots:
-        if not unsettled:
-            break
-        for task, paths in _definitions(unsettled, root).items():
-            unsettled.discard(task)
-            if len(paths) == 1 and (found := _read(task, paths[0])) is not None:
-                settled[task] = found
-    return [settled[t] for t in dict.fromkeys(tasks) if t in settled]
+    files = _read_all(roots)
+    return [
+        TaskDataset(task, dataset, path, asked)
+        for asked in dict.fromkeys(tasks)
+        for task, dataset, path in dict.fromkeys(_resolve(asked, files))
+    ]
