@@ -25,7 +25,7 @@ from typing import Any, NamedTuple
 __all__ = ["TaskDataset", "task_datasets"]
 
 _SKIPPED = {"__pycache__", ".ipynb_checkpoints"}  # folders lm-eval's index does not read either
-_INCLUDES = 16  # include chains deeper than this (or circular) are left to lm-eval
+_DEPTH = 16  # include chains or group nesting deeper than this (or circular) are left to lm-eval
 
 
 class TaskDataset(NamedTuple):
@@ -90,8 +90,8 @@ def _config(path: Path, depth: int = 0) -> dict[str, Any]:
     includes = config.pop("include", None)
     if includes is None:
         return config
-    if depth >= _INCLUDES:
-        raise ValueError(f"{path}: includes nested deeper than {_INCLUDES}")
+    if depth >= _DEPTH:
+        raise ValueError(f"{path}: includes nested deeper than {_DEPTH}")
     merged: dict[str, Any] = {}
     for include in includes if isinstance(includes, list) else [includes]:
         merged |= _config(path.parent / include, depth + 1)  # an absolute include replaces the folder
@@ -115,7 +115,7 @@ def _hub_dataset(config: dict[str, Any], task: str) -> str | None:
 def _resolve(name: str, files: list[_Root], depth: int = 0) -> list[tuple[str, str, Path]]:
     """(task, hub dataset, file) of each task `name` runs that the files settle: `name` itself, a group's
     members or a tag's tasks, followed down to tasks (see the module's notes for what is left out)."""
-    if depth > _INCLUDES or not name or any(c in name for c in "*?[]"):
+    if depth > _DEPTH or not name or any(c in name for c in "*?[]"):
         return []
     for root in files:  # the first folder that defines the name is the one lm-eval keeps
         tasks, groups = root.defining.get(("task", name), []), root.defining.get(("group", name), [])
