@@ -258,6 +258,11 @@ NUMBERS = {
         ["--dry-run"],
         "eval_batches = 100000000000 has the final evaluation score 1,638,400,000,000,000 tokens",
     ),
+    "seeds-past-any-sweep": (  # rr sweep planned 10**10 seeds per variant to a MemoryError traceback
+        {"seeds": 10**10},
+        ["--dry-run"],
+        "seeds = 10000000000 must be at most 10,000 (rr_core.ladder.MAX_SEEDS)",
+    ),
     "gpu-memory-past-any-gpu": (  # the memory plan's check switched off by a slip
         {},
         ["--gpu-memory", "1e30", "--dry-run"],
