@@ -9,6 +9,7 @@ import typer
 
 from cli.errors import fail, known_errors
 from cli.fields import either, renamed
+from cli.options import CORPORA
 from cli.records import FORMAT_HELP, Format, echo_records
 from rr_analysis.numbers import fixed
 
@@ -54,7 +55,7 @@ def evaluate(
     corpus: str | None = typer.Option(
         None,
         "--corpus",
-        help="Held-out loss on a corpus: synthetic, tinystories, a .txt/.jsonl/.parquet file or a token cache.",
+        help=f"Held-out loss on a corpus: {CORPORA}.",
         show_default=False,
     ),
     tasks: str | None = TASKS,
@@ -121,14 +122,17 @@ def _heldout(checkpoint, corpus, windows, seed, batch, fmt) -> None:
 
 def _tasks(checkpoint, names, include_path, limit, batch, device, join, out, fmt) -> None:
     """--tasks: score, print the table, join the scores onto a sweep file when asked."""
-    from rr_core.sweepfile.merge import join_columns
     from rr_model.uses.downstream import measured_columns, task_scores
 
     with known_errors():
         scores = task_scores(
             checkpoint, names, include_path=include_path, limit=limit, batch=batch, device=device
         )
-        done = join_columns(join, measured_columns(scores), out) if join is not None else None
+        done = None
+        if join is not None:
+            from rr_core.sweepfile.merge import join_columns  # pandas: not before an offline refusal
+
+            done = join_columns(join, measured_columns(scores), out)
     rows = [{"run": s.title, **r} for s in scores for r in s.scores]
     shown = f", the first {limit} documents of each" if limit else ""
     echo_records(

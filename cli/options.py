@@ -8,14 +8,19 @@ from __future__ import annotations
 
 import typer
 
-__all__ = ["RUN_CORPUS", "WINDOWS"]
+from rr_core.ladder import PUBLISHED_CORPUS
+
+__all__ = ["CORPORA", "RUN_CORPUS", "WINDOWS"]
+
+# The corpora a scoring command reads, as its help says them.
+CORPORA = f"synthetic, {PUBLISHED_CORPUS}, a .txt/.jsonl/.parquet file or a token cache"
 
 # The held-out text of a gate anatomy (`rr_model.uses.anatomy.anatomy`).
 RUN_CORPUS = typer.Option(
     None,
     "--corpus",
     help="The corpus whose validation part the gate anatomy reads, tokenized with the run's tokenizer "
-    "(synthetic, tinystories, a .txt/.jsonl/.parquet file or a token cache). Default: the run's own, split as "
+    f"({CORPORA}). Default: the run's own, split as "
     "it was split for the run.",
     show_default=False,
 )

@@ -16,7 +16,7 @@ import os
 from dataclasses import asdict, dataclass, replace
 
 from rr_core.errors import InputError
-from rr_core.ladder import BUDGET_KEYS, RECIPE, Recipe, Size, get_size, ladder_sizes
+from rr_core.ladder import BUDGET_KEYS, MAX_RUN_TOKENS, RECIPE, Recipe, Size, get_size, ladder_sizes
 from rr_core.shapes import flops_per_token, model_config
 from rr_core.variants import REFERENCE
 
@@ -99,7 +99,7 @@ def budget_steps(
     Raises
     ------
     InputError
-        Two budgets that disagree, naming both.
+        Two budgets that disagree, naming both; a budget past `rr_core.ladder.MAX_RUN_TOKENS` tokens.
     """
     if tokens is not None and tokens_per_param is not None:
         raise InputError(
@@ -114,13 +114,19 @@ def budget_steps(
         if steps is not None
         else size.budget
     )
-    if kind == "steps":
-        return int(value)
-    derived = steps_for(value if kind == "tokens" else value * params, recipe)
+    derived = (
+        int(value) if kind == "steps" else steps_for(value if kind == "tokens" else value * params, recipe)
+    )
     if steps is not None and steps != derived:
         raise InputError(
             f"steps {steps} and {kind} {value:g} (which train {derived} steps): give one of "
             f"{', '.join(BUDGET_KEYS)}"
+        )
+    if (trained := derived * step_tokens(recipe)) > MAX_RUN_TOKENS:
+        raise InputError(
+            f"{kind} {value:,} trains {trained:,} tokens ({derived:,} steps of {recipe.batch_size} x "
+            f"{recipe.block_size}), more than the {MAX_RUN_TOKENS:,} any run may read "
+            "(rr_core.ladder.MAX_RUN_TOKENS): a digit too many?"
         )
     return derived
 

@@ -36,11 +36,24 @@ __all__ = [
     "ladder_sizes",
     "LADDER_KEYS",
     "BUDGET_KEYS",
+    "MAX_RUN_TOKENS",
+    "MAX_SEEDS",
     "size_sort_key",
     "SIZE_LABEL",
     "canonical_size",
     "size_problem",
 ]
+
+
+# The most tokens one run may read, in training (steps x batch x block) or in its final evaluation
+# (eval_batches x batch x block): 10**15, about 30 times the largest published pretraining (36 trillion
+# tokens, Qwen3: Yang et al. 2025, arXiv 2505.09388). Past it a number is a slip (a digit too many, --steps
+# 1000000000000000), not a long run: refused in one line rather than planned for billions of days.
+MAX_RUN_TOKENS = 10**15
+# The most seeds a ladder's size may ask a sweep for: a thousand times the published 3-10. Each seed is a run
+# per variant that the sweep's plan holds and prints (10,000 seeds of three variants: half a minute on two
+# cores); a count past it is a slip, 10**10 was a MemoryError traceback.
+MAX_SEEDS = 10_000
 
 
 @dataclass(frozen=True)
@@ -83,7 +96,10 @@ class Recipe:
 RECIPE_RANGES: dict[str, tuple] = {
     "block_size": (lambda v: v > 0, "an integer > 0"),
     "batch_size": (lambda v: v > 0, "an integer > 0"),
-    "lr": (lambda v: v > 0, "a finite number > 0"),
+    "lr": (
+        lambda v: 0 < v <= 1,
+        "a finite number in (0, 1] (AdamW moves each weight by about lr a step, and weights start near 0.02)",
+    ),
     "warmup_steps": (lambda v: v >= 0, "an integer >= 0"),
     "min_lr_frac": (lambda v: 0 <= v <= 1, "a number in [0, 1] (the cosine's floor, a fraction of lr)"),
     "weight_decay": (lambda v: v >= 0, "a finite number >= 0"),
@@ -108,6 +124,12 @@ RECIPE_TOGETHER: tuple[tuple, ...] = (
         lambda r: r.ece_bins <= r.eval_batches * r.batch_size * r.block_size,
         "ece_bins = {r.ece_bins!r} must be at most the predictions the evaluation scores (eval_batches x "
         "batch_size x block_size = {predictions}): more bins than predictions are bins left empty",
+    ),
+    (
+        lambda r: r.eval_batches * r.batch_size * r.block_size <= MAX_RUN_TOKENS,
+        "eval_batches = {r.eval_batches!r} has the final evaluation score {predictions:,} tokens (eval_batches x "
+        f"batch_size x block_size), more than the {MAX_RUN_TOKENS:,} any run may read (rr_core.ladder."
+        "MAX_RUN_TOKENS)",
     ),
 )
 
@@ -143,12 +165,17 @@ class Size:
     tokens_per_param: float | None = None  # the budget in tokens per reference parameter (a ladder file's)
 
     def __post_init__(self) -> None:
-        """Refuse a size that states no budget or several, and one whose schedule would end inside its warmup
-        (the recipe's own fields are `Recipe`'s). A budget in tokens has steps only once `rr_core.budget`
+        """Refuse a size that states no budget or several, more seeds than `MAX_SEEDS`, and one whose schedule
+        would end inside its warmup (the recipe's own fields are `Recipe`'s). A budget in tokens has steps only once `rr_core.budget`
         derives them, so this rule reads steps given as steps."""
         if sum(getattr(self, k) is not None for k in BUDGET_KEYS) != 1:
             stated = ", ".join(f"{k} = {getattr(self, k)!r}" for k in BUDGET_KEYS)
             raise InputError(f"size {self.name}: give one of {', '.join(BUDGET_KEYS)}, not {stated}")
+        if self.seeds is not None and self.seeds > MAX_SEEDS:
+            raise InputError(
+                f"seeds = {self.seeds} must be at most {MAX_SEEDS:,} (rr_core.ladder.MAX_SEEDS): a sweep plans a "
+                "run per seed and variant"
+            )
         if self.steps is not None and self.recipe.warmup_steps >= self.steps:
             raise InputError(
                 f"warmup_steps = {self.recipe.warmup_steps} must be below the size's steps ({self.steps}): the "

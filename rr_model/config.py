@@ -379,7 +379,10 @@ class TrainConfig:
             ),
             "micro_batches": (self.micro_batches >= 1, "must be >= 1"),
             "role": (self.role in (None, *ROLES), f"must be {' or '.join(ROLES)} (or None)"),
-            "gpu_memory": (self.gpu_memory is None or self.gpu_memory > 0, "must be > 0 (GiB)"),
+            "gpu_memory": (  # past 1 PiB a GiB count is a slip: the largest GPUs hold a few hundred
+                self.gpu_memory is None or 0 < self.gpu_memory <= 2**20,
+                "must be > 0 and at most 1048576 (GiB per GPU, 1 PiB)",
+            ),
             "decay_frac": (
                 isinstance(self.decay_frac, int | float) and 0 < self.decay_frac <= 1,
                 "must be in (0, 1] (the share of the steps the cooldown takes)",

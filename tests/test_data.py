@@ -551,6 +551,133 @@ def test_rr_eval_tasks_says_at_once_that_the_hub_is_unreachable(no_network, tmp_
     assert lookups == ["huggingface.co"] and waits == []
 
 
+class _IndexBuilt(Exception):
+    """Raised by the stand-in for lm-eval's TaskManager: the task index would have been built here."""
+
+
+@pytest.fixture
+def task_index(monkeypatch, tmp_path):
+    """lm-eval's TaskManager counted (and stopped) where it would be built, an export folder standing in for
+    a run, and a folder of task files of one's own: a task of a hub dataset defined through `include:` with
+    quoted keys as lm-eval's generated files write them, tagged; a group of it; a group whose member is a
+    mapping; a task tagged by its included template alone. Yields (calls, export, folder)."""
+    tasks = pytest.importorskip("lm_eval.tasks")  # the 'eval' extra
+    calls = []
+
+    def task_manager(*args, **kwargs):
+        calls.append(kwargs)
+        raise _IndexBuilt
+
+    monkeypatch.setattr(tasks, "TaskManager", task_manager)
+    export = tmp_path / "export"
+    export.mkdir()
+    run = {"size": "tiny", "variant": "standard", "seed": 0}
+    (export / "config.json").write_text(json.dumps({"auto_map": {}, "rr": {"run": run}}), encoding="utf-8")
+    folder = tmp_path / "tasks"
+    (folder / "fake").mkdir(parents=True)
+    (folder / "fake" / "_template").write_text(
+        "dataset_path: Someone/Fake_MC\ndataset_name: default\noutput_type: multiple_choice\n"
+        "process_docs: !function utils.process_docs\n",
+        encoding="utf-8",
+    )
+    (folder / "fake" / "rr_fake_hub.yaml").write_text(
+        '"include": "_template"\n"tag": "rr_fake_tag"\n"task": "rr_fake_hub"  # as generated\n',
+        encoding="utf-8",
+    )
+    (folder / "group.yaml").write_text("group: rr_fake_group\ntask:\n  - rr_fake_hub\n", encoding="utf-8")
+    (folder / "inline.yaml").write_text(  # a member given as a mapping: lm-eval's index builds it
+        "group: rr_fake_inline\ntask:\n  - task: rr_inline\n    dataset_path: someone/inline\n",
+        encoding="utf-8",
+    )
+    (folder / "fake" / "_tagged").write_text("include: _template\ntag: rr_template_tag\n", encoding="utf-8")
+    (folder / "fake" / "rr_tagged.yaml").write_text("include: _tagged\ntask: rr_tagged\n", encoding="utf-8")
+    return calls, export, folder
+
+
+def test_rr_eval_tasks_offline_refuses_an_uncached_task_from_its_file_before_lm_eval_indexes(
+    no_network, task_index
+):
+    """Issue 49.7: the task's own file (its dataset read through `include:`) settles that the hub is needed
+    and the cache lacks it, so the refusal comes before lm-eval's index of every task is built (10-20 s)."""
+    from rr_model.uses.downstream import task_scores
+
+    lookups, waits = no_network
+    calls, export, folder = task_index
+    with pytest.raises(DataUnavailable) as err:
+        task_scores([export], ["rr_fake_hub"], include_path=folder, device="cpu")
+    msg = str(err.value)
+    assert msg.startswith(
+        f"cannot load the dataset Someone/Fake_MC of task rr_fake_hub ({folder / 'fake' / 'rr_fake_hub.yaml'}): "
+        "not in this machine's Hugging Face cache, and huggingface.co:443 cannot be reached"
+    )
+    assert "HF_HUB_OFFLINE=1" in msg and "--include-path FOLDER" in msg and "dataset_path: json" in msg
+    assert calls == [] and lookups == ["huggingface.co"] and waits == []
+
+
+def test_rr_eval_tasks_offline_names_lm_eval_s_own_task_and_its_dataset(no_network, task_index, monkeypatch):
+    """hellaswag, read from lm-eval's packaged task file, with the offline setting rather than the probe."""
+    from rr_model.uses.downstream import task_scores
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    lookups, _ = no_network
+    calls, export, folder = task_index
+    with pytest.raises(DataUnavailable) as err:
+        task_scores([export], ["hellaswag"], include_path=folder, device="cpu")
+    assert str(err.value).startswith(
+        "cannot load the dataset Rowan/hellaswag of task hellaswag (lm_eval/tasks/hellaswag/hellaswag.yaml): "
+        "not in this machine's Hugging Face cache, and HF_HUB_OFFLINE=1 is set (the hub's offline mode)."
+    )
+    assert calls == [] and lookups == []
+
+
+@pytest.mark.parametrize(
+    ("task", "said"),
+    [
+        ("rr_fake_group", "Someone/Fake_MC of rr_fake_group (its task rr_fake_hub, {file})"),
+        ("rr_fake_tag", "Someone/Fake_MC of rr_fake_tag (its task rr_fake_hub, {file})"),
+        ("mmlu", "cais/mmlu of mmlu ("),  # lm-eval's group, of groups of tags
+    ],
+)
+def test_rr_eval_tasks_offline_refuses_a_group_or_tag_by_its_tasks_files(no_network, task_index, task, said):
+    """Every task of a group or tag is loaded by lm-eval: one whose dataset is not cached stops the name."""
+    from rr_model.uses.downstream import task_scores
+
+    calls, export, folder = task_index
+    with pytest.raises(DataUnavailable) as err:
+        task_scores([export], [task], include_path=folder, device="cpu")
+    file = folder / "fake" / "rr_fake_hub.yaml"
+    assert str(err.value).startswith("cannot load the dataset " + said.format(file=file)), str(err.value)
+    assert calls == []
+
+
+@pytest.mark.parametrize(
+    ("task", "cached"),
+    [
+        ("rr_fake_inline", None),  # a group whose member is a mapping: lm-eval's index builds it
+        ("rr_fake_*", None),  # a pattern
+        ("rr_template_tag", None),  # a tag set only in an included template
+        ("rr_fake_hub", "hf-datasets/Someone___fake_mc/default/0.0.0/0a1b"),  # as `datasets` prepared it
+        (
+            "rr_fake_group",
+            "hf/datasets--Someone--Fake_MC/snapshots/0a1b",
+        ),  # as the hub's client downloaded it
+    ],
+)
+def test_rr_eval_tasks_offline_leaves_what_the_files_cannot_refuse_to_lm_eval(
+    no_network, task_index, tmp_path, task, cached
+):
+    """No false refusal: what the task files do not settle, or a cached dataset, goes on to lm-eval's index."""
+    from rr_core.errors import Note
+    from rr_model.uses.downstream import task_scores
+
+    calls, export, folder = task_index
+    if cached:
+        (tmp_path / cached).mkdir(parents=True)
+    with pytest.warns(Note, match="the Hugging Face hub will not be used"), pytest.raises(_IndexBuilt):
+        task_scores([export], [task], include_path=folder, device="cpu")
+    assert len(calls) == 1
+
+
 # ------------------------------------------------------------------------------------------- sample_batch
 
 

@@ -137,14 +137,19 @@ def test_sizes_train_and_sweep_take_a_ladder_file(pilot):
     assert result.exit_code == 2 and "rr: error:" in result.output and "none.toml" in result.output
 
 
+LR_RULE = "(0, 1] (AdamW moves each weight by about lr a step, and weights start near 0.02)"
 SHAPE = "[1M]\nd_model = 32\nn_layer = 1\nn_head = 2\nsteps = 2\nseeds = 1\nwarmup_steps = 1\n"
 
 
 @pytest.mark.parametrize(
     ("line", "rule"),
     [
-        ("lr = nan", "lr = nan must be a finite number > 0"),
-        ("lr = inf", "lr = inf must be a finite number > 0"),
+        ("lr = nan", f"lr = nan must be a finite number in {LR_RULE}"),
+        ("lr = inf", f"lr = inf must be a finite number in {LR_RULE}"),
+        (
+            "lr = 2.0",
+            f"lr = 2.0 must be a finite number in {LR_RULE}",
+        ),  # before issue 47.4: trained, diverged
         ("beta1 = 1.5", "beta1 = 1.5 must be a number in [0, 1) (AdamW's first-moment decay)"),
         (
             "min_lr_frac = nan",

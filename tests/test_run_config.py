@@ -215,12 +215,13 @@ LADDER_SIZE = {"d_model": 32, "n_layer": 1, "n_head": 2, "steps": 4, "seeds": 1,
 
 # A number (from an option, a ladder file) that, before issue 47, trained (to a crash, a wasted schedule or a
 # run refused after its steps) or ended in a traceback; each now refused in one line before anything is made:
-# (the ladder file's values, flags, the rule named).
+# (the ladder file's values, flags, the rule named). The later rows are asked of the dry run (which checks as
+# the run does), so that without their rule the test fails at once rather than trains for ever.
 NUMBERS = {
     "gpu-memory-inf": (
         {},
         ["--gpu-memory", "inf"],
-        "gpu_memory inf must be a finite number",
+        "gpu_memory inf must be > 0 and at most 1048576",
     ),  # JSON traceback
     "checkpoint-interval-past-the-steps": (  # never checkpointed
         {},
@@ -233,9 +234,39 @@ NUMBERS = {
         "warmup_steps = 500 must be below the size's steps (4)",
     ),
     "lr-times-weight-decay": (  # diverged after training its first steps
-        {"lr": 20.0},
+        {"lr": 0.5, "weight_decay": 4.0},
         [],
-        "lr = 20.0 and weight_decay = 0.1 must multiply to less than 1",
+        "lr = 0.5 and weight_decay = 4.0 must multiply to less than 1",
+    ),
+    "lr-past-one": (  # without weight decay, lr = 1e6 trained to a diverged, failed record
+        {"lr": 1e6, "weight_decay": 0.0},
+        ["--dry-run"],
+        "lr = 1000000.0 must be a finite number in (0, 1]",
+    ),
+    "steps-past-any-run": (  # 13 billion days in the dry run's plan; 10**26 a traceback formatting it
+        {},
+        ["--steps", 10**26, "--dry-run"],
+        "steps 100,000,000,000,000,000,000,000,000 trains 1,638,400,000,000,000,000,000,000,000,000 tokens",
+    ),
+    "tokens-per-param-past-any-run": (
+        {},
+        ["--tokens-per-param", "1e12", "--dry-run"],
+        "more than the 1,000,000,000,000,000 any run may read",
+    ),
+    "eval-batches-past-any-run": (  # an evaluation of 10**11 batches: its time, after training
+        {"eval_batches": 10**11},
+        ["--dry-run"],
+        "eval_batches = 100000000000 has the final evaluation score 1,638,400,000,000,000 tokens",
+    ),
+    "seeds-past-any-sweep": (  # rr sweep planned 10**10 seeds per variant to a MemoryError traceback
+        {"seeds": 10**10},
+        ["--dry-run"],
+        "seeds = 10000000000 must be at most 10,000 (rr_core.ladder.MAX_SEEDS)",
+    ),
+    "gpu-memory-past-any-gpu": (  # the memory plan's check switched off by a slip
+        {},
+        ["--gpu-memory", "1e30", "--dry-run"],
+        "gpu_memory 1e+30 must be > 0 and at most 1048576 (GiB per GPU, 1 PiB)",
     ),
     "ece-bins-past-the-predictions": (  # trained, then scored into bins mostly left empty
         {"ece_bins": 2_000_000},

@@ -19,7 +19,7 @@ import pandas as pd
 from rr_analysis.comparison import ALPHA, Comparison, asked, of_sizes, sizes_in_order
 from rr_analysis.numbers import fixed, significant
 from rr_core.errors import InputError
-from rr_core.ladder import get_size
+from rr_core.ladder import PUBLISHED_CORPUS, get_size
 from rr_core.sweepfile.csv_text import FIELDS
 from rr_core.sweepfile.dataset import bundled_path, load_sweep
 from rr_core.sweepfile.provenance import PUBLISHED_ENVIRONMENT, read_records, sidecar_path
@@ -114,8 +114,8 @@ def _record_flags(record: dict | None, size: str | None = None) -> list[str]:
         ]
     if config.get("precision") != PUBLISHED_ENVIRONMENT["precision"]:
         flags.append(f"precision {config.get('precision')} (published: {PUBLISHED_ENVIRONMENT['precision']})")
-    if config.get("data") != "tinystories":
-        flags.append(f"data {config.get('data')} (published: tinystories)")
+    if config.get("data") != PUBLISHED_CORPUS:
+        flags.append(f"data {config.get('data')} (published: {PUBLISHED_CORPUS})")
     if config.get("schedule", "cosine") != "cosine":  # warmup-stable-decay: another schedule than the paper's
         flags.append(f"schedule {config['schedule']} (published: cosine)")
     device = env.get("device_name") or "unknown"

@@ -16,16 +16,26 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+import re
 import socket
 import sys
 import threading
 import urllib.request
 from collections.abc import Iterator
+from pathlib import Path
 from urllib.parse import urlsplit
 
 from rr_core.errors import RRError
 
-__all__ = ["DataUnavailable", "PROBE_SECONDS", "from_hub", "hub_unreachable", "probe"]
+__all__ = [
+    "DataUnavailable",
+    "PROBE_SECONDS",
+    "from_hub",
+    "hub_unreachable",
+    "in_cache",
+    "not_cached",
+    "probe",
+]
 
 PROBE_SECONDS = 1.5  # one TCP handshake, name lookup included: a reachable hub answers in well under this
 _OFFLINE_SETTINGS = ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE")
@@ -33,6 +43,14 @@ _OFFLINE_SETTINGS = ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFL
 
 class DataUnavailable(RRError):
     """The hub, or a dataset or tokenizer on it, cannot be reached and nothing usable is cached."""
+
+
+def not_cached(what: str, why: str, instead: str) -> DataUnavailable:
+    """The one line for `what` missing from the cache while the hub cannot be used (`why`, a clause from
+    `hub_unreachable`), followed by what serves `instead`."""
+    return DataUnavailable(
+        f"cannot load {what}: not in this machine's Hugging Face cache, and {why}. {instead}"
+    )
 
 
 def _offline_setting() -> str | None:
@@ -83,6 +101,34 @@ def hub_unreachable() -> str | None:
     return probe()
 
 
+def _key(name: str) -> str:
+    """A dataset's name as its cache folders spell it, compared loosely ("Rowan/hellaswag",
+    "Rowan___hellaswag", "datasets--Rowan--hellaswag" all read "rowanhellaswag")."""
+    return re.sub(r"[^0-9a-z]", "", name.casefold())
+
+
+def in_cache(dataset: str) -> bool:
+    """Whether the Hugging Face caches may hold the hub dataset `dataset` ("owner/name"): a folder of its
+    name in the datasets' cache (what `datasets` loads offline) or the hub's (its downloaded files).
+
+    Loose on purpose: a folder that only resembles the name counts, so a dataset is said to be missing
+    only when nothing of it was ever cached. The datasets' cache is where their library says (it need not
+    be imported: HF_DATASETS_CACHE, else the datasets folder of HF_HOME).
+    """
+    from huggingface_hub import constants
+
+    if (config := sys.modules.get("datasets.config")) is not None:
+        prepared = Path(config.HF_DATASETS_CACHE)
+    else:
+        prepared = Path(os.environ.get("HF_DATASETS_CACHE") or Path(constants.HF_HOME) / "datasets")
+    wanted = _key(dataset)
+    for folder, prefix in ((prepared.expanduser(), ""), (Path(constants.HF_HUB_CACHE), "datasets--")):
+        with contextlib.suppress(OSError):
+            if any(n.startswith(prefix) and _key(n[len(prefix) :]) == wanted for n in os.listdir(folder)):
+                return True
+    return False
+
+
 @functools.cache
 def probe() -> str | None:
     """None when a TCP connection to the hub (or its proxy) opens within `PROBE_SECONDS`, else why not."""
@@ -130,8 +176,7 @@ def from_hub(what: str, instead: str) -> Iterator[None]:
     try:
         yield
     except OSError as e:
-        if why is None:
-            message = f"cannot load {what} from the Hugging Face hub ({type(e).__name__}: {e})."
-        else:
-            message = f"cannot load {what}: not in this machine's Hugging Face cache, and {why}."
+        if why is not None:
+            raise not_cached(what, why, instead) from e
+        message = f"cannot load {what} from the Hugging Face hub ({type(e).__name__}: {e})."
         raise DataUnavailable(f"{message} {instead}") from e

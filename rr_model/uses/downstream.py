@@ -21,9 +21,8 @@ from typing import Any
 
 from rr_core.errors import InputError, Note, did_you_mean, nearest
 from rr_core.files.replacing import scratch
-from rr_core.sweepfile.schema import EXTRA_NAME
-from rr_model.data.hub import from_hub, hub_unreachable
-from rr_model.uses.export import export
+from rr_model.data.hub import from_hub, hub_unreachable, in_cache, not_cached
+from rr_model.uses.task_files import TaskDataset, task_datasets
 
 __all__ = ["RunScores", "task_scores", "measured_columns", "column_name", "SEEDS"]
 
@@ -54,6 +53,8 @@ class RunScores:
 
 def _exported(path: Path, scratch: Path) -> tuple[Path, dict[str, Any]]:
     """The export folder of `path` (an export itself, or a checkpoint exported into `scratch`) and its run."""
+    from rr_model.uses.export import export  # torch: loaded after the offline check, which needs none
+
     if not (path.is_dir() and (path / "config.json").is_file()):
         export(path, scratch)
         path = scratch
@@ -76,6 +77,36 @@ def _task_manager(tasks: Sequence[str], include_path: str | os.PathLike | None) 
         if all(own.match_tasks([t]) for t in tasks):
             return own
     return TaskManager(include_path=str(include_path) if include_path is not None else None)
+
+
+def _refuse_uncached(
+    tasks: Sequence[str], include_path: str | os.PathLike | None, packaged: Path, why: str
+) -> None:
+    """With the hub unusable (`why`), refuse at once the names (tasks, groups, tags) whose tasks load a hub
+    dataset the cache lacks, read from their own task files (`rr_model.uses.task_files`; `packaged`: lm-eval's)
+    before lm-eval indexes every task. What the files cannot settle is left to lm-eval, which fails later if it
+    must."""
+    roots = [Path(include_path), packaged] if include_path is not None else [packaged]
+    missing: dict[tuple[str, str], list[TaskDataset]] = {}
+    for d in task_datasets(tasks, roots):
+        if not in_cache(d.dataset):
+            missing.setdefault((d.asked, d.dataset), []).append(d)
+    if not missing:
+        return
+    said = []
+    for (asked, dataset), of in missing.items():
+        first = of[0]
+        where = (
+            first.file.relative_to(packaged.parent.parent)
+            if first.file.is_relative_to(packaged)
+            else first.file
+        )
+        if first.task == asked:
+            said.append(f"{dataset} of task {asked} ({where})")
+        else:
+            held = f"{len(of)} of its tasks, e.g." if len(of) > 1 else "its task"
+            said.append(f"{dataset} of {asked} ({held} {first.task}, {where})")
+    raise not_cached(f"the dataset {'; '.join(said)}", why, LOCAL_TASKS)
 
 
 def _check_tasks(tasks: Sequence[str], manager: Any) -> None:
@@ -142,10 +173,12 @@ def task_scores(
     (`SEEDS`) and its default bootstrap for the standard errors of metrics that are not means.
     """
     import lm_eval  # the 'eval' extra
-    import torch
 
     if why := hub_unreachable():  # said now: indexing lm-eval's tasks and exporting the runs take a while
+        _refuse_uncached(tasks, include_path, Path(lm_eval.__file__).parent / "tasks", why)
         warnings.warn(Note(f"the Hugging Face hub will not be used: {why}"), stacklevel=2)
+    import torch
+
     manager = _task_manager(tasks, include_path)
     _check_tasks(tasks, manager)
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")
@@ -182,6 +215,8 @@ def measured_columns(scores: Sequence[RunScores]) -> list[dict[str, Any]]:
 
     Raises InputError when a column's name cannot be a sweep file's extra column (too long, say).
     """
+    from rr_core.sweepfile.schema import EXTRA_NAME  # pandas: not before an offline refusal
+
     records = []
     for s in scores:
         values = {column_name(r["task"], r["metric"]): r["value"] for r in s.scores}
