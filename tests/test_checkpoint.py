@@ -140,6 +140,7 @@ def test_resume_after_a_checkpoint_is_bitwise_identical(tmp_path, monkeypatch, t
     assert a.drop(columns="minutes").equals(b.drop(columns="minutes"))
 
 
+@pytest.mark.slow
 def test_sigkill_then_resume_is_bitwise_identical(tmp_path, tiny_run):
     cfg = TrainConfig(**TINY_RUN)
     out = tmp_path / "killed.csv"

@@ -167,6 +167,7 @@ def test_the_confirm_plan_states_its_runs_budget_beside_the_paths(sweep):
     assert p["path_tokens_per_param"].iloc[0] == pytest.approx(0.0321, abs=5e-5)
 
 
+@pytest.mark.slow
 def test_a_grid_forecasts_at_a_stated_budget_from_the_fit_on_both():
     from rr_analysis.stats.forecast import forecast
 
