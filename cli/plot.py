@@ -12,7 +12,8 @@ from cli.choices import Adjust, Stat
 from cli.errors import fail
 from cli.fields import dataclass_options
 from cli.help import CASE_INSENSITIVE
-from rr_analysis.comparison import Comparison, of_sizes  # light: no numpy or pandas at import
+from rr_analysis.cells import of_sizes  # light: no numpy or pandas at import
+from rr_analysis.comparison import Comparison
 
 plot_app = typer.Typer(
     help="Draw a figure of a sweep to a file; the format follows the suffix (.png, .pdf, .svg).",

@@ -24,7 +24,8 @@ from pathlib import Path
 import pandas as pd
 from matplotlib.figure import Figure
 
-from rr_analysis.comparison import Comparison, asked, of_sizes, sizes_left_out
+from rr_analysis.cells import of_sizes, sizes_left_out
+from rr_analysis.comparison import Comparison, asked
 from rr_analysis.figures.estimates import test_name
 from rr_analysis.figures.gaps import emergence_plot
 from rr_analysis.figures.output import save_figure, with_provenance, write_atomic

@@ -12,7 +12,8 @@ from dataclasses import asdict
 import pytest
 from conftest import rr
 
-from rr_analysis.comparison import Comparison, of_sizes
+from rr_analysis.cells import of_sizes
+from rr_analysis.comparison import Comparison
 from rr_analysis.stats.pooling import cell_provenance, provenance_notes
 from rr_core.errors import InputError
 from rr_core.ladder import RECIPE

@@ -16,7 +16,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from rr_analysis.comparison import ALPHA, Comparison, asked, of_sizes, sizes_in_order
+from rr_analysis.cells import of_sizes
+from rr_analysis.comparison import ALPHA, Comparison, asked, sizes_in_order
 from rr_analysis.numbers import fixed, significant
 from rr_core.errors import InputError
 from rr_core.ladder import PUBLISHED_CORPUS, get_size

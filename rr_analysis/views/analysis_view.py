@@ -12,7 +12,8 @@ from typing import Any
 
 import pandas as pd
 
-from rr_analysis.comparison import Comparison, cell_size, of_sizes, one_rate, sizes_left_out
+from rr_analysis.cells import cell_size, of_sizes, sizes_left_out
+from rr_analysis.comparison import Comparison, one_rate
 from rr_analysis.stats.pooling import cell_provenance, provenance_notes
 from rr_analysis.tables.columns import View
 from rr_analysis.tables.render import render
