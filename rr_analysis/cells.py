@@ -6,7 +6,7 @@ reads (`of_sizes`, `sizes_left_out`): the one place ``--sizes`` selects rows.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from rr_core.errors import InputError, did_you_mean
 from rr_core.variants import nearest
@@ -14,9 +14,14 @@ from rr_core.variants import nearest
 if TYPE_CHECKING:
     import pandas as pd
 
-    from rr_analysis.comparison import Comparison
-
 __all__ = ["SIZE_NAME", "budget_cells", "cell_size", "of_sizes", "sizes_left_out"]
+
+
+class Comparison(Protocol):
+    """What the sizes' selection reads of `rr_analysis.comparison.Comparison` (a floor above this module)."""
+
+    sizes: tuple[str, ...] | None
+
 
 SIZE_NAME = "size_name"  # the column `budget_cells` keeps each row's size label in, beside its cell's
 
