@@ -235,6 +235,12 @@ def field_option(cls: type, name: str, panel: str | None = None) -> Any:
     return as_option(found, panel)
 
 
+def field_help(cls: type, name: str) -> str:
+    """The help text of `cls`'s declared field `name`."""
+    (found,) = (d for d in declared(cls) if d.name == name)
+    return found.option.help
+
+
 def field_type(cls: type, name: str) -> Any:
     """The type typer parses `cls`'s declared field `name` as (`cli_type`), beside `field_option`, so the
     option takes the same values wherever it is offered."""
