@@ -33,7 +33,7 @@ class Option:
     commands: tuple[str, ...] | None = (
         None  # the commands that offer it; None: every one that takes its class
     )
-    min: int | None = None  # the smallest value allowed (an int field)
+    min: float | None = None  # the smallest value allowed (a number field)
     flag: str | None = None  # its flag; None: --field-name
     renamed: tuple[str, str] | None = None  # (an old flag that still works, with a note; why it went)
     comma: bool = False  # a tuple field given as one comma-separated list (--branch-at 100,200) too

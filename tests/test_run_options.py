@@ -370,11 +370,12 @@ def test_train_command_plans_each_size_at_its_own_next_seed(published_copy):
     [
         ("eval", "rr_model.uses.scoring.Scoring"),
         ("gates", "rr_model.uses.gate_reading.GateReading"),
+        ("sample", "rr_model.uses.sampling.Sampling"),
         ("analyze", "rr_analysis.views.view_options.ViewOptions"),
     ],
 )
 def test_a_command_s_options_are_its_library_value_s_fields(command, where):
-    """Issue 43.2/3: rr eval's, rr gates's and rr analyze's own options are the documented fields of the value
+    """Issue 43.2/3: rr eval's, rr gates's, rr sample's and rr analyze's own options are the documented fields of the value
     their library call takes, made by the one mechanism: flag, help, bound and default from the field, and a
     field without a default is a required option."""
     import importlib
@@ -397,5 +398,5 @@ def test_a_command_s_options_are_its_library_value_s_fields(command, where):
         assert p.min == declared.option.min and p.required == (declared.default is MISSING)
         if declared.default is not MISSING:
             assert p.default == (None if declared.default == () else declared.default)
-    if command == "eval":
-        assert params["checkpoint"].required  # the one field of Scoring without a default
+    if command in ("eval", "sample"):
+        assert params["checkpoint"].required  # the one field without a default
