@@ -15,6 +15,7 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Callable, Iterable
+from dataclasses import MISSING
 from enum import Enum
 from typing import Any, TypeVar, get_args, get_origin
 
@@ -53,15 +54,15 @@ def _plain(value: Any) -> Any:
 def as_option(declared: Declared, panel: str | None = None) -> Any:
     """`declared`'s field as a typer option in the help panel `panel`: its flag, default, help, bound and
     metavar from the field."""
-    how = declared.option
-    default = None if declared.default == () else declared.default  # a repeatable option: none given
+    how, required = declared.option, declared.default is MISSING  # a field without a default: required
+    default = ... if required else None if declared.default == () else declared.default  # (): none given
     return typer.Option(
         default,
         declared.flag,
         help=how.help,
         min=how.min,
         metavar=how.metavar,
-        show_default=declared.default is not None,  # None: the help says what it means
+        show_default=not required and declared.default is not None,  # None: the help says what it means
         rich_help_panel=panel,
     )
 
@@ -232,6 +233,12 @@ def field_option(cls: type, name: str, panel: str | None = None) -> Any:
     own, such as `rr sizes --precision`."""
     (found,) = (d for d in declared(cls) if d.name == name)
     return as_option(found, panel)
+
+
+def field_help(cls: type, name: str) -> str:
+    """The help text of `cls`'s declared field `name`."""
+    (found,) = (d for d in declared(cls) if d.name == name)
+    return found.option.help
 
 
 def field_type(cls: type, name: str) -> Any:

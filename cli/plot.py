@@ -7,13 +7,13 @@ from pathlib import Path
 import typer
 
 from cli import figure_files as fig
-from cli import options
 from cli.choices import Adjust, Stat
 from cli.errors import fail
-from cli.fields import dataclass_options
+from cli.fields import dataclass_options, field_option
 from cli.help import CASE_INSENSITIVE
 from rr_analysis.cells import of_sizes  # light: no numpy or pandas at import
 from rr_analysis.comparison import Comparison
+from rr_model.uses.gate_reading import GateReading
 
 plot_app = typer.Typer(
     help="Draw a figure of a sweep to a file; the format follows the suffix (.png, .pdf, .svg).",
@@ -190,8 +190,8 @@ def gates(
     runs: list[Path] = fig.RUNS,
     data: Path | None = fig.RUNS_DATA,
     checkpoint: Path | None = fig.CHECKPOINT,
-    corpus: str | None = options.RUN_CORPUS,
-    windows: int = options.WINDOWS,
+    corpus: str | None = field_option(GateReading, "corpus"),
+    windows: int = field_option(GateReading, "windows"),
     out: Path = fig.out_option("gates.png"),
     dpi: int = fig.DPI,
     title: str | None = fig.TITLE,

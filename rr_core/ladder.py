@@ -27,6 +27,7 @@ __all__ = [
     "Size",
     "RECIPE",
     "PUBLISHED_CORPUS",
+    "CORPORA",
     "BYTE_EOS",
     "LADDER",
     "PUBLISHED_SIZES",
@@ -140,6 +141,8 @@ BUDGET_KEYS: tuple[str, ...] = ("steps", "tokens", "tokens_per_param")
 # The published runs' corpus, as --corpus names it: the first n_text training stories of roneneldan/TinyStories
 # (`rr_model.data.corpus`). What a run's record says it trained on; the pool check reads it too.
 PUBLISHED_CORPUS = "tinystories"
+# The corpora a command that reads text takes, as its --corpus help says them (`rr eval`, `rr gates`).
+CORPORA = f"synthetic, {PUBLISHED_CORPUS}, a .txt/.jsonl/.parquet file or a token cache"
 BYTE_EOS = 256  # the byte tokenizer (the synthetic demo's): ids 0-255 are UTF-8 bytes, 256 ends a document
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import functools
 import math
-from dataclasses import MISSING, dataclass, fields
+from dataclasses import dataclass, fields
 from typing import Any, Literal, NamedTuple, get_args, get_origin, get_type_hints
 
 __all__ = ["Option", "option", "Declared", "declared", "choices"]
@@ -33,7 +33,7 @@ class Option:
     commands: tuple[str, ...] | None = (
         None  # the commands that offer it; None: every one that takes its class
     )
-    min: int | None = None  # the smallest value allowed (an int field)
+    min: float | None = None  # the smallest value allowed (a number field)
     flag: str | None = None  # its flag; None: --field-name
     renamed: tuple[str, str] | None = None  # (an old flag that still works, with a note; why it went)
     comma: bool = False  # a tuple field given as one comma-separated list (--branch-at 100,200) too
@@ -66,7 +66,8 @@ def choices(kind: Any) -> tuple[tuple[Any, ...], bool]:
 
 
 class Declared(NamedTuple):
-    """A field that command lines set: its name, type, default and `Option`."""
+    """A field that command lines set: its name, type, default (`dataclasses.MISSING`: a required option)
+    and `Option`."""
 
     name: str
     type: Any
@@ -102,5 +103,5 @@ def declared(cls: type, command: str | None = None) -> tuple[Declared, ...]:
         how = f.metadata.get("option")
         if how is None or (command is not None and how.commands is not None and command not in how.commands):
             continue
-        found.append(Declared(f.name, hints[f.name], None if f.default is MISSING else f.default, how))
+        found.append(Declared(f.name, hints[f.name], f.default, how))
     return tuple(found)

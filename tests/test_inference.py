@@ -153,3 +153,34 @@ def test_a_count_of_windows_past_this_machine_s_memory_is_one_line_before_any_wo
     assert result.stderr.startswith(
         f"rr: error: {option} 100,000,000,000: 100,000,000,000 windows of 257 tokens need "
     ) and result.stderr.endswith("GiB; ask for fewer\n")
+
+
+def test_rr_eval_s_library_call_scores_what_its_value_names(final, offline):
+    """`rr_model.uses.scoring.score(Scoring(...))`, the one call `rr eval` makes: each run's held-out row is
+    `heldout`'s on the same windows, and options that do not go together are refused by the value's check
+    with the command line's words (InputError)."""
+    from rr_core.errors import InputError
+    from rr_model.uses.inference import heldout, load_trained
+    from rr_model.uses.scoring import Scoring, score
+
+    scored = score(Scoring(checkpoint=(final,), corpus="synthetic", windows=4, seed=3))
+    trained = load_trained(final)
+    direct = heldout(trained, "synthetic", windows=4, seed=3)
+    assert scored.joined is None and len(scored.rows) == 1 and scored.rows[0]["run"] == trained.title
+    assert scored.rows[0]["loss"] == pytest.approx(direct["loss"], rel=1e-6)
+    with pytest.raises(InputError, match="give one"):
+        score(Scoring(checkpoint=(final,)))
+    with pytest.raises(InputError, match="go with --tasks"):
+        score(Scoring(checkpoint=(final,), corpus="synthetic", limit=5))
+
+
+def test_rr_gates_s_library_call_reads_what_its_value_names():
+    """`rr_model.uses.gate_reading.read(GateReading(...))`: a fresh Review model's gates, all at exactly 0.5
+    (its gate bias starts at 0, so r = sigmoid(0)), on the batch the value names."""
+    from rr_model.uses.gate_reading import GateReading, read
+
+    found = read(GateReading(size="tiny", batch=2, seed=1))
+    assert list(found.columns[:2]) == ["layer", "sublayer"] and len(found) > 0
+    assert found["mean"].to_numpy() == pytest.approx(0.5, abs=1e-6)
+    assert not GateReading().reads_anatomy and GateReading(checkpoint="x.pt").reads_anatomy
+    assert not GateReading(checkpoint="x.pt", stories=True).reads_anatomy

@@ -363,3 +363,40 @@ def test_train_command_plans_each_size_at_its_own_next_seed(published_copy):
         ("320M", 8000, 8000 * 64 * 256),
     ]
     assert [r["size"] for r in done.dry_run.runs] == ["60M"] * 3 + ["320M"] * 3 and done.dry_run.world == 1
+
+
+@pytest.mark.parametrize(
+    "command, where",
+    [
+        ("eval", "rr_model.uses.scoring.Scoring"),
+        ("gates", "rr_model.uses.gate_reading.GateReading"),
+        ("sample", "rr_model.uses.sampling.Sampling"),
+        ("analyze", "rr_analysis.views.view_options.ViewOptions"),
+    ],
+)
+def test_a_command_s_options_are_its_library_value_s_fields(command, where):
+    """Issue 43.2/3: rr eval's, rr gates's, rr sample's and rr analyze's own options are the documented fields of the value
+    their library call takes, made by the one mechanism: flag, help, bound and default from the field, and a
+    field without a default is a required option."""
+    import importlib
+    from dataclasses import MISSING
+
+    from typer.main import get_command
+
+    from cli.main import app
+    from rr_analysis.stats.equivalence import DEFAULT_MARGIN
+
+    module, _, name = where.rpartition(".")
+    cls = getattr(importlib.import_module(module), name)
+    params = {p.name: p for p in get_command(app).commands[command].params}
+    for declared in options.declared(cls):
+        p = params[declared.name]
+        help = declared.option.help.format(
+            margin=DEFAULT_MARGIN
+        )  # the margin's default, filled in when shown
+        assert p.opts == [declared.flag] and p.help.format(margin=DEFAULT_MARGIN) == help
+        assert p.min == declared.option.min and p.required == (declared.default is MISSING)
+        if declared.default is not MISSING:
+            assert p.default == (None if declared.default == () else declared.default)
+    if command in ("eval", "sample"):
+        assert params["checkpoint"].required  # the one field without a default

@@ -188,3 +188,29 @@ def test_the_docs_example_view_is_this_one():
         line.strip().strip('",').startswith("rr_analysis.views.")
         and MODULES[0] == "rr_analysis.views.table_view"
     )
+
+
+def test_the_view_options_give_every_option_a_view_reads():
+    """Issue 43.2/3: `ViewOptions.given` (rr analyze's view options, one documented value) holds every name a
+    registered view's compute or show reads, each None where not given (``at``: an empty list), ``ladder`` as
+    text; the layout's (wide, columns) are not among them."""
+    import inspect
+    from pathlib import Path
+
+    from rr_analysis.comparison import Comparison
+    from rr_analysis.views.registry import VIEWS
+    from rr_analysis.views.view_options import ViewOptions
+
+    given = ViewOptions().given(Comparison(), "holm", None)
+    shown = [inspect.signature(v.show).parameters.values() for v in VIEWS.values() if v.show is not None]
+    read = {n for v in VIEWS.values() for n in v.reads} | {
+        p.name for ps in shown for p in ps if p.kind is p.KEYWORD_ONLY
+    }
+    assert read <= set(given) and not {"wide", "columns"} & set(given)
+    assert given["at"] == [] and given["margin"] is None and given["comparison"] == Comparison()
+    asked = ViewOptions(at=("3B",), ladder=Path("mine.toml"), margin=0.01).given(
+        Comparison(), "none", Path("x.csv")
+    )
+    said = (asked["at"], asked["ladder"], asked["margin"], asked["adjust"])
+    assert said == (["3B"], "mine.toml", 0.01, "none")
+    assert ViewOptions(columns="size, gap,").names == ["size", "gap"] and ViewOptions().names is None
