@@ -184,6 +184,7 @@ def test_load_evals_reads_the_validation_curve_and_a_resumed_run_logs_the_same(r
         load_evals([tiny_run["out"]])
 
 
+@pytest.mark.slow
 def test_rr_train_eval_every_end_to_end(tmp_path, token_cache):
     out = tmp_path / "cli.csv"
     args = ["train", "--size", "tiny", "--variant", "standard", "--seed", "1", "--corpus", "synthetic"]

@@ -165,6 +165,7 @@ def test_published_sweep_matches_r(tmp_path):
     assert compare(d, run_r([d], tmp_path)[0], REL) == []
 
 
+@pytest.mark.slow
 def test_two_moderator_fit_on_a_grid_of_budgets_matches_r(tmp_path):
     """Issue 44: on 3 sizes x 3 budgets (conftest.budget_grid), each (size, steps) cell's paired gap on log10 N
     and log10 D/N, as metafor fits it, to 1e-6; and on the published sweep, where the two barely differ."""

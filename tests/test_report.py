@@ -133,6 +133,7 @@ def test_a_backtick_in_the_data_path_cannot_inject_markup(tmp_path):
     assert f"Data: ``{data}``: 42 rows" in text
 
 
+@pytest.mark.slow
 def test_report_replaces_its_folder_whole_and_refuses_one_holding_other_files(tmp_path):
     out = tmp_path / "r"
     out.mkdir()

@@ -128,6 +128,7 @@ def test_deterministic_runs_record_it_and_change_nothing_on_cpu(tmp_path, monkey
     assert on["loss_curve"] == off["loss_curve"] and on["result"]["val_loss"] == off["result"]["val_loss"]
 
 
+@pytest.mark.slow
 def test_sweep_children_get_the_config_file_and_determinism(tmp_path):
     config, out = tmp_path / "sweep.toml", tmp_path / "s.csv"
     config.write_text(

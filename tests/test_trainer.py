@@ -539,6 +539,7 @@ def test_diverged_run_records_a_failure_and_no_row(tmp_path, monkeypatch):
     assert not out.exists()
 
 
+@pytest.mark.slow
 def test_cuda_oom_switches_to_gradient_accumulation_with_the_same_batch(tmp_path, monkeypatch, tiny_run):
     forward = GPT.forward
 
