@@ -424,6 +424,7 @@ rr_model.register_residual({name!r}, Scale)
 '''
 
 
+@pytest.mark.slow
 def test_two_plugin_files_of_one_module_name_never_replace_each_other(tmp_path):
     first, second = tmp_path / "a" / "rules.py", tmp_path / "b" / "rules.py"
     for path, (name, factor) in zip((first, second), (("halfrule", 0.5), ("quarterrule", 0.25)), strict=True):

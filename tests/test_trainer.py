@@ -345,6 +345,7 @@ def test_two_concurrent_trainers_append_intact_rows(tmp_path):
     assert sorted(r["seed"] for r in records(out)) == [0, 1]
 
 
+@pytest.mark.slow
 def test_local_corpus(tmp_path):
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("\n\n".join(synthetic.stories(300)) + "\n", encoding="utf-8")
