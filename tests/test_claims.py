@@ -305,6 +305,7 @@ def test_claims_json_carries_every_number():
     assert all(isinstance(x, (int, float)) for x in rows["no_advantage_small"]["numbers"].values())
 
 
+@pytest.mark.slow
 def test_claims_file_option_and_its_error(tmp_path):
     path = claims_file(tmp_path, 'id = "b"\nwords = "w"\ncheck = "budget"')
     out = rr("analyze", "claims", "--claims-file", path, "--format", "csv")

@@ -82,6 +82,7 @@ def test_a_report_figure_is_the_one_rr_plot_emergence_draws_under_its_name(
         assert "its bars are 95% CIs where the paper drew ±1 SE" in text  # issue 49.8: one convention
 
 
+@pytest.mark.slow
 def test_a_report_folder_from_an_earlier_version_is_replaced(tmp_path):
     """A folder holding emergence_paired.png, which earlier reports wrote, is still rr's own: replaced whole."""
     out = tmp_path / "r"
@@ -124,6 +125,7 @@ def test_report_on_bad_data_exits_2_before_creating_the_folder(tmp_path):
     assert not (tmp_path / "r").exists()
 
 
+@pytest.mark.slow
 def test_a_backtick_in_the_data_path_cannot_inject_markup(tmp_path):
     data = tmp_path / "x`](evil.html)`.csv"
     data.write_bytes(bundled_path().read_bytes())

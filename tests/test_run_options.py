@@ -26,6 +26,7 @@ RUN = (
 )
 
 
+@pytest.mark.slow
 def test_a_config_file_runs_a_tiny_run_and_a_flag_overrides_it(tmp_path):
     config, out = tmp_path / "run.toml", tmp_path / "o.csv"
     config.write_text(RUN)

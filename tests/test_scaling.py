@@ -78,6 +78,7 @@ def test_every_number_in_the_text_is_in_the_json(fits):
         assert f"{r['E']:.4f}" in text and f"{r['alpha_high']:.3f}" in text and f"{r['loss_low']:.4f}" in text
 
 
+@pytest.mark.slow
 def test_cli_fits():
     ok = rr("analyze", "fits", "--format", "json")
     assert ok.exit_code == 0 and [r["variant"] for r in json.loads(ok.output)][0] == "review_neutral"

@@ -108,6 +108,7 @@ def test_the_selection_seeds_never_enter_a_test(tmp_path, tune_csv):
     assert not after.loc[~gaps, "estimate"].equals(before.loc[~gaps, "estimate"])
 
 
+@pytest.mark.slow
 def test_every_format_and_the_figure(tune_csv, tmp_path):
     for fmt in ("text", "markdown", "latex", "csv", "json"):
         result = rr("analyze", "tuning", "--data", tune_csv, "--format", fmt)
