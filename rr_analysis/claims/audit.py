@@ -41,34 +41,36 @@ __all__ = [
 ]
 
 
-CLAIM_COLUMNS: tuple[str, ...] = (
-    "id",
-    "claim",
-    "source",
-    "size",
-    "variant",
-    "test",
-    "sided",
-    "reported",
-    "statistic",
-    "relation",
-    "reported_value",
-    "reported_low",
-    "reported_high",
-    "n",
-    "recomputed",
-    "recomputed_low",
-    "recomputed_high",
-    "df",
-    "p",
-    "p_adj",
-    "grim",
-    "verdict",
-    "primary_p_adj",
-    "primary",
-    "evidence",
-    "numbers",
-)
+# Each column of a claims row, and whether it holds text (else a number, NaN until the audit fills it in).
+_TEXT_COLUMNS: dict[str, bool] = {
+    "id": True,
+    "claim": True,
+    "source": True,
+    "size": True,
+    "variant": True,
+    "test": True,
+    "sided": True,
+    "reported": True,
+    "statistic": True,
+    "relation": True,
+    "reported_value": False,
+    "reported_low": False,
+    "reported_high": False,
+    "n": False,
+    "recomputed": False,
+    "recomputed_low": False,
+    "recomputed_high": False,
+    "df": False,
+    "p": False,
+    "p_adj": False,
+    "grim": True,
+    "verdict": True,
+    "primary_p_adj": False,
+    "primary": True,
+    "evidence": True,
+    "numbers": False,
+}
+CLAIM_COLUMNS: tuple[str, ...] = tuple(_TEXT_COLUMNS)
 
 
 def _arrays(df: pd.DataFrame, r: dict) -> tuple[list[np.ndarray], str]:
@@ -89,23 +91,7 @@ def _arrays(df: pd.DataFrame, r: dict) -> tuple[list[np.ndarray], str]:
 
 def _row(r: dict, **fields) -> dict:
     """A claims row: the record's id, words and source, `fields`, and NaN/"" for the rest."""
-    text = {
-        "id",
-        "claim",
-        "source",
-        "size",
-        "variant",
-        "test",
-        "sided",
-        "reported",
-        "statistic",
-        "relation",
-        "grim",
-        "verdict",
-        "primary",
-        "evidence",
-    }
-    row = {c: "" if c in text else math.nan for c in CLAIM_COLUMNS}
+    row = {c: "" if text else math.nan for c, text in _TEXT_COLUMNS.items()}
     row.update(id=r["id"], claim=r["words"], source=r.get("source", ""), numbers={})
     return {**row, **fields}
 

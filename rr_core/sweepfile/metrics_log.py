@@ -194,6 +194,24 @@ def _record_curve(key: tuple, record: dict[str, Any], sidecar: Path) -> list[dic
     ]
 
 
+def _frame(
+    paths: list[Path],
+    from_log: Callable[[Path], list[dict[str, Any]]],
+    from_record: Callable[[tuple, dict[str, Any], Path], list[dict[str, Any]]] | None,
+    columns: tuple[str, ...],
+    none: InputError,
+    floats: tuple[str, ...],
+) -> pd.DataFrame:
+    """The rows `_rows` reads as a frame of `columns`, `floats` as floats: what every loader here starts from;
+    `none` is raised where the paths hold no row of the kind."""
+    rows = _rows(paths, from_log, from_record)
+    if not rows:
+        raise none
+    df = pd.DataFrame(rows, columns=list(columns))
+    df[list(floats)] = df[list(floats)].astype(float)
+    return df
+
+
 def _rows(
     paths: list[Path],
     from_log: Callable[[Path], list[dict[str, Any]]],
@@ -250,11 +268,7 @@ def load_curves(paths: Iterable[str | os.PathLike]) -> pd.DataFrame:
         A path that does not exist, or paths that hold no curve at all.
     """
     paths = [Path(p) for p in paths]
-    rows = _rows(paths, _curve_rows, _record_curve)
-    if not rows:
-        raise _no_curves(paths)
-    df = pd.DataFrame(rows, columns=list(CURVE_COLUMNS))
-    df[["loss", "lr"]] = df[["loss", "lr"]].astype(float)
+    df = _frame(paths, _curve_rows, _record_curve, CURVE_COLUMNS, _no_curves(paths), floats=("loss", "lr"))
     return df.drop_duplicates(["size", "variant", "seed", "step"], keep="last").reset_index(drop=True)
 
 
@@ -279,15 +293,12 @@ def load_gates(paths: Iterable[str | os.PathLike]) -> pd.DataFrame:
         A path that does not exist, or paths that hold no gate reading at all.
     """
     paths = [Path(p) for p in paths]
-    rows = _rows(paths, _gate_rows)
-    if not rows:
-        raise InputError(
-            f"no gate readings in {', '.join(map(str, paths))}: runs of a variant with a gate (review_neutral, "
-            "highway, a plugin's rule with r) log them in NAME.metrics/ as they train; `rr gates --checkpoint` "
-            "reads a finished run's weights"
-        )
-    df = pd.DataFrame(rows, columns=list(GATE_COLUMNS))
-    df[["mean", "std"]] = df[["mean", "std"]].astype(float)
+    none = InputError(
+        f"no gate readings in {', '.join(map(str, paths))}: runs of a variant with a gate (review_neutral, "
+        "highway, a plugin's rule with r) log them in NAME.metrics/ as they train; `rr gates --checkpoint` "
+        "reads a finished run's weights"
+    )
+    df = _frame(paths, _gate_rows, None, GATE_COLUMNS, none, floats=("mean", "std"))
     keys = ["size", "variant", "seed", "step", "layer", "sublayer"]
     return df.drop_duplicates(keys, keep="last").reset_index(drop=True)
 
@@ -332,11 +343,7 @@ def load_losses(paths: Iterable[str | os.PathLike]) -> pd.DataFrame:
     [[4, 'train', 2, 5.0], [4, 'val', 2, 4.9], [4, 'train', 4, 4.0]]
     """
     paths = [Path(p) for p in paths]
-    rows = _rows(paths, _loss_rows, _record_losses)
-    if not rows:
-        raise _no_curves(paths)
-    df = pd.DataFrame(rows, columns=list(LOSS_COLUMNS))
-    df["loss"] = df["loss"].astype(float)
+    df = _frame(paths, _loss_rows, _record_losses, LOSS_COLUMNS, _no_curves(paths), floats=("loss",))
     df["steps"] = df["steps"].astype("Int64")
     keys = ["size", "variant", "seed", "steps", "series", "step"]
     out = df.drop_duplicates(keys, keep="last")
@@ -368,13 +375,10 @@ def load_evals(paths: Iterable[str | os.PathLike]) -> pd.DataFrame:
         A path that does not exist, or paths that hold no periodic reading at all.
     """
     paths = [Path(p) for p in paths]
-    rows = _rows(paths, _eval_rows)
-    if not rows:
-        raise InputError(
-            f"no periodic validation readings in {', '.join(map(str, paths))}: runs trained with "
-            "--eval-every N log them in NAME.metrics/ as they train"
-        )
-    df = pd.DataFrame(rows, columns=list(EVAL_COLUMNS))
+    none = InputError(
+        f"no periodic validation readings in {', '.join(map(str, paths))}: runs trained with "
+        "--eval-every N log them in NAME.metrics/ as they train"
+    )
+    df = _frame(paths, _eval_rows, None, EVAL_COLUMNS, none, floats=("val_loss",))
     df["tokens"] = df["tokens"].astype("int64")
-    df["val_loss"] = df["val_loss"].astype(float)
     return df.drop_duplicates(["size", "variant", "seed", "step"], keep="last").reset_index(drop=True)
