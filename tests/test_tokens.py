@@ -118,6 +118,7 @@ def test_the_tables_json_holds_each_cells_budget():
     assert round(rows[-1]["tokens_per_param"], 2) == 0.10
 
 
+@pytest.mark.slow
 def test_a_grid_file_reads_end_to_end(tmp_path):
     path = tmp_path / "grid.csv"
     budget_grid().to_csv(path, index=False)
