@@ -254,7 +254,10 @@ os._exit(0)  # torch's gloo threads can abort the interpreter's teardown (SIGABR
 
 @pytest.mark.parametrize(
     "owner",  # the sharded check (two gloo processes) and rr eval's (a trained run) are in the slow set
-    [pytest.param(o, marks=pytest.mark.slow) if o.startswith(("sharded", "rr eval")) else o for o in KILLED_OWNERS],
+    [
+        pytest.param(o, marks=pytest.mark.slow) if o.startswith(("sharded", "rr eval")) else o
+        for o in KILLED_OWNERS
+    ],
 )
 def test_a_temporary_a_killed_process_leaves_is_removed_by_the_next_run_of_its_owner(tmp_path, owner):
     work = tmp_path / "work"
