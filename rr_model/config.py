@@ -1,7 +1,7 @@
-"""One training run's configuration, `TrainConfig`, whose defaults are the published run of a size, and how
-a run departs from the published recipe (`recipe_differences`). Torch-free and light to import: the CLI
-builds its training options from it, and the planner and a sweep's children build configs without loading
-the model.
+"""One training run's configuration, `TrainConfig`, whose defaults are the published run of a size (how a
+run departs from the published recipe is `rr_model.run.identity.recipe_differences`). Torch-free and light
+to import: the CLI builds its training options from it, and the planner and a sweep's children build
+configs without loading the model.
 
 Every training option is declared here once, as a field of `TrainConfig`: its type (choices as a
 ``Literal``), its default, and in its metadata (`option`) its help text, the commands that offer it, its
@@ -26,7 +26,7 @@ import math
 import os
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple, get_args
+from typing import Any, Literal, NamedTuple, get_args
 
 from rr_core import options
 from rr_core.budget import budget_steps, reference_params, step_tokens
@@ -59,9 +59,6 @@ __all__ = [
     "Seeds",
 ]
 
-
-if TYPE_CHECKING:
-    pass
 
 Precision = Literal["tf32", "bf16", "fp32"]  # tf32 is the published setting (fp32 arithmetic off CUDA)
 Device = Literal["auto", "cuda", "mps", "cpu"]  # auto: cuda, then mps, then cpu
@@ -584,9 +581,6 @@ def checkpoint_interval(spec: str) -> int | None:
         return ("none", "full").index(spec)
     every, _, n = spec.partition(":")
     return int(n) if every == "every" and n.isdigit() and int(n) >= 1 else None
-
-
-# `role` is not among them: a tuning run's number does not depend on why it was trained
 
 
 def default_out(ladder: str | os.PathLike | None = None) -> Path:
