@@ -1,34 +1,23 @@
-"""The closed sets of values that options share, spelled once for every command.
-
-Each mirrors a tuple of the library (named beside it; tests/test_cli_model.py checks they agree). They are
-spelled here, not imported, because command modules load only typer and the standard library at import
-time: `rr --help` must not load pandas to list the choices.
+"""The closed sets of values that options share, as the choices typer lists: each made from the library's
+own tuple (light homes: `rr_analysis.comparison` and `rr_analysis.tables.grid` load no pandas), so a new
+format, test or adjustment there is a choice here with no line of this file.
 """
 
 from __future__ import annotations
 
 from enum import Enum
 
+from rr_analysis.comparison import ADJUST_METHODS, TESTS
+from rr_analysis.tables.grid import FORMATS
+
 __all__ = ["Format", "Adjust", "Stat"]
 
 
-class Format(str, Enum):  # rr_analysis.tables.render.FORMATS
-    text = "text"
-    markdown = "markdown"
-    latex = "latex"
-    csv = "csv"
-    json = "json"
+def _choices(name: str, values: tuple[str, ...]) -> type[Enum]:
+    """A str Enum whose members are `values`, each named and valued as itself (typer's choices)."""
+    return Enum(name, [(v, v) for v in values], type=str)
 
 
-class Adjust(str, Enum):  # rr_analysis.stats.gap_tests.ADJUST_METHODS
-    holm = "holm"
-    bonferroni = "bonferroni"
-    fdr_bh = "fdr_bh"
-    none = "none"
-
-
-# rr_analysis.figures.estimates.STATS; the declared primary is rr_analysis.stats.gap_tests.PRIMARY_TEST
-class Stat(str, Enum):
-    welch = "welch"
-    paired = "paired"
-    mixed = "mixed"
+Format = _choices("Format", FORMATS)  # the output formats of tables and records
+Adjust = _choices("Adjust", ADJUST_METHODS)  # multiple-testing adjustments of a family
+Stat = _choices("Stat", TESTS)  # the per-size tests; the declared primary is PRIMARY_TEST

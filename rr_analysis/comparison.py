@@ -52,12 +52,20 @@ __all__ = [
     "PARAMS_TOLERANCE",
     "PARAMS_COLUMNS",
     "for_reference",
+    "PRIMARY_TEST",
+    "TESTS",
+    "ADJUST_METHODS",
 ]
 
 # Every test's two-sided level: a p below it is "significant" (the paper's star), a TOST below it shows
 # equivalence, a slope below it is evidence of emergence, and power is planned at it.
 ALPHA = 0.05
 POWER = 0.8  # the power every seed plan aims for (Cohen's conventional 80%)
+# The per-size tests (`rr_analysis.stats.gap_tests.gap_table` runs each) and the multiple-testing adjustments of
+# a family of them; held here, light, so that the command line lists them without loading pandas.
+PRIMARY_TEST = "paired"  # the declared primary per-size test; "mixed" is its twin, "welch" the paper's
+TESTS: tuple[str, ...] = ("welch", "paired", "mixed")
+ADJUST_METHODS: tuple[str, ...] = ("holm", "bonferroni", "fdr_bh", "none")
 METRIC = "val_loss"  # the published response; lower is better
 RESPONSE = "response"  # the column `compare` adds: the metric, negated under higher_is_better
 # The column `compare` adds: the block a run is paired on (the batches it trained on): its data_seed where the

@@ -25,13 +25,13 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from rr_analysis.cells import of_sizes, sizes_left_out
-from rr_analysis.comparison import Comparison, asked
+from rr_analysis.comparison import PRIMARY_TEST, Comparison, asked
 from rr_analysis.figures.estimates import test_name
 from rr_analysis.figures.gaps import emergence_plot
 from rr_analysis.figures.output import save_figure, with_provenance, write_atomic
 from rr_analysis.figures.raw import calibration_figure, scaling_figure, seeds_figure
 from rr_analysis.stats.emergence import emergence
-from rr_analysis.stats.gap_tests import PRIMARY_TEST, gap_table
+from rr_analysis.stats.gap_tests import gap_table
 from rr_analysis.stats.notes import recipe_notes
 from rr_analysis.stats.pooling import cell_provenance, provenance_notes
 from rr_analysis.stats.power import power_table

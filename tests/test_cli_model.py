@@ -13,7 +13,7 @@ from dataclasses import replace
 import pytest
 from conftest import rr
 
-from cli.choices import Adjust, Format, Stat
+from cli.choices import Format
 from rr_core.ladder import LADDER
 from rr_core.shapes import model_config
 from rr_core.sweepfile.dataset import load_sweep
@@ -247,19 +247,6 @@ def test_gates_of_an_ungated_variant_is_one_line_and_exit_2():
     assert result.exit_code == 2
     assert "rr: error: standard has no gate to read; the gated variants are review_neutral" in result.output
     assert "Traceback" not in result.output
-
-
-# ------------------------------------------------------------------ one spelling of each choice
-
-
-def test_option_choices_spell_the_librarys_tuples():
-    from rr_analysis.figures.estimates import STATS
-    from rr_analysis.stats.gap_tests import ADJUST_METHODS
-    from rr_analysis.tables.render import FORMATS
-
-    assert [f.value for f in Format] == list(FORMATS)
-    assert [a.value for a in Adjust] == list(ADJUST_METHODS)
-    assert [s.value for s in Stat] == list(STATS)
 
 
 @pytest.mark.parametrize("fmt", list(Format))

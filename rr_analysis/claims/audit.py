@@ -314,7 +314,7 @@ def claims(
     margin
         Equivalence margin (nats) for "no advantage" (`rr_analysis.stats.equivalence`).
     adjust
-        Multiple-testing adjustment of each test's family (`rr_analysis.stats.gap_tests.ADJUST_METHODS`).
+        Multiple-testing adjustment of each test's family (`rr_analysis.comparison.ADJUST_METHODS`).
     records
         A claims file (`load_claims`); default `CLAIMS_FILE`, the paper's.
     baselines

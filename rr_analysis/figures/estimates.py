@@ -11,18 +11,18 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from rr_analysis.comparison import ALPHA
+from rr_analysis.comparison import ALPHA, TESTS
 from rr_core.errors import InputError
 
-__all__ = ["STATS", "gap_estimates", "require_gap_table", "test_name", "adjust_name", "cell_means"]
+__all__ = ["gap_estimates", "require_gap_table", "test_name", "adjust_name", "cell_means"]
 
-# Each view's columns in `rr_analysis.stats.gap_tests.gap_table`: estimate, SE, df, p, note.
+# Each test's columns (`rr_analysis.comparison.TESTS`) in `rr_analysis.stats.gap_tests.gap_table`: estimate, SE,
+# df, p, note.
 _COLUMNS = {
     "welch": ("gap", "welch_se", "welch_df", "welch_p", "welch_note"),
     "paired": ("paired_diff", "paired_se", "paired_df", "paired_p", "paired_note"),
     "mixed": ("mixed_coef", "mixed_se", "mixed_df", "mixed_p", "mixed_note"),
 }
-STATS: tuple[str, ...] = tuple(_COLUMNS)
 _TEST_NAME = {
     "welch": "Welch t-test",
     "paired": "Paired t-test (seed-matched)",
@@ -97,7 +97,7 @@ def gap_estimates(table: pd.DataFrame, stat: str = "welch") -> pd.DataFrame:
     ['590M']
     """
     if stat not in _COLUMNS:
-        raise InputError(f"unknown statistic {stat!r}; choose one of {', '.join(STATS)}")
+        raise InputError(f"unknown statistic {stat!r}; choose one of {', '.join(TESTS)}")
     require_gap_table(table, "gap_estimates")
     est, se_col, df_col, p_col, note_col = _COLUMNS[stat]
     out = table[["size", "baseline", "params_M"]].copy()

@@ -14,6 +14,7 @@ from rr_analysis.cells import cell_size
 from rr_analysis.comparison import (
     ALPHA,
     PARAMS_TOLERANCE,
+    PRIMARY_TEST,
     Comparison,
     asked,
     for_reference,
@@ -31,7 +32,7 @@ from rr_analysis.figures.axes import (
 from rr_analysis.figures.estimates import adjust_name, gap_estimates, require_gap_table, test_name
 from rr_analysis.numbers import percent, significant
 from rr_analysis.stats.forecast import meta_line
-from rr_analysis.stats.gap_tests import PRIMARY_TEST, gap_table
+from rr_analysis.stats.gap_tests import gap_table
 from rr_core.errors import PlotError
 from rr_core.palette import palette
 from rr_core.variants import REFERENCE, label, matched
@@ -100,7 +101,7 @@ def emergence_figure(
         sizes or more.
     stat
         Which test's estimate, error bar and significance are drawn: ``"paired"`` (the declared primary,
-        `rr_analysis.stats.gap_tests.PRIMARY_TEST`), ``"mixed"`` or ``"welch"`` (the paper's; see
+        `rr_analysis.comparison.PRIMARY_TEST`), ``"mixed"`` or ``"welch"`` (the paper's; see
         `rr_analysis.figures.estimates.gap_estimates`).
     title
         Figure title; None for the default.

@@ -22,9 +22,12 @@ import numpy as np
 import pandas as pd
 
 from rr_analysis.comparison import (
+    ADJUST_METHODS,
     PAIR,
+    PRIMARY_TEST,
     RESPONSE,
     STAMP,
+    TESTS,
     Comparison,
     asked,
     cell_frame,
@@ -44,14 +47,8 @@ __all__ = [
     "paired_table",
     "gap_table",
     "TABLE_COLUMNS",
-    "ADJUST_METHODS",
-    "PRIMARY_TEST",
-    "TESTS",
 ]
 
-PRIMARY_TEST = "paired"  # the declared primary per-size test; "mixed" is its twin, "welch" the paper's
-TESTS: tuple[str, ...] = ("welch", "paired", "mixed")
-ADJUST_METHODS: tuple[str, ...] = ("holm", "bonferroni", "fdr_bh", "none")
 
 # The columns of `gap_table` that `rr analyze table --format json/csv` emits, in order; n_review and review_mean
 # are named for the reference when it is another (`rr_analysis.comparison.for_reference`).

@@ -174,7 +174,7 @@ def tuning_table(
         The comparison (`rr_analysis.comparison.Comparison`): reference, baselines, metric and direction.
     adjust
         The correction over the family of tuned-rate tests (every size x baseline): one of
-        `rr_analysis.stats.gap_tests.ADJUST_METHODS`; the shared-rate tests are a second family.
+        `rr_analysis.comparison.ADJUST_METHODS`; the shared-rate tests are a second family.
     ladder
         The ladder file whose recipe lr is the shared rate of its sizes (None: rr's own).
 

@@ -19,6 +19,7 @@ import textwrap
 from collections.abc import Sequence
 
 __all__ = [
+    "FORMATS",
     "WRAP_MIN",
     "latex_escape",
     "text_lines",
@@ -29,6 +30,9 @@ __all__ = [
     "csv_text",
 ]
 
+# Every format a table or a command's records print in: text, the two to paste, the two machine formats (JSON
+# is the caller's: a view's machine columns, or records as they are).
+FORMATS: tuple[str, ...] = ("text", "markdown", "latex", "csv", "json")
 WRAP_MIN = 24  # a wrapped prose column keeps at least this many characters a line (or its header's width)
 
 # LaTeX's ten special characters, `<` and `>`, which text-mode LaTeX (OT1) prints as inverted ! and ?, and the

@@ -20,20 +20,24 @@ import pandas as pd
 
 from rr_analysis.comparison import for_reference
 from rr_analysis.tables.columns import Col, View, filled, missing
-from rr_analysis.tables.grid import csv_text, latex_lines, markdown_lines, text_lines, widths, wrap_columns
+from rr_analysis.tables.grid import (
+    FORMATS,
+    csv_text,
+    latex_lines,
+    markdown_lines,
+    text_lines,
+    widths,
+    wrap_columns,
+)
 from rr_core.errors import InputError
 from rr_core.sweepfile.typed import plain
 from rr_core.variants import REFERENCE
 
 __all__ = [
-    "FORMATS",
     "render",
     "column_names",
     "machine_columns",
 ]
-
-
-FORMATS: tuple[str, ...] = ("text", "markdown", "latex", "csv", "json")
 
 
 def _fit(columns: list[Col], cells: list[list[str]], width: int) -> list[int]:
