@@ -8,6 +8,7 @@ import typer
 
 from cli.fields import dataclass_options
 from cli.run_options import DRY_RUN, PANEL, RESUME, report_training
+from rr_core.ladder import PUBLISHED_SIZES, size_words
 from rr_model.config import TrainConfig
 
 VARIANT = typer.Option(
@@ -26,7 +27,7 @@ OUT = typer.Option(
 
 @dataclass_options(TrainConfig, "reproduce", into="run", panel=PANEL, build=dict)
 def reproduce(
-    size: str = typer.Option(..., "--size", help="Published size: 60M, 150M, 320M, 590M or 1B."),
+    size: str = typer.Option(..., "--size", help=f"Published size: {size_words(PUBLISHED_SIZES)}."),
     seed: int = typer.Option(..., "--seed", min=0, help="Published seed to train again."),
     variant: list[str] = VARIANT,
     out: Path | None = OUT,

@@ -9,6 +9,7 @@ import typer
 from cli.config_file import CONFIG, with_config
 from cli.fields import dataclass_options, spelled, spelling
 from cli.run_options import DRY_RUN, OUT, PANEL, RESUME, VARIANT, report_training
+from rr_core.ladder import LADDER, size_words
 from rr_model.config import TrainConfig
 
 
@@ -18,7 +19,7 @@ def train(
     size: list[str] = typer.Option(
         ...,
         "--size",
-        help="Ladder size to train: 60M, 150M, 320M, 590M, 1B or tiny (or one of --ladder's); repeatable, or "
+        help=f"Ladder size to train: {size_words(list(LADDER))} (or one of --ladder's); repeatable, or "
         "comma-separated: each is trained.",
     ),
     sizes: list[str] | None = spelling("size", "--sizes", multiple=True),

@@ -13,7 +13,7 @@ import math
 import os
 import re
 import unicodedata
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 from decimal import Decimal
 from pathlib import Path
@@ -31,6 +31,7 @@ __all__ = [
     "BYTE_EOS",
     "LADDER",
     "PUBLISHED_SIZES",
+    "size_words",
     "get_size",
     "beyond_published",
     "load_ladder",
@@ -219,6 +220,18 @@ LADDER: dict[str, Size] = {
 }
 
 PUBLISHED_SIZES: tuple[str, ...] = tuple(name for name, s in LADDER.items() if s.published)
+
+
+def size_words(names: Sequence[str]) -> str:
+    """Sizes as a command's help says them (`rr train --size`, `rr reproduce --size`).
+
+    Example
+    -------
+    >>> size_words(PUBLISHED_SIZES)
+    '60M, 150M, 320M, 590M or 1B'
+    """
+    return f"{', '.join(names[:-1])} or {names[-1]}"
+
 
 # A size label in a dataset: a ladder name or a "<number><K|M|B>" parameter count in its one spelling:
 # ASCII digits, no leading zeros, no trailing zeros after a point, not zero ("60M", "1.5B", "0.5M").
