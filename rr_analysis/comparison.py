@@ -44,7 +44,6 @@ __all__ = [
     "asked",
     "compare",
     "sizes_in_order",
-    "baselines_in_order",
     "cell_frame",
     "t_sf2",
     "t_quantile",
@@ -349,12 +348,6 @@ def sizes_in_order(df: pd.DataFrame) -> list[str]:
     from rr_core.sweepfile.dataset import size_order
 
     return size_order(df)
-
-
-def baselines_in_order(df: pd.DataFrame, reference: str = REFERENCE) -> list[str]:
-    """Every variant present but the reference: the registry's BASELINES first, then the rest in registry order
-    (`order_key`: names nobody registered last, by name)."""
-    return [v for v in _variants_in_order(list(df["variant"].unique())) if v != reference]
 
 
 def cell_frame(rows: pd.DataFrame, c: Comparison) -> pd.DataFrame:

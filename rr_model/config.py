@@ -50,7 +50,6 @@ __all__ = [
     "Shard",
     "PRECISIONS",
     "DEVICES",
-    "SHARDINGS",
     "checkpoint_interval",
     "decay_start",
     "schedule_words",
@@ -70,7 +69,6 @@ DecayShape = Literal["linear", "1-sqrt"]  # a wsd cooldown's shape (Hägele et a
 Shard = Literal["none", "fsdp"]
 PRECISIONS: tuple[str, ...] = get_args(Precision)
 DEVICES: tuple[str, ...] = get_args(Device)
-SHARDINGS: tuple[str, ...] = get_args(Shard)
 # Relative: the working directory's dataset, never the copy inside the installed package.
 DEFAULT_OUT = Path("data") / "scaling_v8.csv"
 

@@ -19,7 +19,7 @@ from rr_analysis.stats.gap_tests import TABLE_COLUMNS, gap_table
 from rr_analysis.stats.notes import recipe_notes
 from rr_analysis.stats.power import power_table, t_test_power
 from rr_analysis.tables.render import column_names
-from rr_analysis.views.card_view import card_mismatch, update_card
+from rr_analysis.views.card_view import update_card
 from rr_analysis.views.registry import VIEWS
 from rr_core.sweepfile.dataset import card_path, load_sweep, write_sweep
 
@@ -253,17 +253,18 @@ def test_recipe_notes_on_published_data():
 
 def test_dataset_card_matches_the_data():
     card = card_path().read_text(encoding="utf-8")
-    assert card_mismatch(card, gap_table(load_sweep())) is None
+    assert update_card(card, gap_table(load_sweep())) == card  # run `rr analyze --card` where it differs
 
 
-def test_card_mismatch_notices_a_changed_value():
+def test_card_block_follows_a_changed_value():
     df = load_sweep()
     text = update_card(
         "# card\n<!-- BEGIN GENERATED: rr analyze --card; do not edit by hand -->\n<!-- END GENERATED -->\n",
         gap_table(df),
     )
     df.loc[0, "val_loss"] += 0.01
-    assert "does not match the data" in card_mismatch(text, gap_table(df))
+    changed = update_card(text, gap_table(df))
+    assert changed != text and changed.startswith("# card\n") and changed.endswith("<!-- END GENERATED -->\n")
 
 
 def test_card_command_rewrites_only_the_block(tmp_path):
@@ -279,7 +280,7 @@ def test_card_command_rewrites_only_the_block(tmp_path):
     assert [p.name for p in tmp_path.iterdir()] == ["README.md"]  # no temporary file left
     text = card.read_text()
     assert text.startswith("intro\n") and text.endswith("tail\n") and "old" not in text
-    assert card_mismatch(text, gap_table(load_sweep())) is None
+    assert update_card(text, gap_table(load_sweep())) == text
     assert analyze("--card", "--card-file", str(tmp_path / "none.md")).exit_code == 2
 
 

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from rr_analysis.comparison import baselines_in_order
+from rr_analysis.comparison import compare
 from rr_analysis.stats.gap_tests import TABLE_COLUMNS, adjust_p, gap_table, paired_table, welch_table
 from rr_analysis.tables.render import render
 from rr_analysis.views.registry import VIEWS
@@ -249,7 +249,11 @@ def test_non_ladder_size_and_extra_variant(sweep):
     extra = sweep[sweep["size"] == "1B"].assign(size="2B", params_M=lambda d: d["params_M"] * 2)
     layer = sweep[(sweep["size"] == "60M") & (sweep["variant"] == "highway")].assign(variant="layerscale")
     df = pd.concat([sweep, extra, layer], ignore_index=True)
-    assert baselines_in_order(df) == ["highway", "standard", "layerscale"]
+    assert compare(df)[1].baselines == (
+        "highway",
+        "standard",
+        "layerscale",
+    )  # BASELINES first, then the registry's order
     t = quiet_table(df)
     no_inf(t)
     assert t["size"].unique().tolist() == ["60M", "150M", "320M", "590M", "1B", "2B"]

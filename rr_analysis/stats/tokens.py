@@ -24,7 +24,6 @@ __all__ = [
     "run_tokens",
     "cell_budgets",
     "size_and_tokens",
-    "budget_words",
     "per_param",
     "path_tokens_per_param",
     "tokens_source",
@@ -172,14 +171,6 @@ def size_and_tokens(budgets: pd.DataFrame) -> dict:
     several = int((budgets.groupby("size_name", observed=True)["size"].nunique() >= 2).sum())
     separable = bool(varies and np.isfinite(r) and abs(r) < CONFOUNDED_R and several >= 2)
     return {"r": r, "varies": bool(varies), "sizes_with_budgets": several, "separable": separable}
-
-
-def budget_words(budgets: pd.DataFrame) -> str:
-    """Tokens per parameter by cell in words: "60M 2.20, 150M 0.86, ..." (two decimals, three significant
-    digits below 0.01)."""
-    return ", ".join(
-        f"{s} {per_param(v)}" for s, v in zip(budgets["size"], budgets["tokens_per_param"], strict=True)
-    )
 
 
 def per_param(v: float) -> str:

@@ -24,7 +24,6 @@ __all__ = [
     "card_block",
     "update_card",
     "write_card",
-    "card_mismatch",
     "CARD_BEGIN",
     "CARD_END",
 ]
@@ -84,23 +83,6 @@ def update_card(text: str, table: pd.DataFrame) -> str:
     """The card text with its generated block replaced by `card_block(table)`."""
     head, _, tail = _split(text)
     return head + card_block(table) + tail
-
-
-def card_mismatch(text: str, table: pd.DataFrame) -> str | None:
-    """None when the card's generated block matches the data; otherwise what differs, as a short message."""
-    current, expected = _split(text)[1].splitlines(), card_block(table).splitlines()
-    if current == expected:
-        return None
-    diff = [
-        f"line {i + 1}: card {a!r} != data {b!r}"
-        for i, (a, b) in enumerate(zip(current, expected, strict=False))
-        if a != b
-    ]
-    if len(current) != len(expected):
-        diff.append(f"the card's block has {len(current)} lines, the data gives {len(expected)}")
-    return "the card's headline table does not match the data (run `rr analyze --card`): " + "; ".join(
-        diff[:3]
-    )
 
 
 def _headline(
