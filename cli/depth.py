@@ -34,7 +34,7 @@ def depth_check(
     ratio ~1 means the gradient is preserved through depth; orders of magnitude below 1 means it
     vanishes, as it does for review_convex in deep narrow models.
     """
-    from rr_model.depth import depth_check as run
+    from rr_model.uses.depth import depth_check as run
 
     old = variants and [v.strip() for v in variants.split(",") if v.strip()]  # --variants a,b: one value
     given = ctx.get_parameter_source("variant").name == "COMMANDLINE"

@@ -320,9 +320,9 @@ def unknown_variant(name: str) -> str:
 
 
 # rr's own variants, in the order tables and legends list them. Parameters per sublayer, by name and shape:
-# see each rule in rr_model.model (tests/test_model.py and tests/test_shapes.py build every one and check
-# the count and the shapes); bytes kept for the backward pass: tests/test_memory.py counts what autograd
-# keeps on CPU for every one.
+# see each rule in rr_model.model, rr_model.ablations and rr_model.streams (tests/test_model.py and
+# tests/test_shapes.py build every one and check the count and the shapes); bytes kept for the backward
+# pass: tests/test_memory.py counts what autograd keeps on CPU for every one.
 register_residual(
     "review_neutral",
     "rr_model.model:ReviewNeutral",
@@ -374,24 +374,24 @@ register_residual(
     kept=per_sublayer((4, 0), (2, 0)),
 )  # fmt: skip
 # Ablations of Review, at its width (not matched): each changes one thing about its gate, and each starts
-# as Review does, bit for bit (`rr_model.model.ReviewHalf`). Tol's "light" colours and Okabe-Ito's black.
+# as Review does, bit for bit (`rr_model.ablations`). Tol's "light" colours and Okabe-Ito's black.
 register_residual(
-    "review_half", "rr_model.model:ReviewHalf", label="Review (r = 0.5)", colour="#77AADD",
+    "review_half", "rr_model.ablations:ReviewHalf", label="Review (r = 0.5)", colour="#77AADD",
     params=lambda d: [],  # the gate held at 0.5: nothing to learn
     kept=per_sublayer((0, 0), (0, 0)),
 )  # fmt: skip
 register_residual(
-    "gate_bias", "rr_model.model:GateBias", label="Gate bias", colour="#EE8866",
+    "gate_bias", "rr_model.ablations:GateBias", label="Gate bias", colour="#EE8866",
     params=lambda d: [("bias", (d,))],  # b, one per channel
     kept=lambda N, d, L, bf16, copies: per_sublayer((4, 0), (2, 0))(N, d, L, bf16, copies) + 8 * d * L,  # sigmoid(b)
 )  # fmt: skip
 register_residual(
-    "review_state", "rr_model.model:ReviewState", label="Review (state only)", colour="#BBCC33",
+    "review_state", "rr_model.ablations:ReviewState", label="Review (state only)", colour="#BBCC33",
     params=lambda d: [("gate.weight", (d, d)), ("gate.bias", (d,))],  # gate Linear(d -> d) on rms(h)
     kept=per_sublayer((12, 4), (6, 4)),
 )  # fmt: skip
 register_residual(
-    "review_update", "rr_model.model:ReviewUpdate", label="Review (update only)", colour="#000000",
+    "review_update", "rr_model.ablations:ReviewUpdate", label="Review (update only)", colour="#000000",
     params=lambda d: [("gate.weight", (d, d)), ("gate.bias", (d,))],  # gate Linear(d -> d) on rms(u)
     kept=per_sublayer((12, 4), (6, 2)),
 )  # fmt: skip

@@ -6,7 +6,8 @@ the rule the variant registry names for `config.variant` (`rr_core.variants`, wh
 registered as a plugin's are). Modelled on nanoGPT's model.py; names follow it (`wte`, `wpe`, `c_attn`,
 `c_proj`, `ln_f`) and the paper (`gate`, `r`, `u`).
 
-The config and its exact parameter count live torch-free in `rr_core.shapes`.
+The config and its exact parameter count live torch-free in `rr_core.shapes`; Review's four ablations, on
+the same seam, in `rr_model.ablations`; what `GPT` inherits to generate text in `rr_model.generation`.
 """
 
 from __future__ import annotations
@@ -26,8 +27,9 @@ from rr_core.files.checksums import verify_sums
 from rr_core.ladder import RECIPE
 from rr_core.shapes import GPTConfig
 from rr_core.variants import residual_rule
+from rr_model.generation import Generation, KVCache
 
-__all__ = ["GPTConfig", "GPT", "KVCache", "trunk", "build_rule", "read", "run_blocks", "next_token", "LAYERS"]
+__all__ = ["GPTConfig", "GPT", "trunk", "build_rule", "read", "run_blocks", "LAYERS"]
 
 INIT_STD = 0.02  # GPT-2 init for every Linear and Embedding weight
 EPS = 1e-5
@@ -105,11 +107,12 @@ class MLP(nn.Module):
 #
 # and is built as rule(d_model), with site= (its sublayer's place in depth order, 0 .. sites - 1) and
 # sites= (2 n_layer) where its constructor names them (`build_rule`). The state is a tensor or a tuple of
-# tensors: one stream (rr's own rules below, forward(h, u) on the stream h), several streams, or every
-# earlier output (`rr_model.streams`). enter and leave hold no parameters, so that a sharded model runs
-# them outside any block. Gated rules hold their gate Linear as `gate` (drawn by `GPT.init_published`) and
-# expose it as r(h, u); a rule whose parameters start otherwise sets them in its own `init_published`. Each
-# is registered, with its label, colour and parameter count, in `rr_core.variants`.
+# tensors: one stream (forward(h, u) on the stream h: the paper's six rules below, Review's ablations in
+# `rr_model.ablations`), several streams, or every earlier output (`rr_model.streams`). enter and leave hold
+# no parameters, so that a sharded model runs them outside any block. Gated rules hold their gate Linear as
+# `gate` (drawn by `GPT.init_published`) and expose it as r(h, u); a rule whose parameters start otherwise
+# sets them in its own `init_published`. Each is registered, with its label, colour and parameter count, in
+# `rr_core.variants`.
 
 
 def build_rule(rule: type, d_model: int, site: int, sites: int) -> nn.Module:
@@ -220,72 +223,6 @@ class ReZero(nn.Module):
         return h + self.alpha * u
 
 
-# Ablations of Review: each changes one thing about its gate, at Review's width (not widened). They take
-# the draws of Review's gate (`published_draws`), so at a seed every other weight starts as Review's, and
-# each starts at r = 0.5 exactly: at init every one computes Review's forward pass, bit for bit.
-
-
-class ReviewHalf(nn.Module):
-    """h + 0.5 u: Review's gate held at its initial r = 0.5 (no parameters)."""
-
-    def __init__(self, d_model: int):
-        super().__init__()
-        self.d_model = d_model
-
-    def published_draws(self) -> nn.Linear:
-        """A stand-in of Review's gate, Linear(2d -> d), that `GPT.init_published` draws where it draws
-        Review's gate and then drops: the draws after it (the head, the residual projections) are Review's."""
-        with torch.random.fork_rng(devices=[]):  # building it draws: only init_published's draws count
-            return nn.Linear(2 * self.d_model, self.d_model)
-
-    def forward(self, h: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
-        return h + 0.5 * u
-
-
-class GateBias(ReviewHalf):
-    """h + sigmoid(b) * u, b a d-vector (0 at init): a learned per-channel gate that reads neither h nor u."""
-
-    def __init__(self, d_model: int):
-        super().__init__(d_model)
-        self.bias = nn.Parameter(torch.zeros(d_model))
-
-    def init_published(self) -> None:
-        """b = 0, so r = 0.5 exactly; draws nothing."""
-        nn.init.zeros_(self.bias)
-
-    def r(self, h: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
-        return torch.sigmoid(self.bias).expand_as(u)  # the same for every token (a view: no copy)
-
-    def forward(self, h: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
-        return h + self.r(h, u) * u
-
-
-class ReviewState(ReviewHalf):
-    """h + sigmoid(W rms(h) + b) * u: Review without the update half of its gate; W (d x d) = 0 at init."""
-
-    def __init__(self, d_model: int):
-        super().__init__(d_model)
-        self.gate = nn.Linear(d_model, d_model)
-
-    def init_published(self) -> None:
-        """Zero the gate (weight and bias), so r = 0.5 exactly; draws nothing."""
-        nn.init.zeros_(self.gate.weight)
-        nn.init.zeros_(self.gate.bias)
-
-    def r(self, h: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
-        return torch.sigmoid(self.gate(rms(h)))
-
-    def forward(self, h: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
-        return h + self.r(h, u) * u
-
-
-class ReviewUpdate(ReviewState):
-    """h + sigmoid(W rms(u) + b) * u: Review without the state half of its gate; W (d x d) = 0 at init."""
-
-    def r(self, h: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
-        return torch.sigmoid(self.gate(rms(u)))
-
-
 class Block(nn.Module):
     """Pre-norm transformer block; each sublayer's output u goes through the residual rule.
 
@@ -320,33 +257,6 @@ class Block(nn.Module):
         return self.res_mlp(x, self.mlp(self.ln_2(read(self.res_mlp, x))))
 
 
-class KVCache:
-    """The keys and values of the positions a model has seen, per layer: what generation attends to
-    instead of running the whole prefix again at every token.
-
-    Its interface (``update``, ``get_seq_length``) is that of transformers' ``DynamicCache``, so the
-    attention above runs unchanged under either (an export's model gets transformers' cache).
-    """
-
-    def __init__(self) -> None:
-        self.keys: list[torch.Tensor] = []
-        self.values: list[torch.Tensor] = []
-
-    def update(self, k: torch.Tensor, v: torch.Tensor, layer_idx: int) -> tuple[torch.Tensor, torch.Tensor]:
-        """Append the new positions' keys and values (B, heads, T, head_dim) to layer `layer_idx`'s; all of them."""
-        if layer_idx == len(self.keys):
-            self.keys.append(k)
-            self.values.append(v)
-        else:
-            self.keys[layer_idx] = torch.cat([self.keys[layer_idx], k], dim=2)
-            self.values[layer_idx] = torch.cat([self.values[layer_idx], v], dim=2)
-        return self.keys[layer_idx], self.values[layer_idx]
-
-    def get_seq_length(self, layer_idx: int = 0) -> int:
-        """Positions held (0 before the first forward)."""
-        return self.keys[layer_idx].shape[2] if layer_idx < len(self.keys) else 0
-
-
 def trunk(config: GPTConfig) -> nn.ModuleDict:
     """The decoder under its state-dict names: token and position embeddings, the blocks, the final norm."""
     return nn.ModuleDict(
@@ -359,7 +269,7 @@ def trunk(config: GPTConfig) -> nn.ModuleDict:
     )
 
 
-class GPT(nn.Module):
+class GPT(Generation, nn.Module):
     def __init__(self, config: GPTConfig):
         super().__init__()
         self.config = config
@@ -392,7 +302,7 @@ class GPT(nn.Module):
         called in step 3 as rr's own are (`rr_core.variants.register_residual`). A rule with a
         ``published_draws()`` method has what it returns drawn in its gate's place in step 1 instead, and
         dropped: Review's ablations return a stand-in of Review's gate, so that at a seed every weight
-        but their own starts as Review's (`ReviewHalf`).
+        but their own starts as Review's (`rr_model.ablations.ReviewHalf`).
         """
         sublayers = [m for block in self.transformer.h for m in (block.attn, block.mlp)]
         rules = [rule for block in self.transformer.h for rule in (block.res_attn, block.res_mlp)]
@@ -477,50 +387,6 @@ class GPT(nn.Module):
         fused = all(p.is_cuda for p in params)
         return torch.optim.AdamW(params, lr=lr, betas=betas, weight_decay=weight_decay, fused=fused)
 
-    @torch.no_grad()
-    def generate(
-        self,
-        idx: torch.Tensor,
-        max_new_tokens: int,
-        *,
-        temperature: float = 1.0,
-        top_k: int | None = None,
-        generator: torch.Generator | None = None,
-        use_cache: bool = True,
-    ) -> torch.Tensor:
-        """Continue each row of `idx` (B, T) by `max_new_tokens` sampled tokens, as nanoGPT's generate.
-
-        Each new token is drawn from the softmax of the last position's logits divided by `temperature`,
-        restricted to the `top_k` most likely tokens when given (`next_token`). `generator` makes the
-        draws reproducible (torch.multinomial's); temperature 0 takes the most likely token.
-
-        Notes
-        -----
-        With `use_cache` (the default) the first step runs the prompt and keeps every layer's keys and
-        values (`KVCache`); each later step runs only the newest token against them. Without it every step
-        runs the whole context again. The two give the same tokens for a seed (the logits agree to
-        rounding: the matrix shapes differ).
-
-        Past block_size tokens the learned absolute positions cannot slide, so both do what nanoGPT does:
-        each further step runs the last block_size tokens afresh, at positions 0..block_size-1, without a
-        cache (a prompt longer than block_size is cropped so from the first step). A model exported for
-        transformers generates the same way (its ``prepare_inputs_for_generation``).
-
-        Returns
-        -------
-        (B, T + max_new_tokens) token ids, the prompt first.
-        """
-        block = self.config.block_size
-        cache = KVCache() if use_cache else None
-        for _ in range(max_new_tokens):
-            if cache is not None and idx.shape[1] <= block:
-                logits, _ = self(idx[:, cache.get_seq_length() :], cache=cache)
-            else:
-                logits, _ = self(idx[:, -block:])
-            nxt = next_token(logits[:, -1, :], temperature, top_k, generator)
-            idx = torch.cat([idx, nxt], dim=1)
-        return idx
-
     @classmethod
     def from_pretrained(cls, folder: str | os.PathLike) -> GPT:
         """The model `rr export` wrote to `folder` (config.json and model.safetensors), in eval mode.
@@ -551,25 +417,8 @@ class GPT(nn.Module):
         return model.eval()
 
 
-def next_token(
-    logits: torch.Tensor, temperature: float, top_k: int | None, generator: torch.Generator | None
-) -> torch.Tensor:
-    """The next token of each row (B, 1) from its last position's logits (B, vocab_size), as nanoGPT draws it.
-
-    Temperature 0 takes the most likely token; otherwise one draw of torch.multinomial from
-    softmax(logits / temperature), restricted to the `top_k` largest logits (ties at the k-th kept).
-    """
-    logits = logits.float()
-    if temperature == 0:
-        return logits.argmax(-1, keepdim=True)
-    logits = logits / temperature
-    if top_k is not None:
-        kth = torch.topk(logits, min(top_k, logits.size(-1))).values[:, [-1]]
-        logits = logits.masked_fill(logits < kth, -float("inf"))
-    return torch.multinomial(F.softmax(logits, dim=-1), 1, generator=generator)
-
-
 # What an export carries for transformers (`rr_model.uses.hf_code`): these definitions' source, copied verbatim
 # beside a wrapper that adds transformers' plumbing, so the two models cannot drift apart. The residual
-# rules go with them, read from the variant registry (rr's own, all defined above, and a plugin's).
+# rules go with them, read from the variant registry (rr's own: the paper's six above, Review's ablations in
+# `rr_model.ablations`, the field's rivals in `rr_model.streams`; and a plugin's).
 LAYERS = (rms, RMSNorm, CausalSelfAttention, MLP, build_rule, read, run_blocks, Block, trunk)

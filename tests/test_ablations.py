@@ -95,7 +95,7 @@ def test_the_initial_forward_pass_is_review_s_bit_for_bit(variant, seed, overrid
 
 def test_each_rule_computes_its_formula():
     """Each rule on h and u with its parameters set away from zero, against its docstring's formula in numpy."""
-    from rr_model.model import GateBias, ReviewHalf, ReviewState, ReviewUpdate
+    from rr_model.ablations import GateBias, ReviewHalf, ReviewState, ReviewUpdate
 
     d = 6
     g = np.random.default_rng(0)

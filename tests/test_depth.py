@@ -6,7 +6,7 @@ import pytest
 import torch
 from conftest import rr
 
-from rr_model.depth import depth_check
+from rr_model.uses.depth import depth_check
 
 
 @pytest.fixture(scope="module")

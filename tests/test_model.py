@@ -9,9 +9,11 @@ import torch
 
 from rr_core.ladder import RECIPE
 from rr_core.variants import NAMES, VARIANTS, residual_rule
+from rr_model import ablations as ablations_module
 from rr_model import model as model_module
 from rr_model import streams as streams_module
-from rr_model.model import GPT, GPTConfig, KVCache
+from rr_model.generation import KVCache
+from rr_model.model import GPT, GPTConfig
 
 GATED = ("review_neutral", "highway", "review_convex")
 
@@ -43,8 +45,12 @@ def perturbed(variant: str) -> GPT:
     return model
 
 
-def test_each_of_rr_s_variants_names_its_rule_in_the_model_module_or_the_streams_module():
-    rooms = {"rr_model.model": model_module, "rr_model.streams": streams_module}
+def test_each_of_rr_s_variants_names_its_rule_in_the_model_the_ablations_or_the_streams_module():
+    rooms = {
+        "rr_model.model": model_module,
+        "rr_model.ablations": ablations_module,
+        "rr_model.streams": streams_module,
+    }
     for name in NAMES:
         rule = VARIANTS[name].rule  # named, not imported: the registry stays torch-free
         module, _, cls = rule.partition(":")

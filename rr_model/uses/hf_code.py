@@ -167,8 +167,14 @@ def layers_source(plugin: PluginRule | None, toolkit: str | None) -> str:
 
 
 def _in_file_order(classes: Iterable[type]) -> list[type]:
-    """Each class once, in the order its file defines them (a subclass after its base: ReviewConvex)."""
-    return sorted(set(classes), key=lambda cls: (inspect.getsourcefile(cls), inspect.getsourcelines(cls)[1]))
+    """Each class once, file by file in the order the registry first names a rule of each (rr's: the model's,
+    Review's ablations, the field's rivals), each file's in the order it defines them (a subclass after its
+    base: ReviewConvex)."""
+    classes = list(dict.fromkeys(classes))
+    files = list(dict.fromkeys(inspect.getsourcefile(cls) for cls in classes))
+    return sorted(
+        classes, key=lambda cls: (files.index(inspect.getsourcefile(cls)), inspect.getsourcelines(cls)[1])
+    )
 
 
 def remote_code(variant: str, toolkit: str | None) -> tuple[dict[str, bytes], PluginRule | None]:
