@@ -193,7 +193,7 @@ class ReviewConvex(ReviewNeutral):
     """(1 - r) h + r u, the same gate: the documented failure.
 
     The skip path is scaled by 1 - r = 0.5 at init in every sublayer, so the gradient reaching the first
-    block shrinks geometrically with depth (see `rr_model.depth`).
+    block shrinks geometrically with depth (`rr depth-check`, `rr_model.uses.depth`).
     """
 
     def forward(self, h: torch.Tensor, u: torch.Tensor) -> torch.Tensor:

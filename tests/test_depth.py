@@ -6,7 +6,7 @@ import pytest
 import torch
 from conftest import rr
 
-from rr_model.uses.depth import depth_check
+from rr_model.uses.depth import DepthCheck, depth_check
 
 
 @pytest.fixture(scope="module")
@@ -41,7 +41,7 @@ def test_additive_review_preserves_the_gradient(result):
 
 
 def test_the_check_is_reproducible(result):
-    again = depth_check(("review_convex",)).set_index("variant")
+    again = depth_check(DepthCheck(variants=("review_convex",))).set_index("variant")
     assert again.loc["review_convex", "ratio"] == result.loc["review_convex", "ratio"]
 
 
@@ -49,9 +49,8 @@ def test_rules_whose_state_is_several_tensors_are_checked_over_all_of_them():
     """Issue 46: `rr depth-check` ended in torch's "got tuple" for DenseFormer and Attention Residuals, whose
     state is the kept outputs of earlier layers. DenseFormer at init is the standard residual (its averaging
     weights put 1 on the stream, 0 on every kept output), so the gradient entering each block is Standard's."""
-    df = depth_check(
-        ("standard", "denseformer", "attn_res", "attn_res_block"), n_layer=3, d_model=16, n_head=2
-    )
+    variants = ("standard", "denseformer", "attn_res", "attn_res_block")
+    df = depth_check(DepthCheck(n_layer=3, d_model=16, n_head=2, variants=variants))
     rows = df.set_index("variant")
     for column in ("grad_first", "grad_last"):
         assert rows.loc["denseformer", column] == pytest.approx(rows.loc["standard", column], rel=1e-6)
