@@ -7,10 +7,11 @@ dataclass's declared fields for one command; the command line (`cli.fields`) tur
 the dataclass checks its values against the same declarations (`Declared.problem`), so a command line, a
 run config file and a notebook refuse the same values with the same words.
 
-Three dataclasses declare their options so: `rr_model.config.TrainConfig` (the training run),
-`rr_model.sweep.launch.Launch` (where a sweep's runs train) and `rr_analysis.comparison.Comparison` (what
-an analysis compares). A new documented field of one of them is a new option of every command that takes
-it, with no line of the command line's code.
+The dataclasses that declare their options so: `rr_model.config.TrainConfig` (the training run),
+`rr_model.sweep.launch.Launch` (where a sweep's runs train), `rr_analysis.comparison.Comparison` (what an
+analysis compares), `rr_analysis.views.view_options.ViewOptions` (what the views read) and one per command
+of a finished model (`rr_model.uses`: `Scoring`, `GateReading`, `Sampling`, `DepthCheck`). A new documented
+field of one of them is a new option of every command that takes it, with no line of the command line's code.
 
 Standard library only: the command line reads these declarations at start-up.
 """
