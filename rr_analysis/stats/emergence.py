@@ -27,7 +27,7 @@ from rr_analysis.stats.gap_tests import paired_table
 from rr_analysis.stats.meta import meta_moderators, meta_regression
 from rr_analysis.stats.mixed import SINGULAR_RATIO, BlockModel
 from rr_analysis.stats.slopes import SizeModel, kenward_roger
-from rr_analysis.stats.tokens import cell_budgets, per_param, size_and_tokens, tokens_source
+from rr_analysis.stats.tokens import cell_budgets, confound_words, size_and_tokens, tokens_source
 from rr_core.variants import label
 
 __all__ = ["emergence", "EMERGENCE_COLUMNS", "PRIMARY_LEVEL"]
@@ -193,7 +193,7 @@ def _meta(p: pd.DataFrame, d: _Design, baseline: str, budgets: pd.DataFrame) -> 
     reading = size_and_tokens(cells.reset_index())
     out = {"meta_sizes": len(used), "tokens_per_param": dict(zip(map(str, cells.index), cells["tokens_per_param"], strict=True)),
            "dn_r": reading["r"], "dn_sizes_with_budgets": reading["sizes_with_budgets"],
-           "dn_reading": _reading(reading)}  # fmt: skip
+           "dn_reading": reading["reading"]}  # fmt: skip
     if len(used) < 3:
         why = f"(c) no size-level test: {len(used)} size(s) with a paired gap and SE; a line needs 3 or more"
         return out, "; ".join(filter(None, [note, why]))
@@ -207,15 +207,6 @@ def _meta(p: pd.DataFrame, d: _Design, baseline: str, budgets: pd.DataFrame) -> 
     two, why2 = _meta2(used, cells, reading)
     out.update(two)
     return out, "; ".join(filter(None, [note, why2]))
-
-
-def _reading(reading: dict) -> str:
-    """What the cells let the size-level fit attribute: "constant" (tokens per parameter, or size, the same in
-    every cell: the size-only line reads size alone), "separable" (both moderators fitted apart) or
-    "confounded" (they move together: |r| >= 0.9, or fewer than two sizes with two budgets)."""
-    if not reading["varies"]:
-        return "constant"
-    return "separable" if reading["separable"] else "confounded"
 
 
 def _meta2(used: pd.DataFrame, cells: pd.DataFrame, reading: dict) -> tuple[dict, str]:
@@ -312,29 +303,9 @@ def _verdict(r: pd.Series) -> str:
 
 
 def _confound(d: _Design, budgets: pd.DataFrame) -> str:
-    """Steps, and tokens per parameter, that change with size along the sweep, where the data cannot tell
-    them apart from size ("" where they can, or where neither changes)."""
+    """What changes with size along the sweep besides size, in words (`confound_words`)."""
     ref = d.data[d.data["variant"] == d.reference].groupby("size", observed=True)["steps"].median()
-    steps = [int(ref[s]) for s in d.sizes]
-    cells = budgets[budgets["size"].isin(d.sizes)]
-    if size_and_tokens(cells)["separable"]:
-        return ""
-    first, last = (cells.iloc[i] for i in (0, -1))
-    dn = (f"tokens per parameter (from {per_param(first['tokens_per_param'])} at {first['size']} to "
-          f"{per_param(last['tokens_per_param'])} at {last['size']})")  # fmt: skip
-    if len(set(steps)) < 2:
-        if not size_and_tokens(cells)["varies"]:
-            return ""
-        return (
-            f"steps are the same at every size, so {dn} fall as 1/N: every slope is per decade of "
-            "parameters and of tokens per parameter at once; scale and training budget are confounded"
-        )
-    way = "fall" if all(a >= b for a, b in zip(steps, steps[1:], strict=False)) else "differ"
-    listed = ", ".join(f"{s} {n}" for s, n in zip(d.sizes, steps, strict=True))
-    return (
-        f"steps {way} with size ({listed}), and {dn} with them: every slope is per decade of parameters "
-        "and a different training length; scale and token budget are confounded"
-    )
+    return confound_words(d.sizes, [int(ref[s]) for s in d.sizes], budgets)
 
 
 def emergence(

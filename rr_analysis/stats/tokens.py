@@ -24,6 +24,7 @@ __all__ = [
     "run_tokens",
     "cell_budgets",
     "size_and_tokens",
+    "confound_words",
     "per_param",
     "path_tokens_per_param",
     "tokens_source",
@@ -154,23 +155,60 @@ def size_and_tokens(budgets: pd.DataFrame) -> dict:
     -------
     dict with ``r`` (Pearson's correlation of log10 N and log10 D/N over the cells; NaN where either is
     constant or there are fewer than 3 cells), ``varies`` (both vary over the cells), ``sizes_with_budgets``
-    (sizes holding two or more budgets) and ``separable``: they vary in both, |r| < `CONFOUNDED_R`, and two or
-    more sizes hold two or more budgets each. Where not separable, a trend along the cells is as much one
-    with tokens per parameter as with size.
+    (sizes holding two or more budgets), ``separable``: they vary in both, |r| < `CONFOUNDED_R`, and two or
+    more sizes hold two or more budgets each, and ``reading``, what a size-level fit over the cells can
+    attribute: "constant" (D/N, or N, the same in every cell: a size-only line reads size alone), "separable"
+    (both moderators fitted apart) or "confounded" (they move together). Where not separable, a trend along
+    the cells is as much one with tokens per parameter as with size.
 
     Example
     -------
     >>> from rr_core.sweepfile.dataset import load_sweep
     >>> s = size_and_tokens(cell_budgets(load_sweep(), "review_neutral"))
-    >>> round(s["r"], 3), s["separable"]
-    (-0.998, False)
+    >>> round(s["r"], 3), s["separable"], s["reading"]
+    (-0.998, False, 'confounded')
     """
     x, z = budgets["log_params"].to_numpy(float), budgets["log_tokens_per_param"].to_numpy(float)
     varies = len(x) > 1 and np.ptp(x) > 0 and np.ptp(z) > 0
     r = float(np.corrcoef(x, z)[0, 1]) if varies and len(x) >= 3 else np.nan
     several = int((budgets.groupby("size_name", observed=True)["size"].nunique() >= 2).sum())
     separable = bool(varies and np.isfinite(r) and abs(r) < CONFOUNDED_R and several >= 2)
-    return {"r": r, "varies": bool(varies), "sizes_with_budgets": several, "separable": separable}
+    reading = "separable" if separable else "confounded" if varies else "constant"
+    return {
+        "r": r,
+        "varies": bool(varies),
+        "sizes_with_budgets": several,
+        "separable": separable,
+        "reading": reading,
+    }
+
+
+def confound_words(sizes: list[str], steps: list[int], budgets: pd.DataFrame) -> str:
+    """Steps, and tokens per parameter, that change with size along a sweep where the cells cannot tell them
+    apart from size, in words ("" where they can, or where neither changes): what every slope on size is also
+    a slope on. `steps` are the reference's at each of `sizes`; `budgets` are `cell_budgets`."""
+    cells = budgets[budgets["size"].isin(sizes)]
+    reading = size_and_tokens(cells)
+    if reading["separable"]:
+        return ""
+    first, last = (cells.iloc[i] for i in (0, -1))
+    dn = (
+        f"tokens per parameter (from {per_param(first['tokens_per_param'])} at {first['size']} to "
+        f"{per_param(last['tokens_per_param'])} at {last['size']})"
+    )
+    if len(set(steps)) < 2:
+        if not reading["varies"]:
+            return ""
+        return (
+            f"steps are the same at every size, so {dn} fall as 1/N: every slope is per decade of "
+            "parameters and of tokens per parameter at once; scale and training budget are confounded"
+        )
+    way = "fall" if all(a >= b for a, b in zip(steps, steps[1:], strict=False)) else "differ"
+    listed = ", ".join(f"{s} {n}" for s, n in zip(sizes, steps, strict=True))
+    return (
+        f"steps {way} with size ({listed}), and {dn} with them: every slope is per decade of parameters "
+        "and a different training length; scale and token budget are confounded"
+    )
 
 
 def per_param(v: float) -> str:
