@@ -1,5 +1,5 @@
 """What `rr sweep` and `rr tune` share: where their runs train (here, one process each, or on Slurm as one job
-array through submitit), the options that say so, and the comma-separated lists they take.
+array through submitit) and what is shown of it.
 
 Standard library and typer at import (as every command module); the library loads inside the calls.
 """
@@ -13,24 +13,8 @@ import typer
 from cli.records import Format, echo_records
 from cli.run_options import RESULT_FORMATS, echo_dry_run
 from rr_analysis.numbers import BLANK
-from rr_core.errors import InputError
 
-__all__ = ["items", "seed_list", "launch", "show_launched"]
-
-
-def items(text: str | None) -> list[str] | None:
-    """A comma-separated option's items, stripped (None when not given or empty)."""
-    return [item.strip() for item in text.split(",") if item.strip()] if text else None
-
-
-def seed_list(given: str | list[str] | None, flag: str) -> list[int] | None:
-    """Seeds (integers >= 0) given as one comma-separated list or several; None when not given."""
-    text = given if isinstance(given, str) or given is None else ",".join(given)
-    if not text:
-        return None
-    if not all(s.isdigit() for s in items(text)):
-        raise InputError(f"{flag} {text!r}: expected comma-separated integers >= 0, e.g. 3,4")
-    return [int(s) for s in items(text)]
+__all__ = ["launch", "show_launched"]
 
 
 def launch(runs, out: Path, how, dry_run: bool, command: str) -> list[dict] | None:
