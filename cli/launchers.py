@@ -14,18 +14,7 @@ from cli.records import Format, echo_records
 from cli.run_options import RESULT_FORMATS, echo_dry_run
 from rr_analysis.numbers import BLANK
 
-__all__ = ["launch", "show_launched"]
-
-
-def launch(runs, out: Path, how, dry_run: bool, command: str) -> list[dict] | None:
-    """Train the plan `runs` where `how` says (`rr_model.sweep.launch.launch`) and show what it did
-    (`show_launched`). Returns the summary records here ([] under --dry-run), None on Slurm (the jobs append
-    their rows later). `command` names the rr command in what is printed."""
-    from rr_model.sweep.launch import launch as launch_runs
-
-    done = launch_runs(runs, out, how, dry_run)
-    show_launched(done, out, dry_run, command)
-    return done.summary
+__all__ = ["show_launched"]
 
 
 def show_launched(done, out: Path, dry_run: bool, command: str) -> None:

@@ -10,14 +10,14 @@ import typer
 from cli.config_file import CONFIG, with_config
 from cli.errors import known_errors
 from cli.fields import dataclass_options, spelled, spelling
-from cli.launchers import launch
+from cli.launchers import show_launched
 from cli.records import Format, echo_records
 from cli.run_options import DRY_RUN, OUT, PANEL, VARIANT
 from rr_analysis.comparison import POWER
 from rr_analysis.numbers import BLANK, fixed, percent, significant
 from rr_core.errors import InputError
 from rr_model.config import TrainConfig
-from rr_model.sweep.launch import SLURM, Launch
+from rr_model.sweep.launch import SLURM, Launch, launch, slurm_module
 
 SIZE = typer.Option(
     None,
@@ -91,14 +91,13 @@ def _status_or_cancel(out: Path, status: bool, cancel: bool) -> None:
     if status and cancel:
         raise InputError("--status and --cancel: give one of them")
     from rr_model.sweep.jobs import state_path
-    from rr_model.sweep.launch import slurm_module
 
-    launch = slurm_module()
+    slurm = slurm_module()
     if cancel:
-        ids = launch.cancel_jobs(out)
+        ids = slurm.cancel_jobs(out)
         typer.echo(f"rr sweep: asked {len(ids)} job(s) to stop: {' '.join(ids) or BLANK}")
         return
-    rows = launch.job_status(out)
+    rows = slurm.job_status(out)
     if not rows:
         typer.echo(f"rr sweep: no jobs recorded in {state_path(out)}")
         return
@@ -173,12 +172,13 @@ def sweep(
         size, seed = spelled(ctx, "size", size), spelled(ctx, "seed", seed)
         runs = sweep_runs(out, size, seed, variant, budgets, at=at, effect_seeds=effect_seeds, **options)
         typer.echo(f"rr sweep: {len(runs.todo)} run(s) to train, {len(runs.skipped)} already in {out}")
-        summary = launch(runs, out, how, dry_run, "sweep")
-        if summary is None or dry_run:
+        done = launch(runs, out, how, dry_run)  # here, on Slurm, or (dry run) the plan
+        show_launched(done, out, dry_run, "sweep")
+        if done.summary is None or dry_run:
             return
         if out.exists():
             _closing_table(out, run["reference"])
-        if any(r["status"] not in ("ok", "in file") for r in summary):
+        if any(r["status"] not in ("ok", "in file") for r in done.summary):
             raise typer.Exit(1)
 
 
