@@ -1,5 +1,5 @@
-"""What `rr sweep` and `rr tune` share: where their runs train (here, one process each, or on Slurm as one job
-array through submitit) and what is shown of it.
+"""What `rr sweep` and `rr tune` show of a launch (`rr_model.sweep.launch.launch`: their runs trained here, one
+process each, or on Slurm as one job array through submitit, or under --dry-run planned).
 
 Standard library and typer at import (as every command module); the library loads inside the calls.
 """

@@ -13,7 +13,7 @@ from cli.fields import dataclass_options, spelled, spelling
 from cli.launchers import show_launched
 from cli.records import Format, echo_records
 from cli.run_options import DRY_RUN, OUT, PANEL, VARIANT
-from rr_analysis.comparison import POWER
+from rr_analysis.comparison import POWER, Comparison
 from rr_analysis.numbers import BLANK, fixed, percent, significant
 from rr_core.errors import InputError
 from rr_model.config import TrainConfig
@@ -67,7 +67,6 @@ def _effect_seeds(
 ) -> dict[str, list[int]]:
     """The new seeds per size that `rr_analysis.stats.power.seeds_for_effect` asks for, printed with its
     reasons: `rr sweep --effect`'s seeds (`rr_model.sweep.local.sweep_runs`' `effect_seeds`)."""
-    from rr_analysis.comparison import Comparison
     from rr_analysis.stats.power import seeds_for_effect
     from rr_core.sweepfile.dataset import load_sweep
 
@@ -113,7 +112,6 @@ def _closing_table(out: Path, reference: str) -> None:
     (a pilot without the reference, one size) says so in one line and points to rr analyze's options."""
     import shutil
 
-    from rr_analysis.comparison import Comparison
     from rr_analysis.stats.gap_tests import gap_table
     from rr_analysis.tables.render import render
     from rr_analysis.views.registry import VIEWS
