@@ -1,5 +1,5 @@
-"""What `rr sweep` and `rr tune` share: where their runs train (here, one process each, or on Slurm as one job
-array through submitit), the options that say so, and the comma-separated lists they take.
+"""What `rr sweep` and `rr tune` show of a launch (`rr_model.sweep.launch.launch`: their runs trained here, one
+process each, or on Slurm as one job array through submitit, or under --dry-run planned).
 
 Standard library and typer at import (as every command module); the library loads inside the calls.
 """
@@ -13,35 +13,8 @@ import typer
 from cli.records import Format, echo_records
 from cli.run_options import RESULT_FORMATS, echo_dry_run
 from rr_analysis.numbers import BLANK
-from rr_core.errors import InputError
 
-__all__ = ["items", "seed_list", "launch", "show_launched"]
-
-
-def items(text: str | None) -> list[str] | None:
-    """A comma-separated option's items, stripped (None when not given or empty)."""
-    return [item.strip() for item in text.split(",") if item.strip()] if text else None
-
-
-def seed_list(given: str | list[str] | None, flag: str) -> list[int] | None:
-    """Seeds (integers >= 0) given as one comma-separated list or several; None when not given."""
-    text = given if isinstance(given, str) or given is None else ",".join(given)
-    if not text:
-        return None
-    if not all(s.isdigit() for s in items(text)):
-        raise InputError(f"{flag} {text!r}: expected comma-separated integers >= 0, e.g. 3,4")
-    return [int(s) for s in items(text)]
-
-
-def launch(runs, out: Path, how, dry_run: bool, command: str) -> list[dict] | None:
-    """Train the plan `runs` where `how` says (`rr_model.sweep.launch.launch`) and show what it did
-    (`show_launched`). Returns the summary records here ([] under --dry-run), None on Slurm (the jobs append
-    their rows later). `command` names the rr command in what is printed."""
-    from rr_model.sweep.launch import launch as launch_runs
-
-    done = launch_runs(runs, out, how, dry_run)
-    show_launched(done, out, dry_run, command)
-    return done.summary
+__all__ = ["show_launched"]
 
 
 def show_launched(done, out: Path, dry_run: bool, command: str) -> None:

@@ -19,7 +19,7 @@ import typer
 
 from cli.errors import known_errors
 from cli.records import Format, echo_records
-from rr_analysis.numbers import BLANK, fixed, significant
+from rr_analysis.numbers import BLANK, duration, fixed, significant
 from rr_core.sweepfile import DECIMALS
 
 PANEL = "Training run"  # the help panel of the options that set TrainConfig fields
@@ -51,19 +51,6 @@ def _decimals(decimals: int, grouped: bool = False) -> Callable[[object], str]:
 
 PLAN_FORMATS = {"params": _decimals(0, True), "tokens": _decimals(0, True), "est_minutes": _decimals(1)}
 RESULT_FORMATS = {name: _decimals(places) for name, places in DECIMALS.items()}  # as the row is written
-
-
-def duration(minutes: float) -> str:
-    """Minutes in the unit a reader plans with: seconds under a minute (a tiny run's "about 0.0 minutes"
-    said nothing), minutes up to 90, hours up to two days, then days."""
-    if minutes < 1:
-        seconds = round(minutes * 60)
-        return f"{seconds} seconds" if seconds >= 1 else "under a second"
-    if minutes < 90:
-        return f"{fixed(minutes, 1)} minutes"
-    if minutes < 48 * 60:
-        return f"{fixed(minutes / 60, 1)} hours"
-    return f"{fixed(minutes / 1440, 1, grouped=True)} days"
 
 
 def echo_plan(plan: list[dict], title: str) -> None:

@@ -11,7 +11,6 @@ from cli.fields import field_option, field_type
 from cli.records import FORMAT_HELP, Format, echo_records
 from cli.run_options import MEMORY_FORMATS, echo_budget
 from rr_analysis.numbers import fixed, significant
-from rr_core.errors import InputError
 from rr_core.ladder import RECIPE
 from rr_model.config import TrainConfig
 
@@ -118,22 +117,11 @@ def _memory(fmt: Format, vocab: int, ladder, gpus: int, gpu_memory: float | None
 
 
 def _budget(fmt: Format, vocab: int, ladder, reference: str, corpus: str | None, given: dict) -> None:
-    """`rr sizes --budget`: every size's budget, at its own or the given one (`rr_core.budget.budget_table`)."""
-    from rr_core.budget import budget_table
-    from rr_core.ladder import BYTE_EOS
-    from rr_model.data.token_cache import known_train_tokens
+    """`rr sizes --budget`: every size's budget, at its own or the given one (`rr_model.run.planning.size_budgets`)."""
+    from rr_model.run.planning import size_budgets
 
     with known_errors():
-        train = None
-        if corpus is not None:
-            train = known_train_tokens(corpus, "bytes" if vocab == BYTE_EOS + 1 else "gpt2")
-            if train is None:
-                raise InputError(
-                    f"--corpus {corpus}: not tokenized yet, so its size is unknown (a run tokenizes it)"
-                )
-        rows = budget_table(
-            vocab, ladder, reference, train, **{k: v for k, v in given.items() if v is not None}
-        )
+        rows = size_budgets(vocab, ladder, reference, corpus, **given)
     stated = ", ".join(f"{k.replace('_', ' ')} {significant(v)}" for k, v in given.items() if v is not None)
     title = (
         f"Budget per size, vocabulary {fixed(vocab, 0, grouped=True)}: {stated or 'as the ladder states it'}"

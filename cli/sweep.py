@@ -10,14 +10,14 @@ import typer
 from cli.config_file import CONFIG, with_config
 from cli.errors import known_errors
 from cli.fields import dataclass_options, spelled, spelling
-from cli.launchers import items, launch, seed_list
+from cli.launchers import show_launched
 from cli.records import Format, echo_records
 from cli.run_options import DRY_RUN, OUT, PANEL, VARIANT
-from rr_analysis.comparison import POWER
+from rr_analysis.comparison import POWER, Comparison
 from rr_analysis.numbers import BLANK, fixed, percent, significant
 from rr_core.errors import InputError
 from rr_model.config import TrainConfig
-from rr_model.sweep.launch import SLURM, Launch
+from rr_model.sweep.launch import SLURM, Launch, launch, slurm_module
 
 SIZE = typer.Option(
     None,
@@ -62,30 +62,13 @@ STATUS = typer.Option(
 CANCEL = typer.Option(False, "--cancel", help="Cancel the sweep's unfinished jobs.", rich_help_panel=SLURM)
 
 
-def _sizes(sizes: list[str] | None, at: str | None, ladder: Path | None) -> list[str] | None:
-    """--size as given, or --at's sizes checked to lie past the published ladder, with shapes from --ladder."""
-    from rr_core.ladder import beyond_published
-
-    if at and sizes:
-        raise InputError("--at names sizes past the published ladder, --size any size: give one, not both")
-    return [beyond_published(a, ladder) for a in items(at)] if at else sizes
-
-
 def _effect_seeds(
-    out: Path,
-    sizes: list[str] | None,
-    effect: float,
-    variants: tuple,
-    seeds: list[str] | None,
-    reference: str,
+    out: Path, effect: float, reference: str, sizes: list[str] | None, variants: tuple
 ) -> dict[str, list[int]]:
-    """The new seeds per size that `rr_analysis.stats.power.seeds_for_effect` asks for, printed with its reasons."""
-    from rr_analysis.comparison import Comparison
+    """The new seeds per size that `rr_analysis.stats.power.seeds_for_effect` asks for, printed with its
+    reasons: `rr sweep --effect`'s seeds (`rr_model.sweep.local.sweep_runs`' `effect_seeds`)."""
     from rr_analysis.stats.power import seeds_for_effect
     from rr_core.sweepfile.dataset import load_sweep
-
-    if seeds:
-        raise InputError("--effect plans the seeds itself: give --effect or --seed, not both")
 
     data = load_sweep(out if out.exists() else None)
     plan = seeds_for_effect(data, effect, sizes, variants, Comparison(reference))
@@ -107,14 +90,13 @@ def _status_or_cancel(out: Path, status: bool, cancel: bool) -> None:
     if status and cancel:
         raise InputError("--status and --cancel: give one of them")
     from rr_model.sweep.jobs import state_path
-    from rr_model.sweep.launch import slurm_module
 
-    launch = slurm_module()
+    slurm = slurm_module()
     if cancel:
-        ids = launch.cancel_jobs(out)
+        ids = slurm.cancel_jobs(out)
         typer.echo(f"rr sweep: asked {len(ids)} job(s) to stop: {' '.join(ids) or BLANK}")
         return
-    rows = launch.job_status(out)
+    rows = slurm.job_status(out)
     if not rows:
         typer.echo(f"rr sweep: no jobs recorded in {state_path(out)}")
         return
@@ -130,7 +112,6 @@ def _closing_table(out: Path, reference: str) -> None:
     (a pilot without the reference, one size) says so in one line and points to rr analyze's options."""
     import shutil
 
-    from rr_analysis.comparison import Comparison
     from rr_analysis.stats.gap_tests import gap_table
     from rr_analysis.tables.render import render
     from rr_analysis.views.registry import VIEWS
@@ -144,48 +125,6 @@ def _closing_table(out: Path, reference: str) -> None:
         typer.echo(
             f"rr sweep: no closing table ({e}); see rr analyze --data {out} --reference NAME", err=True
         )
-
-
-def _plan(out: Path, p: dict, sizes: list[str] | None, seeds: list[str] | None, options: dict):
-    """The sweep's runs (to train, already in `out`) from the options `p`: sizes or --at, seeds or --effect,
-    variants; a reproduction checked to be one."""
-    from rr_core.variants import compared
-    from rr_model.run.reproduce import check_reproducible
-    from rr_model.sweep.local import plan_sweep
-
-    variants, chosen = (
-        tuple(p["variant"] or compared(options["reference"])),
-        _sizes(sizes, p["at"], options["ladder"]),
-    )
-    effect = p["effect"]
-    plan_seeds = (
-        seed_list(seeds, "--seed")
-        if effect is None
-        else _effect_seeds(out, chosen, effect, variants, seeds, options["reference"])
-    )
-    runs = plan_sweep(out, chosen, plan_seeds, variants, _multiples(p["budgets"]), **options)
-    if options["reproduce"]:
-        check_reproducible(runs.todo + runs.skipped, out)
-    return runs
-
-
-def _multiples(text: str | None) -> list[float] | None:
-    """--budgets' multiples: numbers > 0; None when not given."""
-    try:
-        found = [float(item) for item in items(text) or []]
-    except ValueError:
-        found = []
-    if text and not (found and all(0 < k < float("inf") for k in found)):
-        raise InputError(f"--budgets {text!r}: expected comma-separated multiples > 0, e.g. 1,2,4")
-    return found or None
-
-
-def _default_out(reproduce: bool, ladder: str | None) -> Path:
-    """The file a sweep writes without --out: the reproduction file, the ladder file's, or the published."""
-    from rr_model.config import default_out
-    from rr_model.run.reproduce import DEFAULT_REPRODUCTION
-
-    return DEFAULT_REPRODUCTION if reproduce else default_out(ladder)
 
 
 @dataclass_options(TrainConfig, "sweep", into="run", panel=PANEL, build=dict)
@@ -218,20 +157,26 @@ def sweep(
     them. `--effect` plans the seeds a target gap needs instead of `--seed`; `--budgets` trains several
     budgets per run as cooldown branches.
     """
-    reproduce, ladder = run["reproduce"], run["ladder"]
-    out = out or _default_out(reproduce, ladder)
+    from functools import partial
+
+    from rr_model.sweep.local import default_sweep_out, sweep_runs
+
+    out = out or default_sweep_out(run["reproduce"], run["ladder"])
     options = with_config(ctx, run)
     with known_errors():
         if status or cancel:
             return _status_or_cancel(out, status, cancel)
-        runs = _plan(out, ctx.params, spelled(ctx, "size", size), spelled(ctx, "seed", seed), options)
+        effect_seeds = None if effect is None else partial(_effect_seeds, out, effect, run["reference"])
+        size, seed = spelled(ctx, "size", size), spelled(ctx, "seed", seed)
+        runs = sweep_runs(out, size, seed, variant, budgets, at=at, effect_seeds=effect_seeds, **options)
         typer.echo(f"rr sweep: {len(runs.todo)} run(s) to train, {len(runs.skipped)} already in {out}")
-        summary = launch(runs, out, how, dry_run, "sweep")
-        if summary is None or dry_run:
+        done = launch(runs, out, how, dry_run)  # here, on Slurm, or (dry run) the plan
+        show_launched(done, out, dry_run, "sweep")
+        if done.summary is None or dry_run:
             return
         if out.exists():
             _closing_table(out, run["reference"])
-        if any(r["status"] not in ("ok", "in file") for r in summary):
+        if any(r["status"] not in ("ok", "in file") for r in done.summary):
             raise typer.Exit(1)
 
 

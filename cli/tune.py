@@ -9,12 +9,11 @@ from pathlib import Path
 import typer
 
 from cli.config_file import CONFIG, with_config
-from cli.errors import fail, known_errors
+from cli.errors import known_errors
 from cli.fields import dataclass_options, spelled, spelling
-from cli.launchers import items, seed_list, show_launched
+from cli.launchers import show_launched
 from cli.records import Format, echo_records
 from cli.run_options import DRY_RUN, PANEL, VARIANT
-from rr_core.errors import InputError
 from rr_model.config import TrainConfig
 from rr_model.sweep.launch import Launch
 
@@ -42,22 +41,6 @@ OUT = typer.Option(
     "(data/LADDER-STEM-tune.csv with --ladder).",
     show_default=False,
 )
-
-
-def _rates(text: str) -> list[float]:
-    """--lr's rates: finite numbers > 0."""
-    rates = []
-    for item in items(text) or []:
-        try:
-            rate = float(item)
-        except ValueError:
-            rate = float("nan")
-        if not 0 < rate < float("inf"):
-            raise InputError(
-                f"--lr {text!r}: {item!r} is not a learning rate (a finite number > 0, e.g. 4e-4)"
-            )
-        rates.append(rate)
-    return rates
 
 
 def _echo_choices(picked: dict, size: str) -> None:
@@ -105,22 +88,16 @@ def tune(
     skipped and interrupted ones resume, so the same command continues a tuning (on Slurm: run it again once
     the selection jobs are done to submit the comparison).
     """
-    from rr_model.sweep.tuning_runs import default_tune_out
+    from rr_model.sweep.tuning_runs import default_tune_out, one_size
     from rr_model.sweep.tuning_runs import tune as tune_runs
 
-    size = _one_size(spelled(ctx, "size", size))
-    ctx.params["size"] = size  # --config's record: the size as a string
-    options = with_config(ctx, run)
     out = out or default_tune_out(run["ladder"])
     with known_errors():
-        rates, chosen_by, compared_on = (
-            _rates(lr),
-            seed_list(select_seeds, "--select-seeds") or [],
-            seed_list(spelled(ctx, "seed", seed), "--seed") or [],
-        )
-        watch = _watch(out, dry_run)
+        ctx.params["size"] = size = one_size(spelled(ctx, "size", size))  # --config's record: one size
+        options = with_config(ctx, run)
+        seed, watch = spelled(ctx, "seed", seed), _watch(out, dry_run)
         tuned = tune_runs(
-            out, size, rates, chosen_by, compared_on, variant, how, dry_run=dry_run, watch=watch, **options
+            out, size, lr, select_seeds, seed, variant, how, dry_run=dry_run, watch=watch, **options
         )
         if tuned.waiting is not None:
             typer.echo(f"rr tune: {tuned.waiting}")
@@ -131,16 +108,6 @@ def tune(
         typer.echo(f"rr tune: the comparison at the tuned rates: rr analyze tuning --data {out}")
         if any(r["status"] not in ("ok", "in file") for r in tuned.comparison.summary):
             raise typer.Exit(1)
-
-
-def _one_size(sizes: list[str]) -> str:
-    """The one size a tuning tunes: several (--size given twice, or a comma list) are refused, naming them,
-    rather than one tuned silently."""
-    if len(set(sizes)) > 1:
-        raise fail(
-            f"--size {', '.join(sizes)}: rr tune tunes one size at a time (each its own rates); run it once per size"
-        )
-    return sizes[0]
 
 
 def _watch(out: Path, dry_run: bool):

@@ -23,6 +23,7 @@ __all__ = [
     "percent",
     "percent_above",
     "count",
+    "duration",
     "missing",
     "cut",
     "NA",
@@ -157,3 +158,22 @@ def count(v: float | None, digits: int = 3) -> str:
         if abs(v) >= scale:
             return f"{significant(v / scale, digits)}{unit}"
     return significant(v, digits)
+
+
+def duration(minutes: float) -> str:
+    """Minutes in the unit a reader plans with: seconds under a minute (a tiny run's "about 0.0 minutes"
+    said nothing), minutes up to 90, hours up to two days, then days.
+
+    Example
+    -------
+    >>> duration(0.5), duration(12.34), duration(90), duration(48 * 60)
+    ('30 seconds', '12.3 minutes', '1.5 hours', '2.0 days')
+    """
+    if minutes < 1:
+        seconds = round(minutes * 60)
+        return f"{seconds} seconds" if seconds >= 1 else "under a second"
+    if minutes < 90:
+        return f"{fixed(minutes, 1)} minutes"
+    if minutes < 48 * 60:
+        return f"{fixed(minutes / 60, 1)} hours"
+    return f"{fixed(minutes / 1440, 1, grouped=True)} days"

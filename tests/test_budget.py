@@ -18,6 +18,7 @@ from rr_core.sweepfile import provenance
 from rr_core.sweepfile.dataset import load_sweep
 from rr_model.config import TrainConfig
 from rr_model.data.token_cache import known_train_tokens
+from rr_model.run.planning import size_budgets
 from rr_model.sweep.child import config_from_json, config_json
 
 pytestmark = pytest.mark.usefixtures("offline")
@@ -142,6 +143,21 @@ def budget_lines(stdout: str) -> list[str]:
     """The rows of a dry run's budget table: after its title and header, up to its notes."""
     lines = stdout.split("Budget per size and steps (of the reference)\n")[1].splitlines()[2:]
     return lines[: next(i for i, line in enumerate(lines) if line.startswith("params: "))]
+
+
+def test_size_budgets_count_passes_over_a_tokenized_corpus_and_refuse_one_that_is_not(tmp_path):
+    """`size_budgets` (rr sizes --budget): every size at the stated budget, passes over the corpus's 19,400
+    training tokens (hand_cache); a corpus not tokenized yet refused."""
+    cache = str(hand_cache(tmp_path / "cache"))
+    rows = {r["size"]: r for r in size_budgets(257, corpus=cache, steps=10, tokens=None)}
+    assert list(rows) == ["60M", "150M", "320M", "590M", "1B", "tiny"]
+    assert rows["tiny"]["tokens"] == 10 * 8 * 256 and rows["60M"]["tokens"] == 10 * 64 * 256
+    assert rows["tiny"]["passes"] == pytest.approx(20_480 / 19_400, rel=1e-12)
+    assert "passes" not in size_budgets(257)[0]  # no corpus, no passes
+    with pytest.raises(
+        InputError, match=re.escape("--corpus synthetic: not tokenized yet, so its size is unknown")
+    ):
+        size_budgets(257, corpus="synthetic")
 
 
 def test_sizes_show_each_budget_in_every_format():

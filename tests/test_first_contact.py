@@ -75,22 +75,6 @@ def test_a_size_typed_in_any_case_is_planned_and_recorded_by_its_ladder_name():
     assert "150M  review_neutral     7" in result.output and "150m" not in result.output
 
 
-def test_plan_durations_read_in_minutes_hours_or_days():
-    from cli.run_options import duration
-
-    assert [duration(m) for m in (0.001, 0.04, 0.5, 12.34, 89.9, 90, 47.9 * 60, 48 * 60, 25137.2 * 3)] == [
-        "under a second",  # issue 49.10: a tiny dry run said "about 0.0 minutes"
-        "2 seconds",
-        "30 seconds",
-        "12.3 minutes",
-        "89.9 minutes",
-        "1.5 hours",
-        "47.9 hours",
-        "2.0 days",
-        "52.4 days",
-    ]
-
-
 def test_a_note_never_reads_as_equal_to_the_limit_it_exceeds(sweep):
     """The published 60M counts differ by 60.68 / 59.47 - 1 = 2.035%: the note says 2.03%, not 2.0%, over 2%;
     3.5% needs no second decimal."""

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from rr_analysis.numbers import BLANK, NA, fixed, missing, p_value, percent, significant
+from rr_analysis.numbers import BLANK, NA, duration, fixed, missing, p_value, percent, significant
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -88,3 +88,17 @@ def test_the_significance_level_and_the_power_target_are_printed_from_their_cons
     assert render(power_table(sweep), VIEWS["power"], "text").startswith(
         "Seeds needed for 90% power at alpha 0.01 "
     )
+
+
+def test_plan_durations_read_in_minutes_hours_or_days():
+    assert [duration(m) for m in (0.001, 0.04, 0.5, 12.34, 89.9, 90, 47.9 * 60, 48 * 60, 25137.2 * 3)] == [
+        "under a second",  # issue 49.10: a tiny dry run said "about 0.0 minutes"
+        "2 seconds",
+        "30 seconds",
+        "12.3 minutes",
+        "89.9 minutes",
+        "1.5 hours",
+        "47.9 hours",
+        "2.0 days",
+        "52.4 days",
+    ]

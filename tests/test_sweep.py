@@ -5,21 +5,25 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import socket
 import sys
+from pathlib import Path
 
 import pytest
 from conftest import rr
 
 from rr_analysis.comparison import Comparison
 from rr_analysis.stats.power import seed_plan, seeds_for_effect
+from rr_core.comma_lists import items, seed_list
+from rr_core.errors import InputError
 from rr_core.shapes import model_config
 from rr_core.sweepfile.dataset import append_rows, load_sweep, next_seeds
 from rr_core.sweepfile.provenance import read_records, sidecar_path
 from rr_core.variants import compared
 from rr_model.config import TrainConfig
 from rr_model.sweep.child import config_from_json
-from rr_model.sweep.local import plan_sweep, train_command
+from rr_model.sweep.local import budget_multiples, default_sweep_out, plan_sweep, sweep_runs, train_command
 
 pytestmark = pytest.mark.usefixtures("offline")  # no hub; the session's token cache
 
@@ -39,6 +43,64 @@ def test_default_plan_is_the_published_sweep_biggest_first(tmp_path, published_c
     assert [(c.size, c.seed) for c in todo[::3]] == [("1B", 3), ("1B", 4), ("60M", 3), ("60M", 4)]
     with pytest.raises(ValueError, match="tiny has no published seeds"):
         plan_sweep(published, ["tiny"])
+
+
+def test_the_sweep_s_plan_from_its_options_as_the_command_line_gives_them(tmp_path):
+    """`sweep_runs` is rr sweep's plan without the command line: seeds as text, the reference's compared
+    block by default, --at's sizes from a ladder file, --effect's seeds from the function passed in."""
+    out = tmp_path / "new.csv"
+    runs = sweep_runs(out, ["60M"], "3, 4", reference="highway")  # highway compares against standard only
+    assert [c.key for c in runs.todo] == [("60M", v, s) for s in (3, 4) for v in ("highway", "standard")]
+    next_rungs = Path(__file__).parents[1] / "docs" / "extending" / "next.toml"
+    at = sweep_runs(out, None, [0], ["standard"], at="3B, 7B", ladder=str(next_rungs))
+    assert [c.key for c in at.todo] == [("7B", "standard", 0), ("3B", "standard", 0)]  # biggest first
+    heard = []
+
+    def effect(sizes, variants):
+        heard.append((sizes, variants))
+        return {"60M": [5]}
+
+    planned = sweep_runs(out, ["60M", "150M"], None, effect_seeds=effect)
+    assert heard == [(["60M", "150M"], ("review_neutral", "highway", "standard"))]
+    assert [c.key for c in planned.todo] == [("60M", v, 5) for v in ("review_neutral", "highway", "standard")]
+    refused = {
+        "--at names sizes past the published ladder, --size any size: give one, not both": dict(
+            sizes=["60M"], at="3B"
+        ),
+        "--at 60M: 60M is a published size; train more of its seeds with --size 60M": dict(at="60M"),
+        "--effect plans the seeds itself: give --effect or --seed, not both": dict(
+            seeds="3", effect_seeds=effect
+        ),
+        "--seed '3,x': expected comma-separated integers >= 0, e.g. 3,4": dict(seeds="3,x"),
+        "--budgets '1,x': expected comma-separated multiples > 0, e.g. 1,2,4": dict(seeds="0", budgets="1,x"),
+        "60M standard seed 9 is not a published run, so there is nothing to reproduce": dict(
+            sizes=["60M"], seeds="9", variants=["standard"], reproduce=True
+        ),
+    }
+    for said, given in refused.items():
+        with pytest.raises(InputError, match=re.escape(said)):
+            sweep_runs(out, **given)
+    assert len(heard) == 1  # --effect with --seed is refused before its seeds are planned
+    assert default_sweep_out() == Path("data/scaling_v8.csv")
+    assert default_sweep_out(reproduce=True) == Path("data/reproduction.csv")
+    assert default_sweep_out(ladder="x/pilot.toml") == Path("data/pilot.csv")
+
+
+def test_comma_separated_seeds_and_budgets_are_read_or_refused_in_the_command_line_s_words():
+    assert items(" 3B, 7B,,") == ["3B", "7B"] and items("") is None and items(None) is None
+    assert seed_list("3,4", "--seed") == [3, 4] and seed_list(["5", 6], "--seed") == [5, 6]
+    assert seed_list(None, "--seed") is None and seed_list(",", "--seed") == [] == items(",")
+    for bad in ("-1", "1.5", "x", "3,,y"):
+        with pytest.raises(
+            InputError, match=re.escape(f"--select-seeds {bad!r}: expected comma-separated integers")
+        ):
+            seed_list(bad, "--select-seeds")
+    assert budget_multiples("1, 2,0.5") == [1.0, 2.0, 0.5] and budget_multiples(None) is None
+    for bad in ("0", "-1", "inf", "nan", ",,", "1,x"):
+        with pytest.raises(
+            InputError, match=re.escape(f"--budgets {bad!r}: expected comma-separated multiples > 0")
+        ):
+            budget_multiples(bad)
 
 
 def test_train_command_runs_the_library_child_with_the_whole_config(tmp_path):

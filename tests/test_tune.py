@@ -4,9 +4,12 @@ file (no training: the fast suite). docs/extending.md's tuning pilot trains one 
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from conftest import rr
 
+from rr_core.errors import InputError
 from rr_core.lr_choice import choose_rate
 from rr_core.sweepfile.csv_text import DataError
 from rr_core.sweepfile.dataset import append_rows, load_sweep, run_keys
@@ -15,7 +18,7 @@ from rr_model.config import TrainConfig
 from rr_model.run.identity import recipe_differences
 from rr_model.run.output_file import dataset_row
 from rr_model.sweep.child import config_from_json, config_json
-from rr_model.sweep.tuning_runs import choices, comparison_runs, selection_runs
+from rr_model.sweep.tuning_runs import choices, comparison_runs, one_size, rates, selection_runs, tune
 
 HEADER = "size,variant,seed,params_M,steps,val_loss,ece,minutes,lr,role\n"
 
@@ -298,3 +301,31 @@ def test_two_sizes_are_refused_naming_both_never_the_last_tuned(tmp_path, sizes)
     assert result.exit_code == 2 and "Traceback" not in result.output
     assert "rr: error: --size tiny, 60M: rr tune tunes one size at a time" in result.stderr
     assert "rr tune: selection" not in result.stdout and not (tmp_path / "t.csv").exists()
+
+
+def test_the_library_reads_the_grid_seeds_and_size_as_the_command_line_gives_them(tmp_path):
+    """`rates`, `one_size` and `tune` take rr tune's text as given, or numbers from Python, and refuse a
+    value that is not one in the command line's words."""
+    assert rates("1e-4, 2e-4,,8e-4") == pytest.approx([1e-4, 2e-4, 8e-4], rel=1e-12)
+    assert rates([4e-4, 1e-3]) == pytest.approx([4e-4, 1e-3], rel=1e-12)
+    for given, item in (("1e-3,abc", "'abc'"), ("1e-3,0", "'0'"), ("-2e-4", "'-2e-4'"), ("inf", "'inf'"),
+                        ([1e-3, float("nan")], "'nan'")):  # fmt: skip
+        with pytest.raises(
+            InputError, match=re.escape(f"{item} is not a learning rate (a finite number > 0")
+        ):
+            rates(given)
+    assert one_size("tiny") == "tiny" and one_size(["60M", "60M"]) == "60M"
+    with pytest.raises(InputError, match=re.escape("--size tiny, 60M: rr tune tunes one size at a time")):
+        one_size(["tiny", "60M"])
+    texts = tune(
+        tmp_path / "t.csv", "tiny", "2e-3, 1e-3", "0", "1,2", ["highway"], dry_run=True, data="synthetic"
+    )
+    numbers = tune(tmp_path / "t.csv", ["tiny"], [1e-3, 2e-3], [0], [1, 2], ["highway"], dry_run=True,
+                   data="synthetic")  # fmt: skip
+    assert [c.key for c in texts.selection.todo] == [
+        ("tiny", "highway", 0, 1e-3),
+        ("tiny", "highway", 0, 2e-3),
+    ]
+    assert [c.key for c in numbers.selection.todo] == [c.key for c in texts.selection.todo]
+    with pytest.raises(InputError, match=re.escape("--seed '1,y': expected comma-separated integers >= 0")):
+        tune(tmp_path / "t.csv", "tiny", "1e-3", "0", "1,y", dry_run=True, data="synthetic")

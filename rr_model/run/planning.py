@@ -13,10 +13,11 @@ from collections.abc import Sequence
 from dataclasses import asdict, replace
 from typing import Any, NamedTuple
 
-from rr_core.budget import budget, passes
-from rr_core.ladder import get_size
+from rr_core.budget import budget, budget_table, passes
+from rr_core.errors import InputError
+from rr_core.ladder import BYTE_EOS, RECIPE, get_size
 from rr_core.shapes import GPTConfig, model_config
-from rr_core.variants import COMPARED
+from rr_core.variants import COMPARED, REFERENCE
 from rr_model.config import TrainConfig
 from rr_model.data.token_cache import Corpus, check_data, known_train_tokens
 from rr_model.parallel.flops import assumed_rate, flops_per_token
@@ -32,6 +33,7 @@ __all__ = [
     "memory_plans",
     "planned_model",
     "budget_plan",
+    "size_budgets",
     "branch_note",
     "families",
     "DryRun",
@@ -141,6 +143,30 @@ def budget_plan(runs: list[TrainConfig]) -> list[dict[str, Any]]:
             "passes": None if train is None else passes(found.tokens, train),
         }
     return list(rows.values())
+
+
+def size_budgets(
+    vocab_size: int = RECIPE.vocab_size,
+    ladder: str | os.PathLike | None = None,
+    reference: str = REFERENCE,
+    corpus: str | None = None,
+    **given: float | None,
+) -> list[dict[str, Any]]:
+    """`rr sizes --budget`: every ladder size's budget (`rr_core.budget.budget_table`) at its own or the one
+    `given` (steps, tokens or tokens_per_param; None: not given), with the passes over `corpus` where it is
+    tokenized already (`known_train_tokens`, in the byte tokenizer for the byte vocabulary, else GPT-2's).
+
+    Raises InputError for a `corpus` not tokenized yet: its size is unknown.
+    """
+    train = None
+    if corpus is not None:
+        train = known_train_tokens(corpus, "bytes" if vocab_size == BYTE_EOS + 1 else "gpt2")
+        if train is None:
+            raise InputError(
+                f"--corpus {corpus}: not tokenized yet, so its size is unknown (a run tokenizes it)"
+            )
+    stated = {k: v for k, v in given.items() if v is not None}
+    return budget_table(vocab_size, ladder, reference, train, **stated)
 
 
 def describe_runs(runs: list[TrainConfig]) -> list[dict[str, Any]]:

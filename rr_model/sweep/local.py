@@ -16,22 +16,99 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from rr_core.budget import budget_steps, reference_params
+from rr_core.comma_lists import items, seed_list
 from rr_core.errors import InputError, InterruptSaid
 from rr_core.files.locks import locked
-from rr_core.ladder import BUDGET_KEYS, PUBLISHED_SIZES, get_size, ladder_sizes, size_sort_key
+from rr_core.ladder import (
+    BUDGET_KEYS,
+    PUBLISHED_SIZES,
+    beyond_published,
+    get_size,
+    ladder_sizes,
+    size_sort_key,
+)
 from rr_core.sweepfile.provenance import read_records, sidecar_path
 from rr_core.sweepfile.schema import record_key
-from rr_core.variants import COMPARED
-from rr_model.config import TrainConfig
+from rr_core.variants import COMPARED, REFERENCE, compared
+from rr_model.config import TrainConfig, default_out
 from rr_model.run.output_file import preflight
 from rr_model.run.planning import Runs
 from rr_model.sweep.child import HELD, INTERRUPTED, config_json
 
-__all__ = ["plan_sweep", "budget_options", "train_command", "run_sweep"]
+__all__ = [
+    "default_sweep_out",
+    "sweep_runs",
+    "plan_sweep",
+    "budget_multiples",
+    "budget_options",
+    "train_command",
+    "run_sweep",
+]
+
+
+def default_sweep_out(reproduce: bool = False, ladder: str | os.PathLike | None = None) -> Path:
+    """The file a sweep writes without --out: the reproduction file (`rr sweep --reproduce`), else the
+    ladder file's or the published dataset (`rr_model.config.default_out`)."""
+    from rr_model.run.reproduce import DEFAULT_REPRODUCTION
+
+    return DEFAULT_REPRODUCTION if reproduce else default_out(ladder)
+
+
+def sweep_runs(
+    out: str | os.PathLike,
+    sizes: Sequence[str] | None = None,
+    seeds: str | Iterable[str | int] | None = None,
+    variants: Sequence[str] | None = None,
+    budgets: str | None = None,
+    *,
+    at: str | None = None,
+    effect_seeds: Callable[[Sequence[str] | None, tuple[str, ...]], Mapping[str, Iterable[int]]]
+    | None = None,
+    **options: Any,
+) -> Runs:
+    """`rr sweep`'s plan from its options as given (`plan_sweep`), a reproduction checked to be one.
+
+    Parameters
+    ----------
+    sizes, at
+        Sizes to train (`--size`), or sizes past the published ladder, comma-separated (`--at 3B`: their
+        shapes from the ``ladder`` option's file, `rr_core.ladder.beyond_published`); not both.
+    seeds
+        Seeds for every size (`--seed 3,4`: `rr_core.comma_lists.seed_list`); default each size's published
+        seeds.
+    variants
+        Default: the reference's compared block (`rr_core.variants.compared`).
+    budgets
+        Multiples of each size's budget, comma-separated (`--budgets 1,2,4`: `budget_multiples`).
+    effect_seeds
+        Instead of `seeds` (`--effect`): a function of the sizes and variants that returns the new seeds of
+        each size (`rr_analysis.stats.power.seeds_for_effect`, which this package may not import: the
+        command line passes it in).
+    options
+        Further TrainConfig fields; with ``reproduce`` the runs must be published ones
+        (`rr_model.run.reproduce.check_reproducible`).
+    """
+    from rr_model.run.reproduce import check_reproducible
+
+    variants = tuple(variants or compared(options.get("reference", REFERENCE)))
+    if at and sizes:
+        raise InputError("--at names sizes past the published ladder, --size any size: give one, not both")
+    sizes = [beyond_published(a, options.get("ladder")) for a in items(at)] if at else sizes
+    if effect_seeds is None:
+        per_size = seed_list(seeds, "--seed")
+    elif seeds:
+        raise InputError("--effect plans the seeds itself: give --effect or --seed, not both")
+    else:
+        per_size = effect_seeds(sizes, variants)
+    runs = plan_sweep(out, sizes, per_size, variants, budget_multiples(budgets), **options)
+    if options.get("reproduce"):
+        check_reproducible(runs.todo + runs.skipped, out)
+    return runs
 
 
 def plan_sweep(
@@ -75,6 +152,23 @@ def plan_sweep(
             c for s in size_seeds for v in variants for c in TrainConfig(size, v, s, **given).with_branches()
         ]
     return Runs.split(runs, preflight(out))  # a new default file extends the published
+
+
+def budget_multiples(text: str | None) -> list[float] | None:
+    """`--budgets`' multiples of each size's budget: comma-separated numbers > 0; None when not given.
+
+    Example
+    -------
+    >>> budget_multiples("1, 2,4"), budget_multiples(None)
+    ([1.0, 2.0, 4.0], None)
+    """
+    try:
+        found = [float(item) for item in items(text) or []]
+    except ValueError:
+        found = []
+    if text and not (found and all(0 < k < float("inf") for k in found)):
+        raise InputError(f"--budgets {text!r}: expected comma-separated multiples > 0, e.g. 1,2,4")
+    return found or None
 
 
 def budget_options(size: str, multiples: Sequence[float], options: Mapping[str, Any]) -> dict[str, Any]:

@@ -23,6 +23,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from rr_core.comma_lists import items, seed_list
 from rr_core.errors import InputError
 from rr_core.ladder import get_size
 from rr_core.lr_choice import RateChoice, choose_rate
@@ -35,6 +36,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "default_tune_out",
+    "one_size",
+    "rates",
     "check_grid",
     "selection_runs",
     "choices",
@@ -49,6 +52,40 @@ def default_tune_out(ladder: str | os.PathLike | None = None) -> Path:
     """Where a tuning sweep's rows go without --out: data/tune.csv, or data/<ladder stem>-tune.csv. Never the
     published dataset: rows off its recipe (any other lr) are refused there."""
     return Path("data") / ("tune.csv" if ladder is None else f"{Path(ladder).stem}-tune.csv")
+
+
+def one_size(sizes: str | Sequence[str]) -> str:
+    """The one size a tuning tunes: several (`--size` given twice, or a comma list) are refused, naming them,
+    rather than one tuned silently (each size needs its own rates)."""
+    sizes = [sizes] if isinstance(sizes, str) else list(sizes)
+    if len(set(sizes)) > 1:
+        raise InputError(
+            f"--size {', '.join(sizes)}: rr tune tunes one size at a time (each its own rates); run it once per size"
+        )
+    return sizes[0]
+
+
+def rates(given: str | Iterable[float]) -> list[float]:
+    """`--lr`'s grid: finite numbers > 0, given comma-separated or as numbers; an InputError names the first
+    that is not one.
+
+    Example
+    -------
+    >>> rates("1e-4, 2e-4"), rates([4e-4])
+    ([0.0001, 0.0002], [0.0004])
+    """
+    text, found = given if isinstance(given, str) else ",".join(map(str, given)), []
+    for item in items(text) or []:
+        try:
+            rate = float(item)
+        except ValueError:
+            rate = float("nan")
+        if not 0 < rate < float("inf"):
+            raise InputError(
+                f"--lr {text!r}: {item!r} is not a learning rate (a finite number > 0, e.g. 4e-4)"
+            )
+        found.append(rate)
+    return found
 
 
 def check_grid(lrs: Sequence[float], select_seeds: Sequence[int], seeds: Sequence[int]) -> None:
@@ -162,10 +199,10 @@ class Tuned(NamedTuple):
 
 def tune(
     out: str | os.PathLike,
-    size: str,
-    lrs: Sequence[float],
-    select_seeds: Sequence[int],
-    seeds: Sequence[int],
+    size: str | Sequence[str],
+    lrs: str | Sequence[float],
+    select_seeds: str | Sequence[int | str],
+    seeds: str | Sequence[int | str],
     variants: Sequence[str] | None = None,
     how: Launch | None = None,
     *,
@@ -180,15 +217,19 @@ def tune(
 
     The comparison waits (`Tuned.waiting`) while selection runs are to come: after a dry run, or while Slurm
     jobs train them (the same command again plans it then). A crashed selection run stops the tuning
-    (`Tuned.crashed`). `variants` default the reference's compared block; `options` are further TrainConfig
-    fields. `watch` hears each step as it happens (`Watch`).
+    (`Tuned.crashed`). `size` is one size (`one_size`); the rates and seeds may be given as the command line
+    gives them, comma-separated (`rates`, `rr_core.comma_lists.seed_list`). `variants` default the reference's
+    compared block; `options` are further TrainConfig fields. `watch` hears each step as it happens (`Watch`).
 
-    Raises InputError for a grid or seed sets `check_grid` refuses, and for a variant no rate of which
-    finished on every selection seed.
+    Raises InputError for several sizes, a grid or seed sets `check_grid` refuses, and for a variant no rate
+    of which finished on every selection seed.
     """
     from rr_core.variants import REFERENCE, compared
     from rr_model.sweep.launch import Launch, launch
 
+    size, lrs = one_size(size), rates(lrs)
+    select_seeds = seed_list(select_seeds, "--select-seeds") or []
+    seeds = seed_list(seeds, "--seed") or []
     how, watch = how or Launch(), watch or Watch()
     variants = tuple(variants or compared(options.get("reference", REFERENCE)))
     check_grid(lrs, select_seeds, seeds)
