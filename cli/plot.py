@@ -202,7 +202,6 @@ def gates(
             raise fail("draw either the logs of runs (RUNS or --data) or the anatomy of one --checkpoint")
         fig.write_anatomy(checkpoint, corpus, windows, out, dpi, title)
         return
-
     from rr_analysis.figures.curves import gates_plot
 
     how = {"title": title, "comparison": asked}
@@ -224,7 +223,6 @@ def tuning(
     """Each variant's metric against the learning rate on its selection seeds (mean, 95% t CI), a facet per
     size, with the rate each chose marked (hollow: at the grid's edge). `rr analyze tuning` tests the gap at
     the chosen rates."""
-
     from rr_analysis.figures.tuning_curves import tuning_plot
 
     fig.write(data, out, dpi, lambda df: tuning_plot(df, ladder=ladder, title=title, comparison=asked))

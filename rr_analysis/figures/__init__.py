@@ -1,7 +1,9 @@
-"""The figures: each `*_figure` function takes the statistics it draws and returns a matplotlib Figure; each
-`*_plot` function draws what an `rr plot` command draws from the data it reads (a sweep, metrics logs), the
-statistics computed and the provenance footnote added, in one call; `output.write_figure` writes one and says
-what it did. Independent of the tables; matplotlib and seaborn load with these modules.
+"""The figures: each `*_figure` function draws a matplotlib Figure of the statistics it is given (the raw-data
+figures, `scaling_figure`, `seeds_figure` and `calibration_figure`, of the sweep itself); each `rr plot` command
+draws by one function here from the data it reads, statistics computed and provenance footnote added
+(`emergence_plot`, `forecast_plot`, the raw-data figures, `curves_plot`, `gates_plot`, `gap_plot`,
+`tuning_plot`, `anatomy_plot`), which a notebook calls the same way; `output.write_figure` writes a figure
+and says what it did. Independent of the tables; matplotlib and seaborn load with these modules.
 """
 
 from rr_core.lazy import lazy_exports
