@@ -3,8 +3,8 @@ facet per size and a line per run; and the gates over training, each gated subla
 
 `rr gates` reads r on one batch of one checkpoint; `gates_figure` draws what the trainer logged at every log
 point (`rr_core.sweepfile.metrics_log.load_gates`), so it shows where each layer's gates opened or closed
-while the run learned. `curves_plot` and `gates_plot` draw either from the logs themselves, as `rr plot
-curves` and `rr plot gates` do.
+while the run learned. `curves_plot` and `gates_plot` draw each from the logs in one call, as `rr plot curves`
+and `rr plot gates` do.
 """
 
 from __future__ import annotations

@@ -34,6 +34,10 @@ def anatomy_plot(found, *, title: str | None = None) -> Figure:
         analysis does not import the model, so any object with those serves).
     title
         Figure title; None names the run's weights and the text read.
+
+    Returns
+    -------
+    `anatomy_figure` of ``found.table``.
     """
     default = f"Gate anatomy by layer: {found.path.name}, {found.windows} held-out windows of {found.corpus}"
     return anatomy_figure(found.table, title=title or default)
