@@ -1,6 +1,6 @@
 """Writing a figure file, shared by `rr plot`'s commands: the options every figure takes (--data, --dpi,
---title, --out), and drawing a sweep's figure, the figure of metrics logs or a gate anatomy to a file, its
-path printed (`write`, `write_logs`, `write_anatomy`, `write_gap`).
+--title, --out), and a sweep's figure, the figure of metrics logs or a gate anatomy drawn by one library
+call and written to a file, its path printed (`write`, `write_logs`, `write_anatomy`).
 
 Standard library and typer at import, as every command module; matplotlib and the library load inside the calls.
 """
@@ -8,11 +8,19 @@ Standard library and typer at import, as every command module; matplotlib and th
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from cli.errors import fail, known_errors
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from matplotlib.figure import Figure
+
+    from rr_analysis.figures.output import Written
 
 DATA = typer.Option(
     None,
@@ -33,26 +41,14 @@ def out_option(default: str) -> typer.Option:
     )
 
 
-def write(data: Path | None, out: Path, dpi: int, draw: Callable, asked=None) -> None:
-    """Check `out`, load the data, draw and write the figure with its provenance footnote (`with_provenance`:
-    the cells of the comparison `asked` whose runs differ from the published ones), print the path (and on
-    stderr where it is and whether it replaced a file). Exit 2 on known errors."""
-    import matplotlib
-
-    matplotlib.use("Agg")  # headless, whatever the environment says; rr draws files only
-
+def write(data: Path | None, out: Path, dpi: int, draw: Callable[[pd.DataFrame], Figure]) -> None:
+    """Draw the figure of the sweep `data` (`draw(df)`: one `rr_analysis.figures` call) to `out`, its path
+    printed, and on stderr where it is and whether it replaced a file."""
     from cli.dataload import load_checked
-    from cli.heap import frozen_heap
-    from rr_analysis.figures.output import check_writable, save_figure, with_provenance
 
-    with known_errors():
-        replaced = check_writable(out).exists()  # before loading or drawing: a bad --out fails at once
-        df = load_checked(data)
-        with frozen_heap():
-            path = save_figure(with_provenance(draw(df), df, asked), out, dpi=dpi)
-    typer.echo(str(path))
-    what = "replacing the file that was there" if replaced else "a new file"
-    typer.echo(f"rr plot: wrote {path.name} in {path.resolve().parent} ({what})", err=True)
+    written = _write(out, dpi, lambda: load_checked(data), draw)
+    what = "replacing the file that was there" if written.replaced else "a new file"
+    typer.echo(f"rr plot: wrote {written.path.name} in {written.path.resolve().parent} ({what})", err=True)
 
 
 RUNS = typer.Argument(
@@ -108,68 +104,45 @@ CHECKPOINT = typer.Option(
 )
 
 
-def write_logs(
-    runs: list[Path] | None, data: Path | None, out: Path, dpi: int, draw: Callable, asked=None
-) -> None:
-    """Check `out`, draw the figure of the metrics logs of `runs` and of the sweep `data` (`draw(sources)`),
-    with `data`'s provenance footnote (`with_provenance`: the cells of the comparison `asked` whose runs differ
-    from the published ones), write it, print the path. Exit 2 on known errors, or when no source is given."""
-    sources = [*(runs or []), *([data] if data else [])]
-    import matplotlib
-
-    matplotlib.use("Agg")
-
+def write_logs(runs: list[Path] | None, data: Path | None, out: Path, dpi: int, draw: Callable) -> None:
+    """Draw the figure of the metrics logs of `runs` and of the sweep `data` (`draw(sources, sweep)`: one
+    `rr_analysis.figures` call, `sweep` reading `data` for the footnote) to `out`, its path printed. Exit 2
+    when no source is given."""
     from cli.dataload import load_checked
-    from cli.heap import frozen_heap
-    from rr_analysis.figures.output import check_writable, save_figure, with_provenance
 
+    sources = [*(runs or []), *([data] if data else [])]
     if not sources:
         raise fail("give --data FILE.csv or at least one metrics folder or log (OUT.metrics/)")
-    with known_errors():
-        check_writable(out)
-        with frozen_heap():
-            drawn = draw(sources)
-            path = save_figure(
-                with_provenance(drawn, load_checked(data), asked) if data else drawn, out, dpi=dpi
-            )
-    typer.echo(str(path))
+    sweep = (lambda: load_checked(data)) if data else None  # read for the footnote once the logs are drawn
+    _write(out, dpi, lambda: sources, lambda read: draw(read, sweep))
 
 
 def write_anatomy(
     checkpoint: Path, corpus: str | None, windows: int, out: Path, dpi: int, title: str | None
 ) -> None:
-    """Read the gate anatomy of `checkpoint`, draw it by layer, write it to `out`, print the path."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-
-    from cli.heap import frozen_heap
-    from rr_analysis.figures.gate_layers import anatomy_figure
-    from rr_analysis.figures.output import check_writable, save_figure
+    """Read the gate anatomy of `checkpoint` (`rr_model.uses.anatomy.anatomy`), draw it by layer
+    (`anatomy_plot`) to `out`, its path printed."""
+    from rr_analysis.figures.gate_layers import anatomy_plot
     from rr_model.uses.anatomy import anatomy
 
+    read = partial(anatomy, checkpoint, corpus=corpus, windows=windows)
+    _write(out, dpi, read, partial(anatomy_plot, title=title))
+
+
+def _write(out: Path, dpi: int, read: Callable, draw: Callable[..., Figure]) -> Written:
+    """Check `out`, read (`read()`), draw (`draw(read())`) and write the figure (`write_figure`), print the
+    path; what was written. Exit 2 on known errors."""
+    import matplotlib
+
+    matplotlib.use("Agg")  # headless, whatever the environment says; rr draws files only
+
+    from cli.heap import frozen_heap
+    from rr_analysis.figures.output import check_writable, write_figure
+
     with known_errors():
-        check_writable(out)
-        found = anatomy(checkpoint, corpus=corpus, windows=windows)
-        default = f"Gate anatomy by layer: {found.path.name}, {windows} held-out windows of {found.corpus}"
+        check_writable(out)  # before reading or drawing: a bad --out fails at once
+        what = read()  # before the heap is frozen: what reading built is left out of full collections
         with frozen_heap():
-            path = save_figure(anatomy_figure(found.table, title=title or default), out, dpi=dpi)
-    typer.echo(str(path))
-
-
-def write_gap(
-    runs: list[Path] | None, data: Path | None, out: Path, dpi: int, title: str | None, asked
-) -> None:
-    """`rr plot curves --gap`: the sweep's gap over training (`training_gap` of its rows and their logs), of
-    the comparison `asked`."""
-    if runs or data is None:
-        raise fail("--gap pairs the runs of a sweep: give --data FILE.csv (their logs are read beside it)")
-
-    def draw(df):
-        from rr_analysis.figures.gap_curves import gap_figure
-        from rr_analysis.stats.training_gap import training_gap
-        from rr_core.sweepfile.metrics_log import load_losses
-
-        return gap_figure(training_gap(df, load_losses([data]), asked), title=title)
-
-    write(data, out, dpi, draw, asked)
+            written = write_figure(draw(what), out, dpi=dpi)
+    typer.echo(str(written.path))
+    return written

@@ -11,7 +11,6 @@ from cli.choices import Adjust, Stat
 from cli.errors import fail
 from cli.fields import dataclass_options, field_option
 from cli.help import CASE_INSENSITIVE
-from rr_analysis.cells import of_sizes  # light: no numpy or pandas at import
 from rr_analysis.comparison import Comparison
 from rr_model.uses.gate_reading import GateReading
 
@@ -55,13 +54,10 @@ def emergence(
     --no-fit` draws the paper's figure. --reference, --baselines and --metric draw any other comparison.
     """
 
-    def draw(df):
-        from rr_analysis.figures.gaps import emergence_plot
+    from rr_analysis.figures.gaps import emergence_plot
 
-        how = {"stat": stat.value, "adjust": adjust.value, "fit": fit, "title": title}
-        return emergence_plot(df, **how, comparison=asked)
-
-    fig.write(data, out, dpi, draw, asked)
+    how = {"stat": stat.value, "adjust": adjust.value, "fit": fit, "title": title}
+    fig.write(data, out, dpi, lambda df: emergence_plot(df, **how, comparison=asked))
 
 
 @plot_app.command()
@@ -79,16 +75,9 @@ def forecast(
     """The primary size-level line carried past the sweep: observed paired gaps, the line with its 95% CI
     and PI bands, and each forecast size's gap with its 95% CI and PI; shaded past the largest size."""
 
-    def draw(df):
-        from rr_analysis.figures.gaps import forecast_figure
-        from rr_analysis.stats.forecast import forecast as predict
-        from rr_analysis.stats.forecast import meta_line
-        from rr_analysis.stats.gap_tests import gap_table
+    from rr_analysis.figures.gaps import forecast_plot
 
-        table, line = gap_table(df, comparison=asked), meta_line(df, at, comparison=asked)
-        return forecast_figure(table, line, predict(df, at, comparison=asked), title=title)
-
-    fig.write(data, out, dpi, draw, asked)
+    fig.write(data, out, dpi, lambda df: forecast_plot(df, at, title=title, comparison=asked))
 
 
 @plot_app.command()
@@ -106,7 +95,7 @@ def scaling(
     """
     from rr_analysis.figures.raw import scaling_figure
 
-    fig.write(data, out, dpi, lambda df: scaling_figure(df, title=title, comparison=asked), asked)
+    fig.write(data, out, dpi, lambda df: scaling_figure(df, title=title, comparison=asked))
 
 
 @plot_app.command()
@@ -124,7 +113,7 @@ def seeds(
     """
     from rr_analysis.figures.raw import seeds_figure
 
-    fig.write(data, out, dpi, lambda df: seeds_figure(df, title=title, comparison=asked), asked)
+    fig.write(data, out, dpi, lambda df: seeds_figure(df, title=title, comparison=asked))
 
 
 @plot_app.command()
@@ -142,7 +131,7 @@ def calibration(
     """
     from rr_analysis.figures.raw import calibration_figure
 
-    fig.write(data, out, dpi, lambda df: calibration_figure(df, title=title, comparison=asked), asked)
+    fig.write(data, out, dpi, lambda df: calibration_figure(df, title=title, comparison=asked))
 
 
 @plot_app.command()
@@ -167,21 +156,25 @@ def curves(
     if gap:
         if half_life is not None or smooth is not None:
             raise fail("--half-life and --smooth smooth each run's loss; --gap draws the raw paired gap")
-        fig.write_gap(runs, data, out, dpi, title, asked)  # the losses the runs logged
+        if runs or data is None:
+            raise fail(
+                "--gap pairs the runs of a sweep: give --data FILE.csv (their logs are read beside it)"
+            )
+        from rr_analysis.figures.gap_curves import gap_plot
+
+        fig.write(data, out, dpi, lambda df: gap_plot(df, [data], title=title, comparison=asked))
         return
+    from rr_analysis.figures.curves import curves_plot
 
-    def draw(sources):
-        from rr_analysis.figures.curves import curves_figure
-        from rr_analysis.stats.smoothing import smooth_curves
-        from rr_core.sweepfile.metrics_log import load_curves
-
-        curves = smooth_curves(of_sizes(load_curves(sources), asked), half_life, weight=smooth)
+    def draw(sources, sweep):
+        how = {"half_life": half_life, "weight": smooth, "title": title, "comparison": asked, "sweep": sweep}
+        drawn, lives = curves_plot(sources, **how)
         if smooth is not None:
-            lives = ", ".join(dict.fromkeys(f"{h:g}" for h in curves["half_life"]))
-            typer.echo(f"rr plot: --smooth is deprecated: read as --half-life {lives}", err=True)
-        return curves_figure(curves, title=title)
+            said = ", ".join(dict.fromkeys(f"{h:g}" for h in lives))
+            typer.echo(f"rr plot: --smooth is deprecated: read as --half-life {said}", err=True)
+        return drawn
 
-    fig.write_logs(runs, data, out, dpi, draw, asked)
+    fig.write_logs(runs, data, out, dpi, draw)
 
 
 @plot_app.command()
@@ -209,14 +202,10 @@ def gates(
             raise fail("draw either the logs of runs (RUNS or --data) or the anatomy of one --checkpoint")
         fig.write_anatomy(checkpoint, corpus, windows, out, dpi, title)
         return
+    from rr_analysis.figures.curves import gates_plot
 
-    def draw(sources):
-        from rr_analysis.figures.curves import gates_figure
-        from rr_core.sweepfile.metrics_log import load_gates
-
-        return gates_figure(of_sizes(load_gates(sources), asked), title=title)
-
-    fig.write_logs(runs, data, out, dpi, draw, asked)
+    how = {"title": title, "comparison": asked}
+    fig.write_logs(runs, data, out, dpi, lambda sources, sweep: gates_plot(sources, **how, sweep=sweep))
 
 
 @plot_app.command()
@@ -234,16 +223,9 @@ def tuning(
     """Each variant's metric against the learning rate on its selection seeds (mean, 95% t CI), a facet per
     size, with the rate each chose marked (hollow: at the grid's edge). `rr analyze tuning` tests the gap at
     the chosen rates."""
+    from rr_analysis.figures.tuning_curves import tuning_plot
 
-    def draw(df):
-        from rr_analysis.figures.tuning_curves import tuning_figure
-        from rr_analysis.stats.tuning import tuning_table
-
-        return tuning_figure(
-            tuning_table(df, asked, ladder=None if ladder is None else str(ladder)), title=title
-        )
-
-    fig.write(data, out, dpi, draw, asked)
+    fig.write(data, out, dpi, lambda df: tuning_plot(df, ladder=ladder, title=title, comparison=asked))
 
 
 def register(app: typer.Typer) -> None:

@@ -28,7 +28,7 @@ from rr_analysis.cells import of_sizes, sizes_left_out
 from rr_analysis.comparison import PRIMARY_TEST, Comparison, asked
 from rr_analysis.figures.estimates import test_name
 from rr_analysis.figures.gaps import emergence_plot
-from rr_analysis.figures.output import save_figure, with_provenance, write_atomic
+from rr_analysis.figures.output import save_figure, write_atomic
 from rr_analysis.figures.raw import calibration_figure, scaling_figure, seeds_figure
 from rr_analysis.stats.emergence import emergence
 from rr_analysis.stats.gap_tests import gap_table
@@ -129,11 +129,6 @@ def _figure(report: Report, name: str, caption: str, draw, folder: str) -> list[
     return [f"![{caption}]({folder}{'/' if folder else ''}{name})", "", f"*{caption}*", ""]
 
 
-def _drawn(figure, df: pd.DataFrame, c: Comparison, **how) -> Figure:
-    """`figure(df, **how, comparison=c)` with its provenance footnote (`with_provenance`), as `rr plot` draws it."""
-    return with_provenance(figure(df, **how, comparison=c), df, c)
-
-
 def _code(text: str) -> str:
     """`text` as a Markdown code span that nothing in it can close: fenced by one backtick more than its
     longest run of backticks (CommonMark 6.1), line breaks shown as \\n so the span stays on one line."""
@@ -201,7 +196,7 @@ def build_report(
     ]
     for name, heading, caption, how in _EMERGENCE:
         md += [f"### {heading}", ""]
-        md += _figure(report, name, caption, partial(_drawn, emergence_plot, df, c, **how), figure_dir)
+        md += _figure(report, name, caption, partial(emergence_plot, df, **how, comparison=c), figure_dir)
     md += ["### Emergence model", "", render(emergence(df, c), VIEWS["emergence"], "markdown")]
     md += ["## 3. Recipe notes", "", render(recipe_notes(df, c), VIEWS["notes"], "markdown")]
     md += [
@@ -211,7 +206,7 @@ def build_report(
     ]
     md += ["## 5. The raw data", ""]
     for name, heading, caption in _RAW:
-        draw = partial(_drawn, _DRAWN[name], df, c)
+        draw = partial(_DRAWN[name], df, comparison=c)
         md += [f"### {heading}", "", *_figure(report, name, caption, draw, figure_dir)]
     report.markdown = "\n".join(md).rstrip() + "\n"
     return report

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 from conftest import rr
 
-from rr_analysis.figures.curves import curves_figure
+from rr_analysis.figures.curves import curves_figure, curves_plot
 from rr_analysis.stats.smoothing import ema, half_life_of_weight, smooth_curves
 from rr_core.errors import InputError
 from rr_core.ladder import get_size
@@ -174,6 +174,24 @@ def test_the_old_weight_is_read_as_the_half_life_giving_the_same_curve():
     assert got["loss_smooth"].tolist() == pytest.approx(by_hand)
     with pytest.raises(InputError, match="not both"):
         smooth_curves(_run(steps, loss), 10, weight=0.6)
+
+
+def test_curves_plot_says_the_half_life_it_read_the_old_weight_as_and_reads_the_sweep_after_the_logs(
+    tiny_run, tmp_path
+):
+    """`rr plot curves`'s one call: the old weight 0.5 halves a reading's weight at each later reading, so it is
+    read as a half-life of one logging interval (what the command tells its user); a log that cannot be read is
+    the error, before the sweep for the footnote is read."""
+    folder = tiny_run["out"].with_name("whole.metrics")
+    fig, lives = curves_plot([folder], weight=0.5)
+    curves = load_curves([folder])
+    steps = curves["step"].to_numpy(float)
+    interval = float(np.median(np.diff(steps)))
+    assert lives == pytest.approx((interval,))
+    loss = next(ln for ax in fig.axes for ln in ax.get_lines() if ln.get_gid() == "loss:standard:0")
+    assert list(loss.get_ydata()) == pytest.approx(ema(steps, curves["loss"].to_numpy(), interval).tolist())
+    with pytest.raises(InputError):
+        curves_plot([tmp_path / "none.metrics"], sweep=lambda: pytest.fail("the sweep was read first"))
 
 
 def test_rr_plot_curves_writes_a_figure_from_a_metrics_folder(tiny_run, tmp_path):

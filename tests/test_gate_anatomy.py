@@ -9,6 +9,7 @@ import csv
 import io
 import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -22,7 +23,7 @@ from rr_core.shapes import GPTConfig
 from rr_model.checkpoint import state as checkpoint
 from rr_model.model import GPT
 from rr_model.run.gate_watch import gated
-from rr_model.uses.anatomy import ANATOMY_COLUMNS, anatomy, gate_anatomy
+from rr_model.uses.anatomy import ANATOMY_COLUMNS, Anatomy, anatomy, gate_anatomy
 from rr_model.uses.inference import heldout_windows
 
 SHAPE = {"vocab_size": 257, "block_size": 16, "n_layer": 2, "n_head": 2, "d_model": 16}
@@ -285,7 +286,7 @@ def test_rr_plot_gates_draws_the_anatomy_by_layer(offline, tmp_path):
 
 
 def test_the_figure_draws_each_measure_by_layer_and_the_split_where_there_is_one():
-    from rr_analysis.figures.gate_layers import anatomy_figure
+    from rr_analysis.figures.gate_layers import anatomy_figure, anatomy_plot
 
     table, _ = gate_anatomy(by_hand(), token_windows())
     lines = {line.get_gid(): line for ax in anatomy_figure(table).axes for line in ax.lines if line.get_gid()}
@@ -298,3 +299,8 @@ def test_the_figure_draws_each_measure_by_layer_and_the_split_where_there_is_one
         np.testing.assert_array_equal(line.get_ydata(), part[measure], err_msg=gid)
     bias, _ = gate_anatomy(by_hand("gate_bias"), token_windows())
     assert len(anatomy_figure(bias).axes) == 3  # no logit to split
+    # `rr plot gates --checkpoint`'s one call: by default titled with the weights and the text read
+    found = Anatomy(table, 1.0, "synthetic", "bytes", windows=3, tokens=96, path=Path("out/run.final.pt"))
+    default = "Gate anatomy by layer: run.final.pt, 3 held-out windows of synthetic"
+    assert anatomy_plot(found).get_suptitle() == default
+    assert anatomy_plot(found, title="Mine").get_suptitle() == "Mine"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -596,3 +597,57 @@ def test_a_two_seed_facet_shows_its_runs_and_marks_the_intervals_it_cuts(sweep):
             for ln, v in zip(cuts[::2], ("review_neutral", *BASELINES), strict=True)
         )
     assert "a triangle: the interval runs on past the facet's edge" in fig.get_supxlabel()
+
+
+GATE_KEYS = ["layer", "sublayer", "mean", "std"]  # a gate reading in a metrics log's train event
+
+
+def test_gates_plot_draws_what_the_runs_logged_of_the_sizes_asked(tmp_path):
+    """`rr plot gates`'s one call: the logs read (a log per run, as the trainer writes them), the sizes the
+    comparison asks for kept, each line the r logged."""
+    from rr_analysis.comparison import Comparison
+
+    gates = gate_readings(layers=2)
+    for size in ("60M", "150M"):
+        for seed, run in gates.groupby("seed"):
+            events = [{"event": "start", "step": 0, "size": size, "variant": "review_neutral", "seed": seed}]
+            events += [
+                {"event": "train", "step": int(step), "loss": 5.0, "gates": at[GATE_KEYS].to_dict("records")}
+                for step, at in run.groupby("step")
+            ]
+            log = tmp_path / f"{size}-review_neutral-seed{seed}.jsonl"
+            log.write_text("".join(json.dumps(e) + "\n" for e in events), encoding="utf-8")
+    fig = plots.gates_plot([tmp_path], comparison=Comparison(sizes=["60M"]))
+    panels = [ax for ax in fig.axes if ax.get_title()]
+    assert [ax.get_title() for ax in panels] == ["60M Review: attention", "60M Review: MLP"]
+    lines = {ln.get_gid(): ln for ln in panels[1].get_lines()}
+    deep = gates[(gates["seed"] == 1) & (gates["layer"] == 1) & (gates["sublayer"] == "mlp")]
+    np.testing.assert_allclose(lines["r:60M:review_neutral:1:1:mlp"].get_xdata(), deep["step"])
+    np.testing.assert_allclose(lines["r:60M:review_neutral:1:1:mlp"].get_ydata(), deep["mean"], rtol=1e-12)
+
+
+def test_forecast_plot_draws_the_sweeps_paired_gaps_and_the_forecast(sweep):
+    """`rr plot forecast`'s one call: the observed points are the seed-paired mean gaps (by hand here), the
+    diamonds the forecast's predictions; the published data carry no footnote."""
+    from rr_analysis.stats.forecast import forecast
+
+    fig = plots.forecast_plot(sweep, ["3B"])
+    fc = forecast(sweep, ["3B"]).set_index("baseline")
+    loss = sweep.pivot_table(index=["size", "seed"], columns="variant", values="val_loss", observed=True)
+    for ax, baseline in zip(fig.axes, ("highway", "standard"), strict=True):
+        marks = {c.lines[0].get_gid(): c.lines[0] for c in ax.containers if c.lines[0] is not None}
+        gaps = (loss[baseline] - loss["review_neutral"]).dropna().groupby(level="size", observed=True).mean()
+        np.testing.assert_allclose(marks["observed"].get_ydata(), gaps[SIZES], rtol=1e-9)
+        assert marks["forecast"].get_ydata() == pytest.approx([fc.loc[baseline, "pred"]], rel=1e-12)
+    assert not any("provenance" in t.get_text() for t in fig.texts)
+
+
+def test_write_figure_says_whether_it_replaced_a_file(tmp_path):
+    fig = Figure(figsize=(1, 1))
+    first = plots.write_figure(fig, tmp_path / "f.png", dpi=20)
+    assert first == plots.Written(path=tmp_path / "f.png", replaced=False)
+    assert plots.write_figure(fig, tmp_path / "f.png", dpi=20).replaced
+    assert first.path.read_bytes() == plots.save_figure(fig, tmp_path / "g.png", dpi=20).read_bytes()
+    with pytest.raises(ValueError, match="end it in one of .png, .pdf, .svg"):
+        plots.write_figure(fig, tmp_path / "f.txt")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["f.png", "g.png"]

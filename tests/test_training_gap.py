@@ -266,21 +266,19 @@ def test_slopes_and_steps_to_reach_by_hand():
 
 
 def test_rr_plot_curves_gap_draws_each_series_with_its_band(tmp_path):
-    path, *_ = _sweep(tmp_path)
+    path, train, _ = _sweep(tmp_path)
     out = tmp_path / "gap.png"
     result = rr("plot", "curves", "--gap", "--data", path, "--out", out)
     assert result.exit_code == 0, result.output
     assert out.read_bytes()[:4] == b"\x89PNG"
-    from rr_analysis.figures.gap_curves import gap_figure
+    from rr_analysis.figures.gap_curves import gap_plot
     from rr_core.sweepfile.dataset import load_sweep
-    from rr_core.sweepfile.metrics_log import load_losses
 
-    frame = training_gap(load_sweep(path), load_losses([path]))
-    fig = gap_figure(frame)
+    fig = gap_plot(load_sweep(path), [path])  # the command's one call: the paired mean gap by tokens trained
     lines = {line.get_gid(): line for ax in fig.axes for line in ax.get_lines()}
-    train = frame[frame["series"] == "train"]
     x, y = lines["gap:tiny:40:standard:train"].get_data()
-    assert list(x) == train["tokens"].tolist() and list(y) == pytest.approx(train["gap"].tolist())
+    assert list(x) == (STEPS * TOKENS_PER_STEP).tolist()
+    assert list(y) == pytest.approx(_pairs(train).mean(axis=0).tolist(), rel=1e-9)
     assert lines["gap:tiny:40:standard:val"].get_linestyle() == "--"
     bands = {c.get_gid() for ax in fig.axes for c in ax.collections}
     assert bands == {"band:tiny:40:standard:train", "band:tiny:40:standard:val"}

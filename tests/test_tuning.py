@@ -75,6 +75,24 @@ def test_the_curves_and_chosen_rates_match_scipy(tune_csv):
     assert sel.loc[("highway", 2e-4), "edge"] == ""
 
 
+def test_tuning_plot_draws_each_rates_selection_mean_and_rings_the_rate_chosen(tune_csv):
+    """`rr plot tuning`'s one call: each variant's curve is its selection seeds' mean at each rate (by hand
+    here), the chosen rate ringed, hollow at the grid's edge."""
+    from rr_analysis.figures.tuning_curves import tuning_plot
+
+    (ax,) = tuning_plot(load_sweep(tune_csv)).axes
+    curves = {c.lines[0].get_gid(): c.lines[0] for c in ax.containers}
+    rings = {ln.get_gid(): ln for ln in ax.get_lines() if str(ln.get_gid()).startswith("chosen:")}
+    for variant, curve in SELECTION.items():
+        x, y = curves[f"curve:{variant}"].get_data()
+        assert list(x) == list(GRID) and list(y) == pytest.approx([np.mean(xs) for xs in curve.values()])
+    assert rings["chosen:review_neutral"].get_xdata() == [4e-4] and rings["chosen:highway"].get_xdata() == [
+        2e-4
+    ]
+    assert rings["chosen:review_neutral"].get_markerfacecolor() == "none"  # 4e-4 is the grid's highest
+    assert rings["chosen:highway"].get_markerfacecolor() != "none"
+
+
 def test_the_tuned_gap_is_the_paired_t_test_of_the_comparison_seeds_at_the_chosen_rates(tune_csv):
     t = tuning_table(load_sweep(tune_csv))
     tuned = t[t["part"] == "tuned"].iloc[0]

@@ -3,10 +3,14 @@ facet per size and a line per run; and the gates over training, each gated subla
 
 `rr gates` reads r on one batch of one checkpoint; `gates_figure` draws what the trainer logged at every log
 point (`rr_core.sweepfile.metrics_log.load_gates`), so it shows where each layer's gates opened or closed
-while the run learned.
+while the run learned. `curves_plot` and `gates_plot` draw each from the logs in one call, as `rr plot curves`
+and `rr plot gates` do.
 """
 
 from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable
 
 import matplotlib as mpl
 import pandas as pd
@@ -15,18 +19,92 @@ from matplotlib.colors import BoundaryNorm
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
+from rr_analysis.cells import of_sizes
+from rr_analysis.comparison import Comparison
 from rr_analysis.figures.axes import STYLE, new_figure, variants_in_order
+from rr_analysis.figures.output import with_provenance
 from rr_analysis.numbers import significant
+from rr_analysis.stats.smoothing import smooth_curves
 from rr_core.ladder import size_sort_key
 from rr_core.palette import palette
+from rr_core.sweepfile.metrics_log import load_curves, load_gates
 from rr_core.variants import label
 
-__all__ = ["curves_figure", "gates_figure", "RAW_MARKERS", "LAYER_COLOURS"]
+__all__ = ["curves_plot", "curves_figure", "gates_plot", "gates_figure", "RAW_MARKERS", "LAYER_COLOURS"]
 
 LAYER_COLOURS = "viridis"  # depth on a sequential, colour-blind-safe scale: first layer dark, last light
 _SUBLAYERS = {"attn": "attention", "mlp": "MLP"}
 
 RAW_MARKERS = 200  # a run's raw readings are drawn as points up to this many; beyond, a thin line alone
+
+Sources = Iterable[str | os.PathLike]
+# the sweep whose runs a figure of logs draws, for its footnote: its rows, or a function that reads them, which
+# is called once the logs are read (so that a log that cannot be read is what is reported, as the command does)
+Sweep = pd.DataFrame | Callable[[], pd.DataFrame] | None
+
+
+def curves_plot(
+    sources: Sources,
+    *,
+    half_life: float | None = None,
+    weight: float | None = None,
+    title: str | None = None,
+    comparison: Comparison | None = None,
+    sweep: Sweep = None,
+) -> tuple[Figure, tuple[float, ...]]:
+    """The training curves of runs as `rr plot curves` draws them, from their metrics logs, in one call.
+
+    Parameters
+    ----------
+    sources
+        Dataset CSVs, metrics folders or ``.jsonl`` logs (`rr_core.sweepfile.metrics_log.load_curves`).
+    half_life, weight
+        The smoothing (`rr_analysis.stats.smoothing.smooth_curves`): a half-life in steps (None: each run's
+        default), or the deprecated per-reading weight of the old ``--smooth``, read as a half-life per run.
+    title
+        Figure title; None for the default.
+    comparison
+        Its sizes choose the runs drawn (`rr_analysis.cells.of_sizes`); default every size.
+    sweep
+        The sweep file whose runs these are (its rows, or a function returning them), for the footnote naming
+        its cells whose runs differ from the published ones (`with_provenance`); None draws none.
+
+    Returns
+    -------
+    The figure (`curves_figure`), and the half-lives the runs were smoothed with, each once in run order: what
+    `weight` was read as, which the command tells its user.
+    """
+    c = comparison or Comparison()
+    curves = smooth_curves(of_sizes(load_curves(sources), c), half_life, weight=weight)
+    fig = _footnoted(curves_figure(curves, title=title), sweep, c)
+    return fig, tuple(dict.fromkeys(curves["half_life"]))
+
+
+def gates_plot(
+    sources: Sources, *, title: str | None = None, comparison: Comparison | None = None, sweep: Sweep = None
+) -> Figure:
+    """Each gated sublayer's r over training as `rr plot gates` draws it, from the runs' metrics logs.
+
+    Parameters
+    ----------
+    sources
+        Dataset CSVs, metrics folders or ``.jsonl`` logs (`rr_core.sweepfile.metrics_log.load_gates`).
+    title, comparison, sweep
+        As `curves_plot`'s: the title, the sizes drawn, and the sweep whose cells the footnote names.
+
+    Returns
+    -------
+    `gates_figure` of the runs' gate readings, with the footnote of `sweep`.
+    """
+    c = comparison or Comparison()
+    return _footnoted(gates_figure(of_sizes(load_gates(sources), c), title=title), sweep, c)
+
+
+def _footnoted(fig: Figure, sweep: Sweep, comparison: Comparison) -> Figure:
+    """`fig` with the provenance footnote of `sweep` (read now, when a function), or as it is without one."""
+    if sweep is None:
+        return fig
+    return with_provenance(fig, sweep() if callable(sweep) else sweep, comparison)
 
 
 def curves_figure(curves: pd.DataFrame, *, title: str | None = None) -> Figure:

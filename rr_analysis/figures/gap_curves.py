@@ -5,19 +5,53 @@ built early holds to the end of training or fades.
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterable
+
 import matplotlib as mpl
 import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
+from rr_analysis.comparison import Comparison
 from rr_analysis.figures.axes import STYLE, compared, gap_axis, new_figure
-from rr_analysis.stats.training_gap import SERIES
+from rr_analysis.figures.output import with_provenance
+from rr_analysis.stats.training_gap import SERIES, training_gap
 from rr_core.palette import palette
+from rr_core.sweepfile.metrics_log import load_losses
 from rr_core.variants import label
 
-__all__ = ["gap_figure"]
+__all__ = ["gap_plot", "gap_figure"]
 
 _DASHES = {"train": "-", "val": "--"}  # the line style of each series
+
+
+def gap_plot(
+    df: pd.DataFrame,
+    sources: Iterable[str | os.PathLike],
+    *,
+    title: str | None = None,
+    comparison: Comparison | None = None,
+) -> Figure:
+    """The gap over training of a sweep as `rr plot curves --gap` draws it, in one call.
+
+    Parameters
+    ----------
+    df
+        The sweep (`load_sweep`): its finished runs are paired.
+    sources
+        Where its runs' losses were logged (`rr_core.sweepfile.metrics_log.load_losses`): the sweep file itself,
+        whose runs' logs are found beside it, or metrics folders and logs.
+    title, comparison
+        The title (None: the default) and the reference and baselines paired (default the paper's).
+
+    Returns
+    -------
+    `gap_figure` of `rr_analysis.stats.training_gap.training_gap`, with the footnote naming the cells whose
+    runs differ from the published ones (`with_provenance`).
+    """
+    gaps = training_gap(df, load_losses(sources), comparison)
+    return with_provenance(gap_figure(gaps, title=title), df, comparison)
 
 
 def gap_figure(gaps: pd.DataFrame, *, title: str | None = None) -> Figure:

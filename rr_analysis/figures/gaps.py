@@ -1,6 +1,6 @@
 """Figures of the gap by size: the paper's Figure 2 (`emergence_figure`) with the primary size-level line
 and its band, drawn from a sweep as `rr plot emergence` draws it by `emergence_plot`, and the same line
-carried past the sweep (`forecast_figure`).
+carried past the sweep (`forecast_figure`; `forecast_plot` as `rr plot forecast` draws it).
 """
 
 from __future__ import annotations
@@ -30,18 +30,16 @@ from rr_analysis.figures.axes import (
     tokens_ticks,
 )
 from rr_analysis.figures.estimates import adjust_name, gap_estimates, require_gap_table, test_name
+from rr_analysis.figures.output import with_provenance
 from rr_analysis.numbers import percent, significant
+from rr_analysis.stats.forecast import forecast as predict
 from rr_analysis.stats.forecast import meta_line
 from rr_analysis.stats.gap_tests import gap_table
 from rr_core.errors import PlotError
 from rr_core.palette import palette
 from rr_core.variants import REFERENCE, label, matched
 
-__all__ = [
-    "emergence_plot",
-    "emergence_figure",
-    "forecast_figure",
-]
+__all__ = ["emergence_plot", "emergence_figure", "forecast_plot", "forecast_figure"]
 
 
 def emergence_plot(
@@ -72,7 +70,7 @@ def emergence_plot(
     Returns
     -------
     `emergence_figure` of ``gap_table(df, adjust, comparison)``, with ``meta_line(df)``'s fitted line when
-    `fit`.
+    `fit`, and the footnote naming the cells whose runs differ from the published ones (`with_provenance`).
 
     Example
     -------
@@ -81,7 +79,8 @@ def emergence_plot(
     """
     c = asked(comparison)
     line = meta_line(df, comparison=c) if fit else None
-    return emergence_figure(gap_table(df, adjust, c), stat=stat, title=title, line=line)
+    drawn = emergence_figure(gap_table(df, adjust, c), stat=stat, title=title, line=line)
+    return with_provenance(drawn, df, c)
 
 
 def emergence_figure(
@@ -201,6 +200,30 @@ def _fitted_lines(ax, line: pd.DataFrame, colours: dict[str, str], pi: bool = Fa
             )
     if len(line):
         ax.plot([], [], color="0.4", lw=1.0, ls=":", label=LINE_SAYS + (", light band 95% PI" if pi else ""))
+
+
+def forecast_plot(
+    df: pd.DataFrame, at: list[str], *, title: str | None = None, comparison: Comparison | None = None
+) -> Figure:
+    """The forecast figure of a sweep as `rr plot forecast --at ...` draws it, in one call.
+
+    Parameters
+    ----------
+    df
+        A loaded sweep (`load_sweep`).
+    at
+        The sizes to forecast: ladder names or counts such as ``"3B"``.
+    title, comparison
+        The title (None: the default) and the comparison drawn (default the paper's).
+
+    Returns
+    -------
+    `forecast_figure` of the sweep's `gap_table`, `meta_line` to `at` and `forecast` at `at`, with the
+    footnote naming the cells whose runs differ from the published ones (`with_provenance`).
+    """
+    c = asked(comparison)
+    table, line = gap_table(df, comparison=c), meta_line(df, at, comparison=c)
+    return with_provenance(forecast_figure(table, line, predict(df, at, comparison=c), title=title), df, c)
 
 
 def forecast_figure(

@@ -2,7 +2,8 @@
 freezing it costs, and for Review which half of its gate matrix moves the logit (`rr plot gates --checkpoint`).
 
 Draws the table `rr_model.uses.anatomy.gate_anatomy` returns (its columns are documented there); this module
-reads only that table, so a notebook draws a table of its own the same way.
+reads only that table (and, for `anatomy_plot`'s title, what `rr_model.uses.anatomy.anatomy` says it read), so
+a notebook draws a table of its own the same way.
 """
 
 from __future__ import annotations
@@ -13,13 +14,33 @@ from matplotlib.figure import Figure
 
 from rr_analysis.figures.axes import STYLE, new_figure
 
-__all__ = ["anatomy_figure", "SUBLAYER_COLOURS", "SHARE_STYLES"]
+__all__ = ["anatomy_plot", "anatomy_figure", "SUBLAYER_COLOURS", "SHARE_STYLES"]
 
 # attention and MLP apart (Okabe-Ito blue and vermillion), a line each
 SUBLAYER_COLOURS = {"attn": ("#0072B2", "attention"), "mlp": ("#D55E00", "MLP")}
 # the logit's variance shares: the stream half of W, the update half, twice their covariance
 SHARE_STYLES = {"state_share": ("-", "stream half"), "update_share": ("--", "update half"),
                 "cov_share": (":", "2 cov")}  # fmt: skip
+
+
+def anatomy_plot(found, *, title: str | None = None) -> Figure:
+    """The gate anatomy of one run as `rr plot gates --checkpoint` draws it: `anatomy_figure`, titled by default
+    with the weights, the windows and the corpus it was read on.
+
+    Parameters
+    ----------
+    found
+        `rr_model.uses.anatomy.anatomy`'s result (its ``table``, ``path``, ``windows`` and ``corpus``; the
+        analysis does not import the model, so any object with those serves).
+    title
+        Figure title; None names the run's weights and the text read.
+
+    Returns
+    -------
+    `anatomy_figure` of ``found.table``.
+    """
+    default = f"Gate anatomy by layer: {found.path.name}, {found.windows} held-out windows of {found.corpus}"
+    return anatomy_figure(found.table, title=title or default)
 
 
 def anatomy_figure(table: pd.DataFrame, *, title: str | None = None) -> Figure:

@@ -1,6 +1,7 @@
 """Writing a figure: the format its suffix names, a check that the file can be written before anything is
-drawn, an atomic save with fixed metadata, so the same figure gives the same bytes, and the provenance
-footnote every figure of a sweep carries where its cells hold runs that differ from the published ones.
+drawn, an atomic save with fixed metadata, so the same figure gives the same bytes, what a write did (the
+file, whether it replaced one), and the provenance footnote every figure of a sweep carries where its cells
+hold runs that differ from the published ones.
 """
 
 from __future__ import annotations
@@ -8,6 +9,7 @@ from __future__ import annotations
 import os
 import textwrap
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
@@ -24,6 +26,8 @@ __all__ = [
     "output_format",
     "check_writable",
     "save_figure",
+    "Written",
+    "write_figure",
     "write_atomic",
     "with_provenance",
 ]
@@ -83,6 +87,35 @@ def save_figure(fig: Figure, path: str | os.PathLike, *, dpi: int = DEFAULT_DPI)
         path, lambda f: fig.savefig(f, format=fmt, dpi=dpi, bbox_inches="tight", metadata=_metadata(fmt))
     )
     return path
+
+
+@dataclass(frozen=True)
+class Written:
+    """What `write_figure` did: the file it wrote, and whether a file was there before (which it replaced)."""
+
+    path: Path
+    replaced: bool
+
+
+def write_figure(fig: Figure, path: str | os.PathLike, *, dpi: int = DEFAULT_DPI) -> Written:
+    """`save_figure`, saying what it did, so that a caller can tell its reader that a file was replaced.
+
+    Returns
+    -------
+    Written: the path written and whether a file stood there before. Raises PlotError as `save_figure`.
+
+    Example
+    -------
+    >>> import tempfile
+    >>> from matplotlib.figure import Figure
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     first = write_figure(Figure(), Path(d) / "f.svg")
+    ...     again = write_figure(Figure(), Path(d) / "f.svg")
+    >>> first.replaced, again.replaced
+    (False, True)
+    """
+    replaced = check_writable(path).exists()
+    return Written(save_figure(fig, path, dpi=dpi), replaced)
 
 
 def with_provenance(fig: Figure, df: pd.DataFrame, comparison: Comparison | None = None) -> Figure:

@@ -1,6 +1,7 @@
 """Figures of the runs themselves: the loss against parameters (`scaling_figure`), every seed with each
-mean's 95% t interval (`seeds_figure`) and calibration (`calibration_figure`). Seaborn draws the strip,
-point and line plots, imported inside the functions that use it.
+mean's 95% t interval (`seeds_figure`) and calibration (`calibration_figure`), each as `rr plot` draws it:
+with the footnote naming the cells whose runs differ from the published ones (`output.with_provenance`).
+Seaborn draws the strip, point and line plots, imported inside the functions that use it.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from rr_analysis.figures.axes import (
     variants_in_order,
 )
 from rr_analysis.figures.estimates import cell_means
+from rr_analysis.figures.output import with_provenance
 from rr_core.errors import PlotError
 from rr_core.ladder import RECIPE
 from rr_core.palette import palette
@@ -89,9 +91,9 @@ def scaling_figure(
     """
     import seaborn as sns
 
-    df, c = compare(df, comparison, require_reference=False)
-    sizes = require_sizes(df, "scaling")
-    runs, labels, palette = _by_label(df, c.reference)
+    rows, c = compare(df, comparison, require_reference=False)
+    sizes = require_sizes(rows, "scaling")
+    runs, labels, palette = _by_label(rows, c.reference)
     hue = dict(x="params_M", y=c.metric, hue="Variant", hue_order=labels, palette=palette)
     axis = metric_axis(c.metric, c.higher_is_better)
     with mpl.rc_context(STYLE):
@@ -100,11 +102,13 @@ def scaling_figure(
         ax.set_xscale("log")
         sns.lineplot(runs, **hue, errorbar=None, lw=1.5, ax=ax)
         sns.scatterplot(runs, **hue, s=12, alpha=0.5, lw=0, legend=False, ax=ax)
-        size_ticks(ax, df.groupby("size", observed=True)["params_M"].mean()[sizes], steps_per_size(df, sizes))
+        size_ticks(
+            ax, rows.groupby("size", observed=True)["params_M"].mean()[sizes], steps_per_size(rows, sizes)
+        )
         ax.set_xlabel("Parameters (log scale)")
         ax.set_ylabel(axis)
         ax.legend(title="Variant (points: seeds, line: mean)", loc="upper right")
-    return fig
+    return with_provenance(fig, df, comparison)
 
 
 def seeds_figure(
@@ -137,12 +141,12 @@ def seeds_figure(
     the ranking changes with the seed. The facets are axes of one Figure made here rather than a
     figure-level grid, so drawing registers no figure globally.
     """
-    df, c = compare(df, comparison, require_reference=False)
-    sizes = [s for s in sizes_in_order(df) if df.loc[df["size"] == s, "variant"].nunique() >= 2]
+    rows, c = compare(df, comparison, require_reference=False)
+    sizes = [s for s in sizes_in_order(rows) if rows.loc[rows["size"] == s, "variant"].nunique() >= 2]
     axis = metric_axis(c.metric, c.higher_is_better)
     if not sizes:
         raise PlotError("the seeds plot needs a size with at least two variants; every size here has one")
-    facets = _facet_grid([df.loc[df["size"] == s, "variant"].nunique() for s in sizes])
+    facets = _facet_grid([rows.loc[rows["size"] == s, "variant"].nunique() for s in sizes])
     units = max(end for _, _, end in facets)
     with mpl.rc_context(STYLE):
         fig = new_figure(
@@ -150,10 +154,10 @@ def seeds_figure(
         )
         grid = fig.add_gridspec(facets[-1][0] + 1, units)
         axes = [fig.add_subplot(grid[row, start:end]) for row, start, end in facets]
-        few = few_seeds(df[df["size"].isin(sizes)].groupby("size", observed=True)["seed"].nunique())
+        few = few_seeds(rows[rows["size"].isin(sizes)].groupby("size", observed=True)["seed"].nunique())
         cut = False
         for ax, size in zip(axes, sizes, strict=True):
-            cut |= _seed_facet(ax, df[df["size"] == size], c.metric, c.reference)
+            cut |= _seed_facet(ax, rows[rows["size"] == size], c.metric, c.reference)
             ax.set_title(f"{size} ({few[size]})" if size in few else size)
         axes[0].set_ylabel(axis)
         fig.supxlabel(
@@ -161,7 +165,7 @@ def seeds_figure(
             + ("; a triangle: the interval runs on past the facet's edge" if cut else ""),
             fontsize=8,
         )
-    return fig
+    return with_provenance(fig, df, comparison)
 
 
 FACETS_PER_ROW = 5  # the seeds figure's sizes, left to right, then on the next row
@@ -303,4 +307,4 @@ def calibration_figure(
         ax.set_ylabel(f"Expected calibration error ({RECIPE.ece_bins} bins)")
         ax.set_ylim(bottom=0)
         ax.legend(title="Variant (points: seeds)")
-    return fig
+    return with_provenance(fig, df, comparison)

@@ -5,16 +5,48 @@ edge.
 
 from __future__ import annotations
 
+import os
+
 import matplotlib as mpl
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
+from rr_analysis.comparison import Comparison
 from rr_analysis.figures.axes import STYLE, compared, metric_axis, new_figure, variants_in_order
+from rr_analysis.figures.output import with_provenance
+from rr_analysis.stats.tuning import tuning_table
 from rr_core.palette import palette
 from rr_core.variants import label
 
-__all__ = ["tuning_figure"]
+__all__ = ["tuning_plot", "tuning_figure"]
+
+
+def tuning_plot(
+    df: pd.DataFrame,
+    *,
+    ladder: str | os.PathLike | None = None,
+    title: str | None = None,
+    comparison: Comparison | None = None,
+) -> Figure:
+    """The tuning curves of a tuning file as `rr plot tuning` draws them, in one call.
+
+    Parameters
+    ----------
+    df
+        A tuning file (`rr tune --out FILE`, loaded by `load_sweep`): rows with ``lr`` and ``role``.
+    ladder
+        The ladder file whose recipe lr is its sizes' shared rate (None: rr's own).
+    title, comparison
+        The title (None: the default) and the comparison drawn (default the paper's).
+
+    Returns
+    -------
+    `tuning_figure` of `rr_analysis.stats.tuning.tuning_table`, with the footnote naming the cells whose runs
+    differ from the published ones (`with_provenance`).
+    """
+    table = tuning_table(df, comparison, ladder=None if ladder is None else str(ladder))
+    return with_provenance(tuning_figure(table, title=title), df, comparison)
 
 
 def tuning_figure(table: pd.DataFrame, *, title: str | None = None) -> Figure:
