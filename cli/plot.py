@@ -75,7 +75,7 @@ def forecast(
     """The primary size-level line carried past the sweep: observed paired gaps, the line with its 95% CI
     and PI bands, and each forecast size's gap with its 95% CI and PI; shaded past the largest size."""
 
-    from rr_analysis.figures.gaps import forecast_plot
+    from rr_analysis.figures.forecast_gaps import forecast_plot
 
     fig.write(data, out, dpi, lambda df: forecast_plot(df, at, title=title, comparison=asked))
 

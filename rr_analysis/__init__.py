@@ -39,7 +39,7 @@ _WHERE = {
     "VIEWS": "rr_analysis.views.registry",
     "AnalysisView": "rr_analysis.views.analysis_view",
     "emergence_figure": "rr_analysis.figures.gaps",
-    "forecast_figure": "rr_analysis.figures.gaps",
+    "forecast_figure": "rr_analysis.figures.forecast_gaps",
     "scaling_figure": "rr_analysis.figures.raw",
     "seeds_figure": "rr_analysis.figures.raw",
     "calibration_figure": "rr_analysis.figures.raw",

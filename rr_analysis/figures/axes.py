@@ -1,5 +1,6 @@
 """What every figure shares: the house style (applied while a figure is built, never globally), the order
-and colour of variants and sizes, and the axes of a gap or a metric.
+and colour of variants and sizes, the axes of a gap or a metric, and the marks both gap-by-size figures
+draw (the fitted size-level line and its bands, the rings around gaps whose arms differ in size).
 
 Colours and labels come from the variant registry (`rr_core.variants`), the order of sizes from
 `rr_analysis.comparison.sizes_in_order`: one fixed, colour-blind-safe colour per variant in every figure.
@@ -7,12 +8,13 @@ Colours and labels come from the variant registry (`rr_core.variants`), the orde
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.ticker import NullLocator
 
-from rr_analysis.comparison import METRIC, STAMP, sizes_in_order
-from rr_analysis.numbers import significant
+from rr_analysis.comparison import METRIC, PARAMS_TOLERANCE, STAMP, sizes_in_order
+from rr_analysis.numbers import percent, significant
 from rr_core.errors import PlotError
 from rr_core.variants import REFERENCE, label, order_key
 
@@ -146,3 +148,50 @@ def require_sizes(df: pd.DataFrame, what: str, n: int = 2) -> list[str]:
             f"{len(sizes)} ({', '.join(sizes) or 'none'})"
         )
     return sizes
+
+
+LINE_SAYS = "dotted: size-level meta-regression on log10(params)\n(primary; REML, Knapp-Hartung), band 95% CI"
+
+
+def fitted_lines(ax, line: pd.DataFrame, colours: dict[str, str], pi: bool = False) -> None:
+    """Each baseline's fitted size-level line with its 95% CI band (and PI band), and one legend entry."""
+    for b, g in line.groupby("baseline", sort=False, observed=True):
+        c = colours.get(b, "0.4")
+        x = g["params_M"].to_numpy(float)
+        ax.plot(x, g["pred"], color=c, lw=1.0, ls=":", zorder=2, gid=f"fit:{b}")
+        ax.fill_between(x, g["ci_low"], g["ci_high"], color=c, alpha=0.15, lw=0, zorder=1, gid=f"fit_ci:{b}")
+        if pi:
+            ax.fill_between(
+                x, g["pi_low"], g["pi_high"], color=c, alpha=0.07, lw=0, zorder=1, gid=f"fit_pi:{b}"
+            )
+    if len(line):
+        ax.plot([], [], color="0.4", lw=1.0, ls=":", label=LINE_SAYS + (", light band 95% PI" if pi else ""))
+
+
+UNEQUAL_SAYS = f"ring: the arms' parameter counts differ by more than {percent(PARAMS_TOLERANCE)}\n(part of the gap may be capacity)"
+
+
+def unequal_rings(ax, e: pd.DataFrame, y, colour: str, gid: str, transform=None) -> None:
+    """An open ring around each gap whose arms differ in size beyond `PARAMS_TOLERANCE` (``params_flagged``),
+    so the figure flags it where the gap is drawn, as the tables do with their mark."""
+    flagged = e["params_flagged"].to_numpy(dtype=bool)
+    if flagged.any():
+        ax.plot(
+            e["params_M"].to_numpy(float)[flagged],
+            np.asarray(y)[flagged],
+            ls="none",
+            marker="o",
+            ms=11,
+            mfc="none",
+            mec=colour,
+            mew=1.2,
+            zorder=4,
+            gid=gid,
+            **({"transform": transform} if transform else {}),
+        )
+
+
+def unequal_says(ax, est: pd.DataFrame) -> None:
+    """The legend entry of the rings, where any gap drawn has them."""
+    if est["params_flagged"].to_numpy(dtype=bool).any():
+        ax.plot([], [], ls="none", marker="o", ms=11, mfc="none", mec="0.3", mew=1.2, label=UNEQUAL_SAYS)

@@ -1,6 +1,6 @@
-"""Figures of the gap by size: the paper's Figure 2 (`emergence_figure`) with the primary size-level line
-and its band, drawn from a sweep as `rr plot emergence` draws it by `emergence_plot`, and the same line
-carried past the sweep (`forecast_figure`; `forecast_plot` as `rr plot forecast` draws it).
+"""The gap by size: the paper's Figure 2 (`emergence_figure`) with the primary size-level line and its
+band, drawn from a sweep as `rr plot emergence` draws it by `emergence_plot`. The same line carried past the
+sweep is `rr_analysis.figures.forecast_gaps`'.
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ from matplotlib.figure import Figure
 from rr_analysis.cells import cell_size
 from rr_analysis.comparison import (
     ALPHA,
-    PARAMS_TOLERANCE,
     PRIMARY_TEST,
     Comparison,
     asked,
@@ -23,23 +22,25 @@ from rr_analysis.figures.axes import (
     STYLE,
     compared,
     few_seeds,
+    fitted_lines,
     gap_axis,
     legend_beside,
     new_figure,
     size_ticks,
     tokens_ticks,
+    unequal_rings,
+    unequal_says,
 )
 from rr_analysis.figures.estimates import adjust_name, gap_estimates, require_gap_table, test_name
 from rr_analysis.figures.output import with_provenance
-from rr_analysis.numbers import percent, significant
-from rr_analysis.stats.forecast import forecast as predict
+from rr_analysis.numbers import significant
 from rr_analysis.stats.forecast import meta_line
 from rr_analysis.stats.gap_tests import gap_table
 from rr_core.errors import PlotError
 from rr_core.palette import palette
 from rr_core.variants import REFERENCE, label, matched
 
-__all__ = ["emergence_plot", "emergence_figure", "forecast_plot", "forecast_figure"]
+__all__ = ["emergence_plot", "emergence_figure"]
 
 
 def emergence_plot(
@@ -160,8 +161,8 @@ def emergence_figure(
             style = _BUDGET_STYLES[budgets.index(steps) % len(_BUDGET_STYLES)] if steps else "-o"
             _gap_line(ax, e, b, colours[b], nudge, reference == REFERENCE, steps, style)
         if line is not None:
-            _fitted_lines(ax, line, colours)
-        _unequal_says(ax, est)
+            fitted_lines(ax, line, colours)
+        unequal_says(ax, est)
         seeds = table.groupby("size", sort=False, observed=True)[
             "n_pairs" if stat == "paired" else for_reference("n_review", reference)
         ].max()
@@ -182,208 +183,6 @@ def emergence_figure(
         ax.set_title(_stars_say(table, stat), loc="left", fontsize=8, color="0.3")
         legend_beside(ax, title=f"{ref} vs.")
     return fig
-
-
-LINE_SAYS = "dotted: size-level meta-regression on log10(params)\n(primary; REML, Knapp-Hartung), band 95% CI"
-
-
-def _fitted_lines(ax, line: pd.DataFrame, colours: dict[str, str], pi: bool = False) -> None:
-    """Each baseline's fitted size-level line with its 95% CI band (and PI band), and one legend entry."""
-    for b, g in line.groupby("baseline", sort=False, observed=True):
-        c = colours.get(b, "0.4")
-        x = g["params_M"].to_numpy(float)
-        ax.plot(x, g["pred"], color=c, lw=1.0, ls=":", zorder=2, gid=f"fit:{b}")
-        ax.fill_between(x, g["ci_low"], g["ci_high"], color=c, alpha=0.15, lw=0, zorder=1, gid=f"fit_ci:{b}")
-        if pi:
-            ax.fill_between(
-                x, g["pi_low"], g["pi_high"], color=c, alpha=0.07, lw=0, zorder=1, gid=f"fit_pi:{b}"
-            )
-    if len(line):
-        ax.plot([], [], color="0.4", lw=1.0, ls=":", label=LINE_SAYS + (", light band 95% PI" if pi else ""))
-
-
-def forecast_plot(
-    df: pd.DataFrame, at: list[str], *, title: str | None = None, comparison: Comparison | None = None
-) -> Figure:
-    """The forecast figure of a sweep as `rr plot forecast --at ...` draws it, in one call.
-
-    Parameters
-    ----------
-    df
-        A loaded sweep (`load_sweep`).
-    at
-        The sizes to forecast: ladder names or counts such as ``"3B"``.
-    title, comparison
-        The title (None: the default) and the comparison drawn (default the paper's).
-
-    Returns
-    -------
-    `forecast_figure` of the sweep's `gap_table`, `meta_line` to `at` and `forecast` at `at`, with the
-    footnote naming the cells whose runs differ from the published ones (`with_provenance`).
-    """
-    c = asked(comparison)
-    table, line = gap_table(df, comparison=c), meta_line(df, at, comparison=c)
-    return with_provenance(forecast_figure(table, line, predict(df, at, comparison=c), title=title), df, c)
-
-
-def forecast_figure(
-    table: pd.DataFrame, line: pd.DataFrame, forecast: pd.DataFrame, *, title: str | None = None
-) -> Figure:
-    """The primary size-level line carried past the sweep: observed gaps, the line, and each forecast point.
-
-    Parameters
-    ----------
-    table
-        `rr_analysis.stats.gap_tests.gap_table` of the sweep: the observed seed-paired gaps and their 95% CIs.
-    line
-        `rr_analysis.stats.forecast.meta_line` reaching the forecast sizes: the line with its CI and PI bands.
-    forecast
-        `rr_analysis.stats.forecast.forecast`: each forecast size's predicted gap, 95% CI (thick bar) and 95% PI
-        (thin bar).
-    title
-        Figure title; None for the default.
-
-    Notes
-    -----
-    One facet per baseline. x: Review's parameter count (log scale; ticks at the sweep's sizes and the
-    forecast sizes), y: gap = baseline loss - Review loss. Shaded: past the largest size of the sweep, where
-    the line is an extrapolation (its warning is in the forecast table). The line is the primary size-level
-    test's model, the band its 95% CI, the lighter band its 95% PI.
-
-    Example
-    -------
-    >>> from rr_core.sweepfile.dataset import load_sweep
-    >>> from rr_analysis.stats.forecast import forecast, meta_line
-    >>> from rr_analysis.stats.gap_tests import gap_table
-    >>> d = load_sweep()
-    >>> fig = forecast_figure(gap_table(d), meta_line(d, ["3B"]), forecast(d, ["3B"]))
-    """
-    require_gap_table(table, "forecast_figure")
-    fc = forecast[np.isfinite(forecast["pred"].to_numpy(float))]
-    if fc.empty:
-        raise PlotError(
-            "the forecast plot needs a size-level line (3 or more sizes with a paired gap) for a baseline; "
-            "there is none here (rr analyze forecast says why)"
-        )
-    baselines = list(dict.fromkeys(fc["baseline"]))
-    colours, est = palette(baselines), gap_estimates(table, "paired")
-    ref = label(fc["reference"].iloc[0]) if "reference" in fc else label(REFERENCE)
-    sizes = table.drop_duplicates("size").set_index("size")["params_M"]
-    ticks = pd.concat([sizes, fc.drop_duplicates("at").set_index("at")["params"] / 1e6])
-    per_param = pd.concat([table.drop_duplicates("size").set_index("size").get("tokens_per_param", sizes * np.nan),
-                           fc.drop_duplicates("at").set_index("at").get("tokens_per_param", pd.Series(dtype=float))])  # fmt: skip
-    dn = tokens_ticks(
-        per_param[~per_param.index.duplicated()], prefix=""
-    )  # the ticks are close: the label says
-    with mpl.rc_context(STYLE):
-        fig = new_figure(
-            4.2 * len(baselines) + 3.4, 4.4, title or f"{ref}'s advantage, forecast past the sweep"
-        )
-        axes = fig.subplots(1, len(baselines), squeeze=False, sharey=True).ravel()
-        for ax, b in zip(axes, baselines, strict=True):
-            ax.set_xscale("log")
-            _forecast_facet(
-                ax,
-                est[est["baseline"] == b],
-                line[line["baseline"] == b],
-                fc[fc["baseline"] == b],
-                colours[b],
-                sizes.max(),
-                ticks.max() * 1.4,
-            )
-            size_ticks(ax, ticks[~ticks.index.duplicated()], tokens=dn)
-            ax.set_xlim(ticks.min() / 1.4, ticks.max() * 1.4)
-            ax.set_title(f"{ref} vs. {label(b)}")
-        axes[0].set_ylabel(f"Baseline \u2212 {ref} (the gap)\n(positive: {ref} better)")
-        handles, labels = axes[0].get_legend_handles_labels()  # every facet's entries are alike
-        legend_beside(axes[-1], handles, labels, fontsize=7)
-        fig.supxlabel(
-            f"Parameters ({ref}, log scale); shaded: past the largest size in the sweep"
-            + (
-                "\nunder each size: training tokens per parameter (D/N; past the sweep, the path's, which the "
-                "line assumes)"
-                if dn
-                else ""
-            ),
-            fontsize=8,
-        )
-    return fig
-
-
-def _forecast_facet(ax, e, line, fc, colour: str, largest: float, right: float) -> None:
-    """One baseline: the zero line, the shaded extrapolation, observed gaps, the fitted line, forecasts."""
-    ax.axhline(0.0, color="0.35", ls="--", lw=0.9, zorder=1, gid="zero")
-    ax.axvspan(largest, right, color="0.93", lw=0, zorder=0, gid="beyond")
-    e = e[np.isfinite(e["estimate"].to_numpy(float))]
-    y = e["estimate"].to_numpy(float)
-    ax.errorbar(
-        e["params_M"].to_numpy(float),
-        y,
-        yerr=[y - e["ci_low"], e["ci_high"] - y],
-        fmt="o",
-        color=colour,
-        ms=5,
-        elinewidth=1.0,
-        capsize=3,
-        label="observed: seed-paired gap, 95% CI",
-        gid="observed",
-    )
-    _unequal_rings(ax, e, y, colour, "unequal")
-    _unequal_says(ax, e)
-    _fitted_lines(ax, line, {line["baseline"].iloc[0]: colour} if len(line) else {}, pi=True)
-    x, p = fc["params"].to_numpy(float) / 1e6, fc["pred"].to_numpy(float)
-    ax.errorbar(
-        x,
-        p,
-        yerr=[p - fc["pi_low"], fc["pi_high"] - p],
-        fmt="none",
-        ecolor=colour,
-        elinewidth=1.0,
-        capsize=5,
-        gid="forecast_pi",
-    )
-    ax.errorbar(
-        x,
-        p,
-        yerr=[p - fc["ci_low"], fc["ci_high"] - p],
-        fmt="D",
-        color=colour,
-        mfc="white",
-        ms=6,
-        elinewidth=3.0,
-        capsize=0,
-        label="forecast: 95% CI (thick), 95% PI (thin)",
-        gid="forecast",
-    )
-
-
-UNEQUAL_SAYS = f"ring: the arms' parameter counts differ by more than {percent(PARAMS_TOLERANCE)}\n(part of the gap may be capacity)"
-
-
-def _unequal_rings(ax, e: pd.DataFrame, y, colour: str, gid: str, transform=None) -> None:
-    """An open ring around each gap whose arms differ in size beyond `PARAMS_TOLERANCE` (``params_flagged``),
-    so the figure flags it where the gap is drawn, as the tables do with their mark."""
-    flagged = e["params_flagged"].to_numpy(dtype=bool)
-    if flagged.any():
-        ax.plot(
-            e["params_M"].to_numpy(float)[flagged],
-            np.asarray(y)[flagged],
-            ls="none",
-            marker="o",
-            ms=11,
-            mfc="none",
-            mec=colour,
-            mew=1.2,
-            zorder=4,
-            gid=gid,
-            **({"transform": transform} if transform else {}),
-        )
-
-
-def _unequal_says(ax, est: pd.DataFrame) -> None:
-    """The legend entry of the rings, where any gap drawn has them."""
-    if est["params_flagged"].to_numpy(dtype=bool).any():
-        ax.plot([], [], ls="none", marker="o", ms=11, mfc="none", mec="0.3", mew=1.2, label=UNEQUAL_SAYS)
 
 
 def _stars_say(table: pd.DataFrame, stat: str) -> str:
@@ -431,7 +230,7 @@ def _gap_line(
     )
     for artist in (bars.lines[0], *bars.lines[1], *bars.lines[2]):
         artist.set_transform(nudge)  # after autoscaling, which used exact x
-    _unequal_rings(ax, e, y, colour, f"unequal:{baseline}", nudge)
+    unequal_rings(ax, e, y, colour, f"unequal:{baseline}", nudge)
     star = e["significant"].to_numpy()
     above = y[star] >= 0
     ends = np.where(above, np.fmax(hi, y)[star], np.fmin(lo, y)[star])

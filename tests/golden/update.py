@@ -215,7 +215,8 @@ def analyses(sweep: str, paths: dict[str, Path]) -> Iterator[tuple[str, str]]:
 def figures(sweep: str, paths: dict[str, Path]) -> Iterator[tuple[str, Any]]:
     """(name, Figure) of every figure of `sweep` as `rr plot` and `rr report` draw it, and the report's
     Markdown as ("report", text)."""
-    from rr_analysis.figures.gaps import emergence_figure, forecast_figure
+    from rr_analysis.figures.forecast_gaps import forecast_figure
+    from rr_analysis.figures.gaps import emergence_figure
     from rr_analysis.report import build_report
     from rr_analysis.stats.forecast import forecast, meta_line
     from rr_analysis.stats.gap_tests import gap_table
