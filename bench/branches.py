@@ -41,8 +41,13 @@ def main() -> None:
     from rr_model.run.trainer import train, train_runs
 
     steps = sorted(int(float(k) * a.base_steps) for k in a.budgets.split(","))
-    options = dict(data="synthetic", schedule="wsd", decay_frac=a.decay_frac, checkpoint_every=0,
-                   recipe=replace(get_size(a.size).recipe, eval_batches=a.eval_batches))  # fmt: skip
+    options = dict(
+        data="synthetic",
+        schedule="wsd",
+        decay_frac=a.decay_frac,
+        checkpoint_every=0,
+        recipe=replace(get_size(a.size).recipe, eval_batches=a.eval_batches),
+    )
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         os.environ.setdefault("RR_CACHE", str(folder / "cache"))
@@ -55,8 +60,15 @@ def main() -> None:
         ]
         separate_s = time.perf_counter() - start
 
-        runs = plan_runs(folder / "branched.csv", a.size, (a.variant,), 0, steps=steps[-1],
-                         branch_at=tuple(steps[:-1]), **options)  # fmt: skip
+        runs = plan_runs(
+            folder / "branched.csv",
+            a.size,
+            (a.variant,),
+            0,
+            steps=steps[-1],
+            branch_at=tuple(steps[:-1]),
+            **options,
+        )
         start = time.perf_counter()
         branched = train_runs(runs.todo, folder / "branched.csv", plan=runs.output)
         branched_s = time.perf_counter() - start
@@ -67,13 +79,17 @@ def main() -> None:
     same = all(by_steps[s] == r["result"]["val_loss"] for s, r in zip(steps, separate, strict=True))
     multiples = ", ".join(f"{s / a.base_steps:g}" for s in steps)
     arithmetic = steps[-1] + sum(s - TrainConfig(a.size, steps=s, **options).branch_start for s in steps[:-1])
-    print(f"{a.size} {a.variant}, wsd with a cooldown over the last {a.decay_frac:g} of each run; budgets "
-          f"{', '.join(map(str, steps))} steps ({multiples} x {a.base_steps}); {a.eval_batches} evaluation "
-          f"batches per run")  # fmt: skip
+    print(
+        f"{a.size} {a.variant}, wsd with a cooldown over the last {a.decay_frac:g} of each run; budgets "
+        f"{', '.join(map(str, steps))} steps ({multiples} x {a.base_steps}); {a.eval_batches} evaluation "
+        f"batches per run"
+    )
     print(f"  separate runs   {trained_separate:6d} steps   {separate_s:8.1f} s")
     print(f"  branched        {trained_branched:6d} steps   {branched_s:8.1f} s")
-    print(f"  ratio           {trained_branched / trained_separate:6.3f} steps   {branched_s / separate_s:8.3f} wall "
-          f"(by arithmetic {arithmetic}/{trained_separate} = {arithmetic / trained_separate:.3f})")  # fmt: skip
+    print(
+        f"  ratio           {trained_branched / trained_separate:6.3f} steps   {branched_s / separate_s:8.3f} wall "
+        f"(by arithmetic {arithmetic}/{trained_separate} = {arithmetic / trained_separate:.3f})"
+    )
     print(f"  every branch's val_loss equals its separate run's: {same}")
 
 

@@ -127,9 +127,15 @@ def transformers_rows(size: str, news: list[int], device: str, repeat: int) -> t
             same &= bool((out == rr.generate(prompt, new, temperature=0)).all())
         rr_s, _ = best_of(partial(rr.generate, prompt, new, temperature=0), repeat, device)
         rows.append(
-            {"size": size, "new": new, "plain_s": times[False], "cached_s": times[True], "same": same,
-             "rr_cached_s": rr_s}
-        )  # fmt: skip
+            {
+                "size": size,
+                "new": new,
+                "plain_s": times[False],
+                "cached_s": times[True],
+                "same": same,
+                "rr_cached_s": rr_s,
+            }
+        )
     return diff, rows
 
 
@@ -174,8 +180,10 @@ def main(argv: list[str] | None = None) -> None:
             print(f"{size:>5} largest |logit difference| from rr's on 2 x block_size tokens: {diff:.3g}")
             for r in rows:
                 show(r)
-                print(f"      rr on the same weights, with its cache: {r['new'] / r['rr_cached_s']:.1f} tok/s; "
-                      f"transformers / rr: {r['rr_cached_s'] / r['cached_s']:.2f}x")  # fmt: skip
+                print(
+                    f"      rr on the same weights, with its cache: {r['new'] / r['rr_cached_s']:.1f} tok/s; "
+                    f"transformers / rr: {r['rr_cached_s'] / r['cached_s']:.2f}x"
+                )
 
 
 def show(r: dict) -> None:

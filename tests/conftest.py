@@ -252,6 +252,16 @@ def budget_grid(seed: int = 1) -> pd.DataFrame:
             for s in range(4):
                 base = 3.0 - 0.2 * np.log10(params) - 0.1 * np.log10(steps) + rng.normal(0, 0.004)
                 for variant, shift in (("review_neutral", 0.0), ("standard", gap)):
-                    rows.append({"size": size, "variant": variant, "seed": s, "params_M": params, "steps": steps,
-                                 "val_loss": base + shift + rng.normal(0, 0.0006), "ece": np.nan, "minutes": np.nan})  # fmt: skip
+                    rows.append(
+                        {
+                            "size": size,
+                            "variant": variant,
+                            "seed": s,
+                            "params_M": params,
+                            "steps": steps,
+                            "val_loss": base + shift + rng.normal(0, 0.0006),
+                            "ece": np.nan,
+                            "minutes": np.nan,
+                        }
+                    )
     return pd.DataFrame(rows)

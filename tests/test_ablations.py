@@ -166,8 +166,9 @@ def test_they_train_with_the_trainer_and_log_their_gates(variant, token_cache, t
     from rr_model.run.trainer import train
 
     recipe = replace(get_size("tiny").recipe, block_size=32, eval_batches=2)
-    cfg = TrainConfig("tiny", variant, data="synthetic", steps=3, log_every=1, recipe=recipe,
-                      cache_dir=str(token_cache))  # fmt: skip
+    cfg = TrainConfig(
+        "tiny", variant, data="synthetic", steps=3, log_every=1, recipe=recipe, cache_dir=str(token_cache)
+    )
     record = train(cfg, tmp_path / "runs.csv")
     assert (
         record["status"] == "ok"
@@ -178,6 +179,7 @@ def test_they_train_with_the_trainer_and_log_their_gates(variant, token_cache, t
         for r in read_metrics(metrics_path(tmp_path / "runs.csv", "tiny", variant, 0))
         if r["event"] == "train"
     ]
-    assert logs[0]["gates"] == [{"layer": i, "sublayer": s, "mean": 0.5, "std": 0.0}
-                                for i in range(4) for s in ("attn", "mlp")]  # fmt: skip
+    assert logs[0]["gates"] == [
+        {"layer": i, "sublayer": s, "mean": 0.5, "std": 0.0} for i in range(4) for s in ("attn", "mlp")
+    ]
     assert all(g["std"] > 0 for g in logs[-1]["gates"])  # the gates have learned to differ

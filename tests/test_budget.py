@@ -59,7 +59,10 @@ def test_a_token_budget_rounds_to_the_nearest_step_at_least_one(tokens, steps):
 
 
 def test_tokens_per_parameter_count_the_reference_so_every_arm_trains_the_same_steps():
-    runs = [TrainConfig("tiny", v, data="synthetic", tokens_per_param=2) for v in ("review_neutral", "highway", "standard")]  # fmt: skip
+    runs = [
+        TrainConfig("tiny", v, data="synthetic", tokens_per_param=2)
+        for v in ("review_neutral", "highway", "standard")
+    ]
     assert {c.steps for c in runs} == {round(2 * TINY_BYTES_PARAMS / 2048)} == {1095}
     assert runs[0].trained_tokens == 1095 * 2048 and all(c.token_budget for c in runs)
     # the tokens of a budget in tokens, the published tokenizer's count for a GPT-2 corpus

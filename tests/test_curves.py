@@ -73,27 +73,37 @@ def test_periodic_evaluations_are_the_validation_series_and_a_resumed_log_keeps_
         (tmp_path / f"{name}.jsonl").write_text(text, encoding="utf-8")
 
     start = {"event": "start", "size": "tiny", "variant": "standard", "seed": 0}
-    log("tiny-standard-seed0", [
-        {**start, "step": 0, "resumed": False},
-        {"event": "train", "step": 5, "loss": 4.0},
-        {"event": "eval", "step": 5, "tokens": 10240, "val_loss": 4.1, "periodic": True},
-        {"event": "train", "step": 10, "loss": 3.5},  # killed here; resumed from the checkpoint at step 5
-        {**start, "step": 5, "resumed": True},
-        {"event": "train", "step": 10, "loss": 3.4},
-        {"event": "eval", "step": 10, "tokens": 20480, "val_loss": 3.6, "periodic": True},
-        {"event": "eval", "step": 10, "val_loss": 3.6, "ece": 0.1, "minutes": 0.2},
-    ])  # fmt: skip
-    log("tiny-standard-seed0-steps20", [
-        {**start, "step": 0, "resumed": False},
-        {"event": "train", "step": 10, "loss": 3.3},
-        {"event": "train", "step": 20, "loss": 3.0},
-        {"event": "eval", "step": 20, "val_loss": 3.1, "ece": 0.1, "minutes": 0.3},
-    ])  # fmt: skip
+    log(
+        "tiny-standard-seed0",
+        [
+            {**start, "step": 0, "resumed": False},
+            {"event": "train", "step": 5, "loss": 4.0},
+            {"event": "eval", "step": 5, "tokens": 10240, "val_loss": 4.1, "periodic": True},
+            {"event": "train", "step": 10, "loss": 3.5},  # killed here; resumed from the checkpoint at step 5
+            {**start, "step": 5, "resumed": True},
+            {"event": "train", "step": 10, "loss": 3.4},
+            {"event": "eval", "step": 10, "tokens": 20480, "val_loss": 3.6, "periodic": True},
+            {"event": "eval", "step": 10, "val_loss": 3.6, "ece": 0.1, "minutes": 0.2},
+        ],
+    )
+    log(
+        "tiny-standard-seed0-steps20",
+        [
+            {**start, "step": 0, "resumed": False},
+            {"event": "train", "step": 10, "loss": 3.3},
+            {"event": "train", "step": 20, "loss": 3.0},
+            {"event": "eval", "step": 20, "val_loss": 3.1, "ece": 0.1, "minutes": 0.3},
+        ],
+    )
     got = load_losses([tmp_path])
     assert got[["steps", "series", "step", "loss"]].values.tolist() == [
-        [10, "train", 5, 4.0], [10, "val", 5, 4.1], [10, "train", 10, 3.4], [10, "val", 10, 3.6],
-        [20, "train", 10, 3.3], [20, "train", 20, 3.0],
-    ]  # fmt: skip
+        [10, "train", 5, 4.0],
+        [10, "val", 5, 4.1],
+        [10, "train", 10, 3.4],
+        [10, "val", 10, 3.6],
+        [20, "train", 10, 3.3],
+        [20, "train", 20, 3.0],
+    ]
 
 
 def test_the_figure_draws_the_smoothed_loss_and_lr_of_each_run(tiny_run):

@@ -491,8 +491,14 @@ def test_an_unreachable_hub_is_said_at_once_without_the_hub_s_retries(
     assert msg.startswith(
         f"cannot load {what}: not in this machine's Hugging Face cache, and huggingface.co:443 "
     )
-    for said in ("cannot be reached from this machine (Name or service not known)", "HF_HUB_OFFLINE=1",
-                 "--corpus at a local copy", ".txt", "token cache", "--corpus synthetic"):  # fmt: skip
+    for said in (
+        "cannot be reached from this machine (Name or service not known)",
+        "HF_HUB_OFFLINE=1",
+        "--corpus at a local copy",
+        ".txt",
+        "token cache",
+        "--corpus synthetic",
+    ):
         assert said in msg
     assert lookups == ["huggingface.co"] and waits == []  # one probe, and no request the hub's client retried
 

@@ -524,13 +524,18 @@ def test_a_tokens_cell_that_is_not_a_positive_integer_is_refused(tmp_path, cell,
     assert rule in str(e.value.problems[0])
 
 
-BUDGETS = "\n".join([
-    HEADER,
-    "60M,review_neutral,0,59.47,2000,1.90,,",
-    "60M,review_neutral,0,59.47,8000,1.70,,",
-    "60M,highway,0,60.68,2000,1.91,,",
-    "60M,highway,0,60.68,8000,1.71,,",
-]) + "\n"  # fmt: skip
+BUDGETS = (
+    "\n".join(
+        [
+            HEADER,
+            "60M,review_neutral,0,59.47,2000,1.90,,",
+            "60M,review_neutral,0,59.47,8000,1.70,,",
+            "60M,highway,0,60.68,2000,1.91,,",
+            "60M,highway,0,60.68,8000,1.71,,",
+        ]
+    )
+    + "\n"
+)
 
 
 def test_a_run_at_several_step_counts_makes_a_file_of_several_budgets(tmp_path):

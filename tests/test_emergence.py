@@ -78,8 +78,10 @@ def test_published_verdicts_name_the_primary_test_and_the_confound(emergence_fit
     assert (emergence_fit["primary"] == "meta").all()
     # issue 44: size and tokens per parameter move together along the published sweep, and the verdict says
     # so first, with the numbers, before how strongly the gap grows along it
-    lead = ("the gap grows along the sweep, where size and tokens per parameter move together (r = -0.998), so "
-            "the data cannot attribute it to size")  # fmt: skip
+    lead = (
+        "the gap grows along the sweep, where size and tokens per parameter move together (r = -0.998), so "
+        "the data cannot attribute it to size"
+    )
     assert (
         emergence_fit.loc["highway", "verdict"]
         == f"{lead}; suggestive, not robust: the primary size-level test "

@@ -92,8 +92,9 @@ def test_the_field_pilot_runs_end_to_end(tmp_path, token_cache):
     env = {**os.environ, "RR_CACHE": str(token_cache), "PYTHONPATH": str(ROOT)}
 
     def rr(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "cli.main", *args], capture_output=True, text=True,
-                              cwd=tmp_path, env=env)  # fmt: skip
+        return subprocess.run(
+            [sys.executable, "-m", "cli.main", *args], capture_output=True, text=True, cwd=tmp_path, env=env
+        )
 
     baselines = [*ABLATIONS, *RIVALS]
     every = [arg for v in ("review_neutral", *baselines) for arg in ("--variant", v)]

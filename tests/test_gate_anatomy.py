@@ -187,15 +187,25 @@ def test_an_untrained_review_has_no_spread_to_share_and_the_batch_is_memory_only
 
 def final_weights(folder, model: GPT, data: str, tokenizer: str, sha256: str | None = None):
     """`model` saved as a finished run's final weights, trained (it says) on `data` with `tokenizer`."""
-    config = {"size": "tiny", "variant": model.config.variant, "seed": 0, "data": data, "tokenizer": tokenizer,
-              "recipe": {"n_text": RECIPE.n_text, "val_frac": RECIPE.val_frac}}  # fmt: skip
+    config = {
+        "size": "tiny",
+        "variant": model.config.variant,
+        "seed": 0,
+        "data": data,
+        "tokenizer": tokenizer,
+        "recipe": {"n_text": RECIPE.n_text, "val_frac": RECIPE.val_frac},
+    }
     path = checkpoint.final_path(folder, "tiny", model.config.variant, 0)
     shape = {
         k: getattr(model.config, k) for k in ("vocab_size", "block_size", "n_layer", "n_head", "d_model")
     }
-    final = checkpoint.Final(step=1, config=config, model=model.state_dict(),
-                             model_config={**shape, "variant": model.config.variant},
-                             data={"source": data, "tokenizer": tokenizer, "sha256": sha256})  # fmt: skip
+    final = checkpoint.Final(
+        step=1,
+        config=config,
+        model=model.state_dict(),
+        model_config={**shape, "variant": model.config.variant},
+        data={"source": data, "tokenizer": tokenizer, "sha256": sha256},
+    )
     checkpoint.save(path, final)
     return path
 
@@ -263,8 +273,9 @@ def test_a_changed_corpus_or_no_gate_is_one_line(offline, tmp_path):
         rr("gates", "--checkpoint", path, "--anatomy", "--corpus", "synthetic", "--windows", 2).exit_code == 0
     )
     torch.manual_seed(0)
-    standard = final_weights(tmp_path / "std.csv", GPT(GPTConfig(**{**SHAPE, "variant": "standard"})),
-                             "synthetic", "bytes")  # fmt: skip
+    standard = final_weights(
+        tmp_path / "std.csv", GPT(GPTConfig(**{**SHAPE, "variant": "standard"})), "synthetic", "bytes"
+    )
     said = rr("gates", "--checkpoint", standard, "--anatomy")
     assert said.exit_code == 2 and "standard has no gate to read" in said.output
     assert "--corpus and --windows choose the held-out text of a run's gate anatomy: give --checkpoint" in (

@@ -33,8 +33,12 @@ def test_the_notebook_runs_every_cell_and_shows_each_jobs_result(monkeypatch):
     assert not any(o.get("output_type") == "error" for c in nb.cells for o in c.get("outputs", []))
     table = next(s for s in shown if "welch_t" in s)
     # Table 2's Welch t (the paper: 3.3 and 3.7 at 590M, 2.3 and 2.4 at 1B), as the notebook rounds them
-    for size, baseline, t in (("590M", "highway", "3.277"), ("590M", "standard", "3.669"), ("1B", "highway", "2.309"),
-                              ("1B", "standard", "2.363")):  # fmt: skip
+    for size, baseline, t in (
+        ("590M", "highway", "3.277"),
+        ("590M", "standard", "3.669"),
+        ("1B", "highway", "2.309"),
+        ("1B", "standard", "2.363"),
+    ):
         assert re.search(rf"{size}\s+{baseline}\s+0\.\d+\s+{re.escape(t)}", table), (size, baseline, table)
     assert any("Figure" in s for s in shown)  # the emergence figure
     assert any("no (size, variant) cell holds both published and new rows" in s for s in shown)  # pool check

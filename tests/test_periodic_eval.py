@@ -34,8 +34,15 @@ from rr_model.uses.inference import load_trained
 pytestmark = pytest.mark.usefixtures("offline")
 
 RECIPE = replace(get_size("tiny").recipe, block_size=64, eval_batches=4)
-RUN = {"size": "tiny", "variant": "review_neutral", "data": "synthetic", "steps": 4, "log_every": 1,
-       "checkpoint_every": 2, "recipe": RECIPE}  # fmt: skip
+RUN = {
+    "size": "tiny",
+    "variant": "review_neutral",
+    "data": "synthetic",
+    "steps": 4,
+    "log_every": 1,
+    "checkpoint_every": 2,
+    "recipe": RECIPE,
+}
 EVERY = {"eval_every": 3, "eval_windows": 20}  # readings at steps 3 and 4 (the last); batches of 8, 8 and 4
 SEED = int.from_bytes(hashlib.sha256(b"rr held-out validation windows").digest()[:4], "little")
 
@@ -119,13 +126,21 @@ def test_readings_change_no_bit_of_the_run(runs):
         plain["result"]["val_loss"],
         plain["result"]["ece"],
     )
-    weights = [checkpoint.load_weights(checkpoint.final_path(r["out"], "tiny", "review_neutral", 0))[1].model
-               for r in (plain, read)]  # fmt: skip
+    weights = [
+        checkpoint.load_weights(checkpoint.final_path(r["out"], "tiny", "review_neutral", 0))[1].model
+        for r in (plain, read)
+    ]
     assert weights[0].keys() == weights[1].keys()
     assert all(torch.equal(weights[0][k], weights[1][k]) for k in weights[0])
     # the gates' readings of each interval hold the training passes only, not the validation's
-    gates = [[r.get("gates") for r in read_metrics(metrics_path(x["out"], "tiny", "review_neutral", 0))
-              if r["event"] == "train"] for x in (plain, read)]  # fmt: skip
+    gates = [
+        [
+            r.get("gates")
+            for r in read_metrics(metrics_path(x["out"], "tiny", "review_neutral", 0))
+            if r["event"] == "train"
+        ]
+        for x in (plain, read)
+    ]
     assert gates[0] == gates[1] and gates[0][0]
 
 
@@ -153,8 +168,15 @@ def test_each_reading_is_an_eval_event_on_the_held_out_windows(runs, token_cache
 
 def test_the_record_says_which_windows_each_evaluation_read(runs, token_cache, tiny_run):
     read, plain = runs["read"], runs["plain"]
-    final = {"draw": "the data-order stream after the training batches", "rng": "numpy.random.RandomState",
-             "seed": 0, "after_batches": 4, "batches": 4, "batch_size": 8, "block_size": 64}  # fmt: skip
+    final = {
+        "draw": "the data-order stream after the training batches",
+        "rng": "numpy.random.RandomState",
+        "seed": 0,
+        "after_batches": 4,
+        "batches": 4,
+        "batch_size": 8,
+        "block_size": 64,
+    }
     assert read["val_windows"] == plain["val_windows"] == final
     starts = held_out_windows(val_stream(token_cache), EVERY["eval_windows"], 64)
     assert read["held_out_windows"] == describe_held_out(starts, 64) and "held_out_windows" not in plain
@@ -169,8 +191,11 @@ def test_the_record_says_which_windows_each_evaluation_read(runs, token_cache, t
 def test_load_evals_reads_the_validation_curve_and_a_resumed_run_logs_the_same(runs, tiny_run):
     evals = load_evals([runs["read"]["out"]])
     assert list(evals.columns) == list(EVAL_COLUMNS)
-    logged = [r for r in read_metrics(metrics_path(runs["read"]["out"], "tiny", "review_neutral", 0))
-              if r.get("periodic")]  # fmt: skip
+    logged = [
+        r
+        for r in read_metrics(metrics_path(runs["read"]["out"], "tiny", "review_neutral", 0))
+        if r.get("periodic")
+    ]
     assert evals[["step", "tokens", "val_loss"]].values.tolist() == [
         [r["step"], r["tokens"], r["val_loss"]] for r in logged
     ]

@@ -40,10 +40,19 @@ def merged(tmp_path_factory):
     folder = tmp_path_factory.mktemp("pooled")
     tiny = folder / "tiny.csv"
     rows = [
-        dict(size="tiny", variant=v, seed=s, params_M=p, steps=20, val_loss=round(loss + s * d, 4), ece=0.1, minutes=0.2)
+        dict(
+            size="tiny",
+            variant=v,
+            seed=s,
+            params_M=p,
+            steps=20,
+            val_loss=round(loss + s * d, 4),
+            ece=0.1,
+            minutes=0.2,
+        )
         for s in (0, 1)
         for v, (p, loss, d) in TINY.items()
-    ]  # fmt: skip
+    ]
     append_rows(tiny, rows)
     for r in rows:
         config = {"precision": "tf32", "data": "synthetic", "schedule": "cosine"}
@@ -103,9 +112,17 @@ def test_the_pooled_rows_change_the_verdict_and_sizes_gives_the_published_one_ba
 
 @pytest.mark.parametrize(
     "view, fmt",
-    [("table", "markdown"), ("table", "latex"), ("emergence", "text"), ("power", "text"), ("notes", "text"),
-     ("equivalence", "text"), ("pool-check", "text"), ("seeds", "text")],
-)  # fmt: skip
+    [
+        ("table", "markdown"),
+        ("table", "latex"),
+        ("emergence", "text"),
+        ("power", "text"),
+        ("notes", "text"),
+        ("equivalence", "text"),
+        ("pool-check", "text"),
+        ("seeds", "text"),
+    ],
+)
 def test_every_view_names_the_cells_whose_runs_differ(merged, view, fmt):
     result = rr("analyze", view, "--data", merged, "--format", fmt, env={"COLUMNS": "100"})
     assert result.exit_code == 0 and words(SAID) in words(result.stdout).replace("% ", ""), result.output
@@ -142,8 +159,17 @@ def test_cell_provenance_counts_runs_and_leaves_unknown_ones_alone(merged):
     path = merged.with_name("seven.csv")
     append_rows(path, [*df.to_dict("records"), *extra.to_dict("records")])
     config = {"precision": "bf16", "data": "tinystories", "recipe": {**asdict(RECIPE), "lr": 0.001}}
-    append_record(sidecar_path(path), {"status": "ok", "size": "60M", "variant": "highway", "seed": 7,
-                                       "config": config, "environment": {"device_name": "NVIDIA B200"}})  # fmt: skip
+    append_record(
+        sidecar_path(path),
+        {
+            "status": "ok",
+            "size": "60M",
+            "variant": "highway",
+            "seed": 7,
+            "config": config,
+            "environment": {"device_name": "NVIDIA B200"},
+        },
+    )
     notes = provenance_notes(cell_provenance(load_sweep(path), comparison=Comparison(sizes=["60M"])))
     assert notes == [
         "provenance: 60M Highway: 1 of 4 runs differ from the published ones: recipe lr 0.001 (published: "

@@ -218,8 +218,12 @@ def crossed(n_init: int, n_data: int, reps: int, sd: tuple[float, float, float],
     """Runs of a balanced crossed design: init and data effects drawn with SDs sd[0] and sd[1], noise sd[2]."""
     rng = np.random.default_rng(seed)
     a, b = rng.normal(0, sd[0], n_init), rng.normal(0, sd[1], n_data)
-    rows = [(i, j, 1.7 + a[i] + b[j] + rng.normal(0, sd[2]))
-            for i in range(n_init) for j in range(n_data) for _ in range(reps)]  # fmt: skip
+    rows = [
+        (i, j, 1.7 + a[i] + b[j] + rng.normal(0, sd[2]))
+        for i in range(n_init)
+        for j in range(n_data)
+        for _ in range(reps)
+    ]
     return pd.DataFrame(rows, columns=["init", "data", "y"])
 
 

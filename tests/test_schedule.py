@@ -87,8 +87,10 @@ def test_a_wsd_run_is_off_the_published_recipe_and_its_identity_says_which_sched
     }
     assert "schedule" not in result_config(TrainConfig("60M"))  # a cosine checkpoint keeps its identity
     row = pd.Series({"size": "60M", "steps": 8000})
-    record = {"config": {"precision": "tf32", "data": "tinystories", "schedule": "wsd"},
-              "environment": {"device_name": "NVIDIA B200"}}  # fmt: skip
+    record = {
+        "config": {"precision": "tf32", "data": "tinystories", "schedule": "wsd"},
+        "environment": {"device_name": "NVIDIA B200"},
+    }
     assert row_flags(row, record) == ["schedule wsd (published: cosine)"]
     assert row_flags(row, {**record, "config": {**record["config"], "schedule": "cosine"}}) == []
 

@@ -39,8 +39,15 @@ from rr_model.run.trainer import train
 pytestmark = pytest.mark.usefixtures("offline")
 
 RECIPE = replace(get_size("tiny").recipe, block_size=64, eval_batches=4)
-RUN = {"size": "tiny", "variant": "review_neutral", "data": "synthetic", "steps": 3, "log_every": 1,
-       "checkpoint_every": 0, "recipe": RECIPE}  # fmt: skip
+RUN = {
+    "size": "tiny",
+    "variant": "review_neutral",
+    "data": "synthetic",
+    "steps": 3,
+    "log_every": 1,
+    "checkpoint_every": 0,
+    "recipe": RECIPE,
+}
 
 
 @pytest.fixture(scope="module")
@@ -227,9 +234,22 @@ def test_seed_components_say_why_a_file_has_none(sweep):
 
 
 def test_rr_analyze_seeds_reads_a_crossed_file(tmp_path):
-    rows = [dict(size="tiny", variant="standard", seed=2 * i + d, params_M=1.13, steps=100,
-                 val_loss=3.0 + 0.01 * i + 0.03 * d + 0.002 * (i == d), ece=None, minutes=None,
-                 init_seed=i, data_seed=d) for i in (0, 1) for d in (0, 1)]  # fmt: skip
+    rows = [
+        dict(
+            size="tiny",
+            variant="standard",
+            seed=2 * i + d,
+            params_M=1.13,
+            steps=100,
+            val_loss=3.0 + 0.01 * i + 0.03 * d + 0.002 * (i == d),
+            ece=None,
+            minutes=None,
+            init_seed=i,
+            data_seed=d,
+        )
+        for i in (0, 1)
+        for d in (0, 1)
+    ]
     write_sweep(pd.DataFrame(rows), tmp_path / "pilot.csv")
     result = rr("analyze", "seeds", "--data", tmp_path / "pilot.csv", "--format", "json")
     assert result.exit_code == 0, result.output
@@ -247,8 +267,9 @@ def test_a_two_by_two_pilot_gives_the_components_of_init_and_data(tmp_path, toke
     out = tmp_path / "pilot.csv"
     for i in (0, 1):
         for d in (0, 1):
-            cfg = TrainConfig("tiny", data="synthetic", seed=2 * i + d, init_seed=i, data_seed=d,
-                              cache_dir=str(token_cache))  # fmt: skip
+            cfg = TrainConfig(
+                "tiny", data="synthetic", seed=2 * i + d, init_seed=i, data_seed=d, cache_dir=str(token_cache)
+            )
             train(cfg, out)
     df = load_sweep(out)
     got = seed_components(df).iloc[0]

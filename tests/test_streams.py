@@ -220,8 +220,10 @@ def test_a_plugin_rule_on_several_streams_registers_through_the_same_call():
     try:
         cfg = shape("two_streams_test")
         # a sum of two streams written alternately is the standard stream, up to rounding
-        torch.testing.assert_close(built(cfg, 5)(torch.ones(1, 4, dtype=torch.long))[0],
-                                   built(shape("standard"), 5)(torch.ones(1, 4, dtype=torch.long))[0])  # fmt: skip
+        torch.testing.assert_close(
+            built(cfg, 5)(torch.ones(1, 4, dtype=torch.long))[0],
+            built(shape("standard"), 5)(torch.ones(1, 4, dtype=torch.long))[0],
+        )
     finally:
         del VARIANTS["two_streams_test"]
 

@@ -26,8 +26,13 @@ def test_published_tokens_per_parameter_by_arithmetic(sweep):
     and log10 N and log10 D/N correlate at r = -0.998 (the paper's sweep, issue 44)."""
     b = cell_budgets(sweep, "review_neutral").set_index("size")
     tokens = {s: n * 64 * 256 for s, n in PUBLISHED_STEPS.items()}
-    assert tokens == {"60M": 131_072_000, "150M": 131_072_000, "320M": 131_072_000, "590M": 114_688_000,
-                      "1B": 98_304_000}  # fmt: skip
+    assert tokens == {
+        "60M": 131_072_000,
+        "150M": 131_072_000,
+        "320M": 131_072_000,
+        "590M": 114_688_000,
+        "1B": 98_304_000,
+    }
     assert b["tokens"].to_dict() == pytest.approx(tokens, rel=0)
     exact = {s: model_config(s, "review_neutral").n_params for s in PUBLISHED_STEPS}
     assert exact["60M"] == 59_470_848 and exact["1B"] == 984_038_400
@@ -95,8 +100,10 @@ def test_two_moderators_find_tokens_per_parameter_and_no_size_slope():
         "size and tokens per parameter told apart (r = -0.724): at fixed tokens per parameter, no evidence that "
         "the gap changes with size (p = 0.74); at fixed size, the gap shrinks with tokens per parameter (p = "
     )
-    assert e["verdict"].endswith("the size-only line would read: grows with size: robust (primary p = 0.026, "
-                                 "size-deviation model p = 0.026)")  # fmt: skip
+    assert e["verdict"].endswith(
+        "the size-only line would read: grows with size: robust (primary p = 0.026, "
+        "size-deviation model p = 0.026)"
+    )
     assert e["confound"] == ""
 
 
@@ -151,8 +158,10 @@ def test_the_forecast_says_which_tokens_per_parameter_its_line_assumes(sweep):
 def test_a_sweep_of_one_budget_per_size_is_not_carried_to_another_budget(sweep):
     out = rr("analyze", "forecast", "--at", "3B", "--tokens-per-param", "20")
     assert out.exit_code == 2 and "Traceback" not in out.output
-    assert "rr: error: the sweep cannot say what the gap is at 20 tokens per parameter: tokens per parameter " \
-        "fall with size, from 2.20 at 60M to 0.10 at 1B" in out.output  # fmt: skip
+    assert (
+        "rr: error: the sweep cannot say what the gap is at 20 tokens per parameter: tokens per parameter "
+        "fall with size, from 2.20 at 60M to 0.10 at 1B" in out.output
+    )
     assert "rr analyze confirm --at 3B --tokens-per-param 20" in out.output
     off = rr("analyze", "confirm", "--at", "3B", "--steps", "60000")
     assert off.exit_code == 2 and "runs of 60000 steps at 3B train 0.33 tokens per parameter" in off.output

@@ -74,8 +74,16 @@ def _sweep(folder, effect: str = "shrinks", *, drop_log: tuple | None = None) ->
             {"event": "train", "step": int(s), "loss": float(v), "lr": 1e-3}
             for s, v in zip(STEPS, loss, strict=True)
         ]
-        events += [{"event": "eval", "step": int(s), "tokens": int(s) * TOKENS_PER_STEP, "val_loss": float(v),
-                    "periodic": True} for s, v in zip(VAL_STEPS, val[variant, seed], strict=True)]  # fmt: skip
+        events += [
+            {
+                "event": "eval",
+                "step": int(s),
+                "tokens": int(s) * TOKENS_PER_STEP,
+                "val_loss": float(v),
+                "periodic": True,
+            }
+            for s, v in zip(VAL_STEPS, val[variant, seed], strict=True)
+        ]
         events.append({"event": "eval", "step": 40, "val_loss": float(val[variant, seed][-1]), "ece": 0.1})
         log = folder / "s.metrics" / f"tiny-{variant}-seed{seed}.jsonl"
         log.write_text("".join(json.dumps(e) + "\n" for e in events), encoding="utf-8")
@@ -200,16 +208,36 @@ def _frame(budgets: dict[int, float], seeds: int = 2) -> tuple[pd.DataFrame, pd.
     for steps, excess in budgets.items():
         for variant in ("review_neutral", "standard"):
             for seed in range(seeds):
-                runs.append({"size": "tiny", "variant": variant, "seed": seed, "params_M": 1.1, "steps": steps,
-                             "val_loss": 2.0})  # fmt: skip
+                runs.append(
+                    {
+                        "size": "tiny",
+                        "variant": variant,
+                        "seed": seed,
+                        "params_M": 1.1,
+                        "steps": steps,
+                        "val_loss": 2.0,
+                    }
+                )
                 t = np.arange(10, steps + 1, 10)
                 loss = (
                     5 / np.sqrt(t)
                     + (excess if variant == "standard" else 0)
                     + 0.01 * seed * (variant == "standard")
                 )
-                losses.append(pd.DataFrame({"size": "tiny", "variant": variant, "seed": seed, "steps": steps,
-                                            "series": "train", "step": t, "loss": loss, "source": ""}))  # fmt: skip
+                losses.append(
+                    pd.DataFrame(
+                        {
+                            "size": "tiny",
+                            "variant": variant,
+                            "seed": seed,
+                            "steps": steps,
+                            "series": "train",
+                            "step": t,
+                            "loss": loss,
+                            "source": "",
+                        }
+                    )
+                )
     return pd.DataFrame(runs), pd.concat(losses, ignore_index=True)
 
 

@@ -100,8 +100,12 @@ def forecast_figure(
     ref = label(fc["reference"].iloc[0]) if "reference" in fc else label(REFERENCE)
     sizes = table.drop_duplicates("size").set_index("size")["params_M"]
     ticks = pd.concat([sizes, fc.drop_duplicates("at").set_index("at")["params"] / 1e6])
-    per_param = pd.concat([table.drop_duplicates("size").set_index("size").get("tokens_per_param", sizes * np.nan),
-                           fc.drop_duplicates("at").set_index("at").get("tokens_per_param", pd.Series(dtype=float))])  # fmt: skip
+    per_param = pd.concat(
+        [
+            table.drop_duplicates("size").set_index("size").get("tokens_per_param", sizes * np.nan),
+            fc.drop_duplicates("at").set_index("at").get("tokens_per_param", pd.Series(dtype=float)),
+        ]
+    )
     dn = tokens_ticks(
         per_param[~per_param.index.duplicated()], prefix=""
     )  # the ticks are close: the label says

@@ -204,9 +204,15 @@ def _budgets(table: pd.DataFrame) -> list[int]:
 
 
 def _gap_line(
-    ax, e: pd.DataFrame, baseline: str, colour: str, nudge, published: bool,
-    steps: int | None = None, style: str = "-o",
-) -> None:  # fmt: skip
+    ax,
+    e: pd.DataFrame,
+    baseline: str,
+    colour: str,
+    nudge,
+    published: bool,
+    steps: int | None = None,
+    style: str = "-o",
+) -> None:
     """One baseline's gaps with their 95% CI bars, and a star beyond the bar where the adjusted p is small.
 
     `published`: the reference is the published one, to whose parameter count the registry's matched

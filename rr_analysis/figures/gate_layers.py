@@ -19,8 +19,11 @@ __all__ = ["anatomy_plot", "anatomy_figure", "SUBLAYER_COLOURS", "SHARE_STYLES"]
 # attention and MLP apart (Okabe-Ito blue and vermillion), a line each
 SUBLAYER_COLOURS = {"attn": ("#0072B2", "attention"), "mlp": ("#D55E00", "MLP")}
 # the logit's variance shares: the stream half of W, the update half, twice their covariance
-SHARE_STYLES = {"state_share": ("-", "stream half"), "update_share": ("--", "update half"),
-                "cov_share": (":", "2 cov")}  # fmt: skip
+SHARE_STYLES = {
+    "state_share": ("-", "stream half"),
+    "update_share": ("--", "update half"),
+    "cov_share": (":", "2 cov"),
+}
 
 
 def anatomy_plot(found, *, title: str | None = None) -> Figure:
@@ -84,8 +87,16 @@ def anatomy_figure(table: pd.DataFrame, *, title: str | None = None) -> Figure:
                     ax.fill_between(x, lo, hi, color=colour, alpha=0.15, lw=0)
                 if panel == "shares":
                     for column, (style, what) in SHARE_STYLES.items():
-                        ax.plot(x, part[column], color=colour, ls=style, marker="o", ms=3,
-                                label=f"{name}: {what}", gid=f"{column}:{sublayer}")  # fmt: skip
+                        ax.plot(
+                            x,
+                            part[column],
+                            color=colour,
+                            ls=style,
+                            marker="o",
+                            ms=3,
+                            label=f"{name}: {what}",
+                            gid=f"{column}:{sublayer}",
+                        )
                 else:
                     ax.plot(
                         x, part[panel], color=colour, marker="o", ms=3, label=name, gid=f"{panel}:{sublayer}"

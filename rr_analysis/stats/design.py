@@ -123,9 +123,18 @@ def confirm_design(
         need = _seeds_two(effect, sd, alpha, power)
         for size, params, src in ((other["size_name"], float(other["params"]), None), (name, n, source)):
             for cell in _cells(df, rows, budgets, (size, params, src), tokens_per_param, variants, ladder):
-                out.append({"at": name, **cell, "seeds": need, "effect": effect, "effect_baseline": chosen,
-                            "seeds_to_run": np.nan if np.isnan(need) else max(need - cell["seeds_in_sweep"], 0),
-                            "decades": decades, "note": _design_note(cell, why, effect)})  # fmt: skip
+                out.append(
+                    {
+                        "at": name,
+                        **cell,
+                        "seeds": need,
+                        "effect": effect,
+                        "effect_baseline": chosen,
+                        "seeds_to_run": np.nan if np.isnan(need) else max(need - cell["seeds_in_sweep"], 0),
+                        "decades": decades,
+                        "note": _design_note(cell, why, effect),
+                    }
+                )
     frame = pd.DataFrame(out)
     frame["runs"] = frame["seeds_to_run"] * frame["variants_per_seed"]
     frame["gpu_minutes"] = frame["runs"] * frame["minutes_per_run"]
@@ -163,11 +172,23 @@ def _cells(
     ):
         steps = max(round(dn * params / per_step), 1)
         scale = steps * per_step / (path_dn * params)
-        out.append({"size": name, "params": params, "budget": named, "tokens_per_param": float(dn),
-                    "tokens": steps * per_step, "steps": steps,
-                    "seeds_in_sweep": _seeds_in(rows, on["size"].iloc[0], variants) if named == "path" and len(on) else 0,
-                    "variants_per_seed": len(variants), "minutes_per_run": base["minutes"][0] * scale,
-                    "minutes_pi_low": base["pi_low"][0] * scale, "minutes_pi_high": base["pi_high"][0] * scale})  # fmt: skip
+        out.append(
+            {
+                "size": name,
+                "params": params,
+                "budget": named,
+                "tokens_per_param": float(dn),
+                "tokens": steps * per_step,
+                "steps": steps,
+                "seeds_in_sweep": _seeds_in(rows, on["size"].iloc[0], variants)
+                if named == "path" and len(on)
+                else 0,
+                "variants_per_seed": len(variants),
+                "minutes_per_run": base["minutes"][0] * scale,
+                "minutes_pi_low": base["pi_low"][0] * scale,
+                "minutes_pi_high": base["pi_high"][0] * scale,
+            }
+        )
     return out
 
 

@@ -191,9 +191,13 @@ def _meta(p: pd.DataFrame, d: _Design, baseline: str, budgets: pd.DataFrame) -> 
     note = f"(c) left out {', '.join(left)}" if left else ""
     cells = budgets.set_index("size").reindex(used["size"])
     reading = size_and_tokens(cells.reset_index())
-    out = {"meta_sizes": len(used), "tokens_per_param": dict(zip(map(str, cells.index), cells["tokens_per_param"], strict=True)),
-           "dn_r": reading["r"], "dn_sizes_with_budgets": reading["sizes_with_budgets"],
-           "dn_reading": reading["reading"]}  # fmt: skip
+    out = {
+        "meta_sizes": len(used),
+        "tokens_per_param": dict(zip(map(str, cells.index), cells["tokens_per_param"], strict=True)),
+        "dn_r": reading["r"],
+        "dn_sizes_with_budgets": reading["sizes_with_budgets"],
+        "dn_reading": reading["reading"],
+    }
     if len(used) < 3:
         why = f"(c) no size-level test: {len(used)} size(s) with a paired gap and SE; a line needs 3 or more"
         return out, "; ".join(filter(None, [note, why]))
@@ -219,8 +223,13 @@ def _meta2(used: pd.DataFrame, cells: pd.DataFrame, reading: dict) -> tuple[dict
     if len(used) < 4 or np.linalg.matrix_rank(np.column_stack([np.ones(len(X)), X])) < 3:
         return {}, ""
     r = meta_moderators(used["paired_diff"].to_numpy(float), used["paired_se"].to_numpy(float), X)
-    out = {"meta2_df": r["df"], "meta2_tau2": r["tau2"], "meta2_qe": r["qe"], "meta2_qe_df": r["qe_df"],
-           "meta2_qe_p": r["qe_p"]}  # fmt: skip
+    out = {
+        "meta2_df": r["df"],
+        "meta2_tau2": r["tau2"],
+        "meta2_qe": r["qe"],
+        "meta2_qe_df": r["qe_df"],
+        "meta2_qe_p": r["qe_p"],
+    }
     for i, name in enumerate(("size", "dn")):
         out |= {
             f"meta2_{name}_slope": r["coef"][i],
@@ -252,8 +261,10 @@ def _strength(r: pd.Series) -> tuple[str, str]:
     if r["meta_p"] < ALPHA:
         return "primary", f"in the primary test (p = {p}) but not in the size-deviation model"
     if dev < ALPHA or r["run_p"] < ALPHA:
-        return "suggestive", (f"suggestive, not robust: the primary size-level test gives p = {p}; only models "
-                              "that lean on the runs or on the line's shape reach p < 0.05")  # fmt: skip
+        return "suggestive", (
+            f"suggestive, not robust: the primary size-level test gives p = {p}; only models "
+            "that lean on the runs or on the line's shape reach p < 0.05"
+        )
     return "none", f"(primary p = {p})"
 
 

@@ -86,9 +86,16 @@ def meta_moderators(y: np.ndarray, se: np.ndarray, x: np.ndarray) -> dict:
     knha = WLS(y, X, weights=1.0 / (v + tau2)).fit()
     fixed = WLS(y, X, weights=1.0 / v).fit()
     qe_df = float(len(y) - X.shape[1])
-    return {"coef": np.asarray(knha.params[1:]), "se": np.asarray(knha.bse[1:]), "p": np.asarray(knha.pvalues[1:]),
-            "df": qe_df, "tau2": tau2, "qe": float(fixed.ssr), "qe_df": qe_df,
-            "qe_p": float(chdtrc(qe_df, fixed.ssr))}  # fmt: skip
+    return {
+        "coef": np.asarray(knha.params[1:]),
+        "se": np.asarray(knha.bse[1:]),
+        "p": np.asarray(knha.pvalues[1:]),
+        "df": qe_df,
+        "tau2": tau2,
+        "qe": float(fixed.ssr),
+        "qe_df": qe_df,
+        "qe_p": float(chdtrc(qe_df, fixed.ssr)),
+    }
 
 
 def meta_regression(y: np.ndarray, se: np.ndarray, x: np.ndarray) -> dict[str, float]:

@@ -46,13 +46,21 @@ def _tokens(df: pd.DataFrame, c: Comparison) -> list[dict]:
     ref = label(c.reference)
     out = []
     for b in budgets.itertuples():
-        run = {"recipe": f"{fixed(b.steps, 0)} steps x {b.batch} x {b.block}, from the recipe",
-               "file": "the file's tokens column"}.get(b.tokens_source, "the file's tokens column, else the recipe's")  # fmt: skip
+        run = {
+            "recipe": f"{fixed(b.steps, 0)} steps x {b.batch} x {b.block}, from the recipe",
+            "file": "the file's tokens column",
+        }.get(b.tokens_source, "the file's tokens column, else the recipe's")
         counted = f"{ref}'s {fixed(b.params, 0, grouped=True)} parameters" + (
             "" if b.params_source == "shape" else ", its params_M"
         )
-        out.append({"kind": "tokens", "size": b.size, "message": f"{b.size}: {count(b.tokens)} tokens per run "
-                    f"({run}), {per_param(b.tokens_per_param)} tokens per parameter (of {counted})"})  # fmt: skip
+        out.append(
+            {
+                "kind": "tokens",
+                "size": b.size,
+                "message": f"{b.size}: {count(b.tokens)} tokens per run "
+                f"({run}), {per_param(b.tokens_per_param)} tokens per parameter (of {counted})",
+            }
+        )
     reading = size_and_tokens(budgets)
     if not reading["varies"]:
         return out
@@ -64,14 +72,18 @@ def _tokens(df: pd.DataFrame, c: Comparison) -> list[dict]:
         else f"{len(budgets)} cells"
     )
     if reading["separable"]:
-        said = (f"{r}, and {reading['sizes_with_budgets']} sizes hold two budgets or more: the emergence view fits "
-                "size and tokens per parameter apart")  # fmt: skip
+        said = (
+            f"{r}, and {reading['sizes_with_budgets']} sizes hold two budgets or more: the emergence view fits "
+            "size and tokens per parameter apart"
+        )
     else:
         held = "no size holds" if reading["sizes_with_budgets"] == 0 else "fewer than two sizes hold"
-        said = (f"tokens per parameter {way} with size, from {per_param(first['tokens_per_param'])} ({first['size']}) "
-                f"to {per_param(last['tokens_per_param'])} ({last['size']}), against a compute-optimal ~20 "
-                f"(Hoffmann et al. 2022): {r} and {held} two budgets, so a trend with size cannot be told from one "
-                "with tokens per parameter")  # fmt: skip
+        said = (
+            f"tokens per parameter {way} with size, from {per_param(first['tokens_per_param'])} ({first['size']}) "
+            f"to {per_param(last['tokens_per_param'])} ({last['size']}), against a compute-optimal ~20 "
+            f"(Hoffmann et al. 2022): {r} and {held} two budgets, so a trend with size cannot be told from one "
+            "with tokens per parameter"
+        )
     return [*out, {"kind": "size_and_tokens", "size": "", "message": said}]
 
 
@@ -170,6 +182,11 @@ def recipe_notes(
     """
     df, c = compare(df, comparison, require_reference=False)
     sizes = sizes_in_order(df)
-    rows = [*_steps(df, sizes), *_tokens(df, c), *_non_monotone(df, sizes, c), *_fewer_seeds(df, sizes),
-            *_params(df, sizes)]  # fmt: skip
+    rows = [
+        *_steps(df, sizes),
+        *_tokens(df, c),
+        *_non_monotone(df, sizes, c),
+        *_fewer_seeds(df, sizes),
+        *_params(df, sizes),
+    ]
     return c.stamp(pd.DataFrame(rows, columns=["kind", "size", "message"]))

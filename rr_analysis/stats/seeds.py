@@ -90,8 +90,10 @@ def _cell(g: pd.DataFrame, metric: str) -> dict:
     reps = set(counts.to_numpy().ravel().tolist())
     if len(reps) != 1:
         why = "each run's one seed set both, as published" if (init == data).all() else "uneven runs per pair"
-        return found | {"note": f"init and data seeds not crossed evenly ({why}): give every init seed every "
-                        "data seed, as often (rr train --init-seed I --data-seed D)"}  # fmt: skip
+        return found | {
+            "note": f"init and data seeds not crossed evenly ({why}): give every init seed every "
+            "data seed, as often (rr train --init-seed I --data-seed D)"
+        }
     (r,) = reps
     if n_i * n_j * r - n_i - n_j + 1 < 1:
         return found | {"replicates": r, "note": "no residual degree of freedom (one init and one data seed)"}

@@ -147,8 +147,12 @@ def path_words(budgets: pd.DataFrame) -> str:
     if np.ptp(budgets["tokens_per_param"].to_numpy(float)) == 0:
         return f"tokens per parameter are {per_param(first['tokens_per_param'])} in every cell"
     if size_and_tokens(budgets)["sizes_with_budgets"]:
-        return ("the cells hold several budgets at some sizes, which the size-only line mixes (--tokens-per-param "
-                "reads the fit on size and tokens per parameter at one)")  # fmt: skip
+        return (
+            "the cells hold several budgets at some sizes, which the size-only line mixes (--tokens-per-param "
+            "reads the fit on size and tokens per parameter at one)"
+        )
     way = "fall" if last["tokens_per_param"] < first["tokens_per_param"] else "rise"
-    return (f"tokens per parameter {way} with size, from {per_param(first['tokens_per_param'])} at {first['size']} "
-            f"to {per_param(last['tokens_per_param'])} at {last['size']}")  # fmt: skip
+    return (
+        f"tokens per parameter {way} with size, from {per_param(first['tokens_per_param'])} at {first['size']} "
+        f"to {per_param(last['tokens_per_param'])} at {last['size']}"
+    )

@@ -133,9 +133,19 @@ def cell_budgets(rows: pd.DataFrame, reference: str) -> pd.DataFrame:
         params, params_source = _reference_params(name, reference, float(g["params_M"].mean()))
         kinds = sorted(set(g["_source"]))
         recipe = _recipe(name)
-        out.append({"size": size, "size_name": name, "params": params, "params_source": params_source,
-                    "steps": float(g["steps"].median()), "batch": recipe.batch_size, "block": recipe.block_size,
-                    "tokens": float(g["_tokens"].median()), "tokens_source": " and ".join(kinds)})  # fmt: skip
+        out.append(
+            {
+                "size": size,
+                "size_name": name,
+                "params": params,
+                "params_source": params_source,
+                "steps": float(g["steps"].median()),
+                "batch": recipe.batch_size,
+                "block": recipe.block_size,
+                "tokens": float(g["_tokens"].median()),
+                "tokens_source": " and ".join(kinds),
+            }
+        )
     out = pd.DataFrame(out, columns=[c for c in BUDGET_COLUMNS if "per_param" not in c and "log" not in c])
     out["tokens_per_param"] = out["tokens"] / out["params"]
     out["log_params"] = np.log10(out["params"].astype(float))
@@ -257,8 +267,10 @@ def tokens_source(budgets: pd.DataFrame) -> str:
     recipes = sorted(
         {f"{int(b)} x {int(k)}" for b, k in zip(budgets["batch"], budgets["block"], strict=True)}
     )
-    said = {"file": "tokens from the sweep file's tokens column",
-            "recipe": f"tokens = steps x {' or '.join(recipes)}, batch x block from the recipe"}  # fmt: skip
+    said = {
+        "file": "tokens from the sweep file's tokens column",
+        "recipe": f"tokens = steps x {' or '.join(recipes)}, batch x block from the recipe",
+    }
     counts = {"shape": "the reference's exact count", "file": "the reference's params_M"}
     sources = [counts[k] for k in ("shape", "file") if k in set(budgets["params_source"])]
     return f"{' or '.join(said[k] for k in ('file', 'recipe') if k in kinds)}; parameters: {' or '.join(sources)}"

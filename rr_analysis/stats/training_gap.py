@@ -200,11 +200,19 @@ def _series(
         sd = np.array([d[ok[:, j], j].std(ddof=1) if n[j] >= 2 else np.nan for j in range(len(steps))])
     low, high = t_interval(gap, sd, n)
     rows = [
-        {"step": int(s), "n": int(n[j]), "reference_mean": r[ok[:, j], j].mean(),
-         "baseline_mean": b[ok[:, j], j].mean(), "gap": gap[j], "sd": sd[j], "ci_low": low[j],
-         "ci_high": high[j], "note": "" if n[j] >= 2 else "one pair: no interval"}
+        {
+            "step": int(s),
+            "n": int(n[j]),
+            "reference_mean": r[ok[:, j], j].mean(),
+            "baseline_mean": b[ok[:, j], j].mean(),
+            "gap": gap[j],
+            "sd": sd[j],
+            "ci_low": low[j],
+            "ci_high": high[j],
+            "note": "" if n[j] >= 2 else "one pair: no interval",
+        }
         for j, s in enumerate(steps)
-    ]  # fmt: skip
+    ]
     notes = [*r_notes, *b_notes]
     if not len(steps):
         return [], {"pairs": 0, "cell_note": "no seed has both arms' logs"}
@@ -234,8 +242,11 @@ def _cell(
     out = []
     for baseline in c.baselines:
         names = (label(c.reference), label(baseline))
-        missing = [f"no metrics log for {label(r.variant)} seed {r.seed}" for r in unlogged.itertuples()
-                   if r.variant in (c.reference, baseline)]  # fmt: skip
+        missing = [
+            f"no metrics log for {label(r.variant)} seed {r.seed}"
+            for r in unlogged.itertuples()
+            if r.variant in (c.reference, baseline)
+        ]
         for series in SERIES:
             arms = [
                 logs[(logs["variant"] == v) & (logs["series"] == series)] for v in (c.reference, baseline)

@@ -70,7 +70,7 @@ VIEW = AnalysisView(
         + [
             f"{r['at']}: the line assumes {per_param_cell(r['tokens_per_param'])} tokens per parameter: {r['budget']}"
             for _, r in t.drop_duplicates("at").iterrows()
-        ]  # fmt: skip
+        ]
         + row_notes("note")(t.drop_duplicates("baseline"))
     ),
     compute=_forecast,

@@ -49,7 +49,7 @@ VIEW = AnalysisView(
                 NA if missing(r["df_resid"]) else f"{r['df_init']:.0f},{r['df_data']:.0f},{r['df_resid']:.0f}"
             ),
             2,
-        ),  # fmt: skip
+        ),
     ),
     legend=(
         "{metric} = mu + a(init seed) + b(data seed) + e per size and variant, a and b random and crossed: "

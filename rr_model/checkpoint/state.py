@@ -186,8 +186,15 @@ def saved_step(path: str | os.PathLike) -> int | None:
         if path.is_dir():
             return int(saved_meta(path).step)
         return int(torch.load(path, map_location="cpu", weights_only=True, mmap=True)["step"])
-    except (CheckpointError, pickle.UnpicklingError, RuntimeError, EOFError, ValueError, KeyError,
-            zipfile.BadZipFile):  # fmt: skip
+    except (
+        CheckpointError,
+        pickle.UnpicklingError,
+        RuntimeError,
+        EOFError,
+        ValueError,
+        KeyError,
+        zipfile.BadZipFile,
+    ):
         return None  # the trainer refuses it too when resuming, with its reason
 
 

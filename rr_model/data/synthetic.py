@@ -70,8 +70,10 @@ def _story(r: random.Random) -> str:
     if r.random() < 0.4:
         n, m = r.randint(2, 5), r.randint(1, 5)  # n >= 2: "two apples", never "one apples"
         fruit = r.choice(FRUIT)
-        s.append(f"{name} had {NUMBERS[n]} {fruit}. {pos.capitalize()} {family} gave {obj_pro} "
-                 f"{NUMBERS[m]} more. Now {name} had {NUMBERS[n + m]} {fruit}.")  # fmt: skip
+        s.append(
+            f"{name} had {NUMBERS[n]} {fruit}. {pos.capitalize()} {family} gave {obj_pro} "
+            f"{NUMBERS[m]} more. Now {name} had {NUMBERS[n + m]} {fruit}."
+        )
     s += [
         f"One day, {name} found a {colour} {obj} {r.choice(WHERE)}.",
         f"{pro.capitalize()} was very {r.choice(FEELINGS)}.",

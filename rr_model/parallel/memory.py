@@ -211,9 +211,19 @@ def memory_plan(
             if fits is not False or per % (2 * m):
                 break
             m *= 2
-        rows.append({"setting": setting.name, **state, "gathered": gathered, "activations": act,
-                     "eval": evaluation, "micro_batches": m, "sequences": per // m, "total": total,
-                     "fits": fits})  # fmt: skip
+        rows.append(
+            {
+                "setting": setting.name,
+                **state,
+                "gathered": gathered,
+                "activations": act,
+                "eval": evaluation,
+                "micro_batches": m,
+                "sequences": per // m,
+                "total": total,
+                "fits": fits,
+            }
+        )
     return rows
 
 
@@ -222,10 +232,15 @@ def plan_text(rows: list[dict], title: str) -> str:
     heads = ["setting", "params", "grads", "optimizer", "gathered", "activations", "eval", "micro-batches",
              "total", "fits"]  # fmt: skip
     cells = [
-        [r["setting"], *(f"{r[k] / GIB:.2f}" for k in heads[1:7]), f"{r['micro_batches']} x {r['sequences']}",
-         f"{r['total'] / GIB:.2f}", {True: "yes", False: "no", None: "-"}[r["fits"]]]
+        [
+            r["setting"],
+            *(f"{r[k] / GIB:.2f}" for k in heads[1:7]),
+            f"{r['micro_batches']} x {r['sequences']}",
+            f"{r['total'] / GIB:.2f}",
+            {True: "yes", False: "no", None: "-"}[r["fits"]],
+        ]
         for r in rows
-    ]  # fmt: skip
+    ]
     widths = [max(len(h), *(len(c[i]) for c in cells)) for i, h in enumerate(heads)]
 
     def line(items: list[str]) -> str:
@@ -254,8 +269,11 @@ def refuse_unfit(cfg: TrainConfig, mcfg: GPTConfig, world: int, gpu_gib: float |
     table = plan_text(
         rows, f"memory per process of {cfg.size} {cfg.variant} on {world} process(es), {cfg.precision}:"
     )
-    fitting = [r["setting"] + (f" with --micro-batches {r['micro_batches']}" if r["micro_batches"] > 1 else "")
-               for r in rows if r["fits"]]  # fmt: skip
+    fitting = [
+        r["setting"] + (f" with --micro-batches {r['micro_batches']}" if r["micro_batches"] > 1 else "")
+        for r in rows
+        if r["fits"]
+    ]
     if mine["fits"]:
         advice = f"it fits with --micro-batches {mine['micro_batches']}"
     else:
@@ -334,6 +352,8 @@ def size_plans(
             continue
         mcfg = max((model_config(name, v, vocab_size, ladder) for v in COMPARED), key=lambda c: c.n_params)
         mcfg = replace(mcfg, block_size=size.recipe.block_size)
-        rows += [{"size": name, "variant": mcfg.variant, **r}
-                 for r in memory_plan(mcfg, size.recipe, world, precision, gpu_gib)]  # fmt: skip
+        rows += [
+            {"size": name, "variant": mcfg.variant, **r}
+            for r in memory_plan(mcfg, size.recipe, world, precision, gpu_gib)
+        ]
     return rows, left_out

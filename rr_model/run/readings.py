@@ -22,9 +22,16 @@ def log_readings(run: Run, done: int, loss: float, grad_norm: float, lr: float, 
     cuda = run.device.type == "cuda"
     memory = torch.cuda.max_memory_allocated(run.device) / 2**30 if cuda else None
     run.metrics.log(
-        done, loss=loss, lr=lr, grad_norm=grad_norm, tokens_per_s=rate, mfu=mfu, memory_gib=memory,
-        seconds=time.perf_counter() - run.progress.t0, gates=gates,
-    )  # fmt: skip
+        done,
+        loss=loss,
+        lr=lr,
+        grad_norm=grad_norm,
+        tokens_per_s=rate,
+        mfu=mfu,
+        memory_gib=memory,
+        seconds=time.perf_counter() - run.progress.t0,
+        gates=gates,
+    )
 
 
 def periodic_validation(run: Run, done: int) -> None:

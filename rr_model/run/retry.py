@@ -25,9 +25,17 @@ def failure_of(run: Run, e: Exception) -> Exception:
     if isinstance(e, torch.OutOfMemoryError):
         latest = checkpoint.current(run.out, **run.cfg.stem)
         per_rank = run.cfg.recipe.batch_size // run.world
-        facts = {"rank": run.rank, "world": run.world, "device": str(run.device), "step": run.at,
-                 "micro_batches": run.accum, "sequences": per_rank // run.accum, "error": str(e)[:500],
-                 "checkpoint": latest and str(latest), "checkpoint_step": latest and checkpoint.saved_step(latest)}  # fmt: skip
+        facts = {
+            "rank": run.rank,
+            "world": run.world,
+            "device": str(run.device),
+            "step": run.at,
+            "micro_batches": run.accum,
+            "sequences": per_rank // run.accum,
+            "error": str(e)[:500],
+            "checkpoint": latest and str(latest),
+            "checkpoint_step": latest and checkpoint.saved_step(latest),
+        }
         return out_of_memory.stop(record, facts)
     return (run.world > 1 and out_of_memory.stopped_elsewhere(record)) or e
 

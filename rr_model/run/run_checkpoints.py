@@ -149,8 +149,13 @@ def save_branches(run: Run, done: int, seconds: float) -> None:
             dist.broadcast_object_list(fresh, src=0)
         if not fresh[0]:
             continue
-        state = RunState(step=done, seconds=seconds, curve=[list(c) for c in run.state.curve],
-                       started=run.state.started, branched_at=done)  # fmt: skip
+        state = RunState(
+            step=done,
+            seconds=seconds,
+            curve=[list(c) for c in run.state.curve],
+            started=run.state.started,
+            branched_at=done,
+        )
         save_run(run, done, seconds, branch, state)
         if run.rank == 0:
             log = metrics_path(run.out, **branch.stem)
@@ -177,10 +182,14 @@ def kept_record(run: Run) -> dict[str, Any] | None:
             now = run_identity(run.cfg, run.tokens)
             saved = {"config": final.config, "data": final.data}
             changed = identity_changes(saved, {"config": now["config"], "data": now["data"]})
-            found = [final.record] if not changed else [
-                f"{path} holds the final weights of another run than this one: {'; '.join(changed)}; restore "
-                "what changed, or delete the file to train the run again"
-            ]  # fmt: skip
+            found = (
+                [final.record]
+                if not changed
+                else [
+                    f"{path} holds the final weights of another run than this one: {'; '.join(changed)}; restore "
+                    "what changed, or delete the file to train the run again"
+                ]
+            )
         except checkpoint.CheckpointError as e:  # damaged, or not rr's
             found = [str(e)]
     if run.world > 1:

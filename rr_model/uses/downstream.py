@@ -131,9 +131,13 @@ def _scores(results: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
             stderr = metrics.get(f"{metric}_stderr,{flt}")
             name = metric if flt == "none" else f"{metric},{flt}"
             rows.append(
-                {"task": task, "metric": name, "value": float(value),
-                 "stderr": float(stderr) if isinstance(stderr, int | float) else None}
-            )  # fmt: skip
+                {
+                    "task": task,
+                    "metric": name,
+                    "value": float(value),
+                    "stderr": float(stderr) if isinstance(stderr, int | float) else None,
+                }
+            )
     return rows
 
 
@@ -195,9 +199,16 @@ def task_scores(
             }
             with from_hub(f"the datasets of {', '.join(tasks)}", LOCAL_TASKS):
                 res = lm_eval.simple_evaluate(
-                    model="hf", model_args=args, tasks=list(tasks), task_manager=manager, limit=limit,
-                    batch_size=batch, device=device, log_samples=log_samples, **SEEDS,
-                )  # fmt: skip
+                    model="hf",
+                    model_args=args,
+                    tasks=list(tasks),
+                    task_manager=manager,
+                    limit=limit,
+                    batch_size=batch,
+                    device=device,
+                    log_samples=log_samples,
+                    **SEEDS,
+                )
         samples = res.get("samples") if log_samples else None
         out.append(RunScores(run, _scores(res["results"]), samples))
     return out

@@ -137,8 +137,10 @@ def _card(trained: Trained, plugin: PluginRule | None) -> str:
         ]
     if record.get("environment"):
         env = record["environment"]
-        lines += [f"- trained on {env.get('device_name')} with torch {env.get('torch')}, rr {env.get('toolkit')} "
-                  f"(commit {env.get('git_commit')}); run {record.get('run_id')}"]  # fmt: skip
+        lines += [
+            f"- trained on {env.get('device_name')} with torch {env.get('torch')}, rr {env.get('toolkit')} "
+            f"(commit {env.get('git_commit')}); run {record.get('run_id')}"
+        ]
     lines += [
         "",
         "## Method and licence",
