@@ -157,10 +157,14 @@ def test_size_budgets_count_passes_over_a_tokenized_corpus_and_refuse_one_that_i
     assert rows["tiny"]["tokens"] == 10 * 8 * 256 and rows["60M"]["tokens"] == 10 * 64 * 256
     assert rows["tiny"]["passes"] == pytest.approx(20_480 / 19_400, rel=1e-12)
     assert "passes" not in size_budgets(257)[0]  # no corpus, no passes
+    fresh = tmp_path / "stories.txt"  # a corpus no run has tokenized (the shared cache may hold synthetic's)
+    fresh.write_text(
+        f"Once upon a time in {tmp_path.name}.\n", encoding="utf-8"
+    )  # its own key, whatever the key holds
     with pytest.raises(
-        InputError, match=re.escape("--corpus synthetic: not tokenized yet, so its size is unknown")
+        InputError, match=re.escape(f"--corpus {fresh}: not tokenized yet, so its size is unknown")
     ):
-        size_budgets(257, corpus="synthetic")
+        size_budgets(257, corpus=str(fresh))
 
 
 def test_sizes_show_each_budget_in_every_format():
