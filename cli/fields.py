@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import MISSING
 from enum import Enum
-from typing import Any, TypeVar, get_args, get_origin
+from types import UnionType
+from typing import Any, TypeVar, Union, get_args, get_origin
 
 import typer
 
@@ -30,8 +31,7 @@ _CONTEXT = "_rr_context"  # the parameter typer hands a command's context in (`d
 
 def cli_type(declared: Declared) -> Any:
     """The type typer parses `declared`'s field as: a Literal's values become a str Enum (typer's choices,
-    shown as <a|b|c>), a tuple a list (a repeatable option), a comma-separated field a list of texts; an
-    optional stays optional."""
+    shown as <a|b|c>), a comma-separated field a list of texts, and otherwise `_read_as` its type."""
     kind = declared.type
     if declared.option.comma:  # each given as a comma-separated list, or repeated: parsed by `comma_items`
         return list[str]
@@ -39,9 +39,22 @@ def cli_type(declared: Declared) -> Any:
     if allowed:
         chosen = Enum(declared.name, [(v, v) for v in allowed], type=str)
         return list[chosen] if many else chosen | None if type(None) in get_args(kind) else chosen
-    if get_origin(kind) is tuple:
-        return list[get_args(kind)[0]]
-    return kind
+    return _read_as(kind)
+
+
+def _read_as(kind: Any) -> Any:
+    """The type typer parses a field of type `kind` as: a tuple, or one value or a tuple of them
+    (``str | tuple[str, ...]``), a list (a repeatable option); a union with str a text, which the dataclass's
+    own function reads (``str | tuple[float, ...]``: "1e-4,2e-4" or numbers); an optional stays optional."""
+    if get_origin(kind) not in (Union, UnionType):
+        return list[_read_as(get_args(kind)[0])] if get_origin(kind) is tuple else kind
+    members = [a for a in get_args(kind) if a is not type(None)]
+    tuples = [a for a in members if get_origin(a) is tuple]
+    if tuples and set(members) <= {tuples[0], get_args(tuples[0])[0]}:
+        return list[_read_as(get_args(tuples[0])[0])]
+    if len(members) == 1 or str not in members:
+        return kind
+    return str | None if type(None) in get_args(kind) else str
 
 
 def _plain(value: Any) -> Any:
@@ -112,12 +125,14 @@ def _item_type(kind: Any) -> type:
     return get_args(inner)[0]
 
 
-def _old_name(declared: Declared) -> str:
-    return f"{declared.name}_as_{declared.option.renamed[0].removeprefix('--').replace('-', '_')}"
+def _other_name(declared: Declared, flag: str) -> str:
+    """The parameter of `declared`'s option's other flag `flag` (its old one, its second spelling)."""
+    return f"{declared.name}_as_{flag.removeprefix('--').replace('-', '_')}"
 
 
 def _parameters(declared: Declared, panel: str | None) -> list[inspect.Parameter]:
-    """The keyword parameters of a command function that make `declared`'s option (and its old flag)."""
+    """The keyword parameters of a command function that make `declared`'s option (and its old flag, its
+    second spelling)."""
     kind, where = cli_type(declared), declared.option.panel or panel
     made = [
         inspect.Parameter(
@@ -128,9 +143,19 @@ def _parameters(declared: Declared, panel: str | None) -> list[inspect.Parameter
         old, why = declared.option.renamed
         made.append(
             inspect.Parameter(
-                _old_name(declared),
+                _other_name(declared, old),
                 inspect.Parameter.KEYWORD_ONLY,
                 default=renamed(declared.flag, old, why, where),
+                annotation=kind,
+            )
+        )
+    if alias := declared.option.spelling:
+        multiple = get_origin(kind) is list
+        made.append(
+            inspect.Parameter(
+                _other_name(declared, alias),
+                inspect.Parameter.KEYWORD_ONLY,
+                default=spelling(declared.name, alias, multiple),
                 annotation=kind,
             )
         )
@@ -139,12 +164,15 @@ def _parameters(declared: Declared, panel: str | None) -> list[inspect.Parameter
 
 def _value(ctx: typer.Context, declared: Declared, parsed: dict) -> Any:
     """The field's value from the parsed options `parsed` (which it pops): its old flag counted as its new
-    one, a comma-separated list split, Enums as their values, an empty repeatable option as ()."""
+    one, its second spelling's values joined to its own (`spelled`), a comma-separated list split, Enums as
+    their values, an empty repeatable option as ()."""
     value = parsed.pop(declared.name)
     if declared.option.renamed:
-        old = parsed.pop(_old_name(declared))
+        old = parsed.pop(_other_name(declared, declared.option.renamed[0]))
         on_line = ctx.get_parameter_source(declared.name).name == "COMMANDLINE"
         value = either(declared.flag, declared.option.renamed[0], value, old, on_line)
+    if declared.option.spelling:
+        value = spelled(ctx, declared.name, value)
     if declared.option.comma and value is not None:
         value = comma_items(ctx, declared, value)
     if value is None and get_origin(declared.type) is tuple:
@@ -160,22 +188,33 @@ def dataclass_options(
     panel: str | None = None,
     exclude: tuple[str, ...] = (),
     build: Callable[..., Any] | None = None,
+    place: Mapping[str, str] | None = None,
 ) -> Callable[[F], F]:
     """Give a command function the options `cls` declares for `command` (`rr_core.options.declared`), in
     place of its parameter `into`, in the help panel `panel` unless a field names its own.
 
     typer calls the returned function with every option's value; it calls the command function with the
     other parameters as given and `into` set to ``build(**fields)`` (default `cls`): the fields the options
-    set, their defaults the dataclass's. `exclude` names fields this command does not offer.
+    set, their defaults the dataclass's. `exclude` names fields this command does not offer; `place` lists
+    an option of the command's own among them, after a field's ({parameter: field}), as `rr sweep --effect`
+    follows --seed.
     """
     made = [d for d in declared(cls, command) if d.name not in exclude]
-    make = build or cls
+    make, place = build or cls, place or {}
 
     def add(func: F) -> F:
         signature = inspect.signature(func)
-        own = list(signature.parameters.values())
+        given = {
+            p.name: p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in signature.parameters.values()
+        }
+        own = [p for p in signature.parameters.values() if p.name not in place]
         at = [p.name for p in own].index(into)
-        new = [p for d in made for p in _parameters(d, panel)]
+        new = []
+        for d in made:  # each field's option, then those of the command's own that `place` lists after it
+            new += [
+                *_parameters(d, panel),
+                *(given[name] for name, after in place.items() if after == d.name),
+            ]
 
         # typer hands the context to one parameter: the function's own (`ctx: typer.Context`) or one added
         named = [p.name for p in own if p.annotation in (typer.Context, "typer.Context")]

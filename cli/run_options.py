@@ -18,30 +18,20 @@ from pathlib import Path
 import typer
 
 from cli.errors import known_errors
+from cli.fields import field_option
 from cli.records import Format, echo_records
 from rr_analysis.numbers import BLANK, duration, fixed, significant
 from rr_core.sweepfile import DECIMALS
+from rr_model.sweep.local import Sweep
 
 PANEL = "Training run"  # the help panel of the options that set TrainConfig fields
 
-# Options of the training commands that are not TrainConfig fields.
-VARIANT = typer.Option(
-    None,
-    "--variant",
-    help="Train only this variant (repeatable). Default: the three compared variants, a pairable block.",
-    show_default=False,
-)
-OUT = typer.Option(
-    None,
-    "--out",
-    help="Dataset to append the rows to. Default: data/scaling_v8.csv here, started from the published rows "
-    "if missing.",  # the default is rr_model.config.DEFAULT_OUT
-    show_default=False,
-)
+# Options of the training commands that are not TrainConfig fields: those rr sweep's plan declares too
+# (`rr_model.sweep.local.Sweep`), and --resume.
+VARIANT = field_option(Sweep, "variants")
+OUT = field_option(Sweep, "out")
 RESUME = typer.Option(False, "--resume", help="Continue runs from their checkpoints.")
-DRY_RUN = typer.Option(
-    False, "--dry-run", help="Print the plan, an estimate of time and the memory plan; train nothing."
-)
+DRY_RUN = field_option(Sweep, "dry_run")
 
 
 def _decimals(decimals: int, grouped: bool = False) -> Callable[[object], str]:

@@ -2,16 +2,18 @@
 
 A field that a command line sets carries ``metadata=option("Help text.", ...)``: its type (choices as a
 ``Literal``), its default and this `Option` (help, the commands that offer it, a lower bound, its flag, an
-old flag that still works, a help panel, a metavar) are all there is to say about it. `declared` lists a
-dataclass's declared fields for one command; the command line (`cli.fields`) turns them into options, and
-the dataclass checks its values against the same declarations (`Declared.problem`), so a command line, a
-run config file and a notebook refuse the same values with the same words.
+old flag that still works, a second spelling, a help panel, a metavar) are all there is to say about it.
+`declared` lists a dataclass's declared fields for one command; the command line (`cli.fields`) turns them
+into options, and the dataclass checks its values against the same declarations (`Declared.problem`), so a
+command line, a run config file and a notebook refuse the same values with the same words.
 
 The dataclasses that declare their options so: `rr_model.config.TrainConfig` (the training run),
-`rr_model.sweep.launch.Launch` (where a sweep's runs train), `rr_analysis.comparison.Comparison` (what an
-analysis compares), `rr_analysis.views.view_options.ViewOptions` (what the views read) and one per command
-of a finished model (`rr_model.uses`: `Scoring`, `GateReading`, `Sampling`, `DepthCheck`). A new documented
-field of one of them is a new option of every command that takes it, with no line of the command line's code.
+`rr_model.sweep.launch.Launch` (where a sweep's runs train), `rr_model.sweep.local.Sweep` and
+`rr_model.sweep.tuning_runs.Tuning` (what `rr sweep` and `rr tune` train), `rr_analysis.comparison.Comparison`
+(what an analysis compares), `rr_analysis.views.view_options.ViewOptions` (what the views read) and one per
+command of a finished model (`rr_model.uses`: `Scoring`, `GateReading`, `Sampling`, `DepthCheck`). A new
+documented field of one of them is a new option of every command that takes it, with no line of the command
+line's code.
 
 Standard library only: the command line reads these declarations at start-up.
 """
@@ -37,6 +39,7 @@ class Option:
     min: float | None = None  # the smallest value allowed (a number field)
     flag: str | None = None  # its flag; None: --field-name
     renamed: tuple[str, str] | None = None  # (an old flag that still works, with a note; why it went)
+    spelling: str | None = None  # a second flag, not listed, that sets it too (--sizes beside --size)
     comma: bool = False  # a tuple field given as one comma-separated list (--branch-at 100,200) too
     panel: str | None = None  # the help panel it is listed in; None: the command's choice
     metavar: str | None = None  # what its help shows for the value; None: its type
@@ -45,7 +48,7 @@ class Option:
 
 def option(help: str, **how: Any) -> dict[str, Option]:
     """The metadata of a field that command lines set: ``field(metadata=option("Help."))``; `how` holds
-    `Option`'s other fields (commands, min, flag, renamed, comma, panel, metavar, items)."""
+    `Option`'s other fields (commands, min, flag, renamed, spelling, comma, panel, metavar, items)."""
     return {"option": Option(help, **how)}
 
 
