@@ -43,15 +43,17 @@ def cli_type(declared: Declared) -> Any:
 
 
 def _read_as(kind: Any) -> Any:
-    """The type typer parses a field of type `kind` as: a tuple, or one value or a tuple of them
-    (``str | tuple[str, ...]``), a list (a repeatable option); a union with str a text, which the dataclass's
-    own function reads (``str | tuple[float, ...]``: "1e-4,2e-4" or numbers); an optional stays optional."""
+    """The type typer parses a field of type `kind` as: a tuple, or one item or a tuple of them
+    (``str | tuple[str, ...]``), a list (a repeatable option); any other union with str a text, which the
+    dataclass's own function reads (``str | tuple[float, ...]``: "1e-4,2e-4" or numbers), as it reads an
+    item that may be text (``tuple[int | str, ...]``: 3 or "3,4"); an optional stays optional."""
     if get_origin(kind) not in (Union, UnionType):
         return list[_read_as(get_args(kind)[0])] if get_origin(kind) is tuple else kind
     members = [a for a in get_args(kind) if a is not type(None)]
     tuples = [a for a in members if get_origin(a) is tuple]
-    if tuples and set(members) <= {tuples[0], get_args(tuples[0])[0]}:
-        return list[_read_as(get_args(tuples[0])[0])]
+    item = get_args(tuples[0])[0] if tuples else None
+    if tuples and set(members) <= {tuples[0], item, *get_args(item)}:  # one item, or a tuple of them
+        return list[_read_as(item)]
     if len(members) == 1 or str not in members:
         return kind
     return str | None if type(None) in get_args(kind) else str
@@ -171,11 +173,12 @@ def _value(ctx: typer.Context, declared: Declared, parsed: dict) -> Any:
         old = parsed.pop(_other_name(declared, declared.option.renamed[0]))
         on_line = ctx.get_parameter_source(declared.name).name == "COMMANDLINE"
         value = either(declared.flag, declared.option.renamed[0], value, old, on_line)
-    if declared.option.spelling:
+    if declared.option.spelling:  # its value came through `spelling`'s callback
+        parsed.pop(_other_name(declared, declared.option.spelling), None)
         value = spelled(ctx, declared.name, value)
     if declared.option.comma and value is not None:
         value = comma_items(ctx, declared, value)
-    if value is None and get_origin(declared.type) is tuple:
+    if value is None and (get_origin(declared.type) is tuple or declared.default == ()):
         value = ()
     return _plain(value)
 

@@ -92,7 +92,7 @@ class Sweep:
             "seeds); their shapes come from --ladder."
         ),
     )
-    seeds: tuple[int | str, ...] = field(
+    seeds: str | tuple[int | str, ...] = field(
         default=(),
         metadata=option(
             "A seed to train (repeatable, or comma-separated: --seed 3,4). Default: each size's published "

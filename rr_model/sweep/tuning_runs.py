@@ -78,7 +78,7 @@ class Tuning:
     select_seeds: str | tuple[int, ...] = field(
         metadata=option("Seeds that pick each variant's rate (every rate of the grid), e.g. 0,1.")
     )
-    seeds: tuple[int | str, ...] = field(
+    seeds: str | tuple[int | str, ...] = field(
         metadata=option(
             "A seed that compares the variants, each at its chosen rate (repeatable, or comma-separated: "
             "--seed 2,3,4); none of --select-seeds.",
