@@ -221,6 +221,69 @@ def test_a_new_field_is_an_option_of_the_commands_it_names():
     assert "How to shard." in shown and "[default: none]" in shown and "--hidden" not in shown
 
 
+def test_a_field_s_second_spelling_its_neighbour_and_its_text_are_read_as_declared():
+    """The mechanism's finer parts, with a dataclass of its own: a field taking one value or several
+    (``str | tuple[str, ...]``) is a repeatable option, its hidden second spelling (`Option.spelling`) joins
+    its values, split at commas; a union with text (``str | tuple[float, ...]``) is one text option, left for
+    the dataclass's function to read; an option of the command's own is listed after the field `place`
+    names; the help shows the declared flags only, in that order."""
+    from typer.main import get_command
+    from typer.testing import CliRunner
+
+    from cli.fields import dataclass_options
+
+    @dataclass(frozen=True)
+    class Plan:
+        size: str | tuple[str, ...] = field(metadata=option("The size.", spelling="--sizes"))
+        lrs: str | tuple[float, ...] = field(default="1e-3", metadata=option("The rates.", flag="--lr"))
+        seeds: str | tuple[int | str, ...] = field(default=(), metadata=option("A seed.", flag="--seed"))
+
+    seen = []
+
+    @dataclass_options(Plan, into="plan", place={"extra": "size"})
+    def go(plan: Plan, extra: int = typer.Option(0, "--extra", help="Its own.")) -> None:
+        seen.append((plan, extra))
+
+    app = typer.Typer()
+    app.command()(go)
+    app.command()(lambda: None)  # two commands: `go` is named on the command line
+    given = ["go", "--size", "a", "--sizes", "b,c", "--extra", "2", "--lr", "1e-4,2e-4", "--seed", "3,4"]
+    assert CliRunner().invoke(app, [*given, "--seed", "5"]).exit_code == 0
+    assert CliRunner().invoke(app, ["go", "--sizes", "d"]).exit_code == 0  # the required option, spelt so
+    assert seen == [(Plan(("a", "b", "c"), "1e-4,2e-4", ("3,4", "5")), 2), (Plan(("d",)), 0)]
+    params = [p for p in get_command(app).commands["go"].params if not p.hidden]
+    assert [(p.opts, p.multiple) for p in params] == [
+        (["--size"], True),
+        (["--extra"], False),
+        (["--lr"], False),
+        (["--seed"], True),
+    ]
+    shown = " ".join(CliRunner().invoke(app, ["go", "--help"], env={"COLUMNS": "200"}).output.split())
+    assert shown.index("--size") < shown.index("--extra") < shown.index("--lr") and "--sizes" not in shown
+
+
+def test_a_sweep_or_tuning_refuses_a_value_in_the_words_of_its_library_value(tmp_path):
+    """rr sweep and rr tune hand their options to `Sweep` and `Tuning` as given: a bad value is refused
+    by the library's reading of it, in the same words from the command line as from a notebook."""
+    from rr_core.errors import InputError
+    from rr_model.sweep.local import Sweep, sweep_runs
+    from rr_model.sweep.tuning_runs import Tuning, tune
+
+    out = tmp_path / "o.csv"
+    for command, value in (
+        (["sweep", "--budgets", "1,x", "--seed", "0"], Sweep(budgets="1,x", seeds="0", out=out)),
+        (["sweep", "--at", "3B", "--size", "60M"], Sweep(("60M",), at="3B", out=out)),
+        (["tune", "--size", "tiny", "--lr", "1e-3,0", "--select-seeds", "0", "--seed", "1"],
+         Tuning("tiny", "1e-3,0", "0", ("1",), out=out)),
+        (["tune", "--size", "tiny", "--lr", "1e-3", "--select-seeds", "0", "--seeds", "0"],
+         Tuning("tiny", "1e-3", "0", "0", out=out)),
+    ):  # fmt: skip
+        with pytest.raises(InputError) as refused:
+            sweep_runs(value) if isinstance(value, Sweep) else tune(value)
+        result = rr(*command, "--out", out, "--dry-run", env={"COLUMNS": "300"})
+        assert result.exit_code == 2 and result.stderr == f"rr: error: {refused.value}\n", result.output
+
+
 def test_the_old_data_flag_still_sets_the_corpus_with_a_one_line_note(tmp_path):
     out = tmp_path / "o.csv"
     old = rr("train", "--size", "tiny", "--data", "synthetic", "--out", out, "--dry-run")
@@ -374,6 +437,8 @@ def test_train_command_plans_each_size_at_its_own_next_seed(published_copy):
         ("gates", "rr_model.uses.gate_reading.GateReading"),
         ("sample", "rr_model.uses.sampling.Sampling"),
         ("analyze", "rr_analysis.views.view_options.ViewOptions"),
+        ("sweep", "rr_model.sweep.local.Sweep"),
+        ("tune", "rr_model.sweep.tuning_runs.Tuning"),
     ],
 )
 def test_a_command_s_options_are_its_library_value_s_fields(command, where):

@@ -9,6 +9,10 @@ each run is claimed by the process that trains it (`rr_model.checkpoint.paths.cl
 run claimed goes on to the next and comes back to it when its holder has finished (its row is then there,
 or the run is trained here if the holder failed), so no run is trained twice and each sweep ends with
 every row in place. Replaces the published orchestrator script and notebook.
+
+What a sweep trains is one documented value, `Sweep`, whose fields are `rr sweep`'s options
+(`rr_core.options`); `sweep_runs` plans it. Light to import (the output file and the child process load
+inside the calls), so the command line reads these declarations at start-up.
 """
 
 from __future__ import annotations

@@ -12,7 +12,10 @@ lr, so its row records both and its key holds its lr (one seed at four rates is 
 checkpoint, metrics log and claim). The two seed sets are disjoint: a seed that chose a rate never enters the
 test of the gap at that rate (no winner's curse). Both phases read the output file through `preflight`, so a
 second `rr tune` of one plan trains only what is not there yet, resuming interrupted runs, and a tuning that
-stopped after its selection goes on to its comparison. Torch-free (a run trains in a process of its own).
+stopped after its selection goes on to its comparison. What a tuning trains is one documented value,
+`Tuning`, whose fields are `rr tune`'s options (`rr_core.options`). Torch-free (a run trains in a process of
+its own) and light to import (the output file loads inside the calls), so the command line reads `Tuning`
+at start-up.
 """
 
 from __future__ import annotations
