@@ -40,7 +40,7 @@ from rr_core.ladder import (
 from rr_core.options import option
 from rr_core.variants import COMPARED, REFERENCE, compared
 from rr_model.config import TrainConfig, default_out
-from rr_model.sweep.launch import SLURM
+from rr_model.sweep.jobs import SLURM
 
 if TYPE_CHECKING:
     from rr_model.run.planning import Runs
