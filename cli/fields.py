@@ -17,13 +17,12 @@ import inspect
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import MISSING
 from enum import Enum
-from types import UnionType
-from typing import Any, TypeVar, Union, get_args, get_origin
+from typing import Any, TypeVar, get_args, get_origin
 
 import typer
 
 from cli.errors import fail
-from rr_core.options import Declared, choices, declared
+from rr_core.options import Declared, choices, declared, item_type, read_as
 
 F = TypeVar("F", bound=Callable[..., Any])
 _CONTEXT = "_rr_context"  # the parameter typer hands a command's context in (`dataclass_options`)
@@ -31,7 +30,7 @@ _CONTEXT = "_rr_context"  # the parameter typer hands a command's context in (`d
 
 def cli_type(declared: Declared) -> Any:
     """The type typer parses `declared`'s field as: a Literal's values become a str Enum (typer's choices,
-    shown as <a|b|c>), a comma-separated field a list of texts, and otherwise `_read_as` its type."""
+    shown as <a|b|c>), a comma-separated field a list of texts, and otherwise `rr_core.options.read_as` its type."""
     kind = declared.type
     if declared.option.comma:  # each given as a comma-separated list, or repeated: parsed by `comma_items`
         return list[str]
@@ -39,24 +38,7 @@ def cli_type(declared: Declared) -> Any:
     if allowed:
         chosen = Enum(declared.name, [(v, v) for v in allowed], type=str)
         return list[chosen] if many else chosen | None if type(None) in get_args(kind) else chosen
-    return _read_as(kind)
-
-
-def _read_as(kind: Any) -> Any:
-    """The type typer parses a field of type `kind` as: a tuple, or one item or a tuple of them
-    (``str | tuple[str, ...]``), a list (a repeatable option); any other union with str a text, which the
-    dataclass's own function reads (``str | tuple[float, ...]``: "1e-4,2e-4" or numbers), as it reads an
-    item that may be text (``tuple[int | str, ...]``: 3 or "3,4"); an optional stays optional."""
-    if get_origin(kind) not in (Union, UnionType):
-        return list[_read_as(get_args(kind)[0])] if get_origin(kind) is tuple else kind
-    members = [a for a in get_args(kind) if a is not type(None)]
-    tuples = [a for a in members if get_origin(a) is tuple]
-    item = get_args(tuples[0])[0] if tuples else None
-    if tuples and set(members) <= {tuples[0], item, *get_args(item)}:  # one item, or a tuple of them
-        return list[_read_as(item)]
-    if len(members) == 1 or str not in members:
-        return kind
-    return str | None if type(None) in get_args(kind) else str
+    return read_as(kind)
 
 
 def _plain(value: Any) -> Any:
@@ -107,7 +89,7 @@ def either(new: str, old: str, new_value: Any, old_value: Any, new_given: bool) 
 def comma_items(ctx: typer.Context, declared: Declared, given: Iterable[str] | None) -> tuple:
     """A comma-separated field's items (given as one list, or repeated, or both), each of the field's item
     type; () when not given. An empty name between commas is refused; so is an item the type cannot read."""
-    given, kind, flag = list(given or ()), _item_type(declared.type), declared.flag
+    given, kind, flag = list(given or ()), item_type(declared.type), declared.flag
     if kind is str and (empty := [t for t in given if not all(i.strip() for i in t.split(","))]):
         raise typer.BadParameter(
             f"{empty[0]!r} has an empty name; give {declared.option.items}", ctx=ctx, param_hint=f"'{flag}'"
@@ -121,12 +103,6 @@ def comma_items(ctx: typer.Context, declared: Declared, given: Iterable[str] | N
         ) from None
 
 
-def _item_type(kind: Any) -> type:
-    """The item type of a tuple field (an optional one too): tuple[int, ...] -> int."""
-    (inner,) = [a for a in get_args(kind) if a is not type(None)] if get_origin(kind) is not tuple else [kind]
-    return get_args(inner)[0]
-
-
 def _other_name(declared: Declared, flag: str) -> str:
     """The parameter of `declared`'s option's other flag `flag` (its old one, its second spelling)."""
     return f"{declared.name}_as_{flag.removeprefix('--').replace('-', '_')}"
@@ -135,33 +111,18 @@ def _other_name(declared: Declared, flag: str) -> str:
 def _parameters(declared: Declared, panel: str | None) -> list[inspect.Parameter]:
     """The keyword parameters of a command function that make `declared`'s option (and its old flag, its
     second spelling)."""
-    kind, where = cli_type(declared), declared.option.panel or panel
-    made = [
-        inspect.Parameter(
-            declared.name, inspect.Parameter.KEYWORD_ONLY, default=as_option(declared, where), annotation=kind
+    kind, where, how = cli_type(declared), declared.option.panel or panel, declared.option
+    made = {declared.name: as_option(declared, where)}
+    if how.renamed:
+        made[_other_name(declared, how.renamed[0])] = renamed(declared.flag, *how.renamed, where)
+    if how.spelling:
+        made[_other_name(declared, how.spelling)] = spelling(
+            declared.name, how.spelling, get_origin(kind) is list
         )
+    return [
+        inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, default=d, annotation=kind)
+        for n, d in made.items()
     ]
-    if declared.option.renamed:
-        old, why = declared.option.renamed
-        made.append(
-            inspect.Parameter(
-                _other_name(declared, old),
-                inspect.Parameter.KEYWORD_ONLY,
-                default=renamed(declared.flag, old, why, where),
-                annotation=kind,
-            )
-        )
-    if alias := declared.option.spelling:
-        multiple = get_origin(kind) is list
-        made.append(
-            inspect.Parameter(
-                _other_name(declared, alias),
-                inspect.Parameter.KEYWORD_ONLY,
-                default=spelling(declared.name, alias, multiple),
-                annotation=kind,
-            )
-        )
-    return made
 
 
 def _value(ctx: typer.Context, declared: Declared, parsed: dict) -> Any:
@@ -207,17 +168,15 @@ def dataclass_options(
 
     def add(func: F) -> F:
         signature = inspect.signature(func)
-        given = {
-            p.name: p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in signature.parameters.values()
-        }
-        own = [p for p in signature.parameters.values() if p.name not in place]
+        params = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in signature.parameters.values()]
+        own = [p for p in params if p.name not in place]
+        placed = {p.name: p for p in params if p.name in place}
         at = [p.name for p in own].index(into)
-        new = []
-        for d in made:  # each field's option, then those of the command's own that `place` lists after it
-            new += [
-                *_parameters(d, panel),
-                *(given[name] for name, after in place.items() if after == d.name),
-            ]
+        new = [  # each field's option, then those of the command's own that `place` lists after it
+            p
+            for d in made
+            for p in [*_parameters(d, panel), *(placed[n] for n in place if place[n] == d.name)]
+        ]
 
         # typer hands the context to one parameter: the function's own (`ctx: typer.Context`) or one added
         named = [p.name for p in own if p.annotation in (typer.Context, "typer.Context")]
@@ -230,10 +189,9 @@ def dataclass_options(
             options[into] = make(**{d.name: _value(ctx, d, options) for d in made})
             return func(*args, **options)
 
-        kinds = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in own]
         added = [inspect.Parameter(_CONTEXT, inspect.Parameter.KEYWORD_ONLY, annotation=typer.Context)]
         command_function.__signature__ = signature.replace(
-            parameters=[*kinds[:at], *new, *kinds[at + 1 :], *([] if keeps else added)]
+            parameters=[*own[:at], *new, *own[at + 1 :], *([] if keeps else added)]
         )
         command_function.__annotations__ = {k: v for k, v in func.__annotations__.items() if k != into}
         return command_function

@@ -23,9 +23,10 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import dataclass, fields
-from typing import Any, Literal, NamedTuple, get_args, get_origin, get_type_hints
+from types import UnionType
+from typing import Any, Literal, NamedTuple, Union, get_args, get_origin, get_type_hints
 
-__all__ = ["Option", "option", "Declared", "declared", "choices"]
+__all__ = ["Option", "option", "Declared", "declared", "choices", "read_as", "item_type"]
 
 
 @dataclass(frozen=True)
@@ -67,6 +68,34 @@ def choices(kind: Any) -> tuple[tuple[Any, ...], bool]:
         return get_args(kind), False
     literal = [a for a in args if get_origin(a) is Literal]
     return (get_args(literal[0]), many) if literal else ((), False)
+
+
+def read_as(kind: Any) -> Any:
+    """The type a command line reads a field of type `kind` (without choices) as: a tuple, or one item or a
+    tuple of them, a list (a repeatable option); any other union with str a text, which the dataclass's own
+    function reads, as it reads an item that may be text; an optional stays optional.
+
+    Example
+    -------
+    >>> read_as(str | tuple[str, ...]), read_as(str | tuple[float, ...] | None), read_as(tuple[int | str, ...])
+    (list[str], str | None, list[str])
+    """
+    if get_origin(kind) not in (Union, UnionType):
+        return list[read_as(get_args(kind)[0])] if get_origin(kind) is tuple else kind
+    members = [a for a in get_args(kind) if a is not type(None)]
+    tuples = [a for a in members if get_origin(a) is tuple]
+    item = get_args(tuples[0])[0] if tuples else None
+    if tuples and set(members) <= {tuples[0], item, *get_args(item)}:  # one item, or a tuple of them
+        return list[read_as(item)]
+    if len(members) == 1 or str not in members:
+        return kind
+    return str | None if type(None) in get_args(kind) else str
+
+
+def item_type(kind: Any) -> type:
+    """The item type of a tuple field (an optional one too): tuple[int, ...] -> int."""
+    (inner,) = [a for a in get_args(kind) if a is not type(None)] if get_origin(kind) is not tuple else [kind]
+    return get_args(inner)[0]
 
 
 class Declared(NamedTuple):
