@@ -6,10 +6,11 @@ from pathlib import Path
 
 import typer
 
-from cli.fields import dataclass_options
-from cli.run_options import DRY_RUN, PANEL, RESUME, report_training
+from cli.fields import dataclass_options, field_option
+from cli.run_options import PANEL, report_training
 from rr_core.ladder import PUBLISHED_SIZES, size_words
 from rr_model.config import TrainConfig
+from rr_model.run.entry import Training
 
 VARIANT = typer.Option(
     None,
@@ -31,8 +32,8 @@ def reproduce(
     seed: int = typer.Option(..., "--seed", min=0, help="Published seed to train again."),
     variant: list[str] = VARIANT,
     out: Path | None = OUT,
-    resume: bool = RESUME,
-    dry_run: bool = DRY_RUN,
+    resume: bool = field_option(Training, "resume"),
+    dry_run: bool = field_option(Training, "dry_run"),
     run: dict | None = None,
 ) -> None:
     """Train a published run again and append its row to a reproduction file; compare the two with

@@ -372,7 +372,7 @@ def test_the_library_plans_from_a_run_config_file_and_says_what_a_ctrl_c_kept(tm
     from rr_core.errors import InputError, Interrupted
     from rr_model.run import trainer
     from rr_model.run.config_file import Key, read_run_config
-    from rr_model.run.entry import train_command
+    from rr_model.run.entry import Training, train_command
 
     config, out = tmp_path / "run.toml", tmp_path / "o.csv"
     config.write_text('size = "tiny"\nsteps = 3\ncorpus = "synthetic"\ncheckpoint-every = 0\n')
@@ -385,7 +385,7 @@ def test_the_library_plans_from_a_run_config_file_and_says_what_a_ctrl_c_kept(tm
     }
     given = read_run_config(config, keys, "train")
     assert given == {"size": "tiny", "steps": 3, "data": "synthetic", "checkpoint_every": 0}
-    done = train_command(out, given.pop("size"), ("standard",), 0, dry_run=True, **given)
+    done = train_command(Training(given.pop("size"), ("standard",), 0, out, dry_run=True), **given)
     assert [c.key for c in done.runs.todo] == [("tiny", "standard", 0)] and done.records == []
     (row,) = done.dry_run.runs
     assert (row["steps"], row["tokens"]) == (3, 3 * 8 * 256) and not out.exists()  # tiny: 8 x 256 a step
@@ -398,7 +398,7 @@ def test_the_library_plans_from_a_run_config_file_and_says_what_a_ctrl_c_kept(tm
         with pytest.raises(
             Interrupted, match=r"No row was written .* the run starts over \(checkpoints were off"
         ):
-            train_command(out, "tiny", ("standard",), 0, **given)
+            train_command(Training("tiny", ("standard",), 0, out), **given)
     assert not out.exists()  # rr train trains through the same call
 
     config.write_text("size = 'tiny'\nstep = 3\n")
@@ -414,10 +414,12 @@ def test_train_command_plans_each_size_at_its_own_next_seed(published_copy):
     """`train_command` with several sizes (one named twice, one spelled in lower case): each size's next
     seed is its own, from the rows the file holds (the published 60M has seeds 0-2, 320M 0-1), and the dry
     run's budget has one row per size: 8,000 steps of 64 x 256 tokens each (the published recipe)."""
-    from rr_model.run.entry import train_command
+    from rr_model.run.entry import Training, train_command
 
     seen = []
-    done = train_command(published_copy, ["60M", "320m", "60M"], dry_run=True, planned=seen.append)
+    done = train_command(
+        Training(("60M", "320m", "60M"), out=published_copy, dry_run=True), planned=seen.append
+    )
     compared = ("review_neutral", "highway", "standard")
     assert [c.key for c in done.runs.todo] == [("60M", v, 3) for v in compared] + [
         ("320M", v, 2) for v in compared
@@ -437,6 +439,7 @@ def test_train_command_plans_each_size_at_its_own_next_seed(published_copy):
         ("gates", "rr_model.uses.gate_reading.GateReading"),
         ("sample", "rr_model.uses.sampling.Sampling"),
         ("analyze", "rr_analysis.views.view_options.ViewOptions"),
+        ("train", "rr_model.run.entry.Training"),
         ("sweep", "rr_model.sweep.local.Sweep"),
         ("tune", "rr_model.sweep.tuning_runs.Tuning"),
     ],

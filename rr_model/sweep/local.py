@@ -40,6 +40,7 @@ from rr_core.ladder import (
 from rr_core.options import option
 from rr_core.variants import COMPARED, REFERENCE, compared
 from rr_model.config import TrainConfig, default_out
+from rr_model.run.entry import DRY_RUN, OUT, VARIANTS
 from rr_model.sweep.jobs import SLURM
 
 if TYPE_CHECKING:
@@ -47,8 +48,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Sweep",
-    "VARIANTS",
-    "DRY_RUN",
     "default_sweep_out",
     "sweep_runs",
     "plan_sweep",
@@ -57,17 +56,6 @@ __all__ = [
     "train_command",
     "run_sweep",
 ]
-
-# The options every training command shares (`rr train`, `rr reproduce` and `rr tune` declare theirs with them)
-VARIANTS = option(
-    "Train only this variant (repeatable). Default: the three compared variants, a pairable block.",
-    flag="--variant",
-)
-OUT = option(
-    "Dataset to append the rows to. Default: data/scaling_v8.csv here, started from the published rows if "
-    "missing."  # the default is rr_model.config.DEFAULT_OUT
-)
-DRY_RUN = option("Print the plan, an estimate of time and the memory plan; train nothing.")
 
 
 @dataclass(frozen=True)

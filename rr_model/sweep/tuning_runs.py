@@ -32,7 +32,7 @@ from rr_core.ladder import get_size
 from rr_core.lr_choice import RateChoice, choose_rate
 from rr_core.options import option
 from rr_model.config import TrainConfig
-from rr_model.sweep.local import DRY_RUN, VARIANTS
+from rr_model.run.entry import DRY_RUN, VARIANTS
 
 if TYPE_CHECKING:
     from rr_model.run.output_file import OutputPlan
