@@ -1,5 +1,6 @@
 """`rr sweep`: a whole plan of training runs, biggest first, resumable; here (one process per run) or on a
-Slurm cluster (one submitit job per run)."""
+Slurm cluster (one submitit job per run). Its own options are `rr_model.sweep.local.Sweep`'s fields, planned
+by `sweep_runs`; --effect is declared here, as its seeds come from rr_analysis's power analysis."""
 
 from __future__ import annotations
 

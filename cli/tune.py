@@ -1,6 +1,6 @@
 """`rr tune`: each variant at its own learning rate, chosen on selection seeds, then compared on others
 (`rr_model.sweep.tuning_runs.tune`, one call that says each step as it happens); here or on Slurm, resumable
-as `rr sweep` is."""
+as `rr sweep` is. Its own options are `rr_model.sweep.tuning_runs.Tuning`'s fields."""
 
 from __future__ import annotations
 

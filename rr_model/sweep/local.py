@@ -64,7 +64,7 @@ class Sweep:
     into which file; and whether it trains them, shows their plan only, or follows the Slurm jobs of an
     earlier sweep (each field an option of `rr sweep`, `rr_core.options`). `sweep_runs` plans it.
 
-    Sizes, seeds and budgets are kept as given (a command line's texts: ``seeds=("3,4",)``, or numbers), so
+    Sizes, seeds and budgets are kept as given (a command line's texts, ``seeds="3,4"``, or numbers), so
     a notebook and the command line are refused in the same words where `sweep_runs` reads them.
     """
 
@@ -155,8 +155,8 @@ def sweep_runs(
     variants = tuple(sweep.variants or compared(options.get("reference", REFERENCE)))
     if sweep.at and sweep.sizes:
         raise InputError("--at names sizes past the published ladder, --size any size: give one, not both")
-    sizes = [beyond_published(a, options.get("ladder")) for a in items(sweep.at)] if sweep.at else None
-    sizes = sizes or list(sweep.sizes) or None
+    ladder = options.get("ladder")
+    sizes = [beyond_published(a, ladder) for a in items(sweep.at)] if sweep.at else list(sweep.sizes) or None
     if effect_seeds is None:
         per_size = seed_list(sweep.seeds, "--seed")
     elif sweep.seeds:
