@@ -440,6 +440,7 @@ def test_train_command_plans_each_size_at_its_own_next_seed(published_copy):
         ("sample", "rr_model.uses.sampling.Sampling"),
         ("analyze", "rr_analysis.views.view_options.ViewOptions"),
         ("train", "rr_model.run.entry.Training"),
+        ("reproduce", "rr_model.run.entry.Reproduction"),
         ("sweep", "rr_model.sweep.local.Sweep"),
         ("tune", "rr_model.sweep.tuning_runs.Tuning"),
     ],

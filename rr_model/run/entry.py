@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from rr_core.errors import Interrupted
-from rr_core.ladder import LADDER, size_words
+from rr_core.ladder import LADDER, PUBLISHED_SIZES, size_words
 from rr_core.options import option
 from rr_model.config import default_out
 
@@ -34,6 +34,7 @@ __all__ = [
     "RESUME",
     "DRY_RUN",
     "Training",
+    "Reproduction",
     "world_size",
     "lead_process",
     "resume_command",
@@ -87,6 +88,38 @@ class Training:
     def file(self, ladder: str | os.PathLike | None = None) -> Path:
         """The file the runs append to: `out`, else `rr_model.config.default_out`."""
         return Path(self.out) if self.out is not None else default_out(ladder)
+
+
+@dataclass(frozen=True)
+class Reproduction:
+    """What `rr reproduce` trains again: a published run (its size and seed, the variants published at it),
+    into which reproduction file, and whether it resumes runs or only shows their plan (each field an option
+    of `rr reproduce`); `reproduce_command` trains it."""
+
+    size: str = field(metadata=option(f"Published size: {size_words(PUBLISHED_SIZES)}."))
+    seed: int = field(metadata=option("Published seed to train again.", min=0))
+    variants: tuple[str, ...] = field(
+        default=(),
+        metadata=option(
+            "Reproduce only this variant (repeatable). Default: every variant published at that seed.",
+            flag="--variant",
+        ),
+    )
+    out: Path | None = field(
+        default=None,
+        metadata=option(
+            "Reproduction file to append the rows to; never the published dataset. Default: "
+            "data/reproduction.csv."  # the default is rr_model.run.reproduce.DEFAULT_REPRODUCTION
+        ),
+    )
+    resume: bool = field(default=False, metadata=RESUME)
+    dry_run: bool = field(default=False, metadata=DRY_RUN)
+
+    def file(self) -> Path:
+        """The file the runs append to: `out`, else `rr_model.run.reproduce.DEFAULT_REPRODUCTION`."""
+        from rr_model.run.reproduce import DEFAULT_REPRODUCTION
+
+        return Path(self.out) if self.out is not None else DEFAULT_REPRODUCTION
 
 
 def world_size(environ: Mapping[str, str] = os.environ) -> int:
@@ -186,23 +219,16 @@ def train_command(
 
 
 def reproduce_command(
-    out: str | os.PathLike,
-    size: str,
-    seed: int,
-    variants: Sequence[str] | None = None,
-    *,
-    resume: bool = False,
-    dry_run: bool = False,
-    planned: Callable[[Runs], None] | None = None,
-    **options: Any,
+    reproduction: Reproduction, *, planned: Callable[[Runs], None] | None = None, **options: Any
 ) -> Trained:
     """`rr reproduce` as one call: plan the re-runs of a published run
     (`rr_model.run.reproduce.plan_reproduction`, which takes `options`, `published` among them), then check
     and train them or describe them, as `train_command` does."""
     from rr_model.run.reproduce import plan_reproduction
 
-    runs = plan_reproduction(Path(out), size, seed, tuple(variants or ()) or None, **options)
-    return _carry_out(runs, Path(out), resume, dry_run, planned)
+    out, variants = reproduction.file(), tuple(reproduction.variants) or None
+    runs = plan_reproduction(out, reproduction.size, reproduction.seed, variants, **options)
+    return _carry_out(runs, out, reproduction.resume, reproduction.dry_run, planned)
 
 
 def _carry_out(
