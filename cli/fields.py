@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import MISSING
 from enum import Enum
 from typing import Any, TypeVar, get_args, get_origin
@@ -22,7 +22,7 @@ from typing import Any, TypeVar, get_args, get_origin
 import typer
 
 from cli.errors import fail
-from rr_core.options import Declared, choices, declared
+from rr_core.options import Declared, choices, declared, item_type, read_as
 
 F = TypeVar("F", bound=Callable[..., Any])
 _CONTEXT = "_rr_context"  # the parameter typer hands a command's context in (`dataclass_options`)
@@ -30,8 +30,7 @@ _CONTEXT = "_rr_context"  # the parameter typer hands a command's context in (`d
 
 def cli_type(declared: Declared) -> Any:
     """The type typer parses `declared`'s field as: a Literal's values become a str Enum (typer's choices,
-    shown as <a|b|c>), a tuple a list (a repeatable option), a comma-separated field a list of texts; an
-    optional stays optional."""
+    shown as <a|b|c>), a comma-separated field a list of texts, and otherwise `rr_core.options.read_as` its type."""
     kind = declared.type
     if declared.option.comma:  # each given as a comma-separated list, or repeated: parsed by `comma_items`
         return list[str]
@@ -39,9 +38,7 @@ def cli_type(declared: Declared) -> Any:
     if allowed:
         chosen = Enum(declared.name, [(v, v) for v in allowed], type=str)
         return list[chosen] if many else chosen | None if type(None) in get_args(kind) else chosen
-    if get_origin(kind) is tuple:
-        return list[get_args(kind)[0]]
-    return kind
+    return read_as(kind)
 
 
 def _plain(value: Any) -> Any:
@@ -92,7 +89,7 @@ def either(new: str, old: str, new_value: Any, old_value: Any, new_given: bool) 
 def comma_items(ctx: typer.Context, declared: Declared, given: Iterable[str] | None) -> tuple:
     """A comma-separated field's items (given as one list, or repeated, or both), each of the field's item
     type; () when not given. An empty name between commas is refused; so is an item the type cannot read."""
-    given, kind, flag = list(given or ()), _item_type(declared.type), declared.flag
+    given, kind, flag = list(given or ()), item_type(declared.type), declared.flag
     if kind is str and (empty := [t for t in given if not all(i.strip() for i in t.split(","))]):
         raise typer.BadParameter(
             f"{empty[0]!r} has an empty name; give {declared.option.items}", ctx=ctx, param_hint=f"'{flag}'"
@@ -106,48 +103,43 @@ def comma_items(ctx: typer.Context, declared: Declared, given: Iterable[str] | N
         ) from None
 
 
-def _item_type(kind: Any) -> type:
-    """The item type of a tuple field (an optional one too): tuple[int, ...] -> int."""
-    (inner,) = [a for a in get_args(kind) if a is not type(None)] if get_origin(kind) is not tuple else [kind]
-    return get_args(inner)[0]
-
-
-def _old_name(declared: Declared) -> str:
-    return f"{declared.name}_as_{declared.option.renamed[0].removeprefix('--').replace('-', '_')}"
+def _other_name(declared: Declared, flag: str) -> str:
+    """The parameter of `declared`'s option's other flag `flag` (its old one, its second spelling)."""
+    return f"{declared.name}_as_{flag.removeprefix('--').replace('-', '_')}"
 
 
 def _parameters(declared: Declared, panel: str | None) -> list[inspect.Parameter]:
-    """The keyword parameters of a command function that make `declared`'s option (and its old flag)."""
-    kind, where = cli_type(declared), declared.option.panel or panel
-    made = [
-        inspect.Parameter(
-            declared.name, inspect.Parameter.KEYWORD_ONLY, default=as_option(declared, where), annotation=kind
+    """The keyword parameters of a command function that make `declared`'s option (and its old flag, its
+    second spelling)."""
+    kind, where, how = cli_type(declared), declared.option.panel or panel, declared.option
+    made = {declared.name: as_option(declared, where)}
+    if how.renamed:
+        made[_other_name(declared, how.renamed[0])] = renamed(declared.flag, *how.renamed, where)
+    if how.spelling:
+        made[_other_name(declared, how.spelling)] = spelling(
+            declared.name, how.spelling, get_origin(kind) is list
         )
+    return [
+        inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, default=d, annotation=kind)
+        for n, d in made.items()
     ]
-    if declared.option.renamed:
-        old, why = declared.option.renamed
-        made.append(
-            inspect.Parameter(
-                _old_name(declared),
-                inspect.Parameter.KEYWORD_ONLY,
-                default=renamed(declared.flag, old, why, where),
-                annotation=kind,
-            )
-        )
-    return made
 
 
 def _value(ctx: typer.Context, declared: Declared, parsed: dict) -> Any:
     """The field's value from the parsed options `parsed` (which it pops): its old flag counted as its new
-    one, a comma-separated list split, Enums as their values, an empty repeatable option as ()."""
+    one, its second spelling's values joined to its own (`spelled`), a comma-separated list split, Enums as
+    their values, an empty repeatable option as ()."""
     value = parsed.pop(declared.name)
     if declared.option.renamed:
-        old = parsed.pop(_old_name(declared))
+        old = parsed.pop(_other_name(declared, declared.option.renamed[0]))
         on_line = ctx.get_parameter_source(declared.name).name == "COMMANDLINE"
         value = either(declared.flag, declared.option.renamed[0], value, old, on_line)
+    if declared.option.spelling:  # its value came through `spelling`'s callback
+        parsed.pop(_other_name(declared, declared.option.spelling), None)
+        value = spelled(ctx, declared.name, value)
     if declared.option.comma and value is not None:
         value = comma_items(ctx, declared, value)
-    if value is None and get_origin(declared.type) is tuple:
+    if value is None and (get_origin(declared.type) is tuple or declared.default == ()):
         value = ()
     return _plain(value)
 
@@ -160,22 +152,31 @@ def dataclass_options(
     panel: str | None = None,
     exclude: tuple[str, ...] = (),
     build: Callable[..., Any] | None = None,
+    place: Mapping[str, str] | None = None,
 ) -> Callable[[F], F]:
     """Give a command function the options `cls` declares for `command` (`rr_core.options.declared`), in
     place of its parameter `into`, in the help panel `panel` unless a field names its own.
 
     typer calls the returned function with every option's value; it calls the command function with the
     other parameters as given and `into` set to ``build(**fields)`` (default `cls`): the fields the options
-    set, their defaults the dataclass's. `exclude` names fields this command does not offer.
+    set, their defaults the dataclass's. `exclude` names fields this command does not offer; `place` lists
+    an option of the command's own among them, after a field's ({parameter: field}), as `rr sweep --effect`
+    follows --seed.
     """
     made = [d for d in declared(cls, command) if d.name not in exclude]
-    make = build or cls
+    make, place = build or cls, place or {}
 
     def add(func: F) -> F:
         signature = inspect.signature(func)
-        own = list(signature.parameters.values())
+        params = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in signature.parameters.values()]
+        own = [p for p in params if p.name not in place]
+        placed = {p.name: p for p in params if p.name in place}
         at = [p.name for p in own].index(into)
-        new = [p for d in made for p in _parameters(d, panel)]
+        new = [  # each field's option, then those of the command's own that `place` lists after it
+            p
+            for d in made
+            for p in [*_parameters(d, panel), *(placed[n] for n in place if place[n] == d.name)]
+        ]
 
         # typer hands the context to one parameter: the function's own (`ctx: typer.Context`) or one added
         named = [p.name for p in own if p.annotation in (typer.Context, "typer.Context")]
@@ -188,10 +189,9 @@ def dataclass_options(
             options[into] = make(**{d.name: _value(ctx, d, options) for d in made})
             return func(*args, **options)
 
-        kinds = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in own]
         added = [inspect.Parameter(_CONTEXT, inspect.Parameter.KEYWORD_ONLY, annotation=typer.Context)]
         command_function.__signature__ = signature.replace(
-            parameters=[*kinds[:at], *new, *kinds[at + 1 :], *([] if keeps else added)]
+            parameters=[*own[:at], *new, *own[at + 1 :], *([] if keeps else added)]
         )
         command_function.__annotations__ = {k: v for k, v in func.__annotations__.items() if k != into}
         return command_function

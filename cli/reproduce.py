@@ -1,40 +1,19 @@
-"""`rr reproduce`: train a published run again, under the published recipe, into a reproduction file."""
+"""`rr reproduce`: train a published run again, under the published recipe, into a reproduction file. Its
+own options are `rr_model.run.entry.Reproduction`'s fields; `reproduce_command` trains it."""
 
 from __future__ import annotations
-
-from pathlib import Path
 
 import typer
 
 from cli.fields import dataclass_options
-from cli.run_options import DRY_RUN, PANEL, RESUME, report_training
-from rr_core.ladder import PUBLISHED_SIZES, size_words
+from cli.run_options import PANEL, report_training
 from rr_model.config import TrainConfig
-
-VARIANT = typer.Option(
-    None,
-    "--variant",
-    help="Reproduce only this variant (repeatable). Default: every variant published at that seed.",
-    show_default=False,
-)
-OUT = typer.Option(
-    None,
-    "--out",
-    help="Reproduction file to append the rows to; never the published dataset. Default: data/reproduction.csv.",
-    show_default=False,
-)  # the default is rr_model.run.reproduce.DEFAULT_REPRODUCTION
+from rr_model.run.entry import Reproduction
 
 
 @dataclass_options(TrainConfig, "reproduce", into="run", panel=PANEL, build=dict)
-def reproduce(
-    size: str = typer.Option(..., "--size", help=f"Published size: {size_words(PUBLISHED_SIZES)}."),
-    seed: int = typer.Option(..., "--seed", min=0, help="Published seed to train again."),
-    variant: list[str] = VARIANT,
-    out: Path | None = OUT,
-    resume: bool = RESUME,
-    dry_run: bool = DRY_RUN,
-    run: dict | None = None,
-) -> None:
+@dataclass_options(Reproduction, into="plan")
+def reproduce(plan: Reproduction, run: dict | None = None) -> None:
     """Train a published run again and append its row to a reproduction file; compare the two with
     `rr analyze reproduction --data OUT`.
 
@@ -46,11 +25,8 @@ def reproduce(
     from functools import partial
 
     from rr_model.run.entry import reproduce_command
-    from rr_model.run.reproduce import DEFAULT_REPRODUCTION
 
-    out = out or DEFAULT_REPRODUCTION
-    train = partial(reproduce_command, out, size, seed, variant, resume=resume, dry_run=dry_run, **run)
-    report_training("reproduce", out, train)
+    report_training("reproduce", plan.file(), partial(reproduce_command, plan, **run))
 
 
 def register(app: typer.Typer) -> None:

@@ -1,10 +1,13 @@
-"""What `rr train`, `rr reproduce`, `rr sweep` and `rr tune` share: their own options, the plan and results
-tables, and what `rr train` and `rr reproduce` show around their one library call (say what is skipped, then
-show the plan or the results of `rr_model.run.entry.train_command` or `reproduce_command`). Their run config file's option (`--config`) is `cli.config_file`'s.
+"""What `rr train`, `rr reproduce`, `rr sweep` and `rr tune` share: the help panel of their training options,
+the plan and results tables, and what `rr train` and `rr reproduce` show around their one library call (say
+what is skipped, then show the plan or the results of `rr_model.run.entry.train_command` or
+`reproduce_command`). Their run config file's option (`--config`) is `cli.config_file`'s.
 
-The training options are not declared here: each is a field of `rr_model.config.TrainConfig`, which
+No option is declared here: the training options are the fields of `rr_model.config.TrainConfig`, which
 `cli.fields.dataclass_options` turns into a command's options, in the help panel `PANEL` (or the one a field
-names). A new training option is a new field there (that module's docstring says how) and no line here.
+names); each command's own are the fields of the value its library call takes (`rr_model.run.entry.Training`,
+`rr_model.sweep.local.Sweep`, `rr_model.sweep.tuning_runs.Tuning`). A new option is a new field there (the
+module `rr_core.options` says how) and no line here.
 
 Standard library, typer and those declarations (torch-free and light) at import, so `rr --help` stays light;
 the library loads inside the calls.
@@ -23,25 +26,6 @@ from rr_analysis.numbers import BLANK, duration, fixed, significant
 from rr_core.sweepfile import DECIMALS
 
 PANEL = "Training run"  # the help panel of the options that set TrainConfig fields
-
-# Options of the training commands that are not TrainConfig fields.
-VARIANT = typer.Option(
-    None,
-    "--variant",
-    help="Train only this variant (repeatable). Default: the three compared variants, a pairable block.",
-    show_default=False,
-)
-OUT = typer.Option(
-    None,
-    "--out",
-    help="Dataset to append the rows to. Default: data/scaling_v8.csv here, started from the published rows "
-    "if missing.",  # the default is rr_model.config.DEFAULT_OUT
-    show_default=False,
-)
-RESUME = typer.Option(False, "--resume", help="Continue runs from their checkpoints.")
-DRY_RUN = typer.Option(
-    False, "--dry-run", help="Print the plan, an estimate of time and the memory plan; train nothing."
-)
 
 
 def _decimals(decimals: int, grouped: bool = False) -> Callable[[object], str]:

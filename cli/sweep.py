@@ -1,5 +1,6 @@
 """`rr sweep`: a whole plan of training runs, biggest first, resumable; here (one process per run) or on a
-Slurm cluster (one submitit job per run)."""
+Slurm cluster (one submitit job per run). Its own options are `rr_model.sweep.local.Sweep`'s fields, planned
+by `sweep_runs`; --effect is declared here, as its seeds come from rr_analysis's power analysis."""
 
 from __future__ import annotations
 
@@ -9,37 +10,17 @@ import typer
 
 from cli.config_file import CONFIG, with_config
 from cli.errors import known_errors
-from cli.fields import dataclass_options, spelled, spelling
+from cli.fields import dataclass_options
 from cli.launchers import show_launched
 from cli.records import Format, echo_records
-from cli.run_options import DRY_RUN, OUT, PANEL, VARIANT
+from cli.run_options import PANEL
 from rr_analysis.comparison import POWER, Comparison
 from rr_analysis.numbers import BLANK, fixed, percent, significant
 from rr_core.errors import InputError
 from rr_model.config import TrainConfig
-from rr_model.sweep.launch import SLURM, Launch, launch, slurm_module
+from rr_model.sweep.launch import Launch, launch, slurm_module
+from rr_model.sweep.local import Sweep
 
-SIZE = typer.Option(
-    None,
-    "--size",
-    help="A size to train (repeatable, or comma-separated: --size 590M,1B). Default: the published sizes "
-    "(every size of --ladder).",
-    show_default=False,
-)
-AT = typer.Option(
-    None,
-    "--at",
-    help="Comma-separated sizes past the published ladder, e.g. 3B (rr analyze confirm plans their seeds); "
-    "their shapes come from --ladder.",
-    show_default=False,
-)
-SEED = typer.Option(
-    None,
-    "--seed",
-    help="A seed to train (repeatable, or comma-separated: --seed 3,4). Default: each size's published seeds "
-    "(--ladder's seeds).",
-    show_default=False,
-)
 EFFECT = typer.Option(
     None,
     "--effect",
@@ -49,17 +30,6 @@ EFFECT = typer.Option(
     "it does not exist yet).",
     show_default=False,
 )
-BUDGETS = typer.Option(
-    None,
-    "--budgets",
-    help="Comma-separated multiples of each size's budget, e.g. 1,2,4 (with --schedule wsd): each run trains "
-    "the largest, with a cooldown branch ending at each other one, a row each (docs/training.md, Budgets).",
-    show_default=False,
-)
-STATUS = typer.Option(
-    False, "--status", help="List the sweep's jobs: id, run, state, step reached, log.", rich_help_panel=SLURM
-)
-CANCEL = typer.Option(False, "--cancel", help="Cancel the sweep's unfinished jobs.", rich_help_panel=SLURM)
 
 
 def _effect_seeds(
@@ -127,22 +97,13 @@ def _closing_table(out: Path, reference: str) -> None:
         )
 
 
+@dataclass_options(Sweep, into="plan", place={"effect": "seeds"})
 @dataclass_options(TrainConfig, "sweep", into="run", panel=PANEL, build=dict)
 @dataclass_options(Launch, into="how")
 def sweep(
     ctx: typer.Context,
-    size: list[str] = SIZE,
-    sizes: list[str] | None = spelling("size", "--sizes", multiple=True),
-    at: str | None = AT,
-    seed: list[str] = SEED,
-    seeds: list[str] | None = spelling("seed", "--seeds", multiple=True),
+    plan: Sweep = Sweep(),
     effect: float | None = EFFECT,
-    budgets: str | None = BUDGETS,
-    variant: list[str] = VARIANT,
-    out: Path | None = OUT,
-    dry_run: bool = DRY_RUN,
-    status: bool = STATUS,
-    cancel: bool = CANCEL,
     config: Path | None = CONFIG,
     how: Launch = Launch(),
     run: dict | None = None,
@@ -159,20 +120,19 @@ def sweep(
     """
     from functools import partial
 
-    from rr_model.sweep.local import default_sweep_out, sweep_runs
+    from rr_model.sweep.local import sweep_runs
 
-    out = out or default_sweep_out(run["reproduce"], run["ladder"])
+    out = plan.file(run["reproduce"], run["ladder"])
     options = with_config(ctx, run)
     with known_errors():
-        if status or cancel:
-            return _status_or_cancel(out, status, cancel)
+        if plan.status or plan.cancel:
+            return _status_or_cancel(out, plan.status, plan.cancel)
         effect_seeds = None if effect is None else partial(_effect_seeds, out, effect, run["reference"])
-        size, seed = spelled(ctx, "size", size), spelled(ctx, "seed", seed)
-        runs = sweep_runs(out, size, seed, variant, budgets, at=at, effect_seeds=effect_seeds, **options)
+        runs = sweep_runs(plan, effect_seeds=effect_seeds, **options)
         typer.echo(f"rr sweep: {len(runs.todo)} run(s) to train, {len(runs.skipped)} already in {out}")
-        done = launch(runs, out, how, dry_run)  # here, on Slurm, or (dry run) the plan
-        show_launched(done, out, dry_run, "sweep")
-        if done.summary is None or dry_run:
+        done = launch(runs, out, how, plan.dry_run)  # here, on Slurm, or (dry run) the plan
+        show_launched(done, out, plan.dry_run, "sweep")
+        if done.summary is None or plan.dry_run:
             return
         if out.exists():
             _closing_table(out, run["reference"])

@@ -1,4 +1,5 @@
-"""`rr train`: new seeds for the dataset, trained under the published recipe."""
+"""`rr train`: new seeds for the dataset, trained under the published recipe. Its own options are
+`rr_model.run.entry.Training`'s fields; `train_command` trains it."""
 
 from __future__ import annotations
 
@@ -7,33 +8,17 @@ from pathlib import Path
 import typer
 
 from cli.config_file import CONFIG, with_config
-from cli.fields import dataclass_options, spelled, spelling
-from cli.run_options import DRY_RUN, OUT, PANEL, RESUME, VARIANT, report_training
-from rr_core.ladder import LADDER, size_words
+from cli.fields import dataclass_options
+from cli.run_options import PANEL, report_training
 from rr_model.config import TrainConfig
+from rr_model.run.entry import Training
 
 
 @dataclass_options(TrainConfig, "train", into="run", panel=PANEL, build=dict)
+@dataclass_options(Training, into="plan")
 def train(
     ctx: typer.Context,
-    size: list[str] = typer.Option(
-        ...,
-        "--size",
-        help=f"Ladder size to train: {size_words(list(LADDER))} (or one of --ladder's); repeatable, or "
-        "comma-separated: each is trained.",
-    ),
-    sizes: list[str] | None = spelling("size", "--sizes", multiple=True),
-    variant: list[str] = VARIANT,
-    seed: int | None = typer.Option(
-        None,
-        "--seed",
-        min=0,
-        help="Seed to train. Default: the lowest seed the file lacks for these variants.",
-    ),
-    seeds: int | None = spelling("seed", "--seeds"),
-    out: Path | None = OUT,
-    resume: bool = RESUME,
-    dry_run: bool = DRY_RUN,
+    plan: Training,
     config: Path | None = CONFIG,
     run: dict | None = None,
 ) -> None:
@@ -44,15 +29,12 @@ def train(
     """
     from functools import partial
 
-    from rr_model.config import default_out
     from rr_model.run.entry import train_command
 
-    out = out or default_out(run["ladder"])
-    sizes, seed = spelled(ctx, "size", size), spelled(ctx, "seed", seed)
-    ctx.params["size"] = sizes[0] if len(sizes) == 1 else sizes  # --config's record: one size as a string
+    sizes = plan.sizes  # --config's record: one size as a string
+    ctx.params["sizes"] = sizes[0] if len(sizes) == 1 else list(sizes)
     options = with_config(ctx, run)
-    train = partial(train_command, out, sizes, variant, seed, resume=resume, dry_run=dry_run, **options)
-    report_training("train", out, train)
+    report_training("train", plan.file(run["ladder"]), partial(train_command, plan, **options))
 
 
 def register(app: typer.Typer) -> None:

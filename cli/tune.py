@@ -1,6 +1,6 @@
 """`rr tune`: each variant at its own learning rate, chosen on selection seeds, then compared on others
 (`rr_model.sweep.tuning_runs.tune`, one call that says each step as it happens); here or on Slurm, resumable
-as `rr sweep` is."""
+as `rr sweep` is. Its own options are `rr_model.sweep.tuning_runs.Tuning`'s fields."""
 
 from __future__ import annotations
 
@@ -10,37 +10,13 @@ import typer
 
 from cli.config_file import CONFIG, with_config
 from cli.errors import known_errors
-from cli.fields import dataclass_options, spelled, spelling
+from cli.fields import dataclass_options
 from cli.launchers import show_launched
 from cli.records import Format, echo_records
-from cli.run_options import DRY_RUN, PANEL, VARIANT
+from cli.run_options import PANEL
 from rr_model.config import TrainConfig
 from rr_model.sweep.launch import Launch
-
-SIZE = typer.Option(
-    ..., "--size", help="The size to tune, e.g. 150M (a --ladder file's size with --ladder); one per tuning."
-)
-LR = typer.Option(
-    ...,
-    "--lr",
-    help="The grid of peak learning rates, comma-separated, e.g. 1e-4,2e-4,4e-4,8e-4 (the recipe's is 2e-4).",
-)
-SELECT_SEEDS = typer.Option(
-    ..., "--select-seeds", help="Seeds that pick each variant's rate (every rate of the grid), e.g. 0,1."
-)
-SEED = typer.Option(
-    ...,
-    "--seed",
-    help="A seed that compares the variants, each at its chosen rate (repeatable, or comma-separated: --seed "
-    "2,3,4); none of --select-seeds.",
-)
-OUT = typer.Option(
-    None,
-    "--out",
-    help="Dataset to append the rows to (each records its lr and role). Default: data/tune.csv "
-    "(data/LADDER-STEM-tune.csv with --ladder).",
-    show_default=False,
-)
+from rr_model.sweep.tuning_runs import Tuning
 
 
 def _echo_choices(picked: dict, size: str) -> None:
@@ -62,19 +38,12 @@ def _echo_choices(picked: dict, size: str) -> None:
             typer.echo(f"rr tune: warning: {variant}: {c.advice}", err=True)
 
 
+@dataclass_options(Tuning, into="plan")
 @dataclass_options(TrainConfig, "tune", into="run", panel=PANEL, build=dict)
 @dataclass_options(Launch, into="how")
 def tune(
     ctx: typer.Context,
-    size: list[str] = SIZE,
-    sizes: list[str] | None = spelling("size", "--sizes", multiple=True),
-    lr: str = LR,
-    select_seeds: str = SELECT_SEEDS,
-    seed: list[str] = SEED,
-    seeds: list[str] | None = spelling("seed", "--seeds", multiple=True),
-    variant: list[str] = VARIANT,
-    out: Path | None = OUT,
-    dry_run: bool = DRY_RUN,
+    plan: Tuning,
     config: Path | None = CONFIG,
     how: Launch = Launch(),
     run: dict | None = None,
@@ -88,23 +57,20 @@ def tune(
     skipped and interrupted ones resume, so the same command continues a tuning (on Slurm: run it again once
     the selection jobs are done to submit the comparison).
     """
-    from rr_model.sweep.tuning_runs import default_tune_out, one_size
+    from rr_model.sweep.tuning_runs import one_size
     from rr_model.sweep.tuning_runs import tune as tune_runs
 
-    out = out or default_tune_out(run["ladder"])
+    out = plan.file(run["ladder"])
     with known_errors():
-        ctx.params["size"] = size = one_size(spelled(ctx, "size", size))  # --config's record: one size
+        ctx.params["size"] = one_size(plan.size)  # --config's record: one size
         options = with_config(ctx, run)
-        seed, watch = spelled(ctx, "seed", seed), _watch(out, dry_run)
-        tuned = tune_runs(
-            out, size, lr, select_seeds, seed, variant, how, dry_run=dry_run, watch=watch, **options
-        )
+        tuned = tune_runs(plan, how, watch=_watch(out, plan.dry_run), **options)
         if tuned.waiting is not None:
             typer.echo(f"rr tune: {tuned.waiting}")
     if tuned.crashed:
         typer.echo("rr tune: a selection run crashed: run the same command again to finish it", err=True)
         raise typer.Exit(1)
-    if tuned.comparison is not None and tuned.comparison.summary is not None and not dry_run:
+    if tuned.comparison is not None and tuned.comparison.summary is not None and not plan.dry_run:
         typer.echo(f"rr tune: the comparison at the tuned rates: rr analyze tuning --data {out}")
         if any(r["status"] not in ("ok", "in file") for r in tuned.comparison.summary):
             raise typer.Exit(1)

@@ -221,6 +221,69 @@ def test_a_new_field_is_an_option_of_the_commands_it_names():
     assert "How to shard." in shown and "[default: none]" in shown and "--hidden" not in shown
 
 
+def test_a_field_s_second_spelling_its_neighbour_and_its_text_are_read_as_declared():
+    """The mechanism's finer parts, with a dataclass of its own: a field taking one value or several
+    (``str | tuple[str, ...]``) is a repeatable option, its hidden second spelling (`Option.spelling`) joins
+    its values, split at commas; a union with text (``str | tuple[float, ...]``) is one text option, left for
+    the dataclass's function to read; an option of the command's own is listed after the field `place`
+    names; the help shows the declared flags only, in that order."""
+    from typer.main import get_command
+    from typer.testing import CliRunner
+
+    from cli.fields import dataclass_options
+
+    @dataclass(frozen=True)
+    class Plan:
+        size: str | tuple[str, ...] = field(metadata=option("The size.", spelling="--sizes"))
+        lrs: str | tuple[float, ...] = field(default="1e-3", metadata=option("The rates.", flag="--lr"))
+        seeds: str | tuple[int | str, ...] = field(default=(), metadata=option("A seed.", flag="--seed"))
+
+    seen = []
+
+    @dataclass_options(Plan, into="plan", place={"extra": "size"})
+    def go(plan: Plan, extra: int = typer.Option(0, "--extra", help="Its own.")) -> None:
+        seen.append((plan, extra))
+
+    app = typer.Typer()
+    app.command()(go)
+    app.command()(lambda: None)  # two commands: `go` is named on the command line
+    given = ["go", "--size", "a", "--sizes", "b,c", "--extra", "2", "--lr", "1e-4,2e-4", "--seed", "3,4"]
+    assert CliRunner().invoke(app, [*given, "--seed", "5"]).exit_code == 0
+    assert CliRunner().invoke(app, ["go", "--sizes", "d"]).exit_code == 0  # the required option, spelt so
+    assert seen == [(Plan(("a", "b", "c"), "1e-4,2e-4", ("3,4", "5")), 2), (Plan(("d",)), 0)]
+    params = [p for p in get_command(app).commands["go"].params if not p.hidden]
+    assert [(p.opts, p.multiple) for p in params] == [
+        (["--size"], True),
+        (["--extra"], False),
+        (["--lr"], False),
+        (["--seed"], True),
+    ]
+    shown = " ".join(CliRunner().invoke(app, ["go", "--help"], env={"COLUMNS": "200"}).output.split())
+    assert shown.index("--size") < shown.index("--extra") < shown.index("--lr") and "--sizes" not in shown
+
+
+def test_a_sweep_or_tuning_refuses_a_value_in_the_words_of_its_library_value(tmp_path):
+    """rr sweep and rr tune hand their options to `Sweep` and `Tuning` as given: a bad value is refused
+    by the library's reading of it, in the same words from the command line as from a notebook."""
+    from rr_core.errors import InputError
+    from rr_model.sweep.local import Sweep, sweep_runs
+    from rr_model.sweep.tuning_runs import Tuning, tune
+
+    out = tmp_path / "o.csv"
+    for command, value in (
+        (["sweep", "--budgets", "1,x", "--seed", "0"], Sweep(budgets="1,x", seeds="0", out=out)),
+        (["sweep", "--at", "3B", "--size", "60M"], Sweep(("60M",), at="3B", out=out)),
+        (["tune", "--size", "tiny", "--lr", "1e-3,0", "--select-seeds", "0", "--seed", "1"],
+         Tuning("tiny", "1e-3,0", "0", ("1",), out=out)),
+        (["tune", "--size", "tiny", "--lr", "1e-3", "--select-seeds", "0", "--seeds", "0"],
+         Tuning("tiny", "1e-3", "0", "0", out=out)),
+    ):  # fmt: skip
+        with pytest.raises(InputError) as refused:
+            sweep_runs(value) if isinstance(value, Sweep) else tune(value)
+        result = rr(*command, "--out", out, "--dry-run", env={"COLUMNS": "300"})
+        assert result.exit_code == 2 and result.stderr == f"rr: error: {refused.value}\n", result.output
+
+
 def test_the_old_data_flag_still_sets_the_corpus_with_a_one_line_note(tmp_path):
     out = tmp_path / "o.csv"
     old = rr("train", "--size", "tiny", "--data", "synthetic", "--out", out, "--dry-run")
@@ -309,7 +372,7 @@ def test_the_library_plans_from_a_run_config_file_and_says_what_a_ctrl_c_kept(tm
     from rr_core.errors import InputError, Interrupted
     from rr_model.run import trainer
     from rr_model.run.config_file import Key, read_run_config
-    from rr_model.run.entry import train_command
+    from rr_model.run.entry import Training, train_command
 
     config, out = tmp_path / "run.toml", tmp_path / "o.csv"
     config.write_text('size = "tiny"\nsteps = 3\ncorpus = "synthetic"\ncheckpoint-every = 0\n')
@@ -322,7 +385,7 @@ def test_the_library_plans_from_a_run_config_file_and_says_what_a_ctrl_c_kept(tm
     }
     given = read_run_config(config, keys, "train")
     assert given == {"size": "tiny", "steps": 3, "data": "synthetic", "checkpoint_every": 0}
-    done = train_command(out, given.pop("size"), ("standard",), 0, dry_run=True, **given)
+    done = train_command(Training(given.pop("size"), ("standard",), 0, out, dry_run=True), **given)
     assert [c.key for c in done.runs.todo] == [("tiny", "standard", 0)] and done.records == []
     (row,) = done.dry_run.runs
     assert (row["steps"], row["tokens"]) == (3, 3 * 8 * 256) and not out.exists()  # tiny: 8 x 256 a step
@@ -335,7 +398,7 @@ def test_the_library_plans_from_a_run_config_file_and_says_what_a_ctrl_c_kept(tm
         with pytest.raises(
             Interrupted, match=r"No row was written .* the run starts over \(checkpoints were off"
         ):
-            train_command(out, "tiny", ("standard",), 0, **given)
+            train_command(Training("tiny", ("standard",), 0, out), **given)
     assert not out.exists()  # rr train trains through the same call
 
     config.write_text("size = 'tiny'\nstep = 3\n")
@@ -351,10 +414,12 @@ def test_train_command_plans_each_size_at_its_own_next_seed(published_copy):
     """`train_command` with several sizes (one named twice, one spelled in lower case): each size's next
     seed is its own, from the rows the file holds (the published 60M has seeds 0-2, 320M 0-1), and the dry
     run's budget has one row per size: 8,000 steps of 64 x 256 tokens each (the published recipe)."""
-    from rr_model.run.entry import train_command
+    from rr_model.run.entry import Training, train_command
 
     seen = []
-    done = train_command(published_copy, ["60M", "320m", "60M"], dry_run=True, planned=seen.append)
+    done = train_command(
+        Training(("60M", "320m", "60M"), out=published_copy, dry_run=True), planned=seen.append
+    )
     compared = ("review_neutral", "highway", "standard")
     assert [c.key for c in done.runs.todo] == [("60M", v, 3) for v in compared] + [
         ("320M", v, 2) for v in compared
@@ -374,6 +439,10 @@ def test_train_command_plans_each_size_at_its_own_next_seed(published_copy):
         ("gates", "rr_model.uses.gate_reading.GateReading"),
         ("sample", "rr_model.uses.sampling.Sampling"),
         ("analyze", "rr_analysis.views.view_options.ViewOptions"),
+        ("train", "rr_model.run.entry.Training"),
+        ("reproduce", "rr_model.run.entry.Reproduction"),
+        ("sweep", "rr_model.sweep.local.Sweep"),
+        ("tune", "rr_model.sweep.tuning_runs.Tuning"),
     ],
 )
 def test_a_command_s_options_are_its_library_value_s_fields(command, where):

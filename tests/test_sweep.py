@@ -8,6 +8,7 @@ import os
 import re
 import socket
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -23,7 +24,14 @@ from rr_core.sweepfile.provenance import read_records, sidecar_path
 from rr_core.variants import compared
 from rr_model.config import TrainConfig
 from rr_model.sweep.child import config_from_json
-from rr_model.sweep.local import budget_multiples, default_sweep_out, plan_sweep, sweep_runs, train_command
+from rr_model.sweep.local import (
+    Sweep,
+    budget_multiples,
+    default_sweep_out,
+    plan_sweep,
+    sweep_runs,
+    train_command,
+)
 
 pytestmark = pytest.mark.usefixtures("offline")  # no hub; the session's token cache
 
@@ -46,13 +54,13 @@ def test_default_plan_is_the_published_sweep_biggest_first(tmp_path, published_c
 
 
 def test_the_sweep_s_plan_from_its_options_as_the_command_line_gives_them(tmp_path):
-    """`sweep_runs` is rr sweep's plan without the command line: seeds as text, the reference's compared
-    block by default, --at's sizes from a ladder file, --effect's seeds from the function passed in."""
+    """`sweep_runs` is rr sweep's plan without the command line (a `Sweep`): seeds as text, the reference's
+    compared block by default, --at's sizes from a ladder file, --effect's seeds from the function passed in."""
     out = tmp_path / "new.csv"
-    runs = sweep_runs(out, ["60M"], "3, 4", reference="highway")  # highway compares against standard only
+    runs = sweep_runs(Sweep(("60M",), seeds="3, 4", out=out), reference="highway")  # highway: standard only
     assert [c.key for c in runs.todo] == [("60M", v, s) for s in (3, 4) for v in ("highway", "standard")]
     next_rungs = Path(__file__).parents[1] / "docs" / "extending" / "next.toml"
-    at = sweep_runs(out, None, [0], ["standard"], at="3B, 7B", ladder=str(next_rungs))
+    at = sweep_runs(Sweep(at="3B, 7B", seeds=(0,), variants=("standard",), out=out), ladder=str(next_rungs))
     assert [c.key for c in at.todo] == [("7B", "standard", 0), ("3B", "standard", 0)]  # biggest first
     heard = []
 
@@ -60,26 +68,32 @@ def test_the_sweep_s_plan_from_its_options_as_the_command_line_gives_them(tmp_pa
         heard.append((sizes, variants))
         return {"60M": [5]}
 
-    planned = sweep_runs(out, ["60M", "150M"], None, effect_seeds=effect)
+    planned = sweep_runs(Sweep(("60M", "150M"), out=out), effect_seeds=effect)
     assert heard == [(["60M", "150M"], ("review_neutral", "highway", "standard"))]
     assert [c.key for c in planned.todo] == [("60M", v, 5) for v in ("review_neutral", "highway", "standard")]
     refused = {
-        "--at names sizes past the published ladder, --size any size: give one, not both": dict(
-            sizes=["60M"], at="3B"
+        "--at names sizes past the published ladder, --size any size: give one, not both": (
+            Sweep(("60M",), at="3B"),
+            {},
         ),
-        "--at 60M: 60M is a published size; train more of its seeds with --size 60M": dict(at="60M"),
-        "--effect plans the seeds itself: give --effect or --seed, not both": dict(
-            seeds="3", effect_seeds=effect
+        "--at 60M: 60M is a published size; train more of its seeds with --size 60M": (Sweep(at="60M"), {}),
+        "--effect plans the seeds itself: give --effect or --seed, not both": (
+            Sweep(seeds="3"),
+            dict(effect_seeds=effect),
         ),
-        "--seed '3,x': expected comma-separated integers >= 0, e.g. 3,4": dict(seeds="3,x"),
-        "--budgets '1,x': expected comma-separated multiples > 0, e.g. 1,2,4": dict(seeds="0", budgets="1,x"),
-        "60M standard seed 9 is not a published run, so there is nothing to reproduce": dict(
-            sizes=["60M"], seeds="9", variants=["standard"], reproduce=True
+        "--seed '3,x': expected comma-separated integers >= 0, e.g. 3,4": (Sweep(seeds="3,x"), {}),
+        "--budgets '1,x': expected comma-separated multiples > 0, e.g. 1,2,4": (
+            Sweep(seeds="0", budgets="1,x"),
+            {},
+        ),
+        "60M standard seed 9 is not a published run, so there is nothing to reproduce": (
+            Sweep(("60M",), seeds="9", variants=("standard",)),
+            dict(reproduce=True),
         ),
     }
-    for said, given in refused.items():
+    for said, (sweep, given) in refused.items():
         with pytest.raises(InputError, match=re.escape(said)):
-            sweep_runs(out, **given)
+            sweep_runs(replace(sweep, out=out), **given)
     assert len(heard) == 1  # --effect with --seed is refused before its seeds are planned
     assert default_sweep_out() == Path("data/scaling_v8.csv")
     assert default_sweep_out(reproduce=True) == Path("data/reproduction.csv")

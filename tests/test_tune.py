@@ -18,7 +18,7 @@ from rr_model.config import TrainConfig
 from rr_model.run.identity import recipe_differences
 from rr_model.run.output_file import dataset_row
 from rr_model.sweep.child import config_from_json, config_json
-from rr_model.sweep.tuning_runs import choices, comparison_runs, one_size, rates, selection_runs, tune
+from rr_model.sweep.tuning_runs import Tuning, choices, comparison_runs, one_size, rates, selection_runs, tune
 
 HEADER = "size,variant,seed,params_M,steps,val_loss,ece,minutes,lr,role\n"
 
@@ -252,7 +252,7 @@ def test_the_library_tunes_in_one_call_and_says_each_step_when_it_happens(tmp_pa
     """`tune` from Python (no command line): with every selection row in the file, its dry run picks each
     variant's rate and plans the comparison at it, telling its `Watch` each step in order; on a fresh file
     it plans the grid and says why the comparison waits."""
-    from rr_model.sweep.tuning_runs import Watch, tune
+    from rr_model.sweep.tuning_runs import Watch
 
     path = _selection(
         tmp_path / "t.csv",
@@ -271,8 +271,8 @@ def test_the_library_tunes_in_one_call_and_says_each_step_when_it_happens(tmp_pa
             heard.append(("chosen", size, {v: c.lr for v, c in picked.items()}))
 
     options = {"data": "synthetic", "steps": 4}
-    done = tune(path, "tiny", [5e-4, 1e-3, 2e-3], [0, 1], [2, 3], ["highway"], dry_run=True, watch=Listen(),
-                **options)  # fmt: skip
+    plan = Tuning("tiny", (5e-4, 1e-3, 2e-3), (0, 1), (2, 3), ("highway",), out=path, dry_run=True)
+    done = tune(plan, watch=Listen(), **options)
     assert heard == [
         ("starting", "selection", 0, 6),
         ("launched", "selection", 0),
@@ -287,7 +287,7 @@ def test_the_library_tunes_in_one_call_and_says_each_step_when_it_happens(tmp_pa
     ]
 
     fresh = tune(
-        tmp_path / "new.csv", "tiny", [1e-3, 2e-3], [0], [1, 2], ["highway"], dry_run=True, **options
+        Tuning("tiny", (1e-3, 2e-3), (0,), (1, 2), ("highway",), tmp_path / "new.csv", True), **options
     )
     assert len(fresh.selection.todo) == 2 and fresh.comparison is None and fresh.picked is None
     assert fresh.waiting.startswith("the comparison runs (2 seed(s) x 1 variant(s), each at its chosen rate)")
@@ -317,15 +317,13 @@ def test_the_library_reads_the_grid_seeds_and_size_as_the_command_line_gives_the
     assert one_size("tiny") == "tiny" and one_size(["60M", "60M"]) == "60M"
     with pytest.raises(InputError, match=re.escape("--size tiny, 60M: rr tune tunes one size at a time")):
         one_size(["tiny", "60M"])
-    texts = tune(
-        tmp_path / "t.csv", "tiny", "2e-3, 1e-3", "0", "1,2", ["highway"], dry_run=True, data="synthetic"
-    )
-    numbers = tune(tmp_path / "t.csv", ["tiny"], [1e-3, 2e-3], [0], [1, 2], ["highway"], dry_run=True,
-                   data="synthetic")  # fmt: skip
+    out = tmp_path / "t.csv"
+    texts = tune(Tuning("tiny", "2e-3, 1e-3", "0", "1,2", ("highway",), out, True), data="synthetic")
+    numbers = tune(Tuning(("tiny",), (1e-3, 2e-3), (0,), (1, 2), ("highway",), out, True), data="synthetic")
     assert [c.key for c in texts.selection.todo] == [
         ("tiny", "highway", 0, 1e-3),
         ("tiny", "highway", 0, 2e-3),
     ]
     assert [c.key for c in numbers.selection.todo] == [c.key for c in texts.selection.todo]
     with pytest.raises(InputError, match=re.escape("--seed '1,y': expected comma-separated integers >= 0")):
-        tune(tmp_path / "t.csv", "tiny", "1e-3", "0", "1,y", dry_run=True, data="synthetic")
+        tune(Tuning("tiny", "1e-3", "0", "1,y", out=out, dry_run=True), data="synthetic")

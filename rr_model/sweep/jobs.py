@@ -22,7 +22,9 @@ from rr_core.errors import InputError
 from rr_core.files.locks import locked
 from rr_core.files.replacing import atomic_write
 
-__all__ = ["state_path", "read_jobs", "add_jobs"]
+__all__ = ["SLURM", "state_path", "read_jobs", "add_jobs"]
+
+SLURM = "Slurm (--launcher slurm)"  # the help panel of the options about Slurm jobs (`Launch`'s, `Sweep`'s)
 
 
 def state_path(out: str | os.PathLike) -> Path:

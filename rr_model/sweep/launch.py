@@ -16,14 +16,14 @@ from typing import TYPE_CHECKING, Literal
 
 from rr_core.errors import InputError
 from rr_core.options import option
+from rr_model.sweep.jobs import SLURM
 
 if TYPE_CHECKING:
     from rr_model.run.planning import DryRun, Runs
     from rr_model.sweep.sbatch import Resources
 
-__all__ = ["Launch", "SLURM", "Launched", "launch", "slurm_module"]
+__all__ = ["Launch", "Launched", "launch", "slurm_module"]
 
-SLURM = "Slurm (--launcher slurm)"  # the help panel of the Slurm launcher's options
 _SBATCH_KEY = re.compile(r"[a-z][a-z0-9_-]*")
 
 

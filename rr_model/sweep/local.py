@@ -9,6 +9,10 @@ each run is claimed by the process that trains it (`rr_model.checkpoint.paths.cl
 run claimed goes on to the next and comes back to it when its holder has finished (its row is then there,
 or the run is trained here if the holder failed), so no run is trained twice and each sweep ends with
 every row in place. Replaces the published orchestrator script and notebook.
+
+What a sweep trains is one documented value, `Sweep`, whose fields are `rr sweep`'s options
+(`rr_core.options`); `sweep_runs` plans it. Light to import (the output file and the child process load
+inside the calls), so the command line reads these declarations at start-up.
 """
 
 from __future__ import annotations
@@ -17,8 +21,9 @@ import os
 import subprocess
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rr_core.budget import budget_steps, reference_params
 from rr_core.comma_lists import items, seed_list
@@ -32,15 +37,17 @@ from rr_core.ladder import (
     ladder_sizes,
     size_sort_key,
 )
-from rr_core.sweepfile.provenance import read_records, sidecar_path
-from rr_core.sweepfile.schema import record_key
+from rr_core.options import option
 from rr_core.variants import COMPARED, REFERENCE, compared
 from rr_model.config import TrainConfig, default_out
-from rr_model.run.output_file import preflight
-from rr_model.run.planning import Runs
-from rr_model.sweep.child import HELD, INTERRUPTED, config_json
+from rr_model.run.entry import DRY_RUN, OUT, VARIANTS
+from rr_model.sweep.jobs import SLURM
+
+if TYPE_CHECKING:
+    from rr_model.run.planning import Runs
 
 __all__ = [
+    "Sweep",
     "default_sweep_out",
     "sweep_runs",
     "plan_sweep",
@@ -49,6 +56,63 @@ __all__ = [
     "train_command",
     "run_sweep",
 ]
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """What `rr sweep` trains: its sizes (or sizes past the published ladder), seeds, budgets and variants,
+    into which file; and whether it trains them, shows their plan only, or follows the Slurm jobs of an
+    earlier sweep (each field an option of `rr sweep`, `rr_core.options`). `sweep_runs` plans it.
+
+    Sizes, seeds and budgets are kept as given (a command line's texts, ``seeds="3,4"``, or numbers), so
+    a notebook and the command line are refused in the same words where `sweep_runs` reads them.
+    """
+
+    sizes: tuple[str, ...] = field(
+        default=(),
+        metadata=option(
+            "A size to train (repeatable, or comma-separated: --size 590M,1B). Default: the published sizes "
+            "(every size of --ladder).",
+            flag="--size",
+            spelling="--sizes",
+        ),
+    )
+    at: str | None = field(
+        default=None,
+        metadata=option(
+            "Comma-separated sizes past the published ladder, e.g. 3B (rr analyze confirm plans their "
+            "seeds); their shapes come from --ladder."
+        ),
+    )
+    seeds: str | tuple[int | str, ...] = field(
+        default=(),
+        metadata=option(
+            "A seed to train (repeatable, or comma-separated: --seed 3,4). Default: each size's published "
+            "seeds (--ladder's seeds).",
+            flag="--seed",
+            spelling="--seeds",
+        ),
+    )
+    budgets: str | tuple[float, ...] | None = field(
+        default=None,
+        metadata=option(
+            "Comma-separated multiples of each size's budget, e.g. 1,2,4 (with --schedule wsd): each run "
+            "trains the largest, with a cooldown branch ending at each other one, a row each "
+            "(docs/training.md, Budgets)."
+        ),
+    )
+    variants: tuple[str, ...] = field(default=(), metadata=VARIANTS)  # (): the reference's compared block
+    out: Path | None = field(default=None, metadata=OUT)  # None: `default_sweep_out`
+    dry_run: bool = field(default=False, metadata=DRY_RUN)
+    status: bool = field(
+        default=False,
+        metadata=option("List the sweep's jobs: id, run, state, step reached, log.", panel=SLURM),
+    )
+    cancel: bool = field(default=False, metadata=option("Cancel the sweep's unfinished jobs.", panel=SLURM))
+
+    def file(self, reproduce: bool = False, ladder: str | os.PathLike | None = None) -> Path:
+        """The file the sweep appends to: `out`, else `default_sweep_out`."""
+        return Path(self.out) if self.out is not None else default_sweep_out(reproduce, ladder)
 
 
 def default_sweep_out(reproduce: bool = False, ladder: str | os.PathLike | None = None) -> Path:
@@ -60,31 +124,23 @@ def default_sweep_out(reproduce: bool = False, ladder: str | os.PathLike | None 
 
 
 def sweep_runs(
-    out: str | os.PathLike,
-    sizes: Sequence[str] | None = None,
-    seeds: str | Iterable[str | int] | None = None,
-    variants: Sequence[str] | None = None,
-    budgets: str | None = None,
+    sweep: Sweep,
     *,
-    at: str | None = None,
     effect_seeds: Callable[[Sequence[str] | None, tuple[str, ...]], Mapping[str, Iterable[int]]]
     | None = None,
     **options: Any,
 ) -> Runs:
-    """`rr sweep`'s plan from its options as given (`plan_sweep`), a reproduction checked to be one.
+    """`rr sweep`'s plan (`plan_sweep`) from `sweep` as its options give it, a reproduction checked to be one.
 
     Parameters
     ----------
-    sizes, at
-        Sizes to train (`--size`), or sizes past the published ladder, comma-separated (`--at 3B`: their
-        shapes from the ``ladder`` option's file, `rr_core.ladder.beyond_published`); not both.
-    seeds
-        Seeds for every size (`--seed 3,4`: `rr_core.comma_lists.seed_list`); default each size's published
-        seeds.
-    variants
-        Default: the reference's compared block (`rr_core.variants.compared`).
-    budgets
-        Multiples of each size's budget, comma-separated (`--budgets 1,2,4`: `budget_multiples`).
+    sweep
+        What to train (`Sweep`): `sizes` (`--size`), or `at`, sizes past the published ladder,
+        comma-separated (`--at 3B`: their shapes from the ``ladder`` option's file,
+        `rr_core.ladder.beyond_published`), not both; `seeds` for every size (`--seed 3,4`:
+        `rr_core.comma_lists.seed_list`), default each size's published seeds; `variants`, default the
+        reference's compared block (`rr_core.variants.compared`); `budgets`, multiples of each size's budget
+        (`--budgets 1,2,4`: `budget_multiples`); into `Sweep.file`.
     effect_seeds
         Instead of `seeds` (`--effect`): a function of the sizes and variants that returns the new seeds of
         each size (`rr_analysis.stats.power.seeds_for_effect`, which this package may not import: the
@@ -95,17 +151,19 @@ def sweep_runs(
     """
     from rr_model.run.reproduce import check_reproducible
 
-    variants = tuple(variants or compared(options.get("reference", REFERENCE)))
-    if at and sizes:
+    out = sweep.file(options.get("reproduce", False), options.get("ladder"))
+    variants = tuple(sweep.variants or compared(options.get("reference", REFERENCE)))
+    if sweep.at and sweep.sizes:
         raise InputError("--at names sizes past the published ladder, --size any size: give one, not both")
-    sizes = [beyond_published(a, options.get("ladder")) for a in items(at)] if at else sizes
+    ladder = options.get("ladder")
+    sizes = [beyond_published(a, ladder) for a in items(sweep.at)] if sweep.at else list(sweep.sizes) or None
     if effect_seeds is None:
-        per_size = seed_list(seeds, "--seed")
-    elif seeds:
+        per_size = seed_list(sweep.seeds, "--seed")
+    elif sweep.seeds:
         raise InputError("--effect plans the seeds itself: give --effect or --seed, not both")
     else:
         per_size = effect_seeds(sizes, variants)
-    runs = plan_sweep(out, sizes, per_size, variants, budget_multiples(budgets), **options)
+    runs = plan_sweep(out, sizes, per_size, variants, budget_multiples(sweep.budgets), **options)
     if options.get("reproduce"):
         check_reproducible(runs.todo + runs.skipped, out)
     return runs
@@ -136,6 +194,9 @@ def plan_sweep(
     options
         Further TrainConfig fields (data, precision, steps, ladder, ...), the same for every run.
     """
+    from rr_model.run.output_file import preflight
+    from rr_model.run.planning import Runs
+
     ladder = options.get("ladder")
     default = PUBLISHED_SIZES if ladder is None else tuple(ladder_sizes(ladder))
     sizes = sorted(sizes or default, key=size_sort_key, reverse=True)
@@ -154,14 +215,16 @@ def plan_sweep(
     return Runs.split(runs, preflight(out))  # a new default file extends the published
 
 
-def budget_multiples(text: str | None) -> list[float] | None:
-    """`--budgets`' multiples of each size's budget: comma-separated numbers > 0; None when not given.
+def budget_multiples(given: str | Sequence[float] | None) -> list[float] | None:
+    """`--budgets`' multiples of each size's budget: numbers > 0, comma-separated or as numbers; None when
+    not given.
 
     Example
     -------
-    >>> budget_multiples("1, 2,4"), budget_multiples(None)
-    ([1.0, 2.0, 4.0], None)
+    >>> budget_multiples("1, 2,4"), budget_multiples([1, 2]), budget_multiples(None)
+    ([1.0, 2.0, 4.0], [1.0, 2.0], None)
     """
+    text = given if isinstance(given, str) or given is None else ",".join(map(str, given))
     try:
         found = [float(item) for item in items(text) or []]
     except ValueError:
@@ -212,6 +275,8 @@ def budget_options(size: str, multiples: Sequence[float], options: Mapping[str, 
 def train_command(cfg: TrainConfig, out: str | os.PathLike, nproc: int = 1) -> list[str]:
     """The command line that trains `cfg` into `out` in a child process (`rr_model.sweep.child`), resuming
     from a checkpoint; under torchrun when `nproc` > 1."""
+    from rr_model.sweep.child import config_json
+
     launcher = [sys.executable]
     if nproc > 1:
         launcher += ["-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={nproc}"]
@@ -232,7 +297,9 @@ def run_sweep(runs: list[TrainConfig], out: str | os.PathLike, nproc: int = 1) -
     another process; "failed": diverged or refused, "crashed": the process died without a record),
     val_loss, ece and minutes (None unless ok) and exit (the child's exit code).
     """
+    from rr_core.sweepfile.schema import record_key
     from rr_model.checkpoint.state import claim_path
+    from rr_model.sweep.child import HELD
 
     summary, held = [], []
     for cfg in runs:
@@ -256,6 +323,10 @@ def run_sweep(runs: list[TrainConfig], out: str | os.PathLike, nproc: int = 1) -
 
 def _run_child(cfg: TrainConfig, out: str | os.PathLike, nproc: int) -> dict[str, Any] | None:
     """Train one run in its child process: its summary record, or None when another process holds it."""
+    from rr_core.sweepfile.provenance import read_records, sidecar_path
+    from rr_core.sweepfile.schema import record_key
+    from rr_model.sweep.child import HELD, INTERRUPTED
+
     sidecar = sidecar_path(out)
     before = len(read_records(sidecar))
     with subprocess.Popen(train_command(cfg, out, nproc)) as child:

@@ -12,14 +12,17 @@ lr, so its row records both and its key holds its lr (one seed at four rates is 
 checkpoint, metrics log and claim). The two seed sets are disjoint: a seed that chose a rate never enters the
 test of the gap at that rate (no winner's curse). Both phases read the output file through `preflight`, so a
 second `rr tune` of one plan trains only what is not there yet, resuming interrupted runs, and a tuning that
-stopped after its selection goes on to its comparison. Torch-free (a run trains in a process of its own).
+stopped after its selection goes on to its comparison. What a tuning trains is one documented value,
+`Tuning`, whose fields are `rr tune`'s options (`rr_core.options`). Torch-free (a run trains in a process of
+its own) and light to import (the output file loads inside the calls), so the command line reads `Tuning`
+at start-up.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -27,14 +30,17 @@ from rr_core.comma_lists import items, seed_list
 from rr_core.errors import InputError
 from rr_core.ladder import get_size
 from rr_core.lr_choice import RateChoice, choose_rate
+from rr_core.options import option
 from rr_model.config import TrainConfig
-from rr_model.run.output_file import OutputPlan, preflight
-from rr_model.run.planning import Runs
+from rr_model.run.entry import DRY_RUN, VARIANTS
 
 if TYPE_CHECKING:
+    from rr_model.run.output_file import OutputPlan
+    from rr_model.run.planning import Runs
     from rr_model.sweep.launch import Launch, Launched
 
 __all__ = [
+    "Tuning",
     "default_tune_out",
     "one_size",
     "rates",
@@ -46,6 +52,56 @@ __all__ = [
     "Tuned",
     "tune",
 ]
+
+
+@dataclass(frozen=True)
+class Tuning:
+    """What `rr tune` trains: the size, the grid of peak learning rates, the seeds that pick each variant's
+    rate and those that then compare the variants, the variants, into which file, and whether it trains or
+    shows the plan only (each field an option of `rr tune`, `rr_core.options`). `tune` runs it.
+
+    The size, rates and seeds are kept as given (a command line's texts, ``lrs="1e-4,2e-4"``, or numbers), so
+    a notebook and the command line are refused in the same words where `tune` reads them (`one_size`,
+    `rates`, `rr_core.comma_lists.seed_list`, `check_grid`).
+    """
+
+    size: str | tuple[str, ...] = field(
+        metadata=option(
+            "The size to tune, e.g. 150M (a --ladder file's size with --ladder); one per tuning.",
+            spelling="--sizes",
+        )
+    )
+    lrs: str | tuple[float, ...] = field(
+        metadata=option(
+            "The grid of peak learning rates, comma-separated, e.g. 1e-4,2e-4,4e-4,8e-4 (the recipe's is "
+            "2e-4).",
+            flag="--lr",
+        )
+    )
+    select_seeds: str | tuple[int, ...] = field(
+        metadata=option("Seeds that pick each variant's rate (every rate of the grid), e.g. 0,1.")
+    )
+    seeds: str | tuple[int | str, ...] = field(
+        metadata=option(
+            "A seed that compares the variants, each at its chosen rate (repeatable, or comma-separated: "
+            "--seed 2,3,4); none of --select-seeds.",
+            flag="--seed",
+            spelling="--seeds",
+        )
+    )
+    variants: tuple[str, ...] = field(default=(), metadata=VARIANTS)  # (): the reference's compared block
+    out: Path | None = field(
+        default=None,
+        metadata=option(
+            "Dataset to append the rows to (each records its lr and role). Default: data/tune.csv "
+            "(data/LADDER-STEM-tune.csv with --ladder)."
+        ),
+    )  # None: `default_tune_out`
+    dry_run: bool = field(default=False, metadata=DRY_RUN)
+
+    def file(self, ladder: str | os.PathLike | None = None) -> Path:
+        """The file the tuning appends to: `out`, else `default_tune_out`."""
+        return Path(self.out) if self.out is not None else default_tune_out(ladder)
 
 
 def default_tune_out(ladder: str | os.PathLike | None = None) -> Path:
@@ -119,6 +175,9 @@ def selection_runs(
 ) -> Runs:
     """Phase 1: every variant at every rate on the selection `seeds`, split into those to train and those in
     `out` (its one reading, `preflight`). `options`: further TrainConfig fields (corpus, steps, ladder, ...)."""
+    from rr_model.run.output_file import preflight
+    from rr_model.run.planning import Runs
+
     ladder = options.get("ladder")
     runs = [
         TrainConfig(size, v, s, recipe=_at(size, lr, ladder), role="selection", **options)
@@ -157,6 +216,8 @@ def comparison_runs(
 ) -> Runs:
     """Phase 2: each variant at its chosen rate (`chosen`: {variant: lr}) on the comparison `seeds`, split
     against `output` (the same reading as phase 1's, refreshed where another process wrote since)."""
+    from rr_model.run.planning import Runs
+
     ladder = options.get("ladder")
     runs = [
         TrainConfig(size, v, s, recipe=_at(size, lr, ladder), role="comparison", **options)
@@ -197,29 +258,18 @@ class Tuned(NamedTuple):
         return any(r["status"] == "crashed" for r in self.selection.summary or [])
 
 
-def tune(
-    out: str | os.PathLike,
-    size: str | Sequence[str],
-    lrs: str | Sequence[float],
-    select_seeds: str | Sequence[int | str],
-    seeds: str | Sequence[int | str],
-    variants: Sequence[str] | None = None,
-    how: Launch | None = None,
-    *,
-    dry_run: bool = False,
-    watch: Watch | None = None,
-    **options: Any,
-) -> Tuned:
+def tune(tuning: Tuning, how: Launch | None = None, *, watch: Watch | None = None, **options: Any) -> Tuned:
     """`rr tune` in one call: the selection phase (`selection_runs`) launched where `how` says, then, once
-    every selection row is in `out`, each variant's rate (`choices`) and the comparison phase
-    (`comparison_runs`) launched the same way. Under `dry_run` nothing trains: the selection's plan, and the
-    comparison's where the selection rows are in already.
+    every selection row is in `tuning`'s file (`Tuning.file`), each variant's rate (`choices`) and the
+    comparison phase (`comparison_runs`) launched the same way. Under `Tuning.dry_run` nothing trains: the
+    selection's plan, and the comparison's where the selection rows are in already.
 
     The comparison waits (`Tuned.waiting`) while selection runs are to come: after a dry run, or while Slurm
     jobs train them (the same command again plans it then). A crashed selection run stops the tuning
-    (`Tuned.crashed`). `size` is one size (`one_size`); the rates and seeds may be given as the command line
-    gives them, comma-separated (`rates`, `rr_core.comma_lists.seed_list`). `variants` default the reference's
-    compared block; `options` are further TrainConfig fields. `watch` hears each step as it happens (`Watch`).
+    (`Tuned.crashed`). The size is one (`one_size`); the rates and seeds may be given as the command line
+    gives them, comma-separated (`rates`, `rr_core.comma_lists.seed_list`). The variants default to the
+    reference's compared block; `options` are further TrainConfig fields. `watch` hears each step as it
+    happens (`Watch`).
 
     Raises InputError for several sizes, a grid or seed sets `check_grid` refuses, and for a variant no rate
     of which finished on every selection seed.
@@ -227,11 +277,12 @@ def tune(
     from rr_core.variants import REFERENCE, compared
     from rr_model.sweep.launch import Launch, launch
 
-    size, lrs = one_size(size), rates(lrs)
-    select_seeds = seed_list(select_seeds, "--select-seeds") or []
-    seeds = seed_list(seeds, "--seed") or []
+    out, dry_run = tuning.file(options.get("ladder")), tuning.dry_run
+    size, lrs = one_size(tuning.size), rates(tuning.lrs)
+    select_seeds = seed_list(tuning.select_seeds, "--select-seeds") or []
+    seeds = seed_list(tuning.seeds, "--seed") or []
     how, watch = how or Launch(), watch or Watch()
-    variants = tuple(variants or compared(options.get("reference", REFERENCE)))
+    variants = tuple(tuning.variants or compared(options.get("reference", REFERENCE)))
     check_grid(lrs, select_seeds, seeds)
     first = selection_runs(out, size, variants, lrs, select_seeds, **options)
     size = (first.todo or first.skipped)[0].size  # as the ladder spells it
