@@ -70,8 +70,11 @@ def echo_budget(rows: list[dict], title: str, fmt: Format = Format.text) -> None
     notes = [f"params: the reference's, exact; tokens per parameter and FLOPs of it; {FLOPS_FORMULA}."]
     if any("passes" in r for r in rows):
         notes.append("passes: tokens over the corpus's training tokens (- where it is not tokenized yet).")
-    if over := [f"{r['size']} at {fixed(r['steps'], 0, grouped=True)} steps ({fixed(r['passes'], 2)})"
-                for r in rows if (r.get("passes") or 0) > 1]:  # fmt: skip
+    if over := [
+        f"{r['size']} at {fixed(r['steps'], 0, grouped=True)} steps ({fixed(r['passes'], 2)})"
+        for r in rows
+        if (r.get("passes") or 0) > 1
+    ]:
         notes.append(f"past one pass over the corpus, so windows repeat: {', '.join(over)}.")
     typer.echo("\n".join(notes))
 

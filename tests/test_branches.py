@@ -122,8 +122,18 @@ def test_a_run_killed_mid_stable_phase_and_its_branch_killed_mid_cooldown_resume
     trained, ladder, tmp_path, monkeypatch
 ):
     out = tmp_path / "killed.csv"
-    runs = plan_runs(out, "1M", ("standard",), 0, ladder=str(ladder), data="synthetic", schedule="wsd",
-                     steps=20, branch_at=(10,), checkpoint_every=3).todo  # fmt: skip
+    runs = plan_runs(
+        out,
+        "1M",
+        ("standard",),
+        0,
+        ladder=str(ladder),
+        data="synthetic",
+        schedule="wsd",
+        steps=20,
+        branch_at=(10,),
+        checkpoint_every=3,
+    ).todo
     save, kills = checkpoint.save, {("1M-standard-seed0-steps20.pt", 12), ("1M-standard-seed0-steps10.pt", 9)}
 
     def save_then_die(path, state):
@@ -151,8 +161,17 @@ def test_a_run_killed_mid_stable_phase_and_its_branch_killed_mid_cooldown_resume
 
 def test_a_branch_without_its_start_trains_from_step_0_to_the_same_bits(trained, ladder, tmp_path):
     out = tmp_path / "alone.csv"
-    (branch,) = plan_runs(out, "1M", ("standard",), 0, ladder=str(ladder), data="synthetic", schedule="wsd",
-                          steps=20, branch_at=(10,)).todo[1:]  # fmt: skip
+    (branch,) = plan_runs(
+        out,
+        "1M",
+        ("standard",),
+        0,
+        ladder=str(ladder),
+        data="synthetic",
+        schedule="wsd",
+        steps=20,
+        branch_at=(10,),
+    ).todo[1:]
     record = train(branch, out)  # its run never saved its start: it trains as a run of its steps
     assert record["branched_at"] is None and record["branch_of"] == 20
     alone = weights(trained["straight"])
@@ -170,8 +189,10 @@ def test_a_planned_family_lists_each_budget_and_skips_those_in_the_file(trained,
     assert [c.key for c in todo] == [("1M", "standard", 0, 5)] and len(skipped) == 2  # seed 0 is incomplete
     dry = cli(ladder, family.with_name("new.csv"), "--steps", 20, "--branch-at", "5,10", "--dry-run")
     assert dry.exit_code == 0, dry.output
-    assert "2 cooldown branch(es) continue from the state their run saves where their cooldown starts: they " \
-        "train 3 of their 15 steps" in " ".join(dry.stdout.split())  # fmt: skip
+    assert (
+        "2 cooldown branch(es) continue from the state their run saves where their cooldown starts: they "
+        "train 3 of their 15 steps" in " ".join(dry.stdout.split())
+    )
     plan = dry.stdout.split("Budget per size and steps")[1]
     assert [line.split()[2] for line in plan.splitlines()[3:6]] == ["20", "5", "10"]
 
@@ -194,12 +215,24 @@ def test_branches_a_run_cannot_train_are_refused(options, message):
 
 
 def test_a_sweep_plans_its_budgets_as_branches_of_the_largest(tmp_path):
-    runs = plan_sweep(tmp_path / "s.csv", ["tiny"], [0], ("standard",), data="synthetic", schedule="wsd",
-                      budgets=(1, 2, 4)).todo  # fmt: skip
-    assert [(c.steps, c.branch_at, c.branch_of) for c in runs] == [(400, (100, 200), None), (100, (), 400),
-                                                                    (200, (), 400)]  # fmt: skip
-    by_tokens = plan_sweep(tmp_path / "s.csv", ["tiny"], [0], ("standard",), data="synthetic", schedule="wsd",
-                           tokens_per_param=1, budgets=(1, 4)).todo  # fmt: skip
+    runs = plan_sweep(
+        tmp_path / "s.csv", ["tiny"], [0], ("standard",), data="synthetic", schedule="wsd", budgets=(1, 2, 4)
+    ).todo
+    assert [(c.steps, c.branch_at, c.branch_of) for c in runs] == [
+        (400, (100, 200), None),
+        (100, (), 400),
+        (200, (), 400),
+    ]
+    by_tokens = plan_sweep(
+        tmp_path / "s.csv",
+        ["tiny"],
+        [0],
+        ("standard",),
+        data="synthetic",
+        schedule="wsd",
+        tokens_per_param=1,
+        budgets=(1, 4),
+    ).todo
     n = 1_121_024  # the tiny reference at the byte vocabulary (tests/test_budget.py counts it by hand)
     assert [c.steps for c in by_tokens] == [round(4 * n / 2048), round(n / 2048)]
     with pytest.raises(ValueError, match="--budgets trains cooldown branches: give --schedule wsd"):

@@ -273,11 +273,15 @@ def test_a_sweep_or_tuning_refuses_a_value_in_the_words_of_its_library_value(tmp
     for command, value in (
         (["sweep", "--budgets", "1,x", "--seed", "0"], Sweep(budgets="1,x", seeds="0", out=out)),
         (["sweep", "--at", "3B", "--size", "60M"], Sweep(("60M",), at="3B", out=out)),
-        (["tune", "--size", "tiny", "--lr", "1e-3,0", "--select-seeds", "0", "--seed", "1"],
-         Tuning("tiny", "1e-3,0", "0", ("1",), out=out)),
-        (["tune", "--size", "tiny", "--lr", "1e-3", "--select-seeds", "0", "--seeds", "0"],
-         Tuning("tiny", "1e-3", "0", "0", out=out)),
-    ):  # fmt: skip
+        (
+            ["tune", "--size", "tiny", "--lr", "1e-3,0", "--select-seeds", "0", "--seed", "1"],
+            Tuning("tiny", "1e-3,0", "0", ("1",), out=out),
+        ),
+        (
+            ["tune", "--size", "tiny", "--lr", "1e-3", "--select-seeds", "0", "--seeds", "0"],
+            Tuning("tiny", "1e-3", "0", "0", out=out),
+        ),
+    ):
         with pytest.raises(InputError) as refused:
             sweep_runs(value) if isinstance(value, Sweep) else tune(value)
         result = rr(*command, "--out", out, "--dry-run", env={"COLUMNS": "300"})

@@ -308,8 +308,13 @@ def test_the_library_reads_the_grid_seeds_and_size_as_the_command_line_gives_the
     value that is not one in the command line's words."""
     assert rates("1e-4, 2e-4,,8e-4") == pytest.approx([1e-4, 2e-4, 8e-4], rel=1e-12)
     assert rates([4e-4, 1e-3]) == pytest.approx([4e-4, 1e-3], rel=1e-12)
-    for given, item in (("1e-3,abc", "'abc'"), ("1e-3,0", "'0'"), ("-2e-4", "'-2e-4'"), ("inf", "'inf'"),
-                        ([1e-3, float("nan")], "'nan'")):  # fmt: skip
+    for given, item in (
+        ("1e-3,abc", "'abc'"),
+        ("1e-3,0", "'0'"),
+        ("-2e-4", "'-2e-4'"),
+        ("inf", "'inf'"),
+        ([1e-3, float("nan")], "'nan'"),
+    ):
         with pytest.raises(
             InputError, match=re.escape(f"{item} is not a learning rate (a finite number > 0")
         ):

@@ -132,8 +132,14 @@ def budget_plan(runs: list[TrainConfig]) -> list[dict[str, Any]]:
     for cfg in runs:
         if (cfg.size, cfg.steps) in rows:
             continue
-        found = budget(cfg.size, vocab_size=cfg.vocab_size, ladder=cfg.ladder, reference=cfg.reference,
-                       recipe=cfg.recipe, steps=cfg.steps)  # fmt: skip
+        found = budget(
+            cfg.size,
+            vocab_size=cfg.vocab_size,
+            ladder=cfg.ladder,
+            reference=cfg.reference,
+            recipe=cfg.recipe,
+            steps=cfg.steps,
+        )
         r = cfg.recipe
         train = known_train_tokens(
             cfg.data, cfg.tokenizer, r.n_text, cfg.cache_dir, cfg.text_field, r.val_frac

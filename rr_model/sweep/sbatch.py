@@ -124,9 +124,12 @@ def _own_options(resources: Resources, n_jobs: int) -> str:
     params["signal"] = f"USR2@{params.pop('signal_delay_s')}"
     if n_jobs > 1:
         params["array"] = f"0-{n_jobs - 1}"
-    lines = ["#!/bin/bash", "# The options rr asks for. submitit is not installed here, so the script it would",
-             "# submit (these plus its --output, --error, --open-mode and srun lines) cannot be shown:",
-             "# pip install 'rr-toolkit[cluster]'"]  # fmt: skip
+    lines = [
+        "#!/bin/bash",
+        "# The options rr asks for. submitit is not installed here, so the script it would",
+        "# submit (these plus its --output, --error, --open-mode and srun lines) cannot be shown:",
+        "# pip install 'rr-toolkit[cluster]'",
+    ]
     for key in sorted(params):
         flag = f"--{key.replace('_', '-')}"
         lines.append(f"#SBATCH {flag}" if params[key] is True else f"#SBATCH {flag}={params[key]}")
