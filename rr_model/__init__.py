@@ -1,13 +1,14 @@
 """The reference model, its data pipeline and the trainer of Review Residuals.
 
-Stands on `rr_core` (the sweep record, ladder, variants, shapes) and never on `rr_analysis`. Rooms, top floor
-first (`.importlinter` holds the order): `sweep/` launches many runs (local, Slurm) and `downstream` scores
-trained runs on lm-evaluation-harness's tasks; the trainer (`trainer`: one run from setup to its row;
-`step`: the recipe's optimiser step), the model (`model`), its final validation (`validation`) and what a
-trained run is used for (`inference`, `export` with the code it carries, `hf_code` and `remote_code/`,
-`gates` and their `anatomy` on held-out text, `reproduce`, `depth`); `run_config` and `planning` say what to train and where its rows go,
-torch-free; `data/` turns a corpus into token streams. Importing this package is cheap; torch is imported only by the
-modules that run a model.
+Stands on `rr_core` (the sweep record, ladder, variants, shapes) and never on `rr_analysis`. At the top, what a
+run is: `config` (`TrainConfig`, every training option's one home, torch-free), `model` (the GPT in reading
+order, with the paper's residual rules), `ablations` and `streams` (Review's ablations and the field's rivals,
+registered on the same seam), `generation` (the KV cache and `generate`, which `GPT` inherits) and `metrics`
+(where a run's metrics go). Rooms, top floor first (`.importlinter` holds the order): `sweep/` (many runs,
+here or on Slurm; tuning) and `uses/` (what a finished model is used for: inference, export, evaluation,
+gates, the depth check) above `run/` (one training run, from a command's entry to its appended row), above
+`parallel/` (sharding, memory, hardware) and `checkpoint/`, above `data/` (a corpus turned into token
+streams). Importing this package is cheap; torch is imported only by the modules that run a model.
 
 `rr_model.register_residual` plugs a residual rule of your own in (docs/extending.md).
 """
