@@ -1,10 +1,15 @@
 """The torch-free ground of rr that the analysis and the model both stand on.
 
-`errors` (rr's error classes), `files` (the one atomic writer and the one lock), `variants` (the variant
-registry), `plugins` (residual rules from outside rr), `ladder` (sizes and recipe: the one source of truth),
-`shapes` (the model's shape and exact parameter count, by arithmetic), and `sweepfile/`, the sweep record:
-its schema, loading, integrity, merging, provenance and the packaged published copy. Importing it loads
-no torch; pandas loads with the sweep file's modules only.
+`errors` (rr's error classes), `files/` (atomic writes, locks, checksums: the one writer and the one lock),
+`variants` (the variant registry) with what each registered rule is held to (`seam`, the stream seam's
+contract; `rule_shapes`, its parameters; `kept_bytes`, what it keeps for the backward pass; `palette`, its
+colour), `plugins` (residual rules from outside rr), `ladder` (sizes and recipe: the one source of truth),
+`budget` (a run's steps, tokens and FLOPs), `shapes` (the model's shape and exact parameter count, by
+arithmetic), `options` (command-line options declared as dataclass fields), `lr_choice` (how a tuning picks
+each variant's rate: one rule for `rr tune` and `rr analyze tuning`), small checks and readers (`lines`,
+`comma_lists`, `lazy`) and `sweepfile/`, the sweep record: its schema, loading, integrity, merging,
+provenance, metrics logs and the packaged published copy. Importing it loads no torch; pandas loads
+with the sweep file's modules only.
 """
 
 from rr_core.lazy import lazy_exports
