@@ -60,6 +60,7 @@ def numbers(frame: pd.DataFrame) -> pd.DataFrame:
 # --- the published comparison is unchanged ------------------------------------------------------------------
 
 
+@pytest.mark.slow  # the goldens pin these outputs in every format (tests/test_golden.py)
 @pytest.mark.parametrize("view", ["table", "emergence"])
 def test_default_text_is_unchanged_and_json_only_gains_the_comparison(view):
     """Text as printed, JSON numbers to conftest's REL (the REML and Kenward-Roger fits are optimiser
@@ -76,6 +77,7 @@ def test_default_text_is_unchanged_and_json_only_gains_the_comparison(view):
     assert close([{k: v for k, v in r.items() if k not in STAMP} for r in records], before)
 
 
+@pytest.mark.slow  # beside test_the_cli_options_are_the_comparison_s_fields, which reads the same defaults
 def test_explicit_published_options_give_the_default_output():
     plain = rr("analyze", "--format", "json").output
     named = ["--reference", "review_neutral", "--baselines", "highway,standard", "--metric", "val_loss"]
@@ -267,6 +269,7 @@ def test_text_and_json_state_a_non_default_reference():
     }
 
 
+@pytest.mark.slow  # the figure functions' own tests and the options' test cover each part
 def test_plot_and_report_take_the_comparison(tmp_path):
     svg = tmp_path / "e.svg"
     result = rr("plot", "emergence", "--reference", "highway", "--baselines", "standard", "-o", str(svg))

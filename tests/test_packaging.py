@@ -59,7 +59,7 @@ def test_the_extras_are_known_here():
     [
         ["validate"],
         ["analyze", "claims"],  # the table, emergence and equivalence behind it
-        ["report", "--out", "{tmp}/report"],  # every table view and figure
+        pytest.param(["report", "--out", "{tmp}/report"], marks=pytest.mark.slow),  # every view and figure
     ],
     ids=" ".join,
 )
