@@ -58,6 +58,12 @@ def cli(ladder, out, *extra):
     return rr("train", *cli_args(ladder, out), *extra)
 
 
+def family_plan(ladder, out, **extra) -> list:
+    """The library's plan of `cli_args`' run at 20 steps with a branch at 10: the run, then its branch."""
+    options = dict(ladder=str(ladder), data="synthetic", schedule="wsd", steps=20, branch_at=(10,))
+    return plan_runs(out, "1M", ("standard",), 0, **options, **extra).todo
+
+
 @pytest.fixture(scope="module")
 def trained(ladder, tmp_path_factory, token_cache):
     """A 20-step wsd run with a branch at 10 (its cooldown from step 8), and a straight wsd run of 10 steps."""
@@ -122,18 +128,7 @@ def test_a_run_killed_mid_stable_phase_and_its_branch_killed_mid_cooldown_resume
     trained, ladder, tmp_path, monkeypatch
 ):
     out = tmp_path / "killed.csv"
-    runs = plan_runs(
-        out,
-        "1M",
-        ("standard",),
-        0,
-        ladder=str(ladder),
-        data="synthetic",
-        schedule="wsd",
-        steps=20,
-        branch_at=(10,),
-        checkpoint_every=3,
-    ).todo
+    runs = family_plan(ladder, out, checkpoint_every=3)
     save, kills = checkpoint.save, {("1M-standard-seed0-steps20.pt", 12), ("1M-standard-seed0-steps10.pt", 9)}
 
     def save_then_die(path, state):
@@ -161,17 +156,7 @@ def test_a_run_killed_mid_stable_phase_and_its_branch_killed_mid_cooldown_resume
 
 def test_a_branch_without_its_start_trains_from_step_0_to_the_same_bits(trained, ladder, tmp_path):
     out = tmp_path / "alone.csv"
-    (branch,) = plan_runs(
-        out,
-        "1M",
-        ("standard",),
-        0,
-        ladder=str(ladder),
-        data="synthetic",
-        schedule="wsd",
-        steps=20,
-        branch_at=(10,),
-    ).todo[1:]
+    (branch,) = family_plan(ladder, out)[1:]
     record = train(branch, out)  # its run never saved its start: it trains as a run of its steps
     assert record["branched_at"] is None and record["branch_of"] == 20
     alone = weights(trained["straight"])
